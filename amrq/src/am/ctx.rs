@@ -1,0 +1,74 @@
+//! What a handler sees: the message, and for a request, the one reply it may send.
+
+use super::{Am, AmError, ReplyHandler};
+use crate::conduit::{Conduit, Rank};
+
+/// An arriving message, borrowed in place from the queue.
+///
+/// ```
+/// # use amrq::am::Msg;
+/// fn sum(m: &Msg<'_>) -> u64 { m.args().iter().sum::<u64>() + m.payload().len() as u64 }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Msg<'a> {
+    pub(crate) source: Rank,
+    pub(crate) args: &'a [u64],
+    pub(crate) payload: &'a [u8],
+}
+
+impl<'a> Msg<'a> {
+    /// The sender.
+    #[inline(always)]
+    pub fn source(&self) -> Rank {
+        self.source
+    }
+
+    /// The args (0–8).
+    #[inline(always)]
+    pub fn args(&self) -> &'a [u64] {
+        self.args
+    }
+
+    /// Arg `i`, or 0 if the message has fewer args (check [`Msg::args`] when that matters).
+    #[inline(always)]
+    pub fn arg(&self, i: usize) -> u64 {
+        self.args.get(i).copied().unwrap_or(0)
+    }
+
+    /// The Medium payload (empty for Short), in place in the queue.
+    #[inline(always)]
+    pub fn payload(&self) -> &'a [u8] {
+        self.payload
+    }
+}
+
+/// A request handler's right to reply: once (the methods consume it), to the requester
+/// only. It cannot leave the handler (it borrows the runtime for the handler's duration).
+pub struct ReqCtx<'a, S, C: Conduit> {
+    pub(crate) am: &'a Am<S, C>,
+    pub(crate) source: Rank,
+}
+
+impl<S, C: Conduit> std::fmt::Debug for ReqCtx<'_, S, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReqCtx").field("source", &self.source).finish()
+    }
+}
+
+impl<S, C: Conduit> ReqCtx<'_, S, C> {
+    /// The requester.
+    pub fn source(&self) -> Rank {
+        self.source
+    }
+
+    /// Sends a Short reply. Waits for room if needed, running only reply handlers.
+    #[inline]
+    pub fn reply(self, handler: ReplyHandler, args: &[u64]) -> Result<(), AmError> {
+        self.am.send_reply(self.source, handler, args, &[])
+    }
+
+    /// Sends a Medium reply (payload up to [`Am::max_medium`] bytes).
+    pub fn reply_medium(self, handler: ReplyHandler, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
+        self.am.send_reply(self.source, handler, args, payload)
+    }
+}

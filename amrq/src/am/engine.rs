@@ -1,0 +1,317 @@
+//! The AM runtime of one rank: sending requests and replies, polling and dispatch, and
+//! the runtime's own barrier.
+
+use super::handlers::{Entry, FIRST_USER_TAG};
+use super::{AmError, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
+use crate::conduit::mem::MemConduit;
+use crate::conduit::{Conduit, Rank, ReceivedFrame};
+use crate::rq::{QueueId, Rq};
+use crate::util::Backoff;
+use std::cell::Cell;
+
+/// Replies run per `poll` before requests are looked at (GASNet polls 10 of each).
+const REPLY_BUDGET: usize = 32;
+/// Requests run per `poll`.
+const REQUEST_BUDGET: usize = 64;
+/// Tag of the barrier's arrival message.
+const TAG_BARRIER: u16 = 0;
+const _: () = assert!(TAG_BARRIER < FIRST_USER_TAG);
+
+/// One rank's Active Messages runtime: its queues, its handler table and the state its
+/// handlers see.
+///
+/// ```
+/// use amrq::prelude::*;
+/// use std::cell::Cell;
+///
+/// struct Counter { hits: Cell<u64> }
+/// let out = amrq::threads::run(4, &Config::default(), |conduit| {
+///     let mut table = HandlerTable::new();
+///     let hit = table.request("hit", |s: &Counter, _ctx, m| { s.hits.set(s.hits.get() + m.arg(0)); Ok(()) });
+///     let am = Am::new(conduit, table, Counter { hits: Cell::new(0) })?;
+///     for dest in 0..am.size() {
+///         am.request(dest, hit, &[1])?;
+///     }
+///     am.wait_until(|s| s.hits.get() == 4)?;
+///     am.barrier()?;
+///     Ok::<_, AmError>(am.state().hits.get())
+/// }).unwrap();
+/// assert!(out.into_iter().all(|r| r == Ok(4)));
+/// ```
+pub struct Am<S, C: Conduit = MemConduit> {
+    rq: Rq<C>,
+    table: HandlerTable<S, C>,
+    state: S,
+    barrier_epoch: Cell<u64>,
+    barrier_arrivals: Box<[Cell<u64>]>,
+}
+
+impl<S, C: Conduit> std::fmt::Debug for Am<S, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Am")
+            .field("rank", &self.rank())
+            .field("size", &self.size())
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, C: Conduit> Am<S, C> {
+    /// Starts the AM layer of this rank. Collective: every rank calls it with a table of
+    /// the same shape, or every rank gets [`AmError::HandlerTableMismatch`].
+    pub fn new(conduit: C, table: HandlerTable<S, C>, state: S) -> Result<Self, AmError> {
+        let me = conduit.rank();
+        let lens = conduit.allgather(table.len() as u64)?;
+        let fps = conduit.allgather(table.fingerprint())?;
+        let (my_len, my_fp) = (table.len(), table.fingerprint());
+        if let Some(rank) = (0..lens.len()).find(|&r| lens[r] != my_len as u64 || fps[r] != my_fp) {
+            return Err(AmError::HandlerTableMismatch {
+                me,
+                rank,
+                my_len,
+                their_len: lens[rank] as usize,
+                my_fingerprint: my_fp,
+                their_fingerprint: fps[rank],
+            });
+        }
+        let rounds = usize::BITS - (conduit.size().max(1) - 1).leading_zeros();
+        Ok(Self {
+            rq: Rq::new(conduit),
+            table,
+            state,
+            barrier_epoch: Cell::new(0),
+            barrier_arrivals: (0..rounds).map(|_| Cell::new(0)).collect(),
+        })
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> Rank {
+        self.rq.rank()
+    }
+
+    /// Ranks in the job.
+    pub fn size(&self) -> usize {
+        self.rq.size()
+    }
+
+    /// The state handlers see.
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+
+    /// The Remote Queues layer below (user queues live there too).
+    pub fn rq(&self) -> &Rq<C> {
+        &self.rq
+    }
+
+    /// Largest Medium payload in bytes, requests and replies alike (≥ 4096 with the
+    /// default ring of 256 slots).
+    pub fn max_medium(&self) -> usize {
+        let ch = &self.rq.conduit().caps().channels;
+        ch[QueueId::AM_REQUEST.index()]
+            .max_payload
+            .min(ch[QueueId::AM_REPLY.index()].max_payload)
+    }
+
+    /// Sends a Short request (0–8 args) to `dest`, waiting for room if needed (running
+    /// handlers meanwhile).
+    #[inline]
+    pub fn request(&self, dest: Rank, handler: RequestHandler, args: &[u64]) -> Result<(), AmError> {
+        self.send_request(dest, handler.0, args, &[])
+    }
+
+    /// Sends a Medium request: args plus a payload of up to [`Am::max_medium`] bytes.
+    pub fn request_medium(
+        &self,
+        dest: Rank,
+        handler: RequestHandler,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
+        self.send_request(dest, handler.0, args, payload)
+    }
+
+    /// Sends a request if there is room now: `Ok(false)` (nothing sent) otherwise.
+    #[inline]
+    pub fn try_request(
+        &self,
+        dest: Rank,
+        handler: RequestHandler,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<bool, AmError> {
+        Ok(self
+            .rq
+            .enqueue_tagged(dest, QueueId::AM_REQUEST, handler.0, args, payload)?)
+    }
+
+    #[inline]
+    fn send_request(&self, dest: Rank, tag: u16, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
+        if self.rq.enqueue_tagged(dest, QueueId::AM_REQUEST, tag, args, payload)? {
+            return Ok(());
+        }
+        self.send_request_slow(dest, tag, args, payload)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn send_request_slow(&self, dest: Rank, tag: u16, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
+        let mut backoff = Backoff::new();
+        loop {
+            // Room appears when `dest` drains its queue; meanwhile we drain ours, so two
+            // ranks flooding each other both make progress.
+            if self.poll()? == 0 {
+                self.snooze(&mut backoff)?;
+            } else {
+                backoff.reset();
+            }
+            if self.rq.enqueue_tagged(dest, QueueId::AM_REQUEST, tag, args, payload)? {
+                return Ok(());
+            }
+        }
+    }
+
+    #[inline]
+    pub(crate) fn send_reply(&self, dest: Rank, h: ReplyHandler, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
+        if self.rq.enqueue_tagged(dest, QueueId::AM_REPLY, h.0, args, payload)? {
+            return Ok(());
+        }
+        self.send_reply_slow(dest, h, args, payload)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn send_reply_slow(&self, dest: Rank, h: ReplyHandler, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
+        let mut backoff = Backoff::new();
+        loop {
+            // Only replies: their handlers never send, so this wait cannot grow into a
+            // cycle of ranks each waiting for the next (the request/reply rule).
+            if self.drain(QueueId::AM_REPLY, REPLY_BUDGET)? == 0 {
+                self.snooze(&mut backoff)?;
+            } else {
+                backoff.reset();
+            }
+            if self.rq.enqueue_tagged(dest, QueueId::AM_REPLY, h.0, args, payload)? {
+                return Ok(());
+            }
+        }
+    }
+
+    fn snooze(&self, backoff: &mut Backoff) -> Result<(), AmError> {
+        if backoff.is_yielding() {
+            self.rq.conduit().check_peers()?;
+        }
+        backoff.snooze();
+        Ok(())
+    }
+
+    /// Runs the handlers of arrived messages: up to 32 replies first, then up to 64
+    /// requests. Returns how many ran.
+    ///
+    /// A message naming a handler this rank does not have is removed and reported as
+    /// [`AmError::UnknownHandler`] (or [`AmError::WrongHandlerKind`]); polling again
+    /// goes on with the next message.
+    #[inline]
+    pub fn poll(&self) -> Result<usize, AmError> {
+        let replies = self.drain(QueueId::AM_REPLY, REPLY_BUDGET)?;
+        Ok(replies + self.drain(QueueId::AM_REQUEST, REQUEST_BUDGET)?)
+    }
+
+    /// Polls until `done(state)` holds. Spins a bounded time between empty polls, then
+    /// yields; ends with [`ConduitError::PeerDead`](crate::conduit::ConduitError::PeerDead)
+    /// if a rank of the job has failed.
+    #[inline]
+    pub fn wait_until(&self, mut done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
+        let mut backoff = Backoff::new();
+        while !done(&self.state) {
+            if self.poll()? == 0 {
+                self.snooze(&mut backoff)?;
+            } else {
+                backoff.reset();
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every rank has entered the barrier, running handlers meanwhile.
+    /// A dissemination barrier: ⌈log2 N⌉ rounds of one message each, any N.
+    pub fn barrier(&self) -> Result<(), AmError> {
+        let epoch = self.barrier_epoch.get() + 1;
+        self.barrier_epoch.set(epoch);
+        let (me, n) = (self.rank(), self.size());
+        for (round, arrivals) in self.barrier_arrivals.iter().enumerate() {
+            let dest = (me + (1 << round)) % n;
+            self.send_request(dest, TAG_BARRIER, &[round as u64], &[])?;
+            // Each rank hears from one partner per round and epoch, in order (one ring),
+            // so the count reaching `epoch` means this epoch's message is in.
+            self.wait_until(|_| arrivals.get() >= epoch)?;
+        }
+        Ok(())
+    }
+
+    /// Drains up to `budget` frames of queue `q`; returns how many handlers ran.
+    #[inline(always)]
+    fn drain(&self, q: QueueId, budget: usize) -> Result<usize, AmError> {
+        let mut n = 0;
+        while n < budget {
+            let Some(frame) = self.rq.read_queue(q)? else {
+                break;
+            };
+            let msg = Msg {
+                source: frame.source(),
+                args: frame.args(),
+                payload: frame.payload(),
+            };
+            let ran = self.dispatch(q, frame.tag(), msg);
+            frame.release();
+            ran?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    #[inline(always)]
+    fn dispatch(&self, q: QueueId, tag: u16, msg: Msg<'_>) -> Result<(), AmError> {
+        let is_request = q == QueueId::AM_REQUEST;
+        match self.table.get(tag) {
+            Some(Entry::Request(h)) if is_request => h(
+                &self.state,
+                ReqCtx {
+                    am: self,
+                    source: msg.source,
+                },
+                msg,
+            ),
+            Some(Entry::Reply(h)) if !is_request => h(&self.state, msg),
+            _ => self.dispatch_other(is_request, tag, msg),
+        }
+    }
+
+    #[cold]
+    fn dispatch_other(&self, is_request: bool, tag: u16, msg: Msg<'_>) -> Result<(), AmError> {
+        if tag == TAG_BARRIER && is_request {
+            let round = msg.arg(0) as usize;
+            let Some(a) = self.barrier_arrivals.get(round) else {
+                return Err(AmError::BadRuntimeMessage {
+                    source_rank: msg.source,
+                    what: "barrier round out of range",
+                });
+            };
+            a.set(a.get() + 1);
+            return Ok(());
+        }
+        if self.table.get(tag).is_some() {
+            return Err(AmError::WrongHandlerKind {
+                id: tag,
+                name: self.table.name(tag),
+                source_rank: msg.source,
+                arrived_as: if is_request { "request" } else { "reply" },
+            });
+        }
+        Err(AmError::UnknownHandler {
+            id: tag,
+            source_rank: msg.source,
+            table_len: self.table.len(),
+        })
+    }
+}

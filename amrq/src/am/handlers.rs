@@ -1,0 +1,134 @@
+//! The handler table: names, kinds and function pointers, indexed by a 16-bit id that is
+//! the same on every rank because every rank registers in the same order.
+
+use super::{AmError, Msg, ReqCtx};
+use crate::conduit::mem::MemConduit;
+use crate::conduit::Conduit;
+
+/// A request handler: runs at the destination; may reply once through its [`ReqCtx`].
+pub type RequestFn<S, C> = for<'a> fn(&'a S, ReqCtx<'a, S, C>, Msg<'a>) -> Result<(), AmError>;
+/// A reply handler: runs at the requester; cannot send.
+pub type ReplyFn<S> = for<'a> fn(&'a S, Msg<'a>) -> Result<(), AmError>;
+
+/// Tags below this carry the runtime's own messages (the barrier).
+pub(crate) const FIRST_USER_TAG: u16 = 1;
+
+/// Names a request handler of a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RequestHandler(pub(crate) u16);
+
+/// Names a reply handler of a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ReplyHandler(pub(crate) u16);
+
+pub(crate) enum Entry<S, C: Conduit> {
+    Request(RequestFn<S, C>),
+    Reply(ReplyFn<S>),
+}
+
+/// The handlers of a job. Register the same handlers in the same order on every rank
+/// (the natural result of running the same code); [`Am::new`](super::Am::new) checks it.
+///
+/// ```
+/// use amrq::am::HandlerTable;
+/// struct S;
+/// let mut t: HandlerTable<S> = HandlerTable::new();
+/// let done = t.reply("done", |_s, _m| Ok(()));
+/// let work = t.request("work", |_s, _ctx, _m| Ok(()));
+/// assert_eq!(t.len(), 2);
+/// assert_ne!(HandlerTable::<S>::new().fingerprint(), t.fingerprint());
+/// # let _ = (done, work);
+/// ```
+pub struct HandlerTable<S, C: Conduit = MemConduit> {
+    names: Vec<&'static str>,
+    entries: Vec<Entry<S, C>>,
+}
+
+impl<S, C: Conduit> Default for HandlerTable<S, C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S, C: Conduit> std::fmt::Debug for HandlerTable<S, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandlerTable").field("names", &self.names).finish()
+    }
+}
+
+impl<S, C: Conduit> HandlerTable<S, C> {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self {
+            names: Vec::new(),
+            entries: Vec::new(),
+        }
+    }
+
+    /// Handlers registered.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True if no handler is registered.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn next_tag(&self) -> u16 {
+        let tag = self.entries.len() + usize::from(FIRST_USER_TAG);
+        u16::try_from(tag).expect("a handler table holds at most 65535 handlers")
+    }
+
+    /// Registers a request handler.
+    ///
+    /// # Panics
+    /// If the table already holds 65535 handlers.
+    pub fn request(&mut self, name: &'static str, f: RequestFn<S, C>) -> RequestHandler {
+        let tag = self.next_tag();
+        self.names.push(name);
+        self.entries.push(Entry::Request(f));
+        RequestHandler(tag)
+    }
+
+    /// Registers a reply handler.
+    ///
+    /// # Panics
+    /// If the table already holds 65535 handlers.
+    pub fn reply(&mut self, name: &'static str, f: ReplyFn<S>) -> ReplyHandler {
+        let tag = self.next_tag();
+        self.names.push(name);
+        self.entries.push(Entry::Reply(f));
+        ReplyHandler(tag)
+    }
+
+    /// A hash of the table's shape (kinds and names in order), compared across ranks.
+    pub fn fingerprint(&self) -> u64 {
+        // FNV-1a: stable across builds and processes, unlike std's RandomState.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |b: u8| {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        };
+        for (name, e) in self.names.iter().zip(&self.entries) {
+            eat(match e {
+                Entry::Request(_) => b'Q',
+                Entry::Reply(_) => b'P',
+            });
+            name.bytes().for_each(&mut eat);
+            eat(0);
+        }
+        h
+    }
+
+    #[inline(always)]
+    pub(crate) fn get(&self, tag: u16) -> Option<&Entry<S, C>> {
+        self.entries.get(usize::from(tag.checked_sub(FIRST_USER_TAG)?))
+    }
+
+    pub(crate) fn name(&self, tag: u16) -> &'static str {
+        tag.checked_sub(FIRST_USER_TAG)
+            .and_then(|i| self.names.get(usize::from(i)).copied())
+            .unwrap_or("?")
+    }
+}

@@ -1,0 +1,27 @@
+//! Active Messages (von Eicken et al., `002_…`) built on Remote Queues: a request is an
+//! enqueue into the destination's AM request queue carrying a handler index; a poll is a
+//! dequeue plus dispatch to that handler (RQ paper, Figure 3).
+//!
+//! - **Handler table** ([`HandlerTable`]): built the same way on every rank; its shape is
+//!   compared across ranks at start-up, so a mismatch is an error, never a misdispatch.
+//! - **Request / reply**: a request handler gets a [`ReqCtx`] that can reply once, to the
+//!   requester only (`reply` consumes it); a reply handler gets nothing to send with.
+//!   Handlers cannot send requests, so they always run to completion.
+//! - **Short and Medium**: 0–8 u64 args, plus for Medium a payload of up to
+//!   [`Am::max_medium`] bytes (4 KiB or more), handed to the handler in place, no copy.
+//! - **Deadlock freedom**: requests and replies travel in separate queues; `poll` runs
+//!   replies first; a sender waiting for room polls (replies, then requests); a reply
+//!   waiting for room polls only replies, whose handlers never send.
+//! - Handlers run inside [`Am::poll`], [`Am::wait_until`] and sends that wait for room.
+//!   They get the rank's state as `&S`: use `Cell`s for what they change, because a reply
+//!   handler may run while a request handler waits to reply.
+
+mod ctx;
+mod engine;
+mod error;
+mod handlers;
+
+pub use ctx::{Msg, ReqCtx};
+pub use engine::Am;
+pub use error::AmError;
+pub use handlers::{HandlerTable, ReplyFn, ReplyHandler, RequestFn, RequestHandler};

@@ -1,0 +1,49 @@
+//! Who am I, how many are we, and setup-time collectives (barrier, all-gather) that run
+//! before the rings can carry anything.
+//!
+//! Ranks as threads share a [`ThreadsBoot`]; ranks as processes (the next issue) will
+//! meet through the launcher's environment and a rendezvous in shared memory.
+
+mod threads;
+
+pub use threads::ThreadsBoot;
+
+use crate::conduit::ConduitError;
+use std::sync::Arc;
+
+/// The bootstrap a conduit endpoint uses (closed set: no `dyn`).
+#[derive(Debug, Clone)]
+pub enum Boot {
+    /// Ranks are threads of this process.
+    Threads(Arc<ThreadsBoot>),
+}
+
+impl Boot {
+    /// All-gather of one word per rank.
+    pub fn allgather(&self, rank: usize, mine: u64) -> Result<Vec<u64>, ConduitError> {
+        match self {
+            Boot::Threads(b) => b.allgather(rank, mine),
+        }
+    }
+
+    /// [`ConduitError::PeerDead`] if a rank is known to have failed.
+    pub fn check_peers(&self) -> Result<(), ConduitError> {
+        match self {
+            Boot::Threads(b) => b.check_peers(),
+        }
+    }
+
+    /// Records that `rank` failed, so that waits elsewhere end with an error.
+    pub fn mark_failed(&self, rank: usize, cause: String) {
+        match self {
+            Boot::Threads(b) => b.mark_failed(rank, cause),
+        }
+    }
+
+    /// Barrier over all ranks.
+    pub fn barrier(&self) -> Result<(), ConduitError> {
+        match self {
+            Boot::Threads(b) => b.barrier(),
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Setup-time collectives for ranks that are threads of one process: a mutex, a condition
+//! variable and a generation count. Every wait has a deadline, so a rank that never
+//! arrives (it panicked) turns into an error instead of a hang.
+
+use crate::conduit::ConduitError;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+#[derive(Debug)]
+struct State {
+    generation: u64,
+    arrived: usize,
+    values: Vec<u64>,
+    result: Vec<u64>,
+}
+
+/// Barrier and all-gather for `size` thread ranks.
+///
+/// ```
+/// use amrq::bootstrap::ThreadsBoot;
+/// use std::sync::Arc;
+/// let b = Arc::new(ThreadsBoot::new(2));
+/// let b2 = b.clone();
+/// let t = std::thread::spawn(move || b2.allgather(1, 20).unwrap());
+/// assert_eq!(b.allgather(0, 10).unwrap(), vec![10, 20]);
+/// assert_eq!(t.join().unwrap(), vec![10, 20]);
+/// ```
+#[derive(Debug)]
+pub struct ThreadsBoot {
+    failed: Mutex<Option<(usize, String)>>,
+    size: usize,
+    timeout: Duration,
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+impl ThreadsBoot {
+    /// Collectives for `size` ranks, waiting at most 60 s for the others.
+    pub fn new(size: usize) -> Self {
+        Self::with_timeout(size, Duration::from_secs(60))
+    }
+
+    /// Collectives for `size` ranks, waiting at most `timeout` for the others.
+    pub fn with_timeout(size: usize, timeout: Duration) -> Self {
+        Self {
+            failed: Mutex::new(None),
+            size,
+            timeout,
+            state: Mutex::new(State {
+                generation: 0,
+                arrived: 0,
+                values: vec![0; size],
+                result: Vec::new(),
+            }),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Records that `rank` failed (the first failure is kept) and wakes setup waiters.
+    pub fn mark_failed(&self, rank: usize, cause: String) {
+        if let Ok(mut f) = self.failed.lock() {
+            f.get_or_insert((rank, cause));
+        }
+        self.cv.notify_all();
+    }
+
+    /// [`ConduitError::PeerDead`] once any rank has been marked failed.
+    pub fn check_peers(&self) -> Result<(), ConduitError> {
+        match self.failed.lock().map(|f| f.clone()) {
+            Ok(None) => Ok(()),
+            Ok(Some((rank, cause))) => Err(ConduitError::PeerDead { rank, cause }),
+            Err(_) => Err(ConduitError::Bootstrap("failure record poisoned".into())),
+        }
+    }
+
+    /// Every rank contributes `mine`; all get the words in rank order.
+    pub fn allgather(&self, rank: usize, mine: u64) -> Result<Vec<u64>, ConduitError> {
+        let mut st = self.state.lock().map_err(poisoned)?;
+        st.values[rank] = mine;
+        st.arrived += 1;
+        if st.arrived == self.size {
+            st.result = std::mem::replace(&mut st.values, vec![0; self.size]);
+            st.arrived = 0;
+            st.generation += 1;
+            self.cv.notify_all();
+            return Ok(st.result.clone());
+        }
+        let gen = st.generation;
+        let (st, timeout) = self
+            .cv
+            .wait_timeout_while(st, self.timeout, |s| s.generation == gen)
+            .map_err(poisoned)?;
+        if timeout.timed_out() {
+            return Err(ConduitError::Bootstrap(format!(
+                "rank {rank} waited {:?} for {} other ranks to reach setup; one of them failed or is stuck",
+                self.timeout,
+                self.size - st.arrived
+            )));
+        }
+        Ok(st.result.clone())
+    }
+
+    /// Waits until every rank has called `barrier` (or all-gather) once more.
+    pub fn barrier(&self) -> Result<(), ConduitError> {
+        let mut st = self.state.lock().map_err(poisoned)?;
+        st.arrived += 1;
+        if st.arrived == self.size {
+            st.arrived = 0;
+            st.generation += 1;
+            self.cv.notify_all();
+            return Ok(());
+        }
+        let gen = st.generation;
+        let (_st, timeout) = self
+            .cv
+            .wait_timeout_while(st, self.timeout, |s| s.generation == gen)
+            .map_err(poisoned)?;
+        if timeout.timed_out() {
+            return Err(ConduitError::Bootstrap(format!(
+                "barrier: waited {:?} for the other ranks; one of them failed or is stuck",
+                self.timeout
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn poisoned<T>(_: T) -> ConduitError {
+    ConduitError::Bootstrap("a rank panicked during setup".into())
+}

@@ -1,0 +1,120 @@
+//! The conduit interface: what a transport offers the layers above.
+
+use super::ConduitError;
+
+/// A rank: `0..size`.
+pub type Rank = usize;
+/// A channel: a named queue at the receiver, `0..caps().channels.len()`.
+pub type Channel = usize;
+
+/// One outgoing frame: a tag, flags, up to [`super::ring::MAX_ARGS`] u64 args and a payload.
+///
+/// ```
+/// use amrq::conduit::Message;
+/// let m = Message { tag: 3, flags: 0, args: &[1, 2], payload: b"hi" };
+/// assert_eq!(m.args.len(), 2);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Message<'a> {
+    /// Upper-layer tag (an AM handler index, an RQ tag).
+    pub tag: u16,
+    /// Upper-layer flags (bits 0–6).
+    pub flags: u8,
+    /// The args.
+    pub args: &'a [u64],
+    /// The payload.
+    pub payload: &'a [u8],
+}
+
+/// What one channel of a conduit can carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelCaps {
+    /// Ring slots per sender (the queue's capacity in 64-byte slots).
+    pub slots: u64,
+    /// Largest payload of one frame on this channel, in bytes.
+    pub max_payload: usize,
+}
+
+/// Optional abilities of a conduit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CapFlags {
+    /// Peers' registered memory is mapped in this process (one host).
+    pub peer_memory_mapped: bool,
+    /// put/get (later issues).
+    pub put_get: bool,
+    /// Remote atomics (later issues).
+    pub atomics: bool,
+}
+
+/// A conduit's self-description (UCX's `uct_iface_attr`).
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit};
+/// let eps = threads::endpoints(2, &[256]).unwrap();
+/// let caps = eps[0].caps();
+/// assert_eq!(caps.max_args, 8);
+/// assert!(caps.channels[0].max_payload >= 4096);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caps {
+    /// Ranks in the job.
+    pub ranks: usize,
+    /// Most u64 args per frame.
+    pub max_args: usize,
+    /// Per channel.
+    pub channels: Vec<ChannelCaps>,
+    /// Optional abilities.
+    pub flags: CapFlags,
+}
+
+/// A frame received on a channel and still in place. Dropping it leaves it at the head
+/// of its queue (RQ's `read_queue`); [`ReceivedFrame::release`] removes it.
+pub trait ReceivedFrame {
+    /// Rank that sent it.
+    fn source(&self) -> Rank;
+    /// Its tag.
+    fn tag(&self) -> u16;
+    /// Its flags (bits 0–6).
+    fn flags(&self) -> u8;
+    /// Its args.
+    fn args(&self) -> &[u64];
+    /// Its payload, borrowed in place.
+    fn payload(&self) -> &[u8];
+    /// Removes the frame from its queue, handing its slots back to the sender.
+    fn release(self);
+}
+
+/// The operations every conduit offers. All calls are non-blocking, and a rank's conduit
+/// is used by one thread (it is `Send`, not `Sync`).
+pub trait Conduit {
+    /// A received frame, borrowed from the conduit.
+    type Frame<'a>: ReceivedFrame
+    where
+        Self: 'a;
+
+    /// This rank.
+    fn rank(&self) -> Rank;
+    /// Ranks in the job.
+    fn size(&self) -> usize;
+    /// What this conduit can do.
+    fn caps(&self) -> &Caps;
+
+    /// Sends `msg` to channel `ch` of `dest`, or answers [`ConduitError::Busy`] with
+    /// nothing sent if there is no room now.
+    fn try_send(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> Result<(), ConduitError>;
+
+    /// The frame at the head of local channel `ch` (senders served round-robin), if any.
+    /// Only one frame per channel can be out at a time:
+    /// [`ConduitError::FrameOutstanding`] otherwise.
+    fn peek(&self, ch: Channel) -> Result<Option<Self::Frame<'_>>, ConduitError>;
+
+    /// Setup-time all-gather of one word per rank (index = rank).
+    fn allgather(&self, mine: u64) -> Result<Vec<u64>, ConduitError>;
+
+    /// Setup-time barrier over all ranks.
+    fn barrier(&self) -> Result<(), ConduitError>;
+
+    /// [`ConduitError::PeerDead`] if a rank of the job is known to have failed. Waiting
+    /// loops call it on their slow path so that nothing waits forever on a dead peer.
+    fn check_peers(&self) -> Result<(), ConduitError>;
+}

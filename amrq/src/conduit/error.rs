@@ -1,0 +1,76 @@
+//! The conduit layer's error type.
+
+use super::ring::Corrupt;
+use super::{Channel, Rank};
+
+/// Why a conduit operation did not happen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConduitError {
+    /// No room at the destination now; nothing was sent. Poll and retry.
+    #[error("no room in the destination's ring now (retry after polling)")]
+    Busy,
+    /// The rank is not in the job.
+    #[error("rank {rank} does not exist: the job has {size} ranks (0..{size})")]
+    NoSuchRank {
+        /// The rank asked for.
+        rank: Rank,
+        /// Ranks in the job.
+        size: usize,
+    },
+    /// The channel (queue) does not exist.
+    #[error("channel {channel} does not exist: this job has {channels} channels")]
+    NoSuchChannel {
+        /// The channel asked for.
+        channel: Channel,
+        /// Channels configured.
+        channels: usize,
+    },
+    /// More args than a frame carries.
+    #[error("{nargs} args given, a frame carries at most {max}")]
+    TooManyArgs {
+        /// Args given.
+        nargs: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The payload does not fit one frame of this channel.
+    #[error("payload of {len} bytes exceeds the {max}-byte limit of channel {channel} (raise its ring size)")]
+    PayloadTooLarge {
+        /// Bytes given.
+        len: usize,
+        /// The channel's limit.
+        max: usize,
+        /// The channel.
+        channel: Channel,
+    },
+    /// A frame of this channel is already out (dropped or released frames end that).
+    #[error("a frame of channel {channel} is still borrowed: release or drop it first")]
+    FrameOutstanding {
+        /// The channel.
+        channel: Channel,
+    },
+    /// A peer wrote something the protocol cannot produce; its ring is no longer read.
+    #[error("ring from rank {source_rank} on channel {channel} is corrupt: {detail}")]
+    Corrupt {
+        /// The sender of the corrupt ring.
+        source_rank: Rank,
+        /// The channel.
+        channel: Channel,
+        /// What was found.
+        detail: Corrupt,
+    },
+    /// A rank of the job failed; waiting for it would never end.
+    #[error("rank {rank} failed: {cause}")]
+    PeerDead {
+        /// The rank.
+        rank: Rank,
+        /// What happened to it.
+        cause: String,
+    },
+    /// A setup-time collective failed (a rank is missing or took too long).
+    #[error("bootstrap failed: {0}")]
+    Bootstrap(String),
+    /// The job could not be set up.
+    #[error("conduit setup failed: {0}")]
+    Setup(String),
+}

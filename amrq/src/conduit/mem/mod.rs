@@ -1,0 +1,356 @@
+//! A conduit over rings in one memory region: per (sender → receiver, channel) a
+//! single-producer/single-consumer [`ring`](crate::conduit::ring). The `threads` conduit
+//! puts the region on the heap; the `shm` conduit will map it from /dev/shm. The hot path
+//! is the same code in both.
+//!
+//! A rank's endpoint keeps its producer and consumer states in `Cell`s: an endpoint is
+//! used by one thread (`Send`, not `Sync`), and every operation takes `&self`, so a
+//! handler can reply while the frame it handles is still borrowed in place.
+
+mod region;
+
+pub use region::{HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC};
+
+use super::ring::{max_frame_slots, Consumer, Peeked, Producer, RawRing, MAX_ARGS, SLOT_BYTES};
+use super::{Caps, Channel, ChannelCaps, Conduit, ConduitError, Message, Rank, ReceivedFrame};
+use crate::bootstrap::Boot;
+use crate::conduit::ring::FrameHeader;
+use std::cell::Cell;
+use std::sync::Arc;
+
+/// Keeps the memory of the rings alive for as long as an endpoint uses it.
+#[derive(Debug, Clone)]
+pub enum RegionOwner {
+    /// A heap region shared by thread ranks.
+    Heap(Arc<HeapRegion>),
+}
+
+// Each rank's private ring states are allocated by the thread that builds the job, next
+// to other ranks' states: align them to whole line pairs so that no two ranks' states
+// share a cache line (false sharing doubled the round trip before this).
+#[repr(align(128))]
+struct TxRing {
+    ring: RawRing,
+    prod: Cell<Producer>,
+}
+
+#[repr(align(128))]
+struct RxRing {
+    ring: RawRing,
+    cons: Cell<Consumer>,
+    broken: Cell<bool>,
+}
+
+#[repr(align(128))]
+struct RxChannel {
+    rings: Box<[RxRing]>,
+    cursor: Cell<usize>,
+    outstanding: Cell<bool>,
+}
+
+/// One rank's endpoint of a ring-based conduit.
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+/// let eps = threads::endpoints(1, &[256]).unwrap();
+/// let me = &eps[0];
+/// me.try_send(0, 0, &Message { tag: 1, args: &[7], ..Message::default() }).unwrap();
+/// let f = me.peek(0).unwrap().unwrap();
+/// assert_eq!((f.source(), f.tag(), f.args()), (0, 1, &[7u64][..]));
+/// f.release();
+/// assert!(me.peek(0).unwrap().is_none());
+/// ```
+pub struct MemConduit {
+    rank: Rank,
+    size: usize,
+    caps: Caps,
+    tx: Box<[TxRing]>,
+    rx: Box<[RxChannel]>,
+    boot: Boot,
+    _owner: RegionOwner,
+}
+
+impl std::fmt::Debug for MemConduit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemConduit")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("caps", &self.caps)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Largest payload a channel of `slots` slots carries with the most args.
+fn max_payload(slots: u64) -> usize {
+    let frame = (max_frame_slots(slots) as usize) * SLOT_BYTES;
+    frame.saturating_sub(SLOT_BYTES + (MAX_ARGS - super::ring::EXPRESS_ARGS) * 8)
+}
+
+impl MemConduit {
+    /// The endpoint of `rank` over an initialised region at `base` with `layout`.
+    ///
+    /// # Safety
+    /// `base` holds an initialised region of `layout` that `owner` keeps alive, and no
+    /// other endpoint of rank `rank` exists for it.
+    pub unsafe fn new(
+        rank: Rank,
+        layout: &RegionLayout,
+        base: std::ptr::NonNull<u8>,
+        owner: RegionOwner,
+        boot: Boot,
+        ranks: usize,
+    ) -> Self {
+        let channels = layout.channels();
+        let mut tx = Vec::with_capacity(channels * ranks);
+        let mut rx = Vec::with_capacity(channels);
+        for ch in 0..channels {
+            let slots = layout.slots(ch);
+            for dest in 0..ranks {
+                tx.push(TxRing {
+                    // SAFETY: caller guarantees `base` is a live region of `layout`.
+                    ring: unsafe { layout.ring(base, ch, dest, rank) },
+                    prod: Cell::new(Producer::new(slots, 0)),
+                });
+            }
+            let rings = (0..ranks)
+                .map(|src| RxRing {
+                    // SAFETY: as above.
+                    ring: unsafe { layout.ring(base, ch, rank, src) },
+                    cons: Cell::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
+                    broken: Cell::new(false),
+                })
+                .collect();
+            rx.push(RxChannel {
+                rings,
+                cursor: Cell::new(0),
+                outstanding: Cell::new(false),
+            });
+        }
+        let caps = Caps {
+            ranks,
+            max_args: MAX_ARGS,
+            channels: (0..channels)
+                .map(|ch| ChannelCaps {
+                    slots: layout.slots(ch),
+                    max_payload: max_payload(layout.slots(ch)),
+                })
+                .collect(),
+            flags: super::CapFlags {
+                peer_memory_mapped: true,
+                ..Default::default()
+            },
+        };
+        Self {
+            rank,
+            size: ranks,
+            caps,
+            tx: tx.into_boxed_slice(),
+            rx: rx.into_boxed_slice(),
+            boot,
+            _owner: owner,
+        }
+    }
+
+    /// The bootstrap this endpoint's job uses.
+    pub fn boot(&self) -> &Boot {
+        &self.boot
+    }
+
+    #[cold]
+    fn check_send(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> ConduitError {
+        if dest >= self.size {
+            ConduitError::NoSuchRank {
+                rank: dest,
+                size: self.size,
+            }
+        } else if ch >= self.rx.len() {
+            ConduitError::NoSuchChannel {
+                channel: ch,
+                channels: self.rx.len(),
+            }
+        } else if msg.args.len() > MAX_ARGS {
+            ConduitError::TooManyArgs {
+                nargs: msg.args.len(),
+                max: MAX_ARGS,
+            }
+        } else {
+            ConduitError::PayloadTooLarge {
+                len: msg.payload.len(),
+                max: self.caps.channels[ch].max_payload,
+                channel: ch,
+            }
+        }
+    }
+}
+
+impl Conduit for MemConduit {
+    type Frame<'a> = MemFrame<'a>;
+
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn caps(&self) -> &Caps {
+        &self.caps
+    }
+
+    #[inline]
+    fn try_send(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> Result<(), ConduitError> {
+        let ok = dest < self.size
+            && ch < self.rx.len()
+            && msg.args.len() <= MAX_ARGS
+            && (msg.payload.is_empty() || msg.payload.len() <= self.caps.channels[ch].max_payload);
+        if !ok {
+            return Err(self.check_send(dest, ch, msg));
+        }
+        let t = &self.tx[ch * self.size + dest];
+        let mut prod = t.prod.get();
+        let header = FrameHeader {
+            tag: msg.tag,
+            flags: msg.flags & !super::ring::FLAG_PAD,
+            ..FrameHeader::default()
+        };
+        let sent = prod.try_push(&t.ring, header, msg.args, msg.payload);
+        t.prod.set(prod);
+        if sent {
+            Ok(())
+        } else {
+            Err(ConduitError::Busy)
+        }
+    }
+
+    #[inline]
+    fn peek(&self, ch: Channel) -> Result<Option<MemFrame<'_>>, ConduitError> {
+        let Some(chan) = self.rx.get(ch) else {
+            return Err(ConduitError::NoSuchChannel {
+                channel: ch,
+                channels: self.rx.len(),
+            });
+        };
+        if chan.outstanding.get() {
+            return Err(ConduitError::FrameOutstanding { channel: ch });
+        }
+        let n = chan.rings.len();
+        let mut s = chan.cursor.get();
+        for _ in 0..n {
+            let r = &chan.rings[s];
+            if !r.broken.get() {
+                let mut cons = r.cons.get();
+                let got = cons.peek(&r.ring);
+                r.cons.set(cons);
+                match got {
+                    Ok(Some(p)) => {
+                        chan.outstanding.set(true);
+                        chan.cursor.set(if s + 1 == n { 0 } else { s + 1 });
+                        let payload = if p.header.len == 0 {
+                            &[][..]
+                        } else {
+                            let ptr = r.ring.cont_ptr(p.index(r.ring_slots()) + 1, p.payload_offset());
+                            // SAFETY: the consumer checked that the frame lies inside the
+                            // ring; the bytes stay ours until `release` (which consumes
+                            // the frame, ending this borrow).
+                            unsafe { std::slice::from_raw_parts(ptr, p.header.len as usize) }
+                        };
+                        return Ok(Some(MemFrame {
+                            chan,
+                            ring: r,
+                            source: s,
+                            peeked: p,
+                            payload,
+                        }));
+                    }
+                    Ok(None) => {}
+                    Err(detail) => {
+                        r.broken.set(true);
+                        return Err(ConduitError::Corrupt {
+                            source_rank: s,
+                            channel: ch,
+                            detail,
+                        });
+                    }
+                }
+            }
+            s = if s + 1 == n { 0 } else { s + 1 };
+        }
+        Ok(None)
+    }
+
+    fn allgather(&self, mine: u64) -> Result<Vec<u64>, ConduitError> {
+        self.boot.allgather(self.rank, mine)
+    }
+
+    fn barrier(&self) -> Result<(), ConduitError> {
+        self.boot.barrier()
+    }
+
+    fn check_peers(&self) -> Result<(), ConduitError> {
+        self.boot.check_peers()
+    }
+}
+
+impl RxRing {
+    fn ring_slots(&self) -> u64 {
+        use super::ring::RingMemory;
+        self.ring.nslots()
+    }
+}
+
+/// A frame in place in a [`MemConduit`] ring.
+pub struct MemFrame<'a> {
+    chan: &'a RxChannel,
+    ring: &'a RxRing,
+    source: Rank,
+    peeked: Peeked,
+    payload: &'a [u8],
+}
+
+impl std::fmt::Debug for MemFrame<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemFrame")
+            .field("source", &self.source)
+            .field("header", &self.peeked.header)
+            .field("args", &self.args())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReceivedFrame for MemFrame<'_> {
+    #[inline(always)]
+    fn source(&self) -> Rank {
+        self.source
+    }
+    #[inline(always)]
+    fn tag(&self) -> u16 {
+        self.peeked.header.tag
+    }
+    #[inline(always)]
+    fn flags(&self) -> u8 {
+        self.peeked.header.flags
+    }
+    #[inline(always)]
+    fn args(&self) -> &[u64] {
+        &self.peeked.args[..self.peeked.header.nargs as usize]
+    }
+    #[inline(always)]
+    fn payload(&self) -> &[u8] {
+        self.payload
+    }
+    #[inline(always)]
+    fn release(self) {
+        let mut cons = self.ring.cons.get();
+        cons.release(&self.ring.ring, &self.peeked);
+        self.ring.cons.set(cons);
+        // `self` drops here and clears the channel's outstanding mark.
+    }
+}
+
+impl Drop for MemFrame<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.chan.outstanding.set(false);
+    }
+}

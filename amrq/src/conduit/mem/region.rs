@@ -1,0 +1,183 @@
+//! Where every ring of a job sits in one region, and the heap region of the `threads`
+//! conduit. Offsets only: each process may map the region at a different address.
+//!
+//! ```text
+//!   0 ┌────────────────────────────────────────────────────┐
+//!     │ RegionHeader: magic, ranks, channels, total bytes  │ 128 B
+//! 128 ├────────────────────────────────────────────────────┤
+//!     │ channel 0: ring (recv 0 ← send 0), (0 ← 1), …      │ ranks² rings of
+//!     │            (recv 1 ← send 0), …                    │ 128 + 64·slots₀ B
+//!     ├────────────────────────────────────────────────────┤
+//!     │ channel 1: …                                       │
+//!     └────────────────────────────────────────────────────┘
+//! ```
+//! `ring_offset(ch, receiver, sender) = 128 + base[ch] + (receiver·ranks + sender)·ring_bytes[ch]`.
+
+use crate::conduit::ring::RawRing;
+use crate::conduit::ConduitError;
+use std::alloc::Layout;
+use std::ptr::NonNull;
+
+/// "amrqRGN1": marks an initialised region.
+pub const REGION_MAGIC: u64 = u64::from_le_bytes(*b"amrqRGN1");
+
+/// The first bytes of a region.
+#[repr(C, align(128))]
+pub struct RegionHeader {
+    /// [`REGION_MAGIC`].
+    pub magic: u64,
+    /// Ranks in the job.
+    pub ranks: u64,
+    /// Channels.
+    pub channels: u64,
+    /// Bytes of the whole region.
+    pub total_bytes: u64,
+}
+
+const HEADER_BYTES: usize = 128;
+const _: () = {
+    assert!(std::mem::size_of::<RegionHeader>() == HEADER_BYTES);
+    assert!(std::mem::align_of::<RegionHeader>() == HEADER_BYTES);
+};
+
+/// The offsets of every ring in a region.
+///
+/// ```
+/// use amrq::conduit::mem::RegionLayout;
+/// let l = RegionLayout::new(2, &[256, 64]).unwrap();
+/// assert_eq!(l.ring_offset(0, 0, 0), 128);
+/// assert!(l.total_bytes() > 4 * (128 + 64 * 256));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionLayout {
+    ranks: usize,
+    slots: Vec<u64>,
+    base: Vec<usize>,
+    total: usize,
+}
+
+impl RegionLayout {
+    /// The layout for `ranks` ranks and one ring size (slots, a power of two ≥ 2) per channel.
+    pub fn new(ranks: usize, channel_slots: &[u64]) -> Result<Self, ConduitError> {
+        if ranks == 0 {
+            return Err(ConduitError::Setup("a job needs at least one rank".into()));
+        }
+        let mut base = Vec::with_capacity(channel_slots.len());
+        let mut total = HEADER_BYTES;
+        for (ch, &s) in channel_slots.iter().enumerate() {
+            if !s.is_power_of_two() || s < 2 || s > 1 << 24 {
+                return Err(ConduitError::Setup(format!(
+                    "channel {ch}: ring of {s} slots; use a power of two from 2 to 2^24"
+                )));
+            }
+            base.push(total - HEADER_BYTES);
+            total = ranks
+                .checked_mul(ranks)
+                .and_then(|pairs| pairs.checked_mul(RawRing::bytes(s)))
+                .and_then(|b| b.checked_add(total))
+                .ok_or_else(|| ConduitError::Setup("region size overflows".into()))?;
+        }
+        Ok(Self {
+            ranks,
+            slots: channel_slots.to_vec(),
+            base,
+            total,
+        })
+    }
+
+    /// Bytes of the whole region.
+    pub fn total_bytes(&self) -> usize {
+        self.total
+    }
+
+    /// Ring slots of channel `ch`.
+    pub fn slots(&self, ch: usize) -> u64 {
+        self.slots[ch]
+    }
+
+    /// Channels.
+    pub fn channels(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Offset of the ring that carries `sender`'s frames to `receiver` on channel `ch`.
+    pub fn ring_offset(&self, ch: usize, receiver: usize, sender: usize) -> usize {
+        HEADER_BYTES
+            + self.base[ch]
+            + (receiver * self.ranks + sender) * RawRing::bytes(self.slots[ch])
+    }
+
+    /// Writes the header and initialises every ring. `base` must be zeroed memory of
+    /// [`RegionLayout::total_bytes`] bytes that nobody else uses yet.
+    ///
+    /// # Safety
+    /// `base` is 128-byte aligned and valid for writes of `total_bytes()` bytes.
+    pub unsafe fn init(&self, base: NonNull<u8>) {
+        for ch in 0..self.channels() {
+            for r in 0..self.ranks {
+                for s in 0..self.ranks {
+                    // SAFETY: the caller's guarantee covers this ring's bytes.
+                    unsafe { self.ring(base, ch, r, s) }.init(0);
+                }
+            }
+        }
+        let header = RegionHeader {
+            magic: REGION_MAGIC,
+            ranks: self.ranks as u64,
+            channels: self.slots.len() as u64,
+            total_bytes: self.total as u64,
+        };
+        // SAFETY: the header fits the first 128 aligned bytes (asserted above).
+        unsafe { base.cast::<RegionHeader>().write(header) };
+    }
+
+    /// The ring `(ch, receiver ← sender)` of the region at `base`.
+    ///
+    /// # Safety
+    /// `base` is a region of this layout, 128-byte aligned, valid while the ring is used.
+    pub unsafe fn ring(&self, base: NonNull<u8>, ch: usize, receiver: usize, sender: usize) -> RawRing {
+        let off = self.ring_offset(ch, receiver, sender);
+        // SAFETY: offsets of this layout stay inside the region and are 128-aligned
+        // (header and ring sizes are multiples of 128 bytes).
+        unsafe { RawRing::new(base.add(off), self.slots[ch]) }
+    }
+}
+
+/// A zeroed, page-aligned heap allocation holding a region (the `threads` conduit).
+#[derive(Debug)]
+pub struct HeapRegion {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: the allocation is plain bytes; which thread touches which bytes is decided by
+// the ring protocol, as for memory shared with another process.
+unsafe impl Send for HeapRegion {}
+// SAFETY: as above; &HeapRegion only hands out the base address.
+unsafe impl Sync for HeapRegion {}
+
+impl HeapRegion {
+    /// Allocates `bytes` zeroed bytes.
+    pub fn new(bytes: usize) -> Result<Self, ConduitError> {
+        let layout = Layout::from_size_align(bytes.max(1), 4096)
+            .map_err(|e| ConduitError::Setup(format!("region of {bytes} bytes: {e}")))?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr).ok_or_else(|| {
+            ConduitError::Setup(format!("cannot allocate a {bytes}-byte region (lower the ring size)"))
+        })?;
+        Ok(Self { ptr, layout })
+    }
+
+    /// The region's first byte.
+    pub fn base(&self) -> NonNull<u8> {
+        self.ptr
+    }
+}
+
+impl Drop for HeapRegion {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout, freed once.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}

@@ -1,0 +1,28 @@
+//! Conduits move frames between ranks. Everything above this layer talks to a
+//! [`Conduit`], never to memory of another rank: a network conduit can implement it.
+//!
+//! The interface is shaped like UCX's `uct_iface_ops_t`: a conduit describes itself
+//! ([`Caps`]), sends never block (a full ring answers [`ConduitError::Busy`] and the layer
+//! above decides what to do), and received frames are read in place and handed back
+//! explicitly. Bulk transfers (put/get) and remote atomics join the trait in later issues;
+//! [`CapFlags`] already says which a conduit offers.
+//!
+//! Implementations: [`mem::MemConduit`], rings in one memory region, used by the
+//! [`threads`] conduit (ranks as threads, heap memory) and by the coming `shm` conduit
+//! (ranks as processes, a shared mapping).
+
+pub mod ring;
+
+#[cfg(not(amrq_loom))]
+mod api;
+#[cfg(not(amrq_loom))]
+mod error;
+#[cfg(not(amrq_loom))]
+pub mod mem;
+#[cfg(not(amrq_loom))]
+pub mod threads;
+
+#[cfg(not(amrq_loom))]
+pub use api::{CapFlags, Caps, Channel, ChannelCaps, Conduit, Message, Rank, ReceivedFrame};
+#[cfg(not(amrq_loom))]
+pub use error::ConduitError;

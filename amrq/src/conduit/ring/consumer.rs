@@ -1,0 +1,179 @@
+//! The consumer side: poll the next slot's sequence word, read in place, hand slots back
+//! in batches.
+
+use super::layout::{frame_slots, FrameHeader, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS};
+use super::memory::RingMemory;
+use super::{max_frame_slots, Corrupt};
+use crate::sync::Ordering::{Acquire, Relaxed, Release};
+
+/// A readable frame, as [`Consumer::peek`] found it. The frame stays in the ring (and the
+/// payload can be borrowed in place) until [`Consumer::release`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peeked {
+    /// Position of the frame's first slot.
+    pub position: u64,
+    /// The frame header.
+    pub header: FrameHeader,
+    /// The args (`header.nargs` of them are meaningful).
+    pub args: [u64; MAX_ARGS],
+    /// Slots the frame takes.
+    pub slots: u64,
+}
+
+impl Peeked {
+    /// Index of the first slot.
+    pub fn index(&self, nslots: u64) -> u64 {
+        self.position & (nslots - 1)
+    }
+
+    /// Offset of the payload in the continuation bytes (after args 7–8).
+    pub fn payload_offset(&self) -> usize {
+        (self.header.nargs as usize).saturating_sub(EXPRESS_ARGS) * 8
+    }
+}
+
+/// The consumer's private state. Lives in the receiving rank.
+///
+/// ```
+/// use amrq::conduit::ring::Consumer;
+/// let c = Consumer::new(256, 0, 64);
+/// assert_eq!(c.batch(), 64);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Consumer {
+    head: u64,
+    published: u64,
+    nslots: u64,
+    batch: u64,
+}
+
+impl Consumer {
+    /// A consumer for a ring of `nslots` slots initialised at `start`, publishing its head
+    /// every `batch` slots (and whenever it finds the ring empty).
+    pub const fn new(nslots: u64, start: u64, batch: u64) -> Self {
+        Self {
+            head: start,
+            published: start,
+            nslots,
+            batch: if batch == 0 { 1 } else { batch },
+        }
+    }
+
+    /// The default batch for a ring of `nslots`: 64 slots (ANCHORS.md), at most a quarter
+    /// of the ring.
+    pub const fn default_batch(nslots: u64) -> u64 {
+        let b = nslots / 4;
+        if b > 64 {
+            64
+        } else if b == 0 {
+            1
+        } else {
+            b
+        }
+    }
+
+    /// Slots consumed between two publications of the head.
+    pub const fn batch(&self) -> u64 {
+        self.batch
+    }
+
+    /// Position of the next frame to read.
+    pub const fn head(&self) -> u64 {
+        self.head
+    }
+
+    /// The next readable frame, `Ok(None)` if the ring is empty. Pad frames are skipped.
+    /// Peeking again without a release returns the same frame.
+    ///
+    /// A header the protocol cannot produce (a bad peer) gives [`Corrupt`]; the ring
+    /// should not be read further.
+    #[inline(always)]
+    pub fn peek<M: RingMemory>(&mut self, mem: &M) -> Result<Option<Peeked>, Corrupt> {
+        loop {
+            let mask = self.nslots - 1;
+            let idx = self.head & mask;
+            // ORDERING: Acquire pairs with the Release store of the sequence word in
+            // `Producer::try_push` / `publish_pad`: the frame's bytes are visible after it.
+            if mem.seq(idx).load(Acquire) != self.head.wrapping_add(1) {
+                if self.head != self.published {
+                    self.publish(mem);
+                }
+                return Ok(None);
+            }
+            // SAFETY: the sequence word says the producer published this slot to us.
+            let first = unsafe { mem.read_first(idx) };
+            let header = FrameHeader::unpack(first[0]);
+            if header.flags & FLAG_PAD != 0 {
+                if u64::from(header.len) != self.nslots - idx {
+                    return Err(self.corrupt("pad frame does not end at the ring's end"));
+                }
+                self.advance(mem, u64::from(header.len));
+                continue;
+            }
+            let nargs = header.nargs as usize;
+            if nargs > MAX_ARGS {
+                return Err(self.corrupt("more than 8 args"));
+            }
+            let slots = frame_slots(nargs, header.len as usize);
+            if slots > max_frame_slots(self.nslots) || idx + slots > self.nslots {
+                return Err(self.corrupt("frame longer than the ring allows"));
+            }
+            let mut args = [0u64; MAX_ARGS];
+            let express = nargs.min(EXPRESS_ARGS);
+            args[..express].copy_from_slice(&first[1..1 + express]);
+            if nargs > EXPRESS_ARGS {
+                let mut extra = [0u8; (MAX_ARGS - EXPRESS_ARGS) * 8];
+                let n = (nargs - EXPRESS_ARGS) * 8;
+                // SAFETY: the published frame covers slots idx..idx+slots (checked above).
+                unsafe { mem.read_cont(idx + 1, 0, &mut extra[..n]) };
+                for (a, c) in args[EXPRESS_ARGS..nargs].iter_mut().zip(extra.chunks_exact(8)) {
+                    *a = u64::from_ne_bytes(c.try_into().unwrap_or_default());
+                }
+            }
+            return Ok(Some(Peeked {
+                position: self.head,
+                header,
+                args,
+                slots,
+            }));
+        }
+    }
+
+    /// Hands the frame `f` (the one [`Consumer::peek`] returned last) back to the producer.
+    #[inline(always)]
+    pub fn release<M: RingMemory>(&mut self, mem: &M, f: &Peeked) {
+        debug_assert_eq!(f.position, self.head);
+        let idx = f.position & (self.nslots - 1);
+        // The payload overwrote the continuation slots' sequence words: give each back a
+        // value from this lap so it cannot match a later position.
+        for j in 1..f.slots {
+            mem.seq(idx + j).store(f.position.wrapping_add(j + 1), Relaxed);
+        }
+        self.advance(mem, f.slots);
+    }
+
+    #[inline(always)]
+    fn advance<M: RingMemory>(&mut self, mem: &M, slots: u64) {
+        self.head = self.head.wrapping_add(slots);
+        if self.head.wrapping_sub(self.published) >= self.batch {
+            self.publish(mem);
+        }
+    }
+
+    #[inline(always)]
+    fn publish<M: RingMemory>(&mut self, mem: &M) {
+        // ORDERING: Release orders our reads of the consumed slots and the Relaxed
+        // restores of their sequence words before the producer's reuse; pairs with the
+        // Acquire load of `head` in `Producer::refresh_head`.
+        mem.head().store(self.head, Release);
+        self.published = self.head;
+    }
+
+    #[cold]
+    fn corrupt(&self, what: &'static str) -> Corrupt {
+        Corrupt {
+            position: self.head,
+            what,
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The bytes of a ring: control block, slots and the frame header word.
+
+use crate::sync::AtomicU64;
+
+/// Bytes per slot: one cache line.
+pub const SLOT_BYTES: usize = 64;
+/// Bytes of the control block that precedes the slots (two cache lines, because the
+/// adjacent-line prefetcher pulls lines in pairs).
+pub const CTL_BYTES: usize = 128;
+/// u64 args that fit the first slot beside the header and the sequence word.
+pub const EXPRESS_ARGS: usize = 6;
+/// Most u64 args a frame carries.
+pub const MAX_ARGS: usize = 8;
+/// Header flag reserved for the ring: this frame is padding up to the end of the ring.
+pub const FLAG_PAD: u8 = 0x80;
+
+/// The control block: the consumer's published head, alone on its line pair.
+#[repr(C, align(128))]
+pub struct RingCtl {
+    /// Position of the first slot the consumer has not handed back yet. Written by the
+    /// consumer in batches, read by the producer only when its cached view says full.
+    pub head: AtomicU64,
+}
+
+/// One slot as the first slot of a frame sees it.
+#[repr(C, align(64))]
+pub struct Slot {
+    /// The packed [`FrameHeader`].
+    pub header: u64,
+    /// Up to six args of an Express frame.
+    pub args: [u64; EXPRESS_ARGS],
+    /// Position + 1 when the frame starting here is readable (written last, Release).
+    pub seq: AtomicU64,
+}
+
+#[cfg(not(amrq_loom))]
+const _: () = {
+    assert!(std::mem::size_of::<Slot>() == SLOT_BYTES);
+    assert!(std::mem::align_of::<Slot>() == SLOT_BYTES);
+    assert!(std::mem::offset_of!(Slot, header) == 0);
+    assert!(std::mem::offset_of!(Slot, args) == 8);
+    assert!(std::mem::offset_of!(Slot, seq) == 56);
+    assert!(std::mem::size_of::<RingCtl>() == CTL_BYTES);
+    assert!(std::mem::align_of::<RingCtl>() == CTL_BYTES);
+    assert!(std::mem::offset_of!(RingCtl, head) == 0);
+};
+
+/// The first word of every frame.
+///
+/// Bit layout of the packed word (little end first):
+/// `len` bits 0–31 (payload bytes; for a pad frame, slots skipped), `tag` bits 32–47
+/// (the upper layer's: AM handler index, RQ tag), `nargs` bits 48–55, `flags` bits 56–63
+/// (bit 7 is [`FLAG_PAD`], bits 0–6 belong to the upper layer).
+///
+/// ```
+/// use amrq::conduit::ring::FrameHeader;
+/// let h = FrameHeader { len: 4096, tag: 7, nargs: 2, flags: 1 };
+/// assert_eq!(FrameHeader::unpack(h.pack()), h);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FrameHeader {
+    /// Payload bytes.
+    pub len: u32,
+    /// Upper-layer tag.
+    pub tag: u16,
+    /// Number of u64 args (0..=8).
+    pub nargs: u8,
+    /// Flags; bit 7 is reserved.
+    pub flags: u8,
+}
+
+impl FrameHeader {
+    /// The header as one word.
+    #[inline(always)]
+    pub const fn pack(self) -> u64 {
+        self.len as u64
+            | (self.tag as u64) << 32
+            | (self.nargs as u64) << 48
+            | (self.flags as u64) << 56
+    }
+
+    /// The header from its word.
+    #[inline(always)]
+    pub const fn unpack(w: u64) -> Self {
+        Self {
+            len: w as u32,
+            tag: (w >> 32) as u16,
+            nargs: (w >> 48) as u8,
+            flags: (w >> 56) as u8,
+        }
+    }
+}
+
+/// Slots taken by a frame with `nargs` args and `len` payload bytes.
+///
+/// ```
+/// use amrq::conduit::ring::frame_slots;
+/// assert_eq!(frame_slots(6, 0), 1); // Express
+/// assert_eq!(frame_slots(8, 0), 2);
+/// assert_eq!(frame_slots(0, 4096), 65);
+/// ```
+#[inline(always)]
+pub const fn frame_slots(nargs: usize, len: usize) -> u64 {
+    let extra = nargs.saturating_sub(EXPRESS_ARGS) * 8 + len;
+    1 + extra.div_ceil(SLOT_BYTES) as u64
+}

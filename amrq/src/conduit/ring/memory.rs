@@ -1,0 +1,181 @@
+//! Where a ring's bytes live. The algorithm in [`super::Producer`] and
+//! [`super::Consumer`] only touches memory through [`RingMemory`], so the loom models can
+//! run it over loom cells while the conduits run it over raw mapped bytes ([`RawRing`]).
+
+use crate::sync::AtomicU64;
+
+/// Access to one ring's control word, sequence words and slot bytes.
+///
+/// Ownership of slot bytes moves by protocol, not by the type system: the producer owns
+/// a slot from the moment it sees the slot free (its view of `head`) until it publishes
+/// the sequence word; the consumer owns it from its Acquire of that sequence word until
+/// it publishes a head past it. The `unsafe` methods require the caller to own the slots
+/// it touches in this sense.
+pub trait RingMemory {
+    /// Number of slots, a power of two.
+    fn nslots(&self) -> u64;
+    /// The consumer's published head.
+    fn head(&self) -> &AtomicU64;
+    /// The sequence word of slot `idx` (`idx < nslots`).
+    fn seq(&self, idx: u64) -> &AtomicU64;
+    /// Writes words 0..7 of slot `idx`: header and Express args.
+    ///
+    /// # Safety
+    /// The caller owns slot `idx`.
+    unsafe fn write_first(&self, idx: u64, words: &[u64; 7]);
+    /// Reads words 0..7 of slot `idx`.
+    ///
+    /// # Safety
+    /// The caller owns slot `idx`.
+    unsafe fn read_first(&self, idx: u64) -> [u64; 7];
+    /// Copies `src` to the continuation bytes that start at byte `offset` of slot `idx`
+    /// and run on through the following slots (never past the last slot).
+    ///
+    /// # Safety
+    /// The caller owns every slot touched.
+    unsafe fn write_cont(&self, idx: u64, offset: usize, src: &[u8]);
+    /// Copies continuation bytes starting at byte `offset` of slot `idx` into `dst`.
+    ///
+    /// # Safety
+    /// The caller owns every slot touched.
+    unsafe fn read_cont(&self, idx: u64, offset: usize, dst: &mut [u8]);
+    /// Hints that slot `idx` will be written soon.
+    #[inline(always)]
+    fn prefetch_for_write(&self, idx: u64) {
+        let _ = idx;
+    }
+}
+
+#[cfg(not(amrq_loom))]
+pub use raw::RawRing;
+
+#[cfg(not(amrq_loom))]
+mod raw {
+    use super::RingMemory;
+    use crate::conduit::ring::layout::{RingCtl, Slot, CTL_BYTES, SLOT_BYTES};
+    use crate::sync::AtomicU64;
+    use std::ptr::NonNull;
+
+    /// A ring laid out in raw bytes (see the diagram in [`crate::conduit::ring`]).
+    ///
+    /// Holds a pointer valid in this process only; what is shared between processes is
+    /// the ring's *offset* in its region.
+    ///
+    /// ```
+    /// use amrq::conduit::ring::{RawRing, Producer, Consumer, FrameHeader};
+    /// #[repr(C, align(128))]
+    /// struct Mem([u8; 128 + 4 * 64]);
+    /// let mut mem = Box::new(Mem([0; 128 + 4 * 64]));
+    /// // SAFETY: `mem` is 128-byte aligned, large enough for 4 slots and outlives `ring`.
+    /// let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 4) };
+    /// ring.init(0);
+    /// let (mut p, mut c) = (Producer::new(4, 0), Consumer::new(4, 0, 1));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[42], b""));
+    /// let f = c.peek(&ring).unwrap().unwrap();
+    /// assert_eq!(f.args[0], 42);
+    /// c.release(&ring, &f);
+    /// ```
+    #[derive(Debug, Clone, Copy)]
+    pub struct RawRing {
+        base: NonNull<u8>,
+        nslots: u64,
+    }
+
+    // SAFETY: a RawRing is an address plus a length; the ring protocol (not Rust
+    // ownership) decides which thread touches which bytes, exactly as for memory shared
+    // with another process.
+    unsafe impl Send for RawRing {}
+
+    impl RawRing {
+        /// Bytes a ring of `nslots` slots occupies.
+        pub const fn bytes(nslots: u64) -> usize {
+            CTL_BYTES + SLOT_BYTES * nslots as usize
+        }
+
+        /// A ring whose control block starts at `base`.
+        ///
+        /// # Safety
+        /// `base` is 128-byte aligned and valid for reads and writes of
+        /// [`RawRing::bytes`]`(nslots)` bytes for as long as the ring is used, those bytes
+        /// are used only as this ring, and `nslots` is a power of two ≥ 2.
+        pub unsafe fn new(base: NonNull<u8>, nslots: u64) -> Self {
+            debug_assert!(nslots.is_power_of_two() && nslots >= 2);
+            debug_assert!(base.as_ptr() as usize % CTL_BYTES == 0);
+            Self { base, nslots }
+        }
+
+        /// Writes the initial control word and sequence words for a ring whose first
+        /// frame will be at position `start`. Call once, before any producer or consumer.
+        pub fn init(&self, start: u64) {
+            super::super::producer::init(self, start);
+        }
+
+        #[inline(always)]
+        fn slot(&self, idx: u64) -> *mut u8 {
+            debug_assert!(idx < self.nslots);
+            // SAFETY: idx < nslots keeps the result inside the ring (see `new`).
+            unsafe { self.base.as_ptr().add(CTL_BYTES + SLOT_BYTES * idx as usize) }
+        }
+
+        /// Address of continuation byte `offset` of slot `idx` (for borrowing payloads).
+        #[inline(always)]
+        pub fn cont_ptr(&self, idx: u64, offset: usize) -> *const u8 {
+            // SAFETY: callers pass frames that do not run past the last slot, which the
+            // consumer checks before it hands out a frame.
+            unsafe { self.slot(idx).add(offset) }
+        }
+    }
+
+    impl RingMemory for RawRing {
+        #[inline(always)]
+        fn nslots(&self) -> u64 {
+            self.nslots
+        }
+
+        #[inline(always)]
+        fn head(&self) -> &AtomicU64 {
+            // SAFETY: the control block is at `base` (see `new`) and only accessed atomically.
+            unsafe { &(*self.base.as_ptr().cast::<RingCtl>()).head }
+        }
+
+        #[inline(always)]
+        fn seq(&self, idx: u64) -> &AtomicU64 {
+            // SAFETY: `slot` is a valid slot address; the seq word is only accessed
+            // atomically, except by payload copies into slots the copier owns.
+            unsafe { &(*self.slot(idx).cast::<Slot>()).seq }
+        }
+
+        #[inline(always)]
+        unsafe fn write_first(&self, idx: u64, words: &[u64; 7]) {
+            // SAFETY: the caller owns the slot; words 0..7 lie before the seq word.
+            unsafe { self.slot(idx).cast::<[u64; 7]>().write(*words) }
+        }
+
+        #[inline(always)]
+        unsafe fn read_first(&self, idx: u64) -> [u64; 7] {
+            // SAFETY: the caller owns the slot; words 0..7 lie before the seq word.
+            unsafe { self.slot(idx).cast::<[u64; 7]>().read() }
+        }
+
+        #[inline(always)]
+        unsafe fn write_cont(&self, idx: u64, offset: usize, src: &[u8]) {
+            // SAFETY: the caller owns the slots and the range stays inside the ring.
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.as_ptr(), self.slot(idx).add(offset), src.len())
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn read_cont(&self, idx: u64, offset: usize, dst: &mut [u8]) {
+            // SAFETY: as for `write_cont`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.slot(idx).add(offset), dst.as_mut_ptr(), dst.len())
+            }
+        }
+
+        #[inline(always)]
+        fn prefetch_for_write(&self, idx: u64) {
+            crate::util::prefetch::prefetch_write(self.slot(idx));
+        }
+    }
+}

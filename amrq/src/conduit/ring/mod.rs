@@ -1,0 +1,71 @@
+//! A bounded single-producer/single-consumer ring of 64-byte slots, placed in memory it
+//! does not own (a heap region for the `threads` conduit, a shared mapping for `shm`).
+//!
+//! One ring per (sender → receiver, channel): the CM-5/Alewife "one NI queue per pair"
+//! mapping of DESIGN.md, which ANCHORS.md measured at 1.03× the raw cache-line round trip.
+//! No atomic read-modify-write anywhere on the fast path:
+//!
+//! - each slot ends with a **sequence word**, written last with Release by the producer
+//!   and polled by the consumer (the Paragon/T3D presence flag); a frame that fits one
+//!   slot (header + up to 6 u64 args) is StarT-Voyager's *Express* message: one line;
+//! - larger frames (*Basic*) take consecutive slots: args 7–8 and the payload are
+//!   contiguous in the continuation slots, so a receiver can borrow the payload in place;
+//!   a frame never wraps: the producer pads to the end of the ring first;
+//! - the consumer publishes its head in **batches** (every [`Consumer::batch`] slots, or
+//!   when it finds the ring empty), and the producer works from a **cached view** of
+//!   that head, re-reading it only when the cached view says full;
+//! - the producer **prefetches** the slots it will write next for ownership (`prefetchw`).
+//!
+//! # Layout (offsets from the ring's base, which is 128-byte aligned)
+//!
+//! ```text
+//!   0 ┌──────────────────────────────────────────────┐
+//!     │ RingCtl: head (u64, consumer → producer)     │ own 128-byte line pair
+//! 128 ├──────────────────────────────────────────────┤
+//!     │ slot 0: header u64 │ args[0..6] │ seq u64    │ 64 B
+//! 192 ├──────────────────────────────────────────────┤
+//!     │ slot 1 …                                     │
+//!     └──────────────────────────────────────────────┘  128 + 64 × nslots bytes
+//!
+//!  continuation slot (2nd.. slot of a frame): 64 raw bytes:
+//!     args[6..nargs] (8 B each) then payload bytes, contiguous across slots
+//! ```
+//!
+//! Positions are 64-bit and only ever compared with wrapping arithmetic; a slot's index is
+//! `position & (nslots - 1)`. The frame at position `p` is readable when its first slot's
+//! sequence word equals `p + 1`. Invariant: every slot's sequence word holds either the
+//! value of a live frame or `q + 1` for some earlier position `q` of that slot — so a
+//! stale value never passes. Payload bytes overwrite the sequence words of continuation
+//! slots, so the consumer restores them to `q + 1` before it hands those slots back.
+//!
+//! The algorithm is generic over [`RingMemory`]: raw mapped bytes in production, loom
+//! cells in the loom models (which cannot model raw bytes).
+
+mod consumer;
+mod layout;
+mod memory;
+mod producer;
+
+pub use consumer::{Consumer, Peeked};
+pub use layout::{
+    frame_slots, FrameHeader, RingCtl, Slot, CTL_BYTES, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS,
+    SLOT_BYTES,
+};
+pub use memory::{RawRing, RingMemory};
+pub use producer::Producer;
+
+/// The consumer found something in a ring that the protocol cannot produce.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("corrupt frame at ring position {position}: {what}")]
+pub struct Corrupt {
+    /// Position of the frame in the ring.
+    pub position: u64,
+    /// What was wrong.
+    pub what: &'static str,
+}
+
+/// Largest frame, in slots, a ring of `nslots` slots accepts: with padding to the end of
+/// the ring a frame of `k` slots needs up to `2k - 1` free slots.
+pub const fn max_frame_slots(nslots: u64) -> u64 {
+    nslots.div_ceil(2)
+}

@@ -1,0 +1,155 @@
+//! The producer side: reserve slots against a cached head, write, publish the sequence word.
+
+use super::layout::{frame_slots, FrameHeader, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS};
+use super::memory::RingMemory;
+use crate::sync::Ordering::{Acquire, Relaxed, Release};
+
+/// How many slots ahead of its tail the producer prefetches for writing.
+const PREFETCH_AHEAD: u64 = 8;
+
+/// Writes the initial state of a ring whose first frame will be at position `start`:
+/// head = `start`, and each slot's sequence word one lap behind the first position that
+/// will use it, so no slot reads as full.
+pub(crate) fn init<M: RingMemory>(mem: &M, start: u64) {
+    let n = mem.nslots();
+    for p in start..start.wrapping_add(n) {
+        let p = p; // positions may wrap in tests that start near u64::MAX
+        mem.seq(p & (n - 1))
+            .store(p.wrapping_sub(n).wrapping_add(1), Relaxed);
+    }
+    mem.head().store(start, Relaxed);
+}
+
+/// The producer's private state: where it writes next and what it last saw of the head.
+/// Lives in the sending rank, never in shared memory.
+///
+/// ```
+/// use amrq::conduit::ring::Producer;
+/// let p = Producer::new(256, 0);
+/// assert_eq!(p.tail(), 0);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Producer {
+    tail: u64,
+    cached_head: u64,
+    nslots: u64,
+}
+
+impl Producer {
+    /// A producer for a ring of `nslots` slots initialised at position `start`.
+    pub const fn new(nslots: u64, start: u64) -> Self {
+        Self {
+            tail: start,
+            cached_head: start,
+            nslots,
+        }
+    }
+
+    /// Position the next frame will take.
+    pub const fn tail(&self) -> u64 {
+        self.tail
+    }
+
+    /// True if `need` slots are free, re-reading the consumer's head only when the
+    /// cached view says there is not enough room.
+    #[inline(always)]
+    fn has_room<M: RingMemory>(&mut self, mem: &M, need: u64) -> bool {
+        if self.tail.wrapping_sub(self.cached_head) + need <= self.nslots {
+            return true;
+        }
+        self.refresh_head(mem, need)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refresh_head<M: RingMemory>(&mut self, mem: &M, need: u64) -> bool {
+        // ORDERING: Acquire pairs with the Release store of `head` in
+        // `Consumer::publish`: the consumer's reads of the slots it handed back (and its
+        // restores of their sequence words) happen before we overwrite them.
+        self.cached_head = mem.head().load(Acquire);
+        self.tail.wrapping_sub(self.cached_head) + need <= self.nslots
+    }
+
+    /// Writes one frame, or returns `false` with nothing written if the ring lacks room.
+    ///
+    /// `header.len` and `header.nargs` are set from `payload` and `args`. The caller
+    /// guarantees `args.len() <= MAX_ARGS` and that the frame takes at most
+    /// [`super::max_frame_slots`] slots (the conduit checks both before calling).
+    #[inline(always)]
+    pub fn try_push<M: RingMemory>(
+        &mut self,
+        mem: &M,
+        mut header: FrameHeader,
+        args: &[u64],
+        payload: &[u8],
+    ) -> bool {
+        debug_assert!(args.len() <= MAX_ARGS);
+        let k = frame_slots(args.len(), payload.len());
+        debug_assert!(k <= super::max_frame_slots(self.nslots));
+        let mask = self.nslots - 1;
+        let idx = self.tail & mask;
+        // A frame never wraps: pad to the end of the ring first if it would.
+        let pad = if idx + k > self.nslots { self.nslots - idx } else { 0 };
+        if !self.has_room(mem, pad + k) {
+            return false;
+        }
+        if pad > 0 {
+            self.publish_pad(mem, pad);
+        }
+        let pos = self.tail;
+        let idx = pos & mask;
+        header.len = payload.len() as u32;
+        header.nargs = args.len() as u8;
+        let mut first = [0u64; 7];
+        first[0] = header.pack();
+        let express = args.len().min(EXPRESS_ARGS);
+        first[1..1 + express].copy_from_slice(&args[..express]);
+        if k > 1 {
+            let extra = &args[express..];
+            // SAFETY: slots idx+1 .. idx+k are ours (has_room) and inside the ring (no wrap).
+            unsafe {
+                mem.write_cont(idx + 1, 0, words_as_bytes(extra));
+                mem.write_cont(idx + 1, extra.len() * 8, payload);
+            }
+        }
+        // SAFETY: slot idx is ours until the store below publishes it.
+        unsafe { mem.write_first(idx, &first) };
+        // ORDERING: Release publishes every byte of the frame written above; pairs with
+        // the Acquire load of the sequence word in `Consumer::peek`.
+        mem.seq(idx).store(pos.wrapping_add(1), Release);
+        self.tail = pos.wrapping_add(k);
+        // Prefetch for ownership only slots that are already free: prefetching a slot
+        // the consumer still reads would steal its line.
+        let ahead = self.tail.wrapping_add(PREFETCH_AHEAD);
+        if ahead.wrapping_sub(self.cached_head) <= self.nslots {
+            mem.prefetch_for_write(ahead & mask);
+        }
+        true
+    }
+
+    /// Publishes a pad frame covering the `pad` slots up to the end of the ring.
+    #[cold]
+    fn publish_pad<M: RingMemory>(&mut self, mem: &M, pad: u64) {
+        let pos = self.tail;
+        let idx = pos & (self.nslots - 1);
+        let header = FrameHeader {
+            len: pad as u32,
+            flags: FLAG_PAD,
+            ..FrameHeader::default()
+        };
+        let mut first = [0u64; 7];
+        first[0] = header.pack();
+        // SAFETY: slot idx is ours (has_room counted the pad) until published below.
+        unsafe { mem.write_first(idx, &first) };
+        // ORDERING: Release publishes the pad header; pairs with the Acquire in `Consumer::peek`.
+        mem.seq(idx).store(pos.wrapping_add(1), Release);
+        self.tail = pos.wrapping_add(pad);
+    }
+}
+
+/// The bytes of a slice of words (native endian: both ends of a ring are on one host).
+#[inline(always)]
+fn words_as_bytes(w: &[u64]) -> &[u8] {
+    // SAFETY: u64 has no padding and u8 has alignment 1; the length is in bytes.
+    unsafe { std::slice::from_raw_parts(w.as_ptr().cast::<u8>(), std::mem::size_of_val(w)) }
+}

@@ -1,0 +1,65 @@
+//! # amrq — Active Messages on Remote Queues
+//!
+//! A communication runtime for parallel programs, built in the layers of the classic
+//! papers (see `DESIGN.md` of the project and the README's architecture section):
+//!
+//! | module | layer |
+//! |---|---|
+//! | [`bootstrap`] | who am I, how many, setup-time collectives |
+//! | [`conduit`] | moves frames between ranks: lock-free rings ([`conduit::ring`]) in a memory region ([`conduit::mem`]), ranks as threads ([`conduit::threads`]) |
+//! | [`rq`] | Remote Queues: `enqueue` / `dequeue` / `read_queue` / `delete_queue` on named queues |
+//! | [`am`] | Active Messages on RQ: handler table, request/reply, Short and Medium |
+//!
+//! Each layer uses only the ones below it. An AM request is an enqueue into the
+//! destination's AM request queue; a poll is a dequeue plus dispatch (RQ paper, Fig. 3).
+//!
+//! ```
+//! use amrq::prelude::*;
+//! use std::cell::Cell;
+//!
+//! struct State { pong: ReplyHandler, got: Cell<u64> }
+//! let results = amrq::threads::run(2, &Config::default(), |conduit| {
+//!     let mut table = HandlerTable::new();
+//!     let pong = table.reply("pong", |s: &State, m| { s.got.set(m.arg(0)); Ok(()) });
+//!     let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0) + 1]));
+//!     let am = Am::new(conduit, table, State { pong, got: Cell::new(0) })?;
+//!     if am.rank() == 0 {
+//!         am.request(1, ping, &[41])?;
+//!         am.wait_until(|s| s.got.get() == 42)?;
+//!     }
+//!     am.barrier()
+//! }).unwrap();
+//! assert!(results.iter().all(|r| r.is_ok()));
+//! ```
+
+#![cfg_attr(amrq_loom, allow(dead_code, unused_imports))]
+
+pub(crate) mod sync;
+
+#[cfg(not(amrq_loom))]
+pub mod am;
+#[cfg(not(amrq_loom))]
+pub mod bootstrap;
+pub mod conduit;
+#[cfg(not(amrq_loom))]
+pub mod reference;
+#[cfg(not(amrq_loom))]
+pub mod rq;
+#[cfg(not(amrq_loom))]
+pub mod threads;
+#[cfg(not(amrq_loom))]
+pub mod util;
+
+#[cfg(not(amrq_loom))]
+pub use config::Config;
+#[cfg(not(amrq_loom))]
+mod config;
+
+/// The names most programs need.
+#[cfg(not(amrq_loom))]
+pub mod prelude {
+    pub use crate::am::{Am, AmError, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
+    pub use crate::conduit::{Conduit, Rank};
+    pub use crate::rq::{QueueId, Rq, RqError};
+    pub use crate::Config;
+}

@@ -1,0 +1,20 @@
+//! The Remote Queues layer's error type.
+
+use crate::conduit::ConduitError;
+
+/// Why a queue operation failed. A full queue is not an error: `enqueue` returns `Ok(false)`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RqError {
+    /// `dequeue` was given room for fewer args or bytes than the frame holds; the frame
+    /// stays at the head of the queue.
+    #[error("the frame at the head of the queue has {nargs} args and {len} payload bytes: give dequeue room for them")]
+    BufferTooSmall {
+        /// Args in the frame.
+        nargs: usize,
+        /// Payload bytes in the frame.
+        len: usize,
+    },
+    /// Bad destination, queue, sizes, a corrupt peer, a dead peer (from the conduit).
+    #[error(transparent)]
+    Conduit(#[from] ConduitError),
+}

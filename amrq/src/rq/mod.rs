@@ -1,0 +1,183 @@
+//! Remote Queues (Brewer et al., `000_…`): named queues at each rank, filled by remote
+//! `enqueue` and drained by local `dequeue`, `read_queue` and `delete_queue`.
+//!
+//! A queue is named by (rank, [`QueueId`]). Queue 0 carries AM requests and queue 1 AM
+//! replies (the AM layer is built on this one, as in the paper's Figure 3); user queues
+//! come from [`Config::add_queue`](crate::Config::add_queue). Each queue at a receiver
+//! is a set of per-sender rings, drained round-robin; per sender, frames arrive in order
+//! and exactly once.
+//!
+//! `enqueue` never blocks and never overwrites: `Ok(false)` means the queue is full for
+//! this sender, nothing was committed, and the caller still has its data.
+
+mod error;
+
+pub use error::RqError;
+
+use crate::conduit::mem::MemConduit;
+use crate::conduit::{Conduit, ConduitError, Message, Rank, ReceivedFrame};
+
+/// A queue name, local to each rank.
+///
+/// ```
+/// use amrq::rq::QueueId;
+/// assert_eq!(QueueId::AM_REQUEST.index(), 0);
+/// assert_eq!(QueueId::new(QueueId::FIRST_USER).index(), 2);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct QueueId(usize);
+
+impl QueueId {
+    /// The AM request queue.
+    pub const AM_REQUEST: QueueId = QueueId(0);
+    /// The AM reply queue.
+    pub const AM_REPLY: QueueId = QueueId(1);
+    /// Index of the first user queue.
+    pub const FIRST_USER: usize = 2;
+
+    /// The queue with index `i`.
+    pub const fn new(i: usize) -> Self {
+        Self(i)
+    }
+
+    /// Its index.
+    pub const fn index(self) -> usize {
+        self.0
+    }
+}
+
+/// What [`Rq::dequeue`] copied out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dequeued {
+    /// The sender.
+    pub source: Rank,
+    /// The frame's tag.
+    pub tag: u16,
+    /// Args copied.
+    pub nargs: usize,
+    /// Payload bytes copied.
+    pub len: usize,
+}
+
+/// The Remote Queues layer of one rank.
+///
+/// ```
+/// use amrq::{Config, rq::Rq, conduit::ReceivedFrame};
+/// let mut cfg = Config::default();
+/// let q = cfg.add_queue(4);
+/// let results = amrq::threads::run(2, &cfg, |conduit| {
+///     let rq = Rq::new(conduit);
+///     if rq.rank() == 0 {
+///         assert!(rq.enqueue(1, q, &[1, 2], b"payload")?);
+///     } else {
+///         let frame = loop {
+///             if let Some(f) = rq.read_queue(q)? { break f; }
+///         };
+///         assert_eq!((frame.source(), frame.args(), frame.payload()), (0, &[1u64, 2][..], &b"payload"[..]));
+///         frame.release();
+///     }
+///     Ok::<_, amrq::rq::RqError>(())
+/// }).unwrap();
+/// assert!(results.iter().all(|r| r.is_ok()));
+/// ```
+#[derive(Debug)]
+pub struct Rq<C: Conduit = MemConduit> {
+    conduit: C,
+}
+
+impl<C: Conduit> Rq<C> {
+    /// The queues of the rank that owns `conduit`.
+    pub fn new(conduit: C) -> Self {
+        Self { conduit }
+    }
+
+    /// The conduit below.
+    pub fn conduit(&self) -> &C {
+        &self.conduit
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> Rank {
+        self.conduit.rank()
+    }
+
+    /// Ranks in the job.
+    pub fn size(&self) -> usize {
+        self.conduit.size()
+    }
+
+    /// Enqueues `args` and `payload` into queue `q` of rank `dest`. `Ok(true)`: committed
+    /// (it will be delivered); `Ok(false)`: the queue is full, nothing was committed.
+    #[inline]
+    pub fn enqueue(&self, dest: Rank, q: QueueId, args: &[u64], payload: &[u8]) -> Result<bool, RqError> {
+        self.enqueue_tagged(dest, q, 0, args, payload)
+    }
+
+    /// [`Rq::enqueue`] with a 16-bit tag carried in the frame header (the AM layer puts
+    /// its handler index there).
+    #[inline]
+    pub fn enqueue_tagged(
+        &self,
+        dest: Rank,
+        q: QueueId,
+        tag: u16,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<bool, RqError> {
+        let msg = Message {
+            tag,
+            flags: 0,
+            args,
+            payload,
+        };
+        match self.conduit.try_send(dest, q.0, &msg) {
+            Ok(()) => Ok(true),
+            Err(ConduitError::Busy) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The frame at the head of local queue `q`, left in place (the payload is borrowed
+    /// from the queue, no copy). Drop it to leave it queued; `release()` it to remove it.
+    #[inline]
+    pub fn read_queue(&self, q: QueueId) -> Result<Option<C::Frame<'_>>, RqError> {
+        Ok(self.conduit.peek(q.0)?)
+    }
+
+    /// Removes the frame at the head of local queue `q`; `Ok(false)` if it was empty.
+    pub fn delete_queue(&self, q: QueueId) -> Result<bool, RqError> {
+        match self.conduit.peek(q.0)? {
+            Some(f) => {
+                f.release();
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Copies the frame at the head of local queue `q` into `args` and `buf` and removes
+    /// it. `Ok(None)` if the queue is empty; [`RqError::BufferTooSmall`] (frame left in
+    /// place) if `args` or `buf` is shorter than the frame's.
+    pub fn dequeue(&self, q: QueueId, args: &mut [u64], buf: &mut [u8]) -> Result<Option<Dequeued>, RqError> {
+        let Some(f) = self.conduit.peek(q.0)? else {
+            return Ok(None);
+        };
+        let (a, p) = (f.args(), f.payload());
+        if a.len() > args.len() || p.len() > buf.len() {
+            return Err(RqError::BufferTooSmall {
+                nargs: a.len(),
+                len: p.len(),
+            });
+        }
+        args[..a.len()].copy_from_slice(a);
+        buf[..p.len()].copy_from_slice(p);
+        let d = Dequeued {
+            source: f.source(),
+            tag: f.tag(),
+            nargs: a.len(),
+            len: p.len(),
+        };
+        f.release();
+        Ok(Some(d))
+    }
+}
