@@ -3,19 +3,22 @@
 //! puts the region on the heap; the `shm` conduit will map it from /dev/shm. The hot path
 //! is the same code in both.
 //!
-//! A rank's endpoint keeps its producer and consumer states in `Cell`s: an endpoint is
-//! used by one thread (`Send`, not `Sync`), and every operation takes `&self`, so a
-//! handler can reply while the frame it handles is still borrowed in place.
+//! A rank's endpoint keeps its producer and consumer states in [`Local`] cells: an
+//! endpoint is used by one thread (`Send`, not `Sync`), and every operation takes
+//! `&self`, so a handler can reply while the frame it handles is still borrowed in place.
 
 mod region;
 
 pub use region::{HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC};
 
-use super::ring::{max_frame_slots, Consumer, Peeked, Producer, RawRing, MAX_ARGS, SLOT_BYTES};
+use super::ring::{
+    max_frame_slots, Consumer, Peeked, Producer, RawRing, RingMemory, ARGS_OFFSET, MAX_ARGS,
+    SLOT_BYTES,
+};
 use super::{Caps, Channel, ChannelCaps, Conduit, ConduitError, Message, Rank, ReceivedFrame};
 use crate::bootstrap::Boot;
 use crate::conduit::ring::FrameHeader;
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
 use std::sync::Arc;
 
 /// Keeps the memory of the rings alive for as long as an endpoint uses it.
@@ -25,19 +28,40 @@ pub enum RegionOwner {
     Heap(Arc<HeapRegion>),
 }
 
+/// State of one end of a ring, private to the endpoint's thread.
+///
+/// `with` hands out `&mut T` for the length of a closure that runs only ring code (no
+/// user code, no call back into the endpoint), so two `&mut` never coexist. Cheaper than
+/// `Cell<T>`, whose get/set copy the whole state on every message.
+struct Local<T>(UnsafeCell<T>);
+
+impl<T> Local<T> {
+    fn new(v: T) -> Self {
+        Self(UnsafeCell::new(v))
+    }
+
+    #[inline(always)]
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: `Local` is !Sync, so only this thread reaches it, and every closure
+        // passed here (all in this module) runs ring code only and cannot re-enter
+        // `with` on the same cell: the `&mut` is unique while it lives.
+        f(unsafe { &mut *self.0.get() })
+    }
+}
+
 // Each rank's private ring states are allocated by the thread that builds the job, next
 // to other ranks' states: align them to whole line pairs so that no two ranks' states
 // share a cache line (false sharing doubled the round trip before this).
 #[repr(align(128))]
 struct TxRing {
     ring: RawRing,
-    prod: Cell<Producer>,
+    prod: Local<Producer>,
 }
 
 #[repr(align(128))]
 struct RxRing {
     ring: RawRing,
-    cons: Cell<Consumer>,
+    cons: Local<Consumer>,
     broken: Cell<bool>,
 }
 
@@ -83,7 +107,7 @@ impl std::fmt::Debug for MemConduit {
 /// Largest payload a channel of `slots` slots carries with the most args.
 fn max_payload(slots: u64) -> usize {
     let frame = (max_frame_slots(slots) as usize) * SLOT_BYTES;
-    frame.saturating_sub(SLOT_BYTES + (MAX_ARGS - super::ring::EXPRESS_ARGS) * 8)
+    frame.saturating_sub(ARGS_OFFSET + MAX_ARGS * 8)
 }
 
 impl MemConduit {
@@ -109,14 +133,14 @@ impl MemConduit {
                 tx.push(TxRing {
                     // SAFETY: caller guarantees `base` is a live region of `layout`.
                     ring: unsafe { layout.ring(base, ch, dest, rank) },
-                    prod: Cell::new(Producer::new(slots, 0)),
+                    prod: Local::new(Producer::new(slots, 0)),
                 });
             }
             let rings = (0..ranks)
                 .map(|src| RxRing {
                     // SAFETY: as above.
                     ring: unsafe { layout.ring(base, ch, rank, src) },
-                    cons: Cell::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
+                    cons: Local::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
                     broken: Cell::new(false),
                 })
                 .collect();
@@ -208,15 +232,12 @@ impl Conduit for MemConduit {
             return Err(self.check_send(dest, ch, msg));
         }
         let t = &self.tx[ch * self.size + dest];
-        let mut prod = t.prod.get();
         let header = FrameHeader {
             tag: msg.tag,
             flags: msg.flags & !super::ring::FLAG_PAD,
             ..FrameHeader::default()
         };
-        let sent = prod.try_push(&t.ring, header, msg.args, msg.payload);
-        t.prod.set(prod);
-        if sent {
+        if t.prod.with(|p| p.try_push(&t.ring, header, msg.args, msg.payload)) {
             Ok(())
         } else {
             Err(ConduitError::Busy)
@@ -239,28 +260,16 @@ impl Conduit for MemConduit {
         for _ in 0..n {
             let r = &chan.rings[s];
             if !r.broken.get() {
-                let mut cons = r.cons.get();
-                let got = cons.peek(&r.ring);
-                r.cons.set(cons);
-                match got {
+                match r.cons.with(|c| c.peek(&r.ring)) {
                     Ok(Some(p)) => {
                         chan.outstanding.set(true);
                         chan.cursor.set(if s + 1 == n { 0 } else { s + 1 });
-                        let payload = if p.header.len == 0 {
-                            &[][..]
-                        } else {
-                            let ptr = r.ring.cont_ptr(p.index(r.ring_slots()) + 1, p.payload_offset());
-                            // SAFETY: the consumer checked that the frame lies inside the
-                            // ring; the bytes stay ours until `release` (which consumes
-                            // the frame, ending this borrow).
-                            unsafe { std::slice::from_raw_parts(ptr, p.header.len as usize) }
-                        };
                         return Ok(Some(MemFrame {
                             chan,
                             ring: r,
                             source: s,
+                            base: r.ring.slot_ptr(p.index(r.ring.nslots())),
                             peeked: p,
-                            payload,
                         }));
                     }
                     Ok(None) => {}
@@ -292,20 +301,15 @@ impl Conduit for MemConduit {
     }
 }
 
-impl RxRing {
-    fn ring_slots(&self) -> u64 {
-        use super::ring::RingMemory;
-        self.ring.nslots()
-    }
-}
-
-/// A frame in place in a [`MemConduit`] ring.
+/// A frame in place in a [`MemConduit`] ring: args and payload are read where the
+/// sender wrote them.
 pub struct MemFrame<'a> {
     chan: &'a RxChannel,
     ring: &'a RxRing,
     source: Rank,
+    /// The frame's first slot.
+    base: *const u8,
     peeked: Peeked,
-    payload: &'a [u8],
 }
 
 impl std::fmt::Debug for MemFrame<'_> {
@@ -333,17 +337,30 @@ impl ReceivedFrame for MemFrame<'_> {
     }
     #[inline(always)]
     fn args(&self) -> &[u64] {
-        &self.peeked.args[..self.peeked.header.nargs as usize]
+        // SAFETY: the consumer checked that nargs ≤ 8 and that the frame lies inside the
+        // ring; its slots stay ours (the producer cannot reuse them) until `release`,
+        // which consumes `self` and so ends this borrow. The args start 16 bytes into a
+        // 64-byte aligned slot: aligned for u64.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.base.add(ARGS_OFFSET).cast::<u64>(),
+                self.peeked.header.nargs as usize,
+            )
+        }
     }
     #[inline(always)]
     fn payload(&self) -> &[u8] {
-        self.payload
+        // SAFETY: as for `args`: the payload lies inside the checked frame.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.base.add(self.peeked.payload_offset()),
+                self.peeked.header.len as usize,
+            )
+        }
     }
     #[inline(always)]
     fn release(self) {
-        let mut cons = self.ring.cons.get();
-        cons.release(&self.ring.ring, &self.peeked);
-        self.ring.cons.set(cons);
+        self.ring.cons.with(|c| c.release(&self.ring.ring, &self.peeked));
         // `self` drops here and clears the channel's outstanding mark.
     }
 }

@@ -65,7 +65,7 @@ impl RegionLayout {
         let mut base = Vec::with_capacity(channel_slots.len());
         let mut total = HEADER_BYTES;
         for (ch, &s) in channel_slots.iter().enumerate() {
-            if !s.is_power_of_two() || s < 2 || s > 1 << 24 {
+            if !s.is_power_of_two() || !(2..=1 << 24).contains(&s) {
                 return Err(ConduitError::Setup(format!(
                     "channel {ch}: ring of {s} slots; use a power of two from 2 to 2^24"
                 )));

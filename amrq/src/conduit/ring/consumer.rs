@@ -1,34 +1,34 @@
 //! The consumer side: poll the next slot's sequence word, read in place, hand slots back
 //! in batches.
 
-use super::layout::{frame_slots, FrameHeader, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS};
+use super::layout::{frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, FLAG_PAD, MAX_ARGS};
 use super::memory::RingMemory;
 use super::{max_frame_slots, Corrupt};
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
-/// A readable frame, as [`Consumer::peek`] found it. The frame stays in the ring (and the
-/// payload can be borrowed in place) until [`Consumer::release`].
+/// A readable frame, as [`Consumer::peek`] found it. The frame stays in the ring (and its
+/// args and payload can be borrowed in place) until [`Consumer::release`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Peeked {
     /// Position of the frame's first slot.
     pub position: u64,
-    /// The frame header.
+    /// The frame header (`nargs` ≤ 8 and the frame inside the ring: checked).
     pub header: FrameHeader,
-    /// The args (`header.nargs` of them are meaningful).
-    pub args: [u64; MAX_ARGS],
     /// Slots the frame takes.
     pub slots: u64,
 }
 
 impl Peeked {
     /// Index of the first slot.
+    #[inline(always)]
     pub fn index(&self, nslots: u64) -> u64 {
         self.position & (nslots - 1)
     }
 
-    /// Offset of the payload in the continuation bytes (after args 7–8).
+    /// Offset of the payload from the start of the first slot.
+    #[inline(always)]
     pub fn payload_offset(&self) -> usize {
-        (self.header.nargs as usize).saturating_sub(EXPRESS_ARGS) * 8
+        payload_offset(self.header.nargs as usize)
     }
 }
 
@@ -85,13 +85,17 @@ impl Consumer {
     /// The next readable frame, `Ok(None)` if the ring is empty. Pad frames are skipped.
     /// Peeking again without a release returns the same frame.
     ///
+    /// Finding the ring empty publishes the head if slots were consumed since the last
+    /// publication: a producer waiting for room then always sees it eventually, whatever
+    /// the batch and frame sizes. The store stays in this core's cache unless the
+    /// producer has looked, which it does only when its cached view says full.
+    ///
     /// A header the protocol cannot produce (a bad peer) gives [`Corrupt`]; the ring
     /// should not be read further.
     #[inline(always)]
     pub fn peek<M: RingMemory>(&mut self, mem: &M) -> Result<Option<Peeked>, Corrupt> {
         loop {
-            let mask = self.nslots - 1;
-            let idx = self.head & mask;
+            let idx = self.head & (self.nslots - 1);
             // ORDERING: Acquire pairs with the Release store of the sequence word in
             // `Producer::try_push` / `publish_pad`: the frame's bytes are visible after it.
             if mem.seq(idx).load(Acquire) != self.head.wrapping_add(1) {
@@ -101,8 +105,7 @@ impl Consumer {
                 return Ok(None);
             }
             // SAFETY: the sequence word says the producer published this slot to us.
-            let first = unsafe { mem.read_first(idx) };
-            let header = FrameHeader::unpack(first[0]);
+            let header = FrameHeader::unpack(unsafe { mem.read_header(idx) });
             if header.flags & FLAG_PAD != 0 {
                 if u64::from(header.len) != self.nslots - idx {
                     return Err(self.corrupt("pad frame does not end at the ring's end"));
@@ -110,41 +113,47 @@ impl Consumer {
                 self.advance(mem, u64::from(header.len));
                 continue;
             }
-            let nargs = header.nargs as usize;
-            if nargs > MAX_ARGS {
+            if header.nargs as usize > MAX_ARGS {
                 return Err(self.corrupt("more than 8 args"));
             }
-            let slots = frame_slots(nargs, header.len as usize);
+            let slots = frame_slots(header.nargs as usize, header.len as usize);
             if slots > max_frame_slots(self.nslots) || idx + slots > self.nslots {
                 return Err(self.corrupt("frame longer than the ring allows"));
-            }
-            let mut args = [0u64; MAX_ARGS];
-            let express = nargs.min(EXPRESS_ARGS);
-            args[..express].copy_from_slice(&first[1..1 + express]);
-            if nargs > EXPRESS_ARGS {
-                let mut extra = [0u8; (MAX_ARGS - EXPRESS_ARGS) * 8];
-                let n = (nargs - EXPRESS_ARGS) * 8;
-                // SAFETY: the published frame covers slots idx..idx+slots (checked above).
-                unsafe { mem.read_cont(idx + 1, 0, &mut extra[..n]) };
-                for (a, c) in args[EXPRESS_ARGS..nargs].iter_mut().zip(extra.chunks_exact(8)) {
-                    *a = u64::from_ne_bytes(c.try_into().unwrap_or_default());
-                }
             }
             return Ok(Some(Peeked {
                 position: self.head,
                 header,
-                args,
                 slots,
             }));
         }
+    }
+
+    /// Copies the args of `f` out of the ring (the conduits borrow them in place instead).
+    pub fn read_args<M: RingMemory>(&self, mem: &M, f: &Peeked) -> [u64; MAX_ARGS] {
+        let mut bytes = [0u8; MAX_ARGS * 8];
+        let n = f.header.nargs as usize * 8;
+        // SAFETY: `f` is the frame peeked last and not released: its slots are ours.
+        unsafe { mem.read_bytes(f.index(self.nslots), ARGS_OFFSET, &mut bytes[..n]) };
+        let mut args = [0u64; MAX_ARGS];
+        for (a, c) in args.iter_mut().zip(bytes.chunks_exact(8)) {
+            *a = u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        }
+        args
+    }
+
+    /// Copies the payload of `f` out of the ring into `dst` (`dst.len()` = payload length).
+    pub fn read_payload<M: RingMemory>(&self, mem: &M, f: &Peeked, dst: &mut [u8]) {
+        debug_assert_eq!(dst.len(), f.header.len as usize);
+        // SAFETY: as in `read_args`.
+        unsafe { mem.read_bytes(f.index(self.nslots), f.payload_offset(), dst) };
     }
 
     /// Hands the frame `f` (the one [`Consumer::peek`] returned last) back to the producer.
     #[inline(always)]
     pub fn release<M: RingMemory>(&mut self, mem: &M, f: &Peeked) {
         debug_assert_eq!(f.position, self.head);
-        let idx = f.position & (self.nslots - 1);
-        // The payload overwrote the continuation slots' sequence words: give each back a
+        let idx = f.index(self.nslots);
+        // Args and payload overwrote the later slots' sequence words: give each back a
         // value from this lap so it cannot match a later position.
         for j in 1..f.slots {
             mem.seq(idx + j).store(f.position.wrapping_add(j + 1), Relaxed);

@@ -22,24 +22,32 @@ pub struct RingCtl {
     pub head: AtomicU64,
 }
 
-/// One slot as the first slot of a frame sees it.
+/// One slot as the first slot of a frame sees it. Args, then payload, run on
+/// contiguously from byte [`ARGS_OFFSET`] into the following slots, so a receiver can
+/// borrow both in place.
 #[repr(C, align(64))]
 pub struct Slot {
-    /// The packed [`FrameHeader`].
-    pub header: u64,
-    /// Up to six args of an Express frame.
-    pub args: [u64; EXPRESS_ARGS],
     /// Position + 1 when the frame starting here is readable (written last, Release).
     pub seq: AtomicU64,
+    /// The packed [`FrameHeader`].
+    pub header: u64,
+    /// The first six args (an Express frame's all).
+    pub args: [u64; EXPRESS_ARGS],
 }
+
+/// Byte offset of the header in a frame's first slot.
+pub const HEADER_OFFSET: usize = 8;
+/// Byte offset of the first arg in a frame's first slot.
+pub const ARGS_OFFSET: usize = 16;
 
 #[cfg(not(amrq_loom))]
 const _: () = {
     assert!(std::mem::size_of::<Slot>() == SLOT_BYTES);
     assert!(std::mem::align_of::<Slot>() == SLOT_BYTES);
-    assert!(std::mem::offset_of!(Slot, header) == 0);
-    assert!(std::mem::offset_of!(Slot, args) == 8);
-    assert!(std::mem::offset_of!(Slot, seq) == 56);
+    assert!(std::mem::offset_of!(Slot, seq) == 0);
+    assert!(std::mem::offset_of!(Slot, header) == HEADER_OFFSET);
+    assert!(std::mem::offset_of!(Slot, args) == ARGS_OFFSET);
+    assert!(ARGS_OFFSET + EXPRESS_ARGS * 8 == SLOT_BYTES);
     assert!(std::mem::size_of::<RingCtl>() == CTL_BYTES);
     assert!(std::mem::align_of::<RingCtl>() == CTL_BYTES);
     assert!(std::mem::offset_of!(RingCtl, head) == 0);
@@ -96,11 +104,17 @@ impl FrameHeader {
 /// ```
 /// use amrq::conduit::ring::frame_slots;
 /// assert_eq!(frame_slots(6, 0), 1); // Express
+/// assert_eq!(frame_slots(1, 40), 1); // a small payload fits the first line too
 /// assert_eq!(frame_slots(8, 0), 2);
 /// assert_eq!(frame_slots(0, 4096), 65);
 /// ```
 #[inline(always)]
 pub const fn frame_slots(nargs: usize, len: usize) -> u64 {
-    let extra = nargs.saturating_sub(EXPRESS_ARGS) * 8 + len;
-    1 + extra.div_ceil(SLOT_BYTES) as u64
+    (ARGS_OFFSET + nargs * 8 + len).div_ceil(SLOT_BYTES) as u64
+}
+
+/// Byte offset of the payload from the start of a frame's first slot.
+#[inline(always)]
+pub const fn payload_offset(nargs: usize) -> usize {
+    ARGS_OFFSET + nargs * 8
 }

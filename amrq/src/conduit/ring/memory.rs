@@ -18,27 +18,27 @@ pub trait RingMemory {
     fn head(&self) -> &AtomicU64;
     /// The sequence word of slot `idx` (`idx < nslots`).
     fn seq(&self, idx: u64) -> &AtomicU64;
-    /// Writes words 0..7 of slot `idx`: header and Express args.
+    /// Writes bytes 8..64 of slot `idx`: the header word and six arg words.
     ///
     /// # Safety
     /// The caller owns slot `idx`.
     unsafe fn write_first(&self, idx: u64, words: &[u64; 7]);
-    /// Reads words 0..7 of slot `idx`.
+    /// Reads the header word (bytes 8..16) of slot `idx`.
     ///
     /// # Safety
     /// The caller owns slot `idx`.
-    unsafe fn read_first(&self, idx: u64) -> [u64; 7];
-    /// Copies `src` to the continuation bytes that start at byte `offset` of slot `idx`
-    /// and run on through the following slots (never past the last slot).
+    unsafe fn read_header(&self, idx: u64) -> u64;
+    /// Copies `src` to the bytes that start at byte `offset` of slot `idx` and run on
+    /// through the following slots (never past the last slot).
     ///
     /// # Safety
     /// The caller owns every slot touched.
-    unsafe fn write_cont(&self, idx: u64, offset: usize, src: &[u8]);
-    /// Copies continuation bytes starting at byte `offset` of slot `idx` into `dst`.
+    unsafe fn write_bytes(&self, idx: u64, offset: usize, src: &[u8]);
+    /// Copies the bytes that start at byte `offset` of slot `idx` into `dst`.
     ///
     /// # Safety
     /// The caller owns every slot touched.
-    unsafe fn read_cont(&self, idx: u64, offset: usize, dst: &mut [u8]);
+    unsafe fn read_bytes(&self, idx: u64, offset: usize, dst: &mut [u8]);
     /// Hints that slot `idx` will be written soon.
     #[inline(always)]
     fn prefetch_for_write(&self, idx: u64) {
@@ -52,7 +52,7 @@ pub use raw::RawRing;
 #[cfg(not(amrq_loom))]
 mod raw {
     use super::RingMemory;
-    use crate::conduit::ring::layout::{RingCtl, Slot, CTL_BYTES, SLOT_BYTES};
+    use crate::conduit::ring::layout::{RingCtl, Slot, CTL_BYTES, HEADER_OFFSET, SLOT_BYTES};
     use crate::sync::AtomicU64;
     use std::ptr::NonNull;
 
@@ -72,7 +72,7 @@ mod raw {
     /// let (mut p, mut c) = (Producer::new(4, 0), Consumer::new(4, 0, 1));
     /// assert!(p.try_push(&ring, FrameHeader::default(), &[42], b""));
     /// let f = c.peek(&ring).unwrap().unwrap();
-    /// assert_eq!(f.args[0], 42);
+    /// assert_eq!(c.read_args(&ring, &f), [42, 0, 0, 0, 0, 0, 0, 0]);
     /// c.release(&ring, &f);
     /// ```
     #[derive(Debug, Clone, Copy)]
@@ -117,12 +117,10 @@ mod raw {
             unsafe { self.base.as_ptr().add(CTL_BYTES + SLOT_BYTES * idx as usize) }
         }
 
-        /// Address of continuation byte `offset` of slot `idx` (for borrowing payloads).
+        /// Address of slot `idx` (a frame's bytes are borrowed in place from here).
         #[inline(always)]
-        pub fn cont_ptr(&self, idx: u64, offset: usize) -> *const u8 {
-            // SAFETY: callers pass frames that do not run past the last slot, which the
-            // consumer checks before it hands out a frame.
-            unsafe { self.slot(idx).add(offset) }
+        pub fn slot_ptr(&self, idx: u64) -> *const u8 {
+            self.slot(idx)
         }
     }
 
@@ -147,18 +145,18 @@ mod raw {
 
         #[inline(always)]
         unsafe fn write_first(&self, idx: u64, words: &[u64; 7]) {
-            // SAFETY: the caller owns the slot; words 0..7 lie before the seq word.
-            unsafe { self.slot(idx).cast::<[u64; 7]>().write(*words) }
+            // SAFETY: the caller owns the slot; bytes 8..64 lie after the seq word.
+            unsafe { self.slot(idx).add(HEADER_OFFSET).cast::<[u64; 7]>().write(*words) }
         }
 
         #[inline(always)]
-        unsafe fn read_first(&self, idx: u64) -> [u64; 7] {
-            // SAFETY: the caller owns the slot; words 0..7 lie before the seq word.
-            unsafe { self.slot(idx).cast::<[u64; 7]>().read() }
+        unsafe fn read_header(&self, idx: u64) -> u64 {
+            // SAFETY: the caller owns the slot; the header word follows the seq word.
+            unsafe { self.slot(idx).add(HEADER_OFFSET).cast::<u64>().read() }
         }
 
         #[inline(always)]
-        unsafe fn write_cont(&self, idx: u64, offset: usize, src: &[u8]) {
+        unsafe fn write_bytes(&self, idx: u64, offset: usize, src: &[u8]) {
             // SAFETY: the caller owns the slots and the range stays inside the ring.
             unsafe {
                 std::ptr::copy_nonoverlapping(src.as_ptr(), self.slot(idx).add(offset), src.len())
@@ -166,8 +164,8 @@ mod raw {
         }
 
         #[inline(always)]
-        unsafe fn read_cont(&self, idx: u64, offset: usize, dst: &mut [u8]) {
-            // SAFETY: as for `write_cont`.
+        unsafe fn read_bytes(&self, idx: u64, offset: usize, dst: &mut [u8]) {
+            // SAFETY: as for `write_bytes`.
             unsafe {
                 std::ptr::copy_nonoverlapping(self.slot(idx).add(offset), dst.as_mut_ptr(), dst.len())
             }

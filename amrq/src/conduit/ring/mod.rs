@@ -5,12 +5,13 @@
 //! mapping of DESIGN.md, which ANCHORS.md measured at 1.03× the raw cache-line round trip.
 //! No atomic read-modify-write anywhere on the fast path:
 //!
-//! - each slot ends with a **sequence word**, written last with Release by the producer
+//! - each slot starts with a **sequence word**, written last with Release by the producer
 //!   and polled by the consumer (the Paragon/T3D presence flag); a frame that fits one
-//!   slot (header + up to 6 u64 args) is StarT-Voyager's *Express* message: one line;
-//! - larger frames (*Basic*) take consecutive slots: args 7–8 and the payload are
-//!   contiguous in the continuation slots, so a receiver can borrow the payload in place;
-//!   a frame never wraps: the producer pads to the end of the ring first;
+//!   slot (header + up to 6 u64 args, or fewer args and a few payload bytes) is
+//!   StarT-Voyager's *Express* message: one line, published by one store;
+//! - larger frames (*Basic*) take consecutive slots: args and payload run on contiguously
+//!   from the first slot into the next, so a receiver borrows both in place; a frame
+//!   never wraps: the producer pads to the end of the ring first;
 //! - the consumer publishes its head in **batches** (every [`Consumer::batch`] slots, or
 //!   when it finds the ring empty), and the producer works from a **cached view** of
 //!   that head, re-reading it only when the cached view says full;
@@ -22,13 +23,14 @@
 //!   0 ┌──────────────────────────────────────────────┐
 //!     │ RingCtl: head (u64, consumer → producer)     │ own 128-byte line pair
 //! 128 ├──────────────────────────────────────────────┤
-//!     │ slot 0: header u64 │ args[0..6] │ seq u64    │ 64 B
+//!     │ slot 0: seq u64 │ header u64 │ args[0..6]     │ 64 B
 //! 192 ├──────────────────────────────────────────────┤
 //!     │ slot 1 …                                     │
 //!     └──────────────────────────────────────────────┘  128 + 64 × nslots bytes
 //!
-//!  continuation slot (2nd.. slot of a frame): 64 raw bytes:
-//!     args[6..nargs] (8 B each) then payload bytes, contiguous across slots
+//!  a frame, from byte 16 of its first slot on, contiguous across its slots:
+//!     args[0..nargs] (8 B each), then the payload
+//!  (in the 2nd.. slots of a frame these bytes cover the sequence words)
 //! ```
 //!
 //! Positions are 64-bit and only ever compared with wrapping arithmetic; a slot's index is
@@ -48,8 +50,8 @@ mod producer;
 
 pub use consumer::{Consumer, Peeked};
 pub use layout::{
-    frame_slots, FrameHeader, RingCtl, Slot, CTL_BYTES, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS,
-    SLOT_BYTES,
+    frame_slots, payload_offset, FrameHeader, RingCtl, Slot, ARGS_OFFSET, CTL_BYTES,
+    EXPRESS_ARGS, FLAG_PAD, HEADER_OFFSET, MAX_ARGS, SLOT_BYTES,
 };
 pub use memory::{RawRing, RingMemory};
 pub use producer::Producer;

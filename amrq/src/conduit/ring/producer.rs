@@ -1,6 +1,6 @@
 //! The producer side: reserve slots against a cached head, write, publish the sequence word.
 
-use super::layout::{frame_slots, FrameHeader, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS};
+use super::layout::{frame_slots, payload_offset, FrameHeader, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS, SLOT_BYTES};
 use super::memory::RingMemory;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
@@ -12,10 +12,10 @@ const PREFETCH_AHEAD: u64 = 8;
 /// will use it, so no slot reads as full.
 pub(crate) fn init<M: RingMemory>(mem: &M, start: u64) {
     let n = mem.nslots();
-    for p in start..start.wrapping_add(n) {
-        let p = p; // positions may wrap in tests that start near u64::MAX
-        mem.seq(p & (n - 1))
-            .store(p.wrapping_sub(n).wrapping_add(1), Relaxed);
+    let mut p = start;
+    for _ in 0..n {
+        mem.seq(p & (n - 1)).store(p.wrapping_sub(n).wrapping_add(1), Relaxed);
+        p = p.wrapping_add(1);
     }
     mem.head().store(start, Relaxed);
 }
@@ -102,18 +102,20 @@ impl Producer {
         header.nargs = args.len() as u8;
         let mut first = [0u64; 7];
         first[0] = header.pack();
-        let express = args.len().min(EXPRESS_ARGS);
-        first[1..1 + express].copy_from_slice(&args[..express]);
-        if k > 1 {
-            let extra = &args[express..];
-            // SAFETY: slots idx+1 .. idx+k are ours (has_room) and inside the ring (no wrap).
-            unsafe {
-                mem.write_cont(idx + 1, 0, words_as_bytes(extra));
-                mem.write_cont(idx + 1, extra.len() * 8, payload);
+        for (w, a) in first[1..].iter_mut().zip(args) {
+            *w = *a;
+        }
+        // SAFETY: slots idx .. idx+k are ours (has_room) and inside the ring (no wrap)
+        // until the sequence word below publishes them.
+        unsafe {
+            mem.write_first(idx, &first);
+            if args.len() > EXPRESS_ARGS {
+                mem.write_bytes(idx, SLOT_BYTES, words_as_bytes(&args[EXPRESS_ARGS..]));
+            }
+            if !payload.is_empty() {
+                mem.write_bytes(idx, payload_offset(args.len()), payload);
             }
         }
-        // SAFETY: slot idx is ours until the store below publishes it.
-        unsafe { mem.write_first(idx, &first) };
         // ORDERING: Release publishes every byte of the frame written above; pairs with
         // the Acquire load of the sequence word in `Consumer::peek`.
         mem.seq(idx).store(pos.wrapping_add(1), Release);
