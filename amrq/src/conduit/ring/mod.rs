@@ -53,7 +53,9 @@ pub use layout::{
     frame_slots, payload_offset, FrameHeader, RingCtl, Slot, ARGS_OFFSET, CTL_BYTES,
     EXPRESS_ARGS, FLAG_PAD, HEADER_OFFSET, MAX_ARGS, SLOT_BYTES,
 };
-pub use memory::{RawRing, RingMemory};
+#[cfg(not(amrq_loom))]
+pub use memory::RawRing;
+pub use memory::RingMemory;
 pub use producer::Producer;
 
 /// The consumer found something in a ring that the protocol cannot produce.
@@ -71,3 +73,6 @@ pub struct Corrupt {
 pub const fn max_frame_slots(nslots: u64) -> u64 {
     nslots.div_ceil(2)
 }
+
+#[cfg(all(test, not(amrq_loom)))]
+mod tests;

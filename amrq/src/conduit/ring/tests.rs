@@ -1,0 +1,236 @@
+//! Ring tests on heap memory: tables around the counters' limits, full rings, padding,
+//! corrupt headers, and a threaded exactly-once stress. The loom models are in
+//! `tests/loom_ring.rs`.
+
+use super::*;
+use std::ptr::NonNull;
+
+/// A heap ring for tests.
+struct HeapRing {
+    _mem: Vec<u128>, // 16-byte units; the ring starts at the first 128-byte boundary
+    ring: RawRing,
+}
+
+impl HeapRing {
+    fn new(nslots: u64, start: u64) -> Self {
+        let mut mem = vec![0u128; RawRing::bytes(nslots) / 16 + 8];
+        let p = mem.as_mut_ptr().cast::<u8>();
+        let off = p.align_offset(CTL_BYTES);
+        // SAFETY: `off` < 128 and the vector has 128 spare bytes; it lives as long as `ring`
+        // (same struct) and its heap buffer never moves.
+        let ring = unsafe { RawRing::new(NonNull::new_unchecked(p.add(off)), nslots) };
+        ring.init(start);
+        Self { _mem: mem, ring }
+    }
+}
+
+/// Args and payload derived from a frame number, so the reader can check every byte.
+fn frame_of(i: u64) -> (Vec<u64>, Vec<u8>) {
+    let nargs = (i % 9) as usize;
+    let len = match i % 5 {
+        0 => 0,
+        1 => 7,
+        2 => 40,
+        3 => 64 + (i % 130) as usize,
+        _ => 1 + (i % 17) as usize,
+    };
+    let args = (0..nargs as u64).map(|a| i.wrapping_mul(31).wrapping_add(a)).collect();
+    let payload = (0..len).map(|b| (i as usize + b) as u8).collect();
+    (args, payload)
+}
+
+fn push(p: &mut Producer, r: &RawRing, i: u64) -> bool {
+    let (a, d) = frame_of(i);
+    p.try_push(r, FrameHeader { tag: i as u16, ..Default::default() }, &a, &d)
+}
+
+fn pop_check(c: &mut Consumer, r: &RawRing, i: u64) {
+    let f = c.peek(r).expect("not corrupt").expect("a frame");
+    let (a, d) = frame_of(i);
+    assert_eq!(f.header.tag, i as u16, "frame {i} out of order");
+    assert_eq!(&c.read_args(r, &f)[..a.len()], &a[..], "args of frame {i}");
+    let mut got = vec![0u8; f.header.len as usize];
+    c.read_payload(r, &f, &mut got);
+    assert_eq!(got, d, "payload of frame {i}");
+    c.release(r, &f);
+}
+
+#[test]
+fn wrap_around_table() {
+    // Positions that cross u64::MAX and ring laps, for several ring sizes and batches.
+    for &nslots in &[4u64, 8, 16, 256] {
+        for &start in &[0, u64::MAX - 2, u64::MAX - nslots + 1, u64::MAX / 2, u64::MAX] {
+            for &batch in &[1, 2, Consumer::default_batch(nslots)] {
+                let h = HeapRing::new(nslots, start);
+                let (mut p, mut c) = (Producer::new(nslots, start), Consumer::new(nslots, start, batch));
+                let max = max_frame_slots(nslots);
+                let mut next_read = 0;
+                let mut i = 0;
+                let mut sent = 0;
+                while sent < 500 {
+                    let (a, d) = frame_of(i);
+                    if frame_slots(a.len(), d.len()) > max {
+                        i += 1;
+                        continue;
+                    }
+                    if push(&mut p, &h.ring, i) {
+                        sent += 1;
+                        i += 1;
+                    } else {
+                        // Full: drain one and retry the same frame.
+                        while frame_slots(frame_of(next_read).0.len(), frame_of(next_read).1.len()) > max {
+                            next_read += 1;
+                        }
+                        pop_check(&mut c, &h.ring, next_read);
+                        next_read += 1;
+                    }
+                }
+                while next_read < i {
+                    let (a, d) = frame_of(next_read);
+                    if frame_slots(a.len(), d.len()) <= max {
+                        pop_check(&mut c, &h.ring, next_read);
+                    }
+                    next_read += 1;
+                }
+                assert_eq!(c.peek(&h.ring), Ok(None), "nslots {nslots} start {start}");
+            }
+        }
+    }
+}
+
+#[test]
+fn full_ring_refuses_without_writing() {
+    let h = HeapRing::new(8, 0);
+    let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 64));
+    for i in 0..8 {
+        assert!(p.try_push(&h.ring, FrameHeader::default(), &[i], &[]));
+    }
+    assert!(!p.try_push(&h.ring, FrameHeader::default(), &[99], &[]));
+    assert_eq!(p.tail(), 8, "a refused push must not move the tail");
+    for i in 0..8 {
+        let f = c.peek(&h.ring).unwrap().unwrap();
+        assert_eq!(c.read_args(&h.ring, &f)[0], i);
+        c.release(&h.ring, &f);
+    }
+    // The consumer published when it found the ring empty, so room is back.
+    assert_eq!(c.peek(&h.ring), Ok(None));
+    assert!(p.try_push(&h.ring, FrameHeader::default(), &[8], &[]));
+}
+
+#[test]
+fn express_frame_takes_one_slot() {
+    assert_eq!(frame_slots(0, 0), 1);
+    assert_eq!(frame_slots(6, 0), 1);
+    assert_eq!(frame_slots(7, 0), 2);
+    assert_eq!(frame_slots(0, 48), 1);
+    assert_eq!(frame_slots(0, 49), 2);
+}
+
+#[test]
+fn frames_never_wrap_and_pad_is_skipped() {
+    let h = HeapRing::new(8, 0);
+    let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 1));
+    // 3 one-slot frames, then a 3-slot frame that cannot fit slots 3..8? It fits (3..6);
+    // then another 3-slot frame must pad slots 6..8 and start at 0.
+    for i in 0..3 {
+        assert!(p.try_push(&h.ring, FrameHeader::default(), &[i], &[]));
+        let f = c.peek(&h.ring).unwrap().unwrap();
+        c.release(&h.ring, &f);
+    }
+    let big = vec![7u8; 150]; // 16 + 150 → 3 slots
+    assert!(p.try_push(&h.ring, FrameHeader::default(), &[], &big));
+    assert!(p.try_push(&h.ring, FrameHeader::default(), &[], &big));
+    for _ in 0..2 {
+        let f = c.peek(&h.ring).unwrap().unwrap();
+        assert!(f.index(8) + f.slots <= 8, "frame wrapped");
+        let mut got = vec![0; 150];
+        c.read_payload(&h.ring, &f, &mut got);
+        assert_eq!(got, big);
+        c.release(&h.ring, &f);
+    }
+    assert_eq!(p.tail(), 3 + 3 + 2 + 3);
+}
+
+#[test]
+fn corrupt_headers_are_reported_not_followed() {
+    let cases: [(FrameHeader, &str); 3] = [
+        (FrameHeader { nargs: 9, ..Default::default() }, "more than 8 args"),
+        (FrameHeader { len: 1 << 20, ..Default::default() }, "frame longer than the ring allows"),
+        (FrameHeader { len: 3, flags: FLAG_PAD, ..Default::default() }, "pad frame does not end at the ring's end"),
+    ];
+    for (bad, what) in cases {
+        let h = HeapRing::new(8, 0);
+        let mut c = Consumer::new(8, 0, 1);
+        let mut first = [0u64; 7];
+        first[0] = bad.pack();
+        // SAFETY: nobody else uses this ring; we play a misbehaving producer.
+        unsafe { h.ring.write_first(0, &first) };
+        h.ring.seq(0).store(1, std::sync::atomic::Ordering::Release);
+        assert_eq!(c.peek(&h.ring), Err(Corrupt { position: 0, what }));
+    }
+}
+
+#[test]
+fn threaded_stress_exactly_once_in_order() {
+    const FRAMES: u64 = 300_000;
+    let h = HeapRing::new(64, u64::MAX - 1000);
+    let ring = h.ring;
+    let max = max_frame_slots(64);
+    let wanted: Vec<u64> = (0..FRAMES * 2)
+        .filter(|&i| {
+            let (a, d) = frame_of(i);
+            frame_slots(a.len(), d.len()) <= max
+        })
+        .take(FRAMES as usize)
+        .collect();
+    let seen: Vec<std::sync::atomic::AtomicU8> = (0..FRAMES * 2).map(|_| Default::default()).collect();
+    std::thread::scope(|s| {
+        let w = &wanted;
+        s.spawn(move || {
+            let mut p = Producer::new(64, u64::MAX - 1000);
+            for &i in w {
+                while !push(&mut p, &ring, i) {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+        let mut c = Consumer::new(64, u64::MAX - 1000, Consumer::default_batch(64));
+        for &i in &wanted {
+            loop {
+                match c.peek(&ring).unwrap() {
+                    Some(_) => break,
+                    None => std::hint::spin_loop(),
+                }
+            }
+            pop_check(&mut c, &ring, i);
+            seen[i as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        assert_eq!(c.peek(&ring), Ok(None));
+    });
+    for &i in &wanted {
+        assert_eq!(seen[i as usize].load(std::sync::atomic::Ordering::Relaxed), 1, "frame {i}");
+    }
+}
+
+#[test]
+fn stale_payload_never_reads_as_a_frame() {
+    // A 2-slot frame at position 0 whose payload puts, where slot 1's sequence word
+    // lives, exactly the value slot 1 will be expected to hold at position 5 (= 6).
+    let h = HeapRing::new(4, 0);
+    let (mut p, mut c) = (Producer::new(4, 0), Consumer::new(4, 0, 1));
+    let mut payload = vec![0u8; 56];
+    payload[48..56].copy_from_slice(&6u64.to_ne_bytes()); // bytes 64..72 of the frame
+    assert!(p.try_push(&h.ring, FrameHeader::default(), &[], &payload));
+    let f = c.peek(&h.ring).unwrap().unwrap();
+    assert_eq!(f.slots, 2);
+    c.release(&h.ring, &f);
+    for i in 2..5 {
+        assert!(p.try_push(&h.ring, FrameHeader::default(), &[i], &[]));
+        let f = c.peek(&h.ring).unwrap().unwrap();
+        assert_eq!(c.read_args(&h.ring, &f)[0], i);
+        c.release(&h.ring, &f);
+    }
+    // Head is 5, at slot 1: nothing was sent there.
+    assert_eq!(c.head(), 5);
+    assert_eq!(c.peek(&h.ring), Ok(None));
+}
