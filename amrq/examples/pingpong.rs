@@ -25,7 +25,9 @@ struct State {
 fn main() {
     let o = common::opts(USAGE);
     let iters = o.iters.unwrap_or(if o.quick { 20_000 } else { 100_000 });
-    let batches = o.num("batches", if o.quick { 11 } else { 31 }, USAGE).max(1);
+    let batches = o
+        .num("batches", if o.quick { 11 } else { 31 }, USAGE)
+        .max(1);
     let raw = RawPingPong::new();
     let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<_, AmError> {
         let mut table = HandlerTable::new();
@@ -37,7 +39,14 @@ fn main() {
             s.count.set(s.count.get() + 1);
             ctx.reply(s.pong, &[m.arg(0)])
         });
-        let am = Am::new(conduit, table, State { pong, count: Cell::new(0) })?;
+        let am = Am::new(
+            conduit,
+            table,
+            State {
+                pong,
+                count: Cell::new(0),
+            },
+        )?;
         let (mut am_ns, mut raw_ns) = (Vec::new(), Vec::new());
         // Batch 0 warms up and is dropped; then raw and amrq batches alternate.
         for b in 0..=batches {
@@ -56,7 +65,10 @@ fn main() {
             }
         }
         am.barrier()?;
-        Ok((am_ns.split_off(1.min(am_ns.len())), raw_ns.split_off(1.min(raw_ns.len()))))
+        Ok((
+            am_ns.split_off(1.min(am_ns.len())),
+            raw_ns.split_off(1.min(raw_ns.len())),
+        ))
     });
     let (mut am_ns, mut raw_ns) = match out {
         Ok(mut v) => match v.swap_remove(0) {
@@ -80,6 +92,10 @@ fn main() {
     common::summary(
         "pingpong",
         o.json,
-        &[("rtt_ns", rtt), ("raw_rtt_ns", raw_rtt), ("ratio", rtt / raw_rtt)],
+        &[
+            ("rtt_ns", rtt),
+            ("raw_rtt_ns", raw_rtt),
+            ("ratio", rtt / raw_rtt),
+        ],
     );
 }

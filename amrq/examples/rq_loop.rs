@@ -20,7 +20,8 @@ fn main() {
     let o = common::opts(USAGE);
     let iters = o.iters.unwrap_or(if o.quick { 200_000 } else { 2_000_000 });
     let batches = o.num("batches", 11, USAGE).max(1);
-    let mut eps = threads::endpoints(1, &[256, 256]).unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
+    let mut eps =
+        threads::endpoints(1, &[256, 256]).unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
     let rq = Rq::new(eps.remove(0));
     let q = QueueId::AM_REQUEST;
     let mut per_batch = Vec::new();
@@ -44,9 +45,14 @@ fn main() {
     }
     let expect = (iters * (iters - 1) / 2).wrapping_mul(batches);
     if sum != expect {
-        common::fail(USAGE, &format!("checksum {sum} != {expect}: frames lost or duplicated"));
+        common::fail(
+            USAGE,
+            &format!("checksum {sum} != {expect}: frames lost or duplicated"),
+        );
     }
     let ns = median(&mut per_batch);
-    println!("one rank, enqueue → read_queue → release of a Short frame, {batches} batches of {iters}");
+    println!(
+        "one rank, enqueue → read_queue → release of a Short frame, {batches} batches of {iters}"
+    );
     common::summary("rq_loop", o.json, &[("ns_per_frame", ns)]);
 }

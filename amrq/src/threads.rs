@@ -64,10 +64,7 @@ where
                     })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.map(|h| h.join()))
-            .collect()
+        handles.into_iter().map(|h| h.map(|h| h.join())).collect()
     });
     let mut results = Vec::with_capacity(ranks);
     for (rank, o) in outcomes.into_iter().enumerate() {

@@ -31,12 +31,17 @@ impl LoomRing {
         let r = Self {
             head: AtomicU64::new(0),
             seq: (0..nslots).map(|_| AtomicU64::new(0)).collect(),
-            bytes: (0..nslots).map(|_| UnsafeCell::new([0; SLOT_BYTES])).collect(),
+            bytes: (0..nslots)
+                .map(|_| UnsafeCell::new([0; SLOT_BYTES]))
+                .collect(),
         };
         // Same initial state as RawRing::init.
         let mut p = start;
         for _ in 0..nslots {
-            r.seq[(p & (nslots - 1)) as usize].store(p.wrapping_sub(nslots).wrapping_add(1), loom::sync::atomic::Ordering::Relaxed);
+            r.seq[(p & (nslots - 1)) as usize].store(
+                p.wrapping_sub(nslots).wrapping_add(1),
+                loom::sync::atomic::Ordering::Relaxed,
+            );
             p = p.wrapping_add(1);
         }
         r.head.store(start, loom::sync::atomic::Ordering::Relaxed);
@@ -92,7 +97,10 @@ impl RingMemory for LoomRing {
 
 /// Frame `i` of a model: `args` args, `len` payload bytes, all derived from `i`.
 fn frame(i: u64, nargs: usize, len: usize) -> (Vec<u64>, Vec<u8>) {
-    ((0..nargs as u64).map(|a| i * 10 + a).collect(), (0..len).map(|b| (i as usize * 7 + b) as u8).collect())
+    (
+        (0..nargs as u64).map(|a| i * 10 + a).collect(),
+        (0..len).map(|b| (i as usize * 7 + b) as u8).collect(),
+    )
 }
 
 /// One producer sends `shapes` (nargs, payload bytes) in order; one consumer checks each
@@ -105,7 +113,15 @@ fn model(nslots: u64, start: u64, batch: u64, shapes: &'static [(usize, usize)])
             let mut p = Producer::new(nslots, start);
             for (i, &(n, len)) in shapes.iter().enumerate() {
                 let (a, d) = frame(i as u64, n, len);
-                while !p.try_push(&*r2, FrameHeader { tag: i as u16, ..Default::default() }, &a, &d) {
+                while !p.try_push(
+                    &*r2,
+                    FrameHeader {
+                        tag: i as u16,
+                        ..Default::default()
+                    },
+                    &a,
+                    &d,
+                ) {
                     loom::thread::yield_now();
                 }
             }

@@ -12,7 +12,12 @@ pub struct Opts {
 
 /// Reads `--quick`, `--json`, `--iters N` and any `--key value` pairs.
 pub fn opts(usage: &str) -> Opts {
-    let mut o = Opts { quick: false, json: false, iters: None, extra: Vec::new() };
+    let mut o = Opts {
+        quick: false,
+        json: false,
+        iters: None,
+        extra: Vec::new(),
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -23,9 +28,14 @@ pub fn opts(usage: &str) -> Opts {
                 std::process::exit(0);
             }
             k if k.starts_with("--") => {
-                let Some(v) = args.next() else { fail(usage, &format!("{k} needs a value")) };
+                let Some(v) = args.next() else {
+                    fail(usage, &format!("{k} needs a value"))
+                };
                 if k == "--iters" {
-                    o.iters = Some(v.parse().unwrap_or_else(|_| fail(usage, "--iters takes a number")));
+                    o.iters = Some(
+                        v.parse()
+                            .unwrap_or_else(|_| fail(usage, "--iters takes a number")),
+                    );
                 } else {
                     o.extra.push((k[2..].to_string(), v));
                 }
@@ -40,7 +50,9 @@ impl Opts {
     /// A `--key value` as a number, or `default`.
     pub fn num(&self, key: &str, default: u64, usage: &str) -> u64 {
         match self.extra.iter().find(|(k, _)| k == key) {
-            Some((_, v)) => v.parse().unwrap_or_else(|_| fail(usage, &format!("--{key} takes a number"))),
+            Some((_, v)) => v
+                .parse()
+                .unwrap_or_else(|_| fail(usage, &format!("--{key} takes a number"))),
             None => default,
         }
     }
@@ -54,10 +66,16 @@ pub fn fail(usage: &str, why: &str) -> ! {
 /// Prints the summary line: `NAME: k=v …`, or one JSON object with `--json`.
 pub fn summary(name: &str, json: bool, kv: &[(&str, f64)]) {
     if json {
-        let body: Vec<String> = kv.iter().map(|(k, v)| format!("\"{k}\":{}", plain(*v))).collect();
+        let body: Vec<String> = kv
+            .iter()
+            .map(|(k, v)| format!("\"{k}\":{}", plain(*v)))
+            .collect();
         println!("{{\"name\":\"{name}\",{}}}", body.join(","));
     } else {
-        let body: Vec<String> = kv.iter().map(|(k, v)| format!("{k}={}", plain(*v))).collect();
+        let body: Vec<String> = kv
+            .iter()
+            .map(|(k, v)| format!("{k}={}", plain(*v)))
+            .collect();
         println!("{name}: {}", body.join(" "));
     }
 }
@@ -69,5 +87,9 @@ pub fn plain(v: f64) -> String {
     }
     let s = format!("{v:.3}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s.is_empty() || s == "-" { "0".into() } else { s.to_string() }
+    if s.is_empty() || s == "-" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
 }

@@ -43,7 +43,38 @@ impl<'a> Msg<'a> {
 }
 
 /// A request handler's right to reply: once (the methods consume it), to the requester
-/// only. It cannot leave the handler (it borrows the runtime for the handler's duration).
+/// only. It cannot leave the handler (it borrows the runtime for the handler's duration),
+/// and only the runtime makes one, so there is no reply outside a request handler.
+///
+/// ```
+/// use amrq::prelude::*;
+/// struct S { done: ReplyHandler }
+/// let mut t: HandlerTable<S> = HandlerTable::new();
+/// let done = t.reply("done", |_s, _m| Ok(()));
+/// t.request("work", |s, ctx, m| ctx.reply(s.done, &[m.arg(0)]));
+/// ```
+///
+/// Replying twice does not compile:
+///
+/// ```compile_fail
+/// use amrq::prelude::*;
+/// struct S { done: ReplyHandler }
+/// let mut t: HandlerTable<S> = HandlerTable::new();
+/// t.request("twice", |s, ctx, _m| {
+///     ctx.reply(s.done, &[])?;
+///     ctx.reply(s.done, &[]) // error: use of moved value `ctx`
+/// });
+/// ```
+///
+/// Nor does keeping the right to reply past the handler:
+///
+/// ```compile_fail
+/// use amrq::prelude::*;
+/// use std::cell::RefCell;
+/// struct S<'a> { kept: RefCell<Option<ReqCtx<'a, S<'a>, amrq::conduit::mem::MemConduit>>> }
+/// let mut t: HandlerTable<S> = HandlerTable::new();
+/// t.request("keep", |s, ctx, _m| { *s.kept.borrow_mut() = Some(ctx); Ok(()) });
+/// ```
 pub struct ReqCtx<'a, S, C: Conduit> {
     pub(crate) am: &'a Am<S, C>,
     pub(crate) source: Rank,
@@ -51,7 +82,9 @@ pub struct ReqCtx<'a, S, C: Conduit> {
 
 impl<S, C: Conduit> std::fmt::Debug for ReqCtx<'_, S, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReqCtx").field("source", &self.source).finish()
+        f.debug_struct("ReqCtx")
+            .field("source", &self.source)
+            .finish()
     }
 }
 
@@ -68,7 +101,12 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     }
 
     /// Sends a Medium reply (payload up to [`Am::max_medium`] bytes).
-    pub fn reply_medium(self, handler: ReplyHandler, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
+    pub fn reply_medium(
+        self,
+        handler: ReplyHandler,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
         self.am.send_reply(self.source, handler, args, payload)
     }
 }

@@ -116,7 +116,12 @@ impl<S, C: Conduit> Am<S, C> {
     /// Sends a Short request (0–8 args) to `dest`, waiting for room if needed (running
     /// handlers meanwhile).
     #[inline]
-    pub fn request(&self, dest: Rank, handler: RequestHandler, args: &[u64]) -> Result<(), AmError> {
+    pub fn request(
+        &self,
+        dest: Rank,
+        handler: RequestHandler,
+        args: &[u64],
+    ) -> Result<(), AmError> {
         self.send_request(dest, handler.0, args, &[])
     }
 
@@ -146,8 +151,17 @@ impl<S, C: Conduit> Am<S, C> {
     }
 
     #[inline]
-    fn send_request(&self, dest: Rank, tag: u16, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
-        if self.rq.enqueue_tagged(dest, QueueId::AM_REQUEST, tag, args, payload)? {
+    fn send_request(
+        &self,
+        dest: Rank,
+        tag: u16,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
+        if self
+            .rq
+            .enqueue_tagged(dest, QueueId::AM_REQUEST, tag, args, payload)?
+        {
             return Ok(());
         }
         self.send_request_slow(dest, tag, args, payload)
@@ -155,7 +169,13 @@ impl<S, C: Conduit> Am<S, C> {
 
     #[cold]
     #[inline(never)]
-    fn send_request_slow(&self, dest: Rank, tag: u16, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
+    fn send_request_slow(
+        &self,
+        dest: Rank,
+        tag: u16,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
         let mut backoff = Backoff::new();
         loop {
             // Room appears when `dest` drains its queue; meanwhile we drain ours, so two
@@ -165,15 +185,27 @@ impl<S, C: Conduit> Am<S, C> {
             } else {
                 backoff.reset();
             }
-            if self.rq.enqueue_tagged(dest, QueueId::AM_REQUEST, tag, args, payload)? {
+            if self
+                .rq
+                .enqueue_tagged(dest, QueueId::AM_REQUEST, tag, args, payload)?
+            {
                 return Ok(());
             }
         }
     }
 
     #[inline]
-    pub(crate) fn send_reply(&self, dest: Rank, h: ReplyHandler, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
-        if self.rq.enqueue_tagged(dest, QueueId::AM_REPLY, h.0, args, payload)? {
+    pub(crate) fn send_reply(
+        &self,
+        dest: Rank,
+        h: ReplyHandler,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
+        if self
+            .rq
+            .enqueue_tagged(dest, QueueId::AM_REPLY, h.0, args, payload)?
+        {
             return Ok(());
         }
         self.send_reply_slow(dest, h, args, payload)
@@ -181,7 +213,13 @@ impl<S, C: Conduit> Am<S, C> {
 
     #[cold]
     #[inline(never)]
-    fn send_reply_slow(&self, dest: Rank, h: ReplyHandler, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
+    fn send_reply_slow(
+        &self,
+        dest: Rank,
+        h: ReplyHandler,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
         let mut backoff = Backoff::new();
         loop {
             // Only replies: their handlers never send, so this wait cannot grow into a
@@ -191,7 +229,10 @@ impl<S, C: Conduit> Am<S, C> {
             } else {
                 backoff.reset();
             }
-            if self.rq.enqueue_tagged(dest, QueueId::AM_REPLY, h.0, args, payload)? {
+            if self
+                .rq
+                .enqueue_tagged(dest, QueueId::AM_REPLY, h.0, args, payload)?
+            {
                 return Ok(());
             }
         }
@@ -233,8 +274,45 @@ impl<S, C: Conduit> Am<S, C> {
         Ok(())
     }
 
+    /// [`Am::wait_until`] with a deadline: [`AmError::Timeout`] if `done(state)` still
+    /// does not hold after `timeout`.
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// # use std::time::Duration;
+    /// let out = amrq::threads::run(1, &Config::default(), |c| {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     am.wait_until_for(Duration::from_millis(10), |_| false)
+    /// }).unwrap();
+    /// assert!(matches!(out[0], Err(AmError::Timeout { .. })));
+    /// ```
+    pub fn wait_until_for(
+        &self,
+        timeout: std::time::Duration,
+        mut done: impl FnMut(&S) -> bool,
+    ) -> Result<(), AmError> {
+        let start = std::time::Instant::now();
+        let mut backoff = Backoff::new();
+        while !done(&self.state) {
+            if self.poll()? == 0 {
+                if start.elapsed() > timeout {
+                    return Err(AmError::Timeout {
+                        waited: start.elapsed(),
+                    });
+                }
+                self.snooze(&mut backoff)?;
+            } else {
+                backoff.reset();
+            }
+        }
+        Ok(())
+    }
+
     /// Waits until every rank has entered the barrier, running handlers meanwhile.
     /// A dissemination barrier: ⌈log2 N⌉ rounds of one message each, any N.
+    ///
+    /// It orders ranks, not messages: a message another rank sent before entering may
+    /// still be in flight when this returns (as in GASNet). Count arrivals to know.
     pub fn barrier(&self) -> Result<(), AmError> {
         let epoch = self.barrier_epoch.get() + 1;
         self.barrier_epoch.set(epoch);

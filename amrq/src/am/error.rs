@@ -52,6 +52,12 @@ pub enum AmError {
         /// What was wrong.
         what: &'static str,
     },
+    /// A wait with a deadline ran out.
+    #[error("condition still false after waiting {waited:?}")]
+    Timeout {
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
     /// From the queues below: bad rank, too many args, oversized payload, dead peer, …
     #[error(transparent)]
     Rq(#[from] RqError),

@@ -52,7 +52,9 @@ impl<S, C: Conduit> Default for HandlerTable<S, C> {
 
 impl<S, C: Conduit> std::fmt::Debug for HandlerTable<S, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HandlerTable").field("names", &self.names).finish()
+        f.debug_struct("HandlerTable")
+            .field("names", &self.names)
+            .finish()
     }
 }
 
@@ -123,7 +125,8 @@ impl<S, C: Conduit> HandlerTable<S, C> {
 
     #[inline(always)]
     pub(crate) fn get(&self, tag: u16) -> Option<&Entry<S, C>> {
-        self.entries.get(usize::from(tag.checked_sub(FIRST_USER_TAG)?))
+        self.entries
+            .get(usize::from(tag.checked_sub(FIRST_USER_TAG)?))
     }
 
     pub(crate) fn name(&self, tag: u16) -> &'static str {

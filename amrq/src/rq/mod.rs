@@ -109,7 +109,13 @@ impl<C: Conduit> Rq<C> {
     /// Enqueues `args` and `payload` into queue `q` of rank `dest`. `Ok(true)`: committed
     /// (it will be delivered); `Ok(false)`: the queue is full, nothing was committed.
     #[inline]
-    pub fn enqueue(&self, dest: Rank, q: QueueId, args: &[u64], payload: &[u8]) -> Result<bool, RqError> {
+    pub fn enqueue(
+        &self,
+        dest: Rank,
+        q: QueueId,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<bool, RqError> {
         self.enqueue_tagged(dest, q, 0, args, payload)
     }
 
@@ -158,7 +164,12 @@ impl<C: Conduit> Rq<C> {
     /// Copies the frame at the head of local queue `q` into `args` and `buf` and removes
     /// it. `Ok(None)` if the queue is empty; [`RqError::BufferTooSmall`] (frame left in
     /// place) if `args` or `buf` is shorter than the frame's.
-    pub fn dequeue(&self, q: QueueId, args: &mut [u64], buf: &mut [u8]) -> Result<Option<Dequeued>, RqError> {
+    pub fn dequeue(
+        &self,
+        q: QueueId,
+        args: &mut [u64],
+        buf: &mut [u8],
+    ) -> Result<Option<Dequeued>, RqError> {
         let Some(f) = self.conduit.peek(q.0)? else {
             return Ok(None);
         };

@@ -54,7 +54,8 @@ pub fn allowed_cores() -> Vec<usize> {
     // SAFETY: as above, all-zero is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is writable and sized correctly; pid 0 = this thread.
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
         return (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
     }

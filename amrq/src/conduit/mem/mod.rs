@@ -237,7 +237,9 @@ impl Conduit for MemConduit {
             flags: msg.flags & !super::ring::FLAG_PAD,
             ..FrameHeader::default()
         };
-        if t.prod.with(|p| p.try_push(&t.ring, header, msg.args, msg.payload)) {
+        if t.prod
+            .with(|p| p.try_push(&t.ring, header, msg.args, msg.payload))
+        {
             Ok(())
         } else {
             Err(ConduitError::Busy)
@@ -360,7 +362,9 @@ impl ReceivedFrame for MemFrame<'_> {
     }
     #[inline(always)]
     fn release(self) {
-        self.ring.cons.with(|c| c.release(&self.ring.ring, &self.peeked));
+        self.ring
+            .cons
+            .with(|c| c.release(&self.ring.ring, &self.peeked));
         // `self` drops here and clears the channel's outstanding mark.
     }
 }

@@ -135,7 +135,13 @@ impl RegionLayout {
     ///
     /// # Safety
     /// `base` is a region of this layout, 128-byte aligned, valid while the ring is used.
-    pub unsafe fn ring(&self, base: NonNull<u8>, ch: usize, receiver: usize, sender: usize) -> RawRing {
+    pub unsafe fn ring(
+        &self,
+        base: NonNull<u8>,
+        ch: usize,
+        receiver: usize,
+        sender: usize,
+    ) -> RawRing {
         let off = self.ring_offset(ch, receiver, sender);
         // SAFETY: offsets of this layout stay inside the region and are 128-aligned
         // (header and ring sizes are multiples of 128 bytes).
@@ -164,7 +170,9 @@ impl HeapRegion {
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(ptr).ok_or_else(|| {
-            ConduitError::Setup(format!("cannot allocate a {bytes}-byte region (lower the ring size)"))
+            ConduitError::Setup(format!(
+                "cannot allocate a {bytes}-byte region (lower the ring size)"
+            ))
         })?;
         Ok(Self { ptr, layout })
     }

@@ -156,7 +156,8 @@ impl Consumer {
         // Args and payload overwrote the later slots' sequence words: give each back a
         // value from this lap so it cannot match a later position.
         for j in 1..f.slots {
-            mem.seq(idx + j).store(f.position.wrapping_add(j + 1), Relaxed);
+            mem.seq(idx + j)
+                .store(f.position.wrapping_add(j + 1), Relaxed);
         }
         self.advance(mem, f.slots);
     }

@@ -114,7 +114,11 @@ mod raw {
         fn slot(&self, idx: u64) -> *mut u8 {
             debug_assert!(idx < self.nslots);
             // SAFETY: idx < nslots keeps the result inside the ring (see `new`).
-            unsafe { self.base.as_ptr().add(CTL_BYTES + SLOT_BYTES * idx as usize) }
+            unsafe {
+                self.base
+                    .as_ptr()
+                    .add(CTL_BYTES + SLOT_BYTES * idx as usize)
+            }
         }
 
         /// Address of slot `idx` (a frame's bytes are borrowed in place from here).
@@ -146,7 +150,12 @@ mod raw {
         #[inline(always)]
         unsafe fn write_first(&self, idx: u64, words: &[u64; 7]) {
             // SAFETY: the caller owns the slot; bytes 8..64 lie after the seq word.
-            unsafe { self.slot(idx).add(HEADER_OFFSET).cast::<[u64; 7]>().write(*words) }
+            unsafe {
+                self.slot(idx)
+                    .add(HEADER_OFFSET)
+                    .cast::<[u64; 7]>()
+                    .write(*words)
+            }
         }
 
         #[inline(always)]
@@ -167,7 +176,11 @@ mod raw {
         unsafe fn read_bytes(&self, idx: u64, offset: usize, dst: &mut [u8]) {
             // SAFETY: as for `write_bytes`.
             unsafe {
-                std::ptr::copy_nonoverlapping(self.slot(idx).add(offset), dst.as_mut_ptr(), dst.len())
+                std::ptr::copy_nonoverlapping(
+                    self.slot(idx).add(offset),
+                    dst.as_mut_ptr(),
+                    dst.len(),
+                )
             }
         }
 

@@ -1,6 +1,8 @@
 //! The producer side: reserve slots against a cached head, write, publish the sequence word.
 
-use super::layout::{frame_slots, payload_offset, FrameHeader, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS, SLOT_BYTES};
+use super::layout::{
+    frame_slots, payload_offset, FrameHeader, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS, SLOT_BYTES,
+};
 use super::memory::RingMemory;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
@@ -14,7 +16,8 @@ pub(crate) fn init<M: RingMemory>(mem: &M, start: u64) {
     let n = mem.nslots();
     let mut p = start;
     for _ in 0..n {
-        mem.seq(p & (n - 1)).store(p.wrapping_sub(n).wrapping_add(1), Relaxed);
+        mem.seq(p & (n - 1))
+            .store(p.wrapping_sub(n).wrapping_add(1), Relaxed);
         p = p.wrapping_add(1);
     }
     mem.head().store(start, Relaxed);
@@ -89,7 +92,11 @@ impl Producer {
         let mask = self.nslots - 1;
         let idx = self.tail & mask;
         // A frame never wraps: pad to the end of the ring first if it would.
-        let pad = if idx + k > self.nslots { self.nslots - idx } else { 0 };
+        let pad = if idx + k > self.nslots {
+            self.nslots - idx
+        } else {
+            0
+        };
         if !self.has_room(mem, pad + k) {
             return false;
         }

@@ -34,14 +34,24 @@ fn frame_of(i: u64) -> (Vec<u64>, Vec<u8>) {
         3 => 64 + (i % 130) as usize,
         _ => 1 + (i % 17) as usize,
     };
-    let args = (0..nargs as u64).map(|a| i.wrapping_mul(31).wrapping_add(a)).collect();
+    let args = (0..nargs as u64)
+        .map(|a| i.wrapping_mul(31).wrapping_add(a))
+        .collect();
     let payload = (0..len).map(|b| (i as usize + b) as u8).collect();
     (args, payload)
 }
 
 fn push(p: &mut Producer, r: &RawRing, i: u64) -> bool {
     let (a, d) = frame_of(i);
-    p.try_push(r, FrameHeader { tag: i as u16, ..Default::default() }, &a, &d)
+    p.try_push(
+        r,
+        FrameHeader {
+            tag: i as u16,
+            ..Default::default()
+        },
+        &a,
+        &d,
+    )
 }
 
 fn pop_check(c: &mut Consumer, r: &RawRing, i: u64) {
@@ -59,10 +69,19 @@ fn pop_check(c: &mut Consumer, r: &RawRing, i: u64) {
 fn wrap_around_table() {
     // Positions that cross u64::MAX and ring laps, for several ring sizes and batches.
     for &nslots in &[4u64, 8, 16, 256] {
-        for &start in &[0, u64::MAX - 2, u64::MAX - nslots + 1, u64::MAX / 2, u64::MAX] {
+        for &start in &[
+            0,
+            u64::MAX - 2,
+            u64::MAX - nslots + 1,
+            u64::MAX / 2,
+            u64::MAX,
+        ] {
             for &batch in &[1, 2, Consumer::default_batch(nslots)] {
                 let h = HeapRing::new(nslots, start);
-                let (mut p, mut c) = (Producer::new(nslots, start), Consumer::new(nslots, start, batch));
+                let (mut p, mut c) = (
+                    Producer::new(nslots, start),
+                    Consumer::new(nslots, start, batch),
+                );
                 let max = max_frame_slots(nslots);
                 let mut next_read = 0;
                 let mut i = 0;
@@ -78,7 +97,9 @@ fn wrap_around_table() {
                         i += 1;
                     } else {
                         // Full: drain one and retry the same frame.
-                        while frame_slots(frame_of(next_read).0.len(), frame_of(next_read).1.len()) > max {
+                        while frame_slots(frame_of(next_read).0.len(), frame_of(next_read).1.len())
+                            > max
+                        {
                             next_read += 1;
                         }
                         pop_check(&mut c, &h.ring, next_read);
@@ -154,9 +175,28 @@ fn frames_never_wrap_and_pad_is_skipped() {
 #[test]
 fn corrupt_headers_are_reported_not_followed() {
     let cases: [(FrameHeader, &str); 3] = [
-        (FrameHeader { nargs: 9, ..Default::default() }, "more than 8 args"),
-        (FrameHeader { len: 1 << 20, ..Default::default() }, "frame longer than the ring allows"),
-        (FrameHeader { len: 3, flags: FLAG_PAD, ..Default::default() }, "pad frame does not end at the ring's end"),
+        (
+            FrameHeader {
+                nargs: 9,
+                ..Default::default()
+            },
+            "more than 8 args",
+        ),
+        (
+            FrameHeader {
+                len: 1 << 20,
+                ..Default::default()
+            },
+            "frame longer than the ring allows",
+        ),
+        (
+            FrameHeader {
+                len: 3,
+                flags: FLAG_PAD,
+                ..Default::default()
+            },
+            "pad frame does not end at the ring's end",
+        ),
     ];
     for (bad, what) in cases {
         let h = HeapRing::new(8, 0);
@@ -183,7 +223,8 @@ fn threaded_stress_exactly_once_in_order() {
         })
         .take(FRAMES as usize)
         .collect();
-    let seen: Vec<std::sync::atomic::AtomicU8> = (0..FRAMES * 2).map(|_| Default::default()).collect();
+    let seen: Vec<std::sync::atomic::AtomicU8> =
+        (0..FRAMES * 2).map(|_| Default::default()).collect();
     std::thread::scope(|s| {
         let w = &wanted;
         s.spawn(move || {
@@ -208,7 +249,11 @@ fn threaded_stress_exactly_once_in_order() {
         assert_eq!(c.peek(&ring), Ok(None));
     });
     for &i in &wanted {
-        assert_eq!(seen[i as usize].load(std::sync::atomic::Ordering::Relaxed), 1, "frame {i}");
+        assert_eq!(
+            seen[i as usize].load(std::sync::atomic::Ordering::Relaxed),
+            1,
+            "frame {i}"
+        );
     }
 }
 

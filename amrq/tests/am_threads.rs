@@ -1,0 +1,394 @@
+//! Active Messages with ranks as threads: exactly-once and per-pair order, floods of
+//! requests with replies, Medium payloads, the barrier, and every typed error.
+
+#![cfg(not(amrq_loom))]
+
+use amrq::conduit::ConduitError;
+use amrq::prelude::*;
+use amrq::threads::RunError;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+fn all_ok<T: std::fmt::Debug, E: std::fmt::Debug>(
+    out: Result<Vec<Result<T, E>>, RunError>,
+) -> Vec<T> {
+    out.expect("job ran")
+        .into_iter()
+        .map(|r| r.expect("rank ok"))
+        .collect()
+}
+
+/// Per source: next sequence number expected, count, and a checksum of args and payloads.
+struct Seen {
+    next: RefCell<Vec<u64>>,
+    count: Cell<u64>,
+    sum: Cell<u64>,
+    disorder: Cell<u64>,
+}
+
+fn mix(x: u64) -> u64 {
+    x.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17)
+}
+
+#[test]
+fn million_messages_exactly_once_in_order_per_pair() {
+    const RANKS: usize = 4;
+    const PER_RANK: u64 = 250_000; // 10^6 in all
+    let out = amrq::threads::run(RANKS, &Config::default(), |conduit| -> Result<_, AmError> {
+        let mut table = HandlerTable::new();
+        let on_msg = table.request("msg", |s: &Seen, _ctx, m| {
+            let src = m.source();
+            let mut next = s.next.borrow_mut();
+            if m.arg(0) != next[src] {
+                s.disorder.set(s.disorder.get() + 1);
+            }
+            next[src] = m.arg(0) + 1;
+            let payload_sum = m
+                .payload()
+                .iter()
+                .fold(0u64, |a, &b| a.wrapping_mul(31).wrapping_add(u64::from(b)));
+            s.sum
+                .set(s.sum.get().wrapping_add(mix(m.arg(1)) ^ payload_sum));
+            s.count.set(s.count.get() + 1);
+            Ok(())
+        });
+        let size = conduit_size(&conduit);
+        let seen = Seen {
+            next: RefCell::new(vec![0; size]),
+            count: Cell::new(0),
+            sum: Cell::new(0),
+            disorder: Cell::new(0),
+        };
+        let am = Am::new(conduit, table, seen)?;
+        let me = am.rank() as u64;
+        let mut per_dest_seq = vec![0u64; am.size()];
+        let mut sent_sum = vec![0u64; am.size()];
+        let mut payload = Vec::new();
+        for i in 0..PER_RANK {
+            let dest = (i as usize + am.rank()) % am.size();
+            let value = me << 40 | i;
+            let seq = per_dest_seq[dest];
+            per_dest_seq[dest] += 1;
+            if i % 16 == 0 {
+                payload.clear();
+                payload.extend((0..(i % 300) as u8).map(|b| b ^ me as u8));
+                am.request_medium(dest, on_msg, &[seq, value], &payload)?;
+            } else {
+                payload.clear();
+                am.request(dest, on_msg, &[seq, value])?;
+            }
+            let psum = payload
+                .iter()
+                .fold(0u64, |a, &b| a.wrapping_mul(31).wrapping_add(u64::from(b)));
+            sent_sum[dest] = sent_sum[dest].wrapping_add(mix(value) ^ psum);
+        }
+        // Each rank is the destination of PER_RANK messages (the round-robin is balanced).
+        // A deadline, so that a lost message fails the test instead of hanging it.
+        am.wait_until_for(std::time::Duration::from_secs(60), |s| {
+            s.count.get() >= PER_RANK
+        })?;
+        am.barrier()?;
+        Ok((
+            sent_sum,
+            am.state().count.get(),
+            am.state().sum.get(),
+            am.state().disorder.get(),
+        ))
+    });
+    let ranks = all_ok(out);
+    let total: u64 = ranks.iter().map(|r| r.1).sum();
+    assert_eq!(
+        total,
+        RANKS as u64 * PER_RANK,
+        "every message delivered exactly once"
+    );
+    for (dest, r) in ranks.iter().enumerate() {
+        let expected = ranks.iter().fold(0u64, |a, s| a.wrapping_add(s.0[dest]));
+        assert_eq!(r.2, expected, "checksum of what rank {dest} received");
+        assert_eq!(r.3, 0, "rank {dest} saw messages out of order");
+    }
+}
+
+fn conduit_size(c: &impl Conduit) -> usize {
+    c.size()
+}
+
+struct Flood {
+    back: ReplyHandler,
+    replies: Cell<u64>,
+    reply_sum: Cell<u64>,
+}
+
+fn flood(ranks: usize, per_peer: u64, ring_slots: u64) {
+    let cfg = Config {
+        am_ring_slots: ring_slots,
+        ..Config::default()
+    };
+    let out = amrq::threads::run(ranks, &cfg, |conduit| -> Result<_, AmError> {
+        let mut table = HandlerTable::new();
+        let back = table.reply("back", |s: &Flood, m| {
+            s.replies.set(s.replies.get() + 1);
+            let p: u64 = m.payload().iter().map(|&b| u64::from(b)).sum();
+            s.reply_sum.set(s.reply_sum.get() + m.arg(0) + p);
+            Ok(())
+        });
+        let ask = table.request("ask", |s: &Flood, ctx, m| {
+            // Every 8th reply is Medium: it takes several slots of the small reply ring.
+            if m.arg(0) % 8 == 0 {
+                ctx.reply_medium(s.back, &[m.arg(0) * 2], &[1u8; 100])
+            } else {
+                ctx.reply(s.back, &[m.arg(0) * 2])
+            }
+        });
+        let am = Am::new(
+            conduit,
+            table,
+            Flood {
+                back,
+                replies: Cell::new(0),
+                reply_sum: Cell::new(0),
+            },
+        )?;
+        for i in 0..per_peer {
+            for k in 0..am.size() {
+                // Everyone hits everyone at once, self included, in a different order.
+                let dest = (am.rank() + k) % am.size();
+                am.request(dest, ask, &[i])?;
+            }
+        }
+        let want = per_peer * am.size() as u64;
+        am.wait_until_for(std::time::Duration::from_secs(60), |s| {
+            s.replies.get() == want
+        })?;
+        am.barrier()?;
+        Ok((am.state().replies.get(), am.state().reply_sum.get()))
+    });
+    let expect_sum: u64 = (0..per_peer)
+        .map(|i| 2 * i + if i % 8 == 0 { 100 } else { 0 })
+        .sum::<u64>()
+        * ranks as u64;
+    for (rank, (n, sum)) in all_ok(out).into_iter().enumerate() {
+        assert_eq!(n, per_peer * ranks as u64, "replies counted at rank {rank}");
+        assert_eq!(sum, expect_sum, "reply contents at rank {rank}");
+    }
+}
+
+#[test]
+fn all_to_all_flood_4_ranks_small_rings() {
+    flood(4, 20_000, 16);
+}
+
+#[test]
+fn all_to_all_flood_8_ranks() {
+    flood(8, 5_000, 256);
+}
+
+#[test]
+fn medium_payload_is_delivered_in_place_up_to_the_maximum() {
+    struct S {
+        got: RefCell<Vec<(usize, u64)>>,
+    }
+    let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<_, AmError> {
+        let mut table = HandlerTable::new();
+        let h = table.request("bytes", |s: &S, _ctx, m| {
+            let ok = m
+                .payload()
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == (i as u64 ^ m.arg(0)) as u8);
+            assert!(ok, "payload bytes intact");
+            s.got.borrow_mut().push((m.payload().len(), m.arg(0)));
+            Ok(())
+        });
+        let am = Am::new(
+            conduit,
+            table,
+            S {
+                got: RefCell::new(Vec::new()),
+            },
+        )?;
+        let max = am.max_medium();
+        assert!(max >= 4096, "documented minimum Medium size, got {max}");
+        let sizes = [0, 1, 7, 8, 40, 48, 49, 63, 64, 1000, 4096, max];
+        if am.rank() == 0 {
+            for (k, &len) in sizes.iter().enumerate() {
+                let p: Vec<u8> = (0..len).map(|i| (i as u64 ^ k as u64) as u8).collect();
+                am.request_medium(1, h, &[k as u64], &p)?;
+            }
+            let too_big = vec![0u8; max + 1];
+            let e = am.request_medium(1, h, &[], &too_big).unwrap_err();
+            assert_eq!(
+                e.conduit(),
+                Some(&ConduitError::PayloadTooLarge {
+                    len: max + 1,
+                    max,
+                    channel: 0
+                }),
+                "{e}"
+            );
+        } else {
+            am.wait_until_for(std::time::Duration::from_secs(60), |s| {
+                s.got.borrow().len() == sizes.len()
+            })?;
+            let got = am.state().got.borrow().clone();
+            let want: Vec<_> = sizes
+                .iter()
+                .enumerate()
+                .map(|(k, &l)| (l, k as u64))
+                .collect();
+            assert_eq!(got, want);
+        }
+        am.barrier()
+    });
+    all_ok(out);
+}
+
+#[test]
+fn barrier_holds_every_rank_for_1_to_8_ranks() {
+    for n in 1..=8usize {
+        let entered: Vec<AtomicU64> = (0..20).map(|_| AtomicU64::new(0)).collect();
+        let out = amrq::threads::run(n, &Config::default(), |conduit| -> Result<(), AmError> {
+            let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
+            for (k, e) in entered.iter().enumerate() {
+                e.fetch_add(1, Ordering::SeqCst);
+                am.barrier()?;
+                assert_eq!(
+                    e.load(Ordering::SeqCst),
+                    n as u64,
+                    "rank {} left barrier {k} early",
+                    am.rank()
+                );
+            }
+            Ok(())
+        });
+        all_ok(out);
+    }
+}
+
+#[test]
+fn unknown_and_wrong_kind_handler_ids_are_errors_not_misdispatch() {
+    struct S {
+        ran: Cell<u64>,
+    }
+    let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<(), AmError> {
+        let mut table = HandlerTable::new();
+        let rep = table.reply("rep", |_s: &S, _m| Ok(()));
+        let req = table.request("req", |s: &S, _ctx, _m| {
+            s.ran.set(s.ran.get() + 1);
+            Ok(())
+        });
+        let am = Am::new(conduit, table, S { ran: Cell::new(0) })?;
+        if am.rank() == 0 {
+            // A peer gone wrong: a handler id nobody registered, then a reply handler's id
+            // sent as a request, then a good request.
+            assert!(am
+                .rq()
+                .enqueue_tagged(1, QueueId::AM_REQUEST, 999, &[], &[])?);
+            let _ = rep;
+            assert!(am
+                .rq()
+                .enqueue_tagged(1, QueueId::AM_REQUEST, 1, &[], &[])?);
+            am.request(1, req, &[])?;
+        } else {
+            let mut errors = Vec::new();
+            while am.state().ran.get() == 0 {
+                if let Err(e) = am.poll() {
+                    errors.push(e);
+                }
+            }
+            assert_eq!(
+                errors,
+                vec![
+                    AmError::UnknownHandler {
+                        id: 999,
+                        source_rank: 0,
+                        table_len: 2
+                    },
+                    AmError::WrongHandlerKind {
+                        id: 1,
+                        name: "rep",
+                        source_rank: 0,
+                        arrived_as: "request"
+                    },
+                ]
+            );
+        }
+        am.barrier()
+    });
+    all_ok(out);
+}
+
+#[test]
+fn handler_table_mismatch_is_reported_on_every_rank() {
+    let out = amrq::threads::run(3, &Config::default(), |conduit| {
+        let mut table = HandlerTable::<()>::new();
+        table.request("a", |_, _, _| Ok(()));
+        if amrq::conduit::Conduit::rank(&conduit) == 2 {
+            table.request("b", |_, _, _| Ok(()));
+        }
+        Am::new(conduit, table, ()).map(|_| ())
+    })
+    .expect("job ran");
+    for (rank, r) in out.into_iter().enumerate() {
+        match r {
+            Err(AmError::HandlerTableMismatch {
+                me,
+                rank: other,
+                my_len,
+                their_len,
+                ..
+            }) => {
+                assert_eq!(me, rank);
+                assert_eq!(other, if rank == 2 { 0 } else { 2 });
+                assert_eq!((my_len, their_len), if rank == 2 { (2, 1) } else { (1, 2) });
+            }
+            other => panic!("rank {rank}: expected a mismatch, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn bad_rank_and_too_many_args_are_typed_errors() {
+    let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<(), AmError> {
+        let mut table = HandlerTable::<()>::new();
+        let h = table.request("h", |_, _, _| Ok(()));
+        let am = Am::new(conduit, table, ())?;
+        assert_eq!(
+            am.request(2, h, &[]).unwrap_err().conduit(),
+            Some(&ConduitError::NoSuchRank { rank: 2, size: 2 })
+        );
+        assert_eq!(
+            am.request(0, h, &[0; 9]).unwrap_err().conduit(),
+            Some(&ConduitError::TooManyArgs { nargs: 9, max: 8 })
+        );
+        am.request(0, h, &[0; 8])?; // 8 args is a Short request
+        am.barrier()
+    });
+    all_ok(out);
+}
+
+#[test]
+fn a_panicking_rank_ends_the_others_waits_with_peer_dead() {
+    let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<(), AmError> {
+        let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
+        if am.rank() == 1 {
+            panic!("rank 1 fails on purpose");
+        }
+        // Rank 0 waits for something rank 1 will never send.
+        let e = am.wait_until(|_| false).unwrap_err();
+        assert_eq!(
+            e.conduit(),
+            Some(&ConduitError::PeerDead {
+                rank: 1,
+                cause: "rank 1 fails on purpose".into()
+            })
+        );
+        Ok(())
+    });
+    match out {
+        Err(RunError::RankPanicked { rank: 1, message }) => {
+            assert_eq!(message, "rank 1 fails on purpose")
+        }
+        other => panic!("expected rank 1's panic, got {other:?}"),
+    }
+}

@@ -1,0 +1,152 @@
+//! Remote Queues with ranks as threads: full queues, dequeue/read/delete semantics.
+
+#![cfg(not(amrq_loom))]
+
+use amrq::conduit::{ConduitError, ReceivedFrame};
+use amrq::prelude::*;
+use amrq::rq::Dequeued;
+
+#[test]
+fn full_queue_returns_false_and_loses_nothing() {
+    let mut cfg = Config::default();
+    let q = cfg.add_queue(8);
+    let out = amrq::threads::run(2, &cfg, |conduit| -> Result<(), AmError> {
+        let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
+        let rq = am.rq();
+        let mut accepted = Vec::new();
+        if am.rank() == 0 {
+            // Rank 1 does not read until the barrier: fill its queue.
+            let mut refused = 0;
+            for i in 0..100u64 {
+                if rq.enqueue(1, q, &[i, i * i], &[])? {
+                    assert_eq!(
+                        refused, 0,
+                        "accepted {i} after a refusal without any dequeue"
+                    );
+                    accepted.push(i);
+                } else {
+                    refused += 1;
+                }
+            }
+            assert_eq!(accepted.len(), 8, "an 8-slot queue holds 8 Express frames");
+            assert_eq!(refused, 92);
+        }
+        am.barrier()?;
+        if am.rank() == 1 {
+            let mut args = [0u64; 8];
+            let mut buf = [0u8; 0];
+            for i in 0..8u64 {
+                let d = rq.dequeue(q, &mut args, &mut buf)?;
+                assert_eq!(
+                    d,
+                    Some(Dequeued {
+                        source: 0,
+                        tag: 0,
+                        nargs: 2,
+                        len: 0
+                    })
+                );
+                assert_eq!(&args[..2], &[i, i * i], "frames in order, none lost");
+            }
+            assert_eq!(
+                rq.dequeue(q, &mut args, &mut buf)?,
+                None,
+                "refused frames never arrive"
+            );
+        }
+        am.barrier()?;
+        // Room is back once the receiver has drained.
+        if am.rank() == 0 {
+            assert!(rq.enqueue(1, q, &[1], &[])?);
+        }
+        am.barrier()?;
+        if am.rank() == 1 {
+            assert!(rq.delete_queue(q)?);
+            assert!(!rq.delete_queue(q)?);
+        }
+        am.barrier()
+    })
+    .unwrap();
+    assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+}
+
+#[test]
+fn read_queue_leaves_the_frame_and_release_removes_it() {
+    let mut cfg = Config::default();
+    let q = cfg.add_queue(16);
+    let out = amrq::threads::run(1, &cfg, |conduit| -> Result<(), RqError> {
+        let rq = Rq::new(conduit);
+        assert!(rq.enqueue(0, q, &[5], b"first")?);
+        assert!(rq.enqueue(0, q, &[6], b"second")?);
+        {
+            let f = rq.read_queue(q)?.expect("a frame");
+            assert_eq!((f.args(), f.payload()), (&[5u64][..], &b"first"[..]));
+            // Only one frame of a queue can be borrowed at a time.
+            assert_eq!(
+                rq.read_queue(q).err(),
+                Some(RqError::Conduit(ConduitError::FrameOutstanding {
+                    channel: q.index()
+                }))
+            );
+        } // dropped, not released: still queued
+        let f = rq.read_queue(q)?.expect("still there");
+        assert_eq!(f.payload(), b"first");
+        f.release();
+        let mut args = [0u64; 1];
+        let mut small = [0u8; 3];
+        assert_eq!(
+            rq.dequeue(q, &mut args, &mut small),
+            Err(RqError::BufferTooSmall { nargs: 1, len: 6 })
+        );
+        let mut buf = [0u8; 6];
+        let d = rq
+            .dequeue(q, &mut args, &mut buf)?
+            .expect("the second frame stayed");
+        assert_eq!((d.len, args[0], &buf), (6, 6, b"second"));
+        assert!(rq.read_queue(q)?.is_none());
+        Ok(())
+    })
+    .unwrap();
+    assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+}
+
+#[test]
+fn bad_destination_queue_and_sizes_are_typed_errors() {
+    let mut cfg = Config::default();
+    let q = cfg.add_queue(4);
+    let out = amrq::threads::run(2, &cfg, |conduit| -> Result<(), RqError> {
+        let rq = Rq::new(conduit);
+        let err = |r: Result<bool, RqError>| match r {
+            Err(RqError::Conduit(e)) => e,
+            other => panic!("expected an error, got {other:?}"),
+        };
+        assert_eq!(
+            err(rq.enqueue(2, q, &[], &[])),
+            ConduitError::NoSuchRank { rank: 2, size: 2 }
+        );
+        assert_eq!(
+            err(rq.enqueue(0, QueueId::new(9), &[], &[])),
+            ConduitError::NoSuchChannel {
+                channel: 9,
+                channels: 3
+            }
+        );
+        assert_eq!(
+            err(rq.enqueue(0, q, &[0; 9], &[])),
+            ConduitError::TooManyArgs { nargs: 9, max: 8 }
+        );
+        // A 4-slot queue takes frames of at most 2 slots: 128 - 16 - 64 = 48 payload bytes.
+        assert!(matches!(
+            err(rq.enqueue(0, q, &[], &[0; 49])),
+            ConduitError::PayloadTooLarge {
+                len: 49,
+                max: 48,
+                ..
+            }
+        ));
+        assert!(rq.enqueue(rq.rank(), q, &[], &[0; 48])?);
+        Ok(())
+    })
+    .unwrap();
+    assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+}
