@@ -4,11 +4,12 @@
 //! Ranks as threads share a [`ThreadsBoot`]; ranks as processes (the next issue) will
 //! meet through the launcher's environment and a rendezvous in shared memory.
 
+mod error;
 mod threads;
 
+pub use error::BootError;
 pub use threads::ThreadsBoot;
 
-use crate::conduit::ConduitError;
 use std::sync::Arc;
 
 /// The bootstrap a conduit endpoint uses (closed set: no `dyn`).
@@ -20,14 +21,14 @@ pub enum Boot {
 
 impl Boot {
     /// All-gather of one word per rank.
-    pub fn allgather(&self, rank: usize, mine: u64) -> Result<Vec<u64>, ConduitError> {
+    pub fn allgather(&self, rank: usize, mine: u64) -> Result<Vec<u64>, BootError> {
         match self {
             Boot::Threads(b) => b.allgather(rank, mine),
         }
     }
 
-    /// [`ConduitError::PeerDead`] if a rank is known to have failed.
-    pub fn check_peers(&self) -> Result<(), ConduitError> {
+    /// [`BootError::PeerDead`] if a rank is known to have failed.
+    pub fn check_peers(&self) -> Result<(), BootError> {
         match self {
             Boot::Threads(b) => b.check_peers(),
         }
@@ -41,7 +42,7 @@ impl Boot {
     }
 
     /// Barrier over all ranks.
-    pub fn barrier(&self) -> Result<(), ConduitError> {
+    pub fn barrier(&self) -> Result<(), BootError> {
         match self {
             Boot::Threads(b) => b.barrier(),
         }

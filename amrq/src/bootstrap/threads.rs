@@ -2,7 +2,7 @@
 //! variable and a generation count. Every wait has a deadline, so a rank that never
 //! arrives (it panicked) turns into an error instead of a hang.
 
-use crate::conduit::ConduitError;
+use super::BootError;
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -64,17 +64,17 @@ impl ThreadsBoot {
         self.cv.notify_all();
     }
 
-    /// [`ConduitError::PeerDead`] once any rank has been marked failed.
-    pub fn check_peers(&self) -> Result<(), ConduitError> {
+    /// [`BootError::PeerDead`] once any rank has been marked failed.
+    pub fn check_peers(&self) -> Result<(), BootError> {
         match self.failed.lock().map(|f| f.clone()) {
             Ok(None) => Ok(()),
-            Ok(Some((rank, cause))) => Err(ConduitError::PeerDead { rank, cause }),
-            Err(_) => Err(ConduitError::Bootstrap("failure record poisoned".into())),
+            Ok(Some((rank, cause))) => Err(BootError::PeerDead { rank, cause }),
+            Err(_) => Err(BootError::Poisoned),
         }
     }
 
     /// Every rank contributes `mine`; all get the words in rank order.
-    pub fn allgather(&self, rank: usize, mine: u64) -> Result<Vec<u64>, ConduitError> {
+    pub fn allgather(&self, rank: usize, mine: u64) -> Result<Vec<u64>, BootError> {
         let mut st = self.state.lock().map_err(poisoned)?;
         st.values[rank] = mine;
         st.arrived += 1;
@@ -91,7 +91,7 @@ impl ThreadsBoot {
             .wait_timeout_while(st, self.timeout, |s| s.generation == gen)
             .map_err(poisoned)?;
         if timeout.timed_out() {
-            return Err(ConduitError::Bootstrap(format!(
+            return Err(BootError::Timeout(format!(
                 "rank {rank} waited {:?} for {} other ranks to reach setup; one of them failed or is stuck",
                 self.timeout,
                 self.size - st.arrived
@@ -101,7 +101,7 @@ impl ThreadsBoot {
     }
 
     /// Waits until every rank has called `barrier` (or all-gather) once more.
-    pub fn barrier(&self) -> Result<(), ConduitError> {
+    pub fn barrier(&self) -> Result<(), BootError> {
         let mut st = self.state.lock().map_err(poisoned)?;
         st.arrived += 1;
         if st.arrived == self.size {
@@ -116,7 +116,7 @@ impl ThreadsBoot {
             .wait_timeout_while(st, self.timeout, |s| s.generation == gen)
             .map_err(poisoned)?;
         if timeout.timed_out() {
-            return Err(ConduitError::Bootstrap(format!(
+            return Err(BootError::Timeout(format!(
                 "barrier: waited {:?} for the other ranks; one of them failed or is stuck",
                 self.timeout
             )));
@@ -125,6 +125,6 @@ impl ThreadsBoot {
     }
 }
 
-fn poisoned<T>(_: T) -> ConduitError {
-    ConduitError::Bootstrap("a rank panicked during setup".into())
+fn poisoned<T>(_: T) -> BootError {
+    BootError::Poisoned
 }

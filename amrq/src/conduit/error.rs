@@ -74,3 +74,14 @@ pub enum ConduitError {
     #[error("conduit setup failed: {0}")]
     Setup(String),
 }
+
+impl From<crate::bootstrap::BootError> for ConduitError {
+    fn from(e: crate::bootstrap::BootError) -> Self {
+        match e {
+            crate::bootstrap::BootError::PeerDead { rank, cause } => {
+                ConduitError::PeerDead { rank, cause }
+            }
+            other => ConduitError::Bootstrap(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! The bootstrap layer's error type.
+
+/// Why a setup-time collective or a liveness check failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BootError {
+    /// A rank of the job failed.
+    #[error("rank {rank} failed: {cause}")]
+    PeerDead {
+        /// The rank.
+        rank: usize,
+        /// What happened to it.
+        cause: String,
+    },
+    /// Ranks did not all arrive in time.
+    #[error("{0}")]
+    Timeout(String),
+    /// A rank panicked while holding the bootstrap's lock.
+    #[error("a rank panicked during setup")]
+    Poisoned,
+}
