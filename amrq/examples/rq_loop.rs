@@ -1,28 +1,94 @@
-//! Single-thread cost of the Remote Queues fast path: one rank enqueues a Short frame
-//! (one u64 arg) into its own queue and dequeues it, in place, `--iters` times per batch.
-//! Deterministic enough for `valgrind --tool=callgrind` instruction counts.
+//! Single-thread cost of the fast paths, one rank, no other core involved, so that
+//! `valgrind --tool=callgrind` counts are repeatable:
+//!
+//! - default: enqueue a Short frame (one u64 arg) into the rank's own queue and take it
+//!   back out in place (read_queue + release);
+//! - `--am`: a whole Short AM round trip to itself: request, poll (the request handler
+//!   replies), poll (the reply handler runs). The software cost of a round trip, both
+//!   sides, without the cache-line transfers.
 //!
 //! ```text
-//! cargo run --release --example rq_loop [-- --quick] [--iters N] [--json]
+//! cargo run --release --example rq_loop [-- --quick] [--am] [--iters N] [--json]
 //! ```
-//! Last line: `rq_loop: ns_per_frame=…` (median over batches).
+//! Last line: `rq_loop: ns_per_frame=…` or `am_loop: ns_per_round_trip=…` (medians).
 
 mod common;
 
 use amrq::conduit::{threads, ReceivedFrame};
+use amrq::prelude::*;
 use amrq::reference::median;
-use amrq::rq::{QueueId, Rq};
+use std::cell::Cell;
 use std::time::Instant;
 
-const USAGE: &str = "usage: rq_loop [--quick] [--iters N] [--batches B] [--json]";
+const USAGE: &str = "usage: rq_loop [--quick] [--am] [--iters N] [--batches B] [--json]";
 
 fn main() {
-    let o = common::opts(USAGE);
+    let am_mode = std::env::args().any(|a| a == "--am");
+    let args: Vec<String> = std::env::args().filter(|a| a != "--am").collect();
+    let o = common::opts_from(args, USAGE);
+    if am_mode {
+        am_loop(&o);
+    } else {
+        rq_loop(&o);
+    }
+}
+
+struct State {
+    pong: ReplyHandler,
+    got: Cell<u64>,
+}
+
+fn am_loop(o: &common::Opts) {
+    let iters = o.iters.unwrap_or(if o.quick { 200_000 } else { 2_000_000 });
+    let batches = o.num("batches", 11, USAGE).max(1);
+    let out = amrq::threads::run(
+        1,
+        &Config::default(),
+        |conduit| -> Result<Vec<f64>, AmError> {
+            let mut table = HandlerTable::new();
+            let pong = table.reply("pong", |s: &State, m| {
+                s.got.set(m.arg(0));
+                Ok(())
+            });
+            let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0)]));
+            let am = Am::new(
+                conduit,
+                table,
+                State {
+                    pong,
+                    got: Cell::new(0),
+                },
+            )?;
+            let mut per_batch = Vec::new();
+            let mut i = 0;
+            for _ in 0..batches {
+                let t = Instant::now();
+                for _ in 0..iters {
+                    i += 1;
+                    am.request(0, ping, &[i])?;
+                    am.wait_until(|s| s.got.get() == i)?;
+                }
+                per_batch.push(t.elapsed().as_nanos() as f64 / iters as f64);
+            }
+            Ok(per_batch)
+        },
+    );
+    let mut v = match out {
+        Ok(mut v) => v
+            .swap_remove(0)
+            .unwrap_or_else(|e| common::fail(USAGE, &e.to_string())),
+        Err(e) => common::fail(USAGE, &e.to_string()),
+    };
+    println!("one rank, Short AM request → reply to itself, {batches} batches of {iters}");
+    common::summary("am_loop", o.json, &[("ns_per_round_trip", median(&mut v))]);
+}
+
+fn rq_loop(o: &common::Opts) {
     let iters = o.iters.unwrap_or(if o.quick { 200_000 } else { 2_000_000 });
     let batches = o.num("batches", 11, USAGE).max(1);
     let mut eps =
         threads::endpoints(1, &[256, 256]).unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
-    let rq = Rq::new(eps.remove(0));
+    let rq = amrq::rq::Rq::new(eps.remove(0));
     let q = QueueId::AM_REQUEST;
     let mut per_batch = Vec::new();
     let mut sum = 0u64;

@@ -59,13 +59,11 @@ impl RingMemory for LoomRing {
     fn seq(&self, idx: u64) -> &AtomicU64 {
         &self.seq[idx as usize]
     }
-    unsafe fn write_first(&self, idx: u64, words: &[u64; 7]) {
+    unsafe fn write_header(&self, idx: u64, header: u64) {
         self.bytes[idx as usize].with_mut(|p| {
             // SAFETY: loom checks that the producer owns the slot here.
             let slot = unsafe { &mut *p };
-            for (k, w) in words.iter().enumerate() {
-                slot[8 + 8 * k..16 + 8 * k].copy_from_slice(&w.to_ne_bytes());
-            }
+            slot[8..16].copy_from_slice(&header.to_ne_bytes());
         })
     }
     unsafe fn read_header(&self, idx: u64) -> u64 {

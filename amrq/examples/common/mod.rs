@@ -12,13 +12,18 @@ pub struct Opts {
 
 /// Reads `--quick`, `--json`, `--iters N` and any `--key value` pairs.
 pub fn opts(usage: &str) -> Opts {
+    opts_from(std::env::args().collect(), usage)
+}
+
+/// [`opts`] over given arguments (the first is the program name).
+pub fn opts_from(argv: Vec<String>, usage: &str) -> Opts {
     let mut o = Opts {
         quick: false,
         json: false,
         iters: None,
         extra: Vec::new(),
     };
-    let mut args = std::env::args().skip(1);
+    let mut args = argv.into_iter().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => o.quick = true,

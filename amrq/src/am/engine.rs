@@ -44,6 +44,8 @@ pub struct Am<S, C: Conduit = MemConduit> {
     state: S,
     barrier_epoch: Cell<u64>,
     barrier_arrivals: Box<[Cell<u64>]>,
+    /// Replies taken in a row by waits without a look at the requests.
+    reply_streak: Cell<usize>,
 }
 
 impl<S, C: Conduit> std::fmt::Debug for Am<S, C> {
@@ -81,6 +83,7 @@ impl<S, C: Conduit> Am<S, C> {
             state,
             barrier_epoch: Cell::new(0),
             barrier_arrivals: (0..rounds).map(|_| Cell::new(0)).collect(),
+            reply_streak: Cell::new(0),
         })
     }
 
@@ -265,13 +268,30 @@ impl<S, C: Conduit> Am<S, C> {
     pub fn wait_until(&self, mut done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
         let mut backoff = Backoff::new();
         while !done(&self.state) {
-            if self.poll()? == 0 {
-                self.snooze(&mut backoff)?;
-            } else {
-                backoff.reset();
-            }
+            self.wait_round(&mut backoff)?;
         }
         Ok(())
+    }
+
+    /// One round of a wait: at most one reply when one is there (so that the caller
+    /// checks its condition right after it, which is the round trip's critical path),
+    /// otherwise the requests; requests are polled at least once every
+    /// [`REPLY_BUDGET`] replies, so a stream of replies cannot starve them.
+    #[inline(always)]
+    fn wait_round(&self, backoff: &mut Backoff) -> Result<(), AmError> {
+        let streak = self.reply_streak.get();
+        if streak < REPLY_BUDGET && self.drain(QueueId::AM_REPLY, 1)? == 1 {
+            self.reply_streak.set(streak + 1);
+            backoff.reset();
+            return Ok(());
+        }
+        self.reply_streak.set(0);
+        if self.drain(QueueId::AM_REQUEST, REQUEST_BUDGET)? == 0 {
+            self.snooze(backoff)
+        } else {
+            backoff.reset();
+            Ok(())
+        }
     }
 
     /// [`Am::wait_until`] with a deadline: [`AmError::Timeout`] if `done(state)` still
@@ -330,22 +350,14 @@ impl<S, C: Conduit> Am<S, C> {
     /// Drains up to `budget` frames of queue `q`; returns how many handlers ran.
     #[inline(always)]
     fn drain(&self, q: QueueId, budget: usize) -> Result<usize, AmError> {
-        let mut n = 0;
-        while n < budget {
-            let Some(frame) = self.rq.read_queue(q)? else {
-                break;
-            };
+        self.rq.poll_queue(q, budget, |frame| {
             let msg = Msg {
                 source: frame.source(),
                 args: frame.args(),
                 payload: frame.payload(),
             };
-            let ran = self.dispatch(q, frame.tag(), msg);
-            frame.release();
-            ran?;
-            n += 1;
-        }
-        Ok(n)
+            self.dispatch(q, frame.tag(), msg)
+        })
     }
 
     #[inline(always)]

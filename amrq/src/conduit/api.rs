@@ -108,6 +108,18 @@ pub trait Conduit {
     /// [`ConduitError::FrameOutstanding`] otherwise.
     fn peek(&self, ch: Channel) -> Result<Option<Self::Frame<'_>>, ConduitError>;
 
+    /// Runs `f` on up to `budget` frames of local channel `ch`, each in place, and removes
+    /// each after `f` returns (also when `f` fails: its error is returned after the
+    /// frame is removed). Returns how many frames `f` saw. The fast path of polling:
+    /// the scan state stays in registers, no frame is returned through layers.
+    ///
+    /// While `f` runs, channel `ch` has a frame out: a `peek` or `drain` of `ch` from
+    /// inside `f` gets [`ConduitError::FrameOutstanding`]; other channels work.
+    fn drain<E, F>(&self, ch: Channel, budget: usize, f: F) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F: FnMut(&Self::Frame<'_>) -> Result<(), E>;
+
     /// Setup-time all-gather of one word per rank (index = rank).
     fn allgather(&self, mine: u64) -> Result<Vec<u64>, ConduitError>;
 

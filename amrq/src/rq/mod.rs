@@ -121,7 +121,7 @@ impl<C: Conduit> Rq<C> {
 
     /// [`Rq::enqueue`] with a 16-bit tag carried in the frame header (the AM layer puts
     /// its handler index there).
-    #[inline]
+    #[inline(always)]
     pub fn enqueue_tagged(
         &self,
         dest: Rank,
@@ -148,6 +148,33 @@ impl<C: Conduit> Rq<C> {
     #[inline]
     pub fn read_queue(&self, q: QueueId) -> Result<Option<C::Frame<'_>>, RqError> {
         Ok(self.conduit.peek(q.0)?)
+    }
+
+    /// Inlined polling (RQ §3.2.3): runs `f` on up to `budget` frames of local queue `q`,
+    /// each read in place, and removes each after `f` returns. No handler dispatch, no
+    /// copy. Returns how many frames `f` saw; an error from `f` is returned after its
+    /// frame was removed.
+    ///
+    /// ```
+    /// use amrq::{Config, conduit::ReceivedFrame, rq::{Rq, RqError}};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add_queue(16);
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     for i in 0..3 { rq.enqueue(0, q, &[i], &[])?; }
+    ///     let mut sum = 0;
+    ///     let n = rq.poll_queue(q, 10, |f| -> Result<(), RqError> { sum += f.args()[0]; Ok(()) })?;
+    ///     assert_eq!((n, sum), (3, 3));
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    #[inline]
+    pub fn poll_queue<E, F>(&self, q: QueueId, budget: usize, f: F) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F: FnMut(&C::Frame<'_>) -> Result<(), E>,
+    {
+        self.conduit.drain(q.0, budget, f)
     }
 
     /// Removes the frame at the head of local queue `q`; `Ok(false)` if it was empty.

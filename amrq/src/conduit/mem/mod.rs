@@ -75,6 +75,15 @@ struct RxChannel {
     outstanding: Cell<bool>,
 }
 
+impl RxChannel {
+    /// Where the next scan starts, and how many frames that ring gave in a row.
+    #[inline(always)]
+    fn save_scan(&self, cursor: usize, burst: u32) {
+        self.cursor.set(cursor);
+        self.burst.set(burst);
+    }
+}
+
 /// Frames taken in a row from one sender's ring before the next sender gets the first
 /// look: draining a stream without re-checking idle rings, yet fair to every sender.
 const FAIR_BURST: u32 = 32;
@@ -189,6 +198,14 @@ impl MemConduit {
     }
 
     #[cold]
+    fn no_channel(&self, ch: Channel) -> ConduitError {
+        ConduitError::NoSuchChannel {
+            channel: ch,
+            channels: self.rx.len(),
+        }
+    }
+
+    #[cold]
     fn check_send(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> ConduitError {
         if dest >= self.size {
             ConduitError::NoSuchRank {
@@ -230,7 +247,7 @@ impl Conduit for MemConduit {
         &self.caps
     }
 
-    #[inline]
+    #[inline(always)]
     fn try_send(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> Result<(), ConduitError> {
         let ok = dest < self.size
             && ch < self.rx.len()
@@ -254,59 +271,88 @@ impl Conduit for MemConduit {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn peek(&self, ch: Channel) -> Result<Option<MemFrame<'_>>, ConduitError> {
         let Some(chan) = self.rx.get(ch) else {
-            return Err(ConduitError::NoSuchChannel {
-                channel: ch,
-                channels: self.rx.len(),
-            });
+            return Err(self.no_channel(ch));
         };
         if chan.outstanding.get() {
             return Err(ConduitError::FrameOutstanding { channel: ch });
         }
+        // The scan is one sequence-word load per sender; only a hit takes the frame.
         let n = chan.rings.len();
         let mut s = chan.cursor.get();
         for _ in 0..n {
             let r = &chan.rings[s];
-            if !r.broken.get() {
-                match r.cons.with(|c| c.peek(&r.ring)) {
-                    Ok(Some(p)) => {
-                        chan.outstanding.set(true);
-                        let burst = if s == chan.cursor.get() {
-                            chan.burst.get() + 1
-                        } else {
-                            1
-                        };
-                        if burst >= FAIR_BURST {
-                            chan.cursor.set(if s + 1 == n { 0 } else { s + 1 });
-                            chan.burst.set(0);
-                        } else {
-                            chan.cursor.set(s);
-                            chan.burst.set(burst);
-                        }
-                        return Ok(Some(MemFrame {
-                            chan,
-                            ring: r,
-                            source: s,
-                            base: r.ring.slot_ptr(p.index(r.ring.nslots())),
-                            peeked: p,
-                        }));
-                    }
-                    Ok(None) => {}
-                    Err(detail) => {
-                        r.broken.set(true);
-                        return Err(ConduitError::Corrupt {
-                            source_rank: s,
-                            channel: ch,
-                            detail,
-                        });
-                    }
+            if r.cons.with(|c| c.ready(&r.ring)) && !r.broken.get() {
+                if let Some(taken) = take(chan, r, s, ch) {
+                    return taken;
                 }
             }
             s = if s + 1 == n { 0 } else { s + 1 };
         }
         Ok(None)
+    }
+
+    #[inline(always)]
+    fn drain<E, F>(&self, ch: Channel, budget: usize, mut f: F) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F: FnMut(&MemFrame<'_>) -> Result<(), E>,
+    {
+        let Some(chan) = self.rx.get(ch) else {
+            return Err(self.no_channel(ch).into());
+        };
+        if chan.outstanding.get() {
+            return Err(ConduitError::FrameOutstanding { channel: ch }.into());
+        }
+        let n = chan.rings.len();
+        let (mut s, mut burst) = (chan.cursor.get(), chan.burst.get());
+        let (mut done, mut idle) = (0, 0);
+        // Scan the senders from the cursor; stay on a ring while it has frames (up to
+        // FAIR_BURST in a row), stop after a full lap of empty rings or at the budget.
+        while done < budget && idle < n {
+            let r = &chan.rings[s];
+            let frame = if r.cons.with(|c| c.ready(&r.ring)) && !r.broken.get() {
+                match r.cons.with(|c| c.peek(&r.ring)) {
+                    Ok(Some(p)) => Some(p),
+                    Ok(None) => continue, // a pad: look at the same ring again
+                    Err(detail) => {
+                        r.broken.set(true);
+                        chan.save_scan(s, burst);
+                        return Err(ConduitError::Corrupt {
+                            source_rank: s,
+                            channel: ch,
+                            detail,
+                        }
+                        .into());
+                    }
+                }
+            } else {
+                None
+            };
+            let Some(p) = frame else {
+                s = if s + 1 == n { 0 } else { s + 1 };
+                (idle, burst) = (idle + 1, 0);
+                continue;
+            };
+            let frame = MemFrame::out(chan, r, s, p);
+            let result = f(&frame);
+            frame.release();
+            done += 1;
+            idle = 0;
+            burst += 1;
+            if burst >= FAIR_BURST {
+                s = if s + 1 == n { 0 } else { s + 1 };
+                burst = 0;
+            }
+            if let Err(e) = result {
+                chan.save_scan(s, burst);
+                return Err(e);
+            }
+        }
+        chan.save_scan(s, burst);
+        Ok(done)
     }
 
     fn allgather(&self, mine: u64) -> Result<Vec<u64>, ConduitError> {
@@ -319,6 +365,51 @@ impl Conduit for MemConduit {
 
     fn check_peers(&self) -> Result<(), ConduitError> {
         Ok(self.boot.check_peers()?)
+    }
+}
+
+/// Takes the frame at the head of `r` (sender `s`), which `ready` saw: `None` if it was
+/// only a pad (the scan goes on), an error if the ring is corrupt (it is not read again).
+#[inline(always)]
+fn take<'a>(
+    chan: &'a RxChannel,
+    r: &'a RxRing,
+    s: Rank,
+    ch: Channel,
+) -> Option<Result<Option<MemFrame<'a>>, ConduitError>> {
+    match r.cons.with(|c| c.peek(&r.ring)) {
+        Ok(Some(p)) => {
+            chan.outstanding.set(true);
+            let burst = if s == chan.cursor.get() {
+                chan.burst.get() + 1
+            } else {
+                1
+            };
+            if burst >= FAIR_BURST {
+                chan.cursor
+                    .set(if s + 1 == chan.rings.len() { 0 } else { s + 1 });
+                chan.burst.set(0);
+            } else {
+                chan.cursor.set(s);
+                chan.burst.set(burst);
+            }
+            Some(Ok(Some(MemFrame {
+                chan,
+                ring: r,
+                source: s,
+                base: r.ring.slot_ptr(p.index(r.ring.nslots())),
+                peeked: p,
+            })))
+        }
+        Ok(None) => None,
+        Err(detail) => {
+            r.broken.set(true);
+            Some(Err(ConduitError::Corrupt {
+                source_rank: s,
+                channel: ch,
+                detail,
+            }))
+        }
     }
 }
 
@@ -340,6 +431,21 @@ impl std::fmt::Debug for MemFrame<'_> {
             .field("header", &self.peeked.header)
             .field("args", &self.args())
             .finish_non_exhaustive()
+    }
+}
+
+impl<'a> MemFrame<'a> {
+    /// The frame `p` of sender `s`'s ring `r`, now out of channel `chan`.
+    #[inline(always)]
+    fn out(chan: &'a RxChannel, r: &'a RxRing, s: Rank, p: Peeked) -> Self {
+        chan.outstanding.set(true);
+        Self {
+            chan,
+            ring: r,
+            source: s,
+            base: r.ring.slot_ptr(p.index(r.ring.nslots())),
+            peeked: p,
+        }
     }
 }
 

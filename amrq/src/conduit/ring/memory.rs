@@ -18,11 +18,11 @@ pub trait RingMemory {
     fn head(&self) -> &AtomicU64;
     /// The sequence word of slot `idx` (`idx < nslots`).
     fn seq(&self, idx: u64) -> &AtomicU64;
-    /// Writes bytes 8..64 of slot `idx`: the header word and six arg words.
+    /// Writes the header word (bytes 8..16) of slot `idx`.
     ///
     /// # Safety
     /// The caller owns slot `idx`.
-    unsafe fn write_first(&self, idx: u64, words: &[u64; 7]);
+    unsafe fn write_header(&self, idx: u64, header: u64);
     /// Reads the header word (bytes 8..16) of slot `idx`.
     ///
     /// # Safety
@@ -148,13 +148,13 @@ mod raw {
         }
 
         #[inline(always)]
-        unsafe fn write_first(&self, idx: u64, words: &[u64; 7]) {
-            // SAFETY: the caller owns the slot; bytes 8..64 lie after the seq word.
+        unsafe fn write_header(&self, idx: u64, header: u64) {
+            // SAFETY: the caller owns the slot; the header word follows the seq word.
             unsafe {
                 self.slot(idx)
                     .add(HEADER_OFFSET)
-                    .cast::<[u64; 7]>()
-                    .write(*words)
+                    .cast::<u64>()
+                    .write(header)
             }
         }
 

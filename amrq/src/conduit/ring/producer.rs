@@ -1,8 +1,6 @@
 //! The producer side: reserve slots against a cached head, write, publish the sequence word.
 
-use super::layout::{
-    frame_slots, payload_offset, FrameHeader, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS, SLOT_BYTES,
-};
+use super::layout::{frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, FLAG_PAD, MAX_ARGS};
 use super::memory::RingMemory;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
@@ -107,17 +105,14 @@ impl Producer {
         let idx = pos & mask;
         header.len = payload.len() as u32;
         header.nargs = args.len() as u8;
-        let mut first = [0u64; 7];
-        first[0] = header.pack();
-        for (w, a) in first[1..].iter_mut().zip(args) {
-            *w = *a;
-        }
         // SAFETY: slots idx .. idx+k are ours (has_room) and inside the ring (no wrap)
-        // until the sequence word below publishes them.
+        // until the sequence word below publishes them. Only the words the frame uses
+        // are written: every store before the sequence word is a window in which the
+        // consumer, spinning on this line, can take it back before it is complete.
         unsafe {
-            mem.write_first(idx, &first);
-            if args.len() > EXPRESS_ARGS {
-                mem.write_bytes(idx, SLOT_BYTES, words_as_bytes(&args[EXPRESS_ARGS..]));
+            mem.write_header(idx, header.pack());
+            if !args.is_empty() {
+                mem.write_bytes(idx, ARGS_OFFSET, words_as_bytes(args));
             }
             if !payload.is_empty() {
                 mem.write_bytes(idx, payload_offset(args.len()), payload);
@@ -146,10 +141,8 @@ impl Producer {
             flags: FLAG_PAD,
             ..FrameHeader::default()
         };
-        let mut first = [0u64; 7];
-        first[0] = header.pack();
         // SAFETY: slot idx is ours (has_room counted the pad) until published below.
-        unsafe { mem.write_first(idx, &first) };
+        unsafe { mem.write_header(idx, header.pack()) };
         // ORDERING: Release publishes the pad header; pairs with the Acquire in `Consumer::peek`.
         mem.seq(idx).store(pos.wrapping_add(1), Release);
         self.tail = pos.wrapping_add(pad);

@@ -201,10 +201,8 @@ fn corrupt_headers_are_reported_not_followed() {
     for (bad, what) in cases {
         let h = HeapRing::new(8, 0);
         let mut c = Consumer::new(8, 0, 1);
-        let mut first = [0u64; 7];
-        first[0] = bad.pack();
         // SAFETY: nobody else uses this ring; we play a misbehaving producer.
-        unsafe { h.ring.write_first(0, &first) };
+        unsafe { h.ring.write_header(0, bad.pack()) };
         h.ring.seq(0).store(1, std::sync::atomic::Ordering::Release);
         assert_eq!(c.peek(&h.ring), Err(Corrupt { position: 0, what }));
     }
