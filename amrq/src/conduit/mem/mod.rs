@@ -313,10 +313,11 @@ impl Conduit for MemConduit {
         // FAIR_BURST in a row), stop after a full lap of empty rings or at the budget.
         while done < budget && idle < n {
             let r = &chan.rings[s];
-            let frame = if r.cons.with(|c| c.ready(&r.ring)) && !r.broken.get() {
+            let frame = if r.broken.get() {
+                None
+            } else {
                 match r.cons.with(|c| c.peek(&r.ring)) {
-                    Ok(Some(p)) => Some(p),
-                    Ok(None) => continue, // a pad: look at the same ring again
+                    Ok(p) => p,
                     Err(detail) => {
                         r.broken.set(true);
                         chan.save_scan(s, burst);
@@ -328,8 +329,6 @@ impl Conduit for MemConduit {
                         .into());
                     }
                 }
-            } else {
-                None
             };
             let Some(p) = frame else {
                 s = if s + 1 == n { 0 } else { s + 1 };

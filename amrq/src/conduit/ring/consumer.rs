@@ -1,7 +1,9 @@
 //! The consumer side: poll the next slot's sequence word, read in place, hand slots back
 //! in batches.
 
-use super::layout::{frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, FLAG_PAD, MAX_ARGS};
+use super::layout::{
+    frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS,
+};
 use super::memory::RingMemory;
 use super::{max_frame_slots, Corrupt};
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
@@ -123,6 +125,17 @@ impl Consumer {
             }
             // SAFETY: the sequence word says the producer published this slot to us.
             let header = FrameHeader::unpack(unsafe { mem.read_header(idx) });
+            if header.len == 0
+                && header.nargs as usize <= EXPRESS_ARGS
+                && header.flags & FLAG_PAD == 0
+            {
+                // Express: one slot, nothing more to check.
+                return Ok(Some(Peeked {
+                    position: self.head,
+                    header,
+                    slots: 1,
+                }));
+            }
             if header.flags & FLAG_PAD != 0 {
                 if u64::from(header.len) != self.nslots - idx {
                     return Err(self.corrupt("pad frame does not end at the ring's end"));
