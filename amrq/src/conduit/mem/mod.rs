@@ -279,14 +279,28 @@ impl Conduit for MemConduit {
         if chan.outstanding.get() {
             return Err(ConduitError::FrameOutstanding { channel: ch });
         }
-        // The scan is one sequence-word load per sender; only a hit takes the frame.
+        // The scan is one sequence-word load per sender.
         let n = chan.rings.len();
         let mut s = chan.cursor.get();
         for _ in 0..n {
             let r = &chan.rings[s];
-            if r.cons.with(|c| c.ready(&r.ring)) && !r.broken.get() {
-                if let Some(taken) = take(chan, r, s, ch) {
-                    return taken;
+            if !r.broken.get() {
+                match r.cons.with(|c| c.peek(&r.ring)) {
+                    Ok(Some(p)) => {
+                        let burst = if s == chan.cursor.get() {
+                            chan.burst.get() + 1
+                        } else {
+                            1
+                        };
+                        if burst >= FAIR_BURST {
+                            chan.save_scan(if s + 1 == n { 0 } else { s + 1 }, 0);
+                        } else {
+                            chan.save_scan(s, burst);
+                        }
+                        return Ok(Some(MemFrame::out(chan, r, s, p)));
+                    }
+                    Ok(None) => {}
+                    Err(detail) => return Err(broken(r, s, ch, detail)),
                 }
             }
             s = if s + 1 == n { 0 } else { s + 1 };
@@ -319,14 +333,8 @@ impl Conduit for MemConduit {
                 match r.cons.with(|c| c.peek(&r.ring)) {
                     Ok(p) => p,
                     Err(detail) => {
-                        r.broken.set(true);
                         chan.save_scan(s, burst);
-                        return Err(ConduitError::Corrupt {
-                            source_rank: s,
-                            channel: ch,
-                            detail,
-                        }
-                        .into());
+                        return Err(broken(r, s, ch, detail).into());
                     }
                 }
             };
@@ -367,48 +375,15 @@ impl Conduit for MemConduit {
     }
 }
 
-/// Takes the frame at the head of `r` (sender `s`), which `ready` saw: `None` if it was
-/// only a pad (the scan goes on), an error if the ring is corrupt (it is not read again).
-#[inline(always)]
-fn take<'a>(
-    chan: &'a RxChannel,
-    r: &'a RxRing,
-    s: Rank,
-    ch: Channel,
-) -> Option<Result<Option<MemFrame<'a>>, ConduitError>> {
-    match r.cons.with(|c| c.peek(&r.ring)) {
-        Ok(Some(p)) => {
-            chan.outstanding.set(true);
-            let burst = if s == chan.cursor.get() {
-                chan.burst.get() + 1
-            } else {
-                1
-            };
-            if burst >= FAIR_BURST {
-                chan.cursor
-                    .set(if s + 1 == chan.rings.len() { 0 } else { s + 1 });
-                chan.burst.set(0);
-            } else {
-                chan.cursor.set(s);
-                chan.burst.set(burst);
-            }
-            Some(Ok(Some(MemFrame {
-                chan,
-                ring: r,
-                source: s,
-                base: r.ring.slot_ptr(p.index(r.ring.nslots())),
-                peeked: p,
-            })))
-        }
-        Ok(None) => None,
-        Err(detail) => {
-            r.broken.set(true);
-            Some(Err(ConduitError::Corrupt {
-                source_rank: s,
-                channel: ch,
-                detail,
-            }))
-        }
+/// Marks sender `s`'s ring `r` of channel `ch` as corrupt (it is not read again) and
+/// says why.
+#[cold]
+fn broken(r: &RxRing, s: Rank, ch: Channel, detail: super::ring::Corrupt) -> ConduitError {
+    r.broken.set(true);
+    ConduitError::Corrupt {
+        source_rank: s,
+        channel: ch,
+        detail,
     }
 }
 

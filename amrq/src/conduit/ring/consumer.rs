@@ -84,23 +84,6 @@ impl Consumer {
         self.head
     }
 
-    /// True if a frame (or a pad) is readable at the head: one load and one compare, for
-    /// scanning many rings. Like [`Consumer::peek`], finding the ring empty publishes
-    /// the head if slots were consumed since the last publication.
-    #[inline(always)]
-    pub fn ready<M: RingMemory>(&mut self, mem: &M) -> bool {
-        let idx = self.head & (self.nslots - 1);
-        // ORDERING: Acquire pairs with the Release store of the sequence word in
-        // `Producer::try_push` / `publish_pad` (the frame is then read by `peek`).
-        if mem.seq(idx).load(Acquire) == self.head.wrapping_add(1) {
-            return true;
-        }
-        if self.head != self.published {
-            self.publish(mem);
-        }
-        false
-    }
-
     /// The next readable frame, `Ok(None)` if the ring is empty. Pad frames are skipped.
     /// Peeking again without a release returns the same frame.
     ///
