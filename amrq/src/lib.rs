@@ -42,6 +42,8 @@ pub mod am;
 pub mod bootstrap;
 pub mod conduit;
 #[cfg(not(amrq_loom))]
+pub mod launch;
+#[cfg(not(amrq_loom))]
 pub mod reference;
 #[cfg(not(amrq_loom))]
 pub mod rq;
@@ -53,7 +55,7 @@ pub mod util;
 #[cfg(not(amrq_loom))]
 pub use config::Config;
 #[cfg(not(amrq_loom))]
-mod config;
+pub mod config;
 
 /// The names most programs need.
 #[cfg(not(amrq_loom))]

@@ -14,26 +14,35 @@ pub const LINE_PAIRS: usize = 256;
 struct Line(AtomicU64);
 
 /// The shared lines of a raw ping-pong: `LINE_PAIRS` pings and `LINE_PAIRS` pongs, each
-/// on its own 128-byte line pair.
+/// on its own 128-byte line pair. `#[repr(C)]` and all zero at rest, so it can be placed
+/// in memory shared by two processes (see [`RawPingPong::in_memory`]).
+#[repr(C)]
 pub struct RawPingPong {
-    ping: Box<[Line]>,
-    pong: Box<[Line]>,
+    ping: [Line; LINE_PAIRS],
+    pong: [Line; LINE_PAIRS],
 }
 
-impl Default for RawPingPong {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+/// Bytes a [`RawPingPong`] takes.
+pub const RAW_PINGPONG_BYTES: usize = std::mem::size_of::<RawPingPong>();
+const _: () = assert!(RAW_PINGPONG_BYTES == 2 * LINE_PAIRS * 128);
 
 impl RawPingPong {
-    /// Fresh lines.
-    pub fn new() -> Self {
-        let lines = || (0..LINE_PAIRS).map(|_| Line(AtomicU64::new(0))).collect();
-        Self {
-            ping: lines(),
-            pong: lines(),
-        }
+    /// Fresh lines on the heap (ranks as threads).
+    pub fn new() -> Box<Self> {
+        Box::new(Self {
+            ping: std::array::from_fn(|_| Line(AtomicU64::new(0))),
+            pong: std::array::from_fn(|_| Line(AtomicU64::new(0))),
+        })
+    }
+
+    /// The lines at `p`, in memory both ranks map (ranks as processes).
+    ///
+    /// # Safety
+    /// `p` is 128-byte aligned, valid for [`RAW_PINGPONG_BYTES`] bytes for `'a`, zeroed
+    /// before either rank first uses it, and used for nothing else meanwhile.
+    pub unsafe fn in_memory<'a>(p: std::ptr::NonNull<u8>) -> &'a Self {
+        // SAFETY: the caller's guarantee; all-zero bytes are valid atomics.
+        unsafe { &*p.as_ptr().cast::<Self>() }
     }
 
     /// The initiator's side: `iters` round trips; returns nanoseconds per round trip.

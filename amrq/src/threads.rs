@@ -40,7 +40,8 @@ where
     F: Fn(MemConduit) -> R + Sync,
     R: Send,
 {
-    let eps = threads::endpoints(ranks, &config.channel_slots())?;
+    let eps =
+        threads::endpoints_with_segments(ranks, &config.channel_slots(), config.segment_bytes)?;
     let pin = ranks <= allowed_cores().len();
     let f = &f;
     let outcomes: Vec<_> = std::thread::scope(|s| {

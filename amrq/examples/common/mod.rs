@@ -6,6 +6,8 @@
 pub struct Opts {
     pub quick: bool,
     pub json: bool,
+    /// Ranks as threads of one process instead of processes.
+    pub threads: bool,
     pub iters: Option<u64>,
     pub extra: Vec<(String, String)>,
 }
@@ -20,6 +22,7 @@ pub fn opts_from(argv: Vec<String>, usage: &str) -> Opts {
     let mut o = Opts {
         quick: false,
         json: false,
+        threads: false,
         iters: None,
         extra: Vec::new(),
     };
@@ -28,6 +31,7 @@ pub fn opts_from(argv: Vec<String>, usage: &str) -> Opts {
         match a.as_str() {
             "--quick" => o.quick = true,
             "--json" => o.json = true,
+            "--threads" => o.threads = true,
             "--help" | "-h" => {
                 println!("{usage}");
                 std::process::exit(0);
@@ -97,4 +101,22 @@ pub fn plain(v: f64) -> String {
     } else {
         s.to_string()
     }
+}
+
+/// Runs `rank_main` on `ranks` ranks: processes (self-launched, or joining `amrun`'s
+/// job), or threads with `--threads`. Never returns; the exit status is the job's.
+pub fn run_ranks<F>(o: &Opts, ranks: usize, cfg: &amrq::Config, usage: &str, rank_main: F) -> !
+where
+    F: Fn(amrq::conduit::mem::MemConduit) -> Result<(), String> + Sync,
+{
+    if o.threads {
+        match amrq::threads::run(ranks, cfg, &rank_main) {
+            Ok(results) => match results.into_iter().find_map(Result::err) {
+                None => std::process::exit(0),
+                Some(e) => fail(usage, &e),
+            },
+            Err(e) => fail(usage, &e.to_string()),
+        }
+    }
+    amrq::launch::launch(ranks, cfg, rank_main)
 }

@@ -14,6 +14,12 @@ pub enum BootError {
     /// Ranks did not all arrive in time.
     #[error("{0}")]
     Timeout(String),
+    /// Shared memory could not be set up (the message says what to change).
+    #[error("{0}")]
+    Shm(String),
+    /// The launcher's environment is incomplete or inconsistent.
+    #[error("{0}")]
+    Env(String),
     /// A rank panicked while holding the bootstrap's lock.
     #[error("a rank panicked during setup")]
     Poisoned,

@@ -4,10 +4,13 @@
 //! Ranks as threads share a [`ThreadsBoot`]; ranks as processes (the next issue) will
 //! meet through the launcher's environment and a rendezvous in shared memory.
 
+pub mod env;
 mod error;
+pub mod shm;
 mod threads;
 
 pub use error::BootError;
+pub use shm::{JobKey, ShmJob};
 pub use threads::ThreadsBoot;
 
 use std::sync::Arc;
@@ -17,6 +20,8 @@ use std::sync::Arc;
 pub enum Boot {
     /// Ranks are threads of this process.
     Threads(Arc<ThreadsBoot>),
+    /// Ranks are processes of this host, meeting in shared memory.
+    Shm(Arc<ShmJob>),
 }
 
 impl Boot {
@@ -24,6 +29,7 @@ impl Boot {
     pub fn allgather(&self, rank: usize, mine: u64) -> Result<Vec<u64>, BootError> {
         match self {
             Boot::Threads(b) => b.allgather(rank, mine),
+            Boot::Shm(j) => j.allgather(mine),
         }
     }
 
@@ -31,6 +37,7 @@ impl Boot {
     pub fn check_peers(&self) -> Result<(), BootError> {
         match self {
             Boot::Threads(b) => b.check_peers(),
+            Boot::Shm(j) => j.check_peers(),
         }
     }
 
@@ -38,6 +45,8 @@ impl Boot {
     pub fn mark_failed(&self, rank: usize, cause: String) {
         match self {
             Boot::Threads(b) => b.mark_failed(rank, cause),
+            // Processes: the launcher sees the exit; peers see the pid gone.
+            Boot::Shm(_) => drop((rank, cause)),
         }
     }
 
@@ -45,6 +54,7 @@ impl Boot {
     pub fn barrier(&self) -> Result<(), BootError> {
         match self {
             Boot::Threads(b) => b.barrier(),
+            Boot::Shm(j) => j.barrier(),
         }
     }
 }

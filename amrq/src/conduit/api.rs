@@ -18,7 +18,7 @@ pub type Channel = usize;
 pub struct Message<'a> {
     /// Upper-layer tag (an AM handler index, an RQ tag).
     pub tag: u16,
-    /// Upper-layer flags (bits 0–6).
+    /// Upper-layer flags (bits 0–5; the others are the conduit's).
     pub flags: u8,
     /// The args.
     pub args: &'a [u64],
@@ -59,6 +59,8 @@ pub struct CapFlags {
 pub struct Caps {
     /// Ranks in the job.
     pub ranks: usize,
+    /// Bytes of each rank's registered segment.
+    pub segment_bytes: usize,
     /// Most u64 args per frame.
     pub max_args: usize,
     /// Per channel.
@@ -74,11 +76,14 @@ pub trait ReceivedFrame {
     fn source(&self) -> Rank;
     /// Its tag.
     fn tag(&self) -> u16;
-    /// Its flags (bits 0–6).
+    /// Its flags (bits 0–5).
     fn flags(&self) -> u8;
+    /// True for a Long message, whose payload lies in this rank's registered segment.
+    fn is_long(&self) -> bool;
     /// Its args.
     fn args(&self) -> &[u64];
-    /// Its payload, borrowed in place.
+    /// Its payload, borrowed in place: in the receive ring, or for a Long message in
+    /// this rank's registered segment.
     fn payload(&self) -> &[u8];
     /// Removes the frame from its queue, handing its slots back to the sender.
     fn release(self);
@@ -102,6 +107,22 @@ pub trait Conduit {
     /// Sends `msg` to channel `ch` of `dest`, or answers [`ConduitError::Busy`] with
     /// nothing sent if there is no room now.
     fn try_send(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> Result<(), ConduitError>;
+
+    /// Sends a Long message: deposits `msg.payload` at byte `offset` of `dest`'s
+    /// registered segment, then a frame with `msg.args` that tells where. The receiver
+    /// sees the payload in place in its segment. [`ConduitError::OutOfSegment`] if the
+    /// range does not fit; [`ConduitError::Busy`] (nothing written) if the ring is full.
+    fn try_send_long(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        msg: &Message<'_>,
+        offset: usize,
+    ) -> Result<(), ConduitError>;
+
+    /// This rank's registered segment: its first byte and length. Peers write into it
+    /// (Long messages, later RMA), so it is handed out as a raw pointer.
+    fn segment(&self) -> (std::ptr::NonNull<u8>, usize);
 
     /// The frame at the head of local channel `ch` (senders served round-robin), if any.
     /// Only one frame per channel can be out at a time:

@@ -43,6 +43,18 @@ pub enum ConduitError {
         /// The channel.
         channel: Channel,
     },
+    /// A Long message's range does not fit the destination's registered segment.
+    #[error("bytes {offset}..{offset}+{len} are outside rank {rank}'s {segment_bytes}-byte registered segment (AMRQ_SEGMENT_SIZE sets its size)")]
+    OutOfSegment {
+        /// The destination.
+        rank: Rank,
+        /// Start of the range.
+        offset: usize,
+        /// Its length.
+        len: usize,
+        /// The segment's size.
+        segment_bytes: usize,
+    },
     /// A frame of this channel is already out (dropped or released frames end that).
     #[error("a frame of channel {channel} is still borrowed: release or drop it first")]
     FrameOutstanding {

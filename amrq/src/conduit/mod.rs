@@ -20,6 +20,8 @@ mod error;
 #[cfg(not(amrq_loom))]
 pub mod mem;
 #[cfg(not(amrq_loom))]
+pub mod shm;
+#[cfg(not(amrq_loom))]
 pub mod threads;
 
 #[cfg(not(amrq_loom))]

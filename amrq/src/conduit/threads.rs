@@ -2,13 +2,14 @@
 //! allocation. Same ring code as the `shm` conduit, so tests of the upper layers with
 //! many ranks run in one process.
 
-use super::mem::{HeapRegion, MemConduit, RegionLayout, RegionOwner};
+use super::mem::{HeapRegion, MemConduit, Parts, RegionLayout, RegionOwner};
 use super::ConduitError;
 use crate::bootstrap::{Boot, ThreadsBoot};
 use std::sync::Arc;
 
 /// One endpoint per rank (index = rank) for `ranks` thread ranks, with one ring size in
-/// slots (a power of two) per channel. Move each endpoint to its own thread.
+/// slots (a power of two) per channel and a small registered segment (64 KiB) per rank.
+/// Move each endpoint to its own thread.
 ///
 /// ```
 /// use amrq::conduit::{threads, Conduit};
@@ -17,24 +18,40 @@ use std::sync::Arc;
 /// assert_eq!(eps[3].rank(), 3);
 /// ```
 pub fn endpoints(ranks: usize, channel_slots: &[u64]) -> Result<Vec<MemConduit>, ConduitError> {
+    endpoints_with_segments(ranks, channel_slots, 64 << 10)
+}
+
+/// [`endpoints`] with registered segments of `segment_bytes` each (heap memory, zeroed
+/// lazily by the allocator).
+pub fn endpoints_with_segments(
+    ranks: usize,
+    channel_slots: &[u64],
+    segment_bytes: usize,
+) -> Result<Vec<MemConduit>, ConduitError> {
     let layout = RegionLayout::new(ranks, channel_slots)?;
     let region = Arc::new(HeapRegion::new(layout.total_bytes())?);
     // SAFETY: the region is fresh, zeroed, page-aligned and of the layout's size.
     unsafe { layout.init(region.base()) };
+    let segments: Arc<[HeapRegion]> = (0..ranks)
+        .map(|_| HeapRegion::new(segment_bytes))
+        .collect::<Result<Vec<_>, _>>()?
+        .into();
     let boot = Boot::Threads(Arc::new(ThreadsBoot::new(ranks)));
     Ok((0..ranks)
         .map(|rank| {
-            // SAFETY: the region is initialised, kept alive by the owner handle, and each
-            // rank gets exactly one endpoint.
+            // SAFETY: the region is initialised, segments are `segment_bytes` long, both
+            // are kept alive by the owner handle, and each rank gets exactly one endpoint.
             unsafe {
-                MemConduit::new(
+                MemConduit::new(Parts {
                     rank,
-                    &layout,
-                    region.base(),
-                    RegionOwner::Heap(region.clone()),
-                    boot.clone(),
                     ranks,
-                )
+                    layout: &layout,
+                    rings: region.base(),
+                    segments: segments.iter().map(HeapRegion::base).collect(),
+                    segment_bytes,
+                    owner: RegionOwner::Heap(region.clone(), segments.clone()),
+                    boot: boot.clone(),
+                })
             }
         })
         .collect())

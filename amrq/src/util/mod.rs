@@ -2,7 +2,9 @@
 
 pub mod affinity;
 pub mod backoff;
+pub mod futex;
 pub(crate) mod prefetch;
+pub mod shm;
 
 pub use affinity::{pin_to_core, PinError};
 pub use backoff::Backoff;

@@ -1,7 +1,7 @@
 //! A conduit over rings in one memory region: per (sender → receiver, channel) a
-//! single-producer/single-consumer [`ring`](crate::conduit::ring). The `threads` conduit
-//! puts the region on the heap; the `shm` conduit will map it from /dev/shm. The hot path
-//! is the same code in both.
+//! single-producer/single-consumer [`ring`](crate::conduit::ring), plus every rank's
+//! registered segment, all mapped in every rank. The `threads` conduit puts them on the
+//! heap; the `shm` conduit maps them from /dev/shm. The hot path is the same code in both.
 //!
 //! A rank's endpoint keeps its producer and consumer states in [`Local`] cells: an
 //! endpoint is used by one thread (`Send`, not `Sync`), and every operation takes
@@ -12,20 +12,44 @@ mod region;
 pub use region::{HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC};
 
 use super::ring::{
-    max_frame_slots, Consumer, Peeked, Producer, RawRing, RingMemory, ARGS_OFFSET, MAX_ARGS,
-    SLOT_BYTES,
+    max_frame_slots, Consumer, Peeked, Producer, RawRing, RingMemory, ARGS_OFFSET, FLAG_LONG,
+    MAX_ARGS, SLOT_BYTES, USER_FLAGS,
 };
 use super::{Caps, Channel, ChannelCaps, Conduit, ConduitError, Message, Rank, ReceivedFrame};
 use crate::bootstrap::Boot;
 use crate::conduit::ring::FrameHeader;
 use std::cell::{Cell, UnsafeCell};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
-/// Keeps the memory of the rings alive for as long as an endpoint uses it.
+/// Keeps the memory of the rings and segments alive for as long as an endpoint uses it.
 #[derive(Debug, Clone)]
 pub enum RegionOwner {
-    /// A heap region shared by thread ranks.
-    Heap(Arc<HeapRegion>),
+    /// Heap memory shared by thread ranks: the rings, and one segment per rank.
+    Heap(Arc<HeapRegion>, Arc<[HeapRegion]>),
+    /// A job's shared memory object.
+    Shm(Arc<crate::bootstrap::ShmJob>),
+}
+
+/// Everything an endpoint is built from.
+#[derive(Debug)]
+pub struct Parts<'a> {
+    /// This rank.
+    pub rank: Rank,
+    /// Ranks in the job.
+    pub ranks: usize,
+    /// Where the rings are.
+    pub layout: &'a RegionLayout,
+    /// The initialised ring region (see [`RegionLayout::init`]).
+    pub rings: NonNull<u8>,
+    /// Every rank's registered segment, as mapped in this process.
+    pub segments: Vec<NonNull<u8>>,
+    /// Bytes of each segment.
+    pub segment_bytes: usize,
+    /// Keeps all of it alive.
+    pub owner: RegionOwner,
+    /// Setup-time collectives and failure records.
+    pub boot: Boot,
 }
 
 /// State of one end of a ring, private to the endpoint's thread.
@@ -48,6 +72,12 @@ impl<T> Local<T> {
         f(unsafe { &mut *self.0.get() })
     }
 }
+
+// SAFETY: the raw pointers of an endpoint (rings, segments) point into memory that its
+// owner handle keeps alive and that is shared by design (the ring protocol decides who
+// touches which bytes); moving the endpoint to another thread changes nothing about
+// that. It stays !Sync through its cells.
+unsafe impl Send for MemConduit {}
 
 // Each rank's private ring states are allocated by the thread that builds the job, next
 // to other ranks' states: align them to whole line pairs so that no two ranks' states
@@ -106,6 +136,8 @@ pub struct MemConduit {
     caps: Caps,
     tx: Box<[TxRing]>,
     rx: Box<[RxChannel]>,
+    segments: Box<[NonNull<u8>]>,
+    segment_bytes: usize,
     boot: Boot,
     _owner: RegionOwner,
 }
@@ -127,19 +159,23 @@ fn max_payload(slots: u64) -> usize {
 }
 
 impl MemConduit {
-    /// The endpoint of `rank` over an initialised region at `base` with `layout`.
+    /// The endpoint of rank `parts.rank`.
     ///
     /// # Safety
-    /// `base` holds an initialised region of `layout` that `owner` keeps alive, and no
-    /// other endpoint of rank `rank` exists for it.
-    pub unsafe fn new(
-        rank: Rank,
-        layout: &RegionLayout,
-        base: std::ptr::NonNull<u8>,
-        owner: RegionOwner,
-        boot: Boot,
-        ranks: usize,
-    ) -> Self {
+    /// `parts.rings` holds an initialised ring region of `parts.layout`, each of
+    /// `parts.segments` is valid for `parts.segment_bytes` bytes, `parts.owner` keeps all
+    /// of it alive, and no other endpoint of this rank exists for it.
+    pub unsafe fn new(parts: Parts<'_>) -> Self {
+        let Parts {
+            rank,
+            ranks,
+            layout,
+            rings: base,
+            segments,
+            segment_bytes,
+            owner,
+            boot,
+        } = parts;
         let channels = layout.channels();
         let mut tx = Vec::with_capacity(channels * ranks);
         let mut rx = Vec::with_capacity(channels);
@@ -169,6 +205,7 @@ impl MemConduit {
         }
         let caps = Caps {
             ranks,
+            segment_bytes,
             max_args: MAX_ARGS,
             channels: (0..channels)
                 .map(|ch| ChannelCaps {
@@ -187,9 +224,65 @@ impl MemConduit {
             caps,
             tx: tx.into_boxed_slice(),
             rx: rx.into_boxed_slice(),
+            segments: segments.into_boxed_slice(),
+            segment_bytes,
             boot,
             _owner: owner,
         }
+    }
+
+    /// Checks a frame before it is handed out: a Long frame must name a range inside
+    /// this rank's segment. Returns where its payload is.
+    #[inline(always)]
+    fn payload_of(
+        &self,
+        r: &RxRing,
+        p: &Peeked,
+    ) -> Result<(*const u8, usize), super::ring::Corrupt> {
+        let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
+        // SAFETY: the consumer checked that the frame, payload included, lies in the ring.
+        let inline = unsafe { base.add(p.payload_offset()) };
+        if p.header.flags & FLAG_LONG == 0 {
+            return Ok((inline, p.header.len as usize));
+        }
+        self.long_payload(inline, p)
+    }
+
+    #[cold]
+    fn long_payload(
+        &self,
+        inline: *const u8,
+        p: &Peeked,
+    ) -> Result<(*const u8, usize), super::ring::Corrupt> {
+        let bad = super::ring::Corrupt {
+            position: p.position,
+            what: "Long frame outside the registered segment",
+        };
+        if p.header.len != 16 {
+            return Err(bad);
+        }
+        // SAFETY: 16 inline payload bytes are in the frame (checked above).
+        let (offset, len) = unsafe {
+            (
+                inline.cast::<u64>().read_unaligned() as usize,
+                inline.add(8).cast::<u64>().read_unaligned() as usize,
+            )
+        };
+        match offset.checked_add(len) {
+            // SAFETY: offset + len ≤ segment length: inside this rank's segment.
+            Some(end) if end <= self.segment_bytes => Ok((
+                unsafe { self.segments[self.rank].as_ptr().add(offset) },
+                len,
+            )),
+            _ => Err(bad),
+        }
+    }
+
+    /// The registered segment of `rank` as mapped in this process (every segment of a
+    /// job on one host is mapped everywhere). For measurements and tools that must
+    /// touch peer memory directly; the layers above the conduit never do.
+    pub fn mapped_segment(&self, rank: Rank) -> Option<(NonNull<u8>, usize)> {
+        self.segments.get(rank).map(|&p| (p, self.segment_bytes))
     }
 
     /// The bootstrap this endpoint's job uses.
@@ -259,7 +352,7 @@ impl Conduit for MemConduit {
         let t = &self.tx[ch * self.size + dest];
         let header = FrameHeader {
             tag: msg.tag,
-            flags: msg.flags & !super::ring::FLAG_PAD,
+            flags: msg.flags & USER_FLAGS,
             ..FrameHeader::default()
         };
         if t.prod
@@ -269,6 +362,63 @@ impl Conduit for MemConduit {
         } else {
             Err(ConduitError::Busy)
         }
+    }
+
+    fn try_send_long(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        msg: &Message<'_>,
+        offset: usize,
+    ) -> Result<(), ConduitError> {
+        let len = msg.payload.len();
+        if dest >= self.size || ch >= self.rx.len() || msg.args.len() > MAX_ARGS {
+            return Err(self.check_send(dest, ch, msg));
+        }
+        if offset
+            .checked_add(len)
+            .is_none_or(|end| end > self.segment_bytes)
+        {
+            return Err(ConduitError::OutOfSegment {
+                rank: dest,
+                offset,
+                len,
+                segment_bytes: self.segment_bytes,
+            });
+        }
+        let t = &self.tx[ch * self.size + dest];
+        // Room first: the data must not be written for a frame that cannot follow.
+        if !t.prod.with(|p| p.has_room_for(&t.ring, msg.args.len(), 16)) {
+            return Err(ConduitError::Busy);
+        }
+        // SAFETY: the range is inside `dest`'s segment (checked above), mapped here; the
+        // source is a distinct slice. Concurrent writes to the same bytes by other ranks
+        // are the application's protocol, as with any RMA.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                msg.payload.as_ptr(),
+                self.segments[dest].as_ptr().add(offset),
+                len,
+            );
+        }
+        let mut inline = [0u8; 16];
+        inline[..8].copy_from_slice(&(offset as u64).to_ne_bytes());
+        inline[8..].copy_from_slice(&(len as u64).to_ne_bytes());
+        let header = FrameHeader {
+            tag: msg.tag,
+            flags: (msg.flags & USER_FLAGS) | FLAG_LONG,
+            ..FrameHeader::default()
+        };
+        // The Release store of the frame's sequence word also publishes the data above.
+        let sent = t
+            .prod
+            .with(|p| p.try_push(&t.ring, header, msg.args, &inline));
+        debug_assert!(sent, "room was checked");
+        Ok(())
+    }
+
+    fn segment(&self) -> (NonNull<u8>, usize) {
+        (self.segments[self.rank], self.segment_bytes)
     }
 
     #[inline(always)]
@@ -287,6 +437,10 @@ impl Conduit for MemConduit {
             if !r.broken.get() {
                 match r.cons.with(|c| c.peek(&r.ring)) {
                     Ok(Some(p)) => {
+                        let payload = match self.payload_of(r, &p) {
+                            Ok(x) => x,
+                            Err(detail) => return Err(broken(r, s, ch, detail)),
+                        };
                         let burst = if s == chan.cursor.get() {
                             chan.burst.get() + 1
                         } else {
@@ -297,7 +451,7 @@ impl Conduit for MemConduit {
                         } else {
                             chan.save_scan(s, burst);
                         }
-                        return Ok(Some(MemFrame::out(chan, r, s, p)));
+                        return Ok(Some(MemFrame::out(chan, r, s, p, payload)));
                     }
                     Ok(None) => {}
                     Err(detail) => return Err(broken(r, s, ch, detail)),
@@ -343,7 +497,14 @@ impl Conduit for MemConduit {
                 (idle, burst) = (idle + 1, 0);
                 continue;
             };
-            let frame = MemFrame::out(chan, r, s, p);
+            let payload = match self.payload_of(r, &p) {
+                Ok(x) => x,
+                Err(detail) => {
+                    chan.save_scan(s, burst);
+                    return Err(broken(r, s, ch, detail).into());
+                }
+            };
+            let frame = MemFrame::out(chan, r, s, p, payload);
             let result = f(&frame);
             frame.release();
             done += 1;
@@ -395,6 +556,8 @@ pub struct MemFrame<'a> {
     source: Rank,
     /// The frame's first slot.
     base: *const u8,
+    /// Its payload: in the ring, or for a Long frame in this rank's segment.
+    payload: (*const u8, usize),
     peeked: Peeked,
 }
 
@@ -409,15 +572,23 @@ impl std::fmt::Debug for MemFrame<'_> {
 }
 
 impl<'a> MemFrame<'a> {
-    /// The frame `p` of sender `s`'s ring `r`, now out of channel `chan`.
+    /// The frame `p` of sender `s`'s ring `r`, now out of channel `chan`, with its
+    /// checked payload.
     #[inline(always)]
-    fn out(chan: &'a RxChannel, r: &'a RxRing, s: Rank, p: Peeked) -> Self {
+    fn out(
+        chan: &'a RxChannel,
+        r: &'a RxRing,
+        s: Rank,
+        p: Peeked,
+        payload: (*const u8, usize),
+    ) -> Self {
         chan.outstanding.set(true);
         Self {
             chan,
             ring: r,
             source: s,
             base: r.ring.slot_ptr(p.index(r.ring.nslots())),
+            payload,
             peeked: p,
         }
     }
@@ -434,7 +605,11 @@ impl ReceivedFrame for MemFrame<'_> {
     }
     #[inline(always)]
     fn flags(&self) -> u8 {
-        self.peeked.header.flags
+        self.peeked.header.flags & USER_FLAGS
+    }
+    #[inline(always)]
+    fn is_long(&self) -> bool {
+        self.peeked.header.flags & FLAG_LONG != 0
     }
     #[inline(always)]
     fn args(&self) -> &[u64] {
@@ -451,13 +626,11 @@ impl ReceivedFrame for MemFrame<'_> {
     }
     #[inline(always)]
     fn payload(&self) -> &[u8] {
-        // SAFETY: as for `args`: the payload lies inside the checked frame.
-        unsafe {
-            std::slice::from_raw_parts(
-                self.base.add(self.peeked.payload_offset()),
-                self.peeked.header.len as usize,
-            )
-        }
+        // SAFETY: `payload_of` checked the range: inside the frame (which stays ours
+        // until `release`), or inside this rank's segment for a Long frame. A Long
+        // payload can be overwritten by a peer that sends another Long to the same
+        // bytes; that is the application's protocol, as with any RMA.
+        unsafe { std::slice::from_raw_parts(self.payload.0, self.payload.1) }
     }
     #[inline(always)]
     fn release(self) {

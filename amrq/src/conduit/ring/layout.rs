@@ -13,6 +13,11 @@ pub const EXPRESS_ARGS: usize = 6;
 pub const MAX_ARGS: usize = 8;
 /// Header flag reserved for the ring: this frame is padding up to the end of the ring.
 pub const FLAG_PAD: u8 = 0x80;
+/// Header flag reserved for conduits: the payload is a Long message's (offset, length)
+/// in the receiver's registered segment, not the data itself.
+pub const FLAG_LONG: u8 = 0x40;
+/// Flag bits the layers above the conduit may use.
+pub const USER_FLAGS: u8 = 0x3f;
 
 /// The control block: the consumer's published head, alone on its line pair.
 #[repr(C, align(128))]
@@ -58,7 +63,7 @@ const _: () = {
 /// Bit layout of the packed word (little end first):
 /// `len` bits 0–31 (payload bytes; for a pad frame, slots skipped), `tag` bits 32–47
 /// (the upper layer's: AM handler index, RQ tag), `nargs` bits 48–55, `flags` bits 56–63
-/// (bit 7 is [`FLAG_PAD`], bits 0–6 belong to the upper layer).
+/// (bit 7 is [`FLAG_PAD`], bit 6 [`FLAG_LONG`], bits 0–5 belong to the upper layers).
 ///
 /// ```
 /// use amrq::conduit::ring::FrameHeader;
@@ -73,7 +78,7 @@ pub struct FrameHeader {
     pub tag: u16,
     /// Number of u64 args (0..=8).
     pub nargs: u8,
-    /// Flags; bit 7 is reserved.
+    /// Flags; bits 6 and 7 are reserved.
     pub flags: u8,
 }
 

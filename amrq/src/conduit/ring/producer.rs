@@ -71,6 +71,19 @@ impl Producer {
         self.tail.wrapping_sub(self.cached_head) + need <= self.nslots
     }
 
+    /// True if a frame of `nargs` args and `len` payload bytes fits now; the next
+    /// `try_push` of such a frame then succeeds (only this producer takes room).
+    pub fn has_room_for<M: RingMemory>(&mut self, mem: &M, nargs: usize, len: usize) -> bool {
+        let k = frame_slots(nargs, len);
+        let idx = self.tail & (self.nslots - 1);
+        let pad = if idx + k > self.nslots {
+            self.nslots - idx
+        } else {
+            0
+        };
+        self.has_room(mem, pad + k)
+    }
+
     /// Writes one frame, or returns `false` with nothing written if the ring lacks room.
     ///
     /// `header.len` and `header.nargs` are set from `payload` and `args`. The caller

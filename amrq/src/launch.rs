@@ -1,0 +1,416 @@
+//! Starting jobs whose ranks are processes of this host: the runner behind `amrun`, and
+//! self-launch for programs started on their own.
+//!
+//! - [`Launcher`] starts N ranks of a program with their rank, size and job key in the
+//!   environment, pins them one per core when they fit, labels their output if asked,
+//!   and watches them: when one fails (non-zero exit, signal, panic) the others get
+//!   SIGTERM, then SIGKILL one second later, so the job ends within 2 s; every rank dies
+//!   with the launcher too (`PR_SET_PDEATHSIG`). It removes the job's shared memory name
+//!   at the end, a backstop: the ranks unlink it as soon as all have mapped it.
+//! - [`joined`] tells a process whether a launcher placed it in a job (amrun, or mpirun
+//!   and srun, see [`crate::bootstrap::env`]) and if so attaches it.
+//! - [`launch`] is both: a program started by hand re-executes itself as N ranks (no
+//!   `fork` of a multi-threaded process), while the same binary started by `amrun` joins
+//!   that job, so a job never nests into N × N ranks.
+
+use crate::bootstrap::env::{detect, ENV_KEY, ENV_RANK, ENV_SIZE};
+use crate::bootstrap::{BootError, JobKey};
+use crate::conduit::mem::MemConduit;
+use crate::conduit::ConduitError;
+use crate::util::affinity::allowed_cores;
+use crate::Config;
+use std::ffi::{OsStr, OsString};
+use std::io::{BufRead, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Why a job could not be started or joined.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// A rank's process could not be started.
+    #[error("cannot start rank {rank} ({program}): {source}")]
+    Spawn {
+        /// The rank.
+        rank: usize,
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The launcher's environment, or meeting the other ranks, failed.
+    #[error(transparent)]
+    Boot(#[from] BootError),
+    /// The conduit could not be set up.
+    #[error(transparent)]
+    Conduit(#[from] ConduitError),
+    /// A bad setting.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// How ranks are bound to cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bind {
+    /// Rank i on core i when the ranks fit the cores (the default); unbound otherwise.
+    Cores,
+    /// Never bound.
+    None,
+}
+
+/// The first rank that failed, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The rank (`None`: the job timed out).
+    pub rank: Option<usize>,
+    /// What happened, in words.
+    pub cause: String,
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The job's exit status: 0, the first failing rank's exit code, 128 + its signal,
+    /// or 124 for a timeout.
+    pub code: i32,
+    /// The first failure, if any.
+    pub failure: Option<Failure>,
+    /// True if the ranks were pinned one per core.
+    pub pinned: bool,
+}
+
+/// Starts and watches the ranks of one job.
+///
+/// ```no_run
+/// use amrq::launch::Launcher;
+/// let out = Launcher::new(2).run("/bin/true".as_ref(), &[]).unwrap();
+/// assert_eq!(out.code, 0);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    /// Ranks to start.
+    pub ranks: usize,
+    /// Core binding.
+    pub bind: Bind,
+    /// End the job after this long.
+    pub timeout: Option<Duration>,
+    /// Prefix every output line with `[rank] `.
+    pub label: bool,
+    /// The job key handed to the ranks.
+    pub key: JobKey,
+    /// Say on stderr what happens (oversubscription, failures).
+    pub verbose: bool,
+}
+
+impl Launcher {
+    /// A job of `ranks` ranks with a fresh random key, bound to cores, no timeout.
+    pub fn new(ranks: usize) -> Self {
+        Self {
+            ranks,
+            bind: Bind::Cores,
+            timeout: None,
+            label: false,
+            key: JobKey::random().unwrap_or(JobKey([std::process::id() as u64, 0x5eed])),
+            verbose: true,
+        }
+    }
+
+    /// True if the ranks will be pinned one per core.
+    pub fn pins(&self) -> bool {
+        self.bind == Bind::Cores && self.ranks <= allowed_cores().len()
+    }
+
+    /// Runs `program args…` as every rank and waits for the job to end.
+    pub fn run(&self, program: &OsStr, args: &[OsString]) -> Result<Outcome, LaunchError> {
+        if self.ranks == 0 {
+            return Err(LaunchError::Config(
+                "a job needs at least one rank (-n 1 or more)".into(),
+            ));
+        }
+        let cores = allowed_cores();
+        let pinned = self.pins();
+        if self.verbose && self.bind == Bind::Cores && !pinned {
+            eprintln!(
+                "amrun: {} ranks on {} cores: oversubscribed, ranks are not pinned (waits spin briefly, then yield)",
+                self.ranks,
+                cores.len()
+            );
+        }
+        let mut children: Vec<Option<Child>> = Vec::with_capacity(self.ranks);
+        let mut readers = Vec::new();
+        for rank in 0..self.ranks {
+            let cpu = pinned.then(|| cores[rank]);
+            match self.spawn(rank, cpu, program, args) {
+                Ok(mut child) => {
+                    if self.label {
+                        readers.extend(label_output(rank, &mut child));
+                    }
+                    children.push(Some(child));
+                }
+                Err(source) => {
+                    end_all(&mut children, libc::SIGKILL);
+                    crate::util::shm::unlink(&self.key.object_name());
+                    return Err(LaunchError::Spawn {
+                        rank,
+                        program: program.to_string_lossy().into_owned(),
+                        source,
+                    });
+                }
+            }
+        }
+        let outcome = self.watch(&mut children, pinned);
+        for r in readers {
+            let _ = r.join();
+        }
+        crate::util::shm::unlink(&self.key.object_name());
+        Ok(outcome)
+    }
+
+    fn spawn(
+        &self,
+        rank: usize,
+        cpu: Option<usize>,
+        program: &OsStr,
+        args: &[OsString],
+    ) -> std::io::Result<Child> {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env(ENV_RANK, rank.to_string())
+            .env(ENV_SIZE, self.ranks.to_string())
+            .env(ENV_KEY, self.key.to_string());
+        if self.label {
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        // SAFETY: getpid cannot fail.
+        let parent = unsafe { libc::getpid() };
+        // SAFETY: the closure runs in the child between fork and exec and only makes
+        // async-signal-safe system calls (prctl, getppid, sched_setaffinity, _exit) on
+        // stack data; it allocates nothing and takes no lock.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Die with the launcher, even if it is killed with SIGKILL.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != parent {
+                    libc::_exit(1); // the launcher died before the prctl
+                }
+                if let Some(cpu) = cpu {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpu, &mut set);
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                }
+                Ok(())
+            });
+        }
+        cmd.spawn()
+    }
+
+    fn watch(&self, children: &mut [Option<Child>], pinned: bool) -> Outcome {
+        let start = Instant::now();
+        let mut failure: Option<(Failure, i32)> = None;
+        let mut ending_since: Option<Instant> = None;
+        loop {
+            let mut running = 0;
+            for (rank, slot) in children.iter_mut().enumerate() {
+                let Some(child) = slot else { continue };
+                match child.try_wait() {
+                    Ok(Some(status)) => {
+                        *slot = None;
+                        if let Some((cause, code)) = failed(status) {
+                            if failure.is_none() && ending_since.is_none() {
+                                failure = Some((
+                                    Failure {
+                                        rank: Some(rank),
+                                        cause,
+                                    },
+                                    code,
+                                ));
+                            }
+                        }
+                    }
+                    Ok(None) => running += 1,
+                    Err(_) => *slot = None,
+                }
+            }
+            if running == 0 {
+                break;
+            }
+            if failure.is_none() && self.timeout.is_some_and(|t| start.elapsed() > t) {
+                let t = self.timeout.unwrap_or_default();
+                failure = Some((
+                    Failure {
+                        rank: None,
+                        cause: format!("timed out after {t:?}"),
+                    },
+                    124,
+                ));
+            }
+            match (ending_since, &failure) {
+                (None, Some((f, _))) => {
+                    if self.verbose {
+                        match f.rank {
+                            Some(r) => {
+                                eprintln!("amrun: rank {r} {}; ending the other ranks", f.cause)
+                            }
+                            None => eprintln!("amrun: the job {}; ending every rank", f.cause),
+                        }
+                    }
+                    end_all(children, libc::SIGTERM);
+                    ending_since = Some(Instant::now());
+                }
+                (Some(t), _) if t.elapsed() > Duration::from_secs(1) => {
+                    end_all(children, libc::SIGKILL)
+                }
+                _ => {}
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let (failure, code) = match failure {
+            Some((f, c)) => (Some(f), c),
+            None => (None, 0),
+        };
+        Outcome {
+            code,
+            failure,
+            pinned,
+        }
+    }
+}
+
+/// `Some((cause, exit code))` for a failed rank.
+fn failed(status: ExitStatus) -> Option<(String, i32)> {
+    if let Some(sig) = status.signal() {
+        return Some((
+            format!("was killed by signal {sig} ({})", signal_name(sig)),
+            128 + sig,
+        ));
+    }
+    match status.code() {
+        Some(0) => None,
+        Some(101) => Some(("panicked (exit status 101)".into(), 101)),
+        Some(c) => Some((format!("exited with status {c}"), c)),
+        None => Some(("ended in an unknown way".into(), 1)),
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGINT => "SIGINT",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        _ => "signal",
+    }
+}
+
+fn end_all(children: &mut [Option<Child>], sig: i32) {
+    for child in children.iter().flatten() {
+        // SAFETY: signalling our own child, which has not been reaped (its slot is Some).
+        unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+    }
+}
+
+/// Copies a rank's stdout and stderr line by line, each line prefixed with `[rank] `.
+fn label_output(rank: usize, child: &mut Child) -> Vec<std::thread::JoinHandle<()>> {
+    fn copy(
+        rank: usize,
+        from: impl std::io::Read + Send + 'static,
+        to_err: bool,
+    ) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            let mut r = std::io::BufReader::new(from);
+            let mut line = Vec::new();
+            while matches!(r.read_until(b'\n', &mut line), Ok(n) if n > 0) {
+                let mut out: Box<dyn Write> = if to_err {
+                    Box::new(std::io::stderr().lock())
+                } else {
+                    Box::new(std::io::stdout().lock())
+                };
+                let _ = write!(out, "[{rank}] ");
+                let _ = out.write_all(&line);
+                if !line.ends_with(b"\n") {
+                    let _ = out.write_all(b"\n");
+                }
+                line.clear();
+            }
+        })
+    }
+    let mut v = Vec::new();
+    if let Some(o) = child.stdout.take() {
+        v.push(copy(rank, o, false));
+    }
+    if let Some(e) = child.stderr.take() {
+        v.push(copy(rank, e, true));
+    }
+    v
+}
+
+/// If a launcher placed this process in a job, attaches it to the job's shared memory
+/// and returns its endpoint; `Ok(None)` if this process was started on its own.
+pub fn joined(config: &Config) -> Result<Option<MemConduit>, LaunchError> {
+    let Some(place) = detect()? else {
+        return Ok(None);
+    };
+    let timeout = Duration::from_secs(60);
+    Ok(Some(crate::conduit::shm::attach(
+        place.rank, place.size, place.key, config, timeout,
+    )?))
+}
+
+/// Runs `rank_main` as one rank of a job of `ranks` processes, and never returns.
+///
+/// Started on its own, the program re-executes itself `ranks` times (same arguments)
+/// and waits for them, exiting with the job's status. Started by `amrun` (or mpirun,
+/// srun), it is already a rank: it joins that job, whatever `ranks` says, so a job
+/// never nests. A rank exits with 0 when `rank_main` returns `Ok`, with 1 after printing
+/// the error otherwise.
+///
+/// ```no_run
+/// use amrq::conduit::Conduit;
+/// amrq::launch::launch(2, &amrq::Config::default(), |conduit| {
+///     println!("rank {} of {}", conduit.rank(), conduit.size());
+///     Ok::<_, std::convert::Infallible>(())
+/// });
+/// ```
+pub fn launch<E, F>(ranks: usize, config: &Config, rank_main: F) -> !
+where
+    E: std::fmt::Display,
+    F: FnOnce(MemConduit) -> Result<(), E>,
+{
+    match joined(config) {
+        Ok(Some(conduit)) => {
+            let rank = crate::conduit::Conduit::rank(&conduit);
+            match rank_main(conduit) {
+                Ok(()) => std::process::exit(0),
+                Err(e) => {
+                    eprintln!("rank {rank}: {e}");
+                    std::process::exit(1)
+                }
+            }
+        }
+        Ok(None) => {
+            let exe = match std::env::current_exe() {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("cannot find this program to start its ranks: {e}");
+                    std::process::exit(1)
+                }
+            };
+            let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+            match Launcher::new(ranks).run(exe.as_os_str(), &args) {
+                Ok(out) => std::process::exit(out.code),
+                Err(e) => {
+                    eprintln!("{e}");
+                    std::process::exit(1)
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("cannot join the job: {e}");
+            std::process::exit(1)
+        }
+    }
+}
