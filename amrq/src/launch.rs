@@ -139,7 +139,11 @@ impl Launcher {
         let mut children: Vec<Option<Child>> = Vec::with_capacity(self.ranks);
         let mut readers = Vec::new();
         for rank in 0..self.ranks {
-            let cpu = pinned.then(|| cores[rank]);
+            let cpu = if pinned {
+                cores.get(rank).copied()
+            } else {
+                None
+            };
             match self.spawn(rank, cpu, program, args) {
                 Ok(mut child) => {
                     if self.label {
