@@ -84,9 +84,11 @@ pub fn attach(
     let job = Arc::new(job);
     let base = job.user_base();
     // SAFETY (for the `add`s): segments lie inside the conduit's part (`sizes`).
-    let segments = (0..size)
-        .map(|r| unsafe { base.add(rings + r * seg) })
-        .collect();
+    let segment = |r: usize| {
+        // SAFETY: segments lie inside the conduit's part of the mapping (`sizes`).
+        unsafe { base.add(rings + r * seg) }
+    };
+    let segments = (0..size).map(segment).collect();
     // SAFETY: the ring region was initialised by rank 0 before `ready`; the mapping is
     // kept alive by the owner handle; this process has one endpoint for `rank`.
     Ok(unsafe {
