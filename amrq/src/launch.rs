@@ -138,21 +138,25 @@ impl Launcher {
         }
         let mut children: Vec<Option<Child>> = Vec::with_capacity(self.ranks);
         let mut readers = Vec::new();
+        let mut group = 0; // the job's process group: rank 0's pid once it exists
         for rank in 0..self.ranks {
             let cpu = if pinned {
                 cores.get(rank).copied()
             } else {
                 None
             };
-            match self.spawn(rank, cpu, program, args) {
+            match self.spawn(rank, cpu, group, program, args) {
                 Ok(mut child) => {
+                    if rank == 0 {
+                        group = child.id() as libc::pid_t;
+                    }
                     if self.label {
                         readers.extend(label_output(rank, &mut child));
                     }
                     children.push(Some(child));
                 }
                 Err(source) => {
-                    end_all(&mut children, libc::SIGKILL);
+                    end_all(&mut children, group, libc::SIGKILL);
                     crate::util::shm::unlink(&self.key.object_name());
                     return Err(LaunchError::Spawn {
                         rank,
@@ -162,7 +166,7 @@ impl Launcher {
                 }
             }
         }
-        let outcome = self.watch(&mut children, pinned);
+        let outcome = self.watch(&mut children, group, pinned);
         for r in readers {
             let _ = r.join();
         }
@@ -174,6 +178,7 @@ impl Launcher {
         &self,
         rank: usize,
         cpu: Option<usize>,
+        group: libc::pid_t,
         program: &OsStr,
         args: &[OsString],
     ) -> std::io::Result<Child> {
@@ -188,10 +193,13 @@ impl Launcher {
         // SAFETY: getpid cannot fail.
         let parent = unsafe { libc::getpid() };
         // SAFETY: the closure runs in the child between fork and exec and only makes
-        // async-signal-safe system calls (prctl, getppid, sched_setaffinity, _exit) on
-        // stack data; it allocates nothing and takes no lock.
+        // async-signal-safe system calls (setpgid, prctl, getppid, sched_setaffinity,
+        // _exit) on stack data; it allocates nothing and takes no lock.
         unsafe {
             cmd.pre_exec(move || {
+                // One process group per job, so that ending the job ends whatever the
+                // ranks started too. (If rank 0 is already gone this fails harmlessly.)
+                libc::setpgid(0, group);
                 // Die with the launcher, even if it is killed with SIGKILL.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 if libc::getppid() != parent {
@@ -208,8 +216,9 @@ impl Launcher {
         cmd.spawn()
     }
 
-    fn watch(&self, children: &mut [Option<Child>], pinned: bool) -> Outcome {
+    fn watch(&self, children: &mut [Option<Child>], group: libc::pid_t, pinned: bool) -> Outcome {
         let start = Instant::now();
+        forward_signals();
         let mut failure: Option<(Failure, i32)> = None;
         let mut ending_since: Option<Instant> = None;
         loop {
@@ -238,6 +247,16 @@ impl Launcher {
             if running == 0 {
                 break;
             }
+            let sig = INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed);
+            if failure.is_none() && sig != 0 {
+                failure = Some((
+                    Failure {
+                        rank: None,
+                        cause: format!("was interrupted by signal {sig} ({})", signal_name(sig)),
+                    },
+                    128 + sig,
+                ));
+            }
             if failure.is_none() && self.timeout.is_some_and(|t| start.elapsed() > t) {
                 let t = self.timeout.unwrap_or_default();
                 failure = Some((
@@ -258,15 +277,20 @@ impl Launcher {
                             None => eprintln!("amrun: the job {}; ending every rank", f.cause),
                         }
                     }
-                    end_all(children, libc::SIGTERM);
+                    end_all(children, group, libc::SIGTERM);
                     ending_since = Some(Instant::now());
                 }
                 (Some(t), _) if t.elapsed() > Duration::from_secs(1) => {
-                    end_all(children, libc::SIGKILL)
+                    end_all(children, group, libc::SIGKILL)
                 }
                 _ => {}
             }
             std::thread::sleep(Duration::from_millis(2));
+        }
+        // Whatever the ranks started and left behind goes too.
+        if group > 0 {
+            // SAFETY: signalling the job's own process group.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
         }
         let (failure, code) = match failure {
             Some((f, c)) => (Some(f), c),
@@ -310,10 +334,35 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-fn end_all(children: &mut [Option<Child>], sig: i32) {
+fn end_all(children: &mut [Option<Child>], group: libc::pid_t, sig: i32) {
+    if group > 0 {
+        // SAFETY: signalling the job's process group (ranks and what they started).
+        unsafe { libc::kill(-group, sig) };
+    }
     for child in children.iter().flatten() {
         // SAFETY: signalling our own child, which has not been reaped (its slot is Some).
         unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+    }
+}
+
+/// The signal that interrupted the launcher (0: none yet).
+static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    INTERRUPTED.store(sig, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The ranks are in their own process group, out of reach of the terminal's Ctrl-C:
+/// SIGINT, SIGTERM and SIGHUP to the launcher end the job the orderly way instead.
+fn forward_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe).
+        unsafe {
+            libc::signal(
+                sig,
+                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
     }
 }
 
