@@ -186,7 +186,11 @@ impl Launcher {
         cmd.args(args)
             .env(ENV_RANK, rank.to_string())
             .env(ENV_SIZE, self.ranks.to_string())
-            .env(ENV_KEY, self.key.to_string());
+            .env(ENV_KEY, self.key.to_string())
+            .env(
+                "AMRQ_PINNED",
+                cpu.map_or("none".to_string(), |c| format!("core {c}")),
+            );
         if self.label {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }

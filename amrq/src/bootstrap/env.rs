@@ -3,6 +3,8 @@
 //! | launcher | rank | size | job |
 //! |---|---|---|---|
 //! | `amrun`, `amrq::launch` | `AMRQ_RANK` | `AMRQ_SIZE` | `AMRQ_JOB_KEY` (32 hex digits) |
+//!
+//! (`amrun` also sets `AMRQ_PINNED` to `core N` or `none`, for reports.)
 //! | Open MPI `mpirun` | `OMPI_COMM_WORLD_RANK` | `OMPI_COMM_WORLD_SIZE` | `OMPI_MCA_ess_base_jobid` or `PMIX_NAMESPACE` |
 //! | PMI launchers (MPICH, Hydra) | `PMI_RANK` | `PMI_SIZE` | `PMI_KVS_NAME`, `PMIX_NAMESPACE` |
 //! | Slurm `srun` | `SLURM_PROCID` | `SLURM_NTASKS` | `SLURM_JOB_ID`.`SLURM_STEP_ID` |

@@ -64,3 +64,18 @@ pub fn allowed_cores() -> Vec<usize> {
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect()
 }
+
+/// CPUs online on this host, whatever this thread's affinity (a pinned rank sees one).
+///
+/// ```
+/// assert!(amrq::util::affinity::host_cores() >= 1);
+/// ```
+pub fn host_cores() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as usize
+    } else {
+        allowed_cores().len()
+    }
+}
