@@ -100,6 +100,8 @@ pub struct Launcher {
     pub key: JobKey,
     /// Say on stderr what happens (oversubscription, failures).
     pub verbose: bool,
+    /// Discard the ranks' stdout and stderr (tests of failing jobs).
+    pub quiet: bool,
 }
 
 impl Launcher {
@@ -112,6 +114,7 @@ impl Launcher {
             label: false,
             key: JobKey::random().unwrap_or(JobKey([std::process::id() as u64, 0x5eed])),
             verbose: true,
+            quiet: false,
         }
     }
 
@@ -191,7 +194,9 @@ impl Launcher {
                 "AMRQ_PINNED",
                 cpu.map_or("none".to_string(), |c| format!("core {c}")),
             );
-        if self.label {
+        if self.quiet {
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        } else if self.label {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }
         // SAFETY: getpid cannot fail.

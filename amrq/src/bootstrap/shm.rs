@@ -172,7 +172,12 @@ impl ShmJob {
             h.ready.store(READY, Ordering::Release);
             map
         } else {
-            attach(spec, &name, total, deadline)?
+            attach(spec, &name, total, deadline).inspect_err(|e| {
+                // A job whose ranks disagree will not start: leave nothing behind.
+                if matches!(e, BootError::Shm(_)) {
+                    unlink(&name);
+                }
+            })?
         };
         let job = Self {
             map,
