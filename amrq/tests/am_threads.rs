@@ -392,3 +392,16 @@ fn a_panicking_rank_ends_the_others_waits_with_peer_dead() {
         other => panic!("expected rank 1's panic, got {other:?}"),
     }
 }
+
+#[path = "common/long.rs"]
+mod common_long;
+
+#[test]
+fn long_requests_and_replies_land_in_the_segment() {
+    let cfg = Config {
+        segment_bytes: 4 << 20,
+        ..Config::default()
+    };
+    let out = amrq::threads::run(2, &cfg, common_long::long_round_trips);
+    all_ok(out);
+}

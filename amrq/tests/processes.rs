@@ -515,3 +515,20 @@ fn a_rank_with_another_key_cannot_attach() {
         .iter()
         .any(|n| format!("/{n}") == key.object_name()));
 }
+
+// ---------------------------------------------------------------- Long
+
+#[path = "common/long.rs"]
+mod common_long;
+
+#[test]
+fn long_requests_and_replies_as_processes() {
+    let cfg = Config {
+        segment_bytes: 4 << 20,
+        ..Config::default()
+    };
+    rank_of(&cfg, common_long::long_round_trips);
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = self_launch("long_requests_and_replies_as_processes", 2);
+    assert_eq!(out.code, 0, "{out:?}");
+}

@@ -1,5 +1,6 @@
 //! What a handler sees: the message, and for a request, the one reply it may send.
 
+use super::engine::Payload;
 use super::{Am, AmError, ReplyHandler};
 use crate::conduit::{Conduit, Rank};
 
@@ -35,7 +36,8 @@ impl<'a> Msg<'a> {
         self.args.get(i).copied().unwrap_or(0)
     }
 
-    /// The Medium payload (empty for Short), in place in the queue.
+    /// The payload, in place: in the queue for Medium (empty for Short), in this rank's
+    /// registered segment for Long.
     #[inline(always)]
     pub fn payload(&self) -> &'a [u8] {
         self.payload
@@ -97,7 +99,8 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     /// Sends a Short reply. Waits for room if needed, running only reply handlers.
     #[inline]
     pub fn reply(self, handler: ReplyHandler, args: &[u64]) -> Result<(), AmError> {
-        self.am.send_reply(self.source, handler, args, &[])
+        self.am
+            .send_reply(self.source, handler, args, Payload::Inline(&[]))
     }
 
     /// Sends a Medium reply (payload up to [`Am::max_medium`] bytes).
@@ -107,6 +110,20 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
         args: &[u64],
         payload: &[u8],
     ) -> Result<(), AmError> {
-        self.am.send_reply(self.source, handler, args, payload)
+        self.am
+            .send_reply(self.source, handler, args, Payload::Inline(payload))
+    }
+
+    /// Sends a Long reply: `payload` lands at byte `offset` of the requester's
+    /// registered segment before its reply handler runs.
+    pub fn reply_long(
+        self,
+        handler: ReplyHandler,
+        args: &[u64],
+        payload: &[u8],
+        offset: usize,
+    ) -> Result<(), AmError> {
+        self.am
+            .send_reply(self.source, handler, args, Payload::Long(payload, offset))
     }
 }

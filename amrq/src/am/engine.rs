@@ -9,6 +9,15 @@ use crate::rq::{QueueId, Rq};
 use crate::util::Backoff;
 use std::cell::Cell;
 
+/// What follows the args of a message.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Payload<'a> {
+    /// Carried in the queue (Short when empty, Medium otherwise).
+    Inline(&'a [u8]),
+    /// Deposited at an offset of the destination's registered segment (Long).
+    Long(&'a [u8], usize),
+}
+
 /// Replies run per `poll` before requests are looked at (GASNet polls 10 of each).
 const REPLY_BUDGET: usize = 32;
 /// Requests run per `poll`.
@@ -125,7 +134,7 @@ impl<S, C: Conduit> Am<S, C> {
         handler: RequestHandler,
         args: &[u64],
     ) -> Result<(), AmError> {
-        self.send_request(dest, handler.0, args, &[])
+        self.send_request(dest, handler.0, args, Payload::Inline(&[]))
     }
 
     /// Sends a Medium request: args plus a payload of up to [`Am::max_medium`] bytes.
@@ -136,7 +145,45 @@ impl<S, C: Conduit> Am<S, C> {
         args: &[u64],
         payload: &[u8],
     ) -> Result<(), AmError> {
-        self.send_request(dest, handler.0, args, payload)
+        self.send_request(dest, handler.0, args, Payload::Inline(payload))
+    }
+
+    /// Sends a Long request: `payload` is deposited at byte `offset` of `dest`'s
+    /// registered segment before the handler runs there, and handed to it in place.
+    /// [`ConduitError::OutOfSegment`](crate::conduit::ConduitError::OutOfSegment) if the
+    /// range does not fit; who may write which bytes of a segment is the program's
+    /// protocol (as with put).
+    pub fn request_long(
+        &self,
+        dest: Rank,
+        handler: RequestHandler,
+        args: &[u64],
+        payload: &[u8],
+        offset: usize,
+    ) -> Result<(), AmError> {
+        self.send_request(dest, handler.0, args, Payload::Long(payload, offset))
+    }
+
+    /// This rank's registered segment (first byte, length): where Long messages to
+    /// this rank land.
+    pub fn segment(&self) -> (std::ptr::NonNull<u8>, usize) {
+        self.rq.segment()
+    }
+
+    /// One attempt to enqueue into queue `q` of `dest`; `Ok(false)` if full.
+    #[inline(always)]
+    fn enqueue(
+        &self,
+        dest: Rank,
+        q: QueueId,
+        tag: u16,
+        args: &[u64],
+        payload: Payload<'_>,
+    ) -> Result<bool, AmError> {
+        Ok(match payload {
+            Payload::Inline(p) => self.rq.enqueue_tagged(dest, q, tag, args, p)?,
+            Payload::Long(p, offset) => self.rq.enqueue_long(dest, q, tag, args, p, offset)?,
+        })
     }
 
     /// Sends a request if there is room now: `Ok(false)` (nothing sent) otherwise.
@@ -148,9 +195,13 @@ impl<S, C: Conduit> Am<S, C> {
         args: &[u64],
         payload: &[u8],
     ) -> Result<bool, AmError> {
-        Ok(self
-            .rq
-            .enqueue_tagged(dest, QueueId::AM_REQUEST, handler.0, args, payload)?)
+        self.enqueue(
+            dest,
+            QueueId::AM_REQUEST,
+            handler.0,
+            args,
+            Payload::Inline(payload),
+        )
     }
 
     #[inline]
@@ -159,12 +210,9 @@ impl<S, C: Conduit> Am<S, C> {
         dest: Rank,
         tag: u16,
         args: &[u64],
-        payload: &[u8],
+        payload: Payload<'_>,
     ) -> Result<(), AmError> {
-        if self
-            .rq
-            .enqueue_tagged(dest, QueueId::AM_REQUEST, tag, args, payload)?
-        {
+        if self.enqueue(dest, QueueId::AM_REQUEST, tag, args, payload)? {
             return Ok(());
         }
         self.send_request_slow(dest, tag, args, payload)
@@ -177,7 +225,7 @@ impl<S, C: Conduit> Am<S, C> {
         dest: Rank,
         tag: u16,
         args: &[u64],
-        payload: &[u8],
+        payload: Payload<'_>,
     ) -> Result<(), AmError> {
         let mut backoff = Backoff::new();
         loop {
@@ -188,10 +236,7 @@ impl<S, C: Conduit> Am<S, C> {
             } else {
                 backoff.reset();
             }
-            if self
-                .rq
-                .enqueue_tagged(dest, QueueId::AM_REQUEST, tag, args, payload)?
-            {
+            if self.enqueue(dest, QueueId::AM_REQUEST, tag, args, payload)? {
                 return Ok(());
             }
         }
@@ -203,12 +248,9 @@ impl<S, C: Conduit> Am<S, C> {
         dest: Rank,
         h: ReplyHandler,
         args: &[u64],
-        payload: &[u8],
+        payload: Payload<'_>,
     ) -> Result<(), AmError> {
-        if self
-            .rq
-            .enqueue_tagged(dest, QueueId::AM_REPLY, h.0, args, payload)?
-        {
+        if self.enqueue(dest, QueueId::AM_REPLY, h.0, args, payload)? {
             return Ok(());
         }
         self.send_reply_slow(dest, h, args, payload)
@@ -221,7 +263,7 @@ impl<S, C: Conduit> Am<S, C> {
         dest: Rank,
         h: ReplyHandler,
         args: &[u64],
-        payload: &[u8],
+        payload: Payload<'_>,
     ) -> Result<(), AmError> {
         let mut backoff = Backoff::new();
         loop {
@@ -232,10 +274,7 @@ impl<S, C: Conduit> Am<S, C> {
             } else {
                 backoff.reset();
             }
-            if self
-                .rq
-                .enqueue_tagged(dest, QueueId::AM_REPLY, h.0, args, payload)?
-            {
+            if self.enqueue(dest, QueueId::AM_REPLY, h.0, args, payload)? {
                 return Ok(());
             }
         }
@@ -339,7 +378,7 @@ impl<S, C: Conduit> Am<S, C> {
         let (me, n) = (self.rank(), self.size());
         for (round, arrivals) in self.barrier_arrivals.iter().enumerate() {
             let dest = (me + (1 << round)) % n;
-            self.send_request(dest, TAG_BARRIER, &[round as u64], &[])?;
+            self.send_request(dest, TAG_BARRIER, &[round as u64], Payload::Inline(&[]))?;
             // Each rank hears from one partner per round and epoch, in order (one ring),
             // so the count reaching `epoch` means this epoch's message is in.
             self.wait_until(|_| arrivals.get() >= epoch)?;

@@ -7,8 +7,10 @@
 //! - **Request / reply**: a request handler gets a [`ReqCtx`] that can reply once, to the
 //!   requester only (`reply` consumes it); a reply handler gets nothing to send with.
 //!   Handlers cannot send requests, so they always run to completion.
-//! - **Short and Medium**: 0–8 u64 args, plus for Medium a payload of up to
-//!   [`Am::max_medium`] bytes (4 KiB or more), handed to the handler in place, no copy.
+//! - **Short, Medium and Long**: 0–8 u64 args, plus for Medium a payload of up to
+//!   [`Am::max_medium`] bytes (4 KiB or more) carried in the queue, or for Long a payload
+//!   of any size deposited at an offset of the destination's registered segment before
+//!   the handler runs; either way handed to the handler in place, no copy.
 //! - **Deadlock freedom**: requests and replies travel in separate queues; `poll` runs
 //!   replies first; a sender waiting for room polls (replies, then requests); a reply
 //!   waiting for room polls only replies, whose handlers never send.

@@ -143,6 +143,40 @@ impl<C: Conduit> Rq<C> {
         }
     }
 
+    /// Enqueues a Long message: `payload` is deposited at byte `offset` of `dest`'s
+    /// registered segment, then `args` and the tag are enqueued into `q`; the receiver
+    /// reads the payload in place in its segment. `Ok(false)`: the queue is full and
+    /// nothing was written. A range outside the segment is
+    /// [`ConduitError::OutOfSegment`].
+    #[inline]
+    pub fn enqueue_long(
+        &self,
+        dest: Rank,
+        q: QueueId,
+        tag: u16,
+        args: &[u64],
+        payload: &[u8],
+        offset: usize,
+    ) -> Result<bool, RqError> {
+        let msg = Message {
+            tag,
+            flags: 0,
+            args,
+            payload,
+        };
+        match self.conduit.try_send_long(dest, q.0, &msg, offset) {
+            Ok(()) => Ok(true),
+            Err(ConduitError::Busy) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// This rank's registered segment (first byte, length): where Long messages to this
+    /// rank land.
+    pub fn segment(&self) -> (std::ptr::NonNull<u8>, usize) {
+        self.conduit.segment()
+    }
+
     /// The frame at the head of local queue `q`, left in place (the payload is borrowed
     /// from the queue, no copy). Drop it to leave it queued; `release()` it to remove it.
     #[inline]
