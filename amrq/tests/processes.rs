@@ -532,3 +532,35 @@ fn long_requests_and_replies_as_processes() {
     let out = self_launch("long_requests_and_replies_as_processes", 2);
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+// ---------------------------------------------------------------- mpirun
+
+#[test]
+fn ranks_started_by_mpirun_join_one_job() {
+    rank_of(&Config::default(), |c| exactly_once_rank(c, 20_000));
+    let Ok(mpirun) = which("mpirun") else {
+        println!("skipped: mpirun is not installed (Debian: apt-get install openmpi-bin)");
+        return;
+    };
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let status = Command::new(mpirun)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["-n", "2", "--bind-to", "none"])
+        .arg(std::env::current_exe().expect("test binary"))
+        .args(child_args("ranks_started_by_mpirun_join_one_job"))
+        .status()
+        .expect("mpirun runs");
+    assert!(status.success(), "{status:?}");
+    assert!(shm_objects().is_empty());
+}
+
+fn which(program: &str) -> Result<std::path::PathBuf, ()> {
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(program))
+                .find(|p| p.is_file())
+        })
+        .ok_or(())
+}

@@ -8,154 +8,163 @@
 //! 2 s and amrun exits with that rank's status (128 + signal if it was killed). Programs
 //! that do not use amrq can be launched too.
 
-use amrq::config::Source;
-use amrq::launch::{Bind, Launcher};
-use clap::{Parser, ValueEnum};
-use std::ffi::OsString;
-use std::time::Duration;
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum BindArg {
-    /// Rank i on core i when the ranks fit the cores.
-    Cores,
-    /// No binding.
-    None,
-}
-
-/// Start N ranks of PROGRAM on this host.
-#[derive(Debug, Parser)]
-#[command(name = "amrun", version, about)]
-struct Args {
-    /// Number of ranks.
-    #[arg(short = 'n', long = "np", value_name = "N")]
-    ranks: usize,
-    /// How ranks are bound to cores.
-    #[arg(long, value_enum, default_value = "cores")]
-    bind: BindArg,
-    /// End the job (exit status 124) after this many seconds.
-    #[arg(long, value_name = "SECS")]
-    timeout: Option<f64>,
-    /// Prefix each output line with the rank that printed it.
-    #[arg(long)]
-    label: bool,
-    /// Print each setting, where it came from, and the shared memory the job maps.
-    #[arg(long)]
-    print_config: bool,
-    /// The program and its arguments.
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "PROGRAM ARGS"
-    )]
-    command: Vec<OsString>,
-}
-
 fn main() {
-    let args = Args::parse();
-    let mut launcher = Launcher::new(args.ranks);
-    launcher.bind = match args.bind {
-        BindArg::Cores => Bind::Cores,
-        BindArg::None => Bind::None,
-    };
-    launcher.label = args.label;
-    if let Some(t) = args.timeout {
-        if !(t > 0.0 && t.is_finite()) {
-            eprintln!("amrun: --timeout {t}: give a positive number of seconds");
-            std::process::exit(2);
-        }
-        launcher.timeout = Some(Duration::from_secs_f64(t));
-    }
-    if args.print_config {
-        print_config(&args, &launcher);
-    }
-    let Some((program, rest)) = args.command.split_first() else {
-        if args.print_config {
-            return;
-        }
-        eprintln!("amrun: no PROGRAM given (amrun -n N PROGRAM ARGS…)");
-        std::process::exit(2);
-    };
-    match launcher.run(program, rest) {
-        Ok(out) => std::process::exit(out.code),
-        Err(e) => {
-            eprintln!("amrun: {e}");
-            std::process::exit(1);
-        }
-    }
+    // Under `--cfg amrq_loom` the library holds only the ring (for the loom models).
+    #[cfg(not(amrq_loom))]
+    cli::main();
 }
 
-fn print_config(args: &Args, l: &Launcher) {
-    let cores = amrq::util::affinity::allowed_cores().len();
-    let flag = |given: bool| if given { "flag" } else { "default" };
-    println!("amrun configuration:");
-    println!("  ranks          {:<12} (flag -n)", l.ranks);
-    let bind = match l.bind {
-        Bind::Cores if l.pins() => format!(
-            "cores ({} ranks on {cores} cores: rank i on core i)",
-            l.ranks
-        ),
-        Bind::Cores => format!(
-            "cores, but {} ranks > {cores} cores: oversubscribed, not pinned",
-            l.ranks
-        ),
-        Bind::None => "none".into(),
-    };
-    println!(
-        "  bind           {bind} ({})",
-        flag(std::env::args().any(|a| a.starts_with("--bind")))
-    );
-    match l.timeout {
-        Some(t) => println!("  timeout        {t:?} (flag)"),
-        None => println!("  timeout        none (default)"),
+#[cfg(not(amrq_loom))]
+mod cli {
+    use amrq::config::Source;
+    use amrq::launch::{Bind, Launcher};
+    use clap::{Parser, ValueEnum};
+    use std::ffi::OsString;
+    use std::time::Duration;
+
+    #[derive(Debug, Clone, Copy, ValueEnum)]
+    enum BindArg {
+        /// Rank i on core i when the ranks fit the cores.
+        Cores,
+        /// No binding.
+        None,
     }
-    println!("  label          {} ({})", l.label, flag(args.label));
-    println!("  job key        {} (fresh random)", l.key);
-    let cfg = match amrq::Config::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("amrun: {e}");
-            std::process::exit(2);
+
+    /// Start N ranks of PROGRAM on this host.
+    #[derive(Debug, Parser)]
+    #[command(name = "amrun", version, about)]
+    struct Args {
+        /// Number of ranks.
+        #[arg(short = 'n', long = "np", value_name = "N")]
+        ranks: usize,
+        /// How ranks are bound to cores.
+        #[arg(long, value_enum, default_value = "cores")]
+        bind: BindArg,
+        /// End the job (exit status 124) after this many seconds.
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<f64>,
+        /// Prefix each output line with the rank that printed it.
+        #[arg(long)]
+        label: bool,
+        /// Print each setting, where it came from, and the shared memory the job maps.
+        #[arg(long)]
+        print_config: bool,
+        /// The program and its arguments.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "PROGRAM ARGS"
+        )]
+        command: Vec<OsString>,
+    }
+
+    pub fn main() {
+        let args = Args::parse();
+        let mut launcher = Launcher::new(args.ranks);
+        launcher.bind = match args.bind {
+            BindArg::Cores => Bind::Cores,
+            BindArg::None => Bind::None,
+        };
+        launcher.label = args.label;
+        if let Some(t) = args.timeout {
+            if !(t > 0.0 && t.is_finite()) {
+                eprintln!("amrun: --timeout {t}: give a positive number of seconds");
+                std::process::exit(2);
+            }
+            launcher.timeout = Some(Duration::from_secs_f64(t));
         }
-    };
-    for (name, src) in amrq::Config::sources() {
-        let value = match name {
-            "AMRQ_RING_SLOTS" => format!("{} slots", cfg.am_ring_slots),
-            _ => format!("{} bytes", cfg.segment_bytes),
+        if args.print_config {
+            print_config(&args, &launcher);
+        }
+        let Some((program, rest)) = args.command.split_first() else {
+            if args.print_config {
+                return;
+            }
+            eprintln!("amrun: no PROGRAM given (amrun -n N PROGRAM ARGS…)");
+            std::process::exit(2);
         };
-        let from = match src {
-            Source::Env => format!(
-                "environment {name}={}",
-                std::env::var(name).unwrap_or_default()
-            ),
-            Source::Default => "default".into(),
-        };
-        println!(
-            "  {:<14} {value} ({from})",
-            name.trim_start_matches("AMRQ_").to_lowercase()
-        );
-    }
-    match amrq::conduit::shm::job_bytes(l.ranks, &cfg) {
-        Ok((total, block, rings, segs)) => {
-            let mib = |b: usize| b as f64 / f64::from(1 << 20);
-            println!(
-                "  shared memory  {:.1} MiB in one /dev/shm object: bootstrap {:.2} MiB + rings {:.2} MiB ({} ranks² × 2 AM queues × {} slots × 64 B) + segments {:.1} MiB ({} × {:.1} MiB)",
-                mib(total),
-                mib(block),
-                mib(rings),
-                l.ranks,
-                cfg.am_ring_slots,
-                mib(segs),
-                l.ranks,
-                mib(cfg.segment_bytes)
-            );
-            match amrq::util::shm::shm_free_bytes() {
-                Ok(free) => println!(
-                    "  /dev/shm free  {:.1} MiB",
-                    free as f64 / f64::from(1 << 20)
-                ),
-                Err(e) => println!("  /dev/shm free  unknown ({e})"),
+        match launcher.run(program, rest) {
+            Ok(out) => std::process::exit(out.code),
+            Err(e) => {
+                eprintln!("amrun: {e}");
+                std::process::exit(1);
             }
         }
-        Err(e) => println!("  shared memory  cannot be computed: {e}"),
+    }
+
+    fn print_config(args: &Args, l: &Launcher) {
+        let cores = amrq::util::affinity::allowed_cores().len();
+        let flag = |given: bool| if given { "flag" } else { "default" };
+        println!("amrun configuration:");
+        println!("  ranks          {:<12} (flag -n)", l.ranks);
+        let bind = match l.bind {
+            Bind::Cores if l.pins() => format!(
+                "cores ({} ranks on {cores} cores: rank i on core i)",
+                l.ranks
+            ),
+            Bind::Cores => format!(
+                "cores, but {} ranks > {cores} cores: oversubscribed, not pinned",
+                l.ranks
+            ),
+            Bind::None => "none".into(),
+        };
+        println!(
+            "  bind           {bind} ({})",
+            flag(std::env::args().any(|a| a.starts_with("--bind")))
+        );
+        match l.timeout {
+            Some(t) => println!("  timeout        {t:?} (flag)"),
+            None => println!("  timeout        none (default)"),
+        }
+        println!("  label          {} ({})", l.label, flag(args.label));
+        println!("  job key        {} (fresh random)", l.key);
+        let cfg = match amrq::Config::from_env() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("amrun: {e}");
+                std::process::exit(2);
+            }
+        };
+        for (name, src) in amrq::Config::sources() {
+            let value = match name {
+                "AMRQ_RING_SLOTS" => format!("{} slots", cfg.am_ring_slots),
+                _ => format!("{} bytes", cfg.segment_bytes),
+            };
+            let from = match src {
+                Source::Env => format!(
+                    "environment {name}={}",
+                    std::env::var(name).unwrap_or_default()
+                ),
+                Source::Default => "default".into(),
+            };
+            println!(
+                "  {:<14} {value} ({from})",
+                name.trim_start_matches("AMRQ_").to_lowercase()
+            );
+        }
+        match amrq::conduit::shm::job_bytes(l.ranks, &cfg) {
+            Ok((total, block, rings, segs)) => {
+                let mib = |b: usize| b as f64 / f64::from(1 << 20);
+                println!(
+                    "  shared memory  {:.1} MiB in one /dev/shm object: bootstrap {:.2} MiB + rings {:.2} MiB ({} ranks² × 2 AM queues × {} slots × 64 B) + segments {:.1} MiB ({} × {:.1} MiB)",
+                    mib(total),
+                    mib(block),
+                    mib(rings),
+                    l.ranks,
+                    cfg.am_ring_slots,
+                    mib(segs),
+                    l.ranks,
+                    mib(cfg.segment_bytes)
+                );
+                match amrq::util::shm::shm_free_bytes() {
+                    Ok(free) => println!(
+                        "  /dev/shm free  {:.1} MiB",
+                        free as f64 / f64::from(1 << 20)
+                    ),
+                    Err(e) => println!("  /dev/shm free  unknown ({e})"),
+                }
+            }
+            Err(e) => println!("  shared memory  cannot be computed: {e}"),
+        }
     }
 }
