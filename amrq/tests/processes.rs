@@ -564,3 +564,39 @@ fn which(program: &str) -> Result<std::path::PathBuf, ()> {
         })
         .ok_or(())
 }
+
+#[test]
+fn flood_through_amrun() {
+    let cfg = Config {
+        am_ring_slots: 16,
+        ..Config::default()
+    };
+    rank_of(&cfg, |c| flood_rank(c, 5_000));
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (status, _) = amrun("flood_through_amrun", 3, &[]);
+    assert!(status.success(), "{status:?}");
+    assert!(shm_objects().is_empty());
+}
+
+#[test]
+fn too_little_dev_shm_says_what_is_needed_free_and_what_to_change() {
+    use amrq::conduit::shm::attach;
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let free = amrq::util::shm::shm_free_bytes().expect("statvfs /dev/shm");
+    // Segments that cannot fit: twice what is free, over 2 ranks.
+    let cfg = Config {
+        segment_bytes: free as usize,
+        ..Config::default()
+    };
+    let key = amrq::bootstrap::JobKey::random().expect("random");
+    let e = attach(0, 2, key, &cfg, Duration::from_secs(1))
+        .expect_err("cannot fit")
+        .to_string();
+    assert!(e.contains("not enough room in /dev/shm"), "{e}");
+    assert!(
+        e.contains("needs") && e.contains(&format!("{} MiB", free >> 20)),
+        "{e}"
+    );
+    assert!(e.contains("AMRQ_SEGMENT_SIZE"), "{e}");
+    assert!(shm_objects().is_empty(), "nothing created");
+}
