@@ -5,7 +5,8 @@
 //!   back out in place (read_queue + release);
 //! - `--am`: a whole Short AM round trip to itself: request, poll (the request handler
 //!   replies), poll (the reply handler runs). The software cost of a round trip, both
-//!   sides, without the cache-line transfers.
+//!   sides, without the cache-line transfers;
+//! - `--empty-poll`: `Am::poll` when nothing has arrived.
 //!
 //! ```text
 //! cargo run --release --example rq_loop [-- --quick] [--am] [--iters N] [--json]
@@ -20,17 +21,47 @@ use amrq::reference::median;
 use std::cell::Cell;
 use std::time::Instant;
 
-const USAGE: &str = "usage: rq_loop [--quick] [--am] [--iters N] [--batches B] [--json]";
+const USAGE: &str =
+    "usage: rq_loop [--quick] [--am | --empty-poll] [--iters N] [--batches B] [--json]";
 
 fn main() {
     let am_mode = std::env::args().any(|a| a == "--am");
-    let args: Vec<String> = std::env::args().filter(|a| a != "--am").collect();
+    let poll_mode = std::env::args().any(|a| a == "--empty-poll");
+    let args: Vec<String> = std::env::args()
+        .filter(|a| a != "--am" && a != "--empty-poll")
+        .collect();
     let o = common::opts_from(args, USAGE);
     if am_mode {
         am_loop(&o);
+    } else if poll_mode {
+        empty_poll(&o);
     } else {
         rq_loop(&o);
     }
+}
+
+/// `Am::poll` on empty request and reply queues of a one-rank job: the unsuccessful
+/// poll of Liu & Culler.
+fn empty_poll(o: &common::Opts) {
+    let iters = o
+        .iters
+        .unwrap_or(if o.quick { 2_000_000 } else { 20_000_000 });
+    let batches = o.num("batches", 11, USAGE).max(1);
+    let fail = |e: &dyn std::fmt::Display| common::fail(USAGE, &e.to_string());
+    let mut one = threads::endpoints(1, &[256, 256]).unwrap_or_else(|e| fail(&e));
+    let am = Am::new(one.remove(0), HandlerTable::<()>::new(), ()).unwrap_or_else(|e| fail(&e));
+    let mut v = Vec::new();
+    for _ in 0..batches {
+        let t = Instant::now();
+        for _ in 0..iters {
+            if am.poll().unwrap_or(1) != 0 {
+                common::fail(USAGE, "a poll found something in empty queues");
+            }
+        }
+        v.push(t.elapsed().as_nanos() as f64 / iters as f64);
+    }
+    println!("one rank, Am::poll on empty request and reply queues, {batches} batches of {iters}");
+    common::summary("empty_poll", o.json, &[("ns_per_poll", median(&mut v))]);
 }
 
 struct State {

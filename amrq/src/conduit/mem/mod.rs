@@ -105,12 +105,43 @@ struct RxChannel {
     outstanding: Cell<bool>,
 }
 
-impl RxChannel {
-    /// Where the next scan starts, and how many frames that ring gave in a row.
+impl RxRing {
+    /// A frame is readable and the ring is not known to be corrupt.
     #[inline(always)]
-    fn save_scan(&self, cursor: usize, burst: u32) {
-        self.cursor.set(cursor);
-        self.burst.set(burst);
+    fn ready(&self) -> bool {
+        self.cons.with(|c| c.ready(&self.ring)) && !self.broken.get()
+    }
+}
+
+impl RxChannel {
+    /// The first sender, from the cursor on (round-robin), whose ring has a frame.
+    #[inline(always)]
+    fn next_ready(&self) -> Option<usize> {
+        let c = self.cursor.get();
+        let (before, after) = self.rings.split_at(c);
+        match after.iter().position(RxRing::ready) {
+            Some(i) => Some(c + i),
+            None => before.iter().position(RxRing::ready),
+        }
+    }
+
+    /// A frame was taken from sender `s`: stay on its ring for up to `FAIR_BURST`
+    /// frames in a row, then give the next sender the first look.
+    #[inline(always)]
+    fn took(&self, s: usize) {
+        let burst = if s == self.cursor.get() {
+            self.burst.get() + 1
+        } else {
+            1
+        };
+        if burst >= FAIR_BURST {
+            self.cursor
+                .set(if s + 1 == self.rings.len() { 0 } else { s + 1 });
+            self.burst.set(0);
+        } else {
+            self.cursor.set(s);
+            self.burst.set(burst);
+        }
     }
 }
 
@@ -228,6 +259,27 @@ impl MemConduit {
             segment_bytes,
             boot,
             _owner: owner,
+        }
+    }
+
+    /// The frame at the head of sender `s`'s ring `r`, which `next_ready` saw, checked:
+    /// `Ok(None)` if it was a pad (consumed); a corrupt ring is marked and reported.
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn take(
+        &self,
+        r: &RxRing,
+        s: Rank,
+        ch: Channel,
+    ) -> Result<Option<(Peeked, (*const u8, usize))>, ConduitError> {
+        let p = match r.cons.with(|c| c.peek(&r.ring)) {
+            Ok(Some(p)) => p,
+            Ok(None) => return Ok(None),
+            Err(detail) => return Err(broken(r, s, ch, detail)),
+        };
+        match self.payload_of(r, &p) {
+            Ok(payload) => Ok(Some((p, payload))),
+            Err(detail) => Err(broken(r, s, ch, detail)),
         }
     }
 
@@ -429,37 +481,20 @@ impl Conduit for MemConduit {
         if chan.outstanding.get() {
             return Err(ConduitError::FrameOutstanding { channel: ch });
         }
-        // The scan is one sequence-word load per sender.
-        let n = chan.rings.len();
-        let mut s = chan.cursor.get();
-        for _ in 0..n {
+        loop {
+            let Some(s) = chan.next_ready() else {
+                return Ok(None);
+            };
             let r = &chan.rings[s];
-            if !r.broken.get() {
-                match r.cons.with(|c| c.peek(&r.ring)) {
-                    Ok(Some(p)) => {
-                        let payload = match self.payload_of(r, &p) {
-                            Ok(x) => x,
-                            Err(detail) => return Err(broken(r, s, ch, detail)),
-                        };
-                        let burst = if s == chan.cursor.get() {
-                            chan.burst.get() + 1
-                        } else {
-                            1
-                        };
-                        if burst >= FAIR_BURST {
-                            chan.save_scan(if s + 1 == n { 0 } else { s + 1 }, 0);
-                        } else {
-                            chan.save_scan(s, burst);
-                        }
-                        return Ok(Some(MemFrame::out(chan, r, s, p, payload)));
-                    }
-                    Ok(None) => {}
-                    Err(detail) => return Err(broken(r, s, ch, detail)),
+            match self.take(r, s, ch) {
+                Ok(Some((p, payload))) => {
+                    chan.took(s);
+                    return Ok(Some(MemFrame::out(chan, r, s, p, payload)));
                 }
+                Ok(None) => {} // a pad: look again
+                Err(e) => return Err(e),
             }
-            s = if s + 1 == n { 0 } else { s + 1 };
         }
-        Ok(None)
     }
 
     #[inline(always)]
@@ -474,52 +509,24 @@ impl Conduit for MemConduit {
         if chan.outstanding.get() {
             return Err(ConduitError::FrameOutstanding { channel: ch }.into());
         }
-        let n = chan.rings.len();
-        let (mut s, mut burst) = (chan.cursor.get(), chan.burst.get());
-        let (mut done, mut idle) = (0, 0);
-        // Scan the senders from the cursor; stay on a ring while it has frames (up to
-        // FAIR_BURST in a row), stop after a full lap of empty rings or at the budget.
-        while done < budget && idle < n {
+        let mut done = 0;
+        while done < budget {
+            let Some(s) = chan.next_ready() else {
+                break;
+            };
             let r = &chan.rings[s];
-            let frame = if r.broken.get() {
-                None
-            } else {
-                match r.cons.with(|c| c.peek(&r.ring)) {
-                    Ok(p) => p,
-                    Err(detail) => {
-                        chan.save_scan(s, burst);
-                        return Err(broken(r, s, ch, detail).into());
-                    }
-                }
+            let (p, payload) = match self.take(r, s, ch) {
+                Ok(Some(x)) => x,
+                Ok(None) => continue, // a pad: look again
+                Err(e) => return Err(e.into()),
             };
-            let Some(p) = frame else {
-                s = if s + 1 == n { 0 } else { s + 1 };
-                (idle, burst) = (idle + 1, 0);
-                continue;
-            };
-            let payload = match self.payload_of(r, &p) {
-                Ok(x) => x,
-                Err(detail) => {
-                    chan.save_scan(s, burst);
-                    return Err(broken(r, s, ch, detail).into());
-                }
-            };
+            chan.took(s);
             let frame = MemFrame::out(chan, r, s, p, payload);
             let result = f(&frame);
             frame.release();
             done += 1;
-            idle = 0;
-            burst += 1;
-            if burst >= FAIR_BURST {
-                s = if s + 1 == n { 0 } else { s + 1 };
-                burst = 0;
-            }
-            if let Err(e) = result {
-                chan.save_scan(s, burst);
-                return Err(e);
-            }
+            result?;
         }
-        chan.save_scan(s, burst);
         Ok(done)
     }
 

@@ -84,6 +84,15 @@ impl Consumer {
         self.head
     }
 
+    /// True if a frame (or a pad) is readable at the head: one load and one compare,
+    /// nothing written, for scanning many rings.
+    #[inline(always)]
+    pub fn ready<M: RingMemory>(&self, mem: &M) -> bool {
+        // ORDERING: Acquire pairs with the Release store of the sequence word in
+        // `Producer::try_push` / `publish_pad` (the frame is then read by `peek`).
+        mem.seq(self.head & (self.nslots - 1)).load(Acquire) == self.head.wrapping_add(1)
+    }
+
     /// The next readable frame, `Ok(None)` if the ring is empty. Pad frames are skipped.
     /// Peeking again without a release returns the same frame.
     ///
