@@ -47,9 +47,10 @@ fn empty_poll(o: &common::Opts) {
         .iters
         .unwrap_or(if o.quick { 2_000_000 } else { 20_000_000 });
     let batches = o.num("batches", 11, USAGE).max(1);
-    let fail = |e: &dyn std::fmt::Display| common::fail(USAGE, &e.to_string());
-    let mut one = threads::endpoints(1, &[256, 256]).unwrap_or_else(|e| fail(&e));
-    let am = Am::new(one.remove(0), HandlerTable::<()>::new(), ()).unwrap_or_else(|e| fail(&e));
+    let mut one =
+        threads::endpoints(1, &[256, 256]).unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
+    let am = Am::new(one.remove(0), HandlerTable::<()>::new(), ())
+        .unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
     let mut v = Vec::new();
     for _ in 0..batches {
         let t = Instant::now();
