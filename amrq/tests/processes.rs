@@ -219,22 +219,23 @@ struct Flood {
     replies: Cell<u64>,
 }
 
-fn flood_rank(c: MemConduit, per_peer: u64) -> Result<(), String> {
+/// The AM runtime of a flood: `ask` requests whose handlers reply `back`.
+fn flood_am(c: MemConduit) -> Result<(Am<Flood>, RequestHandler), String> {
     let mut table = HandlerTable::new();
     let back = table.reply("back", |s: &Flood, _m| {
         s.replies.set(s.replies.get() + 1);
         Ok(())
     });
     let ask = table.request("ask", |s: &Flood, ctx, m| ctx.reply(s.back, &[m.arg(0)]));
-    let am = Am::new(
-        c,
-        table,
-        Flood {
-            back,
-            replies: Cell::new(0),
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    let state = Flood {
+        back,
+        replies: Cell::new(0),
+    };
+    Ok((Am::new(c, table, state).map_err(|e| e.to_string())?, ask))
+}
+
+fn flood_rank(c: MemConduit, per_peer: u64) -> Result<(), String> {
+    let (am, ask) = flood_am(c)?;
     let n = am.size();
     for i in 0..per_peer {
         for k in 0..n {
@@ -278,21 +279,7 @@ fn failing_rank(c: MemConduit, how: &str) -> Result<(), String> {
             std::io::Write::write_all(&mut f, format!("{}\n", std::process::id()).as_bytes())
         })
         .map_err(|e| e.to_string())?;
-    let mut table = HandlerTable::new();
-    let back = table.reply("back", |s: &Flood, _m| {
-        s.replies.set(s.replies.get() + 1);
-        Ok(())
-    });
-    let ask = table.request("ask", |s: &Flood, ctx, m| ctx.reply(s.back, &[m.arg(0)]));
-    let am = Am::new(
-        c,
-        table,
-        Flood {
-            back,
-            replies: Cell::new(0),
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    let (am, ask) = flood_am(c)?;
     for i in 0.. {
         if rank == 1 && i == 20_000 {
             // When it failed, for the test to time the end of the job from.

@@ -215,31 +215,9 @@ impl<S, C: Conduit> Am<S, C> {
         if self.enqueue(dest, QueueId::AM_REQUEST, tag, args, payload)? {
             return Ok(());
         }
-        self.send_request_slow(dest, tag, args, payload)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn send_request_slow(
-        &self,
-        dest: Rank,
-        tag: u16,
-        args: &[u64],
-        payload: Payload<'_>,
-    ) -> Result<(), AmError> {
-        let mut backoff = Backoff::new();
-        loop {
-            // Room appears when `dest` drains its queue; meanwhile we drain ours, so two
-            // ranks flooding each other both make progress.
-            if self.poll()? == 0 {
-                self.snooze(&mut backoff)?;
-            } else {
-                backoff.reset();
-            }
-            if self.enqueue(dest, QueueId::AM_REQUEST, tag, args, payload)? {
-                return Ok(());
-            }
-        }
+        // Room appears when `dest` drains its queue; meanwhile we drain ours, so two
+        // ranks flooding each other both make progress.
+        self.send_when_room(dest, QueueId::AM_REQUEST, tag, args, payload, Self::poll)
     }
 
     #[inline]
@@ -253,28 +231,34 @@ impl<S, C: Conduit> Am<S, C> {
         if self.enqueue(dest, QueueId::AM_REPLY, h.0, args, payload)? {
             return Ok(());
         }
-        self.send_reply_slow(dest, h, args, payload)
+        // Only replies: their handlers never send, so this wait cannot grow into a cycle
+        // of ranks each waiting for the next (the request/reply rule).
+        self.send_when_room(dest, QueueId::AM_REPLY, h.0, args, payload, |am| {
+            am.drain(QueueId::AM_REPLY, REPLY_BUDGET)
+        })
     }
 
+    /// Retries a send into queue `q` of `dest` until there is room, running `poll`
+    /// (which returns how many handlers ran) between attempts.
     #[cold]
     #[inline(never)]
-    fn send_reply_slow(
+    fn send_when_room(
         &self,
         dest: Rank,
-        h: ReplyHandler,
+        q: QueueId,
+        tag: u16,
         args: &[u64],
         payload: Payload<'_>,
+        poll: impl Fn(&Self) -> Result<usize, AmError>,
     ) -> Result<(), AmError> {
         let mut backoff = Backoff::new();
         loop {
-            // Only replies: their handlers never send, so this wait cannot grow into a
-            // cycle of ranks each waiting for the next (the request/reply rule).
-            if self.drain(QueueId::AM_REPLY, REPLY_BUDGET)? == 0 {
+            if poll(self)? == 0 {
                 self.snooze(&mut backoff)?;
             } else {
                 backoff.reset();
             }
-            if self.enqueue(dest, QueueId::AM_REPLY, h.0, args, payload)? {
+            if self.enqueue(dest, q, tag, args, payload)? {
                 return Ok(());
             }
         }

@@ -46,6 +46,17 @@ impl QueueId {
     }
 }
 
+/// RQ's answer to a conduit send: committed (`true`), full (`false`, nothing sent), or
+/// an error.
+#[inline(always)]
+fn committed(sent: Result<(), ConduitError>) -> Result<bool, RqError> {
+    match sent {
+        Ok(()) => Ok(true),
+        Err(ConduitError::Busy) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// What [`Rq::dequeue`] copied out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dequeued {
@@ -136,11 +147,7 @@ impl<C: Conduit> Rq<C> {
             args,
             payload,
         };
-        match self.conduit.try_send(dest, q.0, &msg) {
-            Ok(()) => Ok(true),
-            Err(ConduitError::Busy) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
+        committed(self.conduit.try_send(dest, q.0, &msg))
     }
 
     /// Enqueues a Long message: `payload` is deposited at byte `offset` of `dest`'s
@@ -164,11 +171,7 @@ impl<C: Conduit> Rq<C> {
             args,
             payload,
         };
-        match self.conduit.try_send_long(dest, q.0, &msg, offset) {
-            Ok(()) => Ok(true),
-            Err(ConduitError::Busy) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
+        committed(self.conduit.try_send_long(dest, q.0, &msg, offset))
     }
 
     /// This rank's registered segment (first byte, length): where Long messages to this
