@@ -272,7 +272,7 @@ impl MemConduit {
         s: Rank,
         ch: Channel,
     ) -> Result<Option<(Peeked, (*const u8, usize))>, ConduitError> {
-        let p = match r.cons.with(|c| c.peek(&r.ring)) {
+        let p = match r.cons.with(|c| c.take_ready(&r.ring)) {
             Ok(Some(p)) => p,
             Ok(None) => return Ok(None),
             Err(detail) => return Err(broken(r, s, ch, detail)),

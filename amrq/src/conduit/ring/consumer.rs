@@ -84,13 +84,21 @@ impl Consumer {
         self.head
     }
 
-    /// True if a frame (or a pad) is readable at the head: one load and one compare,
-    /// nothing written, for scanning many rings.
+    /// True if a frame (or a pad) is readable at the head: one load and one compare, for
+    /// scanning many rings. Like [`Consumer::peek`], finding the ring empty publishes
+    /// the head if slots were consumed since the last publication (a local store: the
+    /// producer reads the head only when its cached view says full).
     #[inline(always)]
-    pub fn ready<M: RingMemory>(&self, mem: &M) -> bool {
+    pub fn ready<M: RingMemory>(&mut self, mem: &M) -> bool {
         // ORDERING: Acquire pairs with the Release store of the sequence word in
         // `Producer::try_push` / `publish_pad` (the frame is then read by `peek`).
-        mem.seq(self.head & (self.nslots - 1)).load(Acquire) == self.head.wrapping_add(1)
+        if mem.seq(self.head & (self.nslots - 1)).load(Acquire) == self.head.wrapping_add(1) {
+            return true;
+        }
+        if self.head != self.published {
+            self.publish(mem);
+        }
+        false
     }
 
     /// The next readable frame, `Ok(None)` if the ring is empty. Pad frames are skipped.
@@ -106,48 +114,51 @@ impl Consumer {
     #[inline(always)]
     pub fn peek<M: RingMemory>(&mut self, mem: &M) -> Result<Option<Peeked>, Corrupt> {
         loop {
-            let idx = self.head & (self.nslots - 1);
-            // ORDERING: Acquire pairs with the Release store of the sequence word in
-            // `Producer::try_push` / `publish_pad`: the frame's bytes are visible after it.
-            if mem.seq(idx).load(Acquire) != self.head.wrapping_add(1) {
-                if self.head != self.published {
-                    self.publish(mem);
-                }
+            if !self.ready(mem) {
                 return Ok(None);
             }
-            // SAFETY: the sequence word says the producer published this slot to us.
-            let header = FrameHeader::unpack(unsafe { mem.read_header(idx) });
-            if header.len == 0
-                && header.nargs as usize <= EXPRESS_ARGS
-                && header.flags & FLAG_PAD == 0
-            {
-                // Express: one slot, nothing more to check.
-                return Ok(Some(Peeked {
-                    position: self.head,
-                    header,
-                    slots: 1,
-                }));
+            if let Some(f) = self.take_ready(mem)? {
+                return Ok(Some(f));
             }
-            if header.flags & FLAG_PAD != 0 {
-                if u64::from(header.len) != self.nslots - idx {
-                    return Err(self.corrupt("pad frame does not end at the ring's end"));
-                }
-                self.advance(mem, u64::from(header.len));
-                continue;
-            }
-            if header.nargs as usize > MAX_ARGS {
-                return Err(self.corrupt("more than 8 args"));
-            }
-            let slots = frame_slots(header.nargs as usize, header.len as usize);
-            if slots > max_frame_slots(self.nslots) || idx + slots > self.nslots {
-                return Err(self.corrupt("frame longer than the ring allows"));
-            }
+        }
+    }
+
+    /// The frame at the head, which [`Consumer::ready`] has just seen: `Ok(None)` if it
+    /// was a pad (now skipped; look again). The frame's bytes are read only after that
+    /// Acquire, so there is no need to load the sequence word a second time.
+    #[inline(always)]
+    pub fn take_ready<M: RingMemory>(&mut self, mem: &M) -> Result<Option<Peeked>, Corrupt> {
+        let idx = self.head & (self.nslots - 1);
+        // SAFETY: `ready` saw the sequence word say the producer published this slot.
+        let header = FrameHeader::unpack(unsafe { mem.read_header(idx) });
+        if header.len == 0 && header.nargs as usize <= EXPRESS_ARGS && header.flags & FLAG_PAD == 0
+        {
+            // Express: one slot, nothing more to check.
             return Ok(Some(Peeked {
                 position: self.head,
                 header,
-                slots,
+                slots: 1,
             }));
         }
+        if header.flags & FLAG_PAD != 0 {
+            if u64::from(header.len) != self.nslots - idx {
+                return Err(self.corrupt("pad frame does not end at the ring's end"));
+            }
+            self.advance(mem, u64::from(header.len));
+            return Ok(None);
+        }
+        if header.nargs as usize > MAX_ARGS {
+            return Err(self.corrupt("more than 8 args"));
+        }
+        let slots = frame_slots(header.nargs as usize, header.len as usize);
+        if slots > max_frame_slots(self.nslots) || idx + slots > self.nslots {
+            return Err(self.corrupt("frame longer than the ring allows"));
+        }
+        Ok(Some(Peeked {
+            position: self.head,
+            header,
+            slots,
+        }))
     }
 
     /// Copies the args of `f` out of the ring (the conduits borrow them in place instead).
