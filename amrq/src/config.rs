@@ -1,6 +1,60 @@
 //! The settings of a job, in one typed value.
 
+use crate::conduit::{Rank, Senders};
 use crate::rq::QueueId;
+
+/// How the frames of a queue reach the program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Delivery {
+    /// The program dequeues or polls (the default: atomic by default, as RQ argues).
+    #[default]
+    Poll,
+    /// A progress thread runs their handlers as they arrive (selective interrupts).
+    Interrupt,
+}
+
+/// A named queue that every rank has: its capacity, delivery and senders.
+///
+/// ```
+/// use amrq::config::{Delivery, QueueSpec};
+/// let q = QueueSpec::new("results", 64).senders_only(vec![0]).delivery(Delivery::Poll);
+/// assert_eq!(q.slots, 64);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueSpec {
+    /// Its name.
+    pub name: String,
+    /// Ring slots (64 B) per sender: the queue's capacity, and its memory bound.
+    pub slots: u64,
+    /// How its frames are delivered.
+    pub delivery: Delivery,
+    /// Which ranks may enqueue into it.
+    pub senders: Senders,
+}
+
+impl QueueSpec {
+    /// A Poll queue anyone may send to, `slots` slots per sender (a power of two).
+    pub fn new(name: impl Into<String>, slots: u64) -> Self {
+        Self {
+            name: name.into(),
+            slots,
+            delivery: Delivery::Poll,
+            senders: Senders::All,
+        }
+    }
+
+    /// Only `ranks` may enqueue into it.
+    pub fn senders_only(mut self, ranks: Vec<Rank>) -> Self {
+        self.senders = Senders::Only(ranks);
+        self
+    }
+
+    /// Sets the delivery mode.
+    pub fn delivery(mut self, d: Delivery) -> Self {
+        self.delivery = d;
+        self
+    }
+}
 
 /// The settings of a job: ring sizes of the AM queues and of the user's named queues,
 /// and the size of each rank's registered segment.
@@ -11,6 +65,7 @@ use crate::rq::QueueId;
 /// let q = cfg.add_queue(64);
 /// assert_eq!(cfg.channel_slots(), vec![256, 256, 64]);
 /// assert_eq!(q.index(), 2);
+/// assert_eq!(cfg.queue_named("q2"), Some(q));
 /// assert_eq!(cfg.segment_bytes, 64 << 20);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,8 +74,8 @@ pub struct Config {
     /// A power of two ≥ 256 keeps Medium payloads of 4 KiB possible.
     /// Environment: `AMRQ_RING_SLOTS`.
     pub am_ring_slots: u64,
-    /// Slots per sender of each user queue, in creation order.
-    pub queue_slots: Vec<u64>,
+    /// The user's named queues, in creation order (queue ids from 2 on).
+    pub queues: Vec<QueueSpec>,
     /// Bytes of each rank's registered segment (Long messages, RMA), mapped by every
     /// rank of the host. Environment: `AMRQ_SEGMENT_SIZE` (bytes, or with K/M/G).
     pub segment_bytes: usize,
@@ -39,7 +94,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             am_ring_slots: 256,
-            queue_slots: Vec::new(),
+            queues: Vec::new(),
             segment_bytes: 64 << 20,
         }
     }
@@ -96,16 +151,38 @@ impl Config {
         ]
     }
 
-    /// Adds a user queue whose ring from each sender has `slots` slots (a power of two).
+    /// Adds a Poll queue anyone may send to, named `q<id>`, whose ring from each sender
+    /// has `slots` slots (a power of two).
     pub fn add_queue(&mut self, slots: u64) -> QueueId {
-        self.queue_slots.push(slots);
-        QueueId::new(QueueId::FIRST_USER + self.queue_slots.len() - 1)
+        let name = format!("q{}", QueueId::FIRST_USER + self.queues.len());
+        self.add(QueueSpec::new(name, slots))
+    }
+
+    /// Adds the queue `spec` on every rank; returns its id.
+    pub fn add(&mut self, spec: QueueSpec) -> QueueId {
+        self.queues.push(spec);
+        QueueId::new(QueueId::FIRST_USER + self.queues.len() - 1)
+    }
+
+    /// The id of the queue named `name`.
+    pub fn queue_named(&self, name: &str) -> Option<QueueId> {
+        self.queues
+            .iter()
+            .position(|q| q.name == name)
+            .map(|i| QueueId::new(QueueId::FIRST_USER + i))
     }
 
     /// The ring size of every conduit channel: AM requests, AM replies, then user queues.
     pub fn channel_slots(&self) -> Vec<u64> {
         let mut v = vec![self.am_ring_slots, self.am_ring_slots];
-        v.extend_from_slice(&self.queue_slots);
+        v.extend(self.queues.iter().map(|q| q.slots));
+        v
+    }
+
+    /// Who may send into every conduit channel (anyone into the AM queues).
+    pub fn channel_senders(&self) -> Vec<Senders> {
+        let mut v = vec![Senders::All, Senders::All];
+        v.extend(self.queues.iter().map(|q| q.senders.clone()));
         v
     }
 }

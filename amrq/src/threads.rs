@@ -40,8 +40,7 @@ where
     F: Fn(MemConduit) -> R + Sync,
     R: Send,
 {
-    let eps =
-        threads::endpoints_with_segments(ranks, &config.channel_slots(), config.segment_bytes)?;
+    let eps = threads::endpoints_for(ranks, config)?;
     let pin = ranks <= allowed_cores().len();
     let f = &f;
     let outcomes: Vec<_> = std::thread::scope(|s| {

@@ -150,3 +150,42 @@ fn bad_destination_queue_and_sizes_are_typed_errors() {
     .unwrap();
     assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
 }
+
+#[test]
+fn a_queue_takes_only_its_senders() {
+    use amrq::config::QueueSpec;
+    let mut cfg = Config::default();
+    let q = cfg.add(QueueSpec::new("from-rank-0", 16).senders_only(vec![0]));
+    assert_eq!(cfg.queue_named("from-rank-0"), Some(q));
+    let out = amrq::threads::run(2, &cfg, |conduit| -> Result<(), AmError> {
+        let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
+        let rq = am.rq();
+        if am.rank() == 0 {
+            assert!(rq.enqueue(1, q, &[42], &[])?);
+        } else {
+            assert_eq!(
+                rq.enqueue(0, q, &[1], &[]),
+                Err(RqError::Conduit(ConduitError::NotPermitted {
+                    rank: 1,
+                    channel: q.index()
+                }))
+            );
+        }
+        am.barrier()?;
+        if am.rank() == 1 {
+            let mut args = [0u64; 1];
+            assert!(rq.dequeue(q, &mut args, &mut [])?.is_some());
+            assert_eq!((args[0], rq.dropped(q)), (42, 0));
+        }
+        if am.rank() == 0 {
+            assert!(
+                rq.read_queue(q)?.is_none(),
+                "the refused frame was never sent"
+            );
+        }
+        am.barrier()?;
+        Ok(())
+    })
+    .unwrap();
+    assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+}

@@ -40,6 +40,9 @@ use std::time::{Duration, Instant};
 
 /// "amrqJOB1" once rank 0 has initialised everything.
 const READY: u64 = u64::from_le_bytes(*b"amrqJOB1");
+/// A rank's pid slot once it has left the job cleanly: its process may be gone without
+/// anything having failed (it finished first).
+const LEFT: u64 = u64::MAX;
 const HEADER_BYTES: usize = 4096;
 
 /// A job's 128-bit key.
@@ -273,11 +276,14 @@ impl ShmJob {
         Ok(all)
     }
 
-    /// [`BootError::PeerDead`] if a rank's process no longer exists.
+    /// [`BootError::PeerDead`] if a rank's process no longer exists although it did not
+    /// leave the job cleanly (a crash, a signal, an exit from inside the job).
     pub fn check_peers(&self) -> Result<(), BootError> {
         for r in 0..self.size {
-            let pid = self.pid(r).load(Ordering::Relaxed);
-            if pid == 0 || r == self.rank {
+            // ORDERING: Acquire pairs with the Release store of LEFT in `drop`, so a rank
+            // that left is never taken for dead (its exit follows that store).
+            let pid = self.pid(r).load(Ordering::Acquire);
+            if pid == 0 || pid == LEFT || r == self.rank {
                 continue;
             }
             // SAFETY: signal 0 only checks that the process exists.
@@ -291,6 +297,17 @@ impl ShmJob {
             }
         }
         Ok(())
+    }
+}
+
+impl Drop for ShmJob {
+    fn drop(&mut self) {
+        // Leaving normally (not unwinding from a panic): say so, so that peers still
+        // finishing do not take this rank's exit for a failure.
+        if !std::thread::panicking() {
+            // ORDERING: Release pairs with the Acquire load in `check_peers`.
+            self.pid(self.rank).store(LEFT, Ordering::Release);
+        }
     }
 }
 

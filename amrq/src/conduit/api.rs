@@ -26,9 +26,39 @@ pub struct Message<'a> {
     pub payload: &'a [u8],
 }
 
+/// Which ranks may send into a channel (a queue): StarT-Voyager's logical destination
+/// table, kept by the conduit like a network interface would. The same at every rank.
+///
+/// ```
+/// use amrq::conduit::Senders;
+/// assert!(Senders::All.allows(7));
+/// assert!(Senders::Only(vec![0, 2]).allows(2));
+/// assert!(!Senders::Only(vec![0, 2]).allows(1));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Senders {
+    /// Every rank.
+    #[default]
+    All,
+    /// Only these ranks.
+    Only(Vec<Rank>),
+}
+
+impl Senders {
+    /// True if `rank` may send into the channel.
+    pub fn allows(&self, rank: Rank) -> bool {
+        match self {
+            Senders::All => true,
+            Senders::Only(v) => v.contains(&rank),
+        }
+    }
+}
+
 /// What one channel of a conduit can carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChannelCaps {
+    /// Ranks that may send into it.
+    pub senders: Senders,
     /// Ring slots per sender (the queue's capacity in 64-byte slots).
     pub slots: u64,
     /// Largest payload of one frame on this channel, in bytes.
@@ -105,7 +135,8 @@ pub trait Conduit {
     fn caps(&self) -> &Caps;
 
     /// Sends `msg` to channel `ch` of `dest`, or answers [`ConduitError::Busy`] with
-    /// nothing sent if there is no room now.
+    /// nothing sent if there is no room now ([`ConduitError::NotPermitted`] if this rank
+    /// may not send into `ch`).
     fn try_send(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> Result<(), ConduitError>;
 
     /// Sends a Long message: deposits `msg.payload` at byte `offset` of `dest`'s
@@ -140,6 +171,10 @@ pub trait Conduit {
     where
         E: From<ConduitError>,
         F: FnMut(&Self::Frame<'_>) -> Result<(), E>;
+
+    /// Frames that arrived on local channel `ch` from a rank not allowed to send there,
+    /// dropped undelivered (a sender that bypassed its own check).
+    fn dropped(&self, ch: Channel) -> u64;
 
     /// Setup-time all-gather of one word per rank (index = rank).
     fn allgather(&self, mine: u64) -> Result<Vec<u64>, ConduitError>;

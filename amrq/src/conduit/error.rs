@@ -25,6 +25,16 @@ pub enum ConduitError {
         /// Channels configured.
         channels: usize,
     },
+    /// This rank may not send into that queue (its logical destination table says no).
+    #[error(
+        "rank {rank} may not enqueue into channel {channel}: the queue's senders do not include it"
+    )]
+    NotPermitted {
+        /// This rank.
+        rank: Rank,
+        /// The channel.
+        channel: Channel,
+    },
     /// More args than a frame carries.
     #[error("{nargs} args given, a frame carries at most {max}")]
     TooManyArgs {

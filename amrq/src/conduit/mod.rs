@@ -25,6 +25,8 @@ pub mod shm;
 pub mod threads;
 
 #[cfg(not(amrq_loom))]
-pub use api::{CapFlags, Caps, Channel, ChannelCaps, Conduit, Message, Rank, ReceivedFrame};
+pub use api::{
+    CapFlags, Caps, Channel, ChannelCaps, Conduit, Message, Rank, ReceivedFrame, Senders,
+};
 #[cfg(not(amrq_loom))]
 pub use error::ConduitError;

@@ -60,7 +60,13 @@ pub fn attach(
 ) -> Result<MemConduit, ConduitError> {
     let (layout, rings, seg, user) = sizes(size, cfg)?;
     let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
-    for w in cfg.channel_slots().into_iter().chain([seg as u64]) {
+    let senders = format!("{:?}", cfg.channel_senders());
+    for w in cfg
+        .channel_slots()
+        .into_iter()
+        .chain([seg as u64])
+        .chain(senders.bytes().map(u64::from))
+    {
         digest = (digest ^ w).wrapping_mul(0x0100_0000_01b3);
     }
     let spec = JobSpec {
@@ -97,6 +103,7 @@ pub fn attach(
             ranks: size,
             layout: &layout,
             rings: base,
+            senders: cfg.channel_senders(),
             segments,
             segment_bytes: seg,
             owner: RegionOwner::Shm(job.clone()),

@@ -3,7 +3,7 @@
 //! many ranks run in one process.
 
 use super::mem::{HeapRegion, MemConduit, Parts, RegionLayout, RegionOwner};
-use super::ConduitError;
+use super::{ConduitError, Senders};
 use crate::bootstrap::{Boot, ThreadsBoot};
 use std::sync::Arc;
 
@@ -18,14 +18,28 @@ use std::sync::Arc;
 /// assert_eq!(eps[3].rank(), 3);
 /// ```
 pub fn endpoints(ranks: usize, channel_slots: &[u64]) -> Result<Vec<MemConduit>, ConduitError> {
-    endpoints_with_segments(ranks, channel_slots, 64 << 10)
+    let senders = vec![Senders::All; channel_slots.len()];
+    endpoints_with(ranks, channel_slots, &senders, 64 << 10)
 }
 
-/// [`endpoints`] with registered segments of `segment_bytes` each (heap memory, zeroed
-/// lazily by the allocator).
-pub fn endpoints_with_segments(
+/// The endpoints of a job with `config`'s queues and registered segments (heap memory,
+/// zeroed lazily by the allocator).
+pub fn endpoints_for(
+    ranks: usize,
+    config: &crate::Config,
+) -> Result<Vec<MemConduit>, ConduitError> {
+    endpoints_with(
+        ranks,
+        &config.channel_slots(),
+        &config.channel_senders(),
+        config.segment_bytes,
+    )
+}
+
+fn endpoints_with(
     ranks: usize,
     channel_slots: &[u64],
+    senders: &[Senders],
     segment_bytes: usize,
 ) -> Result<Vec<MemConduit>, ConduitError> {
     let layout = RegionLayout::new(ranks, channel_slots)?;
@@ -47,6 +61,7 @@ pub fn endpoints_with_segments(
                     ranks,
                     layout: &layout,
                     rings: region.base(),
+                    senders: senders.to_vec(),
                     segments: segments.iter().map(HeapRegion::base).collect(),
                     segment_bytes,
                     owner: RegionOwner::Heap(region.clone(), segments.clone()),

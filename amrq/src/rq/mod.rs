@@ -9,6 +9,16 @@
 //!
 //! `enqueue` never blocks and never overwrites: `Ok(false)` means the queue is full for
 //! this sender, nothing was committed, and the caller still has its data.
+//!
+//! **Protection.** A queue's [`QueueSpec`](crate::config::QueueSpec) says which ranks may
+//! enqueue into it (StarT-Voyager's logical destination table). The conduit refuses a
+//! send a rank may not make ([`ConduitError::NotPermitted`]), and drops and counts a
+//! frame that arrives from such a rank anyway ([`Rq::dropped`]).
+//!
+//! **Flow control.** Every queue has one ring per sender, so the ring's free slots are
+//! that sender's credits for that queue: a full ring answers `Ok(false)` to that sender
+//! only, and one sender cannot take another's room. The memory of a queue is bounded by
+//! `senders × slots × 64 B`.
 
 mod error;
 
@@ -172,6 +182,12 @@ impl<C: Conduit> Rq<C> {
             payload,
         };
         committed(self.conduit.try_send_long(dest, q.0, &msg, offset))
+    }
+
+    /// Frames that arrived on local queue `q` from a rank its senders do not include:
+    /// dropped, never delivered.
+    pub fn dropped(&self, q: QueueId) -> u64 {
+        self.conduit.dropped(q.0)
     }
 
     /// This rank's registered segment (first byte, length): where Long messages to this

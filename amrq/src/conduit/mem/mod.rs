@@ -15,7 +15,9 @@ use super::ring::{
     max_frame_slots, Consumer, Peeked, Producer, RawRing, RingMemory, ARGS_OFFSET, FLAG_LONG,
     MAX_ARGS, SLOT_BYTES, USER_FLAGS,
 };
-use super::{Caps, Channel, ChannelCaps, Conduit, ConduitError, Message, Rank, ReceivedFrame};
+use super::{
+    Caps, Channel, ChannelCaps, Conduit, ConduitError, Message, Rank, ReceivedFrame, Senders,
+};
 use crate::bootstrap::Boot;
 use crate::conduit::ring::FrameHeader;
 use std::cell::{Cell, UnsafeCell};
@@ -42,6 +44,8 @@ pub struct Parts<'a> {
     pub layout: &'a RegionLayout,
     /// The initialised ring region (see [`RegionLayout::init`]).
     pub rings: NonNull<u8>,
+    /// Who may send into each channel.
+    pub senders: Vec<Senders>,
     /// Every rank's registered segment, as mapped in this process.
     pub segments: Vec<NonNull<u8>>,
     /// Bytes of each segment.
@@ -86,6 +90,8 @@ unsafe impl Send for MemConduit {}
 struct TxRing {
     ring: RawRing,
     prod: Local<Producer>,
+    /// This rank may send into the channel (the logical destination table).
+    permitted: bool,
 }
 
 #[repr(align(128))]
@@ -93,6 +99,8 @@ struct RxRing {
     ring: RawRing,
     cons: Local<Consumer>,
     broken: Cell<bool>,
+    /// The sender may send into the channel; frames from one that may not are dropped.
+    permitted: bool,
 }
 
 #[repr(align(128))]
@@ -103,6 +111,8 @@ struct RxChannel {
     /// Frames taken in a row from the cursor's ring.
     burst: Cell<u32>,
     outstanding: Cell<bool>,
+    /// Frames dropped because their sender may not send here.
+    dropped: Cell<u64>,
 }
 
 impl RxRing {
@@ -192,6 +202,9 @@ fn max_payload(slots: u64) -> usize {
 impl MemConduit {
     /// The endpoint of rank `parts.rank`.
     ///
+    /// # Panics
+    /// If `parts.senders` does not have one entry per channel of `parts.layout`.
+    ///
     /// # Safety
     /// `parts.rings` holds an initialised ring region of `parts.layout`, each of
     /// `parts.segments` is valid for `parts.segment_bytes` bytes, `parts.owner` keeps all
@@ -202,21 +215,24 @@ impl MemConduit {
             ranks,
             layout,
             rings: base,
+            senders,
             segments,
             segment_bytes,
             owner,
             boot,
         } = parts;
         let channels = layout.channels();
+        assert_eq!(senders.len(), channels, "one `Senders` per channel");
         let mut tx = Vec::with_capacity(channels * ranks);
         let mut rx = Vec::with_capacity(channels);
-        for ch in 0..channels {
+        for (ch, who) in senders.iter().enumerate() {
             let slots = layout.slots(ch);
             for dest in 0..ranks {
                 tx.push(TxRing {
                     // SAFETY: caller guarantees `base` is a live region of `layout`.
                     ring: unsafe { layout.ring(base, ch, dest, rank) },
                     prod: Local::new(Producer::new(slots, 0)),
+                    permitted: who.allows(rank),
                 });
             }
             let rings = (0..ranks)
@@ -225,6 +241,7 @@ impl MemConduit {
                     ring: unsafe { layout.ring(base, ch, rank, src) },
                     cons: Local::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
                     broken: Cell::new(false),
+                    permitted: who.allows(src),
                 })
                 .collect();
             rx.push(RxChannel {
@@ -232,14 +249,18 @@ impl MemConduit {
                 cursor: Cell::new(0),
                 burst: Cell::new(0),
                 outstanding: Cell::new(false),
+                dropped: Cell::new(0),
             });
         }
         let caps = Caps {
             ranks,
             segment_bytes,
             max_args: MAX_ARGS,
-            channels: (0..channels)
-                .map(|ch| ChannelCaps {
+            channels: senders
+                .iter()
+                .enumerate()
+                .map(|(ch, who)| ChannelCaps {
+                    senders: who.clone(),
                     slots: layout.slots(ch),
                     max_payload: max_payload(layout.slots(ch)),
                 })
@@ -263,11 +284,13 @@ impl MemConduit {
     }
 
     /// The frame at the head of sender `s`'s ring `r`, which `next_ready` saw, checked:
-    /// `Ok(None)` if it was a pad (consumed); a corrupt ring is marked and reported.
+    /// `Ok(None)` if it was a pad, or a frame from a sender that may not send here
+    /// (consumed, and counted in `dropped`); a corrupt ring is marked and reported.
     #[inline(always)]
     #[allow(clippy::type_complexity)]
     fn take(
         &self,
+        chan: &RxChannel,
         r: &RxRing,
         s: Rank,
         ch: Channel,
@@ -277,6 +300,12 @@ impl MemConduit {
             Ok(None) => return Ok(None),
             Err(detail) => return Err(broken(r, s, ch, detail)),
         };
+        if !r.permitted {
+            // A sender that may not send here bypassed its own check: never deliver.
+            r.cons.with(|c| c.release(&r.ring, &p));
+            chan.dropped.set(chan.dropped.get() + 1);
+            return Ok(None);
+        }
         match self.payload_of(r, &p) {
             Ok(payload) => Ok(Some((p, payload))),
             Err(detail) => Err(broken(r, s, ch, detail)),
@@ -402,6 +431,12 @@ impl Conduit for MemConduit {
             return Err(self.check_send(dest, ch, msg));
         }
         let t = &self.tx[ch * self.size + dest];
+        if !t.permitted {
+            return Err(ConduitError::NotPermitted {
+                rank: self.rank,
+                channel: ch,
+            });
+        }
         let header = FrameHeader {
             tag: msg.tag,
             flags: msg.flags & USER_FLAGS,
@@ -439,6 +474,12 @@ impl Conduit for MemConduit {
             });
         }
         let t = &self.tx[ch * self.size + dest];
+        if !t.permitted {
+            return Err(ConduitError::NotPermitted {
+                rank: self.rank,
+                channel: ch,
+            });
+        }
         // Room first: the data must not be written for a frame that cannot follow.
         if !t.prod.with(|p| p.has_room_for(&t.ring, msg.args.len(), 16)) {
             return Err(ConduitError::Busy);
@@ -486,12 +527,12 @@ impl Conduit for MemConduit {
                 return Ok(None);
             };
             let r = &chan.rings[s];
-            match self.take(r, s, ch) {
+            match self.take(chan, r, s, ch) {
                 Ok(Some((p, payload))) => {
                     chan.took(s);
                     return Ok(Some(MemFrame::out(chan, r, s, p, payload)));
                 }
-                Ok(None) => {} // a pad: look again
+                Ok(None) => {} // a pad, or a dropped frame: look again
                 Err(e) => return Err(e),
             }
         }
@@ -515,9 +556,9 @@ impl Conduit for MemConduit {
                 break;
             };
             let r = &chan.rings[s];
-            let (p, payload) = match self.take(r, s, ch) {
+            let (p, payload) = match self.take(chan, r, s, ch) {
                 Ok(Some(x)) => x,
-                Ok(None) => continue, // a pad: look again
+                Ok(None) => continue, // a pad, or a dropped frame: look again
                 Err(e) => return Err(e.into()),
             };
             chan.took(s);
@@ -528,6 +569,10 @@ impl Conduit for MemConduit {
             result?;
         }
         Ok(done)
+    }
+
+    fn dropped(&self, ch: Channel) -> u64 {
+        self.rx.get(ch).map_or(0, |c| c.dropped.get())
     }
 
     fn allgather(&self, mine: u64) -> Result<Vec<u64>, ConduitError> {
@@ -652,5 +697,78 @@ impl Drop for MemFrame<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         self.chan.outstanding.set(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bootstrap::ThreadsBoot;
+
+    /// Two endpoints over one region whose logical destination tables disagree: rank 1
+    /// believes it may send into channel 0, rank 0 (the receiver) says only rank 0 may.
+    #[test]
+    fn frames_from_a_sender_that_may_not_send_are_dropped_and_counted() {
+        let layout = RegionLayout::new(2, &[8]).unwrap();
+        let region = Arc::new(HeapRegion::new(layout.total_bytes()).unwrap());
+        // SAFETY: fresh zeroed region of the layout's size.
+        unsafe { layout.init(region.base()) };
+        let segs: Arc<[HeapRegion]> = vec![
+            HeapRegion::new(4096).unwrap(),
+            HeapRegion::new(4096).unwrap(),
+        ]
+        .into();
+        let boot = Boot::Threads(Arc::new(ThreadsBoot::new(2)));
+        let make = |rank: usize, senders: Senders| {
+            // SAFETY: initialised region and segments kept alive by the owner; one
+            // endpoint per rank.
+            unsafe {
+                MemConduit::new(Parts {
+                    rank,
+                    ranks: 2,
+                    layout: &layout,
+                    rings: region.base(),
+                    senders: vec![senders],
+                    segments: segs.iter().map(HeapRegion::base).collect(),
+                    segment_bytes: 4096,
+                    owner: RegionOwner::Heap(region.clone(), segs.clone()),
+                    boot: boot.clone(),
+                })
+            }
+        };
+        let receiver = make(0, Senders::Only(vec![0]));
+        let rogue = make(1, Senders::All);
+        let msg = |a: &'static [u64]| Message {
+            tag: 1,
+            flags: 0,
+            args: a,
+            payload: &[],
+        };
+        rogue.try_send(0, 0, &msg(&[13])).unwrap();
+        receiver.try_send(0, 0, &msg(&[7])).unwrap();
+        rogue.try_send(0, 0, &msg(&[14])).unwrap();
+        let mut seen = Vec::new();
+        let n = receiver
+            .drain(0, 10, |f| -> Result<(), ConduitError> {
+                seen.push((f.source(), f.args()[0]));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(
+            (n, seen),
+            (1, vec![(0, 7)]),
+            "only the permitted frame is delivered"
+        );
+        assert_eq!(receiver.dropped(0), 2, "both rogue frames counted");
+        assert!(receiver.peek(0).unwrap().is_none());
+        // And a rank that knows it may not send is refused before anything is written.
+        let honest = make(1, Senders::Only(vec![0]));
+        assert_eq!(
+            honest.try_send(0, 0, &msg(&[1])),
+            Err(ConduitError::NotPermitted {
+                rank: 1,
+                channel: 0
+            })
+        );
     }
 }
