@@ -6,7 +6,9 @@
 //! - `--am`: a whole Short AM round trip to itself: request, poll (the request handler
 //!   replies), poll (the reply handler runs). The software cost of a round trip, both
 //!   sides, without the cache-line transfers;
-//! - `--empty-poll`: `Am::poll` when nothing has arrived.
+//! - `--empty-poll`: `Am::poll` when nothing has arrived;
+//! - `--one-poll`: an empty One-poll over 1, 8 and 64 queues, with 1 and 8 ranks (the
+//!   receiver idle, its doorbell armed), next to a plain scan of the same queues.
 //!
 //! ```text
 //! cargo run --release --example rq_loop [-- --quick] [--am] [--iters N] [--json]
@@ -18,25 +20,25 @@ mod common;
 use amrq::conduit::{threads, ReceivedFrame};
 use amrq::prelude::*;
 use amrq::reference::median;
+use amrq::rq::QueueId;
 use std::cell::Cell;
 use std::time::Instant;
 
 const USAGE: &str =
-    "usage: rq_loop [--quick] [--am | --empty-poll] [--iters N] [--batches B] [--json]";
+    "usage: rq_loop [--quick] [--am | --empty-poll | --one-poll] [--iters N] [--batches B] [--json]";
 
 fn main() {
-    let am_mode = std::env::args().any(|a| a == "--am");
-    let poll_mode = std::env::args().any(|a| a == "--empty-poll");
+    const MODES: [&str; 3] = ["--am", "--empty-poll", "--one-poll"];
+    let mode = std::env::args().find(|a| MODES.contains(&a.as_str()));
     let args: Vec<String> = std::env::args()
-        .filter(|a| a != "--am" && a != "--empty-poll")
+        .filter(|a| !MODES.contains(&a.as_str()))
         .collect();
     let o = common::opts_from(args, USAGE);
-    if am_mode {
-        am_loop(&o);
-    } else if poll_mode {
-        empty_poll(&o);
-    } else {
-        rq_loop(&o);
+    match mode.as_deref() {
+        Some("--am") => am_loop(&o),
+        Some("--empty-poll") => empty_poll(&o),
+        Some("--one-poll") => one_poll(&o),
+        _ => rq_loop(&o),
     }
 }
 
@@ -63,6 +65,74 @@ fn empty_poll(o: &common::Opts) {
     }
     println!("one rank, Am::poll on empty request and reply queues, {batches} batches of {iters}");
     common::summary("empty_poll", o.json, &[("ns_per_poll", median(&mut v))]);
+}
+
+/// Median ns of an empty `one_poll` over `queues` queues of rank 0 of a `ranks`-rank job
+/// (the other ranks' endpoints idle), armed when the queues are `one_poll` queues.
+fn empty_one_poll(o: &common::Opts, ranks: usize, queues: usize, armed: bool) -> f64 {
+    use amrq::config::QueueSpec;
+    let iters = o
+        .iters
+        .unwrap_or(if o.quick { 1_000_000 } else { 10_000_000 });
+    let mut cfg = Config {
+        am_ring_slots: 4,
+        ..Config::default()
+    };
+    let ids: Vec<QueueId> = (0..queues)
+        .map(|i| {
+            let spec = QueueSpec::new(format!("q{i}"), 4);
+            cfg.add(if armed { spec.one_poll() } else { spec })
+        })
+        .collect();
+    let mut eps =
+        threads::endpoints_for(ranks, &cfg).unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
+    let rq = amrq::rq::Rq::new(eps.swap_remove(0));
+    let set = rq
+        .poll_set(&ids)
+        .unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
+    let poll = || matches!(rq.one_poll(&set), Ok(None));
+    for _ in 0..100 {
+        poll(); // go idle: the doorbell arms after a few dozen empty polls
+    }
+    if armed && rq.conduit().one_poll_armed() == 0 {
+        common::fail(USAGE, "the doorbell did not arm");
+    }
+    let mut v = Vec::new();
+    for _ in 0..o.num("batches", 11, USAGE).max(1) {
+        let t = Instant::now();
+        for _ in 0..iters {
+            if !poll() {
+                common::fail(USAGE, "a One-poll of empty queues found something");
+            }
+        }
+        v.push(t.elapsed().as_nanos() as f64 / iters as f64);
+    }
+    median(&mut v)
+}
+
+fn one_poll(o: &common::Opts) {
+    let cases = [(1, 1), (1, 8), (1, 64), (8, 64)];
+    let armed: Vec<f64> = cases
+        .iter()
+        .map(|&(r, q)| empty_one_poll(o, r, q, true))
+        .collect();
+    let scan = empty_one_poll(o, 8, 64, false);
+    println!("empty One-poll, receiver idle (doorbell armed):");
+    for (&(r, q), ns) in cases.iter().zip(&armed) {
+        println!("  {q:>2} queues, {r} ranks: {ns:.2} ns");
+    }
+    println!("the same 64 queues × 8 ranks scanned ring by ring (no doorbell): {scan:.1} ns");
+    common::summary(
+        "one_poll",
+        o.json,
+        &[
+            ("q1_ns", armed[0]),
+            ("q8_ns", armed[1]),
+            ("q64_ns", armed[2]),
+            ("q64_ranks8_ns", armed[3]),
+            ("scan_q64_ranks8_ns", scan),
+        ],
+    );
 }
 
 struct State {

@@ -30,6 +30,9 @@ pub struct QueueSpec {
     pub delivery: Delivery,
     /// Which ranks may enqueue into it.
     pub senders: Senders,
+    /// Its senders ring the receiver's doorbell when it is idle, so that One-poll over
+    /// it costs O(1) when empty (each enqueue pays a fence for it).
+    pub one_poll: bool,
 }
 
 impl QueueSpec {
@@ -40,7 +43,14 @@ impl QueueSpec {
             slots,
             delivery: Delivery::Poll,
             senders: Senders::All,
+            one_poll: false,
         }
+    }
+
+    /// Makes it part of O(1) One-poll sets (see [`crate::rq::Rq::one_poll`]).
+    pub fn one_poll(mut self) -> Self {
+        self.one_poll = true;
+        self
     }
 
     /// Only `ranks` may enqueue into it.
@@ -176,6 +186,14 @@ impl Config {
     pub fn channel_slots(&self) -> Vec<u64> {
         let mut v = vec![self.am_ring_slots, self.am_ring_slots];
         v.extend(self.queues.iter().map(|q| q.slots));
+        v
+    }
+
+    /// Which conduit channels ring the receiver's doorbell (not the AM queues: their
+    /// round trip pays no fence).
+    pub fn channel_notify(&self) -> Vec<bool> {
+        let mut v = vec![false, false];
+        v.extend(self.queues.iter().map(|q| q.one_poll));
         v
     }
 

@@ -102,6 +102,8 @@ pub struct Launcher {
     pub verbose: bool,
     /// Discard the ranks' stdout and stderr (tests of failing jobs).
     pub quiet: bool,
+    /// More environment for every rank.
+    pub env: Vec<(String, String)>,
 }
 
 impl Launcher {
@@ -115,6 +117,7 @@ impl Launcher {
             key: JobKey::random().unwrap_or(JobKey([std::process::id() as u64, 0x5eed])),
             verbose: true,
             quiet: false,
+            env: Vec::new(),
         }
     }
 
@@ -187,6 +190,7 @@ impl Launcher {
     ) -> std::io::Result<Child> {
         let mut cmd = Command::new(program);
         cmd.args(args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env(ENV_RANK, rank.to_string())
             .env(ENV_SIZE, self.ranks.to_string())
             .env(ENV_KEY, self.key.to_string())

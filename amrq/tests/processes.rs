@@ -19,12 +19,41 @@ use std::time::{Duration, Instant};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// Where a rank of the job with `token` leaves word that it ran its body to the end (a
+/// child whose test filter matched nothing would exit 0 too, without this).
+fn marker(token: &str, rank: usize) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("amrq-test-ran-{token}-{rank}"))
+}
+
+/// A fresh token for a job; its ranks find it in `AMRQ_TEST_TOKEN`.
+fn token() -> String {
+    amrq::bootstrap::JobKey::random()
+        .expect("random")
+        .to_string()
+}
+
+/// Checks that all `ranks` ranks of the job with `token` ran their body, and tidies up.
+fn all_ran(token: &str, ranks: usize) {
+    for r in 0..ranks {
+        let m = marker(token, r);
+        assert!(m.exists(), "rank {r} did not run its part of the test");
+        let _ = std::fs::remove_file(m);
+    }
+}
+
 /// In a rank of this test's job: runs `body` and exits the process. Otherwise returns.
 fn rank_of(cfg: &Config, body: impl FnOnce(MemConduit) -> Result<(), String>) {
     match amrq::launch::joined(cfg) {
         Ok(Some(c)) => {
+            let rank = c.rank();
             let code = match body(c) {
-                Ok(()) => 0,
+                Ok(()) => {
+                    let token = std::env::var("AMRQ_TEST_TOKEN").unwrap_or_default();
+                    match std::fs::write(marker(&token, rank), b"ran") {
+                        Ok(()) => 0,
+                        Err(_) => 1,
+                    }
+                }
                 Err(e) => {
                     eprintln!("rank failed: {e}");
                     1
@@ -57,10 +86,13 @@ fn self_launch(test: &str, ranks: usize) -> Outcome {
         .expect("job starts")
 }
 
-/// Starts `ranks` ranks of this test binary running `test`, through `amrun`.
+/// Starts `ranks` ranks of this test binary running `test`, through `amrun`; when the
+/// job succeeds, checks that every rank ran the test's body.
 fn amrun(test: &str, ranks: usize, extra: &[&str]) -> (std::process::ExitStatus, Duration) {
     let t = Instant::now();
+    let token = token();
     let status = Command::new(env!("CARGO_BIN_EXE_amrun"))
+        .env("AMRQ_TEST_TOKEN", &token)
         .args([
             "-n",
             &ranks.to_string(),
@@ -74,6 +106,9 @@ fn amrun(test: &str, ranks: usize, extra: &[&str]) -> (std::process::ExitStatus,
         .args(child_args(test))
         .status()
         .expect("amrun runs");
+    if status.success() {
+        all_ran(&token, ranks);
+    }
     (status, t.elapsed())
 }
 
@@ -530,7 +565,9 @@ fn ranks_started_by_mpirun_join_one_job() {
         return;
     };
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let token = token();
     let status = Command::new(mpirun)
+        .env("AMRQ_TEST_TOKEN", &token)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .args(["-n", "2", "--bind-to", "none"])
@@ -539,6 +576,7 @@ fn ranks_started_by_mpirun_join_one_job() {
         .status()
         .expect("mpirun runs");
     assert!(status.success(), "{status:?}");
+    all_ran(&token, 2);
     assert!(shm_objects().is_empty());
 }
 
@@ -586,4 +624,18 @@ fn too_little_dev_shm_says_what_is_needed_free_and_what_to_change() {
     );
     assert!(e.contains("AMRQ_SEGMENT_SIZE"), "{e}");
     assert!(shm_objects().is_empty(), "nothing created");
+}
+
+// ---------------------------------------------------------------- One-poll
+
+#[path = "common/one_poll.rs"]
+mod one_poll;
+
+#[test]
+fn one_poll_armed_path_as_processes() {
+    let (cfg, _) = one_poll::config();
+    rank_of(&cfg, |c| one_poll::armed_bursts(c, 1000));
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = self_launch("one_poll_armed_path_as_processes", 2);
+    assert_eq!(out.code, 0, "{out:?}");
 }

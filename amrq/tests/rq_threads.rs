@@ -189,3 +189,57 @@ fn a_queue_takes_only_its_senders() {
     .unwrap();
     assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
 }
+
+#[path = "common/one_poll.rs"]
+mod one_poll;
+
+#[test]
+fn one_poll_through_its_armed_path_loses_nothing() {
+    let (cfg, _) = one_poll::config();
+    let out = amrq::threads::run(2, &cfg, |c| one_poll::armed_bursts(c, 2000)).unwrap();
+    assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+}
+
+#[test]
+fn one_poll_takes_queues_in_priority_order() {
+    let (cfg, [urgent, normal, bulk]) = one_poll::config();
+    let out = amrq::threads::run(2, &cfg, |c| -> Result<(), AmError> {
+        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+        let rq = am.rq();
+        if am.rank() == 0 {
+            for (q, v) in [
+                (bulk, 3u64),
+                (normal, 2),
+                (urgent, 1),
+                (bulk, 6),
+                (urgent, 4),
+                (normal, 5),
+            ] {
+                assert!(rq.enqueue(1, q, &[v], &[])?);
+            }
+        }
+        am.barrier()?;
+        if am.rank() == 1 {
+            let mut order = Vec::new();
+            let set = rq.poll_set(&[urgent, normal, bulk])?;
+            while let Some((q, f)) = rq.one_poll(&set)? {
+                order.push((q, f.args()[0]));
+                f.release();
+            }
+            assert_eq!(
+                order,
+                vec![
+                    (urgent, 1),
+                    (urgent, 4),
+                    (normal, 2),
+                    (normal, 5),
+                    (bulk, 3),
+                    (bulk, 6)
+                ]
+            );
+        }
+        am.barrier()
+    })
+    .unwrap();
+    assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+}

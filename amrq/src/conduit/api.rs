@@ -54,11 +54,25 @@ impl Senders {
     }
 }
 
+/// A set of channels for One-poll, in priority order, checked and summarised once
+/// (like an epoll set), so that polling it costs O(1) when the receiver is idle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PollSet {
+    /// The channels, highest priority first.
+    pub channels: Vec<Channel>,
+    /// Their doorbell bits.
+    pub bits: u64,
+    /// Every channel rings the doorbell (otherwise One-poll always scans).
+    pub all_notify: bool,
+}
+
 /// What one channel of a conduit can carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChannelCaps {
     /// Ranks that may send into it.
     pub senders: Senders,
+    /// Its senders ring the receiver's doorbell when armed (O(1) empty One-poll).
+    pub notify: bool,
     /// Ring slots per sender (the queue's capacity in 64-byte slots).
     pub slots: u64,
     /// Largest payload of one frame on this channel, in bytes.
@@ -171,6 +185,16 @@ pub trait Conduit {
     where
         E: From<ConduitError>,
         F: FnMut(&Self::Frame<'_>) -> Result<(), E>;
+
+    /// A One-poll set of `channels` (highest priority first).
+    fn poll_set(&self, channels: &[Channel]) -> Result<PollSet, ConduitError>;
+
+    /// One-poll (StarT-Voyager): the first frame of the first non-empty channel of
+    /// `set`, in priority order. When every channel has `notify` and the receiver has
+    /// been idle a while, an empty One-poll reads one word, whatever the number of
+    /// channels and peers; otherwise it scans.
+    #[allow(clippy::type_complexity)]
+    fn one_poll(&self, set: &PollSet) -> Result<Option<(Channel, Self::Frame<'_>)>, ConduitError>;
 
     /// Frames that arrived on local channel `ch` from a rank not allowed to send there,
     /// dropped undelivered (a sender that bypassed its own check).

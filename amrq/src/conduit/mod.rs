@@ -26,7 +26,7 @@ pub mod threads;
 
 #[cfg(not(amrq_loom))]
 pub use api::{
-    CapFlags, Caps, Channel, ChannelCaps, Conduit, Message, Rank, ReceivedFrame, Senders,
+    CapFlags, Caps, Channel, ChannelCaps, Conduit, Message, PollSet, Rank, ReceivedFrame, Senders,
 };
 #[cfg(not(amrq_loom))]
 pub use error::ConduitError;

@@ -60,7 +60,7 @@ pub fn attach(
 ) -> Result<MemConduit, ConduitError> {
     let (layout, rings, seg, user) = sizes(size, cfg)?;
     let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
-    let senders = format!("{:?}", cfg.channel_senders());
+    let senders = format!("{:?}{:?}", cfg.channel_senders(), cfg.channel_notify());
     for w in cfg
         .channel_slots()
         .into_iter()
@@ -104,6 +104,7 @@ pub fn attach(
             layout: &layout,
             rings: base,
             senders: cfg.channel_senders(),
+            notify: cfg.channel_notify(),
             segments,
             segment_bytes: seg,
             owner: RegionOwner::Shm(job.clone()),

@@ -19,7 +19,8 @@ use std::sync::Arc;
 /// ```
 pub fn endpoints(ranks: usize, channel_slots: &[u64]) -> Result<Vec<MemConduit>, ConduitError> {
     let senders = vec![Senders::All; channel_slots.len()];
-    endpoints_with(ranks, channel_slots, &senders, 64 << 10)
+    let notify = vec![false; channel_slots.len()];
+    endpoints_with(ranks, channel_slots, &senders, &notify, 64 << 10)
 }
 
 /// The endpoints of a job with `config`'s queues and registered segments (heap memory,
@@ -32,6 +33,7 @@ pub fn endpoints_for(
         ranks,
         &config.channel_slots(),
         &config.channel_senders(),
+        &config.channel_notify(),
         config.segment_bytes,
     )
 }
@@ -40,6 +42,7 @@ fn endpoints_with(
     ranks: usize,
     channel_slots: &[u64],
     senders: &[Senders],
+    notify: &[bool],
     segment_bytes: usize,
 ) -> Result<Vec<MemConduit>, ConduitError> {
     let layout = RegionLayout::new(ranks, channel_slots)?;
@@ -62,6 +65,7 @@ fn endpoints_with(
                     layout: &layout,
                     rings: region.base(),
                     senders: senders.to_vec(),
+                    notify: notify.to_vec(),
                     segments: segments.iter().map(HeapRegion::base).collect(),
                     segment_bytes,
                     owner: RegionOwner::Heap(region.clone(), segments.clone()),

@@ -25,7 +25,7 @@ mod error;
 pub use error::RqError;
 
 use crate::conduit::mem::MemConduit;
-use crate::conduit::{Conduit, ConduitError, Message, Rank, ReceivedFrame};
+use crate::conduit::{Conduit, ConduitError, Message, PollSet, Rank, ReceivedFrame};
 
 /// A queue name, local to each rank.
 ///
@@ -182,6 +182,40 @@ impl<C: Conduit> Rq<C> {
             payload,
         };
         committed(self.conduit.try_send_long(dest, q.0, &msg, offset))
+    }
+
+    /// A One-poll set of `queues`, highest priority first (checked once; poll it with
+    /// [`Rq::one_poll`]).
+    pub fn poll_set(&self, queues: &[QueueId]) -> Result<PollSet, RqError> {
+        let chans: Vec<usize> = queues.iter().map(|q| q.0).collect();
+        Ok(self.conduit.poll_set(&chans)?)
+    }
+
+    /// One-poll: the first frame of the first non-empty queue of `set` (priority order),
+    /// with its queue. Over queues declared
+    /// [`one_poll`](crate::config::QueueSpec::one_poll), an empty One-poll of an idle
+    /// receiver reads one word, whatever the number of queues and peers (the receiver
+    /// arms a doorbell after some empty polls; senders ring it only then).
+    ///
+    /// ```
+    /// use amrq::{config::QueueSpec, conduit::ReceivedFrame, rq::{Rq, RqError}, Config};
+    /// let mut cfg = Config::default();
+    /// let low = cfg.add(QueueSpec::new("low", 16).one_poll());
+    /// let high = cfg.add(QueueSpec::new("high", 16).one_poll());
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     let set = rq.poll_set(&[high, low])?;
+    ///     rq.enqueue(0, low, &[1], &[])?;
+    ///     rq.enqueue(0, high, &[2], &[])?;
+    ///     let (q, f) = rq.one_poll(&set)?.expect("a frame");
+    ///     assert_eq!((q, f.args()[0]), (high, 2));
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    pub fn one_poll(&self, set: &PollSet) -> Result<Option<(QueueId, C::Frame<'_>)>, RqError> {
+        Ok(self.conduit.one_poll(set)?.map(|(ch, f)| (QueueId(ch), f)))
     }
 
     /// Frames that arrived on local queue `q` from a rank its senders do not include:

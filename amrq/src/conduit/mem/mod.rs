@@ -9,19 +9,21 @@
 
 mod region;
 
-pub use region::{HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC};
+pub use region::{Doorbell, HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC};
 
 use super::ring::{
     max_frame_slots, Consumer, Peeked, Producer, RawRing, RingMemory, ARGS_OFFSET, FLAG_LONG,
     MAX_ARGS, SLOT_BYTES, USER_FLAGS,
 };
 use super::{
-    Caps, Channel, ChannelCaps, Conduit, ConduitError, Message, Rank, ReceivedFrame, Senders,
+    Caps, Channel, ChannelCaps, Conduit, ConduitError, Message, PollSet, Rank, ReceivedFrame,
+    Senders,
 };
 use crate::bootstrap::Boot;
 use crate::conduit::ring::FrameHeader;
 use std::cell::{Cell, UnsafeCell};
 use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Keeps the memory of the rings and segments alive for as long as an endpoint uses it.
@@ -46,6 +48,8 @@ pub struct Parts<'a> {
     pub rings: NonNull<u8>,
     /// Who may send into each channel.
     pub senders: Vec<Senders>,
+    /// Which channels ring the receiver's doorbell.
+    pub notify: Vec<bool>,
     /// Every rank's registered segment, as mapped in this process.
     pub segments: Vec<NonNull<u8>>,
     /// Bytes of each segment.
@@ -92,6 +96,10 @@ struct TxRing {
     prod: Local<Producer>,
     /// This rank may send into the channel (the logical destination table).
     permitted: bool,
+    /// The channel's doorbell bit if its frames ring the receiver's doorbell, else 0.
+    notify_bit: u64,
+    /// The receiver's doorbell.
+    doorbell: *const Doorbell,
 }
 
 #[repr(align(128))]
@@ -113,6 +121,35 @@ struct RxChannel {
     outstanding: Cell<bool>,
     /// Frames dropped because their sender may not send here.
     dropped: Cell<u64>,
+}
+
+/// The doorbell bit of channel `ch`.
+const fn doorbell_bit(ch: Channel) -> u64 {
+    1 << (ch % 64)
+}
+
+/// Empty polls in a row before One-poll arms the doorbell (ANCHORS.md: "after many
+/// empty polls it arms a ring").
+const ARM_AFTER: u32 = 32;
+
+impl TxRing {
+    /// After publishing a frame: if the receiver has armed this channel, set its bit in
+    /// the receiver's summary.
+    #[inline(always)]
+    fn ring_doorbell(&self) {
+        // ORDERING: a SeqCst fence between the frame's Release store (just done) and the
+        // load of `armed`; pairs with the receiver's SeqCst fence between arming and its
+        // rescan in `one_poll` (Dekker): either we see the arm, or the rescan sees the
+        // frame. One locked instruction, on notify channels only.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        // SAFETY: the doorbell is inside the region the owner keeps alive; atomic only.
+        let d = unsafe { &*self.doorbell };
+        if d.armed.load(Ordering::Relaxed) & self.notify_bit != 0 {
+            // ORDERING: Release pairs with the Acquire load of the summary in
+            // `one_poll`, which then scans for the frame published before.
+            d.summary.fetch_or(self.notify_bit, Ordering::Release);
+        }
+    }
 }
 
 impl RxRing {
@@ -179,6 +216,10 @@ pub struct MemConduit {
     rx: Box<[RxChannel]>,
     segments: Box<[NonNull<u8>]>,
     segment_bytes: usize,
+    /// This rank's doorbell, and what One-poll has armed of it / how many empty polls
+    /// in a row it has seen.
+    doorbell: *const Doorbell,
+    one_poll_state: Cell<(u64, u32)>,
     boot: Boot,
     _owner: RegionOwner,
 }
@@ -216,6 +257,7 @@ impl MemConduit {
             layout,
             rings: base,
             senders,
+            notify,
             segments,
             segment_bytes,
             owner,
@@ -223,6 +265,7 @@ impl MemConduit {
         } = parts;
         let channels = layout.channels();
         assert_eq!(senders.len(), channels, "one `Senders` per channel");
+        assert_eq!(notify.len(), channels, "one notify flag per channel");
         let mut tx = Vec::with_capacity(channels * ranks);
         let mut rx = Vec::with_capacity(channels);
         for (ch, who) in senders.iter().enumerate() {
@@ -233,6 +276,9 @@ impl MemConduit {
                     ring: unsafe { layout.ring(base, ch, dest, rank) },
                     prod: Local::new(Producer::new(slots, 0)),
                     permitted: who.allows(rank),
+                    notify_bit: if notify[ch] { doorbell_bit(ch) } else { 0 },
+                    // SAFETY: caller guarantees `base` is a live region of `layout`.
+                    doorbell: unsafe { layout.doorbell(base, dest) },
                 });
             }
             let rings = (0..ranks)
@@ -261,6 +307,7 @@ impl MemConduit {
                 .enumerate()
                 .map(|(ch, who)| ChannelCaps {
                     senders: who.clone(),
+                    notify: notify[ch],
                     slots: layout.slots(ch),
                     max_payload: max_payload(layout.slots(ch)),
                 })
@@ -278,6 +325,9 @@ impl MemConduit {
             rx: rx.into_boxed_slice(),
             segments: segments.into_boxed_slice(),
             segment_bytes,
+            // SAFETY: as above.
+            doorbell: unsafe { layout.doorbell(base, rank) },
+            one_poll_state: Cell::new((0, 0)),
             boot,
             _owner: owner,
         }
@@ -366,6 +416,12 @@ impl MemConduit {
         self.segments.get(rank).map(|&p| (p, self.segment_bytes))
     }
 
+    /// The doorbell bits One-poll has armed (nonzero once an idle receiver polls one
+    /// word instead of its rings). For tests and measurements.
+    pub fn one_poll_armed(&self) -> u64 {
+        self.one_poll_state.get().0
+    }
+
     /// The bootstrap this endpoint's job uses.
     pub fn boot(&self) -> &Boot {
         &self.boot
@@ -445,6 +501,9 @@ impl Conduit for MemConduit {
         if t.prod
             .with(|p| p.try_push(&t.ring, header, msg.args, msg.payload))
         {
+            if t.notify_bit != 0 {
+                t.ring_doorbell();
+            }
             Ok(())
         } else {
             Err(ConduitError::Busy)
@@ -507,6 +566,9 @@ impl Conduit for MemConduit {
             .prod
             .with(|p| p.try_push(&t.ring, header, msg.args, &inline));
         debug_assert!(sent, "room was checked");
+        if t.notify_bit != 0 {
+            t.ring_doorbell();
+        }
         Ok(())
     }
 
@@ -569,6 +631,65 @@ impl Conduit for MemConduit {
             result?;
         }
         Ok(done)
+    }
+
+    fn poll_set(&self, channels: &[Channel]) -> Result<PollSet, ConduitError> {
+        let mut set = PollSet {
+            channels: channels.to_vec(),
+            bits: 0,
+            all_notify: !channels.is_empty(),
+        };
+        for &ch in channels {
+            match self.caps.channels.get(ch) {
+                Some(c) if c.notify => set.bits |= doorbell_bit(ch),
+                Some(_) => set.all_notify = false,
+                None => return Err(self.no_channel(ch)),
+            }
+        }
+        Ok(set)
+    }
+
+    #[inline]
+    fn one_poll(&self, set: &PollSet) -> Result<Option<(Channel, MemFrame<'_>)>, ConduitError> {
+        let (bits, all_notify, channels) = (set.bits, set.all_notify, &set.channels[..]);
+        // SAFETY: this rank's doorbell, inside the region the owner keeps alive.
+        let d = unsafe { &*self.doorbell };
+        let (mut armed, idle) = self.one_poll_state.get();
+        if all_notify && armed & bits == bits {
+            // Idle and armed: one word says whether anything arrived.
+            // ORDERING: Acquire pairs with the senders' Release fetch_or in `ring_doorbell`.
+            if d.summary.load(Ordering::Acquire) & bits == 0 {
+                return Ok(None);
+            }
+            d.armed.fetch_and(!bits, Ordering::Relaxed);
+            d.summary.fetch_and(!bits, Ordering::Relaxed);
+            armed &= !bits;
+            self.one_poll_state.set((armed, 0));
+        }
+        for &ch in channels {
+            if let Some(f) = self.peek(ch)? {
+                self.one_poll_state.set((armed, 0));
+                return Ok(Some((ch, f)));
+            }
+        }
+        let idle = idle.saturating_add(1);
+        self.one_poll_state.set((armed, idle));
+        if all_notify && idle >= ARM_AFTER && armed & bits != bits {
+            d.armed.fetch_or(bits, Ordering::Relaxed);
+            // ORDERING: SeqCst fence between arming and the rescan below; pairs with the
+            // senders' SeqCst fence in `ring_doorbell` (Dekker).
+            std::sync::atomic::fence(Ordering::SeqCst);
+            armed |= bits;
+            self.one_poll_state.set((armed, idle));
+            for &ch in channels {
+                if let Some(f) = self.peek(ch)? {
+                    d.armed.fetch_and(!bits, Ordering::Relaxed);
+                    self.one_poll_state.set((armed & !bits, 0));
+                    return Ok(Some((ch, f)));
+                }
+            }
+        }
+        Ok(None)
     }
 
     fn dropped(&self, ch: Channel) -> u64 {
@@ -729,6 +850,7 @@ mod tests {
                     layout: &layout,
                     rings: region.base(),
                     senders: vec![senders],
+                    notify: vec![false],
                     segments: segs.iter().map(HeapRegion::base).collect(),
                     segment_bytes: 4096,
                     owner: RegionOwner::Heap(region.clone(), segs.clone()),

@@ -9,9 +9,12 @@
 //!     │            (recv 1 ← send 0), …                    │ 128 + 64·slots₀ B
 //!     ├────────────────────────────────────────────────────┤
 //!     │ channel 1: …                                       │
+//!     ├────────────────────────────────────────────────────┤
+//!     │ doorbells: one per rank, 256 B (see `Doorbell`)    │
 //!     └────────────────────────────────────────────────────┘
 //! ```
-//! `ring_offset(ch, receiver, sender) = 128 + base[ch] + (receiver·ranks + sender)·ring_bytes[ch]`.
+//! `ring_offset(ch, receiver, sender) = 128 + base[ch] + (receiver·ranks + sender)·ring_bytes[ch]`,
+//! `doorbell_offset(rank) = rings_end + 256·rank`.
 
 use crate::conduit::ring::RawRing;
 use crate::conduit::ConduitError;
@@ -40,6 +43,27 @@ const _: () = {
     assert!(std::mem::align_of::<RegionHeader>() == HEADER_BYTES);
 };
 
+/// A rank's doorbell, for One-poll: the receiver arms channels when it has gone idle;
+/// a sender that publishes a frame on an armed channel then sets that channel's bit in
+/// the summary, so the idle receiver polls one word instead of every ring.
+///
+/// Bit `ch % 64` stands for channel `ch` (two channels sharing a bit only cost a scan).
+#[repr(C, align(128))]
+pub struct Doorbell {
+    /// Channels armed by the receiver (written by it, read by senders).
+    pub armed: crate::sync::AtomicU64,
+    _pad: [u8; 120],
+    /// Channels on which a frame arrived while armed (set by senders, cleared by the
+    /// receiver).
+    pub summary: crate::sync::AtomicU64,
+}
+
+const DOORBELL_BYTES: usize = 256;
+const _: () = {
+    assert!(std::mem::size_of::<Doorbell>() == DOORBELL_BYTES);
+    assert!(std::mem::offset_of!(Doorbell, summary) == 128);
+};
+
 /// The offsets of every ring in a region.
 ///
 /// ```
@@ -53,6 +77,7 @@ pub struct RegionLayout {
     ranks: usize,
     slots: Vec<u64>,
     base: Vec<usize>,
+    doorbells: usize,
     total: usize,
 }
 
@@ -77,10 +102,16 @@ impl RegionLayout {
                 .and_then(|b| b.checked_add(total))
                 .ok_or_else(|| ConduitError::Setup("region size overflows".into()))?;
         }
+        let doorbells = total;
+        let total = ranks
+            .checked_mul(DOORBELL_BYTES)
+            .and_then(|b| b.checked_add(total))
+            .ok_or_else(|| ConduitError::Setup("region size overflows".into()))?;
         Ok(Self {
             ranks,
             slots: channel_slots.to_vec(),
             base,
+            doorbells,
             total,
         })
     }
@@ -105,6 +136,23 @@ impl RegionLayout {
         HEADER_BYTES
             + self.base[ch]
             + (receiver * self.ranks + sender) * RawRing::bytes(self.slots[ch])
+    }
+
+    /// The doorbell of `rank` in the region at `base` (zero in a fresh region: nothing
+    /// armed, nothing pending).
+    ///
+    /// # Safety
+    /// `base` is a region of this layout, valid for as long as the reference is used.
+    pub unsafe fn doorbell<'a>(&self, base: NonNull<u8>, rank: usize) -> &'a Doorbell {
+        debug_assert!(rank < self.ranks);
+        // SAFETY: the doorbells follow the rings inside the region, 128-byte aligned
+        // (ring sizes are multiples of 128); they are only accessed atomically.
+        unsafe {
+            &*base
+                .as_ptr()
+                .add(self.doorbells + rank * DOORBELL_BYTES)
+                .cast::<Doorbell>()
+        }
     }
 
     /// Writes the header and initialises every ring. `base` must be zeroed memory of
