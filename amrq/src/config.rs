@@ -89,6 +89,10 @@ pub struct Config {
     /// Bytes of each rank's registered segment (Long messages, RMA), mapped by every
     /// rank of the host. Environment: `AMRQ_SEGMENT_SIZE` (bytes, or with K/M/G).
     pub segment_bytes: usize,
+    /// Tag-On blocks per (sender, receiver) pair.
+    pub tag_on_buffers: usize,
+    /// Bytes of each Tag-On block (the largest Tag-On message).
+    pub tag_on_bytes: usize,
 }
 
 /// Where a setting's value came from (for `amrun --print-config`).
@@ -106,6 +110,8 @@ impl Default for Config {
             am_ring_slots: 256,
             queues: Vec::new(),
             segment_bytes: 64 << 20,
+            tag_on_buffers: 8,
+            tag_on_bytes: 4096,
         }
     }
 }

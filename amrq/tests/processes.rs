@@ -639,3 +639,17 @@ fn one_poll_armed_path_as_processes() {
     let out = self_launch("one_poll_armed_path_as_processes", 2);
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+// ---------------------------------------------------------------- Tag-On
+
+#[path = "common/tag_on.rs"]
+mod tag_on;
+
+#[test]
+fn tag_on_blocks_are_reused_as_processes() {
+    let (cfg, _) = tag_on::config();
+    rank_of(&cfg, |c| tag_on::tag_on_reuse(c, 3_000));
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = self_launch("tag_on_blocks_are_reused_as_processes", 2);
+    assert_eq!(out.code, 0, "{out:?}");
+}

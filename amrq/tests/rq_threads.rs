@@ -243,3 +243,57 @@ fn one_poll_takes_queues_in_priority_order() {
     .unwrap();
     assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
 }
+
+#[path = "common/tag_on.rs"]
+mod tag_on;
+
+#[test]
+fn tag_on_blocks_are_reused_without_leaks() {
+    let (cfg, _) = tag_on::config();
+    let out = amrq::threads::run(2, &cfg, |c| tag_on::tag_on_reuse(c, 5_000)).unwrap();
+    assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+}
+
+#[test]
+fn the_plain_enqueue_chooses_the_kind_by_size() {
+    use amrq::rq::Kind;
+    let (cfg, q) = tag_on::config();
+    let out = amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+        let rq = Rq::new(c);
+        for (len, tag_on) in [
+            (0usize, false),
+            (40, false),
+            (300, false),
+            (512, false),
+            (513, true),
+            (4096, true),
+        ] {
+            assert!(rq.enqueue(0, q, &[1], &vec![7u8; len])?, "{len} bytes");
+            let f = rq.read_queue(q)?.expect("a frame");
+            assert_eq!(
+                (f.payload().len(), f.is_tag_on()),
+                (len, tag_on),
+                "{len} bytes"
+            );
+            f.release();
+        }
+        // Above a Tag-On block: Basic, which a 64-slot queue cannot hold either.
+        assert!(matches!(
+            rq.enqueue(0, q, &[1], &[0; 4097]),
+            Err(RqError::Conduit(ConduitError::PayloadTooLarge {
+                len: 4097,
+                max: 1968,
+                ..
+            }))
+        ));
+        assert_eq!(
+            rq.enqueue_as(0, q, Kind::Express, 0, &[1, 2, 3, 4, 5, 6, 7], &[]),
+            Err(RqError::NotExpress { nargs: 7, len: 0 })
+        );
+        assert!(rq.enqueue_as(0, q, Kind::Express, 0, &[1, 2, 3, 4, 5, 6], &[])?);
+        assert!(rq.delete_queue(q)?);
+        Ok(())
+    })
+    .unwrap();
+    assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+}

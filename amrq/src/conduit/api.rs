@@ -105,6 +105,8 @@ pub struct Caps {
     pub ranks: usize,
     /// Bytes of each rank's registered segment.
     pub segment_bytes: usize,
+    /// Bytes of a Tag-On block (the largest Tag-On payload; 0: no Tag-On).
+    pub tag_on_bytes: usize,
     /// Most u64 args per frame.
     pub max_args: usize,
     /// Per channel.
@@ -113,9 +115,46 @@ pub struct Caps {
     pub flags: CapFlags,
 }
 
+/// A Tag-On data block kept after its frame left the queue: read in place, freed for
+/// the sender's reuse when dropped (StarT-Voyager's receiver-side buffer pool).
+pub struct TagOnData<'a> {
+    data: &'a [u8],
+    flag: &'a std::sync::atomic::AtomicU64,
+}
+
+impl<'a> TagOnData<'a> {
+    /// A block of `data` whose pool flag is `flag` (set while the block is in use).
+    pub fn new(data: &'a [u8], flag: &'a std::sync::atomic::AtomicU64) -> Self {
+        Self { data, flag }
+    }
+}
+
+impl std::fmt::Debug for TagOnData<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TagOnData")
+            .field("len", &self.data.len())
+            .finish()
+    }
+}
+
+impl std::ops::Deref for TagOnData<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.data
+    }
+}
+
+impl Drop for TagOnData<'_> {
+    fn drop(&mut self) {
+        // ORDERING: Release: our reads of the block happen before the sender reuses it;
+        // pairs with the Acquire load of the flag when the sender claims a block.
+        self.flag.store(0, std::sync::atomic::Ordering::Release);
+    }
+}
+
 /// A frame received on a channel and still in place. Dropping it leaves it at the head
 /// of its queue (RQ's `read_queue`); [`ReceivedFrame::release`] removes it.
-pub trait ReceivedFrame {
+pub trait ReceivedFrame<'a> {
     /// Rank that sent it.
     fn source(&self) -> Rank;
     /// Its tag.
@@ -129,15 +168,21 @@ pub trait ReceivedFrame {
     /// Its payload, borrowed in place: in the receive ring, or for a Long message in
     /// this rank's registered segment.
     fn payload(&self) -> &[u8];
-    /// Removes the frame from its queue, handing its slots back to the sender.
+    /// True for a Tag-On message, whose payload is a block of the receiver's pool.
+    fn is_tag_on(&self) -> bool;
+    /// Removes the frame from its queue, handing its slots back to the sender (and its
+    /// Tag-On block, if any).
     fn release(self);
+    /// Removes the frame from its queue but keeps its Tag-On block, which stays readable
+    /// until the returned handle is dropped; `None` (frame removed) for other kinds.
+    fn keep(self) -> Option<TagOnData<'a>>;
 }
 
 /// The operations every conduit offers. All calls are non-blocking, and a rank's conduit
 /// is used by one thread (it is `Send`, not `Sync`).
 pub trait Conduit {
     /// A received frame, borrowed from the conduit.
-    type Frame<'a>: ReceivedFrame
+    type Frame<'a>: ReceivedFrame<'a>
     where
         Self: 'a;
 
@@ -163,6 +208,17 @@ pub trait Conduit {
         ch: Channel,
         msg: &Message<'_>,
         offset: usize,
+    ) -> Result<(), ConduitError>;
+
+    /// Sends a Tag-On message: `msg.payload` goes into a free block of `dest`'s pool for
+    /// this rank, and a frame with `msg.args` names it. [`ConduitError::Busy`] (nothing
+    /// sent) if the ring is full or every block is still in use;
+    /// [`ConduitError::PayloadTooLarge`] above the block size.
+    fn try_send_tag_on(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        msg: &Message<'_>,
     ) -> Result<(), ConduitError>;
 
     /// This rank's registered segment: its first byte and length. Peers write into it

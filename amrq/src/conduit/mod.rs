@@ -27,6 +27,7 @@ pub mod threads;
 #[cfg(not(amrq_loom))]
 pub use api::{
     CapFlags, Caps, Channel, ChannelCaps, Conduit, Message, PollSet, Rank, ReceivedFrame, Senders,
+    TagOnData,
 };
 #[cfg(not(amrq_loom))]
 pub use error::ConduitError;

@@ -24,7 +24,12 @@ const PAGE: usize = 4096;
 
 /// Bytes of the conduit's part of the object, and where the segments start in it.
 fn sizes(ranks: usize, cfg: &Config) -> Result<(RegionLayout, usize, usize, usize), ConduitError> {
-    let layout = RegionLayout::new(ranks, &cfg.channel_slots())?;
+    let layout = RegionLayout::with_tag_on(
+        ranks,
+        &cfg.channel_slots(),
+        cfg.tag_on_buffers,
+        cfg.tag_on_bytes,
+    )?;
     let rings = layout.total_bytes().div_ceil(PAGE) * PAGE;
     let seg = cfg.segment_bytes.div_ceil(PAGE) * PAGE;
     let user = seg
@@ -64,7 +69,11 @@ pub fn attach(
     for w in cfg
         .channel_slots()
         .into_iter()
-        .chain([seg as u64])
+        .chain([
+            seg as u64,
+            cfg.tag_on_buffers as u64,
+            cfg.tag_on_bytes as u64,
+        ])
         .chain(senders.bytes().map(u64::from))
     {
         digest = (digest ^ w).wrapping_mul(0x0100_0000_01b3);

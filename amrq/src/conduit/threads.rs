@@ -20,7 +20,15 @@ use std::sync::Arc;
 pub fn endpoints(ranks: usize, channel_slots: &[u64]) -> Result<Vec<MemConduit>, ConduitError> {
     let senders = vec![Senders::All; channel_slots.len()];
     let notify = vec![false; channel_slots.len()];
-    endpoints_with(ranks, channel_slots, &senders, &notify, 64 << 10)
+    let d = crate::Config::default();
+    endpoints_with(
+        ranks,
+        channel_slots,
+        &senders,
+        &notify,
+        (d.tag_on_buffers, d.tag_on_bytes),
+        64 << 10,
+    )
 }
 
 /// The endpoints of a job with `config`'s queues and registered segments (heap memory,
@@ -34,6 +42,7 @@ pub fn endpoints_for(
         &config.channel_slots(),
         &config.channel_senders(),
         &config.channel_notify(),
+        (config.tag_on_buffers, config.tag_on_bytes),
         config.segment_bytes,
     )
 }
@@ -43,9 +52,10 @@ fn endpoints_with(
     channel_slots: &[u64],
     senders: &[Senders],
     notify: &[bool],
+    (tag_on_buffers, tag_on_bytes): (usize, usize),
     segment_bytes: usize,
 ) -> Result<Vec<MemConduit>, ConduitError> {
-    let layout = RegionLayout::new(ranks, channel_slots)?;
+    let layout = RegionLayout::with_tag_on(ranks, channel_slots, tag_on_buffers, tag_on_bytes)?;
     let region = Arc::new(HeapRegion::new(layout.total_bytes())?);
     // SAFETY: the region is fresh, zeroed, page-aligned and of the layout's size.
     unsafe { layout.init(region.base()) };

@@ -14,6 +14,14 @@ pub enum RqError {
         /// Payload bytes in the frame.
         len: usize,
     },
+    /// An Express message must fit one slot.
+    #[error("{nargs} args and {len} payload bytes do not fit one 64-byte slot (Express takes up to 6 args, or 16 + 8·args + payload ≤ 64 bytes): send it Basic or Tag-On")]
+    NotExpress {
+        /// Args given.
+        nargs: usize,
+        /// Payload bytes given.
+        len: usize,
+    },
     /// Bad destination, queue, sizes, a corrupt peer, a dead peer (from the conduit).
     #[error(transparent)]
     Conduit(#[from] ConduitError),

@@ -67,6 +67,23 @@ fn committed(sent: Result<(), ConduitError>) -> Result<bool, RqError> {
     }
 }
 
+/// StarT-Voyager's message kinds, as RQ sends them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// One 64-byte slot (header, up to 6 args, or fewer args and a few payload bytes),
+    /// published by a single store of its sequence word.
+    Express,
+    /// Consecutive slots in the queue, cache-line granular.
+    Basic,
+    /// A small frame in the queue naming a block of the receiver's Tag-On pool, which
+    /// the consumer reads in place and frees when done (see `ReceivedFrame::keep`).
+    TagOn,
+}
+
+/// Payloads above this many bytes go Tag-On with the plain [`Rq::enqueue`] (when they
+/// fit a Tag-On block): they then take no room in the queue.
+pub const TAG_ON_ABOVE: usize = 512;
+
 /// What [`Rq::dequeue`] copied out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dequeued {
@@ -129,6 +146,9 @@ impl<C: Conduit> Rq<C> {
 
     /// Enqueues `args` and `payload` into queue `q` of rank `dest`. `Ok(true)`: committed
     /// (it will be delivered); `Ok(false)`: the queue is full, nothing was committed.
+    /// The kind follows the size: Express if one slot holds it, Basic up to
+    /// [`TAG_ON_ABOVE`] bytes of payload, Tag-On above that when a Tag-On block holds
+    /// it (then `Ok(false)` also when every block is still in use), Basic otherwise.
     #[inline]
     pub fn enqueue(
         &self,
@@ -137,7 +157,43 @@ impl<C: Conduit> Rq<C> {
         args: &[u64],
         payload: &[u8],
     ) -> Result<bool, RqError> {
-        self.enqueue_tagged(dest, q, 0, args, payload)
+        let len = payload.len();
+        let kind = if len > TAG_ON_ABOVE && len <= self.conduit.caps().tag_on_bytes {
+            Kind::TagOn
+        } else {
+            Kind::Basic // or Express: the ring takes the slots the frame needs
+        };
+        self.enqueue_as(dest, q, kind, 0, args, payload)
+    }
+
+    /// [`Rq::enqueue`] of a chosen kind, with a tag. [`RqError::NotExpress`] if `kind` is
+    /// Express and the frame needs more than one slot.
+    #[inline]
+    pub fn enqueue_as(
+        &self,
+        dest: Rank,
+        q: QueueId,
+        kind: Kind,
+        tag: u16,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<bool, RqError> {
+        let msg = Message {
+            tag,
+            flags: 0,
+            args,
+            payload,
+        };
+        match kind {
+            Kind::Express if crate::conduit::ring::frame_slots(args.len(), payload.len()) > 1 => {
+                Err(RqError::NotExpress {
+                    nargs: args.len(),
+                    len: payload.len(),
+                })
+            }
+            Kind::Express | Kind::Basic => committed(self.conduit.try_send(dest, q.0, &msg)),
+            Kind::TagOn => committed(self.conduit.try_send_tag_on(dest, q.0, &msg)),
+        }
     }
 
     /// [`Rq::enqueue`] with a 16-bit tag carried in the frame header (the AM layer puts

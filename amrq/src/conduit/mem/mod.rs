@@ -8,16 +8,18 @@
 //! `&self`, so a handler can reply while the frame it handles is still borrowed in place.
 
 mod region;
+mod tag_on;
 
 pub use region::{Doorbell, HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC};
+pub use tag_on::TagOnPool;
 
 use super::ring::{
     max_frame_slots, Consumer, Peeked, Producer, RawRing, RingMemory, ARGS_OFFSET, FLAG_LONG,
-    MAX_ARGS, SLOT_BYTES, USER_FLAGS,
+    FLAG_TAG_ON, MAX_ARGS, SLOT_BYTES, USER_FLAGS,
 };
 use super::{
     Caps, Channel, ChannelCaps, Conduit, ConduitError, Message, PollSet, Rank, ReceivedFrame,
-    Senders,
+    Senders, TagOnData,
 };
 use crate::bootstrap::Boot;
 use crate::conduit::ring::FrameHeader;
@@ -100,6 +102,9 @@ struct TxRing {
     notify_bit: u64,
     /// The receiver's doorbell.
     doorbell: *const Doorbell,
+    /// The receiver's Tag-On pool for this sender, and where the next claim looks.
+    pool: TagOnPool,
+    pool_cursor: Cell<usize>,
 }
 
 #[repr(align(128))]
@@ -109,6 +114,8 @@ struct RxRing {
     broken: Cell<bool>,
     /// The sender may send into the channel; frames from one that may not are dropped.
     permitted: bool,
+    /// This rank's Tag-On pool for the sender's blocks.
+    pool: TagOnPool,
 }
 
 #[repr(align(128))]
@@ -279,6 +286,9 @@ impl MemConduit {
                     notify_bit: if notify[ch] { doorbell_bit(ch) } else { 0 },
                     // SAFETY: caller guarantees `base` is a live region of `layout`.
                     doorbell: unsafe { layout.doorbell(base, dest) },
+                    // SAFETY: as above.
+                    pool: unsafe { layout.tag_on_pool(base, dest, rank) },
+                    pool_cursor: Cell::new(0),
                 });
             }
             let rings = (0..ranks)
@@ -288,6 +298,8 @@ impl MemConduit {
                     cons: Local::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
                     broken: Cell::new(false),
                     permitted: who.allows(src),
+                    // SAFETY: as above.
+                    pool: unsafe { layout.tag_on_pool(base, rank, src) },
                 })
                 .collect();
             rx.push(RxChannel {
@@ -301,6 +313,7 @@ impl MemConduit {
         let caps = Caps {
             ranks,
             segment_bytes,
+            tag_on_bytes: layout.tag_on_bytes(),
             max_args: MAX_ARGS,
             channels: senders
                 .iter()
@@ -373,8 +386,11 @@ impl MemConduit {
         let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
         // SAFETY: the consumer checked that the frame, payload included, lies in the ring.
         let inline = unsafe { base.add(p.payload_offset()) };
-        if p.header.flags & FLAG_LONG == 0 {
+        if p.header.flags & (FLAG_LONG | FLAG_TAG_ON) == 0 {
             return Ok((inline, p.header.len as usize));
+        }
+        if p.header.flags & FLAG_TAG_ON != 0 {
+            return tag_on_payload(&r.pool, inline, p);
         }
         self.long_payload(inline, p)
     }
@@ -389,15 +405,8 @@ impl MemConduit {
             position: p.position,
             what: "Long frame outside the registered segment",
         };
-        if p.header.len != 16 {
+        let Some((offset, len)) = inline_pair(inline, p) else {
             return Err(bad);
-        }
-        // SAFETY: 16 inline payload bytes are in the frame (checked above).
-        let (offset, len) = unsafe {
-            (
-                inline.cast::<u64>().read_unaligned() as usize,
-                inline.add(8).cast::<u64>().read_unaligned() as usize,
-            )
         };
         match offset.checked_add(len) {
             // SAFETY: offset + len ≤ segment length: inside this rank's segment.
@@ -572,6 +581,59 @@ impl Conduit for MemConduit {
         Ok(())
     }
 
+    fn try_send_tag_on(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        msg: &Message<'_>,
+    ) -> Result<(), ConduitError> {
+        if dest >= self.size || ch >= self.rx.len() || msg.args.len() > MAX_ARGS {
+            return Err(self.check_send(dest, ch, msg));
+        }
+        let t = &self.tx[ch * self.size + dest];
+        if !t.permitted {
+            return Err(ConduitError::NotPermitted {
+                rank: self.rank,
+                channel: ch,
+            });
+        }
+        let len = msg.payload.len();
+        if len > t.pool.bytes() {
+            return Err(ConduitError::PayloadTooLarge {
+                len,
+                max: t.pool.bytes(),
+                channel: ch,
+            });
+        }
+        if !t.prod.with(|p| p.has_room_for(&t.ring, msg.args.len(), 16)) {
+            return Err(ConduitError::Busy);
+        }
+        let mut cursor = t.pool_cursor.get();
+        let Some(i) = t.pool.claim(&mut cursor) else {
+            return Err(ConduitError::Busy); // every block still in the receiver's hands
+        };
+        t.pool_cursor.set(cursor);
+        // SAFETY: block `i` is ours (claimed: the receiver freed it) and `len` fits it.
+        unsafe { std::ptr::copy_nonoverlapping(msg.payload.as_ptr(), t.pool.block(i), len) };
+        let mut inline = [0u8; 16];
+        inline[..8].copy_from_slice(&(i as u64).to_ne_bytes());
+        inline[8..].copy_from_slice(&(len as u64).to_ne_bytes());
+        let header = FrameHeader {
+            tag: msg.tag,
+            flags: (msg.flags & USER_FLAGS) | FLAG_TAG_ON,
+            ..FrameHeader::default()
+        };
+        // The Release store of the frame's sequence word also publishes the block.
+        let sent = t
+            .prod
+            .with(|p| p.try_push(&t.ring, header, msg.args, &inline));
+        debug_assert!(sent, "room was checked");
+        if t.notify_bit != 0 {
+            t.ring_doorbell();
+        }
+        Ok(())
+    }
+
     fn segment(&self) -> (NonNull<u8>, usize) {
         (self.segments[self.rank], self.segment_bytes)
     }
@@ -709,6 +771,36 @@ impl Conduit for MemConduit {
     }
 }
 
+/// The (index, length) inline payload of a Long or Tag-On frame, if it is 16 bytes.
+fn inline_pair(inline: *const u8, p: &Peeked) -> Option<(usize, usize)> {
+    if p.header.len != 16 {
+        return None;
+    }
+    // SAFETY: 16 inline payload bytes are in the frame (checked above).
+    unsafe {
+        Some((
+            inline.cast::<u64>().read_unaligned() as usize,
+            inline.add(8).cast::<u64>().read_unaligned() as usize,
+        ))
+    }
+}
+
+/// Where a Tag-On frame's block is, checked against the pool.
+#[cold]
+fn tag_on_payload(
+    pool: &TagOnPool,
+    inline: *const u8,
+    p: &Peeked,
+) -> Result<(*const u8, usize), super::ring::Corrupt> {
+    match inline_pair(inline, p) {
+        Some((i, len)) if i < pool.buffers() && len <= pool.bytes() => Ok((pool.block(i), len)),
+        _ => Err(super::ring::Corrupt {
+            position: p.position,
+            what: "Tag-On frame outside the pool",
+        }),
+    }
+}
+
 /// Marks sender `s`'s ring `r` of channel `ch` as corrupt (it is not read again) and
 /// says why.
 #[cold]
@@ -767,7 +859,7 @@ impl<'a> MemFrame<'a> {
     }
 }
 
-impl ReceivedFrame for MemFrame<'_> {
+impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
     #[inline(always)]
     fn source(&self) -> Rank {
         self.source
@@ -783,6 +875,10 @@ impl ReceivedFrame for MemFrame<'_> {
     #[inline(always)]
     fn is_long(&self) -> bool {
         self.peeked.header.flags & FLAG_LONG != 0
+    }
+    #[inline(always)]
+    fn is_tag_on(&self) -> bool {
+        self.peeked.header.flags & FLAG_TAG_ON != 0
     }
     #[inline(always)]
     fn args(&self) -> &[u64] {
@@ -807,9 +903,30 @@ impl ReceivedFrame for MemFrame<'_> {
     }
     #[inline(always)]
     fn release(self) {
+        // A Tag-On block not kept is freed with its frame (the handle's drop).
+        drop(self.keep());
+    }
+    #[inline(always)]
+    fn keep(self) -> Option<TagOnData<'a>> {
+        // Read what the frame says before handing its slots back: once the head is
+        // published the producer may overwrite them.
+        let index = if self.is_tag_on() {
+            // SAFETY: the payload offset lies inside the frame, which is ours until the
+            // release below.
+            let inline = unsafe { self.base.add(self.peeked.payload_offset()) };
+            // `tag_on_payload` checked the index when the frame was taken.
+            inline_pair(inline, &self.peeked).map(|(i, _)| i)
+        } else {
+            None
+        };
         self.ring
             .cons
             .with(|c| c.release(&self.ring.ring, &self.peeked));
+        let index = index?;
+        // SAFETY: the block (not the frame) stays ours until its flag is cleared by the
+        // handle's drop; the pool lives as long as the conduit this frame borrows.
+        let data = unsafe { std::slice::from_raw_parts(self.payload.0, self.payload.1) };
+        Some(TagOnData::new(data, self.ring.pool.flag(index)))
         // `self` drops here and clears the channel's outstanding mark.
     }
 }

@@ -11,6 +11,8 @@
 //!     │ channel 1: …                                       │
 //!     ├────────────────────────────────────────────────────┤
 //!     │ doorbells: one per rank, 256 B (see `Doorbell`)    │
+//!     ├────────────────────────────────────────────────────┤
+//!     │ Tag-On pools: (recv 0 ← send 0), (0 ← 1), …        │ ranks² pools
 //!     └────────────────────────────────────────────────────┘
 //! ```
 //! `ring_offset(ch, receiver, sender) = 128 + base[ch] + (receiver·ranks + sender)·ring_bytes[ch]`,
@@ -78,12 +80,27 @@ pub struct RegionLayout {
     slots: Vec<u64>,
     base: Vec<usize>,
     doorbells: usize,
+    tag_on: usize,
+    tag_on_buffers: usize,
+    tag_on_bytes: usize,
     total: usize,
 }
 
 impl RegionLayout {
-    /// The layout for `ranks` ranks and one ring size (slots, a power of two ≥ 2) per channel.
+    /// The layout for `ranks` ranks and one ring size (slots, a power of two ≥ 2) per
+    /// channel, without Tag-On pools.
     pub fn new(ranks: usize, channel_slots: &[u64]) -> Result<Self, ConduitError> {
+        Self::with_tag_on(ranks, channel_slots, 0, 0)
+    }
+
+    /// [`RegionLayout::new`] with a Tag-On pool of `buffers` blocks of `bytes` bytes per
+    /// pair of ranks.
+    pub fn with_tag_on(
+        ranks: usize,
+        channel_slots: &[u64],
+        buffers: usize,
+        bytes: usize,
+    ) -> Result<Self, ConduitError> {
         if ranks == 0 {
             return Err(ConduitError::Setup("a job needs at least one rank".into()));
         }
@@ -102,16 +119,25 @@ impl RegionLayout {
                 .and_then(|b| b.checked_add(total))
                 .ok_or_else(|| ConduitError::Setup("region size overflows".into()))?;
         }
+        let overflow = || ConduitError::Setup("region size overflows".into());
         let doorbells = total;
-        let total = ranks
+        let tag_on = ranks
             .checked_mul(DOORBELL_BYTES)
             .and_then(|b| b.checked_add(total))
-            .ok_or_else(|| ConduitError::Setup("region size overflows".into()))?;
+            .ok_or_else(overflow)?;
+        let total = ranks
+            .checked_mul(ranks)
+            .and_then(|pairs| pairs.checked_mul(super::tag_on::pool_bytes(buffers, bytes)))
+            .and_then(|b| b.checked_add(tag_on))
+            .ok_or_else(overflow)?;
         Ok(Self {
             ranks,
             slots: channel_slots.to_vec(),
             base,
             doorbells,
+            tag_on,
+            tag_on_buffers: buffers,
+            tag_on_bytes: bytes,
             total,
         })
     }
@@ -119,6 +145,15 @@ impl RegionLayout {
     /// Bytes of the whole region.
     pub fn total_bytes(&self) -> usize {
         self.total
+    }
+
+    /// Bytes of a Tag-On block (0: no pools).
+    pub fn tag_on_bytes(&self) -> usize {
+        if self.tag_on_buffers == 0 {
+            0
+        } else {
+            self.tag_on_bytes
+        }
     }
 
     /// Ring slots of channel `ch`.
@@ -152,6 +187,25 @@ impl RegionLayout {
                 .as_ptr()
                 .add(self.doorbells + rank * DOORBELL_BYTES)
                 .cast::<Doorbell>()
+        }
+    }
+
+    /// The Tag-On pool for `sender`'s blocks to `receiver` in the region at `base`.
+    ///
+    /// # Safety
+    /// `base` is a region of this layout, valid for as long as the pool is used.
+    pub unsafe fn tag_on_pool(
+        &self,
+        base: NonNull<u8>,
+        receiver: usize,
+        sender: usize,
+    ) -> super::tag_on::TagOnPool {
+        let size = super::tag_on::pool_bytes(self.tag_on_buffers, self.tag_on_bytes);
+        let off = self.tag_on + (receiver * self.ranks + sender) * size;
+        // SAFETY: pools follow the doorbells inside the region, each `size` bytes, a
+        // multiple of 64 from a 128-aligned start; zero in a fresh region.
+        unsafe {
+            super::tag_on::TagOnPool::new(base.add(off), self.tag_on_buffers, self.tag_on_bytes)
         }
     }
 

@@ -16,8 +16,11 @@ pub const FLAG_PAD: u8 = 0x80;
 /// Header flag reserved for conduits: the payload is a Long message's (offset, length)
 /// in the receiver's registered segment, not the data itself.
 pub const FLAG_LONG: u8 = 0x40;
+/// Header flag reserved for conduits: the payload is a Tag-On block's (index, length)
+/// in the receiver's pool for this sender.
+pub const FLAG_TAG_ON: u8 = 0x20;
 /// Flag bits the layers above the conduit may use.
-pub const USER_FLAGS: u8 = 0x3f;
+pub const USER_FLAGS: u8 = 0x1f;
 
 /// The control block: the consumer's published head, alone on its line pair.
 #[repr(C, align(128))]
@@ -63,7 +66,8 @@ const _: () = {
 /// Bit layout of the packed word (little end first):
 /// `len` bits 0–31 (payload bytes; for a pad frame, slots skipped), `tag` bits 32–47
 /// (the upper layer's: AM handler index, RQ tag), `nargs` bits 48–55, `flags` bits 56–63
-/// (bit 7 is [`FLAG_PAD`], bit 6 [`FLAG_LONG`], bits 0–5 belong to the upper layers).
+/// (bit 7 is [`FLAG_PAD`], bit 6 [`FLAG_LONG`], bit 5 [`FLAG_TAG_ON`], bits 0–4 belong
+/// to the upper layers).
 ///
 /// ```
 /// use amrq::conduit::ring::FrameHeader;
@@ -78,7 +82,7 @@ pub struct FrameHeader {
     pub tag: u16,
     /// Number of u64 args (0..=8).
     pub nargs: u8,
-    /// Flags; bits 6 and 7 are reserved.
+    /// Flags; bits 5–7 are reserved.
     pub flags: u8,
 }
 

@@ -1,0 +1,99 @@
+//! Tag-On data pools (StarT-Voyager): per (sender → receiver) pair, `buffers` blocks of
+//! `bytes` bytes at the receiver, each with a flag word on its own cache line. The
+//! sender claims a free block (flag 0 → 1), fills it and sends a small frame naming
+//! it; the receiver reads the block in place and frees it (flag → 0) when done, which
+//! may be long after the frame left the queue.
+//!
+//! ```text
+//! pool: flag 0 (64 B) │ flag 1 │ … │ flag N-1 │ block 0 (bytes) │ block 1 │ … │ block N-1
+//! ```
+
+use crate::sync::{AtomicU64, Ordering};
+use std::ptr::NonNull;
+
+/// Bytes of one flag (a cache line, so that claims and frees of different blocks do not
+/// share lines).
+pub const FLAG_BYTES: usize = 64;
+
+/// Bytes of a pool of `buffers` blocks of `bytes` (rounded up to cache lines).
+pub const fn pool_bytes(buffers: usize, bytes: usize) -> usize {
+    buffers * (FLAG_BYTES + bytes.div_ceil(64) * 64)
+}
+
+/// A view of one pool, valid in this process.
+#[derive(Debug, Clone, Copy)]
+pub struct TagOnPool {
+    base: NonNull<u8>,
+    buffers: usize,
+    bytes: usize,
+}
+
+impl TagOnPool {
+    /// The pool at `base`.
+    ///
+    /// # Safety
+    /// `base` is 64-byte aligned, valid for [`pool_bytes`]`(buffers, bytes)` bytes for as
+    /// long as the pool is used, zeroed before first use, and used only as this pool.
+    pub unsafe fn new(base: NonNull<u8>, buffers: usize, bytes: usize) -> Self {
+        Self {
+            base,
+            buffers,
+            bytes,
+        }
+    }
+
+    /// Blocks in the pool.
+    pub fn buffers(&self) -> usize {
+        self.buffers
+    }
+
+    /// Bytes per block.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The flag of block `i` (`i < buffers`): 0 free, 1 in use.
+    pub fn flag(&self, i: usize) -> &AtomicU64 {
+        debug_assert!(i < self.buffers);
+        // SAFETY: flags come first, one per 64 bytes, inside the pool (see `new`); they
+        // are only accessed atomically.
+        unsafe { &*self.base.as_ptr().add(i * FLAG_BYTES).cast::<AtomicU64>() }
+    }
+
+    /// The first byte of block `i` (`i < buffers`).
+    pub fn block(&self, i: usize) -> *mut u8 {
+        debug_assert!(i < self.buffers);
+        let stride = self.bytes.div_ceil(64) * 64;
+        // SAFETY: blocks follow the flags inside the pool (see `new`).
+        unsafe {
+            self.base
+                .as_ptr()
+                .add(self.buffers * FLAG_BYTES + i * stride)
+        }
+    }
+
+    /// Claims a free block, looking from `*cursor` on (round-robin); `None` if every
+    /// block is still in use by the receiver. Sender side only.
+    pub fn claim(&self, cursor: &mut usize) -> Option<usize> {
+        for k in 0..self.buffers {
+            let i = (*cursor + k) % self.buffers;
+            // ORDERING: Acquire pairs with the receiver's Release store in `free`: its
+            // reads of the block are done before we overwrite it.
+            if self.flag(i).load(Ordering::Acquire) == 0 {
+                // Relaxed: the frame that names this block is published with Release
+                // after this store and the data, and only the sender sets flags.
+                self.flag(i).store(1, Ordering::Relaxed);
+                *cursor = (i + 1) % self.buffers;
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Frees block `i` for the sender's next claim. Receiver side only.
+    pub fn free(&self, i: usize) {
+        // ORDERING: Release: our reads of the block happen before the sender's next
+        // claim of it; pairs with the Acquire load in `claim`.
+        self.flag(i).store(0, Ordering::Release);
+    }
+}
