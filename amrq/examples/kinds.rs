@@ -1,0 +1,137 @@
+//! The enqueue → dequeue pipeline between two ranks for each of StarT-Voyager's message
+//! kinds: Express (one u64 arg, one slot), Basic (one arg + 1 KiB in consecutive
+//! slots) and Tag-On (one arg + 1 KiB in a pool block named by a one-slot frame). Rank 0
+//! enqueues, rank 1 reads each message in place (`Rq::poll_queue`) and sums its bytes,
+//! so the data really crosses. Batches of the three kinds alternate.
+//!
+//! ```text
+//! cargo run --release --example kinds [-- --quick] [--iters N] [--batches B] [--threads] [--json]
+//! ```
+//! Last line (rank 0, after both finished): `kinds: express_ns=… basic_ns=… tag_on_ns=…`
+//! (median ns per message).
+
+mod common;
+
+use amrq::conduit::{Conduit, ReceivedFrame};
+use amrq::prelude::*;
+use amrq::reference::median;
+use amrq::rq::Kind;
+use std::cell::Cell;
+use std::time::Instant;
+
+const USAGE: &str = "usage: kinds [--quick] [--iters N] [--batches B] [--threads] [--json]";
+const KINDS: [(Kind, usize); 3] = [(Kind::Express, 0), (Kind::Basic, 1024), (Kind::TagOn, 1024)];
+
+struct State {
+    count: Cell<u64>,
+    done: ReplyHandler,
+    acked: Cell<u64>,
+}
+
+fn main() {
+    let o = common::opts(USAGE);
+    let mut cfg = Config::from_env().unwrap_or_else(|e| common::fail(USAGE, &e));
+    cfg.tag_on_buffers = 64;
+    let q = cfg.add_queue(1024);
+    common::run_ranks(&o, 2, &cfg, USAGE, |c| {
+        rank_main(c, &o, q).map_err(|e| e.to_string())
+    });
+}
+
+fn rank_main(
+    conduit: amrq::conduit::mem::MemConduit,
+    o: &common::Opts,
+    q: QueueId,
+) -> Result<(), AmError> {
+    let iters = o.iters.unwrap_or(if o.quick { 200_000 } else { 2_000_000 });
+    let batches = o.num("batches", if o.quick { 5 } else { 11 }, USAGE).max(1);
+    if conduit.size() != 2 {
+        common::fail(
+            USAGE,
+            &format!("kinds runs on 2 ranks, not {}", conduit.size()),
+        );
+    }
+    let mut table = HandlerTable::new();
+    let done = table.reply("done", |s: &State, m| {
+        s.acked.set(m.arg(0));
+        Ok(())
+    });
+    let finish = table.request("finish", |s: &State, ctx, _m| {
+        ctx.reply(s.done, &[s.count.get()])
+    });
+    let am = Am::new(
+        conduit,
+        table,
+        State {
+            count: Cell::new(0),
+            done,
+            acked: Cell::new(0),
+        },
+    )?;
+    let payload: Vec<u8> = (0..1024).map(|i| i as u8).collect();
+    let want_sum: u64 = payload.iter().map(|&b| u64::from(b)).sum();
+    let mut ns = [Vec::new(), Vec::new(), Vec::new()];
+    let mut expected = 0u64;
+    let mut bad = 0u64;
+    for b in 0..=batches {
+        for (k, &(kind, len)) in KINDS.iter().enumerate() {
+            expected += iters;
+            am.barrier()?;
+            if am.rank() == 0 {
+                let t = Instant::now();
+                for i in 0..iters {
+                    while !am.rq().enqueue_as(1, q, kind, 0, &[i], &payload[..len])? {
+                        am.poll()?;
+                    }
+                }
+                am.request(1, finish, &[])?;
+                am.wait_until(|s| s.acked.get() == expected)?;
+                if b > 0 {
+                    ns[k].push(t.elapsed().as_nanos() as f64 / iters as f64);
+                }
+            } else {
+                let s = am.state();
+                let mut left = iters;
+                while left > 0 {
+                    left -= am
+                        .rq()
+                        .poll_queue(q, left as usize, |f| -> Result<(), RqError> {
+                            let sum: u64 = f.payload().iter().map(|&b| u64::from(b)).sum();
+                            if f.payload().len() != len || (len > 0 && sum != want_sum) {
+                                bad += 1;
+                            }
+                            s.count.set(s.count.get() + 1);
+                            Ok(())
+                        })? as u64;
+                }
+            }
+        }
+    }
+    am.barrier()?;
+    if bad != 0 {
+        return Err(AmError::BadRuntimeMessage {
+            source_rank: 0,
+            what: "a payload arrived wrong",
+        });
+    }
+    if am.rank() == 0 {
+        let m: Vec<f64> = ns.iter_mut().map(|v| median(v)).collect();
+        let how = if o.threads { "threads" } else { "processes" };
+        println!(
+            "ranks: 2 {how}; {batches} batches of {iters} messages of each kind, read in place"
+        );
+        println!("Express (1 arg):               {:.1} ns/msg", m[0]);
+        println!("Basic (1 arg + 1 KiB inline):  {:.1} ns/msg", m[1]);
+        println!("Tag-On (1 arg + 1 KiB block):  {:.1} ns/msg", m[2]);
+        common::summary(
+            "kinds",
+            o.json,
+            &[
+                ("express_ns", m[0]),
+                ("basic_ns", m[1]),
+                ("tag_on_ns", m[2]),
+            ],
+        );
+    }
+    Ok(())
+}
