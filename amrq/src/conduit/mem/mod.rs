@@ -140,6 +140,29 @@ const fn doorbell_bit(ch: Channel) -> u64 {
 const ARM_AFTER: u32 = 32;
 
 impl TxRing {
+    /// Publishes a frame of `msg`'s tag and args whose 16-byte payload is the pair
+    /// `(a, b)` (a Long frame's offset and length, a Tag-On frame's block and length),
+    /// with the conduit flag `flag`. The caller checked that there is room.
+    fn push_pair(&self, msg: &Message<'_>, flag: u8, a: usize, b: usize) {
+        let mut inline = [0u8; 16];
+        inline[..8].copy_from_slice(&(a as u64).to_ne_bytes());
+        inline[8..].copy_from_slice(&(b as u64).to_ne_bytes());
+        let header = FrameHeader {
+            tag: msg.tag,
+            flags: (msg.flags & USER_FLAGS) | flag,
+            ..FrameHeader::default()
+        };
+        // The Release store of the frame's sequence word also publishes the data the
+        // caller wrote (segment bytes, pool block) before.
+        let sent = self
+            .prod
+            .with(|p| p.try_push(&self.ring, header, msg.args, &inline));
+        debug_assert!(sent, "room was checked");
+        if self.notify_bit != 0 {
+            self.ring_doorbell();
+        }
+    }
+
     /// After publishing a frame: if the receiver has armed this channel, set its bit in
     /// the receiver's summary.
     #[inline(always)]
@@ -436,6 +459,22 @@ impl MemConduit {
         &self.boot
     }
 
+    /// The ring to `dest` on channel `ch` for a Long or Tag-On `msg`, after the checks
+    /// every send makes (rank, channel, args, permission).
+    fn sender(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> Result<&TxRing, ConduitError> {
+        if dest >= self.size || ch >= self.rx.len() || msg.args.len() > MAX_ARGS {
+            return Err(self.check_send(dest, ch, msg));
+        }
+        let t = &self.tx[ch * self.size + dest];
+        if !t.permitted {
+            return Err(ConduitError::NotPermitted {
+                rank: self.rank,
+                channel: ch,
+            });
+        }
+        Ok(t)
+    }
+
     #[cold]
     fn no_channel(&self, ch: Channel) -> ConduitError {
         ConduitError::NoSuchChannel {
@@ -526,10 +565,8 @@ impl Conduit for MemConduit {
         msg: &Message<'_>,
         offset: usize,
     ) -> Result<(), ConduitError> {
+        let t = self.sender(dest, ch, msg)?;
         let len = msg.payload.len();
-        if dest >= self.size || ch >= self.rx.len() || msg.args.len() > MAX_ARGS {
-            return Err(self.check_send(dest, ch, msg));
-        }
         if offset
             .checked_add(len)
             .is_none_or(|end| end > self.segment_bytes)
@@ -539,13 +576,6 @@ impl Conduit for MemConduit {
                 offset,
                 len,
                 segment_bytes: self.segment_bytes,
-            });
-        }
-        let t = &self.tx[ch * self.size + dest];
-        if !t.permitted {
-            return Err(ConduitError::NotPermitted {
-                rank: self.rank,
-                channel: ch,
             });
         }
         // Room first: the data must not be written for a frame that cannot follow.
@@ -562,22 +592,7 @@ impl Conduit for MemConduit {
                 len,
             );
         }
-        let mut inline = [0u8; 16];
-        inline[..8].copy_from_slice(&(offset as u64).to_ne_bytes());
-        inline[8..].copy_from_slice(&(len as u64).to_ne_bytes());
-        let header = FrameHeader {
-            tag: msg.tag,
-            flags: (msg.flags & USER_FLAGS) | FLAG_LONG,
-            ..FrameHeader::default()
-        };
-        // The Release store of the frame's sequence word also publishes the data above.
-        let sent = t
-            .prod
-            .with(|p| p.try_push(&t.ring, header, msg.args, &inline));
-        debug_assert!(sent, "room was checked");
-        if t.notify_bit != 0 {
-            t.ring_doorbell();
-        }
+        t.push_pair(msg, FLAG_LONG, offset, len);
         Ok(())
     }
 
@@ -587,16 +602,7 @@ impl Conduit for MemConduit {
         ch: Channel,
         msg: &Message<'_>,
     ) -> Result<(), ConduitError> {
-        if dest >= self.size || ch >= self.rx.len() || msg.args.len() > MAX_ARGS {
-            return Err(self.check_send(dest, ch, msg));
-        }
-        let t = &self.tx[ch * self.size + dest];
-        if !t.permitted {
-            return Err(ConduitError::NotPermitted {
-                rank: self.rank,
-                channel: ch,
-            });
-        }
+        let t = self.sender(dest, ch, msg)?;
         let len = msg.payload.len();
         if len > t.pool.bytes() {
             return Err(ConduitError::PayloadTooLarge {
@@ -615,22 +621,7 @@ impl Conduit for MemConduit {
         t.pool_cursor.set(cursor);
         // SAFETY: block `i` is ours (claimed: the receiver freed it) and `len` fits it.
         unsafe { std::ptr::copy_nonoverlapping(msg.payload.as_ptr(), t.pool.block(i), len) };
-        let mut inline = [0u8; 16];
-        inline[..8].copy_from_slice(&(i as u64).to_ne_bytes());
-        inline[8..].copy_from_slice(&(len as u64).to_ne_bytes());
-        let header = FrameHeader {
-            tag: msg.tag,
-            flags: (msg.flags & USER_FLAGS) | FLAG_TAG_ON,
-            ..FrameHeader::default()
-        };
-        // The Release store of the frame's sequence word also publishes the block.
-        let sent = t
-            .prod
-            .with(|p| p.try_push(&t.ring, header, msg.args, &inline));
-        debug_assert!(sent, "room was checked");
-        if t.notify_bit != 0 {
-            t.ring_doorbell();
-        }
+        t.push_pair(msg, FLAG_TAG_ON, i, len);
         Ok(())
     }
 
