@@ -168,7 +168,7 @@ impl<C: Conduit> Rq<C> {
 
     /// [`Rq::enqueue`] of a chosen kind, with a tag. [`RqError::NotExpress`] if `kind` is
     /// Express and the frame needs more than one slot.
-    #[inline]
+    #[inline(always)]
     pub fn enqueue_as(
         &self,
         dest: Rank,
@@ -207,13 +207,7 @@ impl<C: Conduit> Rq<C> {
         args: &[u64],
         payload: &[u8],
     ) -> Result<bool, RqError> {
-        let msg = Message {
-            tag,
-            flags: 0,
-            args,
-            payload,
-        };
-        committed(self.conduit.try_send(dest, q.0, &msg))
+        self.enqueue_as(dest, q, Kind::Basic, tag, args, payload)
     }
 
     /// Enqueues a Long message: `payload` is deposited at byte `offset` of `dest`'s

@@ -894,8 +894,15 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
     }
     #[inline(always)]
     fn release(self) {
-        // A Tag-On block not kept is freed with its frame (the handle's drop).
-        drop(self.keep());
+        if self.is_tag_on() {
+            // A Tag-On block not kept is freed with its frame (the handle's drop).
+            drop(self.keep());
+            return;
+        }
+        self.ring
+            .cons
+            .with(|c| c.release(&self.ring.ring, &self.peeked));
+        // `self` drops here and clears the channel's outstanding mark.
     }
     #[inline(always)]
     fn keep(self) -> Option<TagOnData<'a>> {

@@ -20,7 +20,6 @@
 
 use crate::conduit::ring::RawRing;
 use crate::conduit::ConduitError;
-use std::alloc::Layout;
 use std::ptr::NonNull;
 
 /// "amrqRGN1": marks an initialised region.
@@ -251,32 +250,46 @@ impl RegionLayout {
     }
 }
 
-/// A zeroed, page-aligned heap allocation holding a region (the `threads` conduit).
+/// Zeroed, page-aligned private memory holding a region (the `threads` conduit): an
+/// anonymous mapping, so pages are zeroed by the kernel when first touched (a 64 MiB
+/// segment that is never written costs nothing; `alloc_zeroed` with page alignment
+/// would `memset` all of it).
 #[derive(Debug)]
 pub struct HeapRegion {
     ptr: NonNull<u8>,
-    layout: Layout,
+    len: usize,
 }
 
-// SAFETY: the allocation is plain bytes; which thread touches which bytes is decided by
+// SAFETY: the mapping is plain bytes; which thread touches which bytes is decided by
 // the ring protocol, as for memory shared with another process.
 unsafe impl Send for HeapRegion {}
 // SAFETY: as above; &HeapRegion only hands out the base address.
 unsafe impl Sync for HeapRegion {}
 
 impl HeapRegion {
-    /// Allocates `bytes` zeroed bytes.
+    /// Maps `bytes` zeroed bytes.
     pub fn new(bytes: usize) -> Result<Self, ConduitError> {
-        let layout = Layout::from_size_align(bytes.max(1), 4096)
-            .map_err(|e| ConduitError::Setup(format!("region of {bytes} bytes: {e}")))?;
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(ptr).ok_or_else(|| {
-            ConduitError::Setup(format!(
-                "cannot allocate a {bytes}-byte region (lower the ring size)"
-            ))
-        })?;
-        Ok(Self { ptr, layout })
+        let len = bytes.max(1);
+        // SAFETY: a fresh private anonymous mapping; the kernel picks the address.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(ConduitError::Setup(format!(
+                "cannot map a {bytes}-byte region: {} (lower the ring or segment size)",
+                std::io::Error::last_os_error()
+            )));
+        }
+        let ptr = NonNull::new(p.cast())
+            .ok_or_else(|| ConduitError::Setup("mmap returned null".into()))?;
+        Ok(Self { ptr, len })
     }
 
     /// The region's first byte.
@@ -287,7 +300,7 @@ impl HeapRegion {
 
 impl Drop for HeapRegion {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout, freed once.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+        // SAFETY: mapped in `new` with this length, unmapped once.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }
