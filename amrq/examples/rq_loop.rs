@@ -8,7 +8,9 @@
 //!   sides, without the cache-line transfers;
 //! - `--empty-poll`: `Am::poll` when nothing has arrived;
 //! - `--one-poll`: an empty One-poll over 1, 8 and 64 queues, with 1 and 8 ranks (the
-//!   receiver idle, its doorbell armed), next to a plain scan of the same queues.
+//!   receiver idle, its doorbell armed), next to a plain scan of the same queues;
+//! - `--hold`: entering and leaving an uncontended `hold_interrupts` section while a
+//!   progress thread serves an Interrupt queue.
 //!
 //! ```text
 //! cargo run --release --example rq_loop [-- --quick] [--am] [--iters N] [--json]
@@ -25,10 +27,10 @@ use std::cell::Cell;
 use std::time::Instant;
 
 const USAGE: &str =
-    "usage: rq_loop [--quick] [--am | --empty-poll | --one-poll] [--iters N] [--batches B] [--json]";
+    "usage: rq_loop [--quick] [--am | --empty-poll | --one-poll | --hold] [--iters N] [--batches B] [--json]";
 
 fn main() {
-    const MODES: [&str; 3] = ["--am", "--empty-poll", "--one-poll"];
+    const MODES: [&str; 4] = ["--am", "--empty-poll", "--one-poll", "--hold"];
     let mode = std::env::args().find(|a| MODES.contains(&a.as_str()));
     let args: Vec<String> = std::env::args()
         .filter(|a| !MODES.contains(&a.as_str()))
@@ -38,6 +40,7 @@ fn main() {
         Some("--am") => am_loop(&o),
         Some("--empty-poll") => empty_poll(&o),
         Some("--one-poll") => one_poll(&o),
+        Some("--hold") => hold(&o),
         _ => rq_loop(&o),
     }
 }
@@ -131,6 +134,47 @@ fn one_poll(o: &common::Opts) {
             ("q64_ns", armed[2]),
             ("q64_ranks8_ns", armed[3]),
             ("scan_q64_ranks8_ns", scan),
+        ],
+    );
+}
+
+/// An uncontended critical section against a running (idle) progress thread.
+fn hold(o: &common::Opts) {
+    use amrq::config::{Delivery, QueueSpec};
+    let iters = o
+        .iters
+        .unwrap_or(if o.quick { 10_000_000 } else { 100_000_000 });
+    let mut cfg = Config::default();
+    cfg.add(QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt));
+    let mut eps =
+        threads::endpoints_for(1, &cfg).unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
+    let mut rq = amrq::rq::Rq::new(eps.remove(0));
+    let intr = rq
+        .start_interrupts(|_, _, _, _| {})
+        .unwrap_or_else(|| common::fail(USAGE, "no Interrupt queue"));
+    let mut v = Vec::new();
+    for _ in 0..o.num("batches", 11, USAGE).max(1) {
+        let t = Instant::now();
+        for _ in 0..iters {
+            let section = intr.hold();
+            std::hint::black_box(&section);
+            drop(section);
+        }
+        v.push(t.elapsed().as_nanos() as f64 / iters as f64);
+    }
+    let ns = median(&mut v);
+    let scheme = if intr.asymmetric() {
+        "stores + membarrier on the progress side"
+    } else {
+        "fences on both sides (no membarrier here)"
+    };
+    println!("hold_interrupts enter + exit, uncontended ({scheme}): {ns:.2} ns");
+    common::summary(
+        "hold",
+        o.json,
+        &[
+            ("ns_per_section", ns),
+            ("asymmetric", f64::from(u8::from(intr.asymmetric()))),
         ],
     );
 }

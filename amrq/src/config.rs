@@ -196,10 +196,25 @@ impl Config {
     }
 
     /// Which conduit channels ring the receiver's doorbell (not the AM queues: their
-    /// round trip pays no fence).
+    /// round trip pays no fence): One-poll queues and Interrupt queues.
     pub fn channel_notify(&self) -> Vec<bool> {
         let mut v = vec![false, false];
-        v.extend(self.queues.iter().map(|q| q.one_poll));
+        v.extend(
+            self.queues
+                .iter()
+                .map(|q| q.one_poll || q.delivery == Delivery::Interrupt),
+        );
+        v
+    }
+
+    /// Which conduit channels are delivered by interrupts (a progress thread).
+    pub fn channel_interrupt(&self) -> Vec<bool> {
+        let mut v = vec![false, false];
+        v.extend(
+            self.queues
+                .iter()
+                .map(|q| q.delivery == Delivery::Interrupt),
+        );
         v
     }
 

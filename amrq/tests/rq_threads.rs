@@ -297,3 +297,124 @@ fn the_plain_enqueue_chooses_the_kind_by_size() {
     .unwrap();
     assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
 }
+
+mod interrupts {
+    use amrq::conduit::{Conduit, ConduitError};
+    use amrq::config::{Delivery, QueueSpec};
+    use amrq::prelude::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    fn config() -> (Config, QueueId, QueueId) {
+        let mut cfg = Config::default();
+        let alarms = cfg.add(QueueSpec::new("alarms", 64).delivery(Delivery::Interrupt));
+        let work = cfg.add_queue(64);
+        (cfg, alarms, work)
+    }
+
+    fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+        let t = Instant::now();
+        while !cond() {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "timed out waiting for {what}"
+            );
+            std::hint::spin_loop();
+        }
+    }
+
+    #[test]
+    fn interrupts_run_while_the_owner_computes_and_leave_poll_queues_alone() {
+        let (cfg, alarms, work) = config();
+        let out = amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
+            let mut rq = Rq::new(c);
+            if rq.rank() == 1 {
+                let sum = Arc::new(AtomicU64::new(0));
+                let s = sum.clone();
+                let intr = rq
+                    .start_interrupts(move |q, src, args, _p| {
+                        assert_eq!((q, src), (alarms, 0));
+                        s.fetch_add(args[0], Ordering::Relaxed);
+                    })
+                    .expect("an Interrupt queue");
+                assert!(matches!(
+                    rq.read_queue(alarms),
+                    Err(RqError::Conduit(ConduitError::DeliveredByInterrupts { .. }))
+                ));
+                rq.conduit().barrier()?;
+                // Compute without polling: the handlers run anyway.
+                wait_for("1000 interrupts", || {
+                    sum.load(Ordering::Relaxed) == (1..=1000).sum::<u64>()
+                });
+                // The Poll queue was not touched: all 10 frames wait for our poll.
+                for i in 0..10u64 {
+                    let mut a = [0u64; 1];
+                    assert!(rq.dequeue(work, &mut a, &mut [])?.is_some());
+                    assert_eq!(a[0], i);
+                }
+                drop(intr);
+            } else {
+                rq.conduit().barrier()?;
+                for i in 0..10u64 {
+                    assert!(rq.enqueue(1, work, &[i], &[])?);
+                }
+                for i in 1..=1000u64 {
+                    while !rq.enqueue(1, alarms, &[i], &[])? {}
+                    if i % 100 == 0 {
+                        std::thread::sleep(Duration::from_millis(2)); // let it go idle and sleep
+                    }
+                }
+            }
+            rq.conduit().barrier()?;
+            Ok(())
+        })
+        .unwrap();
+        assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+    }
+
+    #[test]
+    fn handlers_wait_while_interrupts_are_held() {
+        let (cfg, alarms, _) = config();
+        let out = amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
+            let mut rq = Rq::new(c);
+            if rq.rank() == 1 {
+                let count = Arc::new(AtomicU64::new(0));
+                let n = count.clone();
+                let intr = rq.start_interrupts(move |_, _, _, _| {
+                    n.fetch_add(1, Ordering::Relaxed);
+                });
+                let intr = intr.expect("an Interrupt queue");
+                for round in 0..20u64 {
+                    let section = intr.hold();
+                    rq.conduit().barrier()?; // rank 0 sends 5 now
+                    rq.conduit().barrier()?; // … and has sent them
+                    let before = count.load(Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(5));
+                    assert_eq!(
+                        count.load(Ordering::Relaxed),
+                        before,
+                        "a handler ran inside the section"
+                    );
+                    assert_eq!(before, round * 5);
+                    drop(section); // the deferred handlers run now
+                    wait_for("the deferred handlers", || {
+                        count.load(Ordering::Relaxed) == (round + 1) * 5
+                    });
+                }
+                drop(intr);
+            } else {
+                for _ in 0..20 {
+                    rq.conduit().barrier()?;
+                    for i in 0..5u64 {
+                        while !rq.enqueue(1, alarms, &[i], &[])? {}
+                    }
+                    rq.conduit().barrier()?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+    }
+}

@@ -12,6 +12,8 @@ struct State {
     arrived: usize,
     values: Vec<u64>,
     result: Vec<u64>,
+    /// The first rank that failed, and how: ends every wait at once.
+    failed: Option<(usize, String)>,
 }
 
 /// Barrier and all-gather for `size` thread ranks.
@@ -27,7 +29,6 @@ struct State {
 /// ```
 #[derive(Debug)]
 pub struct ThreadsBoot {
-    failed: Mutex<Option<(usize, String)>>,
     size: usize,
     timeout: Duration,
     state: Mutex<State>,
@@ -43,7 +44,6 @@ impl ThreadsBoot {
     /// Collectives for `size` ranks, waiting at most `timeout` for the others.
     pub fn with_timeout(size: usize, timeout: Duration) -> Self {
         Self {
-            failed: Mutex::new(None),
             size,
             timeout,
             state: Mutex::new(State {
@@ -51,6 +51,7 @@ impl ThreadsBoot {
                 arrived: 0,
                 values: vec![0; size],
                 result: Vec::new(),
+                failed: None,
             }),
             cv: Condvar::new(),
         }
@@ -58,15 +59,15 @@ impl ThreadsBoot {
 
     /// Records that `rank` failed (the first failure is kept) and wakes setup waiters.
     pub fn mark_failed(&self, rank: usize, cause: String) {
-        if let Ok(mut f) = self.failed.lock() {
-            f.get_or_insert((rank, cause));
+        if let Ok(mut st) = self.state.lock() {
+            st.failed.get_or_insert((rank, cause));
         }
         self.cv.notify_all();
     }
 
     /// [`BootError::PeerDead`] once any rank has been marked failed.
     pub fn check_peers(&self) -> Result<(), BootError> {
-        match self.failed.lock().map(|f| f.clone()) {
+        match self.state.lock().map(|st| st.failed.clone()) {
             Ok(None) => Ok(()),
             Ok(Some((rank, cause))) => Err(BootError::PeerDead { rank, cause }),
             Err(_) => Err(BootError::Poisoned),
@@ -88,8 +89,13 @@ impl ThreadsBoot {
         let gen = st.generation;
         let (st, timeout) = self
             .cv
-            .wait_timeout_while(st, self.timeout, |s| s.generation == gen)
+            .wait_timeout_while(st, self.timeout, |s| {
+                s.generation == gen && s.failed.is_none()
+            })
             .map_err(poisoned)?;
+        if let Some((rank, cause)) = st.failed.clone() {
+            return Err(BootError::PeerDead { rank, cause });
+        }
         if timeout.timed_out() {
             return Err(BootError::Timeout(format!(
                 "rank {rank} waited {:?} for {} other ranks to reach setup; one of them failed or is stuck",
@@ -111,10 +117,15 @@ impl ThreadsBoot {
             return Ok(());
         }
         let gen = st.generation;
-        let (_st, timeout) = self
+        let (st, timeout) = self
             .cv
-            .wait_timeout_while(st, self.timeout, |s| s.generation == gen)
+            .wait_timeout_while(st, self.timeout, |s| {
+                s.generation == gen && s.failed.is_none()
+            })
             .map_err(poisoned)?;
+        if let Some((rank, cause)) = st.failed.clone() {
+            return Err(BootError::PeerDead { rank, cause });
+        }
         if timeout.timed_out() {
             return Err(BootError::Timeout(format!(
                 "barrier: waited {:?} for the other ranks; one of them failed or is stuck",

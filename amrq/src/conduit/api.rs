@@ -73,6 +73,8 @@ pub struct ChannelCaps {
     pub senders: Senders,
     /// Its senders ring the receiver's doorbell when armed (O(1) empty One-poll).
     pub notify: bool,
+    /// Delivered by interrupts: a progress thread, not the owner, drains it.
+    pub interrupt: bool,
     /// Ring slots per sender (the queue's capacity in 64-byte slots).
     pub slots: u64,
     /// Largest payload of one frame on this channel, in bytes.

@@ -35,6 +35,13 @@ pub enum ConduitError {
         /// The channel.
         channel: Channel,
     },
+    /// The channel is delivered by interrupts: its progress thread drains it, not the
+    /// rank's own polls.
+    #[error("channel {channel} is an Interrupt queue: its handlers run on the progress thread, it is not polled")]
+    DeliveredByInterrupts {
+        /// The channel.
+        channel: Channel,
+    },
     /// More args than a frame carries.
     #[error("{nargs} args given, a frame carries at most {max}")]
     TooManyArgs {

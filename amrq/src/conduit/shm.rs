@@ -65,7 +65,12 @@ pub fn attach(
 ) -> Result<MemConduit, ConduitError> {
     let (layout, rings, seg, user) = sizes(size, cfg)?;
     let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
-    let senders = format!("{:?}{:?}", cfg.channel_senders(), cfg.channel_notify());
+    let senders = format!(
+        "{:?}{:?}{:?}",
+        cfg.channel_senders(),
+        cfg.channel_notify(),
+        cfg.channel_interrupt()
+    );
     for w in cfg
         .channel_slots()
         .into_iter()
@@ -114,6 +119,7 @@ pub fn attach(
             rings: base,
             senders: cfg.channel_senders(),
             notify: cfg.channel_notify(),
+            interrupt: cfg.channel_interrupt(),
             segments,
             segment_bytes: seg,
             owner: RegionOwner::Shm(job.clone()),

@@ -21,8 +21,10 @@
 //! `senders × slots × 64 B`.
 
 mod error;
+mod interrupts;
 
 pub use error::RqError;
+pub use interrupts::{Hold, Interrupts};
 
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{Conduit, ConduitError, Message, PollSet, Rank, ReceivedFrame};
@@ -121,6 +123,40 @@ pub struct Dequeued {
 #[derive(Debug)]
 pub struct Rq<C: Conduit = MemConduit> {
     conduit: C,
+}
+
+impl Rq<MemConduit> {
+    /// Starts this rank's progress thread for its Interrupt queues
+    /// ([`Delivery::Interrupt`](crate::config::Delivery)): it runs `handler(queue,
+    /// source, args, payload)` on each of their frames as it arrives, sleeping when
+    /// they are idle. Those queues are no longer polled by this rank (polling them is
+    /// `DeliveredByInterrupts`); all others are never touched by the thread.
+    /// `None` if the job has no Interrupt queue.
+    ///
+    /// ```
+    /// use amrq::{config::{Delivery, QueueSpec}, rq::{Rq, RqError}, Config};
+    /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
+    /// let mut cfg = Config::default();
+    /// let alarms = cfg.add(QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt));
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+    ///     let mut rq = Rq::new(c);
+    ///     let seen = Arc::new(AtomicU64::new(0));
+    ///     let s = seen.clone();
+    ///     let intr = rq.start_interrupts(move |_q, _src, args, _p| { s.fetch_add(args[0], Ordering::Relaxed); })
+    ///         .expect("an Interrupt queue");
+    ///     rq.enqueue(0, alarms, &[5], &[])?;
+    ///     while seen.load(Ordering::Relaxed) != 5 {} // no poll: the handler ran anyway
+    ///     drop(intr);
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn start_interrupts<H>(&mut self, handler: H) -> Option<Interrupts>
+    where
+        H: FnMut(QueueId, Rank, &[u64], &[u8]) + Send + 'static,
+    {
+        let rx = self.conduit.take_interrupts()?;
+        Some(Interrupts::start(rx, handler))
+    }
 }
 
 impl<C: Conduit> Rq<C> {

@@ -7,8 +7,11 @@
 //! endpoint is used by one thread (`Send`, not `Sync`), and every operation takes
 //! `&self`, so a handler can reply while the frame it handles is still borrowed in place.
 
+mod interrupts;
 mod region;
 mod tag_on;
+
+pub use interrupts::InterruptRx;
 
 pub use region::{Doorbell, HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC};
 pub use tag_on::TagOnPool;
@@ -52,6 +55,8 @@ pub struct Parts<'a> {
     pub senders: Vec<Senders>,
     /// Which channels ring the receiver's doorbell.
     pub notify: Vec<bool>,
+    /// Which channels are delivered by interrupts (they also ring the doorbell).
+    pub interrupt: Vec<bool>,
     /// Every rank's registered segment, as mapped in this process.
     pub segments: Vec<NonNull<u8>>,
     /// Bytes of each segment.
@@ -100,6 +105,8 @@ struct TxRing {
     permitted: bool,
     /// The channel's doorbell bit if its frames ring the receiver's doorbell, else 0.
     notify_bit: u64,
+    /// Ringing the doorbell also wakes the receiver's progress thread.
+    interrupt: bool,
     /// The receiver's doorbell.
     doorbell: *const Doorbell,
     /// The receiver's Tag-On pool for this sender, and where the next claim looks.
@@ -128,6 +135,8 @@ struct RxChannel {
     outstanding: Cell<bool>,
     /// Frames dropped because their sender may not send here.
     dropped: Cell<u64>,
+    /// The channel's receive side was moved to the progress thread's view.
+    moved: bool,
 }
 
 /// The doorbell bit of channel `ch`.
@@ -178,6 +187,12 @@ impl TxRing {
             // ORDERING: Release pairs with the Acquire load of the summary in
             // `one_poll`, which then scans for the frame published before.
             d.summary.fetch_or(self.notify_bit, Ordering::Release);
+            if self.interrupt {
+                // ORDERING: Release pairs with the progress thread's Acquire load of
+                // `wake` before it sleeps; the futex wake ends its sleep.
+                d.wake.fetch_add(1, Ordering::Release);
+                crate::util::futex::wake_all(&d.wake);
+            }
         }
     }
 }
@@ -191,6 +206,18 @@ impl RxRing {
 }
 
 impl RxChannel {
+    /// What stays behind of a channel whose receive side moved to another view.
+    fn moved() -> Self {
+        Self {
+            rings: Box::new([]),
+            cursor: Cell::new(0),
+            burst: Cell::new(0),
+            outstanding: Cell::new(false),
+            dropped: Cell::new(0),
+            moved: true,
+        }
+    }
+
     /// The first sender, from the cursor on (round-robin), whose ring has a frame.
     #[inline(always)]
     fn next_ready(&self) -> Option<usize> {
@@ -288,6 +315,7 @@ impl MemConduit {
             rings: base,
             senders,
             notify,
+            interrupt,
             segments,
             segment_bytes,
             owner,
@@ -296,6 +324,7 @@ impl MemConduit {
         let channels = layout.channels();
         assert_eq!(senders.len(), channels, "one `Senders` per channel");
         assert_eq!(notify.len(), channels, "one notify flag per channel");
+        assert_eq!(interrupt.len(), channels, "one interrupt flag per channel");
         let mut tx = Vec::with_capacity(channels * ranks);
         let mut rx = Vec::with_capacity(channels);
         for (ch, who) in senders.iter().enumerate() {
@@ -306,7 +335,12 @@ impl MemConduit {
                     ring: unsafe { layout.ring(base, ch, dest, rank) },
                     prod: Local::new(Producer::new(slots, 0)),
                     permitted: who.allows(rank),
-                    notify_bit: if notify[ch] { doorbell_bit(ch) } else { 0 },
+                    notify_bit: if notify[ch] || interrupt[ch] {
+                        doorbell_bit(ch)
+                    } else {
+                        0
+                    },
+                    interrupt: interrupt[ch],
                     // SAFETY: caller guarantees `base` is a live region of `layout`.
                     doorbell: unsafe { layout.doorbell(base, dest) },
                     // SAFETY: as above.
@@ -331,6 +365,7 @@ impl MemConduit {
                 burst: Cell::new(0),
                 outstanding: Cell::new(false),
                 dropped: Cell::new(0),
+                moved: false,
             });
         }
         let caps = Caps {
@@ -343,7 +378,8 @@ impl MemConduit {
                 .enumerate()
                 .map(|(ch, who)| ChannelCaps {
                     senders: who.clone(),
-                    notify: notify[ch],
+                    notify: notify[ch] || interrupt[ch],
+                    interrupt: interrupt[ch],
                     slots: layout.slots(ch),
                     max_payload: max_payload(layout.slots(ch)),
                 })
@@ -452,6 +488,42 @@ impl MemConduit {
     /// word instead of its rings). For tests and measurements.
     pub fn one_poll_armed(&self) -> u64 {
         self.one_poll_state.get().0
+    }
+
+    /// Moves the receive side of every Interrupt channel out of this endpoint into a
+    /// view for a progress thread; `None` if the job has no Interrupt channel. From then
+    /// on this endpoint answers [`ConduitError::DeliveredByInterrupts`] for them, and
+    /// each consumer state still has one owner.
+    pub fn take_interrupts(&mut self) -> Option<InterruptRx> {
+        let channels: Vec<Channel> = (0..self.rx.len())
+            .filter(|&ch| self.caps.channels[ch].interrupt && !self.rx[ch].moved)
+            .collect();
+        if channels.is_empty() {
+            return None;
+        }
+        let rx: Box<[RxChannel]> = (0..self.rx.len())
+            .map(|ch| {
+                if channels.contains(&ch) {
+                    std::mem::replace(&mut self.rx[ch], RxChannel::moved())
+                } else {
+                    RxChannel::moved()
+                }
+            })
+            .collect();
+        let view = MemConduit {
+            rank: self.rank,
+            size: self.size,
+            caps: self.caps.clone(),
+            tx: Box::new([]),
+            rx,
+            segments: self.segments.clone(),
+            segment_bytes: self.segment_bytes,
+            doorbell: self.doorbell,
+            one_poll_state: Cell::new((0, 0)),
+            boot: self.boot.clone(),
+            _owner: self._owner.clone(),
+        };
+        Some(InterruptRx::new(view, channels))
     }
 
     /// The bootstrap this endpoint's job uses.
@@ -639,7 +711,11 @@ impl Conduit for MemConduit {
         }
         loop {
             let Some(s) = chan.next_ready() else {
-                return Ok(None);
+                return if chan.moved {
+                    Err(ConduitError::DeliveredByInterrupts { channel: ch })
+                } else {
+                    Ok(None)
+                };
             };
             let r = &chan.rings[s];
             match self.take(chan, r, s, ch) {
@@ -668,6 +744,9 @@ impl Conduit for MemConduit {
         let mut done = 0;
         while done < budget {
             let Some(s) = chan.next_ready() else {
+                if chan.moved {
+                    return Err(ConduitError::DeliveredByInterrupts { channel: ch }.into());
+                }
                 break;
             };
             let r = &chan.rings[s];
@@ -966,6 +1045,7 @@ mod tests {
                     rings: region.base(),
                     senders: vec![senders],
                     notify: vec![false],
+                    interrupt: vec![false],
                     segments: segs.iter().map(HeapRegion::base).collect(),
                     segment_bytes: 4096,
                     owner: RegionOwner::Heap(region.clone(), segs.clone()),

@@ -57,12 +57,17 @@ pub struct Doorbell {
     /// Channels on which a frame arrived while armed (set by senders, cleared by the
     /// receiver).
     pub summary: crate::sync::AtomicU64,
+    /// Bumped by a sender that rang an armed Interrupt channel: the futex word the
+    /// receiver's progress thread sleeps on (shared, not private).
+    pub wake: std::sync::atomic::AtomicU32,
+    _pad2: [u8; 116],
 }
 
 const DOORBELL_BYTES: usize = 256;
 const _: () = {
     assert!(std::mem::size_of::<Doorbell>() == DOORBELL_BYTES);
     assert!(std::mem::offset_of!(Doorbell, summary) == 128);
+    assert!(std::mem::offset_of!(Doorbell, wake) == 136);
 };
 
 /// The offsets of every ring in a region.

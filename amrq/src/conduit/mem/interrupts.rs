@@ -1,0 +1,96 @@
+//! The receive side of a rank's Interrupt channels, moved out of its endpoint for a
+//! progress thread (selective interrupts, RQ §2.2). It drains those channels and, when
+//! they are idle, arms the rank's doorbell for them and sleeps on the doorbell's shared
+//! futex word: a sender rings (and wakes) only when armed, so its fast path makes no
+//! system call.
+
+use super::{Doorbell, MemConduit, MemFrame};
+use crate::conduit::{Channel, Conduit, ConduitError};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// The Interrupt channels of one rank, for its progress thread. `Send`: move it there.
+pub struct InterruptRx {
+    view: MemConduit,
+    channels: Vec<Channel>,
+    bits: u64,
+}
+
+impl std::fmt::Debug for InterruptRx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InterruptRx")
+            .field("channels", &self.channels)
+            .finish()
+    }
+}
+
+impl InterruptRx {
+    pub(super) fn new(view: MemConduit, channels: Vec<Channel>) -> Self {
+        let bits = channels
+            .iter()
+            .fold(0, |b, &ch| b | super::doorbell_bit(ch));
+        Self {
+            view,
+            channels,
+            bits,
+        }
+    }
+
+    /// The channels this view drains.
+    pub fn channels(&self) -> &[Channel] {
+        &self.channels
+    }
+
+    fn doorbell(&self) -> &Doorbell {
+        // SAFETY: the rank's doorbell, inside the region the view's owner keeps alive.
+        unsafe { &*self.view.doorbell }
+    }
+
+    /// True if a frame waits on one of the channels.
+    pub fn any_ready(&self) -> bool {
+        self.channels
+            .iter()
+            .any(|&ch| self.view.rx[ch].next_ready().is_some())
+    }
+
+    /// Runs `f` on up to `budget` frames of the channels, each in place, and removes
+    /// each after `f` returns. Returns how many ran.
+    pub fn drain<E, F>(&self, budget: usize, mut f: F) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F: FnMut(Channel, &MemFrame<'_>) -> Result<(), E>,
+    {
+        let mut done = 0;
+        for &ch in &self.channels {
+            if done == budget {
+                break;
+            }
+            done += self.view.drain(ch, budget - done, |frame| f(ch, frame))?;
+        }
+        Ok(done)
+    }
+
+    /// Sleeps until a frame may have arrived on the channels, or `timeout` passes (a
+    /// backstop). Arms the doorbell, fences, and looks once more before sleeping, so a
+    /// frame sent meanwhile is never slept through: either its sender saw the arm and
+    /// bumps the futex word, or this look sees the frame.
+    pub fn sleep(&self, timeout: Duration) {
+        let d = self.doorbell();
+        // ORDERING: Acquire pairs with the senders' Release increment of `wake`.
+        let w = d.wake.load(Ordering::Acquire);
+        d.armed.fetch_or(self.bits, Ordering::Relaxed);
+        // ORDERING: SeqCst fence between arming and the look below; pairs with the
+        // senders' SeqCst fence in `ring_doorbell` (Dekker).
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if !self.any_ready() {
+            crate::util::futex::wait(&d.wake, w, timeout);
+        }
+        d.armed.fetch_and(!self.bits, Ordering::Relaxed);
+        d.summary.fetch_and(!self.bits, Ordering::Relaxed);
+    }
+
+    /// The rank this view belongs to.
+    pub fn rank(&self) -> usize {
+        self.view.rank()
+    }
+}
