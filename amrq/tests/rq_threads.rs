@@ -418,3 +418,76 @@ mod interrupts {
         assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
     }
 }
+
+#[test]
+fn many_queues_many_senders_exactly_once() {
+    use amrq::config::QueueSpec;
+    const RANKS: usize = 4;
+    const PER_PAIR: u64 = 3_000;
+    let mut cfg = Config::default();
+    let qs = [
+        cfg.add(QueueSpec::new("small", 16).one_poll()),
+        cfg.add(QueueSpec::new("medium", 64).one_poll()),
+        cfg.add(QueueSpec::new("large", 64).one_poll()),
+    ];
+    let sizes = [0usize, 200, 2000]; // Express, Basic, Tag-On (plain enqueue picks)
+    let out = amrq::threads::run(RANKS, &cfg, |c| -> Result<(u64, u64), RqError> {
+        let rq = Rq::new(c);
+        let me = rq.rank();
+        let set = rq.poll_set(&qs)?;
+        let mut next = vec![[0u64; 3]; RANKS]; // per (sender, queue): next sequence number
+        let (mut got, mut sum) = (0u64, 0u64);
+        let want = (RANKS as u64) * 3 * PER_PAIR;
+        let mut sent = vec![[0u64; 3]; RANKS];
+        let mut receive = |rq: &Rq, got: &mut u64, sum: &mut u64| -> Result<(), RqError> {
+            while let Some((q, f)) = rq.one_poll(&set)? {
+                let k = qs.iter().position(|&x| x == q).expect("one of ours");
+                let (src, seq) = (f.source(), f.args()[0]);
+                assert_eq!(
+                    seq, next[src][k],
+                    "queue {k} from rank {src}: out of order or twice"
+                );
+                next[src][k] += 1;
+                assert_eq!(f.payload().len(), sizes[k]);
+                assert!(f.payload().iter().all(|&b| b == (seq as u8) ^ (src as u8)));
+                *sum = sum.wrapping_add(seq * 31 + src as u64);
+                *got += 1;
+                f.release();
+            }
+            Ok(())
+        };
+        // Send round-robin over destinations and queues, receiving whenever a queue is full.
+        let mut payload = Vec::new();
+        for i in 0..PER_PAIR {
+            for d in 0..RANKS {
+                let dest = (me + d) % RANKS;
+                for k in 0..3 {
+                    payload.clear();
+                    payload.resize(sizes[k], (i as u8) ^ (me as u8));
+                    while !rq.enqueue(dest, qs[k], &[sent[dest][k]], &payload)? {
+                        receive(&rq, &mut got, &mut sum)?;
+                    }
+                    sent[dest][k] += 1;
+                }
+            }
+        }
+        let t = std::time::Instant::now();
+        while got < want {
+            receive(&rq, &mut got, &mut sum)?;
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(60),
+                "only {got} of {want} frames arrived"
+            );
+        }
+        Ok((got, sum))
+    })
+    .unwrap();
+    let want_sum: u64 = (0..RANKS as u64)
+        .map(|src| (0..PER_PAIR).map(|seq| seq * 31 + src).sum::<u64>() * 3)
+        .sum();
+    for (rank, r) in out.into_iter().enumerate() {
+        let (got, sum) = r.unwrap_or_else(|e| panic!("rank {rank}: {e}"));
+        assert_eq!(got, RANKS as u64 * 3 * PER_PAIR, "rank {rank}");
+        assert_eq!(sum, want_sum, "rank {rank}: checksum");
+    }
+}
