@@ -435,10 +435,10 @@ fn many_queues_many_senders_exactly_once() {
         let rq = Rq::new(c);
         let me = rq.rank();
         let set = rq.poll_set(&qs)?;
-        let mut next = vec![[0u64; 3]; RANKS]; // per (sender, queue): next sequence number
+        let mut next = [[0u64; 3]; RANKS]; // per (sender, queue): next sequence number
         let (mut got, mut sum) = (0u64, 0u64);
         let want = (RANKS as u64) * 3 * PER_PAIR;
-        let mut sent = vec![[0u64; 3]; RANKS];
+        let mut sent = [[0u64; 3]; RANKS];
         let mut receive = |rq: &Rq, got: &mut u64, sum: &mut u64| -> Result<(), RqError> {
             while let Some((q, f)) = rq.one_poll(&set)? {
                 let k = qs.iter().position(|&x| x == q).expect("one of ours");
