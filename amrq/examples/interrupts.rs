@@ -90,10 +90,8 @@ fn rank_main(c: MemConduit, o: &common::Opts, irq: QueueId, poll: QueueId) -> Re
                     if sending {
                         let mut next = Instant::now();
                         while done.load(Ordering::Acquire) < epoch {
-                            if Instant::now() >= next {
-                                if rq.enqueue(1, queue, &[epoch], &[])? {
-                                    next += Duration::from_micros(interval);
-                                }
+                            if Instant::now() >= next && rq.enqueue(1, queue, &[epoch], &[])? {
+                                next += Duration::from_micros(interval);
                             }
                         }
                     }
