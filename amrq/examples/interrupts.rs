@@ -127,49 +127,68 @@ fn rank_main(c: MemConduit, o: &common::Opts, irq: QueueId, poll: QueueId) -> Re
     }
     drop(intr);
     if rq.rank() == 1 {
-        // Baseline: the workload without messages, every mode and interval pooled.
+        // Baseline: the workload without messages, every interval pooled.
         let mut base: Vec<f64> = rows
             .iter()
             .flat_map(|(_, p)| p[2].iter().map(|&(ns, _)| ns))
             .collect();
         let base = median(&mut base);
+        // `None` when no message arrived during any workload of the row (on 2 cores the
+        // progress thread may not get a core within a workload at all).
         let overhead = |v: &[(f64, u64)]| {
             let mut per: Vec<f64> = v
                 .iter()
                 .filter(|&&(_, n)| n > 0)
                 .map(|&(ns, n)| (ns - base) / n as f64)
                 .collect();
-            median(&mut per)
+            (!per.is_empty()).then(|| median(&mut per))
         };
         let how = if o.threads { "threads" } else { "processes" };
         let cores = amrq::util::affinity::host_cores();
-        println!("ranks: 2 {how}; rank 1 computes {:.1} ms while rank 0 sends one Short message every Δ µs", base / 1e6);
+        println!(
+            "ranks: 2 {how}; rank 1 computes {:.1} ms while rank 0 sends one Short message every Δ µs",
+            base / 1e6
+        );
         if cores <= 2 {
-            println!("note: {cores} cores: rank 1's progress thread shares a core with a rank, so each interrupt also pays a context switch");
+            println!(
+                "note: {cores} cores: rank 1's progress thread shares a core with a rank, so each interrupt also pays a context switch"
+            );
         }
         println!(
             "  Δ µs   interrupt ns/msg   poll ns/msg   (messages per workload: interrupt / poll)"
         );
-        let mut plateau = (0.0, 0.0);
+        let show = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}"));
+        let mut plateau = None;
         for (interval, p) in rows.iter().filter(|(i, _)| *i != 0) {
             let (i_ns, p_ns) = (overhead(&p[0]), overhead(&p[1]));
-            if plateau == (0.0, 0.0) {
-                plateau = (i_ns, p_ns);
+            if let (None, Some(a), Some(b)) = (plateau, i_ns, p_ns) {
+                plateau = Some((a, b));
             }
             let n =
                 |v: &[(f64, u64)]| v.iter().map(|&(_, n)| n).sum::<u64>() / v.len().max(1) as u64;
             println!(
-                "  {interval:>4}   {i_ns:>16.0}   {p_ns:>11.0}   ({} / {})",
+                "  {interval:>4}   {:>16}   {:>11}   ({} / {})",
+                show(i_ns),
+                show(p_ns),
                 n(&p[0]),
                 n(&p[1])
             );
+        }
+        let Some((i_ns, p_ns)) = plateau else {
+            common::fail(
+                USAGE,
+                "no interval had messages arrive during the workload in both modes",
+            );
+        };
+        if i_ns < 0.0 || p_ns < 0.0 {
+            println!("(a negative overhead is below the run-to-run noise of the workload: reported as 0)");
         }
         common::summary(
             "interrupts",
             o.json,
             &[
-                ("interrupt_overhead_ns", plateau.0),
-                ("poll_overhead_ns", plateau.1),
+                ("interrupt_overhead_ns", i_ns.max(0.0)),
+                ("poll_overhead_ns", p_ns.max(0.0)),
             ],
         );
     }
