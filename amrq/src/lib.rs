@@ -5,10 +5,14 @@
 //!
 //! | module | layer |
 //! |---|---|
-//! | [`bootstrap`] | who am I, how many, setup-time collectives |
-//! | [`conduit`] | moves frames between ranks: lock-free rings ([`conduit::ring`]) in a memory region ([`conduit::mem`]), ranks as threads ([`conduit::threads`]) |
-//! | [`rq`] | Remote Queues: `enqueue` / `dequeue` / `read_queue` / `delete_queue` on named queues |
-//! | [`am`] | Active Messages on RQ: handler table, request/reply, Short and Medium |
+//! | [`bootstrap`] | who am I (launcher environments), how the ranks of a host meet in shared memory, setup-time collectives, dead peers |
+//! | [`conduit`] | moves frames between ranks: lock-free rings ([`conduit::ring`]) in a memory region with registered segments, doorbells and Tag-On pools ([`conduit::mem`]); ranks as threads ([`conduit::threads`]) or processes ([`conduit::shm`]) |
+//! | [`rq`] | Remote Queues: `enqueue` / `dequeue` / `read_queue` / `delete_queue` on named queues, message kinds, inlined polling, One-poll, selective interrupts |
+//! | [`am`] | Active Messages on RQ: handler table, request/reply, Short, Medium and Long, barrier |
+//!
+//! Above them: [`launch`] starts and watches rank processes (`amrun`, self-launch),
+//! [`threads::run`] runs ranks as threads, [`Config`] holds a job's settings, and
+//! [`reference`](mod@reference) measures the hardware limits that benchmarks compare against.
 //!
 //! Each layer uses only the ones below it. An AM request is an enqueue into the
 //! destination's AM request queue; a poll is a dequeue plus dispatch (RQ paper, Fig. 3).

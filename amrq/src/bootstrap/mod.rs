@@ -1,8 +1,8 @@
 //! Who am I, how many are we, and setup-time collectives (barrier, all-gather) that run
 //! before the rings can carry anything.
 //!
-//! Ranks as threads share a [`ThreadsBoot`]; ranks as processes (the next issue) will
-//! meet through the launcher's environment and a rendezvous in shared memory.
+//! Ranks as threads share a [`ThreadsBoot`]; ranks as processes learn their place from
+//! the launcher's environment ([`env`]) and meet in the job's shared memory ([`shm`]).
 
 pub mod env;
 mod error;

@@ -86,9 +86,9 @@ pub struct ChannelCaps {
 pub struct CapFlags {
     /// Peers' registered memory is mapped in this process (one host).
     pub peer_memory_mapped: bool,
-    /// put/get (later issues).
+    /// put/get (not offered by any conduit yet).
     pub put_get: bool,
-    /// Remote atomics (later issues).
+    /// Remote atomics (not offered by any conduit yet).
     pub atomics: bool,
 }
 

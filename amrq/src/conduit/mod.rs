@@ -4,12 +4,14 @@
 //! The interface is shaped like UCX's `uct_iface_ops_t`: a conduit describes itself
 //! ([`Caps`]), sends never block (a full ring answers [`ConduitError::Busy`] and the layer
 //! above decides what to do), and received frames are read in place and handed back
-//! explicitly. Bulk transfers (put/get) and remote atomics join the trait in later issues;
-//! [`CapFlags`] already says which a conduit offers.
+//! explicitly. Long messages deposit into the destination's registered segment, Tag-On
+//! messages into its receiver-side pool; One-poll and the interrupt progress thread use
+//! a per-rank doorbell. Put/get and remote atomics are not in the trait yet;
+//! [`CapFlags`] says which a conduit offers.
 //!
 //! Implementations: [`mem::MemConduit`], rings in one memory region, used by the
-//! [`threads`] conduit (ranks as threads, heap memory) and by the coming `shm` conduit
-//! (ranks as processes, a shared mapping).
+//! [`threads`] conduit (ranks as threads, heap memory) and by the [`shm`] conduit (ranks
+//! as processes of one host, a shared mapping).
 
 pub mod ring;
 

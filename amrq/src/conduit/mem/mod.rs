@@ -3,7 +3,7 @@
 //! registered segment, all mapped in every rank. The `threads` conduit puts them on the
 //! heap; the `shm` conduit maps them from /dev/shm. The hot path is the same code in both.
 //!
-//! A rank's endpoint keeps its producer and consumer states in [`Local`] cells: an
+//! A rank's endpoint keeps its producer and consumer states in `Local` cells: an
 //! endpoint is used by one thread (`Send`, not `Sync`), and every operation takes
 //! `&self`, so a handler can reply while the frame it handles is still borrowed in place.
 

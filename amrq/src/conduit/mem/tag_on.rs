@@ -32,7 +32,7 @@ impl TagOnPool {
     /// The pool at `base`.
     ///
     /// # Safety
-    /// `base` is 64-byte aligned, valid for [`pool_bytes`]`(buffers, bytes)` bytes for as
+    /// `base` is 64-byte aligned, valid for `pool_bytes(buffers, bytes)` bytes for as
     /// long as the pool is used, zeroed before first use, and used only as this pool.
     pub unsafe fn new(base: NonNull<u8>, buffers: usize, bytes: usize) -> Self {
         Self {
