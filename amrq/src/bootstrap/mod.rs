@@ -2,7 +2,7 @@
 //! before the rings can carry anything.
 //!
 //! Ranks as threads share a [`ThreadsBoot`]; ranks as processes learn their place from
-//! the launcher's environment ([`env`]) and meet in the job's shared memory ([`shm`]).
+//! the launcher's environment ([`env`](mod@env)) and meet in the job's shared memory ([`shm`](mod@shm)).
 
 pub mod env;
 mod error;
