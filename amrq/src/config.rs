@@ -207,6 +207,17 @@ impl Config {
         v
     }
 
+    /// Checks what the conduits cannot represent: every queue that rings the doorbell
+    /// (One-poll, Interrupt) needs its own doorbell bit, so its id must be below 64.
+    pub fn check(&self) -> Result<(), String> {
+        match self.channel_notify().iter().rposition(|&n| n) {
+            Some(ch) if ch >= 64 => Err(format!(
+                "queue {ch} is a One-poll or Interrupt queue, but only queues 0..64 can be (the doorbell has 64 bits): create those queues first"
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Which conduit channels are delivered by interrupts (a progress thread).
     pub fn channel_interrupt(&self) -> Vec<bool> {
         let mut v = vec![false, false];

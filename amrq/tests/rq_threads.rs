@@ -491,3 +491,19 @@ fn many_queues_many_senders_exactly_once() {
         assert_eq!(sum, want_sum, "rank {rank}: checksum");
     }
 }
+
+#[test]
+fn a_doorbell_queue_beyond_the_64_bits_is_refused_at_setup() {
+    use amrq::config::QueueSpec;
+    let mut cfg = Config::default();
+    for _ in 0..62 {
+        cfg.add_queue(2);
+    }
+    cfg.add(QueueSpec::new("late", 4).one_poll()); // queue 64
+    match amrq::threads::run(1, &cfg, |_| ()) {
+        Err(amrq::threads::RunError::Setup(ConduitError::Setup(why))) => {
+            assert!(why.contains("queues 0..64"), "{why}")
+        }
+        other => panic!("expected a setup error, got {other:?}"),
+    }
+}

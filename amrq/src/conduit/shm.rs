@@ -63,6 +63,7 @@ pub fn attach(
     cfg: &Config,
     timeout: Duration,
 ) -> Result<MemConduit, ConduitError> {
+    cfg.check().map_err(ConduitError::Setup)?;
     let (layout, rings, seg, user) = sizes(size, cfg)?;
     let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
     let senders = format!(

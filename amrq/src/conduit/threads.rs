@@ -37,6 +37,7 @@ pub fn endpoints_for(
     ranks: usize,
     config: &crate::Config,
 ) -> Result<Vec<MemConduit>, ConduitError> {
+    config.check().map_err(ConduitError::Setup)?;
     endpoints_with(
         ranks,
         &config.channel_slots(),
