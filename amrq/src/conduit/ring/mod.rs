@@ -47,6 +47,7 @@ mod consumer;
 mod layout;
 mod memory;
 mod producer;
+mod shared;
 
 pub use consumer::{Consumer, Peeked};
 pub use layout::{
@@ -57,6 +58,7 @@ pub use layout::{
 pub use memory::RawRing;
 pub use memory::RingMemory;
 pub use producer::Producer;
+pub use shared::SharedProducer;
 
 /// The consumer found something in a ring that the protocol cannot produce.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
