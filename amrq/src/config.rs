@@ -207,15 +207,22 @@ impl Config {
         v
     }
 
-    /// Checks what the conduits cannot represent: every queue that rings the doorbell
-    /// (One-poll, Interrupt) needs its own doorbell bit, so its id must be below 64.
+    /// Checks what the conduits cannot represent. Doorbell bits are `queue % 64`: One-poll
+    /// queues that share a bit only cost a spurious scan, but an Interrupt queue must
+    /// have its bit to itself (the progress thread disarms its bits when it wakes).
     pub fn check(&self) -> Result<(), String> {
-        match self.channel_notify().iter().rposition(|&n| n) {
-            Some(ch) if ch >= 64 => Err(format!(
-                "queue {ch} is a One-poll or Interrupt queue, but only queues 0..64 can be (the doorbell has 64 bits): create those queues first"
-            )),
-            _ => Ok(()),
+        let (notify, interrupt) = (self.channel_notify(), self.channel_interrupt());
+        for (ch, _) in interrupt.iter().enumerate().filter(|(_, &i)| i) {
+            if let Some(other) =
+                (0..notify.len()).find(|&o| o != ch && notify[o] && o % 64 == ch % 64)
+            {
+                return Err(format!(
+                    "Interrupt queue {ch} shares doorbell bit {} with queue {other}: doorbell bits are queue % 64; create the Interrupt queues among the first 64",
+                    ch % 64
+                ));
+            }
         }
+        Ok(())
     }
 
     /// Which conduit channels are delivered by interrupts (a progress thread).

@@ -139,7 +139,7 @@ struct RxChannel {
     moved: bool,
 }
 
-/// The doorbell bit of channel `ch` (< 64 for every channel that rings: `Config::check`).
+/// The doorbell bit of channel `ch` (an Interrupt channel's is its own: `Config::check`).
 const fn doorbell_bit(ch: Channel) -> u64 {
     1 << (ch % 64)
 }

@@ -48,7 +48,8 @@ const _: () = {
 /// a sender that publishes a frame on an armed channel then sets that channel's bit in
 /// the summary, so the idle receiver polls one word instead of every ring.
 ///
-/// Bit `ch` stands for channel `ch`; only channels below 64 ring it (`Config::check`).
+/// Bit `ch % 64` stands for channel `ch`: One-poll channels sharing a bit only cost a
+/// scan; an Interrupt channel has its bit to itself (`Config::check`).
 #[repr(C, align(128))]
 pub struct Doorbell {
     /// Channels armed by the receiver (written by it, read by senders).
