@@ -93,7 +93,7 @@ impl Producer {
     pub fn try_push<M: RingMemory>(
         &mut self,
         mem: &M,
-        mut header: FrameHeader,
+        header: FrameHeader,
         args: &[u64],
         payload: &[u8],
     ) -> bool {
@@ -115,25 +115,7 @@ impl Producer {
             self.publish_pad(mem, pad);
         }
         let pos = self.tail;
-        let idx = pos & mask;
-        header.len = payload.len() as u32;
-        header.nargs = args.len() as u8;
-        // SAFETY: slots idx .. idx+k are ours (has_room) and inside the ring (no wrap)
-        // until the sequence word below publishes them. Only the words the frame uses
-        // are written: every store before the sequence word is a window in which the
-        // consumer, spinning on this line, can take it back before it is complete.
-        unsafe {
-            mem.write_header(idx, header.pack());
-            if !args.is_empty() {
-                mem.write_bytes(idx, ARGS_OFFSET, words_as_bytes(args));
-            }
-            if !payload.is_empty() {
-                mem.write_bytes(idx, payload_offset(args.len()), payload);
-            }
-        }
-        // ORDERING: Release publishes every byte of the frame written above; pairs with
-        // the Acquire load of the sequence word in `Consumer::peek`.
-        mem.seq(idx).store(pos.wrapping_add(1), Release);
+        write_frame(mem, pos, header, args, payload);
         self.tail = pos.wrapping_add(k);
         // Prefetch for ownership only slots that are already free: prefetching a slot
         // the consumer still reads would steal its line.
@@ -147,19 +129,57 @@ impl Producer {
     /// Publishes a pad frame covering the `pad` slots up to the end of the ring.
     #[cold]
     fn publish_pad<M: RingMemory>(&mut self, mem: &M, pad: u64) {
-        let pos = self.tail;
-        let idx = pos & (self.nslots - 1);
-        let header = FrameHeader {
-            len: pad as u32,
-            flags: FLAG_PAD,
-            ..FrameHeader::default()
-        };
-        // SAFETY: slot idx is ours (has_room counted the pad) until published below.
-        unsafe { mem.write_header(idx, header.pack()) };
-        // ORDERING: Release publishes the pad header; pairs with the Acquire in `Consumer::peek`.
-        mem.seq(idx).store(pos.wrapping_add(1), Release);
-        self.tail = pos.wrapping_add(pad);
+        write_pad(mem, self.tail, pad);
+        self.tail = self.tail.wrapping_add(pad);
     }
+}
+
+/// Writes the pad frame at position `pos`, covering `pad` slots to the end of the ring,
+/// and publishes it. The caller owns slot `pos` (single or shared producer alike).
+#[cold]
+pub(super) fn write_pad<M: RingMemory>(mem: &M, pos: u64, pad: u64) {
+    let idx = pos & (mem.nslots() - 1);
+    let header = FrameHeader {
+        len: pad as u32,
+        flags: FLAG_PAD,
+        ..FrameHeader::default()
+    };
+    // SAFETY: slot idx is ours (the caller counted the pad in its room) until published.
+    unsafe { mem.write_header(idx, header.pack()) };
+    // ORDERING: Release publishes the pad header; pairs with the Acquire in `Consumer::peek`.
+    mem.seq(idx).store(pos.wrapping_add(1), Release);
+}
+
+/// Writes the frame at position `pos` (header with `len` and `nargs` set from `payload`
+/// and `args`, then args and payload) and publishes it with its sequence word. The
+/// caller owns the frame's slots, which do not wrap.
+#[inline(always)]
+pub(super) fn write_frame<M: RingMemory>(
+    mem: &M,
+    pos: u64,
+    mut header: FrameHeader,
+    args: &[u64],
+    payload: &[u8],
+) {
+    let idx = pos & (mem.nslots() - 1);
+    header.len = payload.len() as u32;
+    header.nargs = args.len() as u8;
+    // SAFETY: the frame's slots are the caller's and inside the ring (no wrap) until the
+    // sequence word below publishes them. Only the words the frame uses are written:
+    // every store before the sequence word is a window in which the consumer, spinning
+    // on this line, can take it back before it is complete.
+    unsafe {
+        mem.write_header(idx, header.pack());
+        if !args.is_empty() {
+            mem.write_bytes(idx, ARGS_OFFSET, words_as_bytes(args));
+        }
+        if !payload.is_empty() {
+            mem.write_bytes(idx, payload_offset(args.len()), payload);
+        }
+    }
+    // ORDERING: Release publishes every byte of the frame written above; pairs with the
+    // Acquire load of the sequence word in `Consumer::peek`.
+    mem.seq(idx).store(pos.wrapping_add(1), Release);
 }
 
 /// The bytes of a slice of words (native endian: both ends of a ring are on one host).

@@ -12,10 +12,11 @@
 //! shared tail word: own 128-byte line pair, before the ring's control block
 //! ```
 
-use super::layout::{frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, FLAG_PAD, MAX_ARGS};
+use super::layout::{frame_slots, FrameHeader, MAX_ARGS};
 use super::memory::RingMemory;
+use super::producer::{write_frame, write_pad};
 use crate::sync::AtomicU64;
-use crate::sync::Ordering::{Acquire, Relaxed, Release};
+use crate::sync::Ordering::{Acquire, Relaxed};
 
 /// One producer's private view of a shared ring: what it last saw of the head.
 ///
@@ -41,7 +42,7 @@ impl SharedProducer {
         &mut self,
         mem: &M,
         tail: &AtomicU64,
-        mut header: FrameHeader,
+        header: FrameHeader,
         args: &[u64],
         payload: &[u8],
     ) -> bool {
@@ -71,38 +72,10 @@ impl SharedProducer {
                 Err(now) => t = now,
             }
         };
-        let mask = n - 1;
         if pad > 0 {
-            let h = FrameHeader {
-                len: pad as u32,
-                flags: FLAG_PAD,
-                ..FrameHeader::default()
-            };
-            // SAFETY: slot pos is ours (reserved above) until its sequence word is published.
-            unsafe { mem.write_header(pos & mask, h.pack()) };
-            // ORDERING: Release publishes the pad header; pairs with the consumer's Acquire.
-            mem.seq(pos & mask).store(pos.wrapping_add(1), Release);
+            write_pad(mem, pos, pad);
         }
-        let pos = pos.wrapping_add(pad);
-        let idx = pos & mask;
-        header.len = payload.len() as u32;
-        header.nargs = args.len() as u8;
-        // SAFETY: slots idx .. idx+k are ours (reserved) and do not wrap.
-        unsafe {
-            mem.write_header(idx, header.pack());
-            if !args.is_empty() {
-                let bytes = std::slice::from_raw_parts(
-                    args.as_ptr().cast::<u8>(),
-                    std::mem::size_of_val(args),
-                );
-                mem.write_bytes(idx, ARGS_OFFSET, bytes);
-            }
-            if !payload.is_empty() {
-                mem.write_bytes(idx, payload_offset(args.len()), payload);
-            }
-        }
-        // ORDERING: Release publishes the frame; pairs with the consumer's Acquire load.
-        mem.seq(idx).store(pos.wrapping_add(1), Release);
+        write_frame(mem, pos.wrapping_add(pad), header, args, payload);
         true
     }
 }
