@@ -24,7 +24,8 @@ pub enum Delivery {
 pub struct QueueSpec {
     /// Its name.
     pub name: String,
-    /// Ring slots (64 B) per sender: the queue's capacity, and its memory bound.
+    /// Ring slots (64 B) per sender (of a shared queue: in all): the queue's capacity,
+    /// and its memory bound.
     pub slots: u64,
     /// How its frames are delivered.
     pub delivery: Delivery,
@@ -33,6 +34,9 @@ pub struct QueueSpec {
     /// Its senders ring the receiver's doorbell when it is idle, so that One-poll over
     /// it costs O(1) when empty (each enqueue pays a fence for it).
     pub one_poll: bool,
+    /// One ring that every sender reserves slots in, instead of one ring per sender
+    /// (see [`QueueSpec::shared`]).
+    pub shared: bool,
 }
 
 impl QueueSpec {
@@ -44,7 +48,25 @@ impl QueueSpec {
             delivery: Delivery::Poll,
             senders: Senders::All,
             one_poll: false,
+            shared: false,
         }
+    }
+
+    /// Makes it one ring of `slots` slots that all senders share, each reserving its
+    /// slots by a compare-and-swap on the ring's tail (the T3D's shared-queue slot
+    /// reservation), instead of one ring per sender. Its memory is `slots × 64 B` per
+    /// receiver whatever the number of ranks, but senders compete for room, and each
+    /// enqueue pays one locked instruction; a frame carries at most 7 args (the eighth
+    /// word names the sender).
+    ///
+    /// ```
+    /// use amrq::config::QueueSpec;
+    /// let q = QueueSpec::new("work", 1024).shared();
+    /// assert!(q.shared);
+    /// ```
+    pub fn shared(mut self) -> Self {
+        self.shared = true;
+        self
     }
 
     /// Makes it part of O(1) One-poll sets (see [`crate::rq::Rq::one_poll`]).
@@ -233,6 +255,13 @@ impl Config {
                 .iter()
                 .map(|q| q.delivery == Delivery::Interrupt),
         );
+        v
+    }
+
+    /// Which conduit channels are one ring per receiver shared by all senders.
+    pub fn channel_shared(&self) -> Vec<bool> {
+        let mut v = vec![false, false];
+        v.extend(self.queues.iter().map(|q| q.shared));
         v
     }
 

@@ -653,3 +653,22 @@ fn tag_on_blocks_are_reused_as_processes() {
     let out = self_launch("tag_on_blocks_are_reused_as_processes", 2);
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+#[path = "common/shared.rs"]
+mod shared;
+
+#[test]
+fn a_shared_queue_delivers_exactly_once_as_processes() {
+    let (cfg, _) = shared::config();
+    rank_of(&cfg, |c| {
+        let (got, sum) = shared::flood(c, 5_000).map_err(|e| e.to_string())?;
+        if (got, sum) == (3 * 5_000, shared::want_sum(3, 5_000)) {
+            Ok(())
+        } else {
+            Err(format!("got {got} frames, checksum {sum}"))
+        }
+    });
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = self_launch("a_shared_queue_delivers_exactly_once_as_processes", 3);
+    assert_eq!(out.code, 0, "{out:?}");
+}

@@ -492,6 +492,74 @@ fn many_queues_many_senders_exactly_once() {
     }
 }
 
+#[path = "common/shared.rs"]
+mod shared;
+
+#[test]
+fn a_shared_queue_delivers_every_senders_frames_exactly_once_and_in_order() {
+    const RANKS: usize = 4;
+    const PER_PAIR: u64 = 4_000;
+    let (cfg, _) = shared::config();
+    let out = amrq::threads::run(RANKS, &cfg, |c| shared::flood(c, PER_PAIR)).unwrap();
+    for (rank, r) in out.into_iter().enumerate() {
+        let (got, sum) = r.unwrap_or_else(|e| panic!("rank {rank}: {e}"));
+        assert_eq!(got, RANKS as u64 * PER_PAIR, "rank {rank}");
+        assert_eq!(
+            sum,
+            shared::want_sum(RANKS, PER_PAIR),
+            "rank {rank}: checksum"
+        );
+    }
+}
+
+#[test]
+fn a_shared_queue_checks_senders_args_and_carries_long_frames() {
+    use amrq::config::QueueSpec;
+    let mut cfg = Config::default();
+    let q = cfg.add(
+        QueueSpec::new("to-rank-0", 8)
+            .shared()
+            .senders_only(vec![1]),
+    );
+    let out = amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
+        let rq = Rq::new(c);
+        assert!(rq.conduit().caps().channels[q.index()].shared);
+        if rq.rank() == 1 {
+            assert_eq!(
+                rq.enqueue(0, q, &[0; 8], &[]),
+                Err(RqError::Conduit(ConduitError::TooManyArgs {
+                    nargs: 8,
+                    max: 7
+                })),
+                "the eighth word names the sender"
+            );
+            assert!(rq.enqueue_long(0, q, 5, &[1, 2, 3, 4, 5, 6, 7], b"long bytes", 64)?);
+        } else {
+            assert_eq!(
+                rq.enqueue(1, q, &[1], &[]),
+                Err(RqError::Conduit(ConduitError::NotPermitted {
+                    rank: 0,
+                    channel: q.index()
+                }))
+            );
+            let f = loop {
+                if let Some(f) = rq.read_queue(q)? {
+                    break f;
+                }
+            };
+            assert!(f.is_long());
+            assert_eq!(
+                (f.source(), f.tag(), f.args(), f.payload()),
+                (1, 5, &[1u64, 2, 3, 4, 5, 6, 7][..], &b"long bytes"[..])
+            );
+            f.release();
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+}
+
 #[test]
 fn an_interrupt_queue_sharing_a_doorbell_bit_is_refused_at_setup() {
     use amrq::config::{Delivery, QueueSpec};

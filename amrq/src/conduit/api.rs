@@ -71,6 +71,12 @@ pub struct PollSet {
 pub struct ChannelCaps {
     /// Ranks that may send into it.
     pub senders: Senders,
+    /// One ring per receiver shared by all senders (slots reserved by compare-and-swap)
+    /// rather than one per sender.
+    pub shared: bool,
+    /// Most args one frame carries on it (one less than [`Caps::max_args`] when shared:
+    /// a hidden word names the sender).
+    pub max_args: usize,
     /// Its senders ring the receiver's doorbell when armed (O(1) empty One-poll).
     pub notify: bool,
     /// Delivered by interrupts: a progress thread, not the owner, drains it.

@@ -24,9 +24,10 @@ const PAGE: usize = 4096;
 
 /// Bytes of the conduit's part of the object, and where the segments start in it.
 fn sizes(ranks: usize, cfg: &Config) -> Result<(RegionLayout, usize, usize, usize), ConduitError> {
-    let layout = RegionLayout::with_tag_on(
+    let layout = RegionLayout::with_shared(
         ranks,
         &cfg.channel_slots(),
+        &cfg.channel_shared(),
         cfg.tag_on_buffers,
         cfg.tag_on_bytes,
     )?;
@@ -67,10 +68,11 @@ pub fn attach(
     let (layout, rings, seg, user) = sizes(size, cfg)?;
     let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
     let senders = format!(
-        "{:?}{:?}{:?}",
+        "{:?}{:?}{:?}{:?}",
         cfg.channel_senders(),
         cfg.channel_notify(),
-        cfg.channel_interrupt()
+        cfg.channel_interrupt(),
+        cfg.channel_shared()
     );
     for w in cfg
         .channel_slots()

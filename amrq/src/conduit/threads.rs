@@ -19,13 +19,13 @@ use std::sync::Arc;
 /// ```
 pub fn endpoints(ranks: usize, channel_slots: &[u64]) -> Result<Vec<MemConduit>, ConduitError> {
     let senders = vec![Senders::All; channel_slots.len()];
-    let notify = vec![false; channel_slots.len()];
+    let plain = vec![false; channel_slots.len()];
     let d = crate::Config::default();
     endpoints_with(
         ranks,
-        channel_slots,
+        (channel_slots, &plain),
         &senders,
-        (&notify, &notify),
+        (&plain, &plain),
         (d.tag_on_buffers, d.tag_on_bytes),
         64 << 10,
     )
@@ -40,7 +40,7 @@ pub fn endpoints_for(
     config.check().map_err(ConduitError::Setup)?;
     endpoints_with(
         ranks,
-        &config.channel_slots(),
+        (&config.channel_slots(), &config.channel_shared()),
         &config.channel_senders(),
         (&config.channel_notify(), &config.channel_interrupt()),
         (config.tag_on_buffers, config.tag_on_bytes),
@@ -48,15 +48,18 @@ pub fn endpoints_for(
     )
 }
 
+/// `(channel_slots, shared)`: each channel's ring size and whether its senders share
+/// one ring per receiver.
 fn endpoints_with(
     ranks: usize,
-    channel_slots: &[u64],
+    (channel_slots, shared): (&[u64], &[bool]),
     senders: &[Senders],
     (notify, interrupt): (&[bool], &[bool]),
     (tag_on_buffers, tag_on_bytes): (usize, usize),
     segment_bytes: usize,
 ) -> Result<Vec<MemConduit>, ConduitError> {
-    let layout = RegionLayout::with_tag_on(ranks, channel_slots, tag_on_buffers, tag_on_bytes)?;
+    let layout =
+        RegionLayout::with_shared(ranks, channel_slots, shared, tag_on_buffers, tag_on_bytes)?;
     let region = Arc::new(HeapRegion::new(layout.total_bytes())?);
     // SAFETY: the region is fresh, zeroed, page-aligned and of the layout's size.
     unsafe { layout.init(region.base()) };

@@ -15,10 +15,16 @@
 //! send a rank may not make ([`ConduitError::NotPermitted`]), and drops and counts a
 //! frame that arrives from such a rank anyway ([`Rq::dropped`]).
 //!
-//! **Flow control.** Every queue has one ring per sender, so the ring's free slots are
-//! that sender's credits for that queue: a full ring answers `Ok(false)` to that sender
-//! only, and one sender cannot take another's room. The memory of a queue is bounded by
-//! `senders × slots × 64 B`.
+//! **Flow control.** Two queue types, chosen per queue:
+//!
+//! | queue | room | a full queue | memory per receiver | enqueue cost |
+//! |---|---|---|---|---|
+//! | per-sender (default; the AM queues) | one ring per sender: its free slots are that sender's credits | `Ok(false)` to that sender only; no sender takes another's room | `ranks × slots × 64 B` | plain stores |
+//! | [`shared`](crate::config::QueueSpec::shared) | one ring; each enqueue reserves its slots by compare-and-swap on the ring's tail (T3D-style reservation) | `Ok(false)` to whoever finds it full | `slots × 64 B` | one locked instruction; 7 args at most |
+//!
+//! The T3D reserved with fetch-and-add; amrq checks room first and then swaps, because a
+//! fetch-and-add cannot be taken back when the queue turns out to be full, and the
+//! contract here is that a full queue commits nothing.
 
 mod error;
 mod interrupts;

@@ -3,6 +3,10 @@
 //! registered segment, all mapped in every rank. The `threads` conduit puts them on the
 //! heap; the `shm` conduit maps them from /dev/shm. The hot path is the same code in both.
 //!
+//! A *shared* channel has instead one ring per receiver that all senders write into,
+//! reserving slots with a [`SharedProducer`]; the first arg word of each of its frames
+//! is hidden and names the sender (checked against the channel's senders on receipt).
+//!
 //! A rank's endpoint keeps its producer and consumer states in `Local` cells: an
 //! endpoint is used by one thread (`Send`, not `Sync`), and every operation takes
 //! `&self`, so a handler can reply while the frame it handles is still borrowed in place.
@@ -17,8 +21,8 @@ pub use region::{Doorbell, HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC}
 pub use tag_on::TagOnPool;
 
 use super::ring::{
-    max_frame_slots, Consumer, Peeked, Producer, RawRing, RingMemory, ARGS_OFFSET, FLAG_LONG,
-    FLAG_TAG_ON, MAX_ARGS, SLOT_BYTES, USER_FLAGS,
+    max_frame_slots, Consumer, Peeked, Producer, RawRing, RingMemory, SharedProducer, ARGS_OFFSET,
+    FLAG_LONG, FLAG_TAG_ON, MAX_ARGS, SLOT_BYTES, USER_FLAGS,
 };
 use super::{
     Caps, Channel, ChannelCaps, Conduit, ConduitError, Message, PollSet, Rank, ReceivedFrame,
@@ -81,10 +85,23 @@ impl<T> Local<T> {
 
     #[inline(always)]
     fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        // SAFETY: `Local` is !Sync, so only this thread reaches it, and every closure
-        // passed here (all in this module) runs ring code only and cannot re-enter
-        // `with` on the same cell: the `&mut` is unique while it lives.
-        f(unsafe { &mut *self.0.get() })
+        // SAFETY: every closure passed here (all in this module) runs ring code only
+        // and cannot reach this cell again: see `get`.
+        f(unsafe { self.get() })
+    }
+
+    /// The state, for the hot send path, where a closure passed to `with` would not
+    /// always be inlined.
+    ///
+    /// # Safety
+    /// The caller drops the reference before anything else can reach this cell (it
+    /// runs ring code only, no user code, no call back into the endpoint).
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get(&self) -> &mut T {
+        // SAFETY: `Local` is !Sync, so only this thread reaches it, and the caller
+        // keeps the `&mut` unique while it lives.
+        unsafe { &mut *self.0.get() }
     }
 }
 
@@ -100,7 +117,9 @@ unsafe impl Send for MemConduit {}
 #[repr(align(128))]
 struct TxRing {
     ring: RawRing,
-    prod: Local<Producer>,
+    prod: Local<Tx>,
+    /// Most args a frame may carry (one less on a shared channel).
+    max_args: usize,
     /// This rank may send into the channel (the logical destination table).
     permitted: bool,
     /// The channel's doorbell bit if its frames ring the receiver's doorbell, else 0.
@@ -114,15 +133,29 @@ struct TxRing {
     pool_cursor: Cell<usize>,
 }
 
+/// How a sender reserves room in a ring.
+enum Tx {
+    /// The ring is this sender's alone.
+    Own(Producer),
+    /// Every sender to the receiver shares the ring and its tail word; frames start
+    /// with a hidden word naming the sender.
+    Shared {
+        prod: SharedProducer,
+        tail: *const crate::sync::AtomicU64,
+        me: u64,
+    },
+}
+
 #[repr(align(128))]
 struct RxRing {
     ring: RawRing,
     cons: Local<Consumer>,
     broken: Cell<bool>,
     /// The sender may send into the channel; frames from one that may not are dropped.
+    /// (A shared ring's frames are checked by the sender they name.)
     permitted: bool,
-    /// This rank's Tag-On pool for the sender's blocks.
-    pool: TagOnPool,
+    /// All senders share the ring: each frame's first arg word names its sender.
+    shared: bool,
 }
 
 #[repr(align(128))]
@@ -137,6 +170,36 @@ struct RxChannel {
     dropped: Cell<u64>,
     /// The channel's receive side was moved to the progress thread's view.
     moved: bool,
+    /// Of a shared channel (one ring): whether each rank may send into it.
+    shared_senders: Box<[bool]>,
+    /// This rank's Tag-On pool for each sender's blocks.
+    pools: Box<[TagOnPool]>,
+}
+
+/// [`TxRing::push`] on a shared ring: out of line, so that the per-pair path stays
+/// small enough to inline.
+#[inline(never)]
+fn shared_push(
+    ring: &RawRing,
+    (prod, tail, me): (&mut SharedProducer, *const crate::sync::AtomicU64, u64),
+    header: FrameHeader,
+    args: &[u64],
+    payload: &[u8],
+) -> bool {
+    let (words, n) = with_source(me, args);
+    // SAFETY: the tail word is inside the region the owner keeps alive.
+    let tail = unsafe { &*tail };
+    prod.try_push(ring, tail, header, &words[..n], payload)
+}
+
+/// A shared ring's arg words: the sender's rank, then `args` (at most
+/// `MAX_ARGS - 1`); and how many.
+#[inline(always)]
+fn with_source(me: u64, args: &[u64]) -> ([u64; MAX_ARGS], usize) {
+    let mut words = [0u64; MAX_ARGS];
+    words[0] = me;
+    words[1..=args.len()].copy_from_slice(args);
+    (words, args.len() + 1)
 }
 
 /// The doorbell bit of channel `ch` (an Interrupt channel's is its own: `Config::check`).
@@ -149,10 +212,30 @@ const fn doorbell_bit(ch: Channel) -> u64 {
 const ARM_AFTER: u32 = 32;
 
 impl TxRing {
+    /// Writes and publishes one frame; `false`, nothing written, if the ring lacks room.
+    /// The caller checked `args.len() <= self.max_args`.
+    #[inline(always)]
+    fn push(&self, header: FrameHeader, args: &[u64], payload: &[u8]) -> bool {
+        // SAFETY: only ring code runs while the state is borrowed.
+        match unsafe { self.prod.get() } {
+            Tx::Own(p) => p.try_push(&self.ring, header, args, payload),
+            Tx::Shared { prod, tail, me } => {
+                shared_push(&self.ring, (prod, *tail, *me), header, args, payload)
+            }
+        }
+    }
+
     /// Publishes a frame of `msg`'s tag and args whose 16-byte payload is the pair
     /// `(a, b)` (a Long frame's offset and length, a Tag-On frame's block and length),
-    /// with the conduit flag `flag`. The caller checked that there is room.
-    fn push_pair(&self, msg: &Message<'_>, flag: u8, a: usize, b: usize) {
+    /// with the conduit flag `flag`, after `write_data` has put in place the data the
+    /// frame names. `false` if the ring lacks room: then `write_data` has not run.
+    fn push_pair(
+        &self,
+        msg: &Message<'_>,
+        flag: u8,
+        (a, b): (usize, usize),
+        write_data: impl FnOnce(),
+    ) -> bool {
         let mut inline = [0u8; 16];
         inline[..8].copy_from_slice(&(a as u64).to_ne_bytes());
         inline[8..].copy_from_slice(&(b as u64).to_ne_bytes());
@@ -163,13 +246,34 @@ impl TxRing {
         };
         // The Release store of the frame's sequence word also publishes the data the
         // caller wrote (segment bytes, pool block) before.
-        let sent = self
-            .prod
-            .with(|p| p.try_push(&self.ring, header, msg.args, &inline));
-        debug_assert!(sent, "room was checked");
-        if self.notify_bit != 0 {
+        let args = msg.args;
+        let sent = self.prod.with(|tx| match tx {
+            Tx::Own(p) => {
+                let room = p.has_room_for(&self.ring, args.len(), inline.len());
+                if room {
+                    write_data();
+                    p.try_push(&self.ring, header, args, &inline);
+                }
+                room
+            }
+            Tx::Shared { prod, tail, me } => {
+                let (words, n) = with_source(*me, args);
+                // SAFETY: the tail word is inside the region the owner keeps alive.
+                let tail = unsafe { &**tail };
+                match prod.try_reserve(&self.ring, tail, n, inline.len()) {
+                    Some(slots) => {
+                        write_data();
+                        slots.publish(&self.ring, header, &words[..n], &inline);
+                        true
+                    }
+                    None => false,
+                }
+            }
+        });
+        if sent && self.notify_bit != 0 {
             self.ring_doorbell();
         }
+        sent
     }
 
     /// After publishing a frame: if the receiver has armed this channel, set its bit in
@@ -215,6 +319,8 @@ impl RxChannel {
             outstanding: Cell::new(false),
             dropped: Cell::new(0),
             moved: true,
+            shared_senders: Box::new([]),
+            pools: Box::new([]),
         }
     }
 
@@ -326,14 +432,30 @@ impl MemConduit {
         assert_eq!(notify.len(), channels, "one notify flag per channel");
         assert_eq!(interrupt.len(), channels, "one interrupt flag per channel");
         let mut tx = Vec::with_capacity(channels * ranks);
+        // SAFETY: caller guarantees `base` is a live region of `layout`.
+        let pools: Box<[TagOnPool]> = (0..ranks)
+            .map(|src| unsafe { layout.tag_on_pool(base, rank, src) })
+            .collect();
         let mut rx = Vec::with_capacity(channels);
         for (ch, who) in senders.iter().enumerate() {
             let slots = layout.slots(ch);
+            let shared = layout.is_shared(ch);
             for dest in 0..ranks {
+                let prod = if shared {
+                    Tx::Shared {
+                        prod: SharedProducer::new(0),
+                        // SAFETY: caller guarantees `base` is a live region of `layout`.
+                        tail: unsafe { layout.shared_tail(base, ch, dest) },
+                        me: rank as u64,
+                    }
+                } else {
+                    Tx::Own(Producer::new(slots, 0))
+                };
                 tx.push(TxRing {
                     // SAFETY: caller guarantees `base` is a live region of `layout`.
                     ring: unsafe { layout.ring(base, ch, dest, rank) },
-                    prod: Local::new(Producer::new(slots, 0)),
+                    prod: Local::new(prod),
+                    max_args: MAX_ARGS - usize::from(shared),
                     permitted: who.allows(rank),
                     notify_bit: if notify[ch] || interrupt[ch] {
                         doorbell_bit(ch)
@@ -348,15 +470,14 @@ impl MemConduit {
                     pool_cursor: Cell::new(0),
                 });
             }
-            let rings = (0..ranks)
+            let rings = (0..if shared { 1 } else { ranks })
                 .map(|src| RxRing {
                     // SAFETY: as above.
                     ring: unsafe { layout.ring(base, ch, rank, src) },
                     cons: Local::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
                     broken: Cell::new(false),
-                    permitted: who.allows(src),
-                    // SAFETY: as above.
-                    pool: unsafe { layout.tag_on_pool(base, rank, src) },
+                    permitted: shared || who.allows(src),
+                    shared,
                 })
                 .collect();
             rx.push(RxChannel {
@@ -366,6 +487,11 @@ impl MemConduit {
                 outstanding: Cell::new(false),
                 dropped: Cell::new(0),
                 moved: false,
+                shared_senders: match shared {
+                    true => (0..ranks).map(|src| who.allows(src)).collect(),
+                    false => Box::new([]),
+                },
+                pools: pools.clone(),
             });
         }
         let caps = Caps {
@@ -378,6 +504,8 @@ impl MemConduit {
                 .enumerate()
                 .map(|(ch, who)| ChannelCaps {
                     senders: who.clone(),
+                    shared: layout.is_shared(ch),
+                    max_args: MAX_ARGS - usize::from(layout.is_shared(ch)),
                     notify: notify[ch] || interrupt[ch],
                     interrupt: interrupt[ch],
                     slots: layout.slots(ch),
@@ -405,31 +533,39 @@ impl MemConduit {
         }
     }
 
-    /// The frame at the head of sender `s`'s ring `r`, which `next_ready` saw, checked:
-    /// `Ok(None)` if it was a pad, or a frame from a sender that may not send here
-    /// (consumed, and counted in `dropped`); a corrupt ring is marked and reported.
+    /// The frame at the head of ring `s` of `chan`, which `next_ready` saw, checked and
+    /// handed out: `Ok(None)` if it was a pad, or a frame from a sender that may not
+    /// send here (consumed, and counted in `dropped`); a corrupt ring is marked and
+    /// reported.
     #[inline(always)]
-    #[allow(clippy::type_complexity)]
-    fn take(
-        &self,
-        chan: &RxChannel,
-        r: &RxRing,
-        s: Rank,
+    fn take<'a>(
+        &'a self,
+        chan: &'a RxChannel,
+        s: usize,
         ch: Channel,
-    ) -> Result<Option<(Peeked, (*const u8, usize))>, ConduitError> {
+    ) -> Result<Option<MemFrame<'a>>, ConduitError> {
+        let r = &chan.rings[s];
         let p = match r.cons.with(|c| c.take_ready(&r.ring)) {
             Ok(Some(p)) => p,
             Ok(None) => return Ok(None),
             Err(detail) => return Err(broken(r, s, ch, detail)),
         };
-        if !r.permitted {
+        let source = if r.shared {
+            match shared_source(r, &p) {
+                Some(src) if chan.shared_senders.get(src) == Some(&true) => src,
+                _ => return Ok(drop_frame(chan, r, &p)),
+            }
+        } else if r.permitted {
+            s
+        } else {
             // A sender that may not send here bypassed its own check: never deliver.
-            r.cons.with(|c| c.release(&r.ring, &p));
-            chan.dropped.set(chan.dropped.get() + 1);
-            return Ok(None);
-        }
-        match self.payload_of(r, &p) {
-            Ok(payload) => Ok(Some((p, payload))),
+            return Ok(drop_frame(chan, r, &p));
+        };
+        match self.payload_of(chan, r, source, &p) {
+            Ok(payload) => {
+                chan.took(s);
+                Ok(Some(MemFrame::out(chan, r, source, p, payload)))
+            }
             Err(detail) => Err(broken(r, s, ch, detail)),
         }
     }
@@ -439,7 +575,9 @@ impl MemConduit {
     #[inline(always)]
     fn payload_of(
         &self,
+        chan: &RxChannel,
         r: &RxRing,
+        source: Rank,
         p: &Peeked,
     ) -> Result<(*const u8, usize), super::ring::Corrupt> {
         let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
@@ -449,7 +587,7 @@ impl MemConduit {
             return Ok((inline, p.header.len as usize));
         }
         if p.header.flags & FLAG_TAG_ON != 0 {
-            return tag_on_payload(&r.pool, inline, p);
+            return tag_on_payload(&chan.pools[source], inline, p);
         }
         self.long_payload(inline, p)
     }
@@ -534,10 +672,13 @@ impl MemConduit {
     /// The ring to `dest` on channel `ch` for a Long or Tag-On `msg`, after the checks
     /// every send makes (rank, channel, args, permission).
     fn sender(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> Result<&TxRing, ConduitError> {
-        if dest >= self.size || ch >= self.rx.len() || msg.args.len() > MAX_ARGS {
+        if dest >= self.size || ch >= self.rx.len() {
             return Err(self.check_send(dest, ch, msg));
         }
         let t = &self.tx[ch * self.size + dest];
+        if msg.args.len() > t.max_args {
+            return Err(self.check_send(dest, ch, msg));
+        }
         if !t.permitted {
             return Err(ConduitError::NotPermitted {
                 rank: self.rank,
@@ -567,10 +708,10 @@ impl MemConduit {
                 channel: ch,
                 channels: self.rx.len(),
             }
-        } else if msg.args.len() > MAX_ARGS {
+        } else if msg.args.len() > self.caps.channels[ch].max_args {
             ConduitError::TooManyArgs {
                 nargs: msg.args.len(),
-                max: MAX_ARGS,
+                max: self.caps.channels[ch].max_args,
             }
         } else {
             ConduitError::PayloadTooLarge {
@@ -618,9 +759,10 @@ impl Conduit for MemConduit {
             flags: msg.flags & USER_FLAGS,
             ..FrameHeader::default()
         };
-        if t.prod
-            .with(|p| p.try_push(&t.ring, header, msg.args, msg.payload))
-        {
+        if msg.args.len() > t.max_args {
+            return Err(self.check_send(dest, ch, msg)); // the hidden word of a shared ring
+        }
+        if t.push(header, msg.args, msg.payload) {
             if t.notify_bit != 0 {
                 t.ring_doorbell();
             }
@@ -650,22 +792,20 @@ impl Conduit for MemConduit {
                 segment_bytes: self.segment_bytes,
             });
         }
-        // Room first: the data must not be written for a frame that cannot follow.
-        if !t.prod.with(|p| p.has_room_for(&t.ring, msg.args.len(), 16)) {
-            return Err(ConduitError::Busy);
+        let to = self.segments[dest].as_ptr();
+        // Room first (`push_pair`): the data is never written for a frame that cannot
+        // follow.
+        let write = || {
+            // SAFETY: the range is inside `dest`'s segment (checked above), mapped here;
+            // the source is a distinct slice. Concurrent writes to the same bytes by
+            // other ranks are the application's protocol, as with any RMA.
+            unsafe { std::ptr::copy_nonoverlapping(msg.payload.as_ptr(), to.add(offset), len) }
+        };
+        if t.push_pair(msg, FLAG_LONG, (offset, len), write) {
+            Ok(())
+        } else {
+            Err(ConduitError::Busy)
         }
-        // SAFETY: the range is inside `dest`'s segment (checked above), mapped here; the
-        // source is a distinct slice. Concurrent writes to the same bytes by other ranks
-        // are the application's protocol, as with any RMA.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                msg.payload.as_ptr(),
-                self.segments[dest].as_ptr().add(offset),
-                len,
-            );
-        }
-        t.push_pair(msg, FLAG_LONG, offset, len);
-        Ok(())
     }
 
     fn try_send_tag_on(
@@ -683,18 +823,21 @@ impl Conduit for MemConduit {
                 channel: ch,
             });
         }
-        if !t.prod.with(|p| p.has_room_for(&t.ring, msg.args.len(), 16)) {
-            return Err(ConduitError::Busy);
-        }
         let mut cursor = t.pool_cursor.get();
         let Some(i) = t.pool.claim(&mut cursor) else {
             return Err(ConduitError::Busy); // every block still in the receiver's hands
         };
-        t.pool_cursor.set(cursor);
-        // SAFETY: block `i` is ours (claimed: the receiver freed it) and `len` fits it.
-        unsafe { std::ptr::copy_nonoverlapping(msg.payload.as_ptr(), t.pool.block(i), len) };
-        t.push_pair(msg, FLAG_TAG_ON, i, len);
-        Ok(())
+        let write = || {
+            // SAFETY: block `i` is ours (claimed: the receiver freed it); `len` fits it.
+            unsafe { std::ptr::copy_nonoverlapping(msg.payload.as_ptr(), t.pool.block(i), len) }
+        };
+        if t.push_pair(msg, FLAG_TAG_ON, (i, len), write) {
+            t.pool_cursor.set(cursor);
+            Ok(())
+        } else {
+            t.pool.unclaim(i);
+            Err(ConduitError::Busy)
+        }
     }
 
     fn segment(&self) -> (NonNull<u8>, usize) {
@@ -717,12 +860,8 @@ impl Conduit for MemConduit {
                     Ok(None)
                 };
             };
-            let r = &chan.rings[s];
-            match self.take(chan, r, s, ch) {
-                Ok(Some((p, payload))) => {
-                    chan.took(s);
-                    return Ok(Some(MemFrame::out(chan, r, s, p, payload)));
-                }
+            match self.take(chan, s, ch) {
+                Ok(Some(frame)) => return Ok(Some(frame)),
                 Ok(None) => {} // a pad, or a dropped frame: look again
                 Err(e) => return Err(e),
             }
@@ -749,14 +888,11 @@ impl Conduit for MemConduit {
                 }
                 break;
             };
-            let r = &chan.rings[s];
-            let (p, payload) = match self.take(chan, r, s, ch) {
-                Ok(Some(x)) => x,
+            let frame = match self.take(chan, s, ch) {
+                Ok(Some(frame)) => frame,
                 Ok(None) => continue, // a pad, or a dropped frame: look again
                 Err(e) => return Err(e.into()),
             };
-            chan.took(s);
-            let frame = MemFrame::out(chan, r, s, p, payload);
             let result = f(&frame);
             frame.release();
             done += 1;
@@ -871,6 +1007,28 @@ fn tag_on_payload(
     }
 }
 
+/// The sender a shared ring's frame names in its hidden first arg word, if it names
+/// a rank at all.
+#[inline(always)]
+fn shared_source(r: &RxRing, p: &Peeked) -> Option<Rank> {
+    if p.header.nargs == 0 {
+        return None;
+    }
+    let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
+    // SAFETY: the consumer checked that the frame and its args lie in the ring, and
+    // the frame is ours until released; args are 8-byte aligned in a slot.
+    let word = unsafe { base.add(ARGS_OFFSET).cast::<u64>().read() };
+    usize::try_from(word).ok()
+}
+
+/// Releases frame `p` of ring `r` undelivered and counts it in `chan`'s `dropped`.
+#[cold]
+fn drop_frame<'a>(chan: &RxChannel, r: &RxRing, p: &Peeked) -> Option<MemFrame<'a>> {
+    r.cons.with(|c| c.release(&r.ring, p));
+    chan.dropped.set(chan.dropped.get() + 1);
+    None
+}
+
 /// Marks sender `s`'s ring `r` of channel `ch` as corrupt (it is not read again) and
 /// says why.
 #[cold]
@@ -907,13 +1065,13 @@ impl std::fmt::Debug for MemFrame<'_> {
 }
 
 impl<'a> MemFrame<'a> {
-    /// The frame `p` of sender `s`'s ring `r`, now out of channel `chan`, with its
+    /// The frame `p` of ring `r`, from `source`, now out of channel `chan`, with its
     /// checked payload.
     #[inline(always)]
     fn out(
         chan: &'a RxChannel,
         r: &'a RxRing,
-        s: Rank,
+        source: Rank,
         p: Peeked,
         payload: (*const u8, usize),
     ) -> Self {
@@ -921,7 +1079,7 @@ impl<'a> MemFrame<'a> {
         Self {
             chan,
             ring: r,
-            source: s,
+            source,
             base: r.ring.slot_ptr(p.index(r.ring.nslots())),
             payload,
             peeked: p,
@@ -952,14 +1110,17 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
     }
     #[inline(always)]
     fn args(&self) -> &[u64] {
+        // On a shared ring the first word names the sender and is not the user's.
+        let hidden = usize::from(self.ring.shared);
         // SAFETY: the consumer checked that nargs ≤ 8 and that the frame lies inside the
-        // ring; its slots stay ours (the producer cannot reuse them) until `release`,
-        // which consumes `self` and so ends this borrow. The args start 16 bytes into a
-        // 64-byte aligned slot: aligned for u64.
+        // ring (and `take` that a shared ring's frame has its hidden word); its slots
+        // stay ours (the producer cannot reuse them) until `release`, which consumes
+        // `self` and so ends this borrow. The args start 16 bytes into a 64-byte
+        // aligned slot: aligned for u64.
         unsafe {
             std::slice::from_raw_parts(
-                self.base.add(ARGS_OFFSET).cast::<u64>(),
-                self.peeked.header.nargs as usize,
+                self.base.add(ARGS_OFFSET).cast::<u64>().add(hidden),
+                self.peeked.header.nargs as usize - hidden,
             )
         }
     }
@@ -1003,7 +1164,10 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
         // SAFETY: the block (not the frame) stays ours until its flag is cleared by the
         // handle's drop; the pool lives as long as the conduit this frame borrows.
         let data = unsafe { std::slice::from_raw_parts(self.payload.0, self.payload.1) };
-        Some(TagOnData::new(data, self.ring.pool.flag(index)))
+        Some(TagOnData::new(
+            data,
+            self.chan.pools[self.source].flag(index),
+        ))
         // `self` drops here and clears the channel's outstanding mark.
     }
 }
@@ -1024,7 +1188,16 @@ mod tests {
     /// believes it may send into channel 0, rank 0 (the receiver) says only rank 0 may.
     #[test]
     fn frames_from_a_sender_that_may_not_send_are_dropped_and_counted() {
-        let layout = RegionLayout::new(2, &[8]).unwrap();
+        rogue_frames_are_dropped(false);
+    }
+
+    #[test]
+    fn frames_from_a_sender_that_may_not_send_are_dropped_and_counted_on_a_shared_ring() {
+        rogue_frames_are_dropped(true);
+    }
+
+    fn rogue_frames_are_dropped(shared: bool) {
+        let layout = RegionLayout::with_shared(2, &[8], &[shared], 0, 0).unwrap();
         let region = Arc::new(HeapRegion::new(layout.total_bytes()).unwrap());
         // SAFETY: fresh zeroed region of the layout's size.
         unsafe { layout.init(region.base()) };

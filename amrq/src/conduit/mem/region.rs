@@ -8,15 +8,18 @@
 //!     │ channel 0: ring (recv 0 ← send 0), (0 ← 1), …      │ ranks² rings of
 //!     │            (recv 1 ← send 0), …                    │ 128 + 64·slots₀ B
 //!     ├────────────────────────────────────────────────────┤
-//!     │ channel 1: …                                       │
+//!     │ channel 1 (shared): tail line (128 B), ring of     │ ranks rings of
+//!     │            recv 0 ← anyone; recv 1 ← anyone; …     │ 256 + 64·slots₁ B
 //!     ├────────────────────────────────────────────────────┤
 //!     │ doorbells: one per rank, 256 B (see `Doorbell`)    │
 //!     ├────────────────────────────────────────────────────┤
 //!     │ Tag-On pools: (recv 0 ← send 0), (0 ← 1), …        │ ranks² pools
 //!     └────────────────────────────────────────────────────┘
 //! ```
-//! `ring_offset(ch, receiver, sender) = 128 + base[ch] + (receiver·ranks + sender)·ring_bytes[ch]`,
-//! `doorbell_offset(rank) = rings_end + 256·rank`.
+//! `ring_offset(ch, receiver, sender) = 128 + base[ch] + (receiver·ranks + sender)·ring_bytes[ch]`
+//! for a per-pair channel, `128 + base[ch] + receiver·(128 + ring_bytes[ch]) + 128` for a
+//! shared one (its tail word, which the senders reserve slots with, is the line
+//! before), `doorbell_offset(rank) = rings_end + 256·rank`.
 
 use crate::conduit::ring::RawRing;
 use crate::conduit::ConduitError;
@@ -83,6 +86,7 @@ const _: () = {
 pub struct RegionLayout {
     ranks: usize,
     slots: Vec<u64>,
+    shared: Vec<bool>,
     base: Vec<usize>,
     doorbells: usize,
     tag_on: usize,
@@ -98,6 +102,9 @@ impl RegionLayout {
         Self::with_tag_on(ranks, channel_slots, 0, 0)
     }
 
+    /// Bytes of the line that holds a shared ring's tail word.
+    const TAIL_BYTES: usize = 128;
+
     /// [`RegionLayout::new`] with a Tag-On pool of `buffers` blocks of `bytes` bytes per
     /// pair of ranks.
     pub fn with_tag_on(
@@ -106,6 +113,32 @@ impl RegionLayout {
         buffers: usize,
         bytes: usize,
     ) -> Result<Self, ConduitError> {
+        let shared = vec![false; channel_slots.len()];
+        Self::with_shared(ranks, channel_slots, &shared, buffers, bytes)
+    }
+
+    /// [`RegionLayout::with_tag_on`] where the channels flagged in `shared` have one ring
+    /// per receiver that every sender writes into (slots reserved on a shared tail)
+    /// instead of one per (sender, receiver) pair.
+    ///
+    /// ```
+    /// use amrq::conduit::mem::RegionLayout;
+    /// let pairs = RegionLayout::with_shared(8, &[256], &[false], 0, 0).unwrap();
+    /// let shared = RegionLayout::with_shared(8, &[256], &[true], 0, 0).unwrap();
+    /// assert!(shared.total_bytes() * 7 < pairs.total_bytes()); // ranks rings, not ranks²
+    /// ```
+    pub fn with_shared(
+        ranks: usize,
+        channel_slots: &[u64],
+        shared: &[bool],
+        buffers: usize,
+        bytes: usize,
+    ) -> Result<Self, ConduitError> {
+        assert_eq!(
+            shared.len(),
+            channel_slots.len(),
+            "one shared flag per channel"
+        );
         if ranks == 0 {
             return Err(ConduitError::Setup("a job needs at least one rank".into()));
         }
@@ -118,9 +151,13 @@ impl RegionLayout {
                 )));
             }
             base.push(total - HEADER_BYTES);
-            total = ranks
-                .checked_mul(ranks)
-                .and_then(|pairs| pairs.checked_mul(RawRing::bytes(s)))
+            let (rings, ring_bytes) = if shared[ch] {
+                (Some(ranks), RawRing::bytes(s) + Self::TAIL_BYTES)
+            } else {
+                (ranks.checked_mul(ranks), RawRing::bytes(s))
+            };
+            total = rings
+                .and_then(|n| n.checked_mul(ring_bytes))
                 .and_then(|b| b.checked_add(total))
                 .ok_or_else(|| ConduitError::Setup("region size overflows".into()))?;
         }
@@ -138,6 +175,7 @@ impl RegionLayout {
         Ok(Self {
             ranks,
             slots: channel_slots.to_vec(),
+            shared: shared.to_vec(),
             base,
             doorbells,
             tag_on,
@@ -171,11 +209,40 @@ impl RegionLayout {
         self.slots.len()
     }
 
-    /// Offset of the ring that carries `sender`'s frames to `receiver` on channel `ch`.
+    /// Channel `ch` has one ring per receiver that all senders share.
+    pub fn is_shared(&self, ch: usize) -> bool {
+        self.shared[ch]
+    }
+
+    /// Offset of the ring that carries `sender`'s frames to `receiver` on channel `ch`
+    /// (of a shared channel: everyone's frames to `receiver`).
     pub fn ring_offset(&self, ch: usize, receiver: usize, sender: usize) -> usize {
-        HEADER_BYTES
-            + self.base[ch]
-            + (receiver * self.ranks + sender) * RawRing::bytes(self.slots[ch])
+        let start = HEADER_BYTES + self.base[ch];
+        let ring = RawRing::bytes(self.slots[ch]);
+        if self.shared[ch] {
+            start + receiver * (Self::TAIL_BYTES + ring) + Self::TAIL_BYTES
+        } else {
+            start + (receiver * self.ranks + sender) * ring
+        }
+    }
+
+    /// The tail word of shared channel `ch`'s ring at `receiver`, in the region at
+    /// `base` (zero in a fresh region, like the ring's positions).
+    ///
+    /// # Safety
+    /// `base` is a region of this layout, valid for as long as the reference is used,
+    /// and `ch` is shared.
+    pub unsafe fn shared_tail<'a>(
+        &self,
+        base: NonNull<u8>,
+        ch: usize,
+        receiver: usize,
+    ) -> &'a crate::sync::AtomicU64 {
+        debug_assert!(self.shared[ch] && receiver < self.ranks);
+        let off = self.ring_offset(ch, receiver, 0) - Self::TAIL_BYTES;
+        // SAFETY: the tail line precedes the ring inside the region, 128-byte aligned;
+        // it is only accessed atomically.
+        unsafe { &*base.as_ptr().add(off).cast::<crate::sync::AtomicU64>() }
     }
 
     /// The doorbell of `rank` in the region at `base` (zero in a fresh region: nothing
@@ -221,8 +288,9 @@ impl RegionLayout {
     /// `base` is 128-byte aligned and valid for writes of `total_bytes()` bytes.
     pub unsafe fn init(&self, base: NonNull<u8>) {
         for ch in 0..self.channels() {
+            let senders = if self.shared[ch] { 1 } else { self.ranks };
             for r in 0..self.ranks {
-                for s in 0..self.ranks {
+                for s in 0..senders {
                     // SAFETY: the caller's guarantee covers this ring's bytes.
                     unsafe { self.ring(base, ch, r, s) }.init(0);
                 }

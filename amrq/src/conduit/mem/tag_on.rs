@@ -90,6 +90,14 @@ impl TagOnPool {
         None
     }
 
+    /// Gives back block `i`, claimed but never named by a frame (its frame found the
+    /// ring full). Sender side only.
+    pub fn unclaim(&self, i: usize) {
+        // Relaxed: the receiver never saw the block; only this sender reads the flag
+        // as 0 and claims it again.
+        self.flag(i).store(0, Ordering::Relaxed);
+    }
+
     /// Frees block `i` for the sender's next claim. Receiver side only.
     pub fn free(&self, i: usize) {
         // ORDERING: Release: our reads of the block happen before the sender's next

@@ -58,7 +58,7 @@ pub use layout::{
 pub use memory::RawRing;
 pub use memory::RingMemory;
 pub use producer::Producer;
-pub use shared::SharedProducer;
+pub use shared::{Reservation, SharedProducer};
 
 /// The consumer found something in a ring that the protocol cannot produce.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

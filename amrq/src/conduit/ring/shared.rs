@@ -38,6 +38,7 @@ impl SharedProducer {
     /// Reserves room for one frame by CAS on `tail`, writes it and publishes it; `false`
     /// with nothing reserved or written if the ring lacks room. Same preconditions as
     /// [`super::Producer::try_push`].
+    #[inline]
     pub fn try_push<M: RingMemory>(
         &mut self,
         mem: &M,
@@ -46,36 +47,94 @@ impl SharedProducer {
         args: &[u64],
         payload: &[u8],
     ) -> bool {
-        debug_assert!(args.len() <= MAX_ARGS);
-        let n = mem.nslots();
-        let k = frame_slots(args.len(), payload.len());
+        match self.try_reserve(mem, tail, args.len(), payload.len()) {
+            Some(r) => {
+                r.publish(mem, header, args, payload);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Reserves the slots of one frame of `nargs` args and `len` payload bytes (and a
+    /// pad before it if it would wrap); `None`, nothing reserved, if the ring lacks
+    /// room. The consumer waits at the reservation until it is published, so publish it
+    /// soon: data that must be in place before the frame (a Long message's bytes) can
+    /// be written in between, and is then never written for a frame that cannot follow.
+    pub fn try_reserve<M: RingMemory>(
+        &mut self,
+        mem: &M,
+        tail: &AtomicU64,
+        nargs: usize,
+        len: usize,
+    ) -> Option<Reservation> {
+        debug_assert!(nargs <= MAX_ARGS);
+        let k = frame_slots(nargs, len);
         let mut t = tail.load(Relaxed);
-        let (pos, pad) = loop {
-            let idx = t & (n - 1);
-            let pad = if idx + k > n { n - idx } else { 0 };
-            let need = pad + k;
-            if t.wrapping_sub(self.cached_head) + need > n {
-                // ORDERING: Acquire pairs with the consumer's Release store of `head`: its
-                // reads of the slots we may take happen before our writes.
-                self.cached_head = mem.head().load(Acquire);
-                if t.wrapping_sub(self.cached_head) + need > n {
-                    return false;
-                }
+        loop {
+            let (pad, need) = Self::need(mem, t, k);
+            if !self.fits(mem, t, need) {
+                return None;
             }
             // Relaxed: the CAS only hands out positions; the slots' contents are
-            // published by the Release stores of their sequence words below, and the
-            // room was established by the Acquire load of `head` above. (Strong CAS: a
-            // weak one may fail spuriously, which loom explores without end; on x86 both
-            // are one `lock cmpxchg`.)
+            // published by the Release stores of their sequence words in `publish`, and
+            // the room was established by the Acquire load of `head` in `fits`. (Strong
+            // CAS: a weak one may fail spuriously, which loom explores without end; on
+            // x86 both are one `lock cmpxchg`.)
             match tail.compare_exchange(t, t.wrapping_add(need), Relaxed, Relaxed) {
-                Ok(_) => break (t, pad),
+                Ok(_) => return Some(Reservation { pos: t, pad }),
                 Err(now) => t = now,
             }
-        };
-        if pad > 0 {
-            write_pad(mem, pos, pad);
         }
-        write_frame(mem, pos.wrapping_add(pad), header, args, payload);
-        true
+    }
+
+    /// `(pad, pad + k)`: the slots a frame of `k` slots takes from position `t`.
+    fn need<M: RingMemory>(mem: &M, t: u64, k: u64) -> (u64, u64) {
+        let n = mem.nslots();
+        let idx = t & (n - 1);
+        let pad = if idx + k > n { n - idx } else { 0 };
+        (pad, pad + k)
+    }
+
+    /// `need` slots from position `t` are free (refreshing the view of the head if the
+    /// cached one says no).
+    /// A `t` older than the head says yes: other producers have reserved past it and the
+    /// consumer has read past it, so the caller's compare-and-swap on `t` fails and
+    /// retries from the current tail.
+    fn fits<M: RingMemory>(&mut self, mem: &M, t: u64, need: u64) -> bool {
+        let n = mem.nslots();
+        if t.wrapping_sub(self.cached_head) + need > n {
+            // ORDERING: Acquire pairs with the consumer's Release store of `head`: its
+            // reads of the slots we may take happen before our writes.
+            self.cached_head = mem.head().load(Acquire);
+        }
+        let used = t.wrapping_sub(self.cached_head);
+        used > n || used + need <= n
+    }
+}
+
+/// Slots one producer reserved in a shared ring and must publish.
+#[derive(Debug)]
+#[must_use = "a reservation that is never published blocks the ring"]
+pub struct Reservation {
+    pos: u64,
+    pad: u64,
+}
+
+impl Reservation {
+    /// Writes and publishes the frame (and the pad before it) in the reserved slots.
+    /// `args` and `payload` have the sizes the reservation was made for.
+    #[inline]
+    pub fn publish<M: RingMemory>(
+        self,
+        mem: &M,
+        header: FrameHeader,
+        args: &[u64],
+        payload: &[u8],
+    ) {
+        if self.pad > 0 {
+            write_pad(mem, self.pos, self.pad);
+        }
+        write_frame(mem, self.pos.wrapping_add(self.pad), header, args, payload);
     }
 }
