@@ -217,10 +217,10 @@ impl Config {
         v
     }
 
-    /// Which conduit channels ring the receiver's doorbell (not the AM queues: their
-    /// round trip pays no fence): One-poll queues and Interrupt queues.
+    /// Which conduit channels ring the receiver's doorbell: the AM queues (so that a
+    /// blocking wait can sleep), One-poll queues and Interrupt queues.
     pub fn channel_notify(&self) -> Vec<bool> {
-        let mut v = vec![false, false];
+        let mut v = vec![true, true];
         v.extend(
             self.queues
                 .iter()

@@ -405,3 +405,39 @@ fn long_requests_and_replies_land_in_the_segment() {
     let out = amrq::threads::run(2, &cfg, common_long::long_round_trips);
     all_ok(out);
 }
+
+#[path = "common/cpu.rs"]
+mod cpu;
+use cpu::thread_cpu;
+
+#[test]
+fn a_blocking_wait_sleeps_until_a_message_arrives() {
+    const ROUNDS: u64 = 20;
+    let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<_, AmError> {
+        let mut table = HandlerTable::new();
+        let bump = table.request("bump", |s: &Cell<u64>, _ctx, m| {
+            s.set(m.arg(0));
+            Ok(())
+        });
+        let am = Am::new(conduit, table, Cell::new(0))?;
+        let (wall, cpu) = (std::time::Instant::now(), thread_cpu());
+        for k in 1..=ROUNDS {
+            if am.rank() == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                am.request(1, bump, &[k])?;
+            } else {
+                am.wait_until(|s| s.get() == k)?;
+            }
+        }
+        am.barrier()?;
+        Ok((wall.elapsed(), thread_cpu() - cpu))
+    });
+    let (wall, cpu) = all_ok(out)[1];
+    assert!(wall >= std::time::Duration::from_millis(20 * ROUNDS));
+    // Spinning through the waits would use all of `wall`; sleeping uses the bounded
+    // spin before each sleep and a look per backstop wake-up.
+    assert!(
+        cpu * 4 < wall,
+        "the waiting rank used {cpu:?} of CPU in {wall:?}"
+    );
+}

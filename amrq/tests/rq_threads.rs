@@ -582,3 +582,46 @@ fn an_interrupt_queue_sharing_a_doorbell_bit_is_refused_at_setup() {
     }
     assert!(amrq::threads::run(1, &cfg, |_| ()).is_ok());
 }
+
+#[path = "common/cpu.rs"]
+mod cpu;
+
+#[test]
+fn a_blocking_wait_on_one_poll_queues_sleeps_and_sees_every_frame() {
+    use amrq::config::QueueSpec;
+    use std::time::Duration;
+    const ROUNDS: u64 = 200;
+    let mut cfg = Config::default();
+    let q = cfg.add(QueueSpec::new("events", 8).one_poll());
+    let out = amrq::threads::run(2, &cfg, |c| -> Result<(Duration, Duration), RqError> {
+        let rq = Rq::new(c);
+        let set = rq.poll_set(&[q])?;
+        let cpu = cpu::thread_cpu;
+        let (wall, cpu0) = (std::time::Instant::now(), cpu());
+        for k in 0..ROUNDS {
+            if rq.rank() == 0 {
+                // Sleep past the receiver's spin now and then, and send at once otherwise:
+                // arrivals land before, during and after it arms.
+                if k % 4 == 0 {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                assert!(rq.enqueue(1, q, &[k], &[])?);
+                let (_, ack) = rq.wait(&set, Some(Duration::from_secs(20)))?;
+                ack.release();
+            } else {
+                let (_, f) = rq.wait(&set, Some(Duration::from_secs(20)))?;
+                assert_eq!(f.args(), &[k], "every frame once, in order");
+                f.release();
+                assert!(rq.enqueue(0, q, &[k], &[])?);
+            }
+        }
+        Ok((wall.elapsed(), cpu() - cpu0))
+    })
+    .unwrap();
+    let (wall, cpu) = out[1].clone().unwrap();
+    assert!(out[0].is_ok(), "{:?}", out[0]);
+    assert!(
+        cpu * 3 < wall,
+        "the waiting rank used {cpu:?} of CPU in {wall:?}"
+    );
+}

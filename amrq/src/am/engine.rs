@@ -4,9 +4,9 @@
 use super::handlers::{Entry, FIRST_USER_TAG};
 use super::{AmError, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
 use crate::conduit::mem::MemConduit;
-use crate::conduit::{Conduit, Rank, ReceivedFrame};
+use crate::conduit::{Conduit, PollSet, Rank, ReceivedFrame};
 use crate::rq::{QueueId, Rq};
-use crate::util::Backoff;
+use crate::util::{Backoff, SLEEP_BACKSTOP};
 use std::cell::Cell;
 
 /// What follows the args of a message.
@@ -55,6 +55,8 @@ pub struct Am<S, C: Conduit = MemConduit> {
     barrier_arrivals: Box<[Cell<u64>]>,
     /// Replies taken in a row by waits without a look at the requests.
     reply_streak: Cell<usize>,
+    /// The AM queues, for a wait that has spun long enough to sleep on them.
+    am_queues: PollSet,
 }
 
 impl<S, C: Conduit> std::fmt::Debug for Am<S, C> {
@@ -86,7 +88,10 @@ impl<S, C: Conduit> Am<S, C> {
             });
         }
         let rounds = usize::BITS - (conduit.size().max(1) - 1).leading_zeros();
+        let am_queues =
+            conduit.poll_set(&[QueueId::AM_REPLY.index(), QueueId::AM_REQUEST.index()])?;
         Ok(Self {
+            am_queues,
             rq: Rq::new(conduit),
             table,
             state,
@@ -254,7 +259,8 @@ impl<S, C: Conduit> Am<S, C> {
         let mut backoff = Backoff::new();
         loop {
             if poll(self)? == 0 {
-                self.snooze(&mut backoff)?;
+                // Room comes from the receiver draining, which sends us nothing: yield.
+                self.snooze(&mut backoff, false)?;
             } else {
                 backoff.reset();
             }
@@ -264,11 +270,21 @@ impl<S, C: Conduit> Am<S, C> {
         }
     }
 
-    fn snooze(&self, backoff: &mut Backoff) -> Result<(), AmError> {
-        if backoff.is_yielding() {
-            self.rq.conduit().check_peers()?;
+    /// Waits a little after an empty poll: spins a bounded time, then (with `sleep`)
+    /// sleeps until an AM frame arrives or [`SLEEP_BACKSTOP`](crate::util::SLEEP_BACKSTOP) passes, or yields. Once
+    /// past spinning it checks that every peer is alive.
+    fn snooze(&self, backoff: &mut Backoff, sleep: bool) -> Result<(), AmError> {
+        if !backoff.is_yielding() {
+            backoff.snooze();
+            return Ok(());
         }
-        backoff.snooze();
+        let conduit = self.rq.conduit();
+        conduit.check_peers()?;
+        if sleep {
+            conduit.wait_for_arrival(&self.am_queues, SLEEP_BACKSTOP)?;
+        } else {
+            backoff.snooze();
+        }
         Ok(())
     }
 
@@ -310,7 +326,7 @@ impl<S, C: Conduit> Am<S, C> {
         }
         self.reply_streak.set(0);
         if self.drain(QueueId::AM_REQUEST, REQUEST_BUDGET)? == 0 {
-            self.snooze(backoff)
+            self.snooze(backoff, true)
         } else {
             backoff.reset();
             Ok(())
@@ -343,7 +359,7 @@ impl<S, C: Conduit> Am<S, C> {
                         waited: start.elapsed(),
                     });
                 }
-                self.snooze(&mut backoff)?;
+                self.snooze(&mut backoff, true)?;
             } else {
                 backoff.reset();
             }

@@ -250,6 +250,17 @@ pub trait Conduit {
         E: From<ConduitError>,
         F: FnMut(&Self::Frame<'_>) -> Result<(), E>;
 
+    /// The idle end of a blocking wait: returns when a frame may have arrived on one of
+    /// `set`'s channels, or after `timeout` at most (a backstop: the caller checks its
+    /// condition and peers, then waits again). Channels whose senders ring the
+    /// doorbell are slept on (no spinning, and a sender makes a system call only when
+    /// its receiver sleeps); for others this only yields the core.
+    fn wait_for_arrival(
+        &self,
+        set: &PollSet,
+        timeout: std::time::Duration,
+    ) -> Result<(), ConduitError>;
+
     /// A One-poll set of `channels` (highest priority first).
     fn poll_set(&self, channels: &[Channel]) -> Result<PollSet, ConduitError>;
 

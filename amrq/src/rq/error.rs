@@ -22,6 +22,12 @@ pub enum RqError {
         /// Payload bytes given.
         len: usize,
     },
+    /// A blocking wait saw nothing arrive within its deadline.
+    #[error("nothing arrived within {waited:?}")]
+    Timeout {
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
     /// Bad destination, queue, sizes, a corrupt peer, a dead peer (from the conduit).
     #[error(transparent)]
     Conduit(#[from] ConduitError),

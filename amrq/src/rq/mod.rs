@@ -310,6 +310,115 @@ impl<C: Conduit> Rq<C> {
         Ok(self.conduit.one_poll(set)?.map(|(ch, f)| (QueueId(ch), f)))
     }
 
+    /// Blocking One-poll: waits until one of `set`'s queues has a frame and returns it
+    /// (priority order, as [`Rq::one_poll`]). Spins a bounded time, then sleeps until a
+    /// sender rings (its queues must be [`one_poll`](crate::config::QueueSpec::one_poll)
+    /// queues to be slept on; otherwise it yields between looks), waking at least every
+    /// [`SLEEP_BACKSTOP`](crate::util::SLEEP_BACKSTOP) to check that its peers are alive.
+    /// [`RqError::Timeout`] after `timeout`, if given.
+    ///
+    /// ```
+    /// use amrq::{config::QueueSpec, conduit::ReceivedFrame, rq::{Rq, RqError}, Config};
+    /// use std::time::Duration;
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add(QueueSpec::new("work", 16).one_poll());
+    /// amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     let set = rq.poll_set(&[q])?;
+    ///     if rq.rank() == 0 {
+    ///         std::thread::sleep(Duration::from_millis(5));
+    ///         rq.enqueue(1, q, &[7], &[])?;
+    ///     } else {
+    ///         let (_, f) = rq.wait(&set, None)?; // sleeps, then wakes on the enqueue
+    ///         assert_eq!(f.args(), &[7]);
+    ///         f.release();
+    ///     }
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn wait(
+        &self,
+        set: &PollSet,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<(QueueId, C::Frame<'_>), RqError> {
+        let start = std::time::Instant::now();
+        let mut backoff = crate::util::Backoff::new();
+        loop {
+            if let Some(found) = self.one_poll(set)? {
+                return Ok(found);
+            }
+            let left = match timeout {
+                Some(t) if start.elapsed() >= t => {
+                    return Err(RqError::Timeout {
+                        waited: start.elapsed(),
+                    })
+                }
+                Some(t) => t - start.elapsed(),
+                None => crate::util::SLEEP_BACKSTOP,
+            };
+            if backoff.is_yielding() {
+                self.conduit.check_peers()?;
+                let nap = left.min(crate::util::SLEEP_BACKSTOP);
+                self.conduit.wait_for_arrival(set, nap)?;
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+
+    /// Blocking enqueue: while queue `q` of `dest` is full, serves the caller's own
+    /// queues `own` (One-poll order), handing each frame to `serve`, so that two ranks
+    /// filling each other's queues cannot deadlock. Returns once the frame is committed.
+    ///
+    /// ```
+    /// use amrq::{config::QueueSpec, conduit::ReceivedFrame, rq::{Rq, RqError}, Config};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add(QueueSpec::new("tiny", 2));
+    /// let sums = amrq::threads::run(2, &cfg, |c| -> Result<u64, RqError> {
+    ///     let rq = Rq::new(c);
+    ///     let own = rq.poll_set(&[q])?;
+    ///     let (peer, mut sum) = (1 - rq.rank(), 0);
+    ///     // Both ranks send 1000 frames into the other's 2-slot queue at once.
+    ///     for i in 0..1000 {
+    ///         rq.enqueue_or_serve(peer, q, &[i], &[], &own, |_, f| sum += f.args()[0])?;
+    ///     }
+    ///     while let Ok((_, f)) = rq.wait(&own, Some(std::time::Duration::from_millis(50))) {
+    ///         sum += f.args()[0];
+    ///         f.release(); // dropped without `release`, the frame would stay queued
+    ///     }
+    ///     Ok(sum)
+    /// }).unwrap();
+    /// assert!(sums.iter().all(|s| *s.as_ref().unwrap() == 999 * 1000 / 2));
+    /// ```
+    pub fn enqueue_or_serve(
+        &self,
+        dest: Rank,
+        q: QueueId,
+        args: &[u64],
+        payload: &[u8],
+        own: &PollSet,
+        mut serve: impl FnMut(QueueId, &C::Frame<'_>),
+    ) -> Result<(), RqError> {
+        let mut backoff = crate::util::Backoff::new();
+        while !self.enqueue(dest, q, args, payload)? {
+            match self.one_poll(own)? {
+                Some((from, f)) => {
+                    serve(from, &f);
+                    f.release();
+                    backoff.reset();
+                }
+                None => {
+                    if backoff.is_yielding() {
+                        self.conduit.check_peers()?;
+                    }
+                    backoff.snooze(); // room comes from the peer draining: no arrival to sleep on
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Frames that arrived on local queue `q` from a rank its senders do not include:
     /// dropped, never delivered.
     pub fn dropped(&self, q: QueueId) -> u64 {

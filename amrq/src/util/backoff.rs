@@ -24,6 +24,11 @@ pub struct Backoff {
     rounds: u32,
 }
 
+/// Longest sleep of a blocking wait between two looks at its condition and its peers:
+/// a condition that no frame announces (a flag set by another thread) is seen this late
+/// at worst, and a dead peer this soon.
+pub const SLEEP_BACKSTOP: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Rounds of tight polling (a few µs: several round trips between two cores).
 const TIGHT_ROUNDS: u32 = 1 << 10;
 /// Rounds, tight ones included, before the first yield: with one `pause` per round

@@ -7,4 +7,4 @@ pub(crate) mod prefetch;
 pub mod shm;
 
 pub use affinity::{pin_to_core, PinError};
-pub use backoff::Backoff;
+pub use backoff::{Backoff, SLEEP_BACKSTOP};

@@ -4,9 +4,8 @@
 //! futex word: a sender rings (and wakes) only when armed, so its fast path makes no
 //! system call.
 
-use super::{Doorbell, MemConduit, MemFrame};
+use super::{MemConduit, MemFrame};
 use crate::conduit::{Channel, Conduit, ConduitError};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// The Interrupt channels of one rank, for its progress thread. `Send`: move it there.
@@ -41,11 +40,6 @@ impl InterruptRx {
         &self.channels
     }
 
-    fn doorbell(&self) -> &Doorbell {
-        // SAFETY: the rank's doorbell, inside the region the view's owner keeps alive.
-        unsafe { &*self.view.doorbell }
-    }
-
     /// True if a frame waits on one of the channels.
     pub fn any_ready(&self) -> bool {
         self.channels
@@ -75,18 +69,7 @@ impl InterruptRx {
     /// frame sent meanwhile is never slept through: either its sender saw the arm and
     /// bumps the futex word, or this look sees the frame.
     pub fn sleep(&self, timeout: Duration) {
-        let d = self.doorbell();
-        // ORDERING: Acquire pairs with the senders' Release increment of `wake`.
-        let w = d.wake.load(Ordering::Acquire);
-        d.armed.fetch_or(self.bits, Ordering::Relaxed);
-        // ORDERING: SeqCst fence between arming and the look below; pairs with the
-        // senders' SeqCst fence in `ring_doorbell` (Dekker).
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if !self.any_ready() {
-            crate::util::futex::wait(&d.wake, w, timeout);
-        }
-        d.armed.fetch_and(!self.bits, Ordering::Relaxed);
-        d.summary.fetch_and(!self.bits, Ordering::Relaxed);
+        self.view.sleep_on(self.bits, || self.any_ready(), timeout);
     }
 
     /// The rank this view belongs to.

@@ -124,8 +124,6 @@ struct TxRing {
     permitted: bool,
     /// The channel's doorbell bit if its frames ring the receiver's doorbell, else 0.
     notify_bit: u64,
-    /// Ringing the doorbell also wakes the receiver's progress thread.
-    interrupt: bool,
     /// The receiver's doorbell.
     doorbell: *const Doorbell,
     /// The receiver's Tag-On pool for this sender, and where the next claim looks.
@@ -291,9 +289,10 @@ impl TxRing {
             // ORDERING: Release pairs with the Acquire load of the summary in
             // `one_poll`, which then scans for the frame published before.
             d.summary.fetch_or(self.notify_bit, Ordering::Release);
-            if self.interrupt {
-                // ORDERING: Release pairs with the progress thread's Acquire load of
-                // `wake` before it sleeps; the futex wake ends its sleep.
+            // Relaxed: `sleepers` is set with `armed`, before the receiver's fence.
+            if d.sleepers.load(Ordering::Relaxed) & self.notify_bit != 0 {
+                // ORDERING: Release pairs with the sleeper's Acquire load of `wake`
+                // before it sleeps; the futex wake ends its sleep.
                 d.wake.fetch_add(1, Ordering::Release);
                 crate::util::futex::wake_all(&d.wake);
             }
@@ -462,7 +461,6 @@ impl MemConduit {
                     } else {
                         0
                     },
-                    interrupt: interrupt[ch],
                     // SAFETY: caller guarantees `base` is a live region of `layout`.
                     doorbell: unsafe { layout.doorbell(base, dest) },
                     // SAFETY: as above.
@@ -662,6 +660,29 @@ impl MemConduit {
             _owner: self._owner.clone(),
         };
         Some(InterruptRx::new(view, channels))
+    }
+
+    /// Sleeps until a frame may have arrived on the doorbell channels `bits`, or
+    /// `timeout` passes (a backstop). Arms them as a sleeper, fences, and runs
+    /// `any_ready` once more before sleeping, so a frame sent meanwhile is never slept
+    /// through: either its sender saw the arm and bumps the futex word, or this look
+    /// sees the frame. Bits that were armed already (by One-poll) stay armed.
+    fn sleep_on(&self, bits: u64, any_ready: impl Fn() -> bool, timeout: std::time::Duration) {
+        // SAFETY: this rank's doorbell, inside the region the owner keeps alive.
+        let d = unsafe { &*self.doorbell };
+        // ORDERING: Acquire pairs with the senders' Release increment of `wake`.
+        let w = d.wake.load(Ordering::Acquire);
+        d.sleepers.fetch_or(bits, Ordering::Relaxed);
+        let mine = bits & !d.armed.fetch_or(bits, Ordering::Relaxed);
+        // ORDERING: SeqCst fence between arming and the look below; pairs with the
+        // senders' SeqCst fence in `ring_doorbell` (Dekker).
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if !any_ready() {
+            crate::util::futex::wait(&d.wake, w, timeout);
+        }
+        d.sleepers.fetch_and(!bits, Ordering::Relaxed);
+        d.armed.fetch_and(!mine, Ordering::Relaxed);
+        d.summary.fetch_and(!mine, Ordering::Relaxed);
     }
 
     /// The bootstrap this endpoint's job uses.
@@ -958,6 +979,24 @@ impl Conduit for MemConduit {
             }
         }
         Ok(None)
+    }
+
+    fn wait_for_arrival(
+        &self,
+        set: &PollSet,
+        timeout: std::time::Duration,
+    ) -> Result<(), ConduitError> {
+        if !set.all_notify {
+            std::thread::yield_now(); // no doorbell to be woken by
+            return Ok(());
+        }
+        let any_ready = || {
+            set.channels
+                .iter()
+                .any(|&ch| self.rx[ch].next_ready().is_some())
+        };
+        self.sleep_on(set.bits, any_ready, timeout);
+        Ok(())
     }
 
     fn dropped(&self, ch: Channel) -> u64 {

@@ -61,10 +61,15 @@ pub struct Doorbell {
     /// Channels on which a frame arrived while armed (set by senders, cleared by the
     /// receiver).
     pub summary: crate::sync::AtomicU64,
-    /// Bumped by a sender that rang an armed Interrupt channel: the futex word the
-    /// receiver's progress thread sleeps on (shared, not private).
+    /// Bumped by a sender that rang an armed channel someone sleeps on: the futex word
+    /// the receiver (a blocking wait, or its progress thread) sleeps on (shared, not
+    /// private).
     pub wake: std::sync::atomic::AtomicU32,
-    _pad2: [u8; 116],
+    _pad3: u32,
+    /// Armed channels whose receiver sleeps rather than polls the summary: their
+    /// senders also bump `wake` and wake it (set and cleared by the receiver).
+    pub sleepers: crate::sync::AtomicU64,
+    _pad2: [u8; 104],
 }
 
 const DOORBELL_BYTES: usize = 256;
@@ -72,6 +77,7 @@ const _: () = {
     assert!(std::mem::size_of::<Doorbell>() == DOORBELL_BYTES);
     assert!(std::mem::offset_of!(Doorbell, summary) == 128);
     assert!(std::mem::offset_of!(Doorbell, wake) == 136);
+    assert!(std::mem::offset_of!(Doorbell, sleepers) == 144);
 };
 
 /// The offsets of every ring in a region.
