@@ -115,6 +115,10 @@ pub struct Config {
     pub tag_on_buffers: usize,
     /// Bytes of each Tag-On block (the largest Tag-On message).
     pub tag_on_bytes: usize,
+    /// Slots per sender of each rank's interrupt queue, which carries frames flagged
+    /// interrupt by their senders ([`Rq::enqueue_interrupt`](crate::rq::Rq::enqueue_interrupt))
+    /// to the receiver's progress thread; 0 (the default): no such queue.
+    pub interrupt_slots: u64,
 }
 
 /// Where a setting's value came from (for `amrun --print-config`).
@@ -134,6 +138,7 @@ impl Default for Config {
             segment_bytes: 64 << 20,
             tag_on_buffers: 8,
             tag_on_bytes: 4096,
+            interrupt_slots: 0,
         }
     }
 }
@@ -210,10 +215,25 @@ impl Config {
             .map(|i| QueueId::new(QueueId::FIRST_USER + i))
     }
 
-    /// The ring size of every conduit channel: AM requests, AM replies, then user queues.
+    /// The ring size of every conduit channel: AM requests, AM replies, user queues,
+    /// then the interrupt queue if there is one.
     pub fn channel_slots(&self) -> Vec<u64> {
         let mut v = vec![self.am_ring_slots, self.am_ring_slots];
         v.extend(self.queues.iter().map(|q| q.slots));
+        self.and_interrupt_queue(v, self.interrupt_slots)
+    }
+
+    /// The conduit channel of the interrupt queue (after the user queues), if any.
+    pub fn interrupt_channel(&self) -> Option<usize> {
+        (self.interrupt_slots > 0).then_some(QueueId::FIRST_USER + self.queues.len())
+    }
+
+    /// `v` (one entry per AM and user queue) with `value` for the interrupt queue, if
+    /// the job has one.
+    fn and_interrupt_queue<T>(&self, mut v: Vec<T>, value: T) -> Vec<T> {
+        if self.interrupt_channel().is_some() {
+            v.push(value);
+        }
         v
     }
 
@@ -226,7 +246,7 @@ impl Config {
                 .iter()
                 .map(|q| q.one_poll || q.delivery == Delivery::Interrupt),
         );
-        v
+        self.and_interrupt_queue(v, true)
     }
 
     /// Checks what the conduits cannot represent. Doorbell bits are `queue % 64`: One-poll
@@ -255,20 +275,21 @@ impl Config {
                 .iter()
                 .map(|q| q.delivery == Delivery::Interrupt),
         );
-        v
+        self.and_interrupt_queue(v, true)
     }
 
     /// Which conduit channels are one ring per receiver shared by all senders.
     pub fn channel_shared(&self) -> Vec<bool> {
         let mut v = vec![false, false];
         v.extend(self.queues.iter().map(|q| q.shared));
-        v
+        self.and_interrupt_queue(v, false)
     }
 
     /// Who may send into every conduit channel (anyone into the AM queues).
     pub fn channel_senders(&self) -> Vec<Senders> {
         let mut v = vec![Senders::All, Senders::All];
         v.extend(self.queues.iter().map(|q| q.senders.clone()));
-        v
+        // Each flagged frame is checked against the senders of the queue it names.
+        self.and_interrupt_queue(v, Senders::All)
     }
 }

@@ -299,7 +299,7 @@ fn the_plain_enqueue_chooses_the_kind_by_size() {
 }
 
 mod interrupts {
-    use amrq::conduit::{Conduit, ConduitError};
+    use amrq::conduit::{Conduit, ConduitError, ReceivedFrame};
     use amrq::config::{Delivery, QueueSpec};
     use amrq::prelude::*;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -322,6 +322,67 @@ mod interrupts {
             );
             std::hint::spin_loop();
         }
+    }
+
+    #[test]
+    fn frames_flagged_interrupt_by_their_sender_run_on_the_progress_thread() {
+        const N: u64 = 2_000;
+        let mut cfg = Config::default();
+        let data = cfg.add_queue(64); // a Poll queue
+        let only0 = cfg.add(QueueSpec::new("only0", 8).senders_only(vec![0]));
+        cfg.interrupt_slots = 16;
+        let out = amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
+            let mut rq = Rq::new(c);
+            let (flagged, sum) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+            let (f2, s2) = (flagged.clone(), sum.clone());
+            let intr = rq.start_interrupts(move |q, src, args, payload| {
+                assert_eq!((q, src, args.len(), payload), (data, 0, 7, &b"!"[..]));
+                assert_eq!(args[1..], [1, 2, 3, 4, 5, 6]);
+                s2.fetch_add(args[0], Ordering::Relaxed);
+                // ORDERING: Release pairs with the owner's Acquire load of the count.
+                f2.fetch_add(1, Ordering::Release);
+            });
+            if rq.rank() == 0 {
+                for i in 0..N {
+                    // Every other frame flagged; the plain ones stay for polling.
+                    while !rq.enqueue_interrupt(1, data, &[i, 1, 2, 3, 4, 5, 6], b"!")? {}
+                    while !rq.enqueue(1, data, &[i], &[])? {}
+                }
+            } else {
+                assert_eq!(
+                    rq.enqueue_interrupt(0, only0, &[1], &[]),
+                    Err(RqError::Conduit(ConduitError::NotPermitted {
+                        rank: 1,
+                        channel: only0.index()
+                    }))
+                );
+                // Poll `data`: only the plain half arrives here, the flagged half runs
+                // on the progress thread meanwhile.
+                let mut plain = 0;
+                wait_for("every frame", || {
+                    while let Some(f) = rq.read_queue(data).unwrap() {
+                        assert_eq!(f.args(), &[plain]);
+                        plain += 1;
+                        f.release();
+                    }
+                    // ORDERING: Acquire pairs with the handler's Release increment.
+                    plain == N && flagged.load(Ordering::Acquire) == N
+                });
+                assert_eq!(sum.load(Ordering::Relaxed), N * (N - 1) / 2);
+            }
+            drop(intr);
+            Ok(())
+        })
+        .unwrap();
+        assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+        // Without an interrupt queue, a flagged enqueue says what to set.
+        let mut cfg = Config::default();
+        let q = cfg.add_queue(8);
+        let out = amrq::threads::run(1, &cfg, |c| Rq::new(c).enqueue_interrupt(0, q, &[], &[]));
+        assert_eq!(
+            out.unwrap()[0],
+            Err(RqError::Conduit(ConduitError::NoInterruptChannel))
+        );
     }
 
     #[test]

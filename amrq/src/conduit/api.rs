@@ -18,12 +18,21 @@ pub type Channel = usize;
 pub struct Message<'a> {
     /// Upper-layer tag (an AM handler index, an RQ tag).
     pub tag: u16,
-    /// Upper-layer flags (bits 0–5; the others are the conduit's).
+    /// Upper-layer flags (bits 0–3, delivered with the frame), and
+    /// [`Message::INTERRUPT`].
     pub flags: u8,
     /// The args.
     pub args: &'a [u64],
     /// The payload.
     pub payload: &'a [u8],
+}
+
+impl Message<'_> {
+    /// Flag: deliver this frame by the receiver's progress thread, as a frame of its
+    /// channel, even if the channel is polled (the sender's selective interrupt). It
+    /// travels on the receiver's interrupt channel ([`Caps::interrupt_channel`]) with
+    /// at most `MAX_ARGS - 1` args; `try_send` only.
+    pub const INTERRUPT: u8 = 0x10;
 }
 
 /// Which ranks may send into a channel (a queue): StarT-Voyager's logical destination
@@ -121,6 +130,9 @@ pub struct Caps {
     pub channels: Vec<ChannelCaps>,
     /// Optional abilities.
     pub flags: CapFlags,
+    /// The channel that carries frames flagged [`Message::INTERRUPT`] to the
+    /// receiver's progress thread, if the job has one.
+    pub interrupt_channel: Option<Channel>,
 }
 
 /// A Tag-On data block kept after its frame left the queue: read in place, freed for

@@ -99,6 +99,9 @@ pub enum ConduitError {
     /// A setup-time collective failed (a rank is missing or took too long).
     #[error("bootstrap failed: {0}")]
     Bootstrap(String),
+    /// A frame flagged interrupt, but the job has no channel to carry it.
+    #[error("frames flagged interrupt travel on the receiver's interrupt queue, and this job has none: set Config::interrupt_slots")]
+    NoInterruptChannel,
     /// The job could not be set up.
     #[error("conduit setup failed: {0}")]
     Setup(String),

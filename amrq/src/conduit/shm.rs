@@ -123,6 +123,7 @@ pub fn attach(
             senders: cfg.channel_senders(),
             notify: cfg.channel_notify(),
             interrupt: cfg.channel_interrupt(),
+            interrupt_channel: cfg.interrupt_channel(),
             segments,
             segment_bytes: seg,
             owner: RegionOwner::Shm(job.clone()),

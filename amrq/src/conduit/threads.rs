@@ -18,16 +18,20 @@ use std::sync::Arc;
 /// assert_eq!(eps[3].rank(), 3);
 /// ```
 pub fn endpoints(ranks: usize, channel_slots: &[u64]) -> Result<Vec<MemConduit>, ConduitError> {
-    let senders = vec![Senders::All; channel_slots.len()];
-    let plain = vec![false; channel_slots.len()];
+    let n = channel_slots.len();
     let d = crate::Config::default();
     endpoints_with(
         ranks,
-        (channel_slots, &plain),
-        &senders,
-        (&plain, &plain),
-        (d.tag_on_buffers, d.tag_on_bytes),
-        64 << 10,
+        &Shape {
+            slots: channel_slots.to_vec(),
+            shared: vec![false; n],
+            senders: vec![Senders::All; n],
+            notify: vec![false; n],
+            interrupt: vec![false; n],
+            interrupt_channel: None,
+            tag_on: (d.tag_on_buffers, d.tag_on_bytes),
+            segment_bytes: 64 << 10,
+        },
     )
 }
 
@@ -40,31 +44,40 @@ pub fn endpoints_for(
     config.check().map_err(ConduitError::Setup)?;
     endpoints_with(
         ranks,
-        (&config.channel_slots(), &config.channel_shared()),
-        &config.channel_senders(),
-        (&config.channel_notify(), &config.channel_interrupt()),
-        (config.tag_on_buffers, config.tag_on_bytes),
-        config.segment_bytes,
+        &Shape {
+            slots: config.channel_slots(),
+            shared: config.channel_shared(),
+            senders: config.channel_senders(),
+            notify: config.channel_notify(),
+            interrupt: config.channel_interrupt(),
+            interrupt_channel: config.interrupt_channel(),
+            tag_on: (config.tag_on_buffers, config.tag_on_bytes),
+            segment_bytes: config.segment_bytes,
+        },
     )
 }
 
-/// `(channel_slots, shared)`: each channel's ring size and whether its senders share
-/// one ring per receiver.
-fn endpoints_with(
-    ranks: usize,
-    (channel_slots, shared): (&[u64], &[bool]),
-    senders: &[Senders],
-    (notify, interrupt): (&[bool], &[bool]),
-    (tag_on_buffers, tag_on_bytes): (usize, usize),
+/// What every channel is, and the sizes of the pools and segments.
+struct Shape {
+    slots: Vec<u64>,
+    shared: Vec<bool>,
+    senders: Vec<Senders>,
+    notify: Vec<bool>,
+    interrupt: Vec<bool>,
+    interrupt_channel: Option<usize>,
+    /// Tag-On blocks per pair, and bytes per block.
+    tag_on: (usize, usize),
     segment_bytes: usize,
-) -> Result<Vec<MemConduit>, ConduitError> {
-    let layout =
-        RegionLayout::with_shared(ranks, channel_slots, shared, tag_on_buffers, tag_on_bytes)?;
+}
+
+fn endpoints_with(ranks: usize, shape: &Shape) -> Result<Vec<MemConduit>, ConduitError> {
+    let (buffers, bytes) = shape.tag_on;
+    let layout = RegionLayout::with_shared(ranks, &shape.slots, &shape.shared, buffers, bytes)?;
     let region = Arc::new(HeapRegion::new(layout.total_bytes())?);
     // SAFETY: the region is fresh, zeroed, page-aligned and of the layout's size.
     unsafe { layout.init(region.base()) };
     let segments: Arc<[HeapRegion]> = (0..ranks)
-        .map(|_| HeapRegion::new(segment_bytes))
+        .map(|_| HeapRegion::new(shape.segment_bytes))
         .collect::<Result<Vec<_>, _>>()?
         .into();
     let boot = Boot::Threads(Arc::new(ThreadsBoot::new(ranks)));
@@ -78,11 +91,12 @@ fn endpoints_with(
                     ranks,
                     layout: &layout,
                     rings: region.base(),
-                    senders: senders.to_vec(),
-                    notify: notify.to_vec(),
-                    interrupt: interrupt.to_vec(),
+                    senders: shape.senders.clone(),
+                    notify: shape.notify.clone(),
+                    interrupt: shape.interrupt.clone(),
+                    interrupt_channel: shape.interrupt_channel,
                     segments: segments.iter().map(HeapRegion::base).collect(),
-                    segment_bytes,
+                    segment_bytes: shape.segment_bytes,
                     owner: RegionOwner::Heap(region.clone(), segments.clone()),
                     boot: boot.clone(),
                 })

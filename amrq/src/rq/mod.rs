@@ -252,6 +252,50 @@ impl<C: Conduit> Rq<C> {
         self.enqueue_as(dest, q, Kind::Basic, tag, args, payload)
     }
 
+    /// Enqueues a frame into queue `q` of `dest` flagged *interrupt* (the sender's
+    /// selective interrupt): `dest`'s progress thread runs its handler on it as a frame
+    /// of `q` as soon as it arrives, even if `q` is a Poll queue that the owner polls.
+    /// It travels on `dest`'s interrupt queue ([`Config::interrupt_slots`](crate::Config::interrupt_slots)
+    /// slots per sender; [`ConduitError::NoInterruptChannel`] if the job has none),
+    /// with at most 7 args; `Ok(false)` when that queue is full. The permissions are
+    /// `q`'s. A rank that never starts its progress thread leaves such frames queued.
+    ///
+    /// ```
+    /// use amrq::{rq::{Rq, RqError}, Config};
+    /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add_queue(16); // a Poll queue
+    /// cfg.interrupt_slots = 8;
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+    ///     let mut rq = Rq::new(c);
+    ///     let seen = Arc::new(AtomicU64::new(0));
+    ///     let s = seen.clone();
+    ///     let _intr = rq.start_interrupts(move |queue, _src, args, _p| {
+    ///         assert_eq!(queue, q);
+    ///         s.store(args[0], Ordering::Release);
+    ///     });
+    ///     rq.enqueue_interrupt(0, q, &[9], &[])?;
+    ///     while seen.load(Ordering::Acquire) != 9 {} // the owner never polls `q`
+    ///     assert!(rq.read_queue(q)?.is_none());
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn enqueue_interrupt(
+        &self,
+        dest: Rank,
+        q: QueueId,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<bool, RqError> {
+        let msg = Message {
+            tag: 0,
+            flags: Message::INTERRUPT,
+            args,
+            payload,
+        };
+        committed(self.conduit.try_send(dest, q.0, &msg))
+    }
+
     /// Enqueues a Long message: `payload` is deposited at byte `offset` of `dest`'s
     /// registered segment, then `args` and the tag are enqueued into `q`; the receiver
     /// reads the payload in place in its segment. `Ok(false)`: the queue is full and

@@ -48,7 +48,8 @@ impl InterruptRx {
     }
 
     /// Runs `f` on up to `budget` frames of the channels, each in place, and removes
-    /// each after `f` returns. Returns how many ran.
+    /// each after `f` returns; `f` is told each frame's channel (for a frame flagged
+    /// interrupt by its sender, the channel it was sent to). Returns how many ran.
     pub fn drain<E, F>(&self, budget: usize, mut f: F) -> Result<usize, E>
     where
         E: From<ConduitError>,
@@ -59,7 +60,17 @@ impl InterruptRx {
             if done == budget {
                 break;
             }
-            done += self.view.drain(ch, budget - done, |frame| f(ch, frame))?;
+            let carried = self.view.caps.interrupt_channel == Some(ch);
+            done += self.view.drain(ch, budget - done, |frame| {
+                // A frame flagged interrupt is delivered as a frame of the channel it
+                // was sent to (checked when it was taken).
+                let of = if carried {
+                    frame.hidden_word() as Channel
+                } else {
+                    ch
+                };
+                f(of, frame)
+            })?;
         }
         Ok(done)
     }

@@ -61,6 +61,9 @@ pub struct Parts<'a> {
     pub notify: Vec<bool>,
     /// Which channels are delivered by interrupts (they also ring the doorbell).
     pub interrupt: Vec<bool>,
+    /// The Interrupt channel that carries frames flagged [`Message::INTERRUPT`] for
+    /// other channels (a hidden first arg word names the channel), if any.
+    pub interrupt_channel: Option<Channel>,
     /// Every rank's registered segment, as mapped in this process.
     pub segments: Vec<NonNull<u8>>,
     /// Bytes of each segment.
@@ -152,8 +155,9 @@ struct RxRing {
     /// The sender may send into the channel; frames from one that may not are dropped.
     /// (A shared ring's frames are checked by the sender they name.)
     permitted: bool,
-    /// All senders share the ring: each frame's first arg word names its sender.
-    shared: bool,
+    /// Each frame's first arg word is the conduit's, not the user's: it names the
+    /// sender on a shared ring, the channel on the interrupt channel's rings.
+    hidden: bool,
 }
 
 #[repr(align(128))]
@@ -184,16 +188,17 @@ fn shared_push(
     args: &[u64],
     payload: &[u8],
 ) -> bool {
-    let (words, n) = with_source(me, args);
+    let (words, n) = with_hidden_word(me, args);
     // SAFETY: the tail word is inside the region the owner keeps alive.
     let tail = unsafe { &*tail };
     prod.try_push(ring, tail, header, &words[..n], payload)
 }
 
-/// A shared ring's arg words: the sender's rank, then `args` (at most
-/// `MAX_ARGS - 1`); and how many.
+/// The arg words of a hidden-word ring: `word` (the sender's rank on a shared ring, the
+/// channel on the interrupt channel), then `args` (at most `MAX_ARGS - 1`); and how
+/// many.
 #[inline(always)]
-fn with_source(me: u64, args: &[u64]) -> ([u64; MAX_ARGS], usize) {
+fn with_hidden_word(me: u64, args: &[u64]) -> ([u64; MAX_ARGS], usize) {
     let mut words = [0u64; MAX_ARGS];
     words[0] = me;
     words[1..=args.len()].copy_from_slice(args);
@@ -255,7 +260,7 @@ impl TxRing {
                 room
             }
             Tx::Shared { prod, tail, me } => {
-                let (words, n) = with_source(*me, args);
+                let (words, n) = with_hidden_word(*me, args);
                 // SAFETY: the tail word is inside the region the owner keeps alive.
                 let tail = unsafe { &**tail };
                 match prod.try_reserve(&self.ring, tail, n, inline.len()) {
@@ -421,6 +426,7 @@ impl MemConduit {
             senders,
             notify,
             interrupt,
+            interrupt_channel,
             segments,
             segment_bytes,
             owner,
@@ -475,7 +481,7 @@ impl MemConduit {
                     cons: Local::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
                     broken: Cell::new(false),
                     permitted: shared || who.allows(src),
-                    shared,
+                    hidden: shared || interrupt_channel == Some(ch),
                 })
                 .collect();
             rx.push(RxChannel {
@@ -514,6 +520,7 @@ impl MemConduit {
                 peer_memory_mapped: true,
                 ..Default::default()
             },
+            interrupt_channel,
         };
         Self {
             rank,
@@ -548,10 +555,10 @@ impl MemConduit {
             Ok(None) => return Ok(None),
             Err(detail) => return Err(broken(r, s, ch, detail)),
         };
-        let source = if r.shared {
-            match shared_source(r, &p) {
-                Some(src) if chan.shared_senders.get(src) == Some(&true) => src,
-                _ => return Ok(drop_frame(chan, r, &p)),
+        let source = if r.hidden {
+            match self.hidden_word_checked(chan, r, s, &p) {
+                Some(src) => src,
+                None => return Ok(drop_frame(chan, r, &p)),
             }
         } else if r.permitted {
             s
@@ -566,6 +573,28 @@ impl MemConduit {
             }
             Err(detail) => Err(broken(r, s, ch, detail)),
         }
+    }
+
+    /// The sender of frame `p` of ring `s` of `chan`, whose first arg word is hidden,
+    /// if that word is valid: on a shared ring it names a sender allowed here; on the
+    /// interrupt channel, a channel this sender may send into. `None`: drop the frame.
+    #[cold]
+    fn hidden_word_checked(
+        &self,
+        chan: &RxChannel,
+        r: &RxRing,
+        s: usize,
+        p: &Peeked,
+    ) -> Option<Rank> {
+        let word = hidden_word(r, p)?;
+        if !chan.shared_senders.is_empty() {
+            let src = usize::try_from(word).ok()?;
+            return (chan.shared_senders.get(src) == Some(&true)).then_some(src);
+        }
+        let ch = usize::try_from(word).ok()?;
+        let allowed = Some(ch) != self.caps.interrupt_channel // never carried twice
+            && self.caps.channels.get(ch)?.senders.allows(s);
+        allowed.then_some(s)
     }
 
     /// Checks a frame before it is handed out: a Long frame must name a range inside
@@ -709,6 +738,47 @@ impl MemConduit {
         Ok(t)
     }
 
+    /// Sends a frame of channel `ch` flagged [`Message::INTERRUPT`] on `dest`'s
+    /// interrupt channel, its first arg word naming `ch`. The caller checked `dest`,
+    /// `ch` and this rank's permission for `ch`.
+    #[cold]
+    #[inline(never)]
+    fn send_flagged(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        header: FrameHeader,
+        msg: &Message<'_>,
+    ) -> Result<(), ConduitError> {
+        let Some(via) = self.caps.interrupt_channel else {
+            return Err(ConduitError::NoInterruptChannel);
+        };
+        if ch == via {
+            return Err(self.no_channel(ch)); // it carries frames for others only
+        }
+        if msg.args.len() >= MAX_ARGS {
+            return Err(ConduitError::TooManyArgs {
+                nargs: msg.args.len(),
+                max: MAX_ARGS - 1,
+            });
+        }
+        let max = self.caps.channels[via].max_payload;
+        if msg.payload.len() > max {
+            return Err(ConduitError::PayloadTooLarge {
+                len: msg.payload.len(),
+                max,
+                channel: ch,
+            });
+        }
+        let t = &self.tx[via * self.size + dest];
+        let (words, n) = with_hidden_word(ch as u64, msg.args);
+        if !t.push(header, &words[..n], msg.payload) {
+            return Err(ConduitError::Busy);
+        }
+        t.ring_doorbell();
+        Ok(())
+    }
+
     #[cold]
     fn no_channel(&self, ch: Channel) -> ConduitError {
         ConduitError::NoSuchChannel {
@@ -780,6 +850,9 @@ impl Conduit for MemConduit {
             flags: msg.flags & USER_FLAGS,
             ..FrameHeader::default()
         };
+        if msg.flags & Message::INTERRUPT != 0 {
+            return self.send_flagged(dest, ch, header, msg);
+        }
         if msg.args.len() > t.max_args {
             return Err(self.check_send(dest, ch, msg)); // the hidden word of a shared ring
         }
@@ -1046,18 +1119,16 @@ fn tag_on_payload(
     }
 }
 
-/// The sender a shared ring's frame names in its hidden first arg word, if it names
-/// a rank at all.
+/// The hidden first arg word of frame `p` of ring `r`, if it has one.
 #[inline(always)]
-fn shared_source(r: &RxRing, p: &Peeked) -> Option<Rank> {
+fn hidden_word(r: &RxRing, p: &Peeked) -> Option<u64> {
     if p.header.nargs == 0 {
         return None;
     }
     let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
     // SAFETY: the consumer checked that the frame and its args lie in the ring, and
     // the frame is ours until released; args are 8-byte aligned in a slot.
-    let word = unsafe { base.add(ARGS_OFFSET).cast::<u64>().read() };
-    usize::try_from(word).ok()
+    Some(unsafe { base.add(ARGS_OFFSET).cast::<u64>().read() })
 }
 
 /// Releases frame `p` of ring `r` undelivered and counts it in `chan`'s `dropped`.
@@ -1149,8 +1220,8 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
     }
     #[inline(always)]
     fn args(&self) -> &[u64] {
-        // On a shared ring the first word names the sender and is not the user's.
-        let hidden = usize::from(self.ring.shared);
+        // The first word of a hidden-word ring is the conduit's, not the user's.
+        let hidden = usize::from(self.ring.hidden);
         // SAFETY: the consumer checked that nargs ≤ 8 and that the frame lies inside the
         // ring (and `take` that a shared ring's frame has its hidden word); its slots
         // stay ours (the producer cannot reuse them) until `release`, which consumes
@@ -1211,6 +1282,19 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
     }
 }
 
+impl MemFrame<'_> {
+    /// The hidden first arg word of a frame of a hidden-word ring (checked present
+    /// when the frame was taken); 0 for other frames.
+    fn hidden_word(&self) -> u64 {
+        if !self.ring.hidden {
+            return 0;
+        }
+        // SAFETY: as in `args`: the frame is ours until `release`, and `take` checked
+        // that it has its hidden word.
+        unsafe { self.base.add(ARGS_OFFSET).cast::<u64>().read() }
+    }
+}
+
 impl Drop for MemFrame<'_> {
     #[inline(always)]
     fn drop(&mut self) {
@@ -1258,6 +1342,7 @@ mod tests {
                     senders: vec![senders],
                     notify: vec![false],
                     interrupt: vec![false],
+                    interrupt_channel: None,
                     segments: segs.iter().map(HeapRegion::base).collect(),
                     segment_bytes: 4096,
                     owner: RegionOwner::Heap(region.clone(), segs.clone()),
