@@ -10,7 +10,10 @@
 //! - `--one-poll`: an empty One-poll over 1, 8 and 64 queues, with 1 and 8 ranks (the
 //!   receiver idle, its doorbell armed), next to a plain scan of the same queues;
 //! - `--hold`: entering and leaving an uncontended `hold_interrupts` section while a
-//!   progress thread serves an Interrupt queue.
+//!   progress thread serves an Interrupt queue; then sections during which a frame
+//!   arrives on that queue, so that its handler is deferred: the time from the end of
+//!   the section to the end of the deferred handler (the progress thread is woken by
+//!   the release, on the other core if it is free).
 //!
 //! ```text
 //! cargo run --release --example rq_loop [-- --quick] [--am] [--iters N] [--json]
@@ -149,8 +152,12 @@ fn hold(o: &common::Opts) {
     let mut eps =
         threads::endpoints_for(1, &cfg).unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
     let mut rq = amrq::rq::Rq::new(eps.remove(0));
+    let handled = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let h = handled.clone();
     let intr = rq
-        .start_interrupts(|_, _, _, _| {})
+        .start_interrupts(move |_, _, _, _| {
+            h.fetch_add(1, std::sync::atomic::Ordering::Release);
+        })
         .unwrap_or_else(|| common::fail(USAGE, "no Interrupt queue"));
     let mut v = Vec::new();
     for _ in 0..o.num("batches", 11, USAGE).max(1) {
@@ -169,14 +176,56 @@ fn hold(o: &common::Opts) {
         "fences on both sides (no membarrier here)"
     };
     println!("hold_interrupts enter + exit, uncontended ({scheme}): {ns:.2} ns");
+    let deferred_ns = deferred(o, &rq, &intr, &handled);
+    println!(
+        "a handler deferred by a section: {deferred_ns:.0} ns from the release to its end (median)"
+    );
     common::summary(
         "hold",
         o.json,
         &[
             ("ns_per_section", ns),
+            ("deferred_handler_ns", deferred_ns),
             ("asymmetric", f64::from(u8::from(intr.asymmetric()))),
         ],
     );
+}
+
+/// Median time from the end of a section to the end of the handler it deferred: a frame
+/// is enqueued inside the section, which then lasts long enough (50 µs) for the
+/// progress thread to find it and defer it.
+fn deferred(
+    o: &common::Opts,
+    rq: &amrq::rq::Rq,
+    intr: &amrq::rq::Interrupts,
+    handled: &std::sync::atomic::AtomicU64,
+) -> f64 {
+    use std::sync::atomic::Ordering;
+    let alarms = QueueId::new(QueueId::FIRST_USER);
+    let rounds = if o.quick { 200 } else { 2000 };
+    let mut v = Vec::with_capacity(rounds);
+    for i in 0..rounds as u64 {
+        let before = handled.load(Ordering::Acquire);
+        let section = intr.hold();
+        while !rq.enqueue(0, alarms, &[i], &[]).expect("own queue") {}
+        let t = Instant::now();
+        while t.elapsed().as_micros() < 50 {
+            std::hint::spin_loop();
+        }
+        assert_eq!(
+            handled.load(Ordering::Acquire),
+            before,
+            "ran inside a section"
+        );
+        drop(section);
+        let released = Instant::now();
+        // ORDERING: Acquire pairs with the handler's Release increment.
+        while handled.load(Ordering::Acquire) == before {
+            std::hint::spin_loop();
+        }
+        v.push(released.elapsed().as_nanos() as f64);
+    }
+    median(&mut v)
 }
 
 struct State {

@@ -441,9 +441,14 @@ mod interrupts {
             let mut rq = Rq::new(c);
             if rq.rank() == 1 {
                 let count = Arc::new(AtomicU64::new(0));
-                let n = count.clone();
+                let on_owner = Arc::new(AtomicU64::new(0));
+                let (n, o) = (count.clone(), on_owner.clone());
+                let owner = std::thread::current().id();
                 let intr = rq.start_interrupts(move |_, _, _, _| {
                     n.fetch_add(1, Ordering::Relaxed);
+                    if std::thread::current().id() == owner {
+                        o.fetch_add(1, Ordering::Relaxed);
+                    }
                 });
                 let intr = intr.expect("an Interrupt queue");
                 for round in 0..20u64 {
@@ -463,6 +468,12 @@ mod interrupts {
                         count.load(Ordering::Relaxed) == (round + 1) * 5
                     });
                 }
+                // The progress thread found frames during (nearly) every 5 ms section
+                // and left them to the owner's release.
+                assert!(
+                    on_owner.load(Ordering::Relaxed) > 0,
+                    "no deferred handler ran at a section's end"
+                );
                 drop(intr);
             } else {
                 for _ in 0..20 {

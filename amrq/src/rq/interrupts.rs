@@ -8,7 +8,11 @@
 //! argues, and only the rank's own polls run their frames.
 //!
 //! [`Interrupts::hold`] protects a critical section against interrupt handlers:
-//! handlers that would run meanwhile are deferred and run at release. The default is
+//! handlers that would run meanwhile are deferred and run at release, on the owner's
+//! thread, as Alewife takes a held interrupt when atomicity is re-enabled (30 ns from
+//! the release to the end of a deferred handler in `rq_loop --hold`, where waking the
+//! progress thread to run it took 42 µs: a futex wake and a `membarrier`). The channels
+//! and the handler sit behind one lock that the progress thread takes per batch. The default is
 //! the asymmetric scheme of ANCHORS.md, which serves the paper's use (frequent sections,
 //! rare interrupts): entering and leaving are plain stores with compiler fences
 //! (0.5 ns), while the progress thread, before each batch of handlers, marks itself
@@ -22,14 +26,48 @@ use crate::conduit::{ConduitError, ReceivedFrame};
 use crate::rq::QueueId;
 use crate::util::futex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// Most frames the owner's thread handles at the end of a section that deferred them
+/// (the progress thread takes the rest).
+const DEFERRED_BUDGET: usize = 256;
 
 const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
 const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
+/// The Interrupt channels and the program's handler, behind one lock: the progress
+/// thread drains them, and so does the owner when it ends a section that deferred
+/// handlers.
+struct Served<H> {
+    rx: InterruptRx,
+    handler: H,
+}
+
+impl<H: FnMut(QueueId, usize, &[u64], &[u8])> Served<H> {
+    /// Runs the handler on up to `budget` frames; how many ran.
+    fn run(&mut self, budget: usize) -> usize {
+        let handler = &mut self.handler;
+        // A corrupt ring is marked and skipped; the others go on.
+        self.rx
+            .drain(budget, |ch, f| -> Result<(), ConduitError> {
+                handler(QueueId::new(ch), f.source(), f.args(), f.payload());
+                Ok(())
+            })
+            .unwrap_or(0)
+    }
+}
+
+/// Locks, whether or not a handler panicked while holding the lock.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs deferred handlers on the owner's thread at the end of a section.
+type RunDeferred = Box<dyn Fn() + Send + Sync>;
+
 /// The atomicity state shared by the owner and its progress thread.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Atomicity {
     /// The owner is in a critical section.
     held: AtomicBool,
@@ -43,6 +81,18 @@ struct Atomicity {
     stop: AtomicBool,
     /// `membarrier` works here (else both sides fence).
     asymmetric: bool,
+    /// Drains the Interrupt channels with the handler (on the deferred path only: a
+    /// dynamic call there costs nothing next to the frames it runs).
+    run_deferred: Option<RunDeferred>,
+}
+
+impl std::fmt::Debug for Atomicity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Atomicity")
+            .field("held", &self.held)
+            .field("asymmetric", &self.asymmetric)
+            .finish_non_exhaustive()
+    }
 }
 
 fn membarrier(cmd: libc::c_int) -> bool {
@@ -107,44 +157,50 @@ pub struct Hold<'a> {
 
 impl Interrupts {
     /// Starts the progress thread over `rx`, running `handler(queue, source, args,
-    /// payload)` on every frame of the Interrupt queues.
-    pub(crate) fn start<H>(rx: InterruptRx, mut handler: H) -> Self
+    /// payload)` on every frame of the Interrupt queues: on the progress thread, or on
+    /// the owner's thread at the end of a section that deferred it.
+    pub(crate) fn start<H>(rx: InterruptRx, handler: H) -> Self
     where
         H: FnMut(QueueId, usize, &[u64], &[u8]) + Send + 'static,
     {
         let asymmetric = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+        let (alarm, rank) = (rx.alarm(), rx.rank());
+        let served = Arc::new(Mutex::new(Served { rx, handler }));
+        let s = served.clone();
         let atomicity = Arc::new(Atomicity {
             asymmetric,
+            run_deferred: Some(Box::new(move || {
+                lock(&s).run(DEFERRED_BUDGET);
+            })),
             ..Atomicity::default()
         });
         let a = atomicity.clone();
         let thread = std::thread::Builder::new()
-            .name(format!("amrq-interrupts-{}", rx.rank()))
+            .name(format!("amrq-interrupts-{rank}"))
             .spawn(move || {
                 let mut idle = 0u32;
                 while !a.stop.load(Ordering::Relaxed) {
-                    if !rx.any_ready() {
+                    if !lock(&served).rx.any_ready() {
                         idle += 1;
-                        if idle > 200 {
-                            rx.sleep(Duration::from_millis(20));
-                        } else {
+                        if idle <= 200 {
                             std::hint::spin_loop();
+                            continue;
                         }
+                        // Sleep without the lock, so that the owner can run deferred
+                        // handlers meanwhile.
+                        let (w, mine) = alarm.arm();
+                        if !lock(&served).rx.any_ready() {
+                            alarm.sleep(w, Duration::from_millis(20));
+                        }
+                        alarm.disarm(mine);
                         continue;
                     }
                     idle = 0;
                     if !a.enter_handlers() {
-                        continue;
+                        continue; // deferred: the owner runs them when its section ends
                     }
-                    let ran = rx.drain(64, |ch, f| -> Result<(), ConduitError> {
-                        handler(QueueId::new(ch), f.source(), f.args(), f.payload());
-                        Ok(())
-                    });
+                    lock(&served).run(64);
                     a.leave_handlers();
-                    if ran.is_err() {
-                        // A corrupt ring is marked and skipped; the others go on.
-                        continue;
-                    }
                 }
             })
             .ok();
@@ -191,12 +247,27 @@ impl Drop for Hold<'_> {
             std::sync::atomic::fence(Ordering::SeqCst);
         }
         if a.pending.load(Ordering::Relaxed) {
-            a.pending.store(false, Ordering::Relaxed);
-            // ORDERING: Release pairs with the Acquire load of `released` in
-            // `enter_handlers` before it sleeps.
-            a.released.fetch_add(1, Ordering::Release);
-            futex::wake_all(&a.released);
+            self.run_deferred();
         }
+    }
+}
+
+impl Hold<'_> {
+    /// The end of a section during which the progress thread found frames: run their
+    /// handlers here and now (as Alewife takes a held interrupt when atomicity is
+    /// re-enabled), then let the progress thread go on.
+    #[cold]
+    #[inline(never)]
+    fn run_deferred(&self) {
+        let a = self.atomicity;
+        a.pending.store(false, Ordering::Relaxed);
+        if let Some(run) = &a.run_deferred {
+            run();
+        }
+        // ORDERING: Release pairs with the Acquire load of `released` in
+        // `enter_handlers` before it sleeps.
+        a.released.fetch_add(1, Ordering::Release);
+        futex::wake_all(&a.released);
     }
 }
 

@@ -133,9 +133,11 @@ pub struct Rq<C: Conduit = MemConduit> {
 
 impl Rq<MemConduit> {
     /// Starts this rank's progress thread for its Interrupt queues
-    /// ([`Delivery::Interrupt`](crate::config::Delivery)): it runs `handler(queue,
-    /// source, args, payload)` on each of their frames as it arrives, sleeping when
-    /// they are idle. Those queues are no longer polled by this rank (polling them is
+    /// ([`Delivery::Interrupt`](crate::config::Delivery)) and for frames flagged
+    /// interrupt by their senders: it runs `handler(queue, source, args, payload)` on
+    /// each of their frames as it arrives, sleeping when they are idle. A frame that
+    /// arrives during an [`Interrupts::hold`] section is handled when the section ends,
+    /// on the thread that ends it. Those queues are no longer polled by this rank (polling them is
     /// `DeliveredByInterrupts`); all others are never touched by the thread.
     /// `None` if the job has no Interrupt queue.
     ///

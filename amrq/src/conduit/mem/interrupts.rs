@@ -87,4 +87,52 @@ impl InterruptRx {
     pub fn rank(&self) -> usize {
         self.view.rank()
     }
+
+    /// The doorbell side of this view, which a thread can sleep on while another
+    /// thread holds the view (to drain it).
+    pub fn alarm(&self) -> Alarm {
+        Alarm {
+            doorbell: self.view.doorbell,
+            bits: self.bits,
+            _owner: self.view._owner.clone(),
+        }
+    }
+}
+
+/// The doorbell of a rank's Interrupt channels: arm, sleep, disarm, without the
+/// channels' consumer states (`Send + Sync`).
+#[derive(Debug)]
+pub struct Alarm {
+    doorbell: *const super::Doorbell,
+    bits: u64,
+    _owner: super::RegionOwner,
+}
+
+// SAFETY: the doorbell is only touched atomically and lives in the region `_owner`
+// keeps alive; nothing else is reached through the pointer.
+unsafe impl Send for Alarm {}
+// SAFETY: as above.
+unsafe impl Sync for Alarm {}
+
+impl Alarm {
+    fn doorbell(&self) -> &super::Doorbell {
+        // SAFETY: see the `Send` impl.
+        unsafe { &*self.doorbell }
+    }
+
+    /// Arms the channels for a sleeper (see [`super::Doorbell::arm_sleeper`]); look at
+    /// them once more, then [`Alarm::sleep`] if still empty, then [`Alarm::disarm`].
+    pub fn arm(&self) -> (u32, u64) {
+        self.doorbell().arm_sleeper(self.bits)
+    }
+
+    /// Sleeps until a sender rings after the arm that returned `w`, or `timeout`.
+    pub fn sleep(&self, w: u32, timeout: Duration) {
+        self.doorbell().sleep(w, timeout);
+    }
+
+    /// Undoes the arm that returned `mine`.
+    pub fn disarm(&self, mine: u64) {
+        self.doorbell().disarm_sleeper(self.bits, mine);
+    }
 }

@@ -15,7 +15,7 @@ mod interrupts;
 mod region;
 mod tag_on;
 
-pub use interrupts::InterruptRx;
+pub use interrupts::{Alarm, InterruptRx};
 
 pub use region::{Doorbell, HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC};
 pub use tag_on::TagOnPool;
@@ -699,19 +699,11 @@ impl MemConduit {
     fn sleep_on(&self, bits: u64, any_ready: impl Fn() -> bool, timeout: std::time::Duration) {
         // SAFETY: this rank's doorbell, inside the region the owner keeps alive.
         let d = unsafe { &*self.doorbell };
-        // ORDERING: Acquire pairs with the senders' Release increment of `wake`.
-        let w = d.wake.load(Ordering::Acquire);
-        d.sleepers.fetch_or(bits, Ordering::Relaxed);
-        let mine = bits & !d.armed.fetch_or(bits, Ordering::Relaxed);
-        // ORDERING: SeqCst fence between arming and the look below; pairs with the
-        // senders' SeqCst fence in `ring_doorbell` (Dekker).
-        std::sync::atomic::fence(Ordering::SeqCst);
+        let (w, mine) = d.arm_sleeper(bits);
         if !any_ready() {
-            crate::util::futex::wait(&d.wake, w, timeout);
+            d.sleep(w, timeout);
         }
-        d.sleepers.fetch_and(!bits, Ordering::Relaxed);
-        d.armed.fetch_and(!mine, Ordering::Relaxed);
-        d.summary.fetch_and(!mine, Ordering::Relaxed);
+        d.disarm_sleeper(bits, mine);
     }
 
     /// The bootstrap this endpoint's job uses.

@@ -72,6 +72,39 @@ pub struct Doorbell {
     _pad2: [u8; 104],
 }
 
+impl Doorbell {
+    /// Arms channels `bits` for a receiver about to sleep: its senders will ring and
+    /// wake it. Returns the futex value to sleep on and the bits this call armed (bits
+    /// armed already, by One-poll, stay armed after [`Doorbell::disarm_sleeper`]). The
+    /// receiver must look at its channels once more before it sleeps: either a sender
+    /// saw the arm, or that look sees the sender's frame.
+    pub fn arm_sleeper(&self, bits: u64) -> (u32, u64) {
+        use std::sync::atomic::Ordering;
+        // ORDERING: Acquire pairs with the senders' Release increment of `wake`.
+        let w = self.wake.load(Ordering::Acquire);
+        self.sleepers.fetch_or(bits, Ordering::Relaxed);
+        let mine = bits & !self.armed.fetch_or(bits, Ordering::Relaxed);
+        // ORDERING: SeqCst fence between arming and the receiver's last look; pairs with
+        // the senders' SeqCst fence between publishing a frame and loading `armed`
+        // (Dekker).
+        std::sync::atomic::fence(Ordering::SeqCst);
+        (w, mine)
+    }
+
+    /// Sleeps until a sender bumps `wake` past `w` or `timeout` passes.
+    pub fn sleep(&self, w: u32, timeout: std::time::Duration) {
+        crate::util::futex::wait(&self.wake, w, timeout);
+    }
+
+    /// Undoes [`Doorbell::arm_sleeper`] (`bits`, and `mine` as it returned).
+    pub fn disarm_sleeper(&self, bits: u64, mine: u64) {
+        use std::sync::atomic::Ordering;
+        self.sleepers.fetch_and(!bits, Ordering::Relaxed);
+        self.armed.fetch_and(!mine, Ordering::Relaxed);
+        self.summary.fetch_and(!mine, Ordering::Relaxed);
+    }
+}
+
 const DOORBELL_BYTES: usize = 256;
 const _: () = {
     assert!(std::mem::size_of::<Doorbell>() == DOORBELL_BYTES);
