@@ -137,7 +137,7 @@ impl Launcher {
         let pinned = self.pins();
         if self.verbose && self.bind == Bind::Cores && !pinned {
             eprintln!(
-                "amrun: {} ranks on {} cores: oversubscribed, ranks are not pinned (waits spin briefly, then yield)",
+                "amrun: {} ranks on {} cores: oversubscribed, ranks are not pinned (waits spin briefly, then sleep)",
                 self.ranks,
                 cores.len()
             );

@@ -23,7 +23,7 @@ pub enum RunError {
 
 /// Runs `f` once per rank, each on its own thread with its own endpoint, and returns
 /// the results in rank order. Ranks are pinned one per core when they fit (rank i on
-/// core i); otherwise they float and every wait spins a bounded time, then yields.
+/// core i); otherwise they float and every wait spins a bounded time, then sleeps.
 ///
 /// If a rank panics, the others see [`ConduitError::PeerDead`] from their next wait
 /// instead of waiting forever, and `run` reports the first panic.

@@ -1,5 +1,7 @@
-//! Bounded spinning, then yielding: how every wait in amrq behaves, so that ranks that
-//! outnumber cores still make progress (crossbeam issue #821 is what happens otherwise).
+//! Bounded spinning, then yielding or sleeping: how every wait in amrq behaves, so that
+//! ranks that outnumber cores still make progress (crossbeam issue #821 is what happens
+//! otherwise). Waits for an arrival sleep once the spin budget is spent
+//! ([`SLEEP_BACKSTOP`]); waits for room yield.
 
 /// A wait strategy in three phases: poll tightly for a bounded number of rounds, then
 /// poll with a `pause` between rounds, then yield the core to the scheduler on every
