@@ -2,13 +2,15 @@
 //! kinds: Express (one u64 arg, one slot), Basic (one arg + 1 KiB in consecutive
 //! slots) and Tag-On (one arg + 1 KiB in a pool block named by a one-slot frame). Rank 0
 //! enqueues, rank 1 reads each message in place (`Rq::poll_queue`) and sums its bytes,
-//! so the data really crosses. Batches of the three kinds alternate.
+//! so the data really crosses. Batches of the three kinds alternate, with a fourth:
+//! Express into a shared queue (one ring all senders reserve slots in by
+//! compare-and-swap), to show what the reservation costs against a sender's own ring.
 //!
 //! ```text
 //! cargo run --release --example kinds [-- --quick] [--iters N] [--batches B] [--threads] [--json]
 //! ```
-//! Last line (rank 0, after both finished): `kinds: express_ns=… basic_ns=… tag_on_ns=…`
-//! (median ns per message).
+//! Last line (rank 0, after both finished): `kinds: express_ns=… basic_ns=… tag_on_ns=…
+//! shared_express_ns=…` (median ns per message).
 
 mod common;
 
@@ -20,7 +22,13 @@ use std::cell::Cell;
 use std::time::Instant;
 
 const USAGE: &str = "usage: kinds [--quick] [--iters N] [--batches B] [--threads] [--json]";
-const KINDS: [(Kind, usize); 3] = [(Kind::Express, 0), (Kind::Basic, 1024), (Kind::TagOn, 1024)];
+/// (kind, payload bytes, into the shared queue).
+const KINDS: [(Kind, usize, bool); 4] = [
+    (Kind::Express, 0, false),
+    (Kind::Basic, 1024, false),
+    (Kind::TagOn, 1024, false),
+    (Kind::Express, 0, true),
+];
 
 struct State {
     count: Cell<u64>,
@@ -33,15 +41,16 @@ fn main() {
     let mut cfg = Config::from_env().unwrap_or_else(|e| common::fail(USAGE, &e));
     cfg.tag_on_buffers = 64;
     let q = cfg.add_queue(1024);
+    let shared = cfg.add(amrq::config::QueueSpec::new("shared", 1024).shared());
     common::run_ranks(&o, 2, &cfg, USAGE, |c| {
-        rank_main(c, &o, q).map_err(|e| e.to_string())
+        rank_main(c, &o, [q, shared]).map_err(|e| e.to_string())
     });
 }
 
 fn rank_main(
     conduit: amrq::conduit::mem::MemConduit,
     o: &common::Opts,
-    q: QueueId,
+    queues: [QueueId; 2],
 ) -> Result<(), AmError> {
     let iters = o.iters.unwrap_or(if o.quick { 200_000 } else { 2_000_000 });
     let batches = o.num("batches", if o.quick { 5 } else { 11 }, USAGE).max(1);
@@ -70,11 +79,12 @@ fn rank_main(
     )?;
     let payload: Vec<u8> = (0..1024).map(|i| i as u8).collect();
     let want_sum: u64 = payload.iter().map(|&b| u64::from(b)).sum();
-    let mut ns = [Vec::new(), Vec::new(), Vec::new()];
+    let mut ns = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     let mut expected = 0u64;
     let mut bad = 0u64;
     for b in 0..=batches {
-        for (k, &(kind, len)) in KINDS.iter().enumerate() {
+        for (k, &(kind, len, shared)) in KINDS.iter().enumerate() {
+            let q = queues[usize::from(shared)];
             expected += iters;
             am.barrier()?;
             if am.rank() == 0 {
@@ -123,6 +133,7 @@ fn rank_main(
         println!("Express (1 arg):               {:.1} ns/msg", m[0]);
         println!("Basic (1 arg + 1 KiB inline):  {:.1} ns/msg", m[1]);
         println!("Tag-On (1 arg + 1 KiB block):  {:.1} ns/msg", m[2]);
+        println!("Express, shared queue:         {:.1} ns/msg", m[3]);
         common::summary(
             "kinds",
             o.json,
@@ -130,6 +141,7 @@ fn rank_main(
                 ("express_ns", m[0]),
                 ("basic_ns", m[1]),
                 ("tag_on_ns", m[2]),
+                ("shared_express_ns", m[3]),
             ],
         );
     }
