@@ -9,6 +9,7 @@
 //! | [`conduit`] | moves frames between ranks: lock-free rings ([`conduit::ring`]) in a memory region with registered segments, doorbells and Tag-On pools ([`conduit::mem`]); ranks as threads ([`conduit::threads`]) or processes ([`conduit::shm`]) |
 //! | [`rq`] | Remote Queues: `enqueue` / `dequeue` / `read_queue` / `delete_queue` on named queues, message kinds, inlined polling, One-poll, selective interrupts |
 //! | [`am`] | Active Messages on RQ: handler table, request/reply, Short, Medium and Long, barrier |
+//! | [`rma`] | one-sided put/get, remote atomics, completion events, allocation in the registered segments |
 //!
 //! Above them: [`launch`] starts and watches rank processes (`amrun`, self-launch),
 //! [`threads::run`] runs ranks as threads, [`Config`] holds a job's settings, and
@@ -49,6 +50,8 @@ pub mod conduit;
 pub mod launch;
 #[cfg(not(amrq_loom))]
 pub mod reference;
+#[cfg(not(amrq_loom))]
+pub mod rma;
 #[cfg(not(amrq_loom))]
 pub mod rq;
 #[cfg(not(amrq_loom))]

@@ -273,6 +273,14 @@ pub trait Conduit {
         timeout: std::time::Duration,
     ) -> Result<(), ConduitError>;
 
+    /// Rank `rank`'s registered segment as mapped in this process (first byte, length),
+    /// if this conduit maps its peers' memory (one host): one-sided operations then copy
+    /// directly. `None` otherwise (the default).
+    fn peer_segment(&self, rank: Rank) -> Option<(std::ptr::NonNull<u8>, usize)> {
+        let _ = rank;
+        None
+    }
+
     /// A One-poll set of `channels` (highest priority first).
     fn poll_set(&self, channels: &[Channel]) -> Result<PollSet, ConduitError>;
 

@@ -1064,6 +1064,10 @@ impl Conduit for MemConduit {
         Ok(())
     }
 
+    fn peer_segment(&self, rank: Rank) -> Option<(NonNull<u8>, usize)> {
+        self.mapped_segment(rank)
+    }
+
     fn dropped(&self, ch: Channel) -> u64 {
         self.rx.get(ch).map_or(0, |c| c.dropped.get())
     }

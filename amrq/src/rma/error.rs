@@ -1,0 +1,78 @@
+//! The RMA layer's error type.
+
+use crate::am::AmError;
+use crate::conduit::Rank;
+
+/// Why a one-sided operation or an allocation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RmaError {
+    /// The range is not inside the target's registered segment.
+    #[error("bytes {offset}..{offset}+{len} are outside rank {rank}'s registered segment of {segment_bytes} bytes")]
+    OutOfSegment {
+        /// The target.
+        rank: Rank,
+        /// First byte.
+        offset: usize,
+        /// Bytes.
+        len: usize,
+        /// Size of its segment.
+        segment_bytes: usize,
+    },
+    /// No such rank.
+    #[error("rank {rank} does not exist (the job has {size})")]
+    NoSuchRank {
+        /// The rank asked for.
+        rank: Rank,
+        /// Ranks in the job.
+        size: usize,
+    },
+    /// An atomic operation on an address that is not 8-byte aligned.
+    #[error("remote atomics need an 8-byte aligned offset, not {offset}")]
+    Misaligned {
+        /// The offset given.
+        offset: usize,
+    },
+    /// The segment has no free range of that size.
+    #[error("no room for {len} bytes in the registered segment ({free} bytes free, fragmented or not): raise AMRQ_SEGMENT_SIZE or free allocations")]
+    OutOfMemory {
+        /// Bytes asked for.
+        len: usize,
+        /// Bytes free.
+        free: usize,
+    },
+    /// A collective allocation did not land at the same offset on every rank.
+    #[error("symmetric allocation of {len} bytes failed on rank {rank} (every rank must make the same symmetric allocations in the same order, and have room)")]
+    NotSymmetric {
+        /// Bytes asked for.
+        len: usize,
+        /// A rank where it failed or differed.
+        rank: Rank,
+    },
+    /// `free` of an offset that is not an allocation.
+    #[error("nothing is allocated at offset {offset}")]
+    NotAllocated {
+        /// The offset given.
+        offset: usize,
+    },
+    /// This conduit does not map peers' segments, and the frame path is not built yet.
+    #[error("rank {rank}'s segment is not mapped here")]
+    NotMapped {
+        /// The target.
+        rank: Rank,
+    },
+    /// From the layers below (a dead peer, a full queue for a notification, …).
+    #[error(transparent)]
+    Am(#[from] AmError),
+}
+
+impl From<crate::rq::RqError> for RmaError {
+    fn from(e: crate::rq::RqError) -> Self {
+        RmaError::Am(AmError::from(e))
+    }
+}
+
+impl From<crate::conduit::ConduitError> for RmaError {
+    fn from(e: crate::conduit::ConduitError) -> Self {
+        RmaError::Am(AmError::from(e))
+    }
+}
