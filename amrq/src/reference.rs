@@ -90,3 +90,62 @@ pub fn median(v: &mut [f64]) -> f64 {
         (v[m - 1] + v[m]) / 2.0
     }
 }
+
+/// Nanoseconds per `memcpy` of `src` into `dst` (same length), over `reps` copies: the
+/// single-core copy that bulk transfers are measured against (DESIGN.md "Conventions":
+/// same size, both buffers warm, same run).
+///
+/// ```
+/// let (src, mut dst) = (vec![1u8; 4096], vec![0u8; 4096]);
+/// assert!(amrq::reference::memcpy_ns(&src, &mut dst, 100) > 0.0);
+/// assert_eq!(dst, src);
+/// ```
+pub fn memcpy_ns(src: &[u8], dst: &mut [u8], reps: u64) -> f64 {
+    let t = std::time::Instant::now();
+    for _ in 0..reps {
+        dst.copy_from_slice(std::hint::black_box(src));
+        std::hint::black_box(&mut *dst);
+    }
+    t.elapsed().as_nanos() as f64 / reps.max(1) as f64
+}
+
+/// The least-squares fit of `T = c + x / B` to points `(x bytes, T ns)`: returns
+/// `(c ns, B bytes/ns)` (B is infinite when T does not grow with x). The fit of Liu &
+/// Culler's Table 5, weighted by `1 / T²` (relative errors), so that sizes spanning six
+/// orders of magnitude all count and `c` stays the small-message time.
+///
+/// ```
+/// let pts: Vec<(f64, f64)> = [8.0, 1024.0, 65536.0].iter().map(|&x| (x, 50.0 + x / 4.0)).collect();
+/// let (c, b) = amrq::reference::fit_latency_bandwidth(&pts);
+/// assert!((c - 50.0).abs() < 1e-6 && (b - 4.0).abs() < 1e-9);
+/// ```
+pub fn fit_latency_bandwidth(points: &[(f64, f64)]) -> (f64, f64) {
+    let w = |y: f64| if y > 0.0 { 1.0 / (y * y) } else { 1.0 };
+    let sw: f64 = points.iter().map(|&(_, y)| w(y)).sum();
+    if points.is_empty() || sw == 0.0 {
+        return (0.0, f64::INFINITY);
+    }
+    let (sx, sy) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), &(x, y)| (a + w(y) * x, b + w(y) * y));
+    let (mx, my) = (sx / sw, sy / sw);
+    let (sxx, sxy) = points.iter().fold((0.0, 0.0), |(a, b), &(x, y)| {
+        (
+            a + w(y) * (x - mx) * (x - mx),
+            b + w(y) * (x - mx) * (y - my),
+        )
+    });
+    if sxx == 0.0 {
+        return (my, f64::INFINITY);
+    }
+    let slope = sxy / sxx;
+    let c = my - slope * mx;
+    (
+        c,
+        if slope > 0.0 {
+            1.0 / slope
+        } else {
+            f64::INFINITY
+        },
+    )
+}

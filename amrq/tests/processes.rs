@@ -672,3 +672,28 @@ fn a_shared_queue_delivers_exactly_once_as_processes() {
     let out = self_launch("a_shared_queue_delivers_exactly_once_as_processes", 3);
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+#[path = "common/rma.rs"]
+mod common_rma;
+
+#[test]
+fn rma_agrees_with_a_model_as_processes() {
+    rank_of(&Config::default(), |c| {
+        common_rma::against_a_model(c, 3_000)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = self_launch("rma_agrees_with_a_model_as_processes", 3);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+#[test]
+fn remote_atomics_sum_exactly_as_processes() {
+    rank_of(&Config::default(), |c| {
+        common_rma::atomics_from_every_rank(c, 20_001).map_err(|e| e.to_string())
+    });
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = self_launch("remote_atomics_sum_exactly_as_processes", 3);
+    assert_eq!(out.code, 0, "{out:?}");
+}

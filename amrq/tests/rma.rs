@@ -1,0 +1,106 @@
+//! One-sided operations with ranks as threads: against a model for 1 to 5 ranks,
+//! atomics from every rank at once, completion events, and every typed refusal.
+
+#![cfg(not(amrq_loom))]
+
+#[path = "common/rma.rs"]
+mod common_rma;
+
+use amrq::prelude::*;
+use amrq::rma::{Rma, RmaError};
+
+fn all_ok<T: std::fmt::Debug>(
+    out: Result<Vec<Result<T, RmaError>>, amrq::threads::RunError>,
+) -> Vec<T> {
+    out.expect("job ran")
+        .into_iter()
+        .enumerate()
+        .map(|(r, x)| x.unwrap_or_else(|e| panic!("rank {r}: {e}")))
+        .collect()
+}
+
+#[test]
+fn put_and_get_agree_with_a_model_for_1_to_5_ranks() {
+    for n in 1..=5 {
+        let out = amrq::threads::run(n, &Config::default(), |c| {
+            common_rma::against_a_model(c, 3_000)
+        });
+        assert!(
+            all_ok(out).iter().all(|&checked| checked > 500),
+            "{n} ranks"
+        );
+    }
+}
+
+#[test]
+fn atomics_from_every_rank_sum_exactly() {
+    for n in [1, 2, 3, 4, 8] {
+        let out = amrq::threads::run(n, &Config::default(), |c| {
+            common_rma::atomics_from_every_rank(c, 5_001)
+        });
+        all_ok(out);
+    }
+}
+
+#[test]
+fn bad_addresses_sizes_and_frees_are_typed_errors() {
+    let mut cfg = Config::default();
+    cfg.segment_bytes = 1 << 20;
+    let out = amrq::threads::run(2, &cfg, |c| -> Result<(), RmaError> {
+        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+        let rma = Rma::new(&am);
+        let seg = 1 << 20;
+        assert_eq!(
+            rma.put(1, seg - 4, &[0; 8]),
+            Err(RmaError::OutOfSegment {
+                rank: 1,
+                offset: seg - 4,
+                len: 8,
+                segment_bytes: seg
+            })
+        );
+        assert!(matches!(
+            rma.get(0, usize::MAX, &mut [0; 2]),
+            Err(RmaError::OutOfSegment { .. })
+        ));
+        assert_eq!(
+            rma.put(2, 0, &[1]),
+            Err(RmaError::NoSuchRank { rank: 2, size: 2 })
+        );
+        assert_eq!(
+            rma.fetch_add(1, 12, 1),
+            Err(RmaError::Misaligned { offset: 12 })
+        );
+        assert!(
+            matches!(rma.alloc_local(seg + 1, 8), Err(RmaError::OutOfMemory { len, .. }) if len == seg + 1)
+        );
+        assert_eq!(rma.free(77), Err(RmaError::NotAllocated { offset: 77 }));
+        // A symmetric allocation only one rank has room for fails on every rank.
+        let hog = if am.rank() == 1 {
+            Some(rma.alloc_local(seg - 4096, 8)?)
+        } else {
+            None
+        };
+        assert!(matches!(
+            rma.alloc_symmetric(8192, 64),
+            Err(RmaError::NotSymmetric { len: 8192, .. })
+        ));
+        if let Some(h) = hog {
+            rma.free(h)?;
+        }
+        assert_eq!(
+            rma.alloc_symmetric(8192, 64)?,
+            0,
+            "and succeeds once there is room"
+        );
+        // Implicit operations are counted and completed by sync_nbi.
+        for i in 0..10u8 {
+            rma.put_nbi(1 - am.rank(), 64 + i as usize, &[i])?;
+        }
+        assert_eq!(rma.sync_nbi()?, 10);
+        assert_eq!(rma.sync_nbi()?, 0);
+        am.barrier()?;
+        Ok(())
+    });
+    all_ok(out);
+}
