@@ -44,8 +44,10 @@ fn atomics_from_every_rank_sum_exactly() {
 
 #[test]
 fn bad_addresses_sizes_and_frees_are_typed_errors() {
-    let mut cfg = Config::default();
-    cfg.segment_bytes = 1 << 20;
+    let cfg = Config {
+        segment_bytes: 1 << 20,
+        ..Config::default()
+    };
     let out = amrq::threads::run(2, &cfg, |c| -> Result<(), RmaError> {
         let am = Am::new(c, HandlerTable::<()>::new(), ())?;
         let rma = Rma::new(&am);
