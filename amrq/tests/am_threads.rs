@@ -441,3 +441,42 @@ fn a_blocking_wait_sleeps_until_a_message_arrives() {
         "the waiting rank used {cpu:?} of CPU in {wall:?}"
     );
 }
+
+#[test]
+fn split_phase_barrier_completes_only_after_every_rank_entered() {
+    use std::sync::atomic::AtomicBool;
+    for n in 1..=8 {
+        let entered: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(false)).collect();
+        let out = amrq::threads::run(n, &Config::default(), |conduit| -> Result<u64, AmError> {
+            let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
+            let me = am.rank();
+            assert!(matches!(am.barrier_wait(), Err(AmError::NoBarrier)));
+            let mut tries = 0;
+            for round in 0..20 {
+                // One late rank per round: nobody may leave before it enters.
+                if me == round % n {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                entered[me].store(true, Ordering::SeqCst);
+                am.barrier_notify()?;
+                assert!(matches!(
+                    am.barrier_notify(),
+                    Err(AmError::BarrierInProgress)
+                ));
+                while !am.barrier_try()? {
+                    tries += 1;
+                }
+                assert!(
+                    entered.iter().all(|e| e.load(Ordering::SeqCst)),
+                    "left round {round} before every rank entered"
+                );
+                am.barrier()?; // everyone has checked before the flags are cleared
+                entered[me].store(false, Ordering::SeqCst);
+                am.barrier()?;
+            }
+            Ok(tries)
+        });
+        let tries: u64 = all_ok(out).iter().sum();
+        assert!(n == 1 || tries > 0, "{n} ranks: barrier_try never said no");
+    }
+}

@@ -23,7 +23,7 @@ const REPLY_BUDGET: usize = 32;
 /// Requests run per `poll`.
 const REQUEST_BUDGET: usize = 64;
 /// Tag of the barrier's arrival message.
-const TAG_BARRIER: u16 = 0;
+pub(super) const TAG_BARRIER: u16 = 0;
 const _: () = assert!(TAG_BARRIER < FIRST_USER_TAG);
 
 /// One rank's Active Messages runtime: its queues, its handler table and the state its
@@ -51,8 +51,10 @@ pub struct Am<S, C: Conduit = MemConduit> {
     rq: Rq<C>,
     table: HandlerTable<S, C>,
     state: S,
-    barrier_epoch: Cell<u64>,
-    barrier_arrivals: Box<[Cell<u64>]>,
+    pub(super) barrier_epoch: Cell<u64>,
+    pub(super) barrier_arrivals: Box<[Cell<u64>]>,
+    /// Where this rank is in the split-phase barrier.
+    pub(super) barrier_state: Cell<super::barrier::BarrierState>,
     /// Replies taken in a row by waits without a look at the requests.
     reply_streak: Cell<usize>,
     /// The AM queues, for a wait that has spun long enough to sleep on them.
@@ -97,6 +99,7 @@ impl<S, C: Conduit> Am<S, C> {
             state,
             barrier_epoch: Cell::new(0),
             barrier_arrivals: (0..rounds).map(|_| Cell::new(0)).collect(),
+            barrier_state: Cell::new(super::barrier::BarrierState::Idle),
             reply_streak: Cell::new(0),
         })
     }
@@ -210,7 +213,7 @@ impl<S, C: Conduit> Am<S, C> {
     }
 
     #[inline]
-    fn send_request(
+    pub(super) fn send_request(
         &self,
         dest: Rank,
         tag: u16,
@@ -363,25 +366,6 @@ impl<S, C: Conduit> Am<S, C> {
             } else {
                 backoff.reset();
             }
-        }
-        Ok(())
-    }
-
-    /// Waits until every rank has entered the barrier, running handlers meanwhile.
-    /// A dissemination barrier: ⌈log2 N⌉ rounds of one message each, any N.
-    ///
-    /// It orders ranks, not messages: a message another rank sent before entering may
-    /// still be in flight when this returns (as in GASNet). Count arrivals to know.
-    pub fn barrier(&self) -> Result<(), AmError> {
-        let epoch = self.barrier_epoch.get() + 1;
-        self.barrier_epoch.set(epoch);
-        let (me, n) = (self.rank(), self.size());
-        for (round, arrivals) in self.barrier_arrivals.iter().enumerate() {
-            let dest = (me + (1 << round)) % n;
-            self.send_request(dest, TAG_BARRIER, &[round as u64], Payload::Inline(&[]))?;
-            // Each rank hears from one partner per round and epoch, in order (one ring),
-            // so the count reaching `epoch` means this epoch's message is in.
-            self.wait_until(|_| arrivals.get() >= epoch)?;
         }
         Ok(())
     }

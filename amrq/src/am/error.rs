@@ -44,6 +44,12 @@ pub enum AmError {
         /// Fingerprint there.
         their_fingerprint: u64,
     },
+    /// `barrier_notify` while this rank's previous barrier has not completed.
+    #[error("this rank entered a barrier that has not completed: call barrier_wait (or barrier_try until true) first")]
+    BarrierInProgress,
+    /// `barrier_wait` or `barrier_try` without `barrier_notify`.
+    #[error("this rank has not entered a barrier: call barrier_notify first")]
+    NoBarrier,
     /// A runtime message was malformed (a bad peer).
     #[error("rank {source_rank} sent a malformed runtime message: {what}")]
     BadRuntimeMessage {

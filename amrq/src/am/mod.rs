@@ -18,6 +18,7 @@
 //!   They get the rank's state as `&S`: use `Cell`s for what they change, because a reply
 //!   handler may run while a request handler waits to reply.
 
+mod barrier;
 mod ctx;
 mod engine;
 mod error;

@@ -1,0 +1,118 @@
+//! Barrier latency: the runtime's dissemination barrier (⌈log2 N⌉ rounds of one Short
+//! message), blocking and split-phase, against the raw cache-line round trip between
+//! ranks 0 and 1 measured in the same run (the goal for 2 ranks is 1.0×: one round is
+//! one message each way).
+//!
+//! ```text
+//! cargo run --release --example barrier [-- --quick] [--ranks N] [--threads] [--json]
+//! ```
+//! Last line: `barrier: ranks=… barrier_ns=… split_ns=… raw_rtt_ns=… ratio=…` (medians;
+//! ratio = barrier / raw round trip). With more ranks than cores the ranks are not
+//! pinned and share cores (the output says so): waits then sleep and wake by futex.
+
+mod common;
+
+use amrq::conduit::Conduit;
+use amrq::prelude::*;
+use amrq::reference::{median, RawPingPong, RAW_PINGPONG_BYTES};
+use std::time::Instant;
+
+const USAGE: &str = "usage: barrier [--quick] [--ranks N] [--iters N] [--threads] [--json]";
+
+fn main() {
+    let o = common::opts(USAGE);
+    let ranks = o.num("ranks", 2, USAGE).max(1) as usize;
+    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(USAGE, &e));
+    common::run_ranks(&o, ranks, &cfg, USAGE, |c| {
+        rank_main(c, &o).map_err(|e| e.to_string())
+    });
+}
+
+fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &common::Opts) -> Result<(), AmError> {
+    let n = conduit.size();
+    let oversubscribed = n > amrq::util::affinity::allowed_cores().len().max(1);
+    let iters = o.iters.unwrap_or(match (o.quick, oversubscribed) {
+        (true, true) => 200,
+        (true, false) => 20_000,
+        (false, true) => 2_000,
+        (false, false) => 100_000,
+    });
+    let batches = if o.quick { 7 } else { 21 };
+    let (seg, len) = conduit.mapped_segment(0).expect("rank 0 exists");
+    assert!(
+        len >= RAW_PINGPONG_BYTES,
+        "segment too small for the raw reference"
+    );
+    // SAFETY: rank 0's segment is mapped by every rank and zeroed at creation; this
+    // program uses its first bytes only for the raw reference, before any other use.
+    let raw = unsafe { RawPingPong::in_memory(seg) };
+    let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
+    let me = am.rank();
+    let (mut blocking, mut split, mut raw_ns) = (Vec::new(), Vec::new(), Vec::new());
+    for b in 0..=batches as u64 {
+        am.barrier()?;
+        if n >= 2 && me < 2 {
+            let base = b * 1000;
+            if me == 0 {
+                raw_ns.push(raw.initiate(base, 1000));
+            } else {
+                raw.respond(base, 1000);
+            }
+        }
+        am.barrier()?;
+        let t = Instant::now();
+        for _ in 0..iters {
+            am.barrier()?;
+        }
+        let bl = t.elapsed().as_nanos() as f64 / iters as f64;
+        let t = Instant::now();
+        for _ in 0..iters {
+            am.barrier_notify()?;
+            // What a program with nothing else to do would do between tries: spin a
+            // while, then yield (ranks may share cores).
+            let mut backoff = amrq::util::Backoff::new();
+            while !am.barrier_try()? {
+                backoff.snooze();
+            }
+        }
+        let sp = t.elapsed().as_nanos() as f64 / iters as f64;
+        if b > 0 {
+            blocking.push(bl);
+            split.push(sp);
+        }
+    }
+    am.barrier()?;
+    if me == 0 {
+        let (bl, sp) = (median(&mut blocking), median(&mut split));
+        let rtt = if raw_ns.len() > 1 {
+            median(&mut raw_ns[1..])
+        } else {
+            0.0
+        };
+        let how = if o.threads { "threads" } else { "processes" };
+        let placement = if oversubscribed {
+            "more ranks than cores: not pinned, sharing cores"
+        } else {
+            "one per core"
+        };
+        println!("ranks: {n} {how}, {placement}; {batches} batches of {iters} barriers");
+        println!("barrier (blocking):           median {bl:.1} ns");
+        println!("barrier_notify + barrier_try: median {sp:.1} ns");
+        if n >= 2 {
+            println!("raw cache-line round trip (ranks 0 and 1): median {rtt:.1} ns");
+        }
+        let ratio = if rtt > 0.0 { bl / rtt } else { 0.0 };
+        common::summary(
+            "barrier",
+            o.json,
+            &[
+                ("ranks", n as f64),
+                ("barrier_ns", bl),
+                ("split_ns", sp),
+                ("raw_rtt_ns", rtt),
+                ("ratio", ratio),
+            ],
+        );
+    }
+    Ok(())
+}
