@@ -10,6 +10,7 @@
 //! | [`rq`] | Remote Queues: `enqueue` / `dequeue` / `read_queue` / `delete_queue` on named queues, message kinds, inlined polling, One-poll, selective interrupts |
 //! | [`am`] | Active Messages on RQ: handler table, request/reply, Short, Medium and Long, barrier |
 //! | [`rma`] | one-sided put/get, remote atomics, completion events, allocation in the registered segments |
+//! | [`coll`] | broadcast, reduce, allreduce, scan, gather, allgather, exchange (the barrier is [`am`]'s) |
 //!
 //! Above them: [`launch`] starts and watches rank processes (`amrun`, self-launch),
 //! [`threads::run`] runs ranks as threads, [`Config`] holds a job's settings, and
@@ -45,6 +46,8 @@ pub(crate) mod sync;
 pub mod am;
 #[cfg(not(amrq_loom))]
 pub mod bootstrap;
+#[cfg(not(amrq_loom))]
+pub mod coll;
 pub mod conduit;
 #[cfg(not(amrq_loom))]
 pub mod launch;

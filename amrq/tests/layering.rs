@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// Bottom to top. `util`, `sync` and `reference` are helpers any layer may use;
 /// `threads` (the job runner) and `config` sit at the top.
-const LAYERS: &[&str] = &["bootstrap", "conduit", "rq", "am", "rma"];
+const LAYERS: &[&str] = &["bootstrap", "conduit", "rq", "am", "rma", "coll"];
 const TOP: &[&str] = &["threads", "config"];
 
 fn layer_of(module: &str) -> Option<usize> {

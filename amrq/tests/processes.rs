@@ -697,3 +697,16 @@ fn remote_atomics_sum_exactly_as_processes() {
     let out = self_launch("remote_atomics_sum_exactly_as_processes", 3);
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+#[path = "common/coll.rs"]
+mod common_coll;
+
+#[test]
+fn collectives_match_the_model_as_processes() {
+    rank_of(&Config::default(), |c| {
+        common_coll::all_collectives(c, &[1, 37, 5000]).map_err(|e| e.to_string())
+    });
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = self_launch("collectives_match_the_model_as_processes", 3);
+    assert_eq!(out.code, 0, "{out:?}");
+}

@@ -54,6 +54,14 @@ pub enum RmaError {
         /// The offset given.
         offset: usize,
     },
+    /// A collective's buffers do not have the lengths it needs.
+    #[error("a buffer of {got} elements where {expected} are needed")]
+    LengthMismatch {
+        /// Elements needed.
+        expected: usize,
+        /// Elements given.
+        got: usize,
+    },
     /// This conduit does not map peers' segments, and the frame path is not built yet.
     #[error("rank {rank}'s segment is not mapped here")]
     NotMapped {

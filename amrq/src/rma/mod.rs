@@ -383,6 +383,22 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         })
     }
 
+    /// Reads the u64 at `offset` (8-byte aligned) of `rank`'s segment atomically, with
+    /// Acquire ordering: what was written before a Release [`Rma::store`] (or any other
+    /// remote atomic) of the value read is visible after.
+    pub fn load(&self, rank: Rank, offset: usize) -> Result<u64, RmaError> {
+        // ORDERING: Acquire pairs with the Release of `store` and the AcqRel of `atomic`.
+        Ok(self.word(rank, offset)?.load(Ordering::Acquire))
+    }
+
+    /// Writes the u64 at `offset` (8-byte aligned) of `rank`'s segment atomically, with
+    /// Release ordering (see [`Rma::load`]).
+    pub fn store(&self, rank: Rank, offset: usize, v: u64) -> Result<(), RmaError> {
+        // ORDERING: Release pairs with the Acquire of `load` and the AcqRel of `atomic`.
+        self.word(rank, offset)?.store(v, Ordering::Release);
+        Ok(())
+    }
+
     /// Remote fetch-and-add on a u64; returns the old value.
     pub fn fetch_add(&self, rank: Rank, offset: usize, v: u64) -> Result<u64, RmaError> {
         self.atomic(rank, offset, AtomicOp::FetchAdd(v))

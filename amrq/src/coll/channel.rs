@@ -1,0 +1,111 @@
+//! Point-to-point chunk channels for the collectives, built on RMA: per (sender,
+//! receiver) pair one slot of [`CHUNK`] bytes in the receiver's mailbox and two
+//! counters, so that a sender never overwrites a chunk the receiver has not taken.
+//!
+//! ```text
+//! mailbox of rank d (symmetric):
+//!   full[0..n]   one 64-byte line per sender s: chunks s has put into d's slot
+//!   taken[0..n]  one line per receiver r: chunks r has taken from this rank's sends
+//!   slot[0..n]   CHUNK bytes per sender s
+//! ```
+//! Sending chunk k to d: wait until `taken[d]` (in the sender's own mailbox) reaches
+//! k − 1, put the bytes into d's `slot[me]`, then store k into d's `full[me]` (Release).
+//! Taking chunk k from s: wait until `full[s]` reaches k (Acquire), read `slot[s]`, then
+//! store k into s's `taken[me]` (Release). One chunk in flight per pair: the receiver
+//! paces the sender (bandwidth matching).
+
+use crate::conduit::{Conduit, Rank};
+use crate::rma::{Rma, RmaError};
+use crate::util::Backoff;
+use std::cell::RefCell;
+
+/// Bytes of one chunk (a multiple of every `Word` size).
+pub const CHUNK: usize = 32 << 10;
+
+const LINE: usize = 64;
+
+/// One rank's ends of every channel.
+pub(super) struct Channels<'r, 'a, S, C: Conduit> {
+    rma: &'r Rma<'a, S, C>,
+    mailbox: usize,
+    n: usize,
+    /// Chunks sent to each rank, and taken from each rank.
+    sent: RefCell<Vec<u64>>,
+    taken: RefCell<Vec<u64>>,
+}
+
+impl<'r, 'a, S, C: Conduit> Channels<'r, 'a, S, C> {
+    /// Bytes of a mailbox for `n` ranks.
+    pub(super) fn mailbox_bytes(n: usize) -> usize {
+        2 * n * LINE + n * CHUNK
+    }
+
+    /// The channels of this rank, over the symmetric `mailbox` (zeroed, of
+    /// [`Channels::mailbox_bytes`]).
+    pub(super) fn new(rma: &'r Rma<'a, S, C>, mailbox: usize) -> Self {
+        let n = rma.am().size();
+        Self {
+            rma,
+            mailbox,
+            n,
+            sent: RefCell::new(vec![0; n]),
+            taken: RefCell::new(vec![0; n]),
+        }
+    }
+
+    fn full(&self, sender: Rank) -> usize {
+        self.mailbox + sender * LINE
+    }
+
+    fn taken_by(&self, receiver: Rank) -> usize {
+        self.mailbox + (self.n + receiver) * LINE
+    }
+
+    fn slot(&self, sender: Rank) -> usize {
+        self.mailbox + 2 * self.n * LINE + sender * CHUNK
+    }
+
+    /// Waits until the word at `offset` of this rank's segment reaches `k`, running
+    /// handlers meanwhile.
+    fn wait_for(&self, offset: usize, k: u64) -> Result<(), RmaError> {
+        let (rma, me) = (self.rma, self.rma.am().rank());
+        let mut backoff = Backoff::new();
+        // The read is Acquire: the chunk (or the slot's release) is seen.
+        while rma.load(me, offset)? < k {
+            if rma.am().poll()? == 0 {
+                if backoff.is_yielding() {
+                    rma.am().rq().conduit().check_peers()?;
+                }
+                backoff.snooze();
+            } else {
+                backoff.reset();
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends `data` (at most [`CHUNK`] bytes) to `dest` as one chunk.
+    pub(super) fn send(&self, dest: Rank, data: &[u8]) -> Result<(), RmaError> {
+        debug_assert!(data.len() <= CHUNK);
+        let k = self.sent.borrow()[dest] + 1;
+        self.wait_for(self.taken_by(dest), k - 1)?;
+        let me = self.rma.am().rank();
+        self.rma.put(dest, self.slot(me), data)?;
+        self.rma.store(dest, self.full(me), k)?;
+        self.sent.borrow_mut()[dest] = k;
+        Ok(())
+    }
+
+    /// Takes the next chunk from `source` into `out` (its length is the chunk's: both
+    /// sides know it).
+    pub(super) fn recv(&self, source: Rank, out: &mut [u8]) -> Result<(), RmaError> {
+        debug_assert!(out.len() <= CHUNK);
+        let k = self.taken.borrow()[source] + 1;
+        self.wait_for(self.full(source), k)?;
+        let me = self.rma.am().rank();
+        self.rma.get(me, self.slot(source), out)?;
+        self.rma.store(source, self.taken_by(me), k)?;
+        self.taken.borrow_mut()[source] = k;
+        Ok(())
+    }
+}

@@ -1,0 +1,323 @@
+//! Collectives over all ranks: broadcast, reduce and allreduce (sum, min, max or any
+//! function) over slices, inclusive and exclusive scan, gather and allgather, and
+//! exchange (all-to-all, a transpose). The barrier, blocking and split-phase, is the AM
+//! layer's ([`Am::barrier`], [`Am::barrier_notify`]).
+//!
+//! Data moves in chunks of [`CHUNK`] bytes through per-pair channels in a symmetric
+//! mailbox (see [`channel`](self::channel)), so any length works and a sender never
+//! runs ahead of its receiver. Trees are binomial, rooted anywhere, for any number of
+//! ranks (not only powers of two). Every rank calls each collective, in the same order,
+//! with the same root and lengths.
+//!
+//! **Exchange** follows RQ §4: in step i = 1 … N−1 each rank sends to `me + i` and
+//! receives from `me − i`, strictly alternating one chunk out and one chunk in, so
+//! every rank sends to one rank and receives from one rank at a time and no receiver is
+//! the target of everyone at once (bandwidth matching).
+
+mod channel;
+
+pub use channel::CHUNK;
+
+use crate::am::Am;
+use crate::conduit::mem::MemConduit;
+use crate::conduit::{Conduit, Rank};
+use crate::rma::{Rma, RmaError, Word};
+use channel::Channels;
+
+/// `a + b` (wrapping for integers is the caller's choice of type): for [`Coll::reduce`]
+/// and friends.
+pub fn sum<T: Word + std::ops::Add<Output = T>>(a: T, b: T) -> T {
+    a + b
+}
+
+/// The smaller (by `PartialOrd`; the first if unordered).
+pub fn min<T: Word + PartialOrd>(a: T, b: T) -> T {
+    if b < a {
+        b
+    } else {
+        a
+    }
+}
+
+/// The larger (by `PartialOrd`; the first if unordered).
+pub fn max<T: Word + PartialOrd>(a: T, b: T) -> T {
+    if b > a {
+        b
+    } else {
+        a
+    }
+}
+
+/// The collectives of one rank.
+///
+/// ```
+/// use amrq::{prelude::*, coll::{self, Coll}, rma::{Rma, RmaError}};
+/// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<Vec<u64>, RmaError> {
+///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+///     let rma = Rma::new(&am);
+///     let coll = Coll::new(&rma)?;
+///     let mut v = vec![am.rank() as u64 + 1; 4];
+///     coll.allreduce(&mut v, coll::sum)?; // 1 + 2 + 3 everywhere
+///     Ok(v)
+/// }).unwrap();
+/// assert!(out.iter().all(|v| v.as_ref().unwrap() == &vec![6u64; 4]));
+/// ```
+pub struct Coll<'r, 'a, S, C: Conduit = MemConduit> {
+    am: &'a Am<S, C>,
+    ch: Channels<'r, 'a, S, C>,
+}
+
+impl<S, C: Conduit> std::fmt::Debug for Coll<'_, '_, S, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coll")
+            .field("rank", &self.am.rank())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The bytes of a slice of words, and mutably (`Word`: no padding, any bits valid).
+fn bytes<T: Word>(s: &[T]) -> &[u8] {
+    // SAFETY: see `Word`: every byte is initialised; u8 needs no alignment.
+    unsafe { std::slice::from_raw_parts(s.as_ptr().cast(), std::mem::size_of_val(s)) }
+}
+
+fn bytes_mut<T: Word>(s: &mut [T]) -> &mut [u8] {
+    // SAFETY: as for `bytes`, and any bytes written are a valid `T`.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast(), std::mem::size_of_val(s)) }
+}
+
+/// Elements of `T` per chunk.
+fn per_chunk<T>() -> usize {
+    (CHUNK / std::mem::size_of::<T>().max(1)).max(1)
+}
+
+impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
+    /// Collective: the collectives of this rank, with a mailbox allocated symmetrically
+    /// in the segments through `rma` (`2·N·64 + N·CHUNK` bytes per rank).
+    pub fn new(rma: &'r Rma<'a, S, C>) -> Result<Self, RmaError> {
+        let n = rma.am().size();
+        let bytes = Channels::<S, C>::mailbox_bytes(n);
+        let mailbox = rma.alloc_symmetric(bytes, 64)?;
+        // The allocator may hand out memory a previous user wrote: zero our mailbox,
+        // and let every rank finish that before anyone sends.
+        rma.put(rma.am().rank(), mailbox, &vec![0u8; bytes])?;
+        rma.am().barrier()?;
+        Ok(Self {
+            am: rma.am(),
+            ch: Channels::new(rma, mailbox),
+        })
+    }
+
+    fn me_n(&self) -> (Rank, usize) {
+        (self.am.rank(), self.am.size())
+    }
+
+    /// Rank `root`'s `data` into every rank's `data` (same length everywhere).
+    pub fn broadcast<T: Word>(&self, root: Rank, data: &mut [T]) -> Result<(), RmaError> {
+        let (me, n) = self.me_n();
+        check_root(root, n)?;
+        let vr = (me + n - root) % n;
+        let parent = (vr != 0).then(|| (clear_top_bit(vr) + root) % n);
+        let children = children(vr, n).map(|c| (c + root) % n).collect::<Vec<_>>();
+        for chunk in data.chunks_mut(per_chunk::<T>()) {
+            let b = bytes_mut(chunk);
+            if let Some(p) = parent {
+                self.ch.recv(p, b)?;
+            }
+            for &c in &children {
+                self.ch.send(c, b)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Combines every rank's `data` element by element with `op` (associative and
+    /// commutative); the result lands in rank `root`'s `data` (the others' are left
+    /// with partial results).
+    pub fn reduce<T: Word>(
+        &self,
+        root: Rank,
+        data: &mut [T],
+        op: impl Fn(T, T) -> T,
+    ) -> Result<(), RmaError> {
+        let (me, n) = self.me_n();
+        check_root(root, n)?;
+        let vr = (me + n - root) % n;
+        let parent = (vr != 0).then(|| (clear_top_bit(vr) + root) % n);
+        let children = children(vr, n).map(|c| (c + root) % n).collect::<Vec<_>>();
+        for chunk in data.chunks_mut(per_chunk::<T>()) {
+            for &c in &children {
+                let mut got: Vec<T> = chunk.to_vec();
+                self.ch.recv(c, bytes_mut(&mut got))?;
+                for (x, y) in chunk.iter_mut().zip(got) {
+                    *x = op(*x, y);
+                }
+            }
+            if let Some(p) = parent {
+                self.ch.send(p, bytes(chunk))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Coll::reduce`] whose result lands in every rank's `data`.
+    pub fn allreduce<T: Word>(
+        &self,
+        data: &mut [T],
+        op: impl Fn(T, T) -> T,
+    ) -> Result<(), RmaError> {
+        self.reduce(0, data, op)?;
+        self.broadcast(0, data)
+    }
+
+    /// Prefix reduction along the ranks: rank r's `data` becomes `d0 op d1 op … op dr`
+    /// (inclusive), or `identity op d0 op … op d(r−1)` (exclusive: rank 0 gets
+    /// `identity`). A chain, one chunk at a time.
+    pub fn scan<T: Word>(
+        &self,
+        data: &mut [T],
+        inclusive: bool,
+        identity: T,
+        op: impl Fn(T, T) -> T,
+    ) -> Result<(), RmaError> {
+        let (me, n) = self.me_n();
+        for chunk in data.chunks_mut(per_chunk::<T>()) {
+            // What the ranks before this one add up to, element by element.
+            let mut before = vec![identity; chunk.len()];
+            if me > 0 {
+                self.ch.recv(me - 1, bytes_mut(&mut before))?;
+            }
+            if me + 1 < n {
+                let upto: Vec<T> = before
+                    .iter()
+                    .zip(chunk.iter())
+                    .map(|(&a, &b)| op(a, b))
+                    .collect();
+                self.ch.send(me + 1, bytes(&upto))?;
+            }
+            for (x, b) in chunk.iter_mut().zip(before) {
+                *x = if inclusive { op(b, *x) } else { b };
+            }
+        }
+        Ok(())
+    }
+
+    /// Every rank's `mine` (same length everywhere) into rank `root`'s `out`, in rank
+    /// order (`out.len() == N · mine.len()` at the root; ignored elsewhere).
+    pub fn gather<T: Word>(&self, root: Rank, mine: &[T], out: &mut [T]) -> Result<(), RmaError> {
+        let (me, n) = self.me_n();
+        check_root(root, n)?;
+        let m = mine.len();
+        if me != root {
+            for chunk in mine.chunks(per_chunk::<T>()) {
+                self.ch.send(root, bytes(chunk))?;
+            }
+            return Ok(());
+        }
+        if out.len() != n * m {
+            return Err(RmaError::LengthMismatch {
+                expected: n * m,
+                got: out.len(),
+            });
+        }
+        for (r, block) in out.chunks_mut(m.max(1)).enumerate().take(n) {
+            if r == root {
+                block.copy_from_slice(mine);
+                continue;
+            }
+            for chunk in block.chunks_mut(per_chunk::<T>()) {
+                self.ch.recv(r, bytes_mut(chunk))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Coll::gather`] into every rank's `out` (`N · mine.len()` everywhere).
+    pub fn allgather<T: Word>(&self, mine: &[T], out: &mut [T]) -> Result<(), RmaError> {
+        let n = self.me_n().1;
+        if out.len() != n * mine.len() {
+            return Err(RmaError::LengthMismatch {
+                expected: n * mine.len(),
+                got: out.len(),
+            });
+        }
+        self.gather(0, mine, out)?;
+        self.broadcast(0, out)
+    }
+
+    /// All-to-all: block j of `send` (`send.len() / N` elements) goes to rank j, and
+    /// block i of `recv` comes from rank i (a transpose of the ranks × blocks matrix).
+    /// Bandwidth-matched, strictly alternating sends and receives (see the module doc).
+    pub fn exchange<T: Word>(&self, send: &[T], recv: &mut [T]) -> Result<(), RmaError> {
+        let (me, n) = self.me_n();
+        if send.len() != recv.len() || send.len() % n != 0 {
+            return Err(RmaError::LengthMismatch {
+                expected: n * (send.len() / n),
+                got: recv.len(),
+            });
+        }
+        let m = send.len() / n;
+        recv[me * m..(me + 1) * m].copy_from_slice(&send[me * m..(me + 1) * m]);
+        for i in 1..n {
+            let (to, from) = ((me + i) % n, (me + n - i) % n);
+            let out = send[to * m..(to + 1) * m].chunks(per_chunk::<T>());
+            let inn = recv[from * m..(from + 1) * m].chunks_mut(per_chunk::<T>());
+            for (o, x) in out.zip(inn) {
+                self.ch.send(to, bytes(o))?;
+                self.ch.recv(from, bytes_mut(x))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_root(root: Rank, n: usize) -> Result<(), RmaError> {
+    if root < n {
+        Ok(())
+    } else {
+        Err(RmaError::NoSuchRank {
+            rank: root,
+            size: n,
+        })
+    }
+}
+
+/// `v` without its highest set bit: a rank's parent in a binomial tree (`v > 0`).
+fn clear_top_bit(v: usize) -> usize {
+    v & !(1 << (usize::BITS - 1 - v.leading_zeros()))
+}
+
+/// The children of virtual rank `v` in a binomial tree of `n`: `v + 2^k` for every
+/// `2^k` above `v`'s highest bit, below `n`.
+fn children(v: usize, n: usize) -> impl Iterator<Item = usize> {
+    let start = if v == 0 {
+        1
+    } else {
+        1 << (usize::BITS - v.leading_zeros())
+    };
+    std::iter::successors(Some(start), |&b: &usize| b.checked_mul(2))
+        .take_while(move |&b| v + b < n)
+        .map(move |b| v + b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{children, clear_top_bit};
+
+    #[test]
+    fn binomial_trees_cover_every_rank_once_for_any_n() {
+        for n in 1..40 {
+            let mut parent_of = vec![None; n];
+            for v in 0..n {
+                for c in children(v, n) {
+                    assert!(parent_of[c].is_none(), "n={n}: {c} has two parents");
+                    parent_of[c] = Some(v);
+                }
+            }
+            for (v, p) in parent_of.iter().enumerate().skip(1) {
+                assert_eq!(*p, Some(clear_top_bit(v)), "n={n}, v={v}");
+            }
+            assert_eq!(parent_of[0], None);
+        }
+    }
+}
