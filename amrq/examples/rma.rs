@@ -9,15 +9,20 @@
 //! ```text
 //! cargo run --release --example rma [-- --quick] [--threads] [--json]
 //! ```
+//! Then the 8-byte blocking get through AM frames (`Rma::over_frames`: a request and a
+//! Medium reply, what a network conduit does) against the raw cache-line round trip
+//! between the two ranks, measured in alternating batches.
+//!
 //! Last line: `rma: put_8b_ns=… get_8b_ns=… put_min_ratio_64k=… get_min_ratio_64k=…
-//! put_c_ns=… put_gb_s=…` (ratio = put bandwidth / memcpy bandwidth, the lowest over
-//! sizes ≥ 64 KiB).
+//! put_c_ns=… put_gb_s=… frames_get_8b_ns=… raw_rtt_ns=… frames_get_ratio=…` (ratio =
+//! put bandwidth / memcpy bandwidth, the lowest over sizes ≥ 64 KiB; the last, frames
+//! get / raw round trip).
 
 mod common;
 
 use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
-use amrq::reference::{fit_latency_bandwidth, median, memcpy_ns};
+use amrq::reference::{fit_latency_bandwidth, median, memcpy_ns, RawPingPong, RAW_PINGPONG_BYTES};
 use amrq::rma::{Rma, RmaError};
 use std::time::Instant;
 
@@ -81,6 +86,7 @@ fn rank_main(c: MemConduit, o: &common::Opts) -> Result<(), RmaError> {
         }
     }
     am.barrier()?;
+    let (frames_get, raw_rtt) = frames_get_vs_raw(&am, &rma, at, batches)?;
     if am.rank() != 0 {
         return Ok(());
     }
@@ -104,6 +110,7 @@ fn rank_main(c: MemConduit, o: &common::Opts) -> Result<(), RmaError> {
             size as f64 / put
         );
     }
+    println!("8-byte get through frames: {frames_get:.1} ns; raw round trip {raw_rtt:.1} ns");
     let pts: Vec<(f64, f64)> = rows.iter().map(|&(s, p, _, _)| (s as f64, p)).collect();
     let (c, b) = fit_latency_bandwidth(&pts);
     println!(
@@ -119,7 +126,47 @@ fn rank_main(c: MemConduit, o: &common::Opts) -> Result<(), RmaError> {
             ("get_min_ratio_64k", get_min),
             ("put_c_ns", c),
             ("put_gb_s", b),
+            ("frames_get_8b_ns", frames_get),
+            ("raw_rtt_ns", raw_rtt),
+            ("frames_get_ratio", frames_get / raw_rtt),
         ],
     );
     Ok(())
+}
+
+/// Medians of the 8-byte blocking get through frames (rank 0 from rank 1, which serves
+/// it from its barrier wait) and of the raw round trip, in alternating batches.
+fn frames_get_vs_raw(
+    am: &Am<()>,
+    rma: &Rma<'_, ()>,
+    at: usize,
+    batches: usize,
+) -> Result<(f64, f64), RmaError> {
+    const ITERS: u64 = 2000;
+    let raw_at = rma.alloc_symmetric(RAW_PINGPONG_BYTES, 4096)?;
+    let (seg, _) = am.rq().conduit().peer_segment(0).expect("one host");
+    // SAFETY: a fresh symmetric allocation in rank 0's segment, mapped by both ranks,
+    // page aligned and zeroed (the allocator never handed it out before), used only
+    // for the raw reference.
+    let raw = unsafe { RawPingPong::in_memory(seg.add(raw_at)) };
+    let frames = Rma::over_frames(am);
+    let (mut get_ns, mut raw_ns) = (Vec::new(), Vec::new());
+    let mut word = [0u8; 8];
+    for b in 0..=batches as u64 {
+        if am.rank() == 0 {
+            let r = raw.initiate(b * ITERS, ITERS);
+            let t = Instant::now();
+            for _ in 0..ITERS {
+                frames.get(1, at, &mut word)?;
+            }
+            if b > 0 {
+                raw_ns.push(r);
+                get_ns.push(t.elapsed().as_nanos() as f64 / ITERS as f64);
+            }
+        } else {
+            raw.respond(b * ITERS, ITERS);
+        }
+        am.barrier()?; // rank 1 serves the gets while it waits here
+    }
+    Ok((median(&mut get_ns), median(&mut raw_ns)))
 }

@@ -284,10 +284,9 @@ fn unknown_and_wrong_kind_handler_ids_are_errors_not_misdispatch() {
             assert!(am
                 .rq()
                 .enqueue_tagged(1, QueueId::AM_REQUEST, 999, &[], &[])?);
-            let _ = rep;
             assert!(am
                 .rq()
-                .enqueue_tagged(1, QueueId::AM_REQUEST, 1, &[], &[])?);
+                .enqueue_tagged(1, QueueId::AM_REQUEST, rep.id(), &[], &[])?);
             am.request(1, req, &[])?;
         } else {
             let mut errors = Vec::new();
@@ -305,7 +304,7 @@ fn unknown_and_wrong_kind_handler_ids_are_errors_not_misdispatch() {
                         table_len: 2
                     },
                     AmError::WrongHandlerKind {
-                        id: 1,
+                        id: rep.id(),
                         name: "rep",
                         source_rank: 0,
                         arrived_as: "request"

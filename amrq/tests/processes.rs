@@ -679,7 +679,7 @@ mod common_rma;
 #[test]
 fn rma_agrees_with_a_model_as_processes() {
     rank_of(&Config::default(), |c| {
-        common_rma::against_a_model(c, 3_000)
+        common_rma::against_a_model(c, 3_000, false)
             .map(|_| ())
             .map_err(|e| e.to_string())
     });
@@ -691,7 +691,7 @@ fn rma_agrees_with_a_model_as_processes() {
 #[test]
 fn remote_atomics_sum_exactly_as_processes() {
     rank_of(&Config::default(), |c| {
-        common_rma::atomics_from_every_rank(c, 20_001).map_err(|e| e.to_string())
+        common_rma::atomics_from_every_rank(c, 20_001, false).map_err(|e| e.to_string())
     });
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = self_launch("remote_atomics_sum_exactly_as_processes", 3);

@@ -21,24 +21,28 @@ fn all_ok<T: std::fmt::Debug>(
 
 #[test]
 fn put_and_get_agree_with_a_model_for_1_to_5_ranks() {
-    for n in 1..=5 {
-        let out = amrq::threads::run(n, &Config::default(), |c| {
-            common_rma::against_a_model(c, 3_000)
-        });
-        assert!(
-            all_ok(out).iter().all(|&checked| checked > 500),
-            "{n} ranks"
-        );
+    for frames in [false, true] {
+        for n in 1..=5 {
+            let out = amrq::threads::run(n, &Config::default(), |c| {
+                common_rma::against_a_model(c, 3_000, frames)
+            });
+            assert!(
+                all_ok(out).iter().all(|&checked| checked > 500),
+                "{n} ranks, frames: {frames}"
+            );
+        }
     }
 }
 
 #[test]
 fn atomics_from_every_rank_sum_exactly() {
-    for n in [1, 2, 3, 4, 8] {
-        let out = amrq::threads::run(n, &Config::default(), |c| {
-            common_rma::atomics_from_every_rank(c, 5_001)
-        });
-        all_ok(out);
+    for (frames, k) in [(false, 5_001), (true, 1_001)] {
+        for n in [1, 2, 3, 4, 8] {
+            let out = amrq::threads::run(n, &Config::default(), |c| {
+                common_rma::atomics_from_every_rank(c, k, frames)
+            });
+            all_ok(out);
+        }
     }
 }
 

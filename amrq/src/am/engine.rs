@@ -25,6 +25,7 @@ const REQUEST_BUDGET: usize = 64;
 /// Tag of the barrier's arrival message.
 pub(super) const TAG_BARRIER: u16 = 0;
 const _: () = assert!(TAG_BARRIER < FIRST_USER_TAG);
+const _: () = assert!(super::service::TAG_ATOMIC_DONE < FIRST_USER_TAG);
 
 /// One rank's Active Messages runtime: its queues, its handler table and the state its
 /// handlers see.
@@ -59,6 +60,8 @@ pub struct Am<S, C: Conduit = MemConduit> {
     reply_streak: Cell<usize>,
     /// The AM queues, for a wait that has spun long enough to sleep on them.
     am_queues: PollSet,
+    /// One-sided operations in flight through frames.
+    pub(super) ops: std::cell::RefCell<super::service::Ops>,
 }
 
 impl<S, C: Conduit> std::fmt::Debug for Am<S, C> {
@@ -94,6 +97,7 @@ impl<S, C: Conduit> Am<S, C> {
             conduit.poll_set(&[QueueId::AM_REPLY.index(), QueueId::AM_REQUEST.index()])?;
         Ok(Self {
             am_queues,
+            ops: Default::default(),
             rq: Rq::new(conduit),
             table,
             state,
@@ -402,6 +406,9 @@ impl<S, C: Conduit> Am<S, C> {
 
     #[cold]
     fn dispatch_other(&self, is_request: bool, tag: u16, msg: Msg<'_>) -> Result<(), AmError> {
+        if self.serve_one_sided(is_request, tag, msg)? {
+            return Ok(());
+        }
         if tag == TAG_BARRIER && is_request {
             let round = msg.arg(0) as usize;
             let Some(a) = self.barrier_arrivals.get(round) else {

@@ -44,6 +44,12 @@ pub enum AmError {
         /// Fingerprint there.
         their_fingerprint: u64,
     },
+    /// The target of a one-sided operation through frames refused it (an address
+    /// outside its segment, or misaligned for an atomic).
+    #[error(
+        "the target refused a one-sided operation (address outside its segment, or misaligned)"
+    )]
+    RemoteRefused,
     /// `barrier_notify` while this rank's previous barrier has not completed.
     #[error("this rank entered a barrier that has not completed: call barrier_wait (or barrier_try until true) first")]
     BarrierInProgress,

@@ -11,7 +11,8 @@ pub type RequestFn<S, C> = for<'a> fn(&'a S, ReqCtx<'a, S, C>, Msg<'a>) -> Resul
 pub type ReplyFn<S> = for<'a> fn(&'a S, Msg<'a>) -> Result<(), AmError>;
 
 /// Tags below this carry the runtime's own messages (the barrier).
-pub(crate) const FIRST_USER_TAG: u16 = 1;
+/// Tags below are the runtime's: the barrier, and the one-sided operations' frames.
+pub(crate) const FIRST_USER_TAG: u16 = 8;
 
 /// Names a request handler of a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -20,6 +21,20 @@ pub struct RequestHandler(pub(crate) u16);
 /// Names a reply handler of a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ReplyHandler(pub(crate) u16);
+
+impl RequestHandler {
+    /// The handler's id: the tag its messages carry (the same on every rank).
+    pub fn id(self) -> u16 {
+        self.0
+    }
+}
+
+impl ReplyHandler {
+    /// The handler's id: the tag its messages carry (the same on every rank).
+    pub fn id(self) -> u16 {
+        self.0
+    }
+}
 
 pub(crate) enum Entry<S, C: Conduit> {
     Request(RequestFn<S, C>),

@@ -23,8 +23,10 @@ mod ctx;
 mod engine;
 mod error;
 mod handlers;
+mod service;
 
 pub use ctx::{Msg, ReqCtx};
 pub use engine::Am;
 pub use error::AmError;
 pub use handlers::{HandlerTable, ReplyFn, ReplyHandler, RequestFn, RequestHandler};
+pub use service::{AtomicKind, OpId};

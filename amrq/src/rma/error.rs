@@ -62,12 +62,6 @@ pub enum RmaError {
         /// Elements given.
         got: usize,
     },
-    /// This conduit does not map peers' segments, and the frame path is not built yet.
-    #[error("rank {rank}'s segment is not mapped here")]
-    NotMapped {
-        /// The target.
-        rank: Rank,
-    },
     /// From the layers below (a dead peer, a full queue for a notification, …).
     #[error(transparent)]
     Am(#[from] AmError),

@@ -15,6 +15,15 @@
 //! ([`Rma::put_nb`], [`Rma::put_nbi`], …) return already-complete handles, exactly as
 //! GASNet-EX does for shared memory.
 //!
+//! **Through frames** (a conduit that does not map peers' memory, or
+//! [`Rma::over_frames`] on one host) each operation is AM traffic served by the
+//! target's runtime handlers ([`Am::put_via_frames`] and friends): a put is a Long
+//! request acknowledged once its bytes are in place, a get one or more requests answered
+//! by Medium replies, an atomic a request whose reply carries the old value. Blocking
+//! calls wait for the replies (running handlers); `*_nb` handles and `sync_nbi` wait
+//! for puts and atomics in flight. A get's bytes need a destination that outlives the
+//! call, so `get_nbi` through frames completes before it returns.
+//!
 //! **Ordering.** A put is in place, and its source buffer free, when the call returns.
 //! Its completion events ([`Completion`]) come after the data: a counter at the target
 //! incremented with Release ordering, a frame in a named queue at the target (whose
@@ -27,7 +36,7 @@ mod error;
 pub use alloc::SegmentAllocator;
 pub use error::RmaError;
 
-use crate::am::Am;
+use crate::am::{Am, AtomicKind, OpId};
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{Conduit, Rank};
 use crate::rq::QueueId;
@@ -99,27 +108,50 @@ pub struct Completion<'a> {
     pub notify: Option<(QueueId, &'a [u64])>,
 }
 
-/// A non-blocking operation. On one host it completed before it was returned; it is the
-/// handle through which conduits that move data asynchronously report completion.
-#[derive(Debug)]
-#[must_use = "wait on the handle (or drop it once `test` says done)"]
-pub struct Handle {
-    done: bool,
+/// A non-blocking operation: [`Handle::wait`] for it (dropping it waits too). On
+/// mapped memory it completed before it was returned; through frames it completes
+/// when the target's reply arrives.
+#[must_use = "wait on the handle"]
+pub struct Handle<'h, S, C: Conduit = MemConduit> {
+    am: &'h Am<S, C>,
+    op: Option<OpId>,
+    /// Where a get's bytes go when it completes.
+    out: Option<&'h mut [u8]>,
 }
 
-impl Handle {
-    /// True once the operation is complete.
+impl<S, C: Conduit> std::fmt::Debug for Handle<'_, S, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("op", &self.op)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, C: Conduit> Handle<'_, S, C> {
+    /// True once the operation is complete (its replies are in).
     pub fn test(&self) -> bool {
-        self.done
+        self.op.is_none_or(|op| self.am.op_done(op))
     }
 
-    /// Waits until the operation is complete.
-    pub fn wait(self) -> Result<(), RmaError> {
-        debug_assert!(
-            self.done,
-            "every operation on mapped memory completes at once"
-        );
+    /// Waits until the operation is complete (a get's bytes are then in its buffer).
+    pub fn wait(mut self) -> Result<(), RmaError> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<(), RmaError> {
+        let Some(op) = self.op.take() else {
+            return Ok(());
+        };
+        self.am.op_wait(op, self.out.take().unwrap_or_default())?;
         Ok(())
+    }
+}
+
+impl<S, C: Conduit> Drop for Handle<'_, S, C> {
+    fn drop(&mut self) {
+        // Collect the operation so that its slot is freed; an error was the program's
+        // to see through `wait`.
+        let _ = self.finish();
     }
 }
 
@@ -145,10 +177,13 @@ impl Handle {
 pub struct Rma<'a, S, C: Conduit = MemConduit> {
     am: &'a Am<S, C>,
     alloc: RefCell<SegmentAllocator>,
-    /// Every rank's segment as mapped here (`None`: not mapped).
+    /// Every rank's segment as mapped here (`None`: through frames).
     peers: Vec<Option<(NonNull<u8>, usize)>>,
-    /// Implicit (`*_nbi`) operations issued and completed.
-    nbi: Cell<(u64, u64)>,
+    /// Bytes of every rank's segment.
+    segment_bytes: usize,
+    /// Implicit (`*_nbi`) operations completed, and those in flight through frames.
+    nbi_done: Cell<u64>,
+    nbi_ops: RefCell<Vec<OpId>>,
 }
 
 impl<S, C: Conduit> std::fmt::Debug for Rma<'_, S, C> {
@@ -161,17 +196,51 @@ impl<S, C: Conduit> std::fmt::Debug for Rma<'_, S, C> {
 }
 
 impl<'a, S, C: Conduit> Rma<'a, S, C> {
-    /// The one-sided operations of `am`'s rank. Not collective; but every rank that
-    /// takes part in symmetric allocations makes one.
+    /// The one-sided operations of `am`'s rank: direct copies where the conduit maps
+    /// peers' segments, frames elsewhere. Not collective; but every rank that takes
+    /// part in symmetric allocations makes one.
     pub fn new(am: &'a Am<S, C>) -> Self {
         let c = am.rq().conduit();
-        let peers = (0..c.size()).map(|r| c.peer_segment(r)).collect();
+        Self::with_peers(am, (0..c.size()).map(|r| c.peer_segment(r)).collect())
+    }
+
+    /// [`Rma::new`] that sends every operation as AM frames, even to mapped peers: what
+    /// a network conduit does, measurable on one host.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::over_frames(&am);
+    ///     let at = rma.alloc_symmetric(8, 8)?;
+    ///     assert_eq!(rma.fetch_add(0, at, 5)? % 5, 0); // a request and its reply
+    ///     am.barrier()?;
+    ///     let mut v = [0u64];
+    ///     rma.get_slice(0, at, &mut v)?;
+    ///     assert_eq!(v[0], 10);
+    ///     am.barrier()?;
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn over_frames(am: &'a Am<S, C>) -> Self {
+        Self::with_peers(am, vec![None; am.size()])
+    }
+
+    fn with_peers(am: &'a Am<S, C>, peers: Vec<Option<(NonNull<u8>, usize)>>) -> Self {
+        let segment_bytes = am.rq().conduit().caps().segment_bytes;
         Self {
             am,
-            alloc: RefCell::new(SegmentAllocator::new(c.caps().segment_bytes)),
+            alloc: RefCell::new(SegmentAllocator::new(segment_bytes)),
             peers,
-            nbi: Cell::new((0, 0)),
+            segment_bytes,
+            nbi_done: Cell::new(0),
+            nbi_ops: RefCell::new(Vec::new()),
         }
+    }
+
+    /// True if operations on `rank` are direct copies (its segment is mapped here).
+    pub fn is_direct(&self, rank: Rank) -> bool {
+        self.peers.get(rank).is_some_and(Option::is_some)
     }
 
     /// The AM layer below.
@@ -179,15 +248,16 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         self.am
     }
 
-    /// Where `len` bytes at `offset` of `rank`'s segment are mapped here, checked.
-    fn target(&self, rank: Rank, offset: usize, len: usize) -> Result<*mut u8, RmaError> {
+    /// Where `len` bytes at `offset` of `rank`'s segment are mapped here (`None`:
+    /// through frames), after checking that they are inside it.
+    fn target(&self, rank: Rank, offset: usize, len: usize) -> Result<Option<*mut u8>, RmaError> {
         let Some(peer) = self.peers.get(rank) else {
             return Err(RmaError::NoSuchRank {
                 rank,
                 size: self.peers.len(),
             });
         };
-        let (base, bytes) = peer.ok_or(RmaError::NotMapped { rank })?;
+        let bytes = peer.map_or(self.segment_bytes, |(_, b)| b);
         if offset.checked_add(len).is_none_or(|end| end > bytes) {
             return Err(RmaError::OutOfSegment {
                 rank,
@@ -197,11 +267,12 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
             });
         }
         // SAFETY: offset + len ≤ the segment's length (checked above).
-        Ok(unsafe { base.as_ptr().add(offset) })
+        Ok(peer.map(|(base, _)| unsafe { base.as_ptr().add(offset) }))
     }
 
-    /// The u64 at `offset` of `rank`'s segment, for an atomic operation.
-    fn word(&self, rank: Rank, offset: usize) -> Result<&AtomicU64, RmaError> {
+    /// The u64 at `offset` of `rank`'s segment for an atomic operation (`None`: through
+    /// frames), checked inside and aligned.
+    fn word(&self, rank: Rank, offset: usize) -> Result<Option<&AtomicU64>, RmaError> {
         let p = self.target(rank, offset, 8)?;
         if offset % 8 != 0 {
             return Err(RmaError::Misaligned { offset });
@@ -209,26 +280,69 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         // SAFETY: 8 bytes inside a page-aligned segment at an 8-aligned offset, mapped
         // for as long as the conduit (which `self.am` borrows) lives; every rank
         // accesses remote words used as atomics atomically (the program's protocol).
-        Ok(unsafe { &*p.cast::<AtomicU64>() })
+        Ok(p.map(|p| unsafe { &*p.cast::<AtomicU64>() }))
     }
 
     /// Copies `data` to `offset` of `rank`'s segment; returns when it is in place (and
     /// `data` may be reused).
     pub fn put(&self, rank: Rank, offset: usize, data: &[u8]) -> Result<(), RmaError> {
-        let to = self.target(rank, offset, data.len())?;
+        match self.put_start(rank, offset, data, None)? {
+            Some(op) => self.collect(op, &mut []).map(drop),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts a put: done on return when direct (`None`), else the operation in flight.
+    fn put_start(
+        &self,
+        rank: Rank,
+        offset: usize,
+        data: &[u8],
+        counter: Option<usize>,
+    ) -> Result<Option<OpId>, RmaError> {
+        let Some(to) = self.target(rank, offset, data.len())? else {
+            return Ok(Some(self.am.put_via_frames(rank, offset, data, counter)?));
+        };
         // SAFETY: `to` is valid for `data.len()` bytes (checked) and cannot overlap
         // `data`, a borrowed Rust slice. Other ranks writing the same bytes at the same
         // time is the program's protocol, as with any RMA.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), to, data.len()) };
-        Ok(())
+        if let Some(c) = counter.map(|c| self.word(rank, c)).transpose()?.flatten() {
+            // ORDERING: Release: the put's bytes are visible to whoever reads the count
+            // with Acquire.
+            c.fetch_add(1, Ordering::Release);
+        }
+        Ok(None)
+    }
+
+    /// Waits for an operation through frames: a get's bytes into `out`; returns an
+    /// atomic's old value.
+    fn collect(&self, op: OpId, out: &mut [u8]) -> Result<u64, RmaError> {
+        Ok(self.am.op_wait(op, out)?)
     }
 
     /// Copies `buf.len()` bytes at `offset` of `rank`'s segment into `buf`.
     pub fn get(&self, rank: Rank, offset: usize, buf: &mut [u8]) -> Result<(), RmaError> {
-        let from = self.target(rank, offset, buf.len())?;
-        // SAFETY: as in `put`, the other way round.
+        match self.get_start(rank, offset, buf)? {
+            Some(op) => self.collect(op, buf).map(drop),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts a get: done on return when direct (`None`, the bytes in `buf`), else the
+    /// operation in flight (its result holds the bytes).
+    fn get_start(
+        &self,
+        rank: Rank,
+        offset: usize,
+        buf: &mut [u8],
+    ) -> Result<Option<OpId>, RmaError> {
+        let Some(from) = self.target(rank, offset, buf.len())? else {
+            return Ok(Some(self.am.get_via_frames(rank, offset, buf.len())?));
+        };
+        // SAFETY: as in `put_start`, the other way round.
         unsafe { std::ptr::copy_nonoverlapping(from, buf.as_mut_ptr(), buf.len()) };
-        Ok(())
+        Ok(None)
     }
 
     /// [`Rma::put`] of a slice of numbers (no alignment needed at the target).
@@ -283,12 +397,11 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         done: Completion<'_>,
     ) -> Result<(), RmaError> {
         // Check the counter before writing anything.
-        let counter = done.counter.map(|c| self.word(rank, c)).transpose()?;
-        self.put(rank, offset, data)?;
-        if let Some(c) = counter {
-            // ORDERING: Release: the put's bytes are visible to whoever reads the count
-            // with Acquire.
-            c.fetch_add(1, Ordering::Release);
+        if let Some(c) = done.counter {
+            self.word(rank, c)?;
+        }
+        if let Some(op) = self.put_start(rank, offset, data, done.counter)? {
+            self.collect(op, &mut [])?; // the data (and the count) in place before the frame
         }
         if let Some((q, args)) = done.notify {
             self.notify(rank, q, args)?;
@@ -318,52 +431,88 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         self.notify(self.am.rank(), q, args)
     }
 
-    /// Non-blocking [`Rma::put`]: the source may be reused once the handle is complete.
-    pub fn put_nb(&self, rank: Rank, offset: usize, data: &[u8]) -> Result<Handle, RmaError> {
-        self.put(rank, offset, data)?;
-        Ok(Handle { done: true })
+    /// Non-blocking [`Rma::put`]: the data has been taken (`data` may be reused) when
+    /// it returns; it is in place once the handle is complete.
+    pub fn put_nb(
+        &self,
+        rank: Rank,
+        offset: usize,
+        data: &[u8],
+    ) -> Result<Handle<'_, S, C>, RmaError> {
+        let op = self.put_start(rank, offset, data, None)?;
+        Ok(Handle {
+            am: self.am,
+            op,
+            out: None,
+        })
     }
 
     /// Non-blocking [`Rma::get`]: `buf` holds the data once the handle is complete.
-    pub fn get_nb(&self, rank: Rank, offset: usize, buf: &mut [u8]) -> Result<Handle, RmaError> {
-        self.get(rank, offset, buf)?;
-        Ok(Handle { done: true })
+    pub fn get_nb<'h>(
+        &'h self,
+        rank: Rank,
+        offset: usize,
+        buf: &'h mut [u8],
+    ) -> Result<Handle<'h, S, C>, RmaError> {
+        let op = self.get_start(rank, offset, buf)?;
+        Ok(Handle {
+            am: self.am,
+            out: op.is_some().then_some(buf),
+            op,
+        })
     }
 
-    /// Implicit-handle [`Rma::put`]: complete after the next [`Rma::sync_nbi`].
+    /// Implicit-handle [`Rma::put`]: the data has been taken when it returns, and is in
+    /// place after the next [`Rma::sync_nbi`].
     pub fn put_nbi(&self, rank: Rank, offset: usize, data: &[u8]) -> Result<(), RmaError> {
-        self.put(rank, offset, data)?;
-        self.issued_and_done();
+        match self.put_start(rank, offset, data, None)? {
+            Some(op) => self.nbi_ops.borrow_mut().push(op),
+            None => self.nbi_done.set(self.nbi_done.get() + 1),
+        }
         Ok(())
     }
 
     /// Implicit-handle [`Rma::get`]: `buf` holds the data after the next
-    /// [`Rma::sync_nbi`].
+    /// [`Rma::sync_nbi`] (through frames: already when it returns, see the module doc).
     pub fn get_nbi(&self, rank: Rank, offset: usize, buf: &mut [u8]) -> Result<(), RmaError> {
         self.get(rank, offset, buf)?;
-        self.issued_and_done();
+        self.nbi_done.set(self.nbi_done.get() + 1);
         Ok(())
-    }
-
-    fn issued_and_done(&self) {
-        let (issued, done) = self.nbi.get();
-        self.nbi.set((issued + 1, done + 1));
     }
 
     /// Waits until every implicit-handle operation of this rank is complete; returns
     /// how many completed since the last call.
     pub fn sync_nbi(&self) -> Result<u64, RmaError> {
-        let (issued, done) = self.nbi.get();
-        debug_assert_eq!(issued, done, "operations on mapped memory complete at once");
-        self.nbi.set((0, 0));
-        Ok(done)
+        let ops = std::mem::take(&mut *self.nbi_ops.borrow_mut());
+        let mut done = self.nbi_done.replace(0);
+        let mut first_error = None;
+        for op in ops {
+            match self.collect(op, &mut []) {
+                Ok(_) => done += 1,
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(done), Err)
     }
 
     /// Applies `op` to the u64 at `offset` (8-byte aligned) of `rank`'s segment and
     /// returns the value before; for [`AtomicOp::CompareSwap`], it was stored if that
     /// value equals `current`. Atomic against every other rank's atomics on the word.
     pub fn atomic(&self, rank: Rank, offset: usize, op: AtomicOp) -> Result<u64, RmaError> {
-        let w = self.word(rank, offset)?;
+        let Some(w) = self.word(rank, offset)? else {
+            let (kind, a, b) = match op {
+                AtomicOp::FetchAdd(v) => (AtomicKind::Add, v, 0),
+                AtomicOp::Swap(v) => (AtomicKind::Swap, v, 0),
+                AtomicOp::CompareSwap { current, new } => (AtomicKind::CompareSwap, current, new),
+                AtomicOp::FetchAnd(v) => (AtomicKind::And, v, 0),
+                AtomicOp::FetchOr(v) => (AtomicKind::Or, v, 0),
+                AtomicOp::FetchXor(v) => (AtomicKind::Xor, v, 0),
+            };
+            let op = self.am.atomic_via_frames(rank, offset, kind, a, b)?;
+            return self.collect(op, &mut []);
+        };
         // ORDERING: AcqRel: a remote atomic orders like a lock operation, so that a
         // counter or flag built on it publishes (Release) and acquires (Acquire) the
         // data around it; pairs with the same operations of other ranks.
@@ -387,15 +536,23 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// Acquire ordering: what was written before a Release [`Rma::store`] (or any other
     /// remote atomic) of the value read is visible after.
     pub fn load(&self, rank: Rank, offset: usize) -> Result<u64, RmaError> {
-        // ORDERING: Acquire pairs with the Release of `store` and the AcqRel of `atomic`.
-        Ok(self.word(rank, offset)?.load(Ordering::Acquire))
+        match self.word(rank, offset)? {
+            // ORDERING: Acquire pairs with the Release of `store` and the AcqRel of
+            // `atomic`.
+            Some(w) => Ok(w.load(Ordering::Acquire)),
+            None => self.atomic(rank, offset, AtomicOp::FetchOr(0)),
+        }
     }
 
     /// Writes the u64 at `offset` (8-byte aligned) of `rank`'s segment atomically, with
     /// Release ordering (see [`Rma::load`]).
     pub fn store(&self, rank: Rank, offset: usize, v: u64) -> Result<(), RmaError> {
-        // ORDERING: Release pairs with the Acquire of `load` and the AcqRel of `atomic`.
-        self.word(rank, offset)?.store(v, Ordering::Release);
+        match self.word(rank, offset)? {
+            // ORDERING: Release pairs with the Acquire of `load` and the AcqRel of
+            // `atomic`.
+            Some(w) => w.store(v, Ordering::Release),
+            None => drop(self.atomic(rank, offset, AtomicOp::Swap(v))?),
+        }
         Ok(())
     }
 
@@ -436,6 +593,10 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// the same order as its other symmetric allocations; [`RmaError::NotSymmetric`] on
     /// every rank if any had no room.
     pub fn alloc_symmetric(&self, len: usize, align: usize) -> Result<usize, RmaError> {
+        // The offsets are compared by the bootstrap's all-gather, which serves no AM
+        // traffic: first let every rank finish what it waits for (an operation through
+        // frames needs its target to serve it).
+        self.am.barrier()?;
         let mine = self.alloc.borrow_mut().alloc_symmetric(len, align);
         let all = self
             .am

@@ -23,13 +23,19 @@ impl Rand {
 /// Bytes of each rank's slice of every symmetric buffer.
 const SLICE: usize = 4096;
 
+/// (`frames`: every operation as AM frames, as over a network.)
+///
 /// Each rank owns slice `me` of a symmetric buffer on every rank and writes only
 /// there: random puts (bytes and u32 slices, any offset and length) and gets, checked
 /// against a model of what it wrote, before and after a barrier. Returns the number of
 /// operations checked.
-pub fn against_a_model(c: MemConduit, ops: usize) -> Result<usize, RmaError> {
+pub fn against_a_model(c: MemConduit, ops: usize, frames: bool) -> Result<usize, RmaError> {
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    let rma = Rma::new(&am);
+    let rma = if frames {
+        Rma::over_frames(&am)
+    } else {
+        Rma::new(&am)
+    };
     let (me, n) = (am.rank(), am.size());
     let buf = rma.alloc_symmetric(n * SLICE, 64)?;
     let mine = buf + me * SLICE;
@@ -92,9 +98,13 @@ pub fn against_a_model(c: MemConduit, ops: usize) -> Result<usize, RmaError> {
 /// value is seen by exactly one rank: their sum is known), a compare-and-swap loop, and
 /// an xor of each rank's own bit, and an i64 add of negative and positive steps; then
 /// a put with a completion counter to every rank. Panics on a wrong total.
-pub fn atomics_from_every_rank(c: MemConduit, k: u64) -> Result<(), RmaError> {
+pub fn atomics_from_every_rank(c: MemConduit, k: u64, frames: bool) -> Result<(), RmaError> {
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    let rma = Rma::new(&am);
+    let rma = if frames {
+        Rma::over_frames(&am)
+    } else {
+        Rma::new(&am)
+    };
     let (me, n) = (am.rank(), am.size() as u64);
     let words = rma.alloc_symmetric(64, 64)?;
     let (add, cas, xor, neg) = (words, words + 8, words + 16, words + 24);
