@@ -35,6 +35,21 @@ fn put_and_get_agree_with_a_model_for_1_to_5_ranks() {
 }
 
 #[test]
+fn indexed_and_strided_transfers_agree_with_a_model_direct_and_through_frames() {
+    for frames in [false, true] {
+        for n in 1..=4 {
+            let out = amrq::threads::run(n, &Config::default(), |c| {
+                common_rma::indexed_against_a_model(c, 120, frames)
+            });
+            assert!(
+                all_ok(out).iter().all(|&k| k > 50),
+                "{n} ranks, frames: {frames}"
+            );
+        }
+    }
+}
+
+#[test]
 fn atomics_from_every_rank_sum_exactly() {
     for (frames, k) in [(false, 5_001), (true, 1_001)] {
         for n in [1, 2, 3, 4, 8] {

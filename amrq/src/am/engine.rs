@@ -25,7 +25,7 @@ const REQUEST_BUDGET: usize = 64;
 /// Tag of the barrier's arrival message.
 pub(super) const TAG_BARRIER: u16 = 0;
 const _: () = assert!(TAG_BARRIER < FIRST_USER_TAG);
-const _: () = assert!(super::service::TAG_ATOMIC_DONE < FIRST_USER_TAG);
+const _: () = assert!(super::service::TAG_GET_PACKED < FIRST_USER_TAG);
 
 /// One rank's Active Messages runtime: its queues, its handler table and the state its
 /// handlers see.

@@ -12,7 +12,7 @@ pub type ReplyFn<S> = for<'a> fn(&'a S, Msg<'a>) -> Result<(), AmError>;
 
 /// Tags below this carry the runtime's own messages (the barrier).
 /// Tags below are the runtime's: the barrier, and the one-sided operations' frames.
-pub(crate) const FIRST_USER_TAG: u16 = 8;
+pub(crate) const FIRST_USER_TAG: u16 = 16;
 
 /// Names a request handler of a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -7,6 +7,11 @@
 //! | `PUT` Long (op, counter + 1 or 0) | the payload is already in its segment; bumps the counter | `PUT_DONE` (op, status) |
 //! | `GET` (op, offset, len, at) | reads its segment | `GET_DATA` Medium (op, status, at) + bytes |
 //! | `ATOMIC` (op, kind, offset, a, b) | the atomic on its segment's word | `ATOMIC_DONE` (op, status, old) |
+//! | `PUT_PACKED` Medium (op, blocks) + (offset, len)… + bytes | scatters the blocks into its segment | `PUT_DONE` (op, status) |
+//! | `GET_PACKED` Medium (op, blocks, at) + (offset, len)… | gathers the blocks | `GET_DATA` Medium (op, status, at) + bytes |
+//!
+//! Packed frames carry many small blocks of an indexed or strided transfer in one
+//! message (RQ §4.1: small blocks must not each pay a message).
 //!
 //! The origin keeps each operation in a table until its replies are in; a get's bytes
 //! land in a buffer the table owns (reused from operation to operation), copied out
@@ -24,6 +29,11 @@ pub(super) const TAG_GET: u16 = 3;
 pub(super) const TAG_GET_DATA: u16 = 4;
 pub(super) const TAG_ATOMIC: u16 = 5;
 pub(super) const TAG_ATOMIC_DONE: u16 = 6;
+pub(super) const TAG_PUT_PACKED: u16 = 7;
+pub(super) const TAG_GET_PACKED: u16 = 8;
+
+/// Bytes of one block's (offset, len) header in a packed frame.
+const BLOCK_HEADER: usize = 16;
 
 const OK: u64 = 0;
 const REFUSED: u64 = 1;
@@ -124,7 +134,59 @@ impl Ops {
     }
 }
 
+/// The `count` (offset, len) headers at the start of a packed payload, checked against
+/// a segment of `seg` bytes, and the bytes after them.
+fn blocks(count: u64, payload: &[u8], seg: usize) -> Option<(Vec<(usize, usize)>, &[u8])> {
+    let count = usize::try_from(count).ok()?;
+    let heads = payload.get(..count.checked_mul(BLOCK_HEADER)?)?;
+    let word = |c: &[u8]| usize::try_from(u64::from_ne_bytes(c.try_into().ok()?)).ok();
+    let list = heads
+        .chunks_exact(BLOCK_HEADER)
+        .map(|h| {
+            let (o, n) = (word(&h[..8])?, word(&h[8..])?);
+            (o.checked_add(n)? <= seg).then_some((o, n))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((list, &payload[heads.len()..]))
+}
+
 impl<S, C: Conduit> Am<S, C> {
+    /// Writes the blocks of a packed put into this rank's segment; `false` (nothing
+    /// written) if a block lies outside it or the bytes do not match the blocks.
+    fn scatter_blocks(&self, count: u64, payload: &[u8]) -> bool {
+        let (base, seg) = self.segment();
+        let Some((list, mut data)) = blocks(count, payload, seg) else {
+            return false;
+        };
+        if list.iter().map(|b| b.1).sum::<usize>() != data.len() {
+            return false;
+        }
+        for (o, n) in list {
+            // SAFETY: `o + n` ≤ the segment's length (`blocks` checked); the source is
+            // the frame's payload, which cannot overlap the segment's bytes.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base.as_ptr().add(o), n) };
+            data = &data[n..];
+        }
+        true
+    }
+
+    /// The blocks of a packed get, read from this rank's segment and concatenated;
+    /// `None` if a block lies outside it or they would not fit one reply.
+    fn gather_blocks(&self, count: u64, payload: &[u8]) -> Option<Vec<u8>> {
+        let (base, seg) = self.segment();
+        let (list, rest) = blocks(count, payload, seg)?;
+        let total: usize = list.iter().map(|b| b.1).sum();
+        if !rest.is_empty() || total > self.max_medium() {
+            return None;
+        }
+        let mut out = Vec::with_capacity(total);
+        for (o, n) in list {
+            // SAFETY: `o + n` ≤ the segment's length (`blocks` checked).
+            out.extend_from_slice(unsafe { std::slice::from_raw_parts(base.as_ptr().add(o), n) });
+        }
+        Some(out)
+    }
+
     /// The word at `offset` of this rank's segment, if it is inside and 8-aligned.
     fn own_word(&self, offset: u64) -> Option<&AtomicU64> {
         let (base, len) = self.segment();
@@ -192,6 +254,98 @@ impl<S, C: Conduit> Am<S, C> {
         let args = [op.0 as u64, k, offset as u64, a, b];
         let sent = self.send_request(dest, TAG_ATOMIC, &args, Payload::Inline(&[]));
         self.opened(op, sent)
+    }
+
+    /// Puts blocks `(offset, len)` of `dest`'s segment, their bytes concatenated in
+    /// `data`, packing as many blocks as fit into each Medium request. The caller
+    /// checked the blocks against the segment and `data.len()` against their sum.
+    pub fn put_blocks_via_frames(
+        &self,
+        dest: Rank,
+        blocks: &[(usize, usize)],
+        data: &[u8],
+    ) -> Result<OpId, AmError> {
+        let groups = self.pack(blocks);
+        let op = self.ops.borrow_mut().open(groups.len().max(1), 0);
+        if groups.is_empty() {
+            self.ops.borrow_mut().slots[op.0].pending = 0;
+        }
+        let mut frame = Vec::with_capacity(self.max_medium());
+        let mut at = 0;
+        for g in groups {
+            frame.clear();
+            for &(o, n) in &blocks[g.clone()] {
+                frame.extend_from_slice(&(o as u64).to_ne_bytes());
+                frame.extend_from_slice(&(n as u64).to_ne_bytes());
+            }
+            let len: usize = blocks[g.clone()].iter().map(|b| b.1).sum();
+            frame.extend_from_slice(&data[at..at + len]);
+            at += len;
+            let args = [op.0 as u64, g.len() as u64];
+            let sent = self.send_request(dest, TAG_PUT_PACKED, &args, Payload::Inline(&frame));
+            if sent.is_err() {
+                return self.opened(op, sent);
+            }
+        }
+        Ok(op)
+    }
+
+    /// Gets blocks `(offset, len)` of `src`'s segment, concatenated, packing as many
+    /// blocks as fit into each request and its Medium reply; [`Am::op_wait`] returns
+    /// the bytes. The caller checked the blocks against the segment.
+    pub fn get_blocks_via_frames(
+        &self,
+        src: Rank,
+        blocks: &[(usize, usize)],
+    ) -> Result<OpId, AmError> {
+        let groups = self.pack(blocks);
+        let total = blocks.iter().map(|b| b.1).sum();
+        let op = self.ops.borrow_mut().open(groups.len().max(1), total);
+        if groups.is_empty() {
+            self.ops.borrow_mut().slots[op.0].pending = 0;
+        }
+        let mut frame = Vec::with_capacity(self.max_medium());
+        let mut at = 0;
+        for g in groups {
+            frame.clear();
+            for &(o, n) in &blocks[g.clone()] {
+                frame.extend_from_slice(&(o as u64).to_ne_bytes());
+                frame.extend_from_slice(&(n as u64).to_ne_bytes());
+            }
+            let args = [op.0 as u64, g.len() as u64, at as u64];
+            at += blocks[g.clone()].iter().map(|b| b.1).sum::<usize>();
+            let sent = self.send_request(src, TAG_GET_PACKED, &args, Payload::Inline(&frame));
+            if sent.is_err() {
+                return self.opened(op, sent);
+            }
+        }
+        Ok(op)
+    }
+
+    /// Groups of consecutive blocks whose headers and bytes fit one Medium payload (a
+    /// block too large for one is split beforehand by the caller: see
+    /// [`Am::max_packed_block`]).
+    fn pack(&self, blocks: &[(usize, usize)]) -> Vec<std::ops::Range<usize>> {
+        let max = self.max_medium();
+        let mut groups = Vec::new();
+        let (mut start, mut used) = (0, 0);
+        for (i, &(_, n)) in blocks.iter().enumerate() {
+            let need = BLOCK_HEADER + n;
+            if used + need > max && i > start {
+                groups.push(start..i);
+                (start, used) = (i, 0);
+            }
+            used += need;
+        }
+        if start < blocks.len() {
+            groups.push(start..blocks.len());
+        }
+        groups
+    }
+
+    /// The largest block a packed frame carries: longer blocks must be split.
+    pub fn max_packed_block(&self) -> usize {
+        self.max_medium() - BLOCK_HEADER
     }
 
     /// `op` if its request went out; otherwise the slot is given back.
@@ -285,6 +439,21 @@ impl<S, C: Conduit> Am<S, C> {
                 match (kind, self.own_word(msg.arg(2))) {
                     (Some(k), Some(w)) => reply(TAG_ATOMIC_DONE, &[op, OK, k.apply(w, a, b)], &[])?,
                     _ => reply(TAG_ATOMIC_DONE, &[op, REFUSED, 0], &[])?,
+                }
+            }
+            (TAG_PUT_PACKED, true) => {
+                let ok = self.scatter_blocks(msg.arg(1), msg.payload());
+                reply(
+                    TAG_PUT_DONE,
+                    &[msg.arg(0), if ok { OK } else { REFUSED }],
+                    &[],
+                )?;
+            }
+            (TAG_GET_PACKED, true) => {
+                let (op, at) = (msg.arg(0), msg.arg(2));
+                match self.gather_blocks(msg.arg(1), msg.payload()) {
+                    Some(bytes) => reply(TAG_GET_DATA, &[op, OK, at], &bytes)?,
+                    None => reply(TAG_GET_DATA, &[op, REFUSED, at], &[])?,
                 }
             }
             (TAG_PUT_DONE | TAG_GET_DATA | TAG_ATOMIC_DONE, false) => {

@@ -32,9 +32,11 @@
 
 mod alloc;
 mod error;
+mod vector;
 
 pub use alloc::SegmentAllocator;
 pub use error::RmaError;
+pub use vector::Strided;
 
 use crate::am::{Am, AtomicKind, OpId};
 use crate::conduit::mem::MemConduit;

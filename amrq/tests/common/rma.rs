@@ -168,3 +168,92 @@ pub fn atomics_from_every_rank(c: MemConduit, k: u64, frames: bool) -> Result<()
 fn all_bits(n: u64) -> u64 {
     (0..n).fold(0, |a, r| a ^ (1 << (r % 64)))
 }
+
+/// Indexed and strided puts and gets of many small blocks (packed into few frames on
+/// the frame path) against a model, each rank in its own slice of every target.
+pub fn indexed_against_a_model(
+    c: MemConduit,
+    rounds: usize,
+    frames: bool,
+) -> Result<usize, RmaError> {
+    use amrq::rma::Strided;
+    let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    let rma = if frames {
+        Rma::over_frames(&am)
+    } else {
+        Rma::new(&am)
+    };
+    let (me, n) = (am.rank(), am.size());
+    let buf = rma.alloc_symmetric(n * SLICE, 64)?;
+    let mine = buf + me * SLICE;
+    let mut model = vec![vec![0u8; SLICE]; n];
+    let mut rng = Rand::new(me as u64 + 7);
+    let mut checked = 0;
+    for _ in 0..rounds {
+        let t = rng.below(n);
+        let blocks: Vec<(usize, usize)> = (0..1 + rng.below(300))
+            .map(|_| {
+                let o = rng.below(SLICE);
+                (o, rng.below((SLICE - o).min(3000) + 1))
+            })
+            .collect();
+        let total: usize = blocks.iter().map(|b| b.1).sum();
+        if rng.below(2) == 0 {
+            let data: Vec<u8> = (0..total).map(|_| rng.below(256) as u8).collect();
+            let remote: Vec<(usize, usize)> = blocks.iter().map(|&(o, l)| (mine + o, l)).collect();
+            rma.put_indexed(t, &remote, &data)?;
+            let mut at = 0;
+            for &(o, l) in &blocks {
+                model[t][o..o + l].copy_from_slice(&data[at..at + l]);
+                at += l;
+            }
+        } else {
+            let remote: Vec<(usize, usize)> = blocks.iter().map(|&(o, l)| (mine + o, l)).collect();
+            let mut got = vec![0u8; total];
+            rma.get_indexed(t, &remote, &mut got)?;
+            let want: Vec<u8> = blocks
+                .iter()
+                .flat_map(|&(o, l)| model[t][o..o + l].to_vec())
+                .collect();
+            assert_eq!(got, want, "indexed get from rank {t}");
+            checked += 1;
+        }
+    }
+    // A 3-D sub-block: 3 planes of 4 rows of 5 bytes in a 16 × 8 × 4 array.
+    let region = Strided {
+        offset: mine + 3,
+        counts: &[5, 4, 3],
+        strides: &[16, 128],
+    };
+    let data: Vec<u8> = (0..60).map(|i| i as u8 ^ me as u8).collect();
+    let t = (me + 1) % n;
+    rma.put_strided(t, &region, &data)?;
+    for (k, (o, l)) in region.blocks()?.into_iter().enumerate() {
+        model[t][o - mine..o - mine + l].copy_from_slice(&data[k * 5..k * 5 + 5]);
+    }
+    let mut back = vec![0u8; 60];
+    rma.get_strided(t, &region, &mut back)?;
+    assert_eq!(back, data, "strided round trip");
+    am.barrier()?;
+    for (t, want) in model.iter().enumerate() {
+        let mut got = vec![0u8; SLICE];
+        rma.get(t, mine, &mut got)?;
+        assert_eq!(
+            &got, want,
+            "rank {me}'s slice at rank {t} after the barrier"
+        );
+        checked += 1;
+    }
+    // Refusals: a block outside the segment, data not matching the blocks.
+    let seg = am.rq().conduit().caps().segment_bytes;
+    assert!(matches!(
+        rma.put_indexed(t, &[(seg - 2, 4)], &[0; 4]),
+        Err(RmaError::OutOfSegment { .. })
+    ));
+    assert!(matches!(
+        rma.put_indexed(t, &[(mine, 4)], &[0; 3]),
+        Err(RmaError::LengthMismatch { .. })
+    ));
+    am.barrier()?;
+    Ok(checked)
+}

@@ -1,0 +1,171 @@
+//! Indexed and strided transfers: many blocks of a target's segment in one call, the
+//! local side packed (contiguous). On mapped memory each block is one copy; through
+//! frames the blocks are packed into as few Medium messages as their headers and bytes
+//! fit (RQ §4.1: small blocks must not each pay a message).
+
+use super::{Rma, RmaError};
+use crate::conduit::{Conduit, Rank};
+
+/// A strided region of a segment (a 2-D or 3-D sub-block of an array): `counts[0]`
+/// contiguous bytes, `counts[1]` times `strides[0]` bytes apart, that `counts[2]` times
+/// `strides[1]` bytes apart, and so on (`strides.len() + 1 == counts.len()`).
+///
+/// ```
+/// use amrq::rma::Strided;
+/// // 3 rows of 4 bytes from a 10-byte-wide array, starting at byte 12.
+/// let r = Strided { offset: 12, counts: &[4, 3], strides: &[10] };
+/// assert_eq!(r.blocks().unwrap(), vec![(12, 4), (22, 4), (32, 4)]);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Strided<'s> {
+    /// First byte.
+    pub offset: usize,
+    /// Bytes per block, then the repeat count of each dimension.
+    pub counts: &'s [usize],
+    /// Byte distance between repeats, per dimension.
+    pub strides: &'s [usize],
+}
+
+impl Strided<'_> {
+    /// The region as (offset, len) blocks, in order (fastest dimension first).
+    pub fn blocks(&self) -> Result<Vec<(usize, usize)>, RmaError> {
+        let bad = RmaError::LengthMismatch {
+            expected: self.counts.len().saturating_sub(1),
+            got: self.strides.len(),
+        };
+        let Some((&len, reps)) = self.counts.split_first() else {
+            return Err(bad);
+        };
+        if reps.len() != self.strides.len() {
+            return Err(bad);
+        }
+        let mut out = vec![(self.offset, len)];
+        for (&count, &stride) in reps.iter().zip(self.strides) {
+            let one = out.clone();
+            out.clear();
+            for k in 0..count {
+                out.extend(one.iter().map(|&(o, n)| (o + k * stride, n)));
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl<S, C: Conduit> Rma<'_, S, C> {
+    /// Checks every block against `rank`'s segment and `bytes` against their total;
+    /// returns the blocks split to at most `piece` bytes each.
+    fn checked_blocks(
+        &self,
+        rank: Rank,
+        blocks: &[(usize, usize)],
+        bytes: usize,
+        piece: usize,
+    ) -> Result<Vec<(usize, usize)>, RmaError> {
+        let mut total = 0usize;
+        let mut out = Vec::with_capacity(blocks.len());
+        for &(o, n) in blocks {
+            self.target(rank, o, n)?;
+            total += n;
+            let mut at = 0;
+            while at < n {
+                let k = piece.min(n - at);
+                out.push((o + at, k));
+                at += k;
+            }
+        }
+        if total != bytes {
+            return Err(RmaError::LengthMismatch {
+                expected: total,
+                got: bytes,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Puts the bytes of `data`, in order, into blocks `(offset, len)` of `rank`'s
+    /// segment (`data.len()` is the blocks' total).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     for rma in [Rma::new(&am), Rma::over_frames(&am)] {
+    ///         let at = rma.alloc_symmetric(64, 64)?;
+    ///         if am.rank() == 0 {
+    ///             rma.put_indexed(1, &[(at + 1, 2), (at + 10, 3)], b"abcde")?;
+    ///             let mut back = [0u8; 5];
+    ///             rma.get_indexed(1, &[(at + 10, 3), (at + 1, 2)], &mut back)?;
+    ///             assert_eq!(&back, b"cdeab");
+    ///         }
+    ///         am.barrier()?;
+    ///         rma.free(at)?;
+    ///     }
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn put_indexed(
+        &self,
+        rank: Rank,
+        blocks: &[(usize, usize)],
+        data: &[u8],
+    ) -> Result<(), RmaError> {
+        if self.is_direct(rank) {
+            self.checked_blocks(rank, blocks, data.len(), usize::MAX)?;
+            let mut at = 0;
+            for &(o, n) in blocks {
+                self.put(rank, o, &data[at..at + n])?;
+                at += n;
+            }
+            return Ok(());
+        }
+        let am = self.am;
+        let list = self.checked_blocks(rank, blocks, data.len(), am.max_packed_block())?;
+        let op = am.put_blocks_via_frames(rank, &list, data)?;
+        am.op_wait(op, &mut [])?;
+        Ok(())
+    }
+
+    /// Gets blocks `(offset, len)` of `rank`'s segment, in order, into `out` (the
+    /// blocks' total length).
+    pub fn get_indexed(
+        &self,
+        rank: Rank,
+        blocks: &[(usize, usize)],
+        out: &mut [u8],
+    ) -> Result<(), RmaError> {
+        if self.is_direct(rank) {
+            self.checked_blocks(rank, blocks, out.len(), usize::MAX)?;
+            let mut at = 0;
+            for &(o, n) in blocks {
+                self.get(rank, o, &mut out[at..at + n])?;
+                at += n;
+            }
+            return Ok(());
+        }
+        let am = self.am;
+        let list = self.checked_blocks(rank, blocks, out.len(), am.max_packed_block())?;
+        let op = am.get_blocks_via_frames(rank, &list)?;
+        am.op_wait(op, out)?;
+        Ok(())
+    }
+
+    /// [`Rma::put_indexed`] into a strided region of `rank`'s segment.
+    pub fn put_strided(
+        &self,
+        rank: Rank,
+        region: &Strided<'_>,
+        data: &[u8],
+    ) -> Result<(), RmaError> {
+        self.put_indexed(rank, &region.blocks()?, data)
+    }
+
+    /// [`Rma::get_indexed`] from a strided region of `rank`'s segment.
+    pub fn get_strided(
+        &self,
+        rank: Rank,
+        region: &Strided<'_>,
+        out: &mut [u8],
+    ) -> Result<(), RmaError> {
+        self.get_indexed(rank, &region.blocks()?, out)
+    }
+}
