@@ -32,6 +32,9 @@ pub(super) const TAG_ATOMIC_DONE: u16 = 6;
 pub(super) const TAG_PUT_PACKED: u16 = 7;
 pub(super) const TAG_GET_PACKED: u16 = 8;
 
+/// A block of a segment: (offset, len).
+type Block = (usize, usize);
+
 /// Bytes of one block's (offset, len) header in a packed frame.
 const BLOCK_HEADER: usize = 16;
 
@@ -136,7 +139,7 @@ impl Ops {
 
 /// The `count` (offset, len) headers at the start of a packed payload, checked against
 /// a segment of `seg` bytes, and the bytes after them.
-fn blocks(count: u64, payload: &[u8], seg: usize) -> Option<(Vec<(usize, usize)>, &[u8])> {
+fn blocks(count: u64, payload: &[u8], seg: usize) -> Option<(Vec<Block>, &[u8])> {
     let count = usize::try_from(count).ok()?;
     let heads = payload.get(..count.checked_mul(BLOCK_HEADER)?)?;
     let word = |c: &[u8]| usize::try_from(u64::from_ne_bytes(c.try_into().ok()?)).ok();
