@@ -710,3 +710,15 @@ fn collectives_match_the_model_as_processes() {
     let out = self_launch("collectives_match_the_model_as_processes", 3);
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+#[test]
+fn indexed_transfers_through_frames_as_processes() {
+    rank_of(&Config::default(), |c| {
+        common_rma::indexed_against_a_model(c, 60, true)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = self_launch("indexed_transfers_through_frames_as_processes", 3);
+    assert_eq!(out.code, 0, "{out:?}");
+}
