@@ -271,6 +271,41 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     }
 }
 
+impl<S, C: Conduit> Coll<'_, '_, S, C> {
+    /// [`Coll::exchange`] without bandwidth matching, for measurements: in step i every
+    /// rank sends its block to rank i, which takes them from everyone in rank order
+    /// before step i + 1 — the hot spot RQ §4 warns of. Same result.
+    pub fn exchange_unmatched<T: Word>(&self, send: &[T], recv: &mut [T]) -> Result<(), RmaError> {
+        let (me, n) = self.me_n();
+        if send.len() != recv.len() || send.len() % n != 0 {
+            return Err(RmaError::LengthMismatch {
+                expected: n * (send.len() / n),
+                got: recv.len(),
+            });
+        }
+        let m = send.len() / n;
+        for target in 0..n {
+            if target == me {
+                for from in 0..n {
+                    let block = &mut recv[from * m..(from + 1) * m];
+                    if from == me {
+                        block.copy_from_slice(&send[me * m..(me + 1) * m]);
+                        continue;
+                    }
+                    for x in block.chunks_mut(per_chunk::<T>()) {
+                        self.ch.recv(from, bytes_mut(x))?;
+                    }
+                }
+            } else {
+                for o in send[target * m..(target + 1) * m].chunks(per_chunk::<T>()) {
+                    self.ch.send(target, bytes(o))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 fn check_root(root: Rank, n: usize) -> Result<(), RmaError> {
     if root < n {
         Ok(())
