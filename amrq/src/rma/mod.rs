@@ -171,6 +171,7 @@ impl<S, C: Conduit> Drop for Handle<'_, S, C> {
 ///     let mut got = [0u64; 4];
 ///     rma.get_slice(am.rank(), at, &mut got)?;
 ///     assert_eq!(got, [1, 2, 3, 4]);
+///     am.barrier()?; // both have looked before either adds
 ///     Ok(rma.fetch_add(0, at, 10)?) // both add 10 to rank 0's first word
 /// }).unwrap();
 /// let olds: Vec<u64> = out.into_iter().map(Result::unwrap).collect();
