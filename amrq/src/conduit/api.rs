@@ -101,9 +101,12 @@ pub struct ChannelCaps {
 pub struct CapFlags {
     /// Peers' registered memory is mapped in this process (one host).
     pub peer_memory_mapped: bool,
-    /// put/get (not offered by any conduit yet).
+    /// The conduit moves bulk data itself (RDMA put/get). None does yet: one-sided
+    /// operations copy through mapped segments ([`Conduit::peer_segment`]) or travel
+    /// as AM frames.
     pub put_get: bool,
-    /// Remote atomics (not offered by any conduit yet).
+    /// The conduit performs remote atomics itself (network atomics). None does yet:
+    /// they are processor atomics on mapped segments, or AM frames.
     pub atomics: bool,
 }
 
