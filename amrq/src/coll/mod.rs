@@ -4,7 +4,7 @@
 //! layer's ([`Am::barrier`], [`Am::barrier_notify`]).
 //!
 //! Data moves in chunks of [`CHUNK`] bytes through per-pair channels in a symmetric
-//! mailbox (see [`channel`](self::channel)), so any length works and a sender never
+//! mailbox (the `channel` module), so any length works and a sender never
 //! runs ahead of its receiver. Trees are binomial, rooted anywhere, for any number of
 //! ranks (not only powers of two). Every rank calls each collective, in the same order,
 //! with the same root and lengths.
