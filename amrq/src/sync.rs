@@ -3,6 +3,6 @@
 //! `primitive` module does the same).
 
 #[cfg(amrq_loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
 #[cfg(not(amrq_loom))]
-pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicU64, Ordering};

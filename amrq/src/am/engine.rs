@@ -232,7 +232,7 @@ impl<S, C: Conduit> Am<S, C> {
         self.send_when_room(dest, QueueId::AM_REQUEST, tag, args, payload, Self::poll)
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn send_reply(
         &self,
         dest: Rank,

@@ -13,6 +13,7 @@
 //! [`threads`] conduit (ranks as threads, heap memory) and by the [`shm`] conduit (ranks
 //! as processes of one host, a shared mapping).
 
+pub mod doorbell;
 pub mod ring;
 
 #[cfg(not(amrq_loom))]

@@ -283,24 +283,13 @@ impl TxRing {
     /// the receiver's summary.
     #[inline(always)]
     fn ring_doorbell(&self) {
-        // ORDERING: a SeqCst fence between the frame's Release store (just done) and the
-        // load of `armed`; pairs with the receiver's SeqCst fence between arming and its
-        // rescan in `one_poll` (Dekker): either we see the arm, or the rescan sees the
-        // frame. One locked instruction, on notify channels only.
-        std::sync::atomic::fence(Ordering::SeqCst);
         // SAFETY: the doorbell is inside the region the owner keeps alive; atomic only.
         let d = unsafe { &*self.doorbell };
-        if d.armed.load(Ordering::Relaxed) & self.notify_bit != 0 {
-            // ORDERING: Release pairs with the Acquire load of the summary in
-            // `one_poll`, which then scans for the frame published before.
-            d.summary.fetch_or(self.notify_bit, Ordering::Release);
-            // Relaxed: `sleepers` is set with `armed`, before the receiver's fence.
-            if d.sleepers.load(Ordering::Relaxed) & self.notify_bit != 0 {
-                // ORDERING: Release pairs with the sleeper's Acquire load of `wake`
-                // before it sleeps; the futex wake ends its sleep.
-                d.wake.fetch_add(1, Ordering::Release);
-                crate::util::futex::wake_all(&d.wake);
-            }
+        if super::doorbell::ring(&d.armed, &d.summary, &d.sleepers, self.notify_bit) {
+            // ORDERING: Release pairs with the sleeper's Acquire load of `wake` before
+            // it sleeps; the futex wake ends its sleep.
+            d.wake.fetch_add(1, Ordering::Release);
+            crate::util::futex::wake_all(&d.wake);
         }
     }
 }
@@ -1029,10 +1018,7 @@ impl Conduit for MemConduit {
         let idle = idle.saturating_add(1);
         self.one_poll_state.set((armed, idle));
         if all_notify && idle >= ARM_AFTER && armed & bits != bits {
-            d.armed.fetch_or(bits, Ordering::Relaxed);
-            // ORDERING: SeqCst fence between arming and the rescan below; pairs with the
-            // senders' SeqCst fence in `ring_doorbell` (Dekker).
-            std::sync::atomic::fence(Ordering::SeqCst);
+            super::doorbell::arm(&d.armed, None, bits);
             armed |= bits;
             self.one_poll_state.set((armed, idle));
             for &ch in channels {

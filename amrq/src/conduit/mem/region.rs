@@ -82,13 +82,10 @@ impl Doorbell {
         use std::sync::atomic::Ordering;
         // ORDERING: Acquire pairs with the senders' Release increment of `wake`.
         let w = self.wake.load(Ordering::Acquire);
-        self.sleepers.fetch_or(bits, Ordering::Relaxed);
-        let mine = bits & !self.armed.fetch_or(bits, Ordering::Relaxed);
-        // ORDERING: SeqCst fence between arming and the receiver's last look; pairs with
-        // the senders' SeqCst fence between publishing a frame and loading `armed`
-        // (Dekker).
-        std::sync::atomic::fence(Ordering::SeqCst);
-        (w, mine)
+        (
+            w,
+            crate::conduit::doorbell::arm(&self.armed, Some(&self.sleepers), bits),
+        )
     }
 
     /// Sleeps until a sender bumps `wake` past `w` or `timeout` passes.

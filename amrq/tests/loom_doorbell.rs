@@ -1,0 +1,72 @@
+//! Loom models of the doorbell handshake (`amrq::conduit::doorbell`): a receiver that
+//! arms and looks once more, against a sender that publishes a frame and rings. Whatever
+//! the interleaving, either the receiver's last look sees the frame, or the sender rang:
+//! the summary bit is set (One-poll), and a sleeper's futex word was bumped (a wait that
+//! would sleep on the value it read first returns). Run with
+//!
+//! ```text
+//! RUSTFLAGS="--cfg amrq_loom" cargo test --release --target-dir target/loom --test loom_doorbell
+//! ```
+
+#![cfg(amrq_loom)]
+
+use amrq::conduit::doorbell::{arm, ring};
+use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use loom::sync::Arc;
+
+const BIT: u64 = 1 << 5;
+
+#[derive(Default)]
+struct Bell {
+    /// The frame's sequence word (1: published).
+    seq: AtomicU64,
+    armed: AtomicU64,
+    summary: AtomicU64,
+    sleepers: AtomicU64,
+    wake: AtomicU32,
+}
+
+/// One sender publishes and rings; the receiver arms (as a sleeper or not) and looks.
+/// Returns (the receiver saw the frame, the wake value it read before arming).
+fn run(sleeper: bool) -> (Arc<Bell>, bool, u32) {
+    let b = Arc::new(Bell::default());
+    let s = b.clone();
+    let sender = loom::thread::spawn(move || {
+        s.seq.store(1, Ordering::Release);
+        if ring(&s.armed, &s.summary, &s.sleepers, BIT) {
+            s.wake.fetch_add(1, Ordering::Release);
+        }
+    });
+    let w = b.wake.load(Ordering::Acquire);
+    arm(&b.armed, sleeper.then_some(&b.sleepers), BIT);
+    let saw = b.seq.load(Ordering::Acquire) == 1;
+    sender.join().unwrap();
+    (b, saw, w)
+}
+
+#[test]
+fn a_sleeper_is_never_left_asleep_with_a_frame_waiting() {
+    loom::model(|| {
+        let (b, saw, w) = run(true);
+        assert!(
+            saw || b.wake.load(Ordering::Acquire) != w,
+            "the receiver would sleep through a published frame"
+        );
+    });
+}
+
+#[test]
+fn an_armed_summary_never_misses_a_frame() {
+    loom::model(|| {
+        let (b, saw, _) = run(false);
+        assert!(
+            saw || b.summary.load(Ordering::Acquire) & BIT != 0,
+            "One-poll would read an empty summary with a frame waiting"
+        );
+        assert_eq!(
+            b.wake.load(Ordering::Relaxed),
+            0,
+            "nobody sleeps: no wake-up"
+        );
+    });
+}
