@@ -89,15 +89,28 @@ impl AtomicKind {
     }
 }
 
-/// An operation in flight through frames, named by its slot in the table.
+/// An operation in flight through frames, named by its slot in the table and the
+/// slot's generation (so that a late reply for an operation given up on can never be
+/// taken for one of a later operation in the same slot).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use = "collect the operation with Am::op_wait"]
-pub struct OpId(usize);
+pub struct OpId {
+    slot: usize,
+    generation: u32,
+}
+
+impl OpId {
+    /// The word that names it in frames: generation above, slot below.
+    fn word(self) -> u64 {
+        u64::from(self.generation) << 32 | self.slot as u64
+    }
+}
 
 /// One operation's slot: replies still expected, and what they brought (a get's
 /// bytes, an atomic's old value).
 #[derive(Debug, Default)]
 pub(super) struct OpSlot {
+    generation: u32,
     live: bool,
     pending: usize,
     refused: bool,
@@ -119,16 +132,21 @@ impl Ops {
             self.slots.len() - 1
         });
         let s = &mut self.slots[i];
+        s.generation = s.generation.wrapping_add(1);
         (s.live, s.pending, s.refused, s.value) = (true, pending, false, 0);
         s.data.clear();
         s.data.resize(data_len, 0);
-        OpId(i)
+        OpId {
+            slot: i,
+            generation: s.generation,
+        }
     }
 
     /// The live slot a reply names, or why it names none.
     fn slot(&mut self, op: u64, source: Rank) -> Result<&mut OpSlot, AmError> {
-        match self.slots.get_mut(op as usize) {
-            Some(s) if s.live && s.pending > 0 => Ok(s),
+        let (slot, generation) = ((op & u64::from(u32::MAX)) as usize, (op >> 32) as u32);
+        match self.slots.get_mut(slot) {
+            Some(s) if s.live && s.pending > 0 && s.generation == generation => Ok(s),
             _ => Err(AmError::BadRuntimeMessage {
                 source_rank: source,
                 what: "a reply for no operation in flight",
@@ -215,12 +233,7 @@ impl<S, C: Conduit> Am<S, C> {
     ) -> Result<OpId, AmError> {
         let op = self.ops.borrow_mut().open(1, 0);
         let c = counter.map_or(0, |c| c as u64 + 1);
-        let sent = self.send_request(
-            dest,
-            TAG_PUT,
-            &[op.0 as u64, c],
-            Payload::Long(data, offset),
-        );
+        let sent = self.send_request(dest, TAG_PUT, &[op.word(), c], Payload::Long(data, offset));
         self.opened(op, sent)
     }
 
@@ -233,7 +246,7 @@ impl<S, C: Conduit> Am<S, C> {
         for k in 0..pieces {
             let at = k * chunk;
             let n = chunk.min(len - at);
-            let args = [op.0 as u64, (offset + at) as u64, n as u64, at as u64];
+            let args = [op.word(), (offset + at) as u64, n as u64, at as u64];
             let sent = self.send_request(src, TAG_GET, &args, Payload::Inline(&[]));
             if sent.is_err() {
                 return self.opened(op, sent);
@@ -254,7 +267,7 @@ impl<S, C: Conduit> Am<S, C> {
     ) -> Result<OpId, AmError> {
         let op = self.ops.borrow_mut().open(1, 0);
         let k = AtomicKind::ALL.iter().position(|&x| x == kind).unwrap_or(0) as u64;
-        let args = [op.0 as u64, k, offset as u64, a, b];
+        let args = [op.word(), k, offset as u64, a, b];
         let sent = self.send_request(dest, TAG_ATOMIC, &args, Payload::Inline(&[]));
         self.opened(op, sent)
     }
@@ -271,7 +284,7 @@ impl<S, C: Conduit> Am<S, C> {
         let groups = self.pack(blocks);
         let op = self.ops.borrow_mut().open(groups.len().max(1), 0);
         if groups.is_empty() {
-            self.ops.borrow_mut().slots[op.0].pending = 0;
+            self.ops.borrow_mut().slots[op.slot].pending = 0;
         }
         let mut frame = Vec::with_capacity(self.max_medium());
         let mut at = 0;
@@ -284,7 +297,7 @@ impl<S, C: Conduit> Am<S, C> {
             let len: usize = blocks[g.clone()].iter().map(|b| b.1).sum();
             frame.extend_from_slice(&data[at..at + len]);
             at += len;
-            let args = [op.0 as u64, g.len() as u64];
+            let args = [op.word(), g.len() as u64];
             let sent = self.send_request(dest, TAG_PUT_PACKED, &args, Payload::Inline(&frame));
             if sent.is_err() {
                 return self.opened(op, sent);
@@ -305,7 +318,7 @@ impl<S, C: Conduit> Am<S, C> {
         let total = blocks.iter().map(|b| b.1).sum();
         let op = self.ops.borrow_mut().open(groups.len().max(1), total);
         if groups.is_empty() {
-            self.ops.borrow_mut().slots[op.0].pending = 0;
+            self.ops.borrow_mut().slots[op.slot].pending = 0;
         }
         let mut frame = Vec::with_capacity(self.max_medium());
         let mut at = 0;
@@ -315,7 +328,7 @@ impl<S, C: Conduit> Am<S, C> {
                 frame.extend_from_slice(&(o as u64).to_ne_bytes());
                 frame.extend_from_slice(&(n as u64).to_ne_bytes());
             }
-            let args = [op.0 as u64, g.len() as u64, at as u64];
+            let args = [op.word(), g.len() as u64, at as u64];
             at += blocks[g.clone()].iter().map(|b| b.1).sum::<usize>();
             let sent = self.send_request(src, TAG_GET_PACKED, &args, Payload::Inline(&frame));
             if sent.is_err() {
@@ -364,13 +377,13 @@ impl<S, C: Conduit> Am<S, C> {
 
     fn close(&self, op: OpId) {
         let mut ops = self.ops.borrow_mut();
-        ops.slots[op.0].live = false;
-        ops.free.push(op.0);
+        ops.slots[op.slot].live = false;
+        ops.free.push(op.slot);
     }
 
     /// True once every reply of `op` is in.
     pub fn op_done(&self, op: OpId) -> bool {
-        self.ops.borrow().slots[op.0].pending == 0
+        self.ops.borrow().slots[op.slot].pending == 0
     }
 
     /// Waits for `op` (running handlers), copies a get's bytes into `out` (as many as
@@ -380,7 +393,7 @@ impl<S, C: Conduit> Am<S, C> {
         self.wait_until(|_| self.op_done(op))?;
         let (refused, value) = {
             let ops = self.ops.borrow();
-            let s = &ops.slots[op.0];
+            let s = &ops.slots[op.slot];
             let n = out.len().min(s.data.len());
             out[..n].copy_from_slice(&s.data[..n]);
             (s.refused, s.value)
