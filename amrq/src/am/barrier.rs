@@ -68,6 +68,8 @@ impl<S, C: Conduit> Am<S, C> {
             match self.barrier_state.get() {
                 BarrierState::Idle => return Err(AmError::NoBarrier),
                 BarrierState::Complete => break,
+                // Nothing sent yet (the first send failed): send it now.
+                BarrierState::Entered { sent: 0 } => self.barrier_advance()?,
                 BarrierState::Entered { sent } => {
                     // The arrivals change only in the barrier handler: wait for the one
                     // the next round needs, then send that round outside the handler.
