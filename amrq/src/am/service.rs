@@ -155,6 +155,17 @@ impl Ops {
     }
 }
 
+/// Starts `frame` afresh with the (offset, len) headers of `blocks`; returns their
+/// total length in bytes.
+fn packed_headers(frame: &mut Vec<u8>, blocks: &[Block]) -> usize {
+    frame.clear();
+    for &(o, n) in blocks {
+        frame.extend_from_slice(&(o as u64).to_ne_bytes());
+        frame.extend_from_slice(&(n as u64).to_ne_bytes());
+    }
+    blocks.iter().map(|b| b.1).sum()
+}
+
 /// The `count` (offset, len) headers at the start of a packed payload, checked against
 /// a segment of `seg` bytes, and the bytes after them.
 fn blocks(count: u64, payload: &[u8], seg: usize) -> Option<(Vec<Block>, &[u8])> {
@@ -282,19 +293,12 @@ impl<S, C: Conduit> Am<S, C> {
         data: &[u8],
     ) -> Result<OpId, AmError> {
         let groups = self.pack(blocks);
-        let op = self.ops.borrow_mut().open(groups.len().max(1), 0);
-        if groups.is_empty() {
-            self.ops.borrow_mut().slots[op.slot].pending = 0;
-        }
+        // No groups (no blocks): nothing to wait for, the operation is done at once.
+        let op = self.ops.borrow_mut().open(groups.len(), 0);
         let mut frame = Vec::with_capacity(self.max_medium());
         let mut at = 0;
         for g in groups {
-            frame.clear();
-            for &(o, n) in &blocks[g.clone()] {
-                frame.extend_from_slice(&(o as u64).to_ne_bytes());
-                frame.extend_from_slice(&(n as u64).to_ne_bytes());
-            }
-            let len: usize = blocks[g.clone()].iter().map(|b| b.1).sum();
+            let len = packed_headers(&mut frame, &blocks[g.clone()]);
             frame.extend_from_slice(&data[at..at + len]);
             at += len;
             let args = [op.word(), g.len() as u64];
@@ -316,20 +320,13 @@ impl<S, C: Conduit> Am<S, C> {
     ) -> Result<OpId, AmError> {
         let groups = self.pack(blocks);
         let total = blocks.iter().map(|b| b.1).sum();
-        let op = self.ops.borrow_mut().open(groups.len().max(1), total);
-        if groups.is_empty() {
-            self.ops.borrow_mut().slots[op.slot].pending = 0;
-        }
+        let op = self.ops.borrow_mut().open(groups.len(), total);
         let mut frame = Vec::with_capacity(self.max_medium());
         let mut at = 0;
         for g in groups {
-            frame.clear();
-            for &(o, n) in &blocks[g.clone()] {
-                frame.extend_from_slice(&(o as u64).to_ne_bytes());
-                frame.extend_from_slice(&(n as u64).to_ne_bytes());
-            }
+            let len = packed_headers(&mut frame, &blocks[g.clone()]);
             let args = [op.word(), g.len() as u64, at as u64];
-            at += blocks[g.clone()].iter().map(|b| b.1).sum::<usize>();
+            at += len;
             let sent = self.send_request(src, TAG_GET_PACKED, &args, Payload::Inline(&frame));
             if sent.is_err() {
                 return self.opened(op, sent);

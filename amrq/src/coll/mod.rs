@@ -21,7 +21,7 @@ pub use channel::CHUNK;
 use crate::am::Am;
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{Conduit, Rank};
-use crate::rma::{Rma, RmaError, Word};
+use crate::rma::{bytes_of, bytes_of_mut, Rma, RmaError, Word};
 use channel::Channels;
 
 /// `a + b` (wrapping for integers is the caller's choice of type): for [`Coll::reduce`]
@@ -75,17 +75,6 @@ impl<S, C: Conduit> std::fmt::Debug for Coll<'_, '_, S, C> {
     }
 }
 
-/// The bytes of a slice of words, and mutably (`Word`: no padding, any bits valid).
-fn bytes<T: Word>(s: &[T]) -> &[u8] {
-    // SAFETY: see `Word`: every byte is initialised; u8 needs no alignment.
-    unsafe { std::slice::from_raw_parts(s.as_ptr().cast(), std::mem::size_of_val(s)) }
-}
-
-fn bytes_mut<T: Word>(s: &mut [T]) -> &mut [u8] {
-    // SAFETY: as for `bytes`, and any bytes written are a valid `T`.
-    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast(), std::mem::size_of_val(s)) }
-}
-
 /// Elements of `T` per chunk.
 fn per_chunk<T>() -> usize {
     (CHUNK / std::mem::size_of::<T>().max(1)).max(1)
@@ -120,7 +109,7 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
         let parent = (vr != 0).then(|| (clear_top_bit(vr) + root) % n);
         let children = children(vr, n).map(|c| (c + root) % n).collect::<Vec<_>>();
         for chunk in data.chunks_mut(per_chunk::<T>()) {
-            let b = bytes_mut(chunk);
+            let b = bytes_of_mut(chunk);
             if let Some(p) = parent {
                 self.ch.recv(p, b)?;
             }
@@ -148,13 +137,13 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
         for chunk in data.chunks_mut(per_chunk::<T>()) {
             for &c in &children {
                 let mut got: Vec<T> = chunk.to_vec();
-                self.ch.recv(c, bytes_mut(&mut got))?;
+                self.ch.recv(c, bytes_of_mut(&mut got))?;
                 for (x, y) in chunk.iter_mut().zip(got) {
                     *x = op(*x, y);
                 }
             }
             if let Some(p) = parent {
-                self.ch.send(p, bytes(chunk))?;
+                self.ch.send(p, bytes_of(chunk))?;
             }
         }
         Ok(())
@@ -185,7 +174,7 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
             // What the ranks before this one add up to, element by element.
             let mut before = vec![identity; chunk.len()];
             if me > 0 {
-                self.ch.recv(me - 1, bytes_mut(&mut before))?;
+                self.ch.recv(me - 1, bytes_of_mut(&mut before))?;
             }
             if me + 1 < n {
                 let upto: Vec<T> = before
@@ -193,7 +182,7 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
                     .zip(chunk.iter())
                     .map(|(&a, &b)| op(a, b))
                     .collect();
-                self.ch.send(me + 1, bytes(&upto))?;
+                self.ch.send(me + 1, bytes_of(&upto))?;
             }
             for (x, b) in chunk.iter_mut().zip(before) {
                 *x = if inclusive { op(b, *x) } else { b };
@@ -210,7 +199,7 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
         let m = mine.len();
         if me != root {
             for chunk in mine.chunks(per_chunk::<T>()) {
-                self.ch.send(root, bytes(chunk))?;
+                self.ch.send(root, bytes_of(chunk))?;
             }
             return Ok(());
         }
@@ -226,7 +215,7 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
                 continue;
             }
             for chunk in block.chunks_mut(per_chunk::<T>()) {
-                self.ch.recv(r, bytes_mut(chunk))?;
+                self.ch.recv(r, bytes_of_mut(chunk))?;
             }
         }
         Ok(())
@@ -250,21 +239,15 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     /// Bandwidth-matched, strictly alternating sends and receives (see the module doc).
     pub fn exchange<T: Word>(&self, send: &[T], recv: &mut [T]) -> Result<(), RmaError> {
         let (me, n) = self.me_n();
-        if send.len() != recv.len() || send.len() % n != 0 {
-            return Err(RmaError::LengthMismatch {
-                expected: n * (send.len() / n),
-                got: recv.len(),
-            });
-        }
-        let m = send.len() / n;
+        let m = block_len(send, recv, n)?;
         recv[me * m..(me + 1) * m].copy_from_slice(&send[me * m..(me + 1) * m]);
         for i in 1..n {
             let (to, from) = ((me + i) % n, (me + n - i) % n);
             let out = send[to * m..(to + 1) * m].chunks(per_chunk::<T>());
             let inn = recv[from * m..(from + 1) * m].chunks_mut(per_chunk::<T>());
             for (o, x) in out.zip(inn) {
-                self.ch.send(to, bytes(o))?;
-                self.ch.recv(from, bytes_mut(x))?;
+                self.ch.send(to, bytes_of(o))?;
+                self.ch.recv(from, bytes_of_mut(x))?;
             }
         }
         Ok(())
@@ -277,13 +260,7 @@ impl<S, C: Conduit> Coll<'_, '_, S, C> {
     /// before step i + 1 — the hot spot RQ §4 warns of. Same result.
     pub fn exchange_unmatched<T: Word>(&self, send: &[T], recv: &mut [T]) -> Result<(), RmaError> {
         let (me, n) = self.me_n();
-        if send.len() != recv.len() || send.len() % n != 0 {
-            return Err(RmaError::LengthMismatch {
-                expected: n * (send.len() / n),
-                got: recv.len(),
-            });
-        }
-        let m = send.len() / n;
+        let m = block_len(send, recv, n)?;
         for target in 0..n {
             if target == me {
                 for from in 0..n {
@@ -293,17 +270,29 @@ impl<S, C: Conduit> Coll<'_, '_, S, C> {
                         continue;
                     }
                     for x in block.chunks_mut(per_chunk::<T>()) {
-                        self.ch.recv(from, bytes_mut(x))?;
+                        self.ch.recv(from, bytes_of_mut(x))?;
                     }
                 }
             } else {
                 for o in send[target * m..(target + 1) * m].chunks(per_chunk::<T>()) {
-                    self.ch.send(target, bytes(o))?;
+                    self.ch.send(target, bytes_of(o))?;
                 }
             }
         }
         Ok(())
     }
+}
+
+/// Elements per block of an exchange over `n` ranks, after checking that `send` and
+/// `recv` have the same length, a multiple of `n`.
+fn block_len<T>(send: &[T], recv: &[T], n: usize) -> Result<usize, RmaError> {
+    if send.len() != recv.len() || send.len() % n != 0 {
+        return Err(RmaError::LengthMismatch {
+            expected: n * (send.len() / n),
+            got: recv.len(),
+        });
+    }
+    Ok(send.len() / n)
 }
 
 fn check_root(root: Rank, n: usize) -> Result<(), RmaError> {

@@ -63,14 +63,14 @@ macro_rules! words {
 words!(u8 u16 u32 u64 u128 usize i8 i16 i32 i64 i128 isize f32 f64);
 
 /// The bytes of a slice of words.
-fn bytes_of<T: Word>(s: &[T]) -> &[u8] {
+pub(crate) fn bytes_of<T: Word>(s: &[T]) -> &[u8] {
     // SAFETY: `Word` types have no padding, so every byte of the slice is initialised;
     // u8 has alignment 1; the length is the slice's size in bytes.
     unsafe { std::slice::from_raw_parts(s.as_ptr().cast(), std::mem::size_of_val(s)) }
 }
 
 /// The bytes of a mutable slice of words.
-fn bytes_of_mut<T: Word>(s: &mut [T]) -> &mut [u8] {
+pub(crate) fn bytes_of_mut<T: Word>(s: &mut [T]) -> &mut [u8] {
     // SAFETY: as for `bytes_of`, and every bit pattern written through the bytes is a
     // valid `T` (`Word`).
     unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast(), std::mem::size_of_val(s)) }
@@ -303,6 +303,8 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         data: &[u8],
         counter: Option<usize>,
     ) -> Result<Option<OpId>, RmaError> {
+        // The counter is checked before anything is written.
+        let word = counter.map(|c| self.word(rank, c)).transpose()?.flatten();
         let Some(to) = self.target(rank, offset, data.len())? else {
             return Ok(Some(self.am.put_via_frames(rank, offset, data, counter)?));
         };
@@ -310,7 +312,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         // `data`, a borrowed Rust slice. Other ranks writing the same bytes at the same
         // time is the program's protocol, as with any RMA.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), to, data.len()) };
-        if let Some(c) = counter.map(|c| self.word(rank, c)).transpose()?.flatten() {
+        if let Some(c) = word {
             // ORDERING: Release: the put's bytes are visible to whoever reads the count
             // with Acquire.
             c.fetch_add(1, Ordering::Release);
@@ -399,10 +401,6 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         data: &[u8],
         done: Completion<'_>,
     ) -> Result<(), RmaError> {
-        // Check the counter before writing anything.
-        if let Some(c) = done.counter {
-            self.word(rank, c)?;
-        }
         if let Some(op) = self.put_start(rank, offset, data, done.counter)? {
             self.collect(op, &mut [])?; // the data (and the count) in place before the frame
         }

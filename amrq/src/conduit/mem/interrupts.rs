@@ -1,8 +1,8 @@
 //! The receive side of a rank's Interrupt channels, moved out of its endpoint for a
-//! progress thread (selective interrupts, RQ §2.2). It drains those channels and, when
-//! they are idle, arms the rank's doorbell for them and sleeps on the doorbell's shared
-//! futex word: a sender rings (and wakes) only when armed, so its fast path makes no
-//! system call.
+//! progress thread (selective interrupts, RQ §2.2). It drains those channels; when they
+//! are idle, the thread arms the rank's doorbell for them through an [`Alarm`] and
+//! sleeps on the doorbell's shared futex word: a sender rings (and wakes) only when
+//! armed, so its fast path makes no system call.
 
 use super::{MemConduit, MemFrame};
 use crate::conduit::{Channel, Conduit, ConduitError};
@@ -73,14 +73,6 @@ impl InterruptRx {
             })?;
         }
         Ok(done)
-    }
-
-    /// Sleeps until a frame may have arrived on the channels, or `timeout` passes (a
-    /// backstop). Arms the doorbell, fences, and looks once more before sleeping, so a
-    /// frame sent meanwhile is never slept through: either its sender saw the arm and
-    /// bumps the futex word, or this look sees the frame.
-    pub fn sleep(&self, timeout: Duration) {
-        self.view.sleep_on(self.bits, || self.any_ready(), timeout);
     }
 
     /// The rank this view belongs to.
