@@ -1,5 +1,5 @@
 //! What the measurements are turned into: the LogP parameters from a signature (Culler
-//! et al.; Begel et al. §6.1), and (in `amrq::reference`) the fit `T = c + x / B`.
+//! et al.; Begel et al. §6.1), and the least-squares line behind Table 5's `T = c + x / B`.
 
 /// The LogP parameters, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,6 +49,26 @@ pub fn derive_logp(burst: &[(usize, f64)], rtt: f64, o_r: f64) -> Option<LogP> {
     })
 }
 
+/// Ordinary least squares `y = a + b·x`: `(a, b)`; `(NaN, NaN)` with fewer than two
+/// distinct x.
+///
+/// ```
+/// let (a, b) = amrq_bench::analysis::least_squares(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]);
+/// assert!((a - 1.0).abs() < 1e-12 && (b - 2.0).abs() < 1e-12);
+/// ```
+pub fn least_squares(points: &[(f64, f64)]) -> (f64, f64) {
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    if sxx == 0.0 || points.len() < 2 {
+        return (f64::NAN, f64::NAN);
+    }
+    let b = sxy / sxx;
+    (my - b * mx, b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +94,37 @@ mod tests {
         assert!((p.g - g).abs() / g < 0.02, "g = {} (want {g})", p.g);
         assert!((p.l - l).abs() < 1e-9);
         assert_eq!(p.o_r, o_r);
+    }
+
+    /// Table 5's fit on a synthetic transfer `T = 1500 + x / 12.5` (12.5 B/ns =
+    /// 12 500 MB/s) sampled at the suite's sizes, with ±1 % alternating noise.
+    #[test]
+    fn the_table_5_fit_recovers_start_up_and_bandwidth() {
+        let pts: Vec<crate::report::Point> = crate::array::sizes(false, true)
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let t = 1500.0 + x as f64 / 12.5;
+                let noise = if i % 2 == 0 { 1.01 } else { 0.99 };
+                crate::report::Point::of(x as f64, &mut [t * noise])
+            })
+            .collect();
+        let (c, mb_s) = crate::array::fit_row(&pts);
+        assert!((mb_s - 12_500.0).abs() / 12_500.0 < 0.02, "B = {mb_s}");
+        assert!((c - 1500.0).abs() < 200.0, "c = {c}");
+        let exact: Vec<(f64, f64)> = pts.iter().map(|p| (p.x, 1500.0 + p.x / 12.5)).collect();
+        let (c, b) = least_squares(&exact);
+        assert!((c - 1500.0).abs() < 1e-6 && (b - 0.08).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_flat_series_has_no_bandwidth() {
+        let pts: Vec<crate::report::Point> = [2.0, 64.0, 4096.0]
+            .iter()
+            .map(|&x| crate::report::Point::of(x, &mut [100.0]))
+            .collect();
+        assert!(crate::array::fit_row(&pts).1.is_nan());
+        assert!(least_squares(&[(1.0, 2.0)]).0.is_nan());
     }
 
     #[test]

@@ -1,8 +1,60 @@
-//! amrq's benchmark suite (issue 11, in progress): Liu & Culler's microbenchmarks as
-//! the paper defines them, with the references of DESIGN.md "Conventions" measured in
-//! the same run. The binary `amrq-bench` runs them; this library holds the benchmarks
-//! and the analysis so that tests can run them in tiny configurations.
+//! amrq's benchmark suite: Liu & Culler's microbenchmarks as the paper defines them,
+//! the LogP signature of Begel et al. §6.1, the references of DESIGN.md "Conventions"
+//! measured in the same run, and the peers (Open MPI, UCX, GASNet-EX) side by side.
+//! The binary `amrq-bench` runs them; this library holds the benchmarks, the analysis
+//! and the report so that tests can run them in tiny configurations.
+//!
+//! | module | benchmarks |
+//! |---|---|
+//! | [`unloaded`] | round-trip (and per destination), one-to-one, one-to-two, two-to-one |
+//! | [`loaded`] | ring, traverse (messages and arrays) |
+//! | [`array`] | array transfer: blocking, non-blocking, two-to-one, swap, put vs memcpy |
+//! | [`polling`] | unsuccessful polls per variant, successful poll by intersection |
+//! | [`interrupts`] | hold/release toggle, overhead per message vs arrival interval |
+//! | [`signature`] | bursts of k sends with Δ of computation: LogP's o_s, o_r, g, L |
+//! | [`stream`] | streaming bandwidth and the barrier, as the peers measure them |
+//! | [`peers`] | Open MPI, `ucx_perftest` and GASNet-EX's tests, as a table |
+//! | [`suite`] | `all`: every benchmark, the report, the plots |
 
 pub mod analysis;
+pub mod array;
+pub mod clock;
+pub mod files;
+pub mod fixture;
+pub mod interrupts;
+pub mod loaded;
+pub mod peers;
+pub mod plots;
+pub mod polling;
 pub mod report;
+pub mod signature;
+pub mod stream;
+pub mod suite;
 pub mod unloaded;
+
+/// How much to measure, and the clock to measure with.
+#[derive(Debug, Clone, Copy)]
+pub struct Params {
+    /// Timed batches (each a sample of the median); one more runs first as a warm-up.
+    pub batches: usize,
+    /// The short configuration (CI, tests).
+    pub quick: bool,
+    /// The calibrated clock.
+    pub clock: clock::Clock,
+}
+
+impl Params {
+    /// `quick` or `full`, as configured.
+    ///
+    /// ```
+    /// let p = amrq_bench::Params { batches: 3, quick: true, clock: amrq_bench::clock::Clock::calibrate() };
+    /// assert_eq!(p.pick(1, 10), 1);
+    /// ```
+    pub fn pick(&self, quick: u64, full: u64) -> u64 {
+        if self.quick {
+            quick
+        } else {
+            full
+        }
+    }
+}

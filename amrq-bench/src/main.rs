@@ -1,101 +1,180 @@
-//! `amrq-bench`: the benchmark suite's command line (issue 11, in progress: the
-//! unloaded round-trip and one-to-one benchmarks so far). Each subcommand runs on
-//! `--ranks` ranks of this host (self-launched processes, or the job of `amrun`,
-//! `mpirun` or `srun`) and rank 0 prints the summary line, or JSON with `--json`; with
-//! `--out DIR` the JSON line is also appended to `DIR/<benchmark>.json`.
+//! `amrq-bench`: the benchmark suite's command line.
+//!
+//! Each benchmark subcommand runs on `--ranks` ranks of this host (self-launched
+//! processes, or the job of `amrun`, `mpirun` or `srun`); the rank that reports prints
+//! its tables and the summary line last, or one JSON object with `--json`; with
+//! `--out DIR` the JSON is also appended to `DIR/<benchmark>.json`. `peers` runs the
+//! peers and prints their table; `all` runs everything and writes the report.
 
-use amrq_bench::report::{line, Figure};
-use amrq_bench::unloaded::{self, Params};
+use amrq_bench::clock::Clock;
+use amrq_bench::report::Outcome;
+use amrq_bench::suite::{self, Job};
+use amrq_bench::Params;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(
     name = "amrq-bench",
-    about = "amrq's benchmarks (Liu & Culler's framework)"
+    about = "amrq's benchmarks: Liu & Culler's framework, the LogP signature, peers side by side"
 )]
 struct Cli {
     #[command(subcommand)]
     bench: Bench,
-    /// Ranks to run on (the unloaded benchmarks need 2).
-    #[arg(long, default_value_t = 2, global = true)]
-    ranks: usize,
-    /// A short run (for CI and smoke tests).
+    /// Ranks to run on (default: what the benchmark needs; see each one's help).
+    #[arg(long, global = true)]
+    ranks: Option<usize>,
+    /// A short run (CI, smoke tests; `all --quick` takes under 2 minutes on 2 cores).
     #[arg(long, global = true)]
     quick: bool,
-    /// Print JSON instead of the summary line.
+    /// Print JSON instead of the tables and summary line.
     #[arg(long, global = true)]
     json: bool,
-    /// Also append each result, as JSON, to a file in this directory.
+    /// Write results here (`all`: the report; the others: append JSON to DIR/NAME.json).
     #[arg(long, global = true)]
     out: Option<PathBuf>,
+    /// A directory with GASNet-EX's testam, testsmall, testlarge, testbarrier (smp conduit).
+    #[arg(long, global = true)]
+    gasnet: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug, Clone, Copy)]
 enum Bench {
-    /// A Short request and its reply, one at a time, beside the raw round trip.
+    /// Short request and reply, one at a time, beside the raw round trip (2 ranks).
     RoundTrip,
-    /// 1024 pipelined Short requests, then one acknowledging reply: time per message.
+    /// The round trip from rank 0 to each other rank (default 4 ranks).
+    RoundTripRanks,
+    /// 1024 pipelined requests, then one acknowledging reply: time per message (2 ranks).
     OneToOne,
+    /// 1024 requests to two ranks alternately: the send overhead (3 ranks).
+    OneToTwo,
+    /// 2048 arrived requests from two ranks, handled: the receive overhead (3 ranks).
+    TwoToOne,
+    /// Every rank sends 1024 requests and arrays to its right neighbour (default: one per core).
+    Ring,
+    /// Step i: rank j exchanges with rank j XOR i (default: one rank per core).
+    Traverse,
+    /// Array transfer: blocking, non-blocking, swap, put vs memcpy; 3 alignments (2 ranks).
+    Array,
+    /// Array transfer two-to-one, one and two segments (3 ranks).
+    ArrayTwoToOne,
+    /// Unsuccessful polls per variant; successful poll by intersection (2 ranks).
+    Polling,
+    /// Hold/release toggle; receive overhead vs arrival interval (2 ranks).
+    Interrupts,
+    /// LogP signature: bursts of k with Δ between sends; o_s, o_r, g, L (2 ranks).
+    Signature,
+    /// Streaming bandwidth (64 KiB, 1 MiB) and the barrier, as the peers measure them (2 ranks).
+    Stream,
+    /// Open MPI, UCX and GASNet-EX beside amrq: one table.
+    Peers,
+    /// Everything, with a progress bar; the report goes to --out (default results/).
+    All,
 }
 
 impl Bench {
-    fn name(self) -> &'static str {
-        match self {
-            Bench::RoundTrip => "round-trip",
-            Bench::OneToOne => "one-to-one",
-        }
+    fn job(self) -> Option<Job> {
+        Some(match self {
+            Bench::RoundTrip => Job::RoundTrip,
+            Bench::RoundTripRanks => Job::RoundTripRanks,
+            Bench::OneToOne => Job::OneToOne,
+            Bench::OneToTwo => Job::OneToTwo,
+            Bench::TwoToOne => Job::TwoToOne,
+            Bench::Ring => Job::Ring,
+            Bench::Traverse => Job::Traverse,
+            Bench::Array => Job::Array,
+            Bench::ArrayTwoToOne => Job::ArrayTwoToOne,
+            Bench::Polling => Job::Polling,
+            Bench::Interrupts => Job::Interrupts,
+            Bench::Signature => Job::Signature,
+            Bench::Stream => Job::Stream,
+            Bench::Peers | Bench::All => return None,
+        })
     }
+}
+
+fn fail(why: &str) -> ! {
+    eprintln!("amrq-bench: {why}");
+    std::process::exit(2)
 }
 
 fn main() {
     let cli = Cli::parse();
-    if cli.ranks != 2 {
-        eprintln!(
-            "amrq-bench: {} runs on 2 ranks (--ranks 2), not {}",
-            cli.bench.name(),
-            cli.ranks
-        );
-        std::process::exit(2)
+    match (cli.bench, cli.bench.job()) {
+        (_, Some(job)) => run_job(&cli, job),
+        (Bench::Peers, None) => peers(&cli),
+        _ => all(&cli),
     }
-    let cfg = amrq::Config::from_env().unwrap_or_else(|e| {
-        eprintln!("amrq-bench: {e}");
-        std::process::exit(2)
-    });
-    amrq::launch::launch(cli.ranks, &cfg, |c| -> Result<(), String> {
-        let (batches, iters) = match (cli.bench, cli.quick) {
-            (Bench::RoundTrip, true) => (7, 5_000),
-            (Bench::RoundTrip, false) => (21, 50_000),
-            (Bench::OneToOne, true) => (7, 20),
-            (Bench::OneToOne, false) => (21, 200),
+}
+
+fn run_job(cli: &Cli, job: Job) -> ! {
+    let (default, fixed) = job.ranks();
+    let ranks = cli.ranks.unwrap_or(default);
+    if (fixed && ranks != default) || ranks < 2 {
+        let want = if fixed {
+            default.to_string()
+        } else {
+            "2 or more".into()
         };
-        let p = Params { batches, iters };
-        let figures = match cli.bench {
-            Bench::RoundTrip => unloaded::round_trip(c, p),
-            Bench::OneToOne => unloaded::one_to_one(c, p),
-        }
-        .map_err(|e| e.to_string())?;
-        if let Some(f) = figures {
-            report(&cli, &f)?;
+        fail(&format!(
+            "{} runs on {want} ranks (--ranks {default}), not {ranks}",
+            job.name()
+        ));
+    }
+    let mut cfg = amrq::Config::from_env().unwrap_or_else(|e| fail(&e.to_string()));
+    let queues = job.configure(&mut cfg);
+    amrq::launch::launch(ranks, &cfg, |c| -> Result<(), String> {
+        let p = Params {
+            batches: suite::batches(cli.quick),
+            quick: cli.quick,
+            clock: Clock::calibrate(),
+        };
+        if let Some(o) = job.run(c, &p, queues).map_err(|e| e.to_string())? {
+            emit(cli, &o)?;
         }
         Ok(())
     })
 }
 
-/// Prints rank 0's result and appends it to `--out`.
-fn report(cli: &Cli, figures: &[Figure]) -> Result<(), String> {
-    let name = cli.bench.name();
-    println!("{}", line(name, figures, cli.json));
+/// Prints an outcome and appends it to `--out`.
+fn emit(cli: &Cli, o: &Outcome) -> Result<(), String> {
+    println!("{}", if cli.json { o.json() } else { o.text() });
     if let Some(dir) = &cli.out {
         use std::io::Write;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let path = dir.join(format!("{name}.json"));
+        let path = dir.join(format!("{}.json", o.name));
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        writeln!(f, "{}", line(name, figures, true)).map_err(|e| e.to_string())?;
+        writeln!(f, "{}", o.json()).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// `peers`: amrq's figures (round-trip, one-to-one, stream as child jobs), the peers,
+/// and the table.
+fn peers(cli: &Cli) {
+    let outcomes = suite::run_jobs(&[Job::RoundTrip, Job::OneToOne, Job::Stream], cli.quick)
+        .unwrap_or_else(|e| fail(&e));
+    let work = std::env::temp_dir().join(format!("amrq-bench-peers-{}", std::process::id()));
+    let mut all = vec![suite::amrq_peer(&outcomes)];
+    all.extend(suite::run_peers(&work, cli.quick, cli.gasnet.as_deref()));
+    let _ = std::fs::remove_dir_all(&work);
+    let table = amrq_bench::peers::table(&all[0], &all[1..], Clock::calibrate().overhead_ns());
+    if let Err(e) = emit(cli, &table) {
+        fail(&e)
+    }
+}
+
+fn all(cli: &Cli) {
+    let out = cli.out.clone().unwrap_or_else(|| PathBuf::from("results"));
+    match suite::all(cli.quick, &out, cli.gasnet.as_deref()) {
+        Ok(r) => {
+            println!("{}", r.table.text());
+            println!("report: {}", out.join("summary.md").display());
+        }
+        Err(e) => fail(&e),
+    }
 }

@@ -1,15 +1,23 @@
-//! One measured figure, and how it is printed: a summary line per benchmark
-//! (`NAME: key=value …`, DESIGN.md "Conventions"), or JSON with `--json`.
+//! What one benchmark run produces, and how it is printed.
+//!
+//! An [`Outcome`] holds named figures (a median with its spread) and series of data
+//! points (x, median, spread), plus the set-up it ran on. It prints as text (tables,
+//! notes, then the summary line `NAME: key=value …` of DESIGN.md "Conventions" last)
+//! or as one JSON object with `--json`, which is what `amrq-bench all` reads back.
+
+use serde::{Deserialize, Serialize};
 
 /// A figure: its name, the median of repeated runs, and their spread.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Figure {
-    /// What it is (`round_trip_ns`, …).
-    pub key: &'static str,
+    /// What it is (`round_trip_ns`, …): the unit ends the name.
+    pub key: String,
     /// Median over the repetitions.
     pub median: f64,
-    /// Smallest and largest repetition.
-    pub spread: (f64, f64),
+    /// Smallest repetition.
+    pub min: f64,
+    /// Largest repetition.
+    pub max: f64,
 }
 
 impl Figure {
@@ -17,59 +25,187 @@ impl Figure {
     ///
     /// ```
     /// let f = amrq_bench::report::Figure::of("x_ns", &mut [3.0, 1.0, 2.0]);
-    /// assert_eq!((f.median, f.spread), (2.0, (1.0, 3.0)));
+    /// assert_eq!((f.median, f.min, f.max), (2.0, 1.0, 3.0));
     /// ```
-    pub fn of(key: &'static str, samples: &mut [f64]) -> Self {
+    pub fn of(key: impl Into<String>, samples: &mut [f64]) -> Self {
         let median = amrq::reference::median(samples);
-        let spread = (
-            samples.first().copied().unwrap_or(0.0),
-            samples.last().copied().unwrap_or(0.0),
-        );
         Self {
-            key,
+            key: key.into(),
             median,
-            spread,
+            min: samples.first().copied().unwrap_or(0.0),
+            max: samples.last().copied().unwrap_or(0.0),
+        }
+    }
+
+    /// A derived figure with no spread of its own (a ratio of medians, a fit).
+    ///
+    /// ```
+    /// let f = amrq_bench::report::Figure::single("ratio", 1.5);
+    /// assert_eq!((f.median, f.min, f.max), (1.5, 1.5, 1.5));
+    /// ```
+    pub fn single(key: impl Into<String>, value: f64) -> Self {
+        Self {
+            key: key.into(),
+            median: value,
+            min: value,
+            max: value,
         }
     }
 }
 
-/// The summary line of benchmark `name`, or its JSON object.
-///
-/// ```
-/// use amrq_bench::report::{line, Figure};
-/// let f = Figure { key: "rt_ns", median: 150.25, spread: (140.0, 170.0) };
-/// assert_eq!(line("round-trip", &[f.clone()], false), "round-trip: rt_ns=150.25");
-/// assert_eq!(
-///     line("round-trip", &[f], true),
-///     r#"{"name":"round-trip","rt_ns":{"median":150.25,"min":140,"max":170}}"#
-/// );
-/// ```
-pub fn line(name: &str, figures: &[Figure], json: bool) -> String {
-    if json {
-        let body: Vec<String> = figures
-            .iter()
-            .map(|f| {
-                format!(
-                    "\"{}\":{{\"median\":{},\"min\":{},\"max\":{}}}",
-                    f.key,
-                    plain(f.median),
-                    plain(f.spread.0),
-                    plain(f.spread.1)
-                )
-            })
-            .collect();
-        format!("{{\"name\":\"{name}\",{}}}", body.join(","))
-    } else {
-        let body: Vec<String> = figures
+/// One point of a series: x and the figure measured there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Where (bytes, interval, step, …).
+    pub x: f64,
+    /// Median over the repetitions.
+    pub median: f64,
+    /// Smallest repetition.
+    pub min: f64,
+    /// Largest repetition.
+    pub max: f64,
+}
+
+impl Point {
+    /// The median and spread of `samples` at `x` (sorted in place).
+    ///
+    /// ```
+    /// let p = amrq_bench::report::Point::of(8.0, &mut [5.0, 4.0, 9.0]);
+    /// assert_eq!((p.x, p.median, p.min, p.max), (8.0, 5.0, 4.0, 9.0));
+    /// ```
+    pub fn of(x: f64, samples: &mut [f64]) -> Self {
+        let f = Figure::of("", samples);
+        Self {
+            x,
+            median: f.median,
+            min: f.min,
+            max: f.max,
+        }
+    }
+}
+
+/// A named curve: what x and y are, and its points in x order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// The curve (`one-to-one blocking, word`, …).
+    pub name: String,
+    /// What x is, with its unit.
+    pub x: String,
+    /// What y is, with its unit.
+    pub y: String,
+    /// The points.
+    pub points: Vec<Point>,
+}
+
+/// Everything one benchmark run measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The benchmark (`round-trip`, …).
+    pub name: String,
+    /// Ranks of the job.
+    pub ranks: usize,
+    /// Cores this job may run on.
+    pub cores: usize,
+    /// Cost of one clock reading, ns, subtracted from every timed interval.
+    pub timer_ns: f64,
+    /// The figures, in the order printed.
+    pub figures: Vec<Figure>,
+    /// The data points.
+    pub series: Vec<Series>,
+    /// What the reader must know (oversubscription, what a figure includes).
+    pub notes: Vec<String>,
+}
+
+impl Outcome {
+    /// An empty outcome of `name` on `ranks` ranks; says so in a note when the ranks
+    /// outnumber the cores (they then run unpinned and share cores).
+    ///
+    /// ```
+    /// let o = amrq_bench::report::Outcome::new("ring", 64, 1.0);
+    /// assert!(o.notes[0].contains("outnumber"));
+    /// ```
+    pub fn new(name: &str, ranks: usize, timer_ns: f64) -> Self {
+        let cores = amrq::util::affinity::host_cores().max(1);
+        let mut notes = Vec::new();
+        if ranks > cores {
+            notes.push(format!(
+                "{ranks} ranks outnumber the {cores} cores: ranks are not pinned and share cores (waits spin a bounded time, then sleep)"
+            ));
+        }
+        Self {
+            name: name.into(),
+            ranks,
+            cores,
+            timer_ns,
+            figures: Vec::new(),
+            series: Vec::new(),
+            notes,
+        }
+    }
+
+    /// The figure named `key`, if any.
+    pub fn get(&self, key: &str) -> Option<&Figure> {
+        self.figures.iter().find(|f| f.key == key)
+    }
+
+    /// The summary line: `NAME: key=median …`.
+    ///
+    /// ```
+    /// use amrq_bench::report::{Figure, Outcome};
+    /// let mut o = Outcome::new("round-trip", 2, 20.0);
+    /// o.figures.push(Figure::single("rt_ns", 150.25));
+    /// assert_eq!(o.line(), "round-trip: rt_ns=150.25");
+    /// ```
+    pub fn line(&self) -> String {
+        let body: Vec<String> = self
+            .figures
             .iter()
             .map(|f| format!("{}={}", f.key, plain(f.median)))
             .collect();
-        format!("{name}: {}", body.join(" "))
+        format!("{}: {}", self.name, body.join(" "))
+    }
+
+    /// The text report: each series as a table, the notes, the summary line last.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for s in &self.series {
+            out += &format!("{} ({} → {}):\n", s.name, s.x, s.y);
+            for p in &s.points {
+                out += &format!(
+                    "  {:>10}  {:>12}  [{} … {}]\n",
+                    plain(p.x),
+                    plain(p.median),
+                    plain(p.min),
+                    plain(p.max)
+                );
+            }
+        }
+        for n in &self.notes {
+            out += &format!("note: {n}\n");
+        }
+        out + &self.line()
+    }
+
+    /// One line of JSON.
+    ///
+    /// ```
+    /// use amrq_bench::report::Outcome;
+    /// let o = Outcome::new("x", 2, 20.0);
+    /// let back: Outcome = serde_json::from_str(&o.json()).unwrap();
+    /// assert_eq!(back, o);
+    /// ```
+    pub fn json(&self) -> String {
+        serde_json::to_string(self).expect("plain data serializes")
     }
 }
 
 /// A plain decimal: at most three decimals, no exponent, no trailing zeros.
-fn plain(v: f64) -> String {
+///
+/// ```
+/// use amrq_bench::report::plain;
+/// assert_eq!((plain(1.5000), plain(2.0), plain(f64::NAN)), ("1.5".into(), "2".into(), "0".into()));
+/// ```
+pub fn plain(v: f64) -> String {
     if !v.is_finite() {
         return "0".into();
     }

@@ -1,75 +1,47 @@
-//! Liu & Culler §5.1.1, the unloaded network: two ranks, Short Active Messages whose
-//! handler increments a counter, received by polling.
+//! Liu & Culler §5.1.1, the unloaded network: two or three ranks, Short Active
+//! Messages whose handler increments a counter, received by polling.
 //!
 //! - *round-trip*: a request and its reply, one at a time (`T = 2L + 4o` in LogP),
 //!   beside the raw cache-line round trip of the same two ranks, measured in
-//!   alternating batches.
+//!   alternating batches; with more ranks, *round-trip-ranks* pings each in turn.
 //! - *one-to-one*: rank 0 pipelines 1024 requests to rank 1, then waits for a reply
 //!   that acknowledges all of them (one ring per pair is FIFO: when rank 1 handles the
 //!   last request, it has handled the 1024); the time per message.
+//! - *one-to-two*: rank 0 sends 1024 requests to ranks 1 and 2 alternately: the send
+//!   overhead, without the receiver's pace.
+//! - *two-to-one*: ranks 1 and 2 have each put 1024 requests into rank 0's queues;
+//!   rank 0 times handling the 2048: the receive overhead.
 
-use crate::report::Figure;
+use crate::fixture::{require_ranks, BenchAm};
+use crate::report::{Figure, Outcome, Point, Series};
+use crate::Params;
 use amrq::conduit::mem::MemConduit;
+use amrq::conduit::Conduit;
 use amrq::prelude::*;
 use amrq::reference::{RawPingPong, RAW_PINGPONG_BYTES};
-use std::cell::Cell;
-use std::time::Instant;
 
-/// Messages per one-to-one burst (the paper's 1024).
+/// Messages per burst (the paper's 1024).
 pub const BURST: u64 = 1024;
 
-/// How much to measure.
-#[derive(Debug, Clone, Copy)]
-pub struct Params {
-    /// Batches (each a median sample).
-    pub batches: usize,
-    /// Round trips per batch, or bursts per batch for one-to-one.
-    pub iters: u64,
-}
+/// Ring slots the one-to-two and two-to-one benchmarks need, so that a burst never
+/// waits for room (Config::am_ring_slots).
+pub const DEEP_RING_SLOTS: u64 = 2 * BURST;
 
-struct State {
-    count: Cell<u64>,
-    acked: Cell<u64>,
-    ack: ReplyHandler,
-}
-
-fn am_of(c: MemConduit) -> Result<(Am<State>, RequestHandler, RequestHandler), AmError> {
-    let mut table = HandlerTable::new();
-    let ack = table.reply("ack", |s: &State, m| {
-        s.acked.set(m.arg(0));
-        Ok(())
-    });
-    let bump = table.request("bump", |s: &State, _ctx, _m| {
-        s.count.set(s.count.get() + 1);
-        Ok(())
-    });
-    let ping = table.request("ping", |s: &State, ctx, _m| {
-        s.count.set(s.count.get() + 1);
-        ctx.reply(s.ack, &[s.count.get()])
-    });
-    let state = State {
-        count: Cell::new(0),
-        acked: Cell::new(0),
-        ack,
-    };
-    Ok((Am::new(c, table, state)?, bump, ping))
-}
-
-fn two_ranks(c: &MemConduit) -> Result<(), AmError> {
-    match c.size() {
-        2 => Ok(()),
-        n => Err(AmError::Rq(RqError::Conduit(
-            amrq::conduit::ConduitError::Setup(format!(
-                "the unloaded benchmarks run on 2 ranks, not {n}"
-            )),
-        ))),
+/// `iters` round trips from rank 0 to `dest` (requests numbered after `done`
+/// earlier ones); ns per round trip on rank 0.
+fn round_trips(b: &BenchAm, p: &Params, dest: Rank, iters: u64) -> Result<f64, AmError> {
+    let base = b.am.state().acks.get();
+    let t = p.clock.start();
+    for i in 1..=iters {
+        b.am.request(dest, b.ping, &[])?;
+        b.wait_acks(base + i)?;
     }
+    Ok(p.clock.since(t) / iters as f64)
 }
 
-/// *round-trip*: figures `round_trip_ns`, `raw_rtt_ns` and `ratio` on rank 0 (`None`
-/// elsewhere).
-pub fn round_trip(c: MemConduit, p: Params) -> Result<Option<Vec<Figure>>, AmError> {
-    two_ranks(&c)?;
+/// *round-trip*: `round_trip_ns`, `raw_rtt_ns` and `ratio` on rank 0 (`None` elsewhere).
+pub fn round_trip(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
+    require_ranks(&c, "round-trip", 2, false)?;
     let (seg, len) = c.mapped_segment(0).expect("rank 0 exists");
     assert!(
         len >= RAW_PINGPONG_BYTES,
@@ -78,71 +50,189 @@ pub fn round_trip(c: MemConduit, p: Params) -> Result<Option<Vec<Figure>>, AmErr
     // SAFETY: rank 0's segment is mapped by both ranks and zeroed at creation; this
     // benchmark uses its first bytes only for the raw reference.
     let raw = unsafe { RawPingPong::in_memory(seg) };
-    let (am, _, ping) = am_of(c)?;
+    let b = BenchAm::new(c)?;
+    let iters = p.pick(5_000, 50_000);
     let (mut am_ns, mut raw_ns, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
-    for b in 0..=p.batches as u64 {
-        let base = b * p.iters;
-        if am.rank() == 0 {
-            let r = raw.initiate(base, p.iters);
-            let t = Instant::now();
-            for i in base + 1..=base + p.iters {
-                am.request(1, ping, &[])?;
-                am.wait_until(|s| s.acked.get() >= i)?;
-            }
-            let a = t.elapsed().as_nanos() as f64 / p.iters as f64;
-            if b > 0 {
+    for batch in 0..=p.batches as u64 {
+        let base = batch * iters;
+        if b.rank() == 0 {
+            let r = raw.initiate(base, iters);
+            let a = round_trips(&b, p, 1, iters)?;
+            if batch > 0 {
                 am_ns.push(a);
                 raw_ns.push(r);
                 ratio.push(a / r);
             }
         } else {
-            raw.respond(base, p.iters);
-            am.wait_until(|s| s.count.get() >= base + p.iters)?;
+            raw.respond(base, iters);
+            b.wait_count(base + iters)?;
         }
     }
-    am.barrier()?;
-    Ok((am.rank() == 0).then(|| {
-        vec![
+    b.am.barrier()?;
+    Ok((b.rank() == 0).then(|| {
+        let mut o = Outcome::new("round-trip", 2, p.clock.overhead_ns());
+        o.figures = vec![
             Figure::of("round_trip_ns", &mut am_ns),
             Figure::of("raw_rtt_ns", &mut raw_ns),
             Figure::of("ratio", &mut ratio),
-        ]
+        ];
+        o
     }))
 }
 
-/// *one-to-one*: figures `ns_per_msg` and `msgs_per_s` on rank 0 (`None` elsewhere).
-pub fn one_to_one(c: MemConduit, p: Params) -> Result<Option<Vec<Figure>>, AmError> {
-    two_ranks(&c)?;
-    let (am, bump, ping) = am_of(c)?;
-    let (mut per_msg, mut rate) = (Vec::new(), Vec::new());
-    let mut sent = 0u64;
-    for b in 0..=p.batches {
-        am.barrier()?;
-        if am.rank() == 0 {
-            let t = Instant::now();
-            for _ in 0..p.iters {
-                for _ in 0..BURST - 1 {
-                    am.request(1, bump, &[])?;
-                }
-                am.request(1, ping, &[])?; // the last of the burst asks for the ack
-                sent += BURST;
-                am.wait_until(|s| s.acked.get() >= sent)?;
+/// *round-trip-ranks*: the round trip from rank 0 to each other rank in turn
+/// (Liu & Culler's spatial locality), one series.
+pub fn round_trip_ranks(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
+    require_ranks(&c, "round-trip-ranks", 2, true)?;
+    let b = BenchAm::new(c)?;
+    let n = b.am.size();
+    let iters = p.pick(2_000, 20_000);
+    let mut samples = vec![Vec::new(); n];
+    for batch in 1..=p.batches as u64 {
+        for (dest, v) in samples.iter_mut().enumerate().skip(1) {
+            b.am.barrier()?;
+            if b.rank() == 0 {
+                v.push(round_trips(&b, p, dest, iters)?);
+            } else if b.rank() == dest {
+                b.wait_count(batch * iters)?;
             }
-            let ns = t.elapsed().as_nanos() as f64 / (p.iters * BURST) as f64;
-            if b > 0 {
+        }
+    }
+    b.am.barrier()?;
+    Ok((b.rank() == 0).then(|| {
+        let mut o = Outcome::new("round-trip-ranks", n, p.clock.overhead_ns());
+        let points: Vec<Point> = samples
+            .iter_mut()
+            .enumerate()
+            .skip(1)
+            .map(|(d, v)| Point::of(d as f64, v))
+            .collect();
+        let mut med: Vec<f64> = points.iter().map(|p| p.median).collect();
+        o.figures.push(Figure::of("round_trip_ns", &mut med));
+        o.series.push(Series {
+            name: "round trip from rank 0".into(),
+            x: "destination rank".into(),
+            y: "ns".into(),
+            points,
+        });
+        o
+    }))
+}
+
+/// *one-to-one*: `ns_per_msg` and `msgs_per_s` on rank 0 (`None` elsewhere).
+pub fn one_to_one(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
+    require_ranks(&c, "one-to-one", 2, false)?;
+    let b = BenchAm::new(c)?;
+    let bursts = p.pick(20, 200);
+    let (mut per_msg, mut rate) = (Vec::new(), Vec::new());
+    for batch in 0..=p.batches as u64 {
+        b.am.barrier()?;
+        if b.rank() == 0 {
+            let t = p.clock.start();
+            for _ in 0..bursts {
+                for _ in 0..BURST - 1 {
+                    b.am.request(1, b.bump, &[])?;
+                }
+                let acks = b.am.state().acks.get();
+                b.am.request(1, b.ping, &[])?; // the last of the burst asks for the ack
+                b.wait_acks(acks + 1)?;
+            }
+            let ns = p.clock.since(t) / (bursts * BURST) as f64;
+            if batch > 0 {
                 per_msg.push(ns);
                 rate.push(1e9 / ns);
             }
         } else {
-            sent += p.iters * BURST;
-            am.wait_until(|s| s.count.get() >= sent)?;
+            b.wait_count((batch + 1) * bursts * BURST)?;
         }
     }
-    am.barrier()?;
-    Ok((am.rank() == 0).then(|| {
-        vec![
+    b.am.barrier()?;
+    Ok((b.rank() == 0).then(|| {
+        let mut o = Outcome::new("one-to-one", 2, p.clock.overhead_ns());
+        o.figures = vec![
             Figure::of("ns_per_msg", &mut per_msg),
             Figure::of("msgs_per_s", &mut rate),
-        ]
+        ];
+        o
+    }))
+}
+
+/// *one-to-two*: `send_ns` per message on rank 0: the time of the send loop alone
+/// (the rings hold a whole burst, so no send waits for a receiver); the
+/// acknowledgements are awaited outside the timed part.
+pub fn one_to_two(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
+    require_ranks(&c, "one-to-two", 3, false)?;
+    let b = BenchAm::new(c)?;
+    let mut per_msg = Vec::new();
+    let per_dest = BURST / 2;
+    let mut expect = 0;
+    for batch in 0..=p.batches as u64 {
+        for _ in 0..p.pick(4, 20) {
+            b.am.barrier()?;
+            if b.rank() == 0 {
+                let acks = b.am.state().acks.get();
+                let t = p.clock.start();
+                for _ in 0..per_dest - 1 {
+                    b.am.request(1, b.bump, &[])?;
+                    b.am.request(2, b.bump, &[])?;
+                }
+                b.am.request(1, b.ping, &[])?;
+                b.am.request(2, b.ping, &[])?;
+                let ns = p.clock.since(t) / BURST as f64;
+                b.wait_acks(acks + 2)?;
+                if batch > 0 {
+                    per_msg.push(ns);
+                }
+            } else {
+                expect += per_dest; // cumulative: the barrier may handle some
+                b.wait_count(expect)?;
+            }
+        }
+    }
+    b.am.barrier()?;
+    Ok((b.rank() == 0).then(|| {
+        let mut o = Outcome::new("one-to-two", 3, p.clock.overhead_ns());
+        o.figures.push(Figure::of("send_ns", &mut per_msg));
+        o.notes
+            .push("send loop only; the rings hold the whole burst".into());
+        o
+    }))
+}
+
+/// *two-to-one*: `receive_ns` per message on rank 0: ranks 1 and 2 have each
+/// enqueued 1024 requests (all of them in rank 0's rings) before rank 0 starts its
+/// clock and polls until it has handled the 2048.
+pub fn two_to_one(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
+    require_ranks(&c, "two-to-one", 3, false)?;
+    let b = BenchAm::new(c)?;
+    let mut per_msg = Vec::new();
+    // Conduit barriers, not AM ones: rank 0 must not poll outside its timed part.
+    let barrier = || b.am.rq().conduit().barrier().map_err(RqError::from);
+    for batch in 0..=p.batches as u64 {
+        for _ in 0..p.pick(4, 20) {
+            barrier()?;
+            if b.rank() != 0 {
+                for _ in 0..BURST {
+                    b.am.request(0, b.bump, &[])?;
+                }
+            }
+            barrier()?;
+            if b.rank() == 0 {
+                let target = b.am.state().count.get() + 2 * BURST;
+                let t = p.clock.start();
+                b.wait_count(target)?;
+                if batch > 0 {
+                    per_msg.push(p.clock.since(t) / (2 * BURST) as f64);
+                }
+            }
+        }
+    }
+    b.am.barrier()?;
+    Ok((b.rank() == 0).then(|| {
+        let mut o = Outcome::new("two-to-one", 3, p.clock.overhead_ns());
+        o.figures.push(Figure::of("receive_ns", &mut per_msg));
+        o.notes
+            .push("includes the handler (a counter increment), as in the paper".into());
+        o
     }))
 }

@@ -1,0 +1,489 @@
+//! The files of a report (`amrq-bench all --out DIR`): `results.json` (everything),
+//! `results.csv` (every figure and data point, one per row), `summary.md` (tables
+//! shaped like the paper's) and `plots/*.svg|png`.
+
+use crate::peers::{speedup, METRICS};
+use crate::plots::Chart;
+use crate::report::{plain, Outcome};
+use crate::suite::Results;
+use std::fmt::Write as _;
+use std::path::Path;
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes every file of the report into `out`.
+pub fn write_report(r: &Results, out: &Path) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
+    write(&out.join("results.json"), &json)?;
+    write(&out.join("results.csv"), &csv(r))?;
+    write(&out.join("summary.md"), &markdown(r))?;
+    for chart in charts(r) {
+        chart.write(&out.join("plots"))?;
+    }
+    Ok(())
+}
+
+/// One row per figure and per data point:
+/// `benchmark,series,key_or_x,median,min,max`.
+pub fn csv(r: &Results) -> String {
+    let mut s = String::from("benchmark,series,key_or_x,median,min,max\n");
+    let quote = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
+    for o in r.outcomes.iter().chain([&r.table]) {
+        for f in &o.figures {
+            let _ = writeln!(s, "{},,{},{},{},{}", o.name, f.key, f.median, f.min, f.max);
+        }
+        for se in &o.series {
+            for p in &se.points {
+                let _ = writeln!(
+                    s,
+                    "{},{},{},{},{},{}",
+                    o.name,
+                    quote(&se.name),
+                    p.x,
+                    p.median,
+                    p.min,
+                    p.max
+                );
+            }
+        }
+    }
+    s
+}
+
+fn outcome<'a>(r: &'a Results, name: &str) -> Option<&'a Outcome> {
+    r.outcomes.iter().find(|o| o.name == name)
+}
+
+fn fig(r: &Results, name: &str, key: &str) -> Option<f64> {
+    outcome(r, name)?.get(key).map(|f| f.median)
+}
+
+fn show(v: Option<f64>) -> String {
+    v.map_or("–".into(), |v| {
+        if v.abs() >= 100.0 {
+            format!("{v:.0}")
+        } else {
+            plain(v)
+        }
+    })
+}
+
+/// The Markdown summary.
+pub fn markdown(r: &Results) -> String {
+    let m = &r.machine;
+    let mut s = String::new();
+    let _ = writeln!(s, "# amrq-bench report\n");
+    let _ = writeln!(
+        s,
+        "{} · {} · {} cores · {} GiB · Linux {} · amrq {} · {} run\n",
+        m.date,
+        m.cpu,
+        m.cores,
+        m.memory_gib,
+        m.kernel,
+        m.amrq,
+        if r.quick { "quick (`--quick`)" } else { "full" }
+    );
+    s += "Every figure is the median of repeated timed batches (spread in `results.json` and \
+`results.csv`), with the cost of reading the clock subtracted. Ranks are processes of this host \
+on shared memory, pinned one per core when they fit; a benchmark with more ranks than cores says \
+so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
+
+    s += "## Headline\n\n| figure | amrq | reference | ratio |\n|---|---|---|---|\n";
+    let _ = writeln!(
+        s,
+        "| Short AM round trip / raw cache-line round trip (ns) | {} | {} | {} |",
+        show(fig(r, "round-trip", "round_trip_ns")),
+        show(fig(r, "round-trip", "raw_rtt_ns")),
+        show(fig(r, "round-trip", "ratio"))
+    );
+    let _ = writeln!(
+        s,
+        "| messages/s one-to-one | {} | | |",
+        show(fig(r, "one-to-one", "msgs_per_s"))
+    );
+    let put =
+        outcome(r, "array").and_then(|o| o.series.iter().find(|s| s.name == "put, double-word"));
+    let big = |name: &str| -> Option<f64> {
+        let se = outcome(r, "array")?
+            .series
+            .iter()
+            .find(|s| s.name == name)?;
+        let p = se.points.iter().rfind(|p| p.x <= 1048576.0)?;
+        Some(p.x * 1e3 / p.median)
+    };
+    let _ = writeln!(
+        s,
+        "| put bandwidth / memcpy, ≥ 64 KiB (MB/s at the largest size) | {} | {} | {} |",
+        show(put.and(big("put, double-word"))),
+        show(big("memcpy (reference)")),
+        show(fig(r, "array", "put_vs_memcpy"))
+    );
+    for p in r.peers.iter().skip(1) {
+        let ups: Vec<String> = METRICS
+            .iter()
+            .filter_map(|(k, label, _)| {
+                let v = r.table.get(&format!("{}_{k}_speedup", tag(&p.name)))?;
+                Some(format!("{label}: {}×", plain(v.median)))
+            })
+            .collect();
+        let text = match &p.missing {
+            Some(why) => format!("missing ({why})"),
+            None if ups.is_empty() => "ran, no comparable metric".into(),
+            None => ups.join("; "),
+        };
+        let _ = writeln!(s, "| amrq speed-up over {} | | | {text} |", p.name);
+    }
+
+    s += "\n## amrq and its peers (same machine, same run)\n\n";
+    s += "Speed-up: peer time / amrq time, or amrq rate / peer rate; above 1 means amrq is faster.\n\n";
+    let ran: Vec<_> = r.peers.iter().filter(|p| p.missing.is_none()).collect();
+    let mut head = String::from("| metric |");
+    let mut rule = String::from("|---|");
+    for p in &ran {
+        head += &format!(" {} |", p.name);
+        rule += "---|";
+    }
+    for p in ran.iter().skip(1) {
+        head += &format!(" speed-up over {} |", p.name);
+        rule += "---|";
+    }
+    let _ = writeln!(s, "{head}\n{rule}");
+    for (key, label, _) in METRICS {
+        let mut row = format!("| {label} |");
+        for p in &ran {
+            row += &format!(" {} |", show(p.get(key)));
+        }
+        let a = ran.first().and_then(|p| p.get(key));
+        for p in ran.iter().skip(1) {
+            let v = a.zip(p.get(key)).map(|(a, v)| speedup(key, a, v));
+            row += &format!(" {} |", v.map_or("–".into(), |v| format!("{}×", plain(v))));
+        }
+        let _ = writeln!(s, "{row}");
+    }
+    for p in &r.peers {
+        match &p.missing {
+            Some(why) => {
+                let _ = writeln!(s, "\n- **{}**: missing: {why}", p.name);
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "\n- **{}**: `{}` {}",
+                    p.name,
+                    p.command,
+                    p.detail.join("; ")
+                );
+            }
+        }
+    }
+
+    s += "\n## Unloaded network (Liu & Culler §5.1.1, Table 1)\n\n| benchmark | ns per message |\n|---|---|\n";
+    for (name, key, what) in [
+        ("one-to-one", "ns_per_msg", "one-to-one"),
+        ("one-to-two", "send_ns", "one-to-two (send overhead)"),
+        ("two-to-one", "receive_ns", "two-to-one (receive overhead)"),
+        ("round-trip", "round_trip_ns", "round-trip"),
+    ] {
+        let _ = writeln!(s, "| {what} | {} |", show(fig(r, name, key)));
+    }
+    if let Some(o) = outcome(r, "round-trip-ranks") {
+        s += "\nRound trip from rank 0 per destination: ";
+        let pts: Vec<String> = o
+            .series
+            .iter()
+            .flat_map(|se| &se.points)
+            .map(|p| format!("rank {} {} ns", p.x, show(Some(p.median))))
+            .collect();
+        s += &pts.join(", ");
+        s += "\n";
+    }
+
+    s += "\n## Loaded network (§5.1.2, §5.2.2)\n\n| benchmark | ns per message | array bandwidth (MB/s) |\n|---|---|---|\n";
+    for name in ["ring", "traverse"] {
+        let _ = writeln!(
+            s,
+            "| {name} | {} | {} |",
+            show(fig(r, name, "ns_per_msg")),
+            show(fig(r, name, "bandwidth_mb_s"))
+        );
+    }
+
+    s += "\n## Array transfer (§5.2.1, Table 5)\n\nLong Active Messages (put: one-sided; memcpy: one core, the reference); `T = c + x/B` fitted by least squares over 2 B … 64 KiB as in the paper; larger sizes are in the plots and `results.csv`.\n\n";
+    s += "| benchmark | alignment | 4 words (ns) | start-up c (ns) | bandwidth B (MB/s) |\n|---|---|---|---|---|\n";
+    for name in ["array", "array-two-to-one"] {
+        let Some(o) = outcome(r, name) else { continue };
+        for se in &o.series {
+            let (bench, align) = se.name.rsplit_once(", ").unwrap_or((&se.name, ""));
+            let key = o
+                .figures
+                .iter()
+                .find(|f| f.key.ends_with("_4w_ns") && se_key_matches(&f.key, bench, align));
+            let prefix = key.map(|f| f.key.trim_end_matches("_4w_ns").to_string());
+            let get = |suffix: &str| {
+                prefix
+                    .as_ref()
+                    .and_then(|p| o.get(&format!("{p}{suffix}")))
+                    .map(|f| f.median)
+            };
+            let _ = writeln!(
+                s,
+                "| {bench} | {align} | {} | {} | {} |",
+                show(get("_4w_ns")),
+                show(get("_startup_ns")),
+                show(get("_mb_s"))
+            );
+        }
+    }
+
+    s += "\n## Polling (§6.1, Table 9)\n\n| poll | ns per unsuccessful poll |\n|---|---|\n";
+    if let Some(o) = outcome(r, "polling") {
+        for f in o.figures.iter().filter(|f| f.key != "successful_poll_ns") {
+            let _ = writeln!(
+                s,
+                "| `{}` | {} |",
+                f.key.trim_end_matches("_ns"),
+                show(Some(f.median))
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nSuccessful poll (intersection, Figure 6): {} ns",
+            show(o.get("successful_poll_ns").map(|f| f.median))
+        );
+    }
+
+    s += "\n## Interrupts (§6.2, Table 10 and Figure 7)\n\n| figure | ns |\n|---|---|\n";
+    for (key, what) in [
+        ("hold_ns", "hold + release (interrupts off and on again)"),
+        (
+            "deferred_handler_ns",
+            "release → end of the handler it deferred",
+        ),
+        (
+            "interrupt_overhead_ns",
+            "receive overhead per message, Interrupt mode, shortest interval",
+        ),
+        (
+            "poll_overhead_ns",
+            "receive overhead per message, Poll mode, shortest interval",
+        ),
+    ] {
+        let _ = writeln!(s, "| {what} | {} |", show(fig(r, "interrupts", key)));
+    }
+
+    s += "\n## LogP signature (Begel et al. §6.1)\n\n| o_s | o_r | g | L | round trip |\n|---|---|---|---|---|\n";
+    let _ = writeln!(
+        s,
+        "| {} | {} | {} | {} | {} |",
+        show(fig(r, "signature", "o_s_ns")),
+        show(fig(r, "signature", "o_r_ns")),
+        show(fig(r, "signature", "g_ns")),
+        show(fig(r, "signature", "l_ns")),
+        show(fig(r, "signature", "rtt_ns"))
+    );
+
+    s += "\n## Plots\n\n";
+    for c in charts(r) {
+        let _ = writeln!(
+            s,
+            "- {}: [SVG](plots/{f}.svg), [PNG](plots/{f}.png)",
+            c.title,
+            f = c.file
+        );
+    }
+
+    s += "\n## Every figure\n\n";
+    for o in &r.outcomes {
+        let _ = writeln!(
+            s,
+            "**{}** ({} ranks, timer {} ns): {}",
+            o.name,
+            o.ranks,
+            plain(o.timer_ns),
+            o.figures
+                .iter()
+                .map(|f| format!(
+                    "`{}` {} [{} … {}]",
+                    f.key,
+                    plain(f.median),
+                    plain(f.min),
+                    plain(f.max)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for n in &o.notes {
+            let _ = writeln!(s, "- note: {n}");
+        }
+        s += "\n";
+    }
+    s
+}
+
+/// Whether figure key `key` (`blocking_byte_4w_ns`) belongs to the series named
+/// `bench, align`.
+fn se_key_matches(key: &str, bench: &str, align: &str) -> bool {
+    let kind = match bench {
+        "one-to-one (blocking)" => "blocking",
+        "one-to-one (non-blocking)" => "nonblocking",
+        "two-to-one, one segment" => "one_segment",
+        "two-to-one, two segments" => "two_segments",
+        "memcpy (reference)" => "memcpy",
+        other => other,
+    };
+    if align.is_empty() || kind == "memcpy" {
+        return key.starts_with(&format!("{kind}_4w"));
+    }
+    key.starts_with(&format!("{kind}_{align}_"))
+}
+
+/// The tag of a peer's figures.
+pub fn tag(name: &str) -> String {
+    name.to_lowercase().replace([' ', '-'], "_")
+}
+
+/// The charts of a report.
+pub fn charts(r: &Results) -> Vec<Chart<'static>> {
+    let curves = |name: &str,
+                  filter: &dyn Fn(&str) -> bool,
+                  f: &dyn Fn(f64, f64) -> f64|
+     -> Vec<(String, Vec<(f64, f64)>)> {
+        outcome(r, name)
+            .map(|o| {
+                o.series
+                    .iter()
+                    .filter(|s| filter(&s.name))
+                    .map(|s| {
+                        (
+                            s.name.clone(),
+                            s.points.iter().map(|p| (p.x, f(p.x, p.median))).collect(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let id = |_: f64, y: f64| y;
+    let dw = |n: &str| n.ends_with("double-word") || n.starts_with("memcpy");
+    let mut array = curves("array", &dw, &id);
+    array.extend(curves("array-two-to-one", &dw, &id));
+    let mut bw = curves("array", &dw, &|x, y| x * 1e3 / y);
+    bw.extend(curves("array-two-to-one", &dw, &|x, y| x * 1e3 / y));
+    let mut steps = curves("traverse", &|n| n.contains("Short"), &id);
+    if let Some(ring) = fig(r, "ring", "ns_per_msg") {
+        let xs: Vec<f64> = steps
+            .first()
+            .map(|(_, p)| p.iter().map(|p| p.0).collect())
+            .unwrap_or_default();
+        steps.push(("ring".into(), xs.into_iter().map(|x| (x, ring)).collect()));
+    }
+    let peers: Vec<(String, Vec<(f64, f64)>)> = r
+        .peers
+        .iter()
+        .skip(1)
+        .filter(|p| p.missing.is_none())
+        .map(|p| {
+            let pts = METRICS
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (k, _, _))| {
+                    Some((
+                        i as f64,
+                        r.table
+                            .get(&format!("{}_{k}_speedup", tag(&p.name)))?
+                            .median,
+                    ))
+                })
+                .collect();
+            (format!("speed-up over {}", p.name), pts)
+        })
+        .collect();
+    let chart = |file, title, x_label, y_label, log_x, log_y, curves| Chart {
+        file,
+        title,
+        x_label,
+        y_label,
+        log_x,
+        log_y,
+        curves,
+    };
+    let mut v = vec![
+        chart(
+            "logp_signature",
+            "LogP signature: bursts of k sends, Δ between sends",
+            "burst length k",
+            "ns per message",
+            true,
+            false,
+            curves("signature", &|_| true, &id),
+        ),
+        chart(
+            "array_time",
+            "Array transfer time (double-word aligned)",
+            "bytes",
+            "ns per array",
+            true,
+            true,
+            array,
+        ),
+        chart(
+            "array_bandwidth",
+            "Array transfer bandwidth (double-word aligned)",
+            "bytes",
+            "MB/s",
+            true,
+            false,
+            bw,
+        ),
+        chart(
+            "poll_intersection",
+            "Successful poll: per message vs per poll",
+            "Δ between sends (ns)",
+            "ns",
+            false,
+            false,
+            curves("polling", &|_| true, &id),
+        ),
+        chart(
+            "interrupt_overhead",
+            "Receive overhead vs arrival interval",
+            "arrival interval (µs)",
+            "ns per message",
+            true,
+            false,
+            curves("interrupts", &|_| true, &id),
+        ),
+        chart(
+            "traverse_steps",
+            "Ring and traverse: time per message per step",
+            "step",
+            "ns per message",
+            false,
+            false,
+            steps,
+        ),
+        chart(
+            "traverse_bandwidth",
+            "Traverse: array bandwidth per step",
+            "step",
+            "MB/s",
+            false,
+            false,
+            curves("traverse", &|n| n.contains("arrays"), &id),
+        ),
+        chart(
+            "peers",
+            "amrq's speed-up over its peers (0 rtt, 1 msg/s, 2 bw 64K, 3 bw 1M, 4 barrier)",
+            "metric",
+            "speed-up (×)",
+            false,
+            false,
+            peers,
+        ),
+    ];
+    v.retain(|c| c.curves.iter().any(|(_, p)| !p.is_empty()));
+    v
+}

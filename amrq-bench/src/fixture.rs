@@ -1,0 +1,165 @@
+//! The Active Message set-up every benchmark shares: handlers that count what arrives
+//! (Liu & Culler's "simple handler that increments a counter"), acknowledge, land
+//! Long arrays and send one back for *swap*.
+
+use amrq::conduit::mem::MemConduit;
+use amrq::conduit::ConduitError;
+use amrq::prelude::*;
+use std::cell::{Cell, RefCell};
+
+/// What the handlers update.
+pub struct State {
+    /// Requests handled (`bump`, `ping`, `land`).
+    pub count: Cell<u64>,
+    /// Long bytes landed.
+    pub bytes: Cell<u64>,
+    /// The last acknowledgement's value (the acknowledger's count).
+    pub acked: Cell<u64>,
+    /// Acknowledgements received.
+    pub acks: Cell<u64>,
+    /// Arrays landed by a `fetch` reply.
+    pub fetched: Cell<u64>,
+    /// What a `fetch` sends back.
+    pub source: RefCell<Vec<u8>>,
+    /// Values other ranks told this one (`tell`), in arrival order.
+    pub told: RefCell<Vec<f64>>,
+    ack: ReplyHandler,
+    landed: ReplyHandler,
+}
+
+/// An `Am` with the benchmark handlers.
+pub struct BenchAm {
+    /// The engine.
+    pub am: Am<State>,
+    /// Counts.
+    pub bump: RequestHandler,
+    /// Counts and acknowledges with the count.
+    pub ping: RequestHandler,
+    /// A Long request: counts, adds its bytes, and acknowledges if `arg(0) == 1`.
+    pub land: RequestHandler,
+    /// Asks for `arg(0)` bytes of the target's `source` (from byte `arg(2)`) to be
+    /// sent back by a Long reply to offset `arg(1)` of the asker's segment.
+    pub fetch: RequestHandler,
+    /// Hands `f64::from_bits(arg(0))` to the target's `told`.
+    pub tell: RequestHandler,
+}
+
+impl BenchAm {
+    /// Sets up the handlers on `c`.
+    pub fn new(c: MemConduit) -> Result<Self, AmError> {
+        let mut table = HandlerTable::new();
+        let ack = table.reply("ack", |s: &State, m| {
+            s.acked.set(m.arg(0));
+            s.acks.set(s.acks.get() + 1);
+            Ok(())
+        });
+        let landed = table.reply("landed", |s: &State, _m| {
+            s.fetched.set(s.fetched.get() + 1);
+            Ok(())
+        });
+        let bump = table.request("bump", |s: &State, _ctx, _m| {
+            s.count.set(s.count.get() + 1);
+            Ok(())
+        });
+        let ping = table.request("ping", |s: &State, ctx, _m| {
+            s.count.set(s.count.get() + 1);
+            ctx.reply(s.ack, &[s.count.get()])
+        });
+        let land = table.request("land", |s: &State, ctx, m| {
+            s.count.set(s.count.get() + 1);
+            s.bytes.set(s.bytes.get() + m.payload().len() as u64);
+            if m.arg(0) == 1 {
+                ctx.reply(s.ack, &[s.count.get()])?;
+            }
+            Ok(())
+        });
+        let fetch = table.request("fetch", |s: &State, ctx, m| {
+            let (len, at, from) = (m.arg(0) as usize, m.arg(1) as usize, m.arg(2) as usize);
+            let src = s.source.borrow();
+            let Some(bytes) = src.get(from..from + len) else {
+                return Err(bench_error(format!(
+                    "fetch of {len} bytes from {from}: the source has {}",
+                    src.len()
+                )));
+            };
+            ctx.reply_long(s.landed, &[], bytes, at)
+        });
+        let tell = table.request("tell", |s: &State, _ctx, m| {
+            s.told.borrow_mut().push(f64::from_bits(m.arg(0)));
+            Ok(())
+        });
+        let state = State {
+            count: Cell::new(0),
+            bytes: Cell::new(0),
+            acked: Cell::new(0),
+            acks: Cell::new(0),
+            fetched: Cell::new(0),
+            source: RefCell::new(Vec::new()),
+            told: RefCell::new(Vec::new()),
+            ack,
+            landed,
+        };
+        Ok(Self {
+            am: Am::new(c, table, state)?,
+            bump,
+            ping,
+            land,
+            fetch,
+            tell,
+        })
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> Rank {
+        self.am.rank()
+    }
+
+    /// Waits until `n` requests in all have been handled here.
+    pub fn wait_count(&self, n: u64) -> Result<(), AmError> {
+        self.am.wait_until(|s| s.count.get() >= n)
+    }
+
+    /// Every rank's `value` on rank 0 (its own first, the others in arrival order);
+    /// `None` elsewhere.
+    pub fn gather(&self, value: f64) -> Result<Option<Vec<f64>>, AmError> {
+        let n = self.am.size();
+        if self.rank() != 0 {
+            self.am.request(0, self.tell, &[value.to_bits()])?;
+            self.am.barrier()?;
+            return Ok(None);
+        }
+        self.am.wait_until(|s| s.told.borrow().len() >= n - 1)?;
+        self.am.barrier()?;
+        let mut all = vec![value];
+        all.append(&mut self.am.state().told.borrow_mut());
+        Ok(Some(all))
+    }
+
+    /// Waits until `n` acknowledgements in all have come back.
+    pub fn wait_acks(&self, n: u64) -> Result<(), AmError> {
+        self.am.wait_until(|s| s.acks.get() >= n)
+    }
+}
+
+/// A setup error unless the job has exactly `n` ranks (`at_least`: `n` or more).
+pub fn require_ranks(c: &MemConduit, name: &str, n: usize, at_least: bool) -> Result<(), AmError> {
+    use amrq::conduit::Conduit;
+    let size = c.size();
+    if size == n || (at_least && size > n) {
+        return Ok(());
+    }
+    let want = if at_least {
+        format!("{n} or more")
+    } else {
+        n.to_string()
+    };
+    Err(bench_error(format!(
+        "{name} runs on {want} ranks (--ranks {n}), not {size}"
+    )))
+}
+
+/// A benchmark's own error (a refused set-up, an impossible observation), as an
+/// `AmError` so that it travels with the runtime's errors.
+pub fn bench_error(why: impl Into<String>) -> AmError {
+    AmError::Rq(RqError::Conduit(ConduitError::Setup(why.into())))
+}

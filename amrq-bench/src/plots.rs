@@ -1,0 +1,161 @@
+//! The plots of a report, each as SVG and PNG, drawn by plotters from crates alone:
+//! its SVG and bitmap backends, and the DejaVu Sans font bundled by the `dejavu`
+//! crate (plotters' default font support needs system libraries).
+//!
+//! Logarithmic axes are drawn by plotting log10 of the values on a linear axis and
+//! labelling the ticks with the values, so that every chart has one coordinate type.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::Path;
+
+/// One chart.
+pub struct Chart<'a> {
+    /// File name without extension.
+    pub file: &'a str,
+    /// Title.
+    pub title: &'a str,
+    /// Axis labels.
+    pub x_label: &'a str,
+    /// Axis labels.
+    pub y_label: &'a str,
+    /// Logarithmic axes.
+    pub log_x: bool,
+    /// Logarithmic axes.
+    pub log_y: bool,
+    /// (name, points) per curve.
+    pub curves: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+fn register_font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // A bundled TrueType font parses; if it ever did not, text would be missing
+        // from the plots, not the numbers from the report.
+        let _ = plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            dejavu::sans::regular(),
+        );
+    });
+}
+
+const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+impl Chart<'_> {
+    fn map(log: bool, v: f64) -> Option<f64> {
+        match log {
+            true if v > 0.0 => Some(v.log10()),
+            true => None,
+            false => v.is_finite().then_some(v),
+        }
+    }
+
+    /// The curves in plot coordinates, without points a log axis cannot show.
+    fn mapped(&self) -> Vec<(String, Vec<(f64, f64)>)> {
+        self.curves
+            .iter()
+            .map(|(n, pts)| {
+                let p = pts
+                    .iter()
+                    .filter_map(|&(x, y)| {
+                        Some((Self::map(self.log_x, x)?, Self::map(self.log_y, y)?))
+                    })
+                    .collect();
+                (n.clone(), p)
+            })
+            .collect()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        root.fill(&WHITE).map_err(err)?;
+        let curves = self.mapped();
+        let all: Vec<(f64, f64)> = curves.iter().flat_map(|(_, p)| p.iter().copied()).collect();
+        if all.is_empty() {
+            return Err(format!("{}: no points", self.file));
+        }
+        let span = |v: Vec<f64>, log: bool| {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let pad = if hi > lo { (hi - lo) * 0.05 } else { 1.0 };
+            let lo = if log || lo < 0.0 {
+                lo - pad
+            } else {
+                (lo - pad).max(0.0)
+            };
+            lo..hi + pad
+        };
+        let xs = span(all.iter().map(|p| p.0).collect(), self.log_x);
+        let ys = span(all.iter().map(|p| p.1).collect(), self.log_y);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(self.title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(xs, ys)
+            .map_err(err)?;
+        // Log axes label the powers of ten only.
+        let tick = |log: bool| {
+            move |v: &f64| match log {
+                true if (v - v.round()).abs() < 1e-6 => crate::report::plain(10f64.powf(v.round())),
+                true => String::new(),
+                false => crate::report::plain(*v),
+            }
+        };
+        let (fx, fy) = (tick(self.log_x), tick(self.log_y));
+        chart
+            .configure_mesh()
+            .x_desc(self.x_label)
+            .y_desc(self.y_label)
+            .x_label_formatter(&fx)
+            .y_label_formatter(&fy)
+            .label_style(("sans-serif", 14))
+            .draw()
+            .map_err(err)?;
+        for (i, (name, pts)) in curves.into_iter().enumerate() {
+            let color = COLORS[i % COLORS.len()];
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(err)?
+                .label(name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)
+    }
+
+    /// Writes `dir/<file>.svg` and `dir/<file>.png`.
+    pub fn write(&self, dir: &Path) -> Result<(), String> {
+        register_font();
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let size = (900, 560);
+        let svg = dir.join(format!("{}.svg", self.file));
+        self.draw(SVGBackend::new(&svg, size).into_drawing_area())?;
+        let png = dir.join(format!("{}.png", self.file));
+        self.draw(BitMapBackend::new(&png, size).into_drawing_area())
+    }
+}

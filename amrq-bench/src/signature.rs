@@ -1,0 +1,137 @@
+//! The LogP microbenchmark signature (Culler et al.; Begel et al. §6.1): rank 0 issues
+//! bursts of k Short requests with Δ ns of computation between sends and times the
+//! burst (the clock stops when the last send returns; the acknowledgement is awaited
+//! outside the timed part). A short burst costs its send overheads; a long one, once
+//! the ring to rank 1 is full, settles at the gap. With the round trip and the
+//! receive overhead (rank 0 handling requests that have all arrived) measured in the
+//! same run, [`derive_logp`](crate::analysis::derive_logp) gives o_s, o_r, g and L.
+
+use crate::analysis::derive_logp;
+use crate::clock::{work, work_per_ns};
+use crate::fixture::{require_ranks, BenchAm};
+use crate::report::{Figure, Outcome, Point, Series};
+use crate::Params;
+use amrq::conduit::mem::MemConduit;
+use amrq::conduit::Conduit;
+use amrq::prelude::*;
+
+/// Δ between sends, ns.
+const DELTAS: [f64; 4] = [0.0, 50.0, 200.0, 1000.0];
+
+/// Requests rank 1 leaves in rank 0's ring for the receive overhead (fits the
+/// default ring of 256 slots).
+const ARRIVED: u64 = 128;
+
+/// *signature*: the burst series per Δ, `rtt_ns`, and `o_s_ns`, `o_r_ns`, `g_ns`, `l_ns`.
+pub fn signature(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
+    require_ranks(&c, "signature", 2, false)?;
+    let b = BenchAm::new(c)?;
+    let me = b.rank();
+    let barrier = || b.am.rq().conduit().barrier().map_err(RqError::from);
+    let max_k = 1u64 << p.pick(10, 12);
+    let per_ns = work_per_ns();
+    let mut x = 1u64;
+    let mut expect = 0;
+    let mut o = Outcome::new("signature", 2, p.clock.overhead_ns());
+    for &delta in &DELTAS {
+        let steps = (delta * per_ns) as u64;
+        let mut points = Vec::new();
+        let mut k = 1;
+        while k <= max_k {
+            // Enough bursts that a batch moves ≥ 4096 messages.
+            let bursts = (4096 / k).max(2);
+            let mut v = Vec::new();
+            for batch in 0..=p.batches {
+                b.am.barrier()?;
+                expect += bursts * k;
+                if me == 1 {
+                    b.wait_count(expect)?;
+                    continue;
+                }
+                let mut ns = 0.0;
+                for _ in 0..bursts {
+                    let acks = b.am.state().acks.get();
+                    let t = p.clock.start();
+                    for _ in 1..k {
+                        b.am.request(1, b.bump, &[])?;
+                        work(steps, &mut x);
+                    }
+                    b.am.request(1, b.ping, &[])?;
+                    ns += p.clock.since(t);
+                    b.wait_acks(acks + 1)?;
+                }
+                if batch > 0 {
+                    v.push(ns / (bursts * k) as f64);
+                }
+            }
+            if me == 0 {
+                points.push(Point::of(k as f64, &mut v));
+            }
+            k *= 2;
+        }
+        o.series.push(Series {
+            name: format!("burst, Δ = {delta} ns"),
+            x: "burst length k".into(),
+            y: "ns per message".into(),
+            points,
+        });
+    }
+    // Receive overhead: requests that have all arrived, handled by polling.
+    let mut o_r = Vec::new();
+    for _ in 0..p.batches {
+        barrier()?;
+        if me == 1 {
+            for _ in 0..ARRIVED {
+                b.am.request(0, b.bump, &[])?;
+            }
+        }
+        barrier()?;
+        if me == 0 {
+            let target = b.am.state().count.get() + ARRIVED;
+            let t = p.clock.start();
+            b.wait_count(target)?;
+            o_r.push(p.clock.since(t) / ARRIVED as f64);
+        }
+    }
+    // Round trip.
+    let iters = p.pick(2_000, 20_000);
+    let mut rtt = Vec::new();
+    for _ in 0..p.batches {
+        b.am.barrier()?;
+        if me == 0 {
+            let acks = b.am.state().acks.get();
+            let t = p.clock.start();
+            for i in 1..=iters {
+                b.am.request(1, b.ping, &[])?;
+                b.wait_acks(acks + i)?;
+            }
+            rtt.push(p.clock.since(t) / iters as f64);
+        } else {
+            expect += iters;
+            b.wait_count(expect)?;
+        }
+    }
+    b.am.barrier()?;
+    if me != 0 {
+        return Ok(None);
+    }
+    let rtt = Figure::of("rtt_ns", &mut rtt);
+    let o_r = Figure::of("o_r_ns", &mut o_r);
+    let burst: Vec<(usize, f64)> = o.series[0]
+        .points
+        .iter()
+        .map(|p| (p.x as usize, p.median))
+        .collect();
+    if let Some(logp) = derive_logp(&burst, rtt.median, o_r.median) {
+        o.figures.push(Figure::single("o_s_ns", logp.o_s));
+        o.figures.push(o_r);
+        o.figures.push(Figure::single("g_ns", logp.g));
+        o.figures.push(Figure::single("l_ns", logp.l));
+    }
+    o.figures.push(rtt);
+    o.notes.push(
+        "o_s: a burst of one at Δ = 0; g: the longest bursts at Δ = 0; L = rtt/2 − o_s − o_r (negative when overheads overlap the transfer)"
+            .into(),
+    );
+    Ok(Some(o))
+}

@@ -1,0 +1,345 @@
+//! The jobs of the suite, and `amrq-bench all`: every job as its own launch (each
+//! needs its own rank count and configuration), then the peers, then the report.
+
+use crate::clock::Clock;
+use crate::peers::{self, Peer};
+use crate::report::Outcome;
+use crate::{array, interrupts, loaded, polling, signature, stream, unloaded, Params};
+use amrq::conduit::mem::MemConduit;
+use amrq::prelude::*;
+use amrq::rq::QueueId;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A benchmark that runs as a job of ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Job {
+    /// [`unloaded::round_trip`].
+    RoundTrip,
+    /// [`unloaded::round_trip_ranks`].
+    RoundTripRanks,
+    /// [`unloaded::one_to_one`].
+    OneToOne,
+    /// [`unloaded::one_to_two`].
+    OneToTwo,
+    /// [`unloaded::two_to_one`].
+    TwoToOne,
+    /// [`loaded::ring`].
+    Ring,
+    /// [`loaded::traverse`].
+    Traverse,
+    /// [`array::array`].
+    Array,
+    /// [`array::two_to_one`].
+    ArrayTwoToOne,
+    /// [`polling::polling`].
+    Polling,
+    /// [`interrupts::interrupts`].
+    Interrupts,
+    /// [`signature::signature`].
+    Signature,
+    /// [`stream::stream`].
+    Stream,
+}
+
+/// Every job, in the order `all` runs them.
+pub const JOBS: [Job; 13] = [
+    Job::RoundTrip,
+    Job::OneToOne,
+    Job::OneToTwo,
+    Job::TwoToOne,
+    Job::RoundTripRanks,
+    Job::Ring,
+    Job::Traverse,
+    Job::Array,
+    Job::ArrayTwoToOne,
+    Job::Polling,
+    Job::Interrupts,
+    Job::Signature,
+    Job::Stream,
+];
+
+/// Queues a job's configuration added.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Queues {
+    irq: Option<(QueueId, QueueId)>,
+}
+
+impl Job {
+    /// The subcommand's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Job::RoundTrip => "round-trip",
+            Job::RoundTripRanks => "round-trip-ranks",
+            Job::OneToOne => "one-to-one",
+            Job::OneToTwo => "one-to-two",
+            Job::TwoToOne => "two-to-one",
+            Job::Ring => "ring",
+            Job::Traverse => "traverse",
+            Job::Array => "array",
+            Job::ArrayTwoToOne => "array-two-to-one",
+            Job::Polling => "polling",
+            Job::Interrupts => "interrupts",
+            Job::Signature => "signature",
+            Job::Stream => "stream",
+        }
+    }
+
+    /// The job named `name`.
+    ///
+    /// ```
+    /// use amrq_bench::suite::Job;
+    /// assert_eq!(Job::from_name("ring"), Some(Job::Ring));
+    /// ```
+    pub fn from_name(name: &str) -> Option<Job> {
+        JOBS.into_iter().find(|j| j.name() == name)
+    }
+
+    /// (default ranks, whether the count is fixed). The default of the jobs that take
+    /// any count is the number of cores (at least 2), or 4 for the round trip per
+    /// destination so that there is more than one destination.
+    pub fn ranks(self) -> (usize, bool) {
+        let cores = amrq::util::affinity::allowed_cores().len().max(2);
+        match self {
+            Job::OneToTwo | Job::TwoToOne | Job::ArrayTwoToOne => (3, true),
+            Job::RoundTripRanks => (cores.max(4), false),
+            Job::Ring | Job::Traverse => (cores, false),
+            _ => (2, true),
+        }
+    }
+
+    /// Adjusts `cfg` for this job; the queues it added.
+    pub fn configure(self, cfg: &mut Config) -> Queues {
+        match self {
+            Job::OneToTwo | Job::TwoToOne => {
+                cfg.am_ring_slots = cfg.am_ring_slots.max(unloaded::DEEP_RING_SLOTS);
+            }
+            Job::Array | Job::ArrayTwoToOne | Job::Ring | Job::Traverse | Job::Stream => {
+                cfg.segment_bytes = cfg.segment_bytes.max(array::SEGMENT_BYTES);
+            }
+            Job::Polling => polling::configure(cfg),
+            Job::Interrupts => {
+                return Queues {
+                    irq: Some(interrupts::configure(cfg)),
+                }
+            }
+            _ => {}
+        }
+        Queues::default()
+    }
+
+    /// Runs the job on this rank: the outcome on the rank that reports.
+    pub fn run(self, c: MemConduit, p: &Params, q: Queues) -> Result<Option<Outcome>, AmError> {
+        match self {
+            Job::RoundTrip => unloaded::round_trip(c, p),
+            Job::RoundTripRanks => unloaded::round_trip_ranks(c, p),
+            Job::OneToOne => unloaded::one_to_one(c, p),
+            Job::OneToTwo => unloaded::one_to_two(c, p),
+            Job::TwoToOne => unloaded::two_to_one(c, p),
+            Job::Ring => loaded::ring(c, p),
+            Job::Traverse => loaded::traverse(c, p),
+            Job::Array => array::array(c, p),
+            Job::ArrayTwoToOne => array::two_to_one(c, p),
+            Job::Polling => polling::polling(c, p),
+            Job::Interrupts => {
+                let (irq, poll) = q.irq.ok_or_else(|| {
+                    crate::fixture::bench_error("interrupts: queues not configured")
+                })?;
+                interrupts::interrupts(c, p, irq, poll)
+            }
+            Job::Signature => signature::signature(c, p),
+            Job::Stream => stream::stream(c, p),
+        }
+    }
+}
+
+/// Timed batches per figure.
+pub fn batches(quick: bool) -> usize {
+    if quick {
+        5
+    } else {
+        15
+    }
+}
+
+/// What `all` produced.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Results {
+    /// When and where.
+    pub machine: Machine,
+    /// Whether the run was `--quick`.
+    pub quick: bool,
+    /// Each job's outcome (a failed job has an outcome with only a note).
+    pub outcomes: Vec<Outcome>,
+    /// amrq's side of the peers table and each peer.
+    pub peers: Vec<Peer>,
+    /// The peers table.
+    pub table: Outcome,
+}
+
+/// The machine a run was made on.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Machine {
+    /// UTC date and time (`date -u`).
+    pub date: String,
+    /// CPU model.
+    pub cpu: String,
+    /// Cores this process may run on.
+    pub cores: usize,
+    /// Memory, GiB.
+    pub memory_gib: f64,
+    /// Kernel release.
+    pub kernel: String,
+    /// amrq's version and commit, when known.
+    pub amrq: String,
+}
+
+impl Machine {
+    /// Reads this machine's description.
+    pub fn here() -> Self {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let field = |text: &str, key: &str| {
+            text.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        let cmd = |c: &str, args: &[&str]| {
+            Command::new(c)
+                .args(args)
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default()
+        };
+        let kib: f64 = field(&read("/proc/meminfo"), "MemTotal")
+            .trim_end_matches(" kB")
+            .parse()
+            .unwrap_or(0.0);
+        let commit = cmd("git", &["rev-parse", "--short", "HEAD"]);
+        Self {
+            date: cmd("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+            cpu: field(&read("/proc/cpuinfo"), "model name"),
+            cores: amrq::util::affinity::allowed_cores().len(),
+            memory_gib: (kib / (1 << 20) as f64 * 10.0).round() / 10.0,
+            kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
+            amrq: format!("{} {commit}", env!("CARGO_PKG_VERSION"))
+                .trim()
+                .to_string(),
+        }
+    }
+}
+
+/// Runs `exe JOB --json --ranks N [--quick]` and reads its outcome.
+fn run_job(exe: &Path, job: Job, quick: bool) -> Outcome {
+    let (ranks, _) = job.ranks();
+    let mut cmd = Command::new(exe);
+    cmd.args([job.name(), "--json", "--ranks", &ranks.to_string()]);
+    if quick {
+        cmd.arg("--quick");
+    }
+    let failed = |why: String| {
+        let mut o = Outcome::new(job.name(), ranks, 0.0);
+        o.notes.push(format!("failed: {why}"));
+        o
+    };
+    match cmd.output() {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| serde_json::from_str::<Outcome>(l).ok())
+            .unwrap_or_else(|| failed("no result printed".into())),
+        Ok(out) => failed(format!(
+            "{}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => failed(e.to_string()),
+    }
+}
+
+/// Runs `jobs` as child jobs of this program (quietly); their outcomes.
+pub fn run_jobs(jobs: &[Job], quick: bool) -> Result<Vec<Outcome>, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find amrq-bench: {e}"))?;
+    Ok(jobs.iter().map(|&j| run_job(&exe, j, quick)).collect())
+}
+
+/// A progress line on stderr: `[#####.....] 5/14 array`.
+fn progress(done: usize, total: usize, what: &str) {
+    let width = 24;
+    let filled = done * width / total.max(1);
+    eprint!(
+        "\r[{}{}] {done}/{total} {what:<24}",
+        "#".repeat(filled),
+        ".".repeat(width - filled)
+    );
+    if done == total {
+        eprintln!();
+    }
+}
+
+/// amrq's figures for the peers table, from the outcomes of a run.
+pub fn amrq_peer(outcomes: &[Outcome]) -> Peer {
+    let find = |job: &str, key: &str| {
+        outcomes
+            .iter()
+            .find(|o| o.name == job)
+            .and_then(|o| o.get(key))
+            .map(|f| f.median)
+    };
+    let values = [
+        ("rtt_ns", find("round-trip", "round_trip_ns")),
+        ("msgs_per_s", find("one-to-one", "msgs_per_s")),
+        ("bw_64k_mb_s", find("stream", "bw_64k_mb_s")),
+        ("bw_1m_mb_s", find("stream", "bw_1m_mb_s")),
+        ("barrier_ns", find("stream", "barrier_ns")),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| Some((k.to_string(), v?)))
+    .collect();
+    Peer {
+        name: "amrq".into(),
+        missing: None,
+        values,
+        command: "amrq-bench round-trip, one-to-one, stream".into(),
+        detail: Vec::new(),
+    }
+}
+
+/// Runs the peers (not amrq).
+pub fn run_peers(work: &Path, quick: bool, gasnet: Option<&Path>) -> Vec<Peer> {
+    vec![
+        peers::open_mpi(work, quick),
+        peers::ucx(quick),
+        peers::gasnet(gasnet),
+    ]
+}
+
+/// `amrq-bench all`: every job, the peers, then the report in `out`.
+pub fn all(quick: bool, out: &Path, gasnet: Option<&Path>) -> Result<Results, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find amrq-bench: {e}"))?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let total = JOBS.len() + 2;
+    let mut outcomes = Vec::new();
+    for (i, job) in JOBS.into_iter().enumerate() {
+        progress(i, total, job.name());
+        outcomes.push(run_job(&exe, job, quick));
+    }
+    progress(JOBS.len(), total, "peers");
+    let work: PathBuf = out.join("peers-build");
+    let mut peers = vec![amrq_peer(&outcomes)];
+    peers.extend(run_peers(&work, quick, gasnet));
+    let _ = std::fs::remove_dir_all(&work);
+    let timer = Clock::calibrate().overhead_ns();
+    let table = peers::table(&peers[0], &peers[1..], timer);
+    progress(JOBS.len() + 1, total, "report");
+    let results = Results {
+        machine: Machine::here(),
+        quick,
+        outcomes,
+        peers,
+        table,
+    };
+    crate::files::write_report(&results, out)?;
+    progress(total, total, "done");
+    Ok(results)
+}
