@@ -90,30 +90,41 @@ fn source(x: usize) -> Vec<u8> {
     (0..x + 64).map(|i| i as u8).collect()
 }
 
-/// The series named `name` at each size: `one(x, align)` gives the ns of one transfer
-/// on rank 0 (and `None` on other ranks, which do their part inside it).
+/// Runs `one_batch(combo, x, n)` for every combination and size, interleaved: each
+/// round measures one batch of every (combination, size), so that a drift of the
+/// machine during the run (a VM moving its CPUs) touches every series alike. The
+/// first round is a warm-up. Returns each combination's points on the rank whose
+/// `one_batch` returns the ns of `n` transfers (the others return `None`).
 fn sweep(
     p: &Params,
     sizes: &[usize],
-    align: usize,
+    combos: usize,
     mut one_batch: impl FnMut(usize, usize, u64) -> Result<Option<f64>, AmError>,
-) -> Result<Vec<Point>, AmError> {
-    let mut points = Vec::new();
-    for &x in sizes {
-        let n = transfers(p, x);
-        let mut v = Vec::new();
-        for batch in 0..=p.batches {
-            if let Some(ns) = one_batch(x, align, n)? {
-                if batch > 0 {
-                    v.push(ns / n as f64);
+) -> Result<Vec<Vec<Point>>, AmError> {
+    let mut samples = vec![vec![Vec::new(); sizes.len()]; combos];
+    for round in 0..=p.batches {
+        for (si, &x) in sizes.iter().enumerate() {
+            let n = transfers(p, x);
+            for (c, per_size) in samples.iter_mut().enumerate() {
+                if let Some(ns) = one_batch(c, x, n)? {
+                    if round > 0 {
+                        per_size[si].push(ns / n as f64);
+                    }
                 }
             }
         }
-        if !v.is_empty() {
-            points.push(Point::of(x as f64, &mut v));
-        }
     }
-    Ok(points)
+    Ok(samples
+        .into_iter()
+        .map(|per_size| {
+            sizes
+                .iter()
+                .zip(per_size)
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(&x, mut v)| Point::of(x as f64, &mut v))
+                .collect()
+        })
+        .collect())
 }
 
 /// Adds `series` and its Table-5 figures (`<key>_4w_ns`, `_startup_ns`, `_mb_s`).
@@ -139,70 +150,81 @@ fn add_row(o: &mut Outcome, key: &str, name: String, points: Vec<Point>) {
     });
 }
 
-/// *array* (2 ranks): one-to-one blocking and non-blocking, swap and put for each
-/// alignment, and the memcpy reference; `put_vs_memcpy` is the ratio of bandwidths
-/// at the sizes ≥ 64 KiB.
-pub fn array(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "array", 2, false)?;
-    let b = BenchAm::new(c)?;
-    let rma = Rma::new(&b.am);
-    let sizes = sizes(p.quick, true);
-    let me = b.rank();
-    let mut o = Outcome::new("array", 2, p.clock.overhead_ns());
-    let mut expect = 0u64;
-    for (name, align) in ALIGNMENTS {
-        let at = LANDING + align;
-        // one-to-one, blocking and not.
-        for blocking in [true, false] {
-            let pts = sweep(p, &sizes, align, |x, align, n| {
-                b.am.barrier()?;
-                if me != 0 {
-                    expect += n;
-                    b.wait_count(expect)?;
-                    return Ok(None);
+/// What is timed in *array*.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Blocking,
+    NonBlocking,
+    Swap,
+    Put,
+    Memcpy,
+}
+
+impl Kind {
+    /// (figure key, series label).
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Blocking => ("blocking", "one-to-one (blocking)"),
+            Kind::NonBlocking => ("nonblocking", "one-to-one (non-blocking)"),
+            Kind::Swap => ("swap", "swap"),
+            Kind::Put => ("put", "put"),
+            Kind::Memcpy => ("memcpy", "memcpy (reference)"),
+        }
+    }
+}
+
+/// One batch of `n` transfers of `kind`: ns on rank 0, `None` on rank 1. `expect`
+/// is rank 1's running count of arrays handled.
+fn array_batch(
+    b: &BenchAm,
+    rma: &Rma<'_, crate::fixture::State, MemConduit>,
+    p: &Params,
+    (kind, align): (Kind, usize),
+    x: usize,
+    n: u64,
+    expect: &mut u64,
+) -> Result<Option<f64>, AmError> {
+    let at = LANDING + align;
+    let src = source(x);
+    let data = &src[align..align + x];
+    if kind == Kind::Memcpy {
+        // One core, no peer: rank 0 alone, both buffers its own.
+        if b.rank() != 0 {
+            return Ok(None);
+        }
+        let mut dst = vec![0u8; x + 64];
+        return Ok(Some(
+            amrq::reference::memcpy_ns(data, &mut dst[align..align + x], n) * n as f64,
+        ));
+    }
+    if kind == Kind::Swap {
+        *b.am.state().source.borrow_mut() = src.clone();
+    }
+    b.am.barrier()?;
+    if b.rank() != 0 {
+        if kind != Kind::Put {
+            *expect += n;
+            b.wait_count(*expect)?;
+        }
+        return Ok(None);
+    }
+    let mut ns = 0.0;
+    match kind {
+        Kind::Blocking | Kind::NonBlocking => {
+            for _ in 0..n {
+                let acks = b.am.state().acks.get();
+                let t = p.clock.start();
+                b.am.request_long(1, b.land, &[1], data, at)?;
+                if kind == Kind::NonBlocking {
+                    ns += p.clock.since(t);
                 }
-                let src = source(x);
-                let data = &src[align..align + x];
-                let mut ns = 0.0;
-                for _ in 0..n {
-                    let acks = b.am.state().acks.get();
-                    let t = p.clock.start();
-                    b.am.request_long(1, b.land, &[1], data, at)?;
-                    if blocking {
-                        b.wait_acks(acks + 1)?;
-                        ns += p.clock.since(t);
-                    } else {
-                        ns += p.clock.since(t);
-                        b.wait_acks(acks + 1)?;
-                    }
+                b.wait_acks(acks + 1)?;
+                if kind == Kind::Blocking {
+                    ns += p.clock.since(t);
                 }
-                Ok(Some(ns))
-            })?;
-            let (key, label) = if blocking {
-                ("blocking", "one-to-one (blocking)")
-            } else {
-                ("nonblocking", "one-to-one (non-blocking)")
-            };
-            if me == 0 {
-                add_row(
-                    &mut o,
-                    &format!("{key}_{name}"),
-                    format!("{label}, {name}"),
-                    pts,
-                );
             }
         }
-        // swap.
-        let pts = sweep(p, &sizes, align, |x, align, n| {
-            *b.am.state().source.borrow_mut() = source(x);
-            b.am.barrier()?;
-            if me != 0 {
-                expect += n;
-                b.wait_count(expect)?;
-                return Ok(None);
-            }
-            let src = source(x);
-            let data = &src[align..align + x];
+        Kind::Swap => {
             let t = p.clock.start();
             for _ in 0..n {
                 let (acks, fetched) = (b.am.state().acks.get(), b.am.state().fetched.get());
@@ -210,53 +232,46 @@ pub fn array(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
                 b.am.request_long(1, b.land, &[1], data, at)?;
                 b.am.wait_until(|s| s.acks.get() > acks && s.fetched.get() > fetched)?;
             }
-            Ok(Some(p.clock.since(t)))
-        })?;
-        if me == 0 {
-            add_row(
-                &mut o,
-                &format!("swap_{name}"),
-                format!("swap, {name}"),
-                pts,
-            );
+            ns = p.clock.since(t);
         }
-        // put.
-        let pts = sweep(p, &sizes, align, |x, align, n| {
-            b.am.barrier()?;
-            if me != 0 {
-                return Ok(None);
-            }
-            let src = source(x);
-            let data = &src[align..align + x];
+        Kind::Put => {
             let t = p.clock.start();
             for _ in 0..n {
                 rma.put(1, at, data)
                     .map_err(|e| bench_error(e.to_string()))?;
             }
-            Ok(Some(p.clock.since(t)))
-        })?;
-        if me == 0 {
-            add_row(&mut o, &format!("put_{name}"), format!("put, {name}"), pts);
+            ns = p.clock.since(t);
+        }
+        Kind::Memcpy => unreachable!("handled above"),
+    }
+    Ok(Some(ns))
+}
+
+/// *array* (2 ranks): one-to-one blocking and non-blocking, swap and put for each
+/// alignment, and the memcpy reference, all interleaved; `put_vs_memcpy` is the ratio
+/// of bandwidths over the sizes ≥ 64 KiB, double-word aligned.
+pub fn array(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
+    require_ranks(&c, "array", 2, false)?;
+    let b = BenchAm::new(c)?;
+    let rma = Rma::new(&b.am);
+    let sizes = sizes(p.quick, true);
+    let mut combos: Vec<(Kind, usize)> = Vec::new();
+    for (_, align) in ALIGNMENTS {
+        for kind in [Kind::Blocking, Kind::NonBlocking, Kind::Swap, Kind::Put] {
+            combos.push((kind, align));
         }
     }
+    combos.push((Kind::Memcpy, 8));
+    let mut expect = 0u64;
+    let points = sweep(p, &sizes, combos.len(), |ci, x, n| {
+        array_batch(&b, &rma, p, combos[ci], x, n, &mut expect)
+    })?;
     b.am.barrier()?;
-    if me != 0 {
+    if b.rank() != 0 {
         return Ok(None);
     }
-    // The memcpy reference, same sizes, double-word aligned, on this core.
-    let mut dst = vec![0u8; sizes.last().copied().unwrap_or(0) + 64];
-    let memcpy_pts: Vec<Point> = sizes
-        .iter()
-        .map(|&x| {
-            let src = source(x);
-            let n = transfers(p, x);
-            let mut v: Vec<f64> = (0..p.batches)
-                .map(|_| amrq::reference::memcpy_ns(&src[8..8 + x], &mut dst[8..8 + x], n))
-                .collect();
-            Point::of(x as f64, &mut v)
-        })
-        .collect();
-    let big = |pts: &[Point]| -> f64 {
+    let mut o = Outcome::new("array", 2, p.clock.overhead_ns());
+    let bandwidth = |pts: &[Point]| -> f64 {
         let v: Vec<f64> = pts
             .iter()
             .filter(|p| p.x >= 65536.0)
@@ -264,76 +279,95 @@ pub fn array(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
             .collect();
         v.iter().sum::<f64>() / v.len().max(1) as f64
     };
-    let put_dw = o
-        .series
-        .iter()
-        .find(|s| s.name == "put, double-word")
-        .map_or(f64::NAN, |s| big(&s.points));
-    let ratio = put_dw / big(&memcpy_pts);
-    add_row(&mut o, "memcpy", "memcpy (reference)".into(), memcpy_pts);
-    o.figures.push(Figure::single("put_vs_memcpy", ratio));
+    let (mut put_dw, mut memcpy) = (f64::NAN, f64::NAN);
+    for (&(kind, align), pts) in combos.iter().zip(points) {
+        let (key, label) = kind.names();
+        let name = ALIGNMENTS.iter().find(|a| a.1 == align).map_or("", |a| a.0);
+        match (kind, align) {
+            (Kind::Put, 8) => put_dw = bandwidth(&pts),
+            (Kind::Memcpy, _) => memcpy = bandwidth(&pts),
+            _ => {}
+        }
+        if kind == Kind::Memcpy {
+            add_row(&mut o, key, label.into(), pts);
+        } else {
+            add_row(
+                &mut o,
+                &format!("{key}_{name}"),
+                format!("{label}, {name}"),
+                pts,
+            );
+        }
+    }
+    o.figures
+        .push(Figure::single("put_vs_memcpy", put_dw / memcpy));
     o.notes.push(
         "put_vs_memcpy: put bandwidth over memcpy bandwidth, mean over sizes ≥ 64 KiB, double-word aligned"
+            .into(),
+    );
+    o.notes.push(
+        "every (benchmark, alignment, size) gets one batch per round, interleaved, so that a drift of the machine touches all alike"
             .into(),
     );
     Ok(Some(o))
 }
 
-/// *array-two-to-one* (3 ranks): one segment and two segments, double-word aligned
-/// (the alignments of the 2-rank set show the alignment effect).
+/// *array-two-to-one* (3 ranks): one segment and two segments, interleaved, double-word
+/// aligned (the alignments of the 2-rank set show the alignment effect).
 pub fn two_to_one(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
     require_ranks(&c, "array-two-to-one", 3, false)?;
     let b = BenchAm::new(c)?;
     let sizes = sizes(p.quick, true);
     let me = b.rank();
-    let mut o = Outcome::new("array-two-to-one", 3, p.clock.overhead_ns());
-    let (mut expect, mut go) = (0u64, 0u64);
-    for (key, label, gap) in [
+    const ALIGN: usize = 8;
+    let layouts = [
         ("one_segment", "two-to-one, one segment", None),
         ("two_segments", "two-to-one, two segments", Some(SECOND)),
-    ] {
-        let pts = sweep(p, &sizes, 8, |x, align, n| {
-            let half = x / 2;
-            let at = match (me, gap) {
-                (1, _) => LANDING + align,
-                (_, None) => LANDING + align + half,
-                (_, Some(g)) => LANDING + align + g,
-            };
-            b.am.barrier()?;
-            go += 1;
-            if me != 0 {
-                // Rank 0's clock runs before anything is sent, whatever the scheduler
-                // does with three ranks on fewer cores.
-                b.wait_count(go)?;
-                let src = source(x);
-                let part = if me == 1 { half } else { x - half };
-                for _ in 0..n {
-                    b.am.request_long(0, b.land, &[0], &src[align..align + part], at)?;
-                }
-                return Ok(None);
+    ];
+    let (mut expect, mut go) = (0u64, 0u64);
+    let points = sweep(p, &sizes, layouts.len(), |li, x, n| {
+        let half = x / 2;
+        let at = match (me, layouts[li].2) {
+            (1, _) => LANDING + ALIGN,
+            (_, None) => LANDING + ALIGN + half,
+            (_, Some(g)) => LANDING + ALIGN + g,
+        };
+        b.am.barrier()?;
+        go += 1;
+        if me != 0 {
+            // Rank 0's clock runs before anything is sent, whatever the scheduler
+            // does with three ranks on fewer cores.
+            b.wait_count(go)?;
+            let src = source(x);
+            let part = if me == 1 { half } else { x - half };
+            for _ in 0..n {
+                b.am.request_long(0, b.land, &[0], &src[ALIGN..ALIGN + part], at)?;
             }
-            expect += 2 * n;
-            let t = p.clock.start();
-            b.am.request(1, b.bump, &[])?;
-            b.am.request(2, b.bump, &[])?;
-            b.wait_count(expect)?;
-            Ok(Some(p.clock.since(t)))
-        })?;
-        if me == 0 {
-            add_row(
-                &mut o,
-                &format!("{key}_double-word"),
-                format!("{label}, double-word"),
-                pts,
-            );
+            return Ok(None);
         }
-    }
+        expect += 2 * n;
+        let t = p.clock.start();
+        b.am.request(1, b.bump, &[])?;
+        b.am.request(2, b.bump, &[])?;
+        b.wait_count(expect)?;
+        Ok(Some(p.clock.since(t)))
+    })?;
     b.am.barrier()?;
-    Ok((me == 0).then(|| {
-        o.notes.push(
-            "the senders copy (shared memory): the time for both halves to arrive and be handled"
-                .into(),
+    if me != 0 {
+        return Ok(None);
+    }
+    let mut o = Outcome::new("array-two-to-one", 3, p.clock.overhead_ns());
+    for ((key, label, _), pts) in layouts.iter().zip(points) {
+        add_row(
+            &mut o,
+            &format!("{key}_double-word"),
+            format!("{label}, double-word"),
+            pts,
         );
-        o
-    }))
+    }
+    o.notes.push(
+        "the senders copy (shared memory): the time from rank 0's go-ahead until both halves have arrived and been handled"
+            .into(),
+    );
+    Ok(Some(o))
 }

@@ -194,9 +194,13 @@ pub fn interrupts(
         "rank 1 computes {:.1} ms while rank 0 sends; overhead = (time with messages − without) / messages",
         base / 1e6
     ));
+    o.notes.push(
+        "Poll-mode overheads smaller than the workload's run-to-run noise (tens of µs over a few ms) come out negative or scattered, more so at long intervals where few messages arrive"
+            .into(),
+    );
     if o.cores <= 2 {
         o.notes.push(format!(
-            "{} cores: rank 1's progress thread shares a core with a rank, so each interrupt also pays a context switch",
+            "{} cores: rank 1's progress thread shares rank 1's core, so each interrupt also pays a context switch, and a frame deferred by a section waits for the scheduler to run the progress thread",
             o.cores
         ));
     }

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | [`unloaded`] | round-trip (and per destination), one-to-one, one-to-two, two-to-one |
 //! | [`loaded`] | ring, traverse (messages and arrays) |
-//! | [`array`] | array transfer: blocking, non-blocking, two-to-one, swap, put vs memcpy |
+//! | [`mod@array`] | array transfer: blocking, non-blocking, two-to-one, swap, put vs memcpy |
 //! | [`polling`] | unsuccessful polls per variant, successful poll by intersection |
 //! | [`interrupts`] | hold/release toggle, overhead per message vs arrival interval |
 //! | [`signature`] | bursts of k sends with Δ of computation: LogP's o_s, o_r, g, L |

@@ -4,7 +4,7 @@
 //! outside the timed part). A short burst costs its send overheads; a long one, once
 //! the ring to rank 1 is full, settles at the gap. With the round trip and the
 //! receive overhead (rank 0 handling requests that have all arrived) measured in the
-//! same run, [`derive_logp`](crate::analysis::derive_logp) gives o_s, o_r, g and L.
+//! same run, [`crate::analysis::derive_logp`] gives o_s, o_r, g and L.
 
 use crate::analysis::derive_logp;
 use crate::clock::{work, work_per_ns};
