@@ -9,7 +9,8 @@
 //!   exchange 1024 messages, then one array per step; per step, the time per message
 //!   and the array bandwidth.
 //!
-//! Every figure is the average over the ranks (each rank's median over batches).
+//! Each rank takes the median over its batches; a figure is the median over the ranks,
+//! with the spread across ranks.
 
 use crate::array::{fit_row, sizes};
 use crate::fixture::{require_ranks, BenchAm};
@@ -46,10 +47,10 @@ fn exchange(
     Ok(p.clock.since(t) / count as f64)
 }
 
-/// The mean over ranks of `mine`, on rank 0.
-fn mean_over_ranks(b: &BenchAm, mine: f64) -> Result<Option<f64>, AmError> {
+/// Every rank's `mine` (NaN: idle, left out), on rank 0.
+fn over_ranks(b: &BenchAm, mine: f64) -> Result<Option<Vec<f64>>, AmError> {
     Ok(b.gather(mine)?
-        .map(|all| all.iter().sum::<f64>() / all.len() as f64))
+        .map(|all| all.into_iter().filter(|v| v.is_finite()).collect()))
 }
 
 /// *ring*: `ns_per_msg` (Short), and the array fit `startup_ns`, `bandwidth_mb_s`.
@@ -65,7 +66,7 @@ pub fn ring(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
         msgs.push(exchange(&b, p, right, BURST, &[], &mut expect)?);
     }
     msgs.remove(0); // warm-up
-    let per_msg = mean_over_ranks(&b, amrq::reference::median(&mut msgs))?;
+    let per_msg = over_ranks(&b, amrq::reference::median(&mut msgs))?;
     let mut points = Vec::new();
     for &x in &sizes(p.quick, false) {
         let data = vec![7u8; x];
@@ -77,14 +78,14 @@ pub fn ring(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
         }
         v.remove(0);
         let mine = amrq::reference::median(&mut v);
-        if let Some(mean) = mean_over_ranks(&b, mine)? {
-            points.push(Point::of(x as f64, &mut [mean]));
+        if let Some(mut all) = over_ranks(&b, mine)? {
+            points.push(Point::of(x as f64, &mut all));
         }
     }
     b.am.barrier()?;
-    Ok(per_msg.map(|per_msg| {
+    Ok(per_msg.map(|mut per_msg| {
         let mut o = Outcome::new("ring", n, p.clock.overhead_ns());
-        o.figures.push(Figure::single("ns_per_msg", per_msg));
+        o.figures.push(Figure::of("ns_per_msg", &mut per_msg));
         let (startup, mb_s) = fit_row(&points);
         o.figures.push(Figure::single("startup_ns", startup));
         o.figures.push(Figure::single("bandwidth_mb_s", mb_s));
@@ -120,7 +121,7 @@ pub fn traverse(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
                 arr.push(exchange(&b, p, partner, arrays, &data, &mut expect)?);
             }
         }
-        // Idle ranks report NaN and are left out of the mean.
+        // Idle ranks report NaN and are left out.
         let (m, a) = if partner < n {
             msgs.remove(0);
             arr.remove(0);
@@ -131,15 +132,12 @@ pub fn traverse(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
         } else {
             (f64::NAN, f64::NAN)
         };
-        let ms = b.gather(m)?;
-        let bs = b.gather(a)?;
-        if let (Some(ms), Some(bs)) = (ms, bs) {
-            let mean = |v: Vec<f64>| {
-                let v: Vec<f64> = v.into_iter().filter(|x| x.is_finite()).collect();
-                v.iter().sum::<f64>() / v.len().max(1) as f64
-            };
-            msg_pts.push(Point::of(step as f64, &mut [mean(ms)]));
-            bw_pts.push(Point::of(step as f64, &mut [x as f64 * 1e3 / mean(bs)]));
+        let ms = over_ranks(&b, m)?;
+        let bs = over_ranks(&b, a)?;
+        if let (Some(mut ms), Some(bs)) = (ms, bs) {
+            let mut mb_s: Vec<f64> = bs.iter().map(|ns| x as f64 * 1e3 / ns).collect();
+            msg_pts.push(Point::of(step as f64, &mut ms));
+            bw_pts.push(Point::of(step as f64, &mut mb_s));
         }
     }
     b.am.barrier()?;
