@@ -55,6 +55,41 @@ fn a_sleeper_is_never_left_asleep_with_a_frame_waiting() {
     });
 }
 
+/// Two senders publish on the same channel (a shared queue) and ring; the receiver
+/// arms as a sleeper and looks. Only one of them may make the wake-up (the claim), but
+/// whatever the interleaving, a frame the last look misses has had the futex word
+/// bumped after the value the receiver will sleep on.
+#[test]
+fn two_senders_one_claimed_wake_up_no_frame_slept_through() {
+    loom::model(|| {
+        let b = Arc::new(Bell::default());
+        let senders: Vec<_> = [1u64, 2]
+            .into_iter()
+            .map(|frame| {
+                let s = b.clone();
+                loom::thread::spawn(move || {
+                    s.seq.fetch_or(frame, Ordering::Release);
+                    if ring(&s.armed, &s.summary, &s.sleepers, BIT) {
+                        s.wake.fetch_add(1, Ordering::Release);
+                    }
+                })
+            })
+            .collect();
+        let w = b.wake.load(Ordering::Acquire);
+        arm(&b.armed, Some(&b.sleepers), BIT);
+        let seen = b.seq.load(Ordering::Acquire);
+        for s in senders {
+            s.join().unwrap();
+        }
+        let wakes = b.wake.load(Ordering::Acquire);
+        assert!(
+            seen == 3 || wakes != w,
+            "the receiver would sleep through a published frame"
+        );
+        assert!(wakes <= 1, "one claimed wake-up per sleep, not {wakes}");
+    });
+}
+
 #[test]
 fn an_armed_summary_never_misses_a_frame() {
     loom::model(|| {

@@ -9,7 +9,11 @@ use crate::sync::{fence, AtomicU64, Ordering};
 
 /// Sender side, right after publishing a frame on the channel of doorbell bit `bit`:
 /// sets the bit in `summary` if the receiver armed it; returns true if the receiver
-/// sleeps on it (the caller then bumps the futex word and wakes it).
+/// sleeps on it and this sender claimed the wake-up (the caller then bumps the futex
+/// word and wakes it). Claiming clears the bit in `sleepers`: of the senders that find
+/// the receiver asleep, one makes the wake-up syscall, and the others, until the
+/// receiver arms again, do not (on an oversubscribed host, a woken receiver may not run
+/// for a while, and every send would otherwise pay a syscall meanwhile).
 #[inline(always)]
 pub fn ring(armed: &AtomicU64, summary: &AtomicU64, sleepers: &AtomicU64, bit: u64) -> bool {
     // ORDERING: a SeqCst fence between the frame's Release store (just done) and the
@@ -22,8 +26,10 @@ pub fn ring(armed: &AtomicU64, summary: &AtomicU64, sleepers: &AtomicU64, bit: u
     // ORDERING: Release pairs with the receiver's Acquire load of the summary, which
     // then scans for the frame published before.
     summary.fetch_or(bit, Ordering::Release);
-    // Relaxed: `sleepers` is set before `armed`, both before the receiver's fence.
+    // Relaxed: `sleepers` is set before `armed`, both before the receiver's fence; the
+    // claim is an RMW, so exactly one sender clears the bit the receiver set.
     sleepers.load(Ordering::Relaxed) & bit != 0
+        && sleepers.fetch_and(!bit, Ordering::Relaxed) & bit != 0
 }
 
 /// Receiver side, before its last look at the channels of `bits`: arms them (and marks
