@@ -25,6 +25,9 @@ pub struct Chart<'a> {
     pub log_y: bool,
     /// (name, points) per curve.
     pub curves: Vec<(String, Vec<(f64, f64)>)>,
+    /// Empty: lines. Otherwise grouped bars, one group per category at x = its index,
+    /// one bar per curve, and a line at y = 1 (parity, for ratios).
+    pub categories: &'a [&'a str],
 }
 
 fn register_font() {
@@ -98,8 +101,16 @@ impl Chart<'_> {
             };
             lo..hi + pad
         };
-        let xs = span(all.iter().map(|p| p.0).collect(), self.log_x);
-        let ys = span(all.iter().map(|p| p.1).collect(), self.log_y);
+        let bars = !self.categories.is_empty();
+        let (xs, ys) = if bars {
+            let top = all.iter().map(|p| p.1).fold(1.0, f64::max) * 1.1;
+            (-0.5..self.categories.len() as f64 - 0.5, 0.0..top)
+        } else {
+            (
+                span(all.iter().map(|p| p.0).collect(), self.log_x),
+                span(all.iter().map(|p| p.1).collect(), self.log_y),
+            )
+        };
         let mut chart = ChartBuilder::on(&root)
             .caption(self.title, ("sans-serif", 22))
             .margin(12)
@@ -116,8 +127,17 @@ impl Chart<'_> {
             }
         };
         let (fx, fy) = (tick(self.log_x), tick(self.log_y));
+        let category = |v: &f64| {
+            let i = v.round();
+            match self.categories.get(i as usize) {
+                Some(c) if (v - i).abs() < 1e-6 && i >= 0.0 => c.to_string(),
+                _ => String::new(),
+            }
+        };
+        let fx: &dyn Fn(&f64) -> String = if bars { &category } else { &fx };
         chart
             .configure_mesh()
+            .x_labels(if bars { self.categories.len() } else { 10 })
             .x_desc(self.x_label)
             .y_desc(self.y_label)
             .x_label_formatter(&fx)
@@ -125,8 +145,23 @@ impl Chart<'_> {
             .label_style(("sans-serif", 14))
             .draw()
             .map_err(err)?;
+        let groups = curves.len().max(1) as f64;
         for (i, (name, pts)) in curves.into_iter().enumerate() {
             let color = COLORS[i % COLORS.len()];
+            if bars {
+                let w = 0.8 / groups;
+                let x0 = |x: f64| x - 0.4 + i as f64 * w;
+                chart
+                    .draw_series(pts.iter().map(|&(x, y)| {
+                        Rectangle::new([(x0(x), 0.0), (x0(x) + w * 0.9, y)], color.filled())
+                    }))
+                    .map_err(err)?
+                    .label(name)
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
+                    });
+                continue;
+            }
             chart
                 .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
                 .map_err(err)?
@@ -137,6 +172,17 @@ impl Chart<'_> {
             chart
                 .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
                 .map_err(err)?;
+        }
+        if bars {
+            let n = self.categories.len() as f64;
+            chart
+                .draw_series(LineSeries::new(
+                    vec![(-0.5, 1.0), (n - 0.5, 1.0)],
+                    BLACK.stroke_width(1),
+                ))
+                .map_err(err)?
+                .label("parity (1×)")
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
         }
         chart
             .configure_series_labels()
