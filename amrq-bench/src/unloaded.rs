@@ -27,8 +27,8 @@ pub const BURST: u64 = 1024;
 /// waits for room (Config::am_ring_slots).
 pub const DEEP_RING_SLOTS: u64 = 2 * BURST;
 
-/// `iters` round trips from rank 0 to `dest` (requests numbered after `done`
-/// earlier ones); ns per round trip on rank 0.
+/// `iters` round trips from rank 0 to `dest`, each waiting for its acknowledgement;
+/// ns per round trip.
 fn round_trips(b: &BenchAm, p: &Params, dest: Rank, iters: u64) -> Result<f64, AmError> {
     let base = b.am.state().acks.get();
     let t = p.clock.start();
