@@ -55,7 +55,7 @@ pub fn sizes(quick: bool, beyond: bool) -> Vec<usize> {
 
 /// Transfers per timed batch at size `x`: about 1 MiB moved (1/8 with `quick`),
 /// between 4 and 2000.
-fn transfers(p: &Params, x: usize) -> u64 {
+pub(crate) fn transfers(p: &Params, x: usize) -> u64 {
     let bytes = if p.quick { 128 << 10 } else { 1 << 20 };
     (bytes / x).clamp(4, 2000) as u64
 }
@@ -93,18 +93,20 @@ fn source(x: usize) -> Vec<u8> {
 /// Runs `one_batch(combo, x, n)` for every combination and size, interleaved: each
 /// round measures one batch of every (combination, size), so that a drift of the
 /// machine during the run (a VM moving its CPUs) touches every series alike. The
-/// first round is a warm-up. Returns each combination's points on the rank whose
-/// `one_batch` returns the ns of `n` transfers (the others return `None`).
-fn sweep(
+/// first round is a warm-up. `n` is `count(p, x)`. Returns each combination's points
+/// (ns per transfer) on the rank whose `one_batch` returns the ns of `n` transfers
+/// (the others return `None`).
+pub(crate) fn sweep(
     p: &Params,
     sizes: &[usize],
     combos: usize,
+    count: fn(&Params, usize) -> u64,
     mut one_batch: impl FnMut(usize, usize, u64) -> Result<Option<f64>, AmError>,
 ) -> Result<Vec<Vec<Point>>, AmError> {
     let mut samples = vec![vec![Vec::new(); sizes.len()]; combos];
     for round in 0..=p.batches {
         for (si, &x) in sizes.iter().enumerate() {
-            let n = transfers(p, x);
+            let n = count(p, x);
             for (c, per_size) in samples.iter_mut().enumerate() {
                 if let Some(ns) = one_batch(c, x, n)? {
                     if round > 0 {
@@ -263,7 +265,7 @@ pub fn array(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
     }
     combos.push((Kind::Memcpy, 8));
     let mut expect = 0u64;
-    let points = sweep(p, &sizes, combos.len(), |ci, x, n| {
+    let points = sweep(p, &sizes, combos.len(), transfers, |ci, x, n| {
         array_batch(&b, &rma, p, combos[ci], x, n, &mut expect)
     })?;
     b.am.barrier()?;
@@ -325,7 +327,7 @@ pub fn two_to_one(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError>
         ("two_segments", "two-to-one, two segments", Some(SECOND)),
     ];
     let (mut expect, mut go) = (0u64, 0u64);
-    let points = sweep(p, &sizes, layouts.len(), |li, x, n| {
+    let points = sweep(p, &sizes, layouts.len(), transfers, |li, x, n| {
         let half = x / 2;
         let at = match (me, layouts[li].2) {
             (1, _) => LANDING + ALIGN,

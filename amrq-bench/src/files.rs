@@ -289,6 +289,21 @@ round trip in this run is in the headline for scale.\n\n";
         show(fig(r, "signature", "rtt_ns"))
     );
 
+    s += "\n## One-way time and streaming (Begel et al. §6.1, Figure 6-1)\n\n| bytes | one-way (ns) | streaming (MB/s) |\n|---|---|---|\n";
+    if let Some(o) = outcome(r, "stream") {
+        let series = |i: usize| o.series.get(i).map(|s| s.points.as_slice()).unwrap_or(&[]);
+        for p in series(0) {
+            let bw = series(1).iter().find(|q| q.x == p.x).map(|q| q.median);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} |",
+                plain(p.x),
+                show(Some(p.median)),
+                show(bw)
+            );
+        }
+    }
+
     s += "\n## Plots\n\n";
     for c in charts(r) {
         let _ = writeln!(
@@ -446,6 +461,24 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
             true,
             false,
             bw,
+        ),
+        chart(
+            "one_way_time",
+            "One-way time: half a reflected Long round trip",
+            "bytes",
+            "ns",
+            true,
+            true,
+            curves("stream", &|n| n.starts_with("one-way"), &id),
+        ),
+        chart(
+            "streaming_bandwidth",
+            "Streaming Long requests, back to back",
+            "bytes",
+            "MB/s",
+            true,
+            false,
+            curves("stream", &|n| n.starts_with("streaming"), &id),
         ),
         chart(
             "poll_intersection",

@@ -42,6 +42,9 @@ pub struct BenchAm {
     pub fetch: RequestHandler,
     /// Hands `f64::from_bits(arg(0))` to the target's `told`.
     pub tell: RequestHandler,
+    /// A Long request reflected: counts, and its payload goes back by a Long reply to
+    /// offset `arg(0)` of the sender's segment (the reply counts in `fetched`).
+    pub echo: RequestHandler,
 }
 
 impl BenchAm {
@@ -84,6 +87,10 @@ impl BenchAm {
             };
             ctx.reply_long(s.landed, &[], bytes, at)
         });
+        let echo = table.request("echo", |s: &State, ctx, m| {
+            s.count.set(s.count.get() + 1);
+            ctx.reply_long(s.landed, &[], m.payload(), m.arg(0) as usize)
+        });
         let tell = table.request("tell", |s: &State, _ctx, m| {
             s.told.borrow_mut().push(f64::from_bits(m.arg(0)));
             Ok(())
@@ -106,6 +113,7 @@ impl BenchAm {
             land,
             fetch,
             tell,
+            echo,
         })
     }
 

@@ -12,7 +12,7 @@
 //! | [`polling`] | unsuccessful polls per variant, successful poll by intersection |
 //! | [`interrupts`] | hold/release toggle, overhead per message vs arrival interval |
 //! | [`signature`] | bursts of k sends with Δ of computation: LogP's o_s, o_r, g, L |
-//! | [`stream`] | streaming bandwidth and the barrier, as the peers measure them |
+//! | [`stream`] | one-way time and streaming per size; the peers' bandwidths; the barrier |
 //! | [`peers`] | Open MPI, `ucx_perftest` and GASNet-EX's tests, as a table |
 //! | [`suite`] | `all`: every benchmark, the report, the plots |
 

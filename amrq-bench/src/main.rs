@@ -64,7 +64,7 @@ enum Bench {
     Interrupts,
     /// LogP signature: bursts of k with Δ between sends; o_s, o_r, g, L (2 ranks).
     Signature,
-    /// Streaming bandwidth (64 KiB, 1 MiB) and the barrier, as the peers measure them (2 ranks).
+    /// One-way time and streaming bandwidth per size, and the barrier (2 ranks).
     Stream,
     /// Open MPI, UCX and GASNet-EX beside amrq: one table.
     Peers,

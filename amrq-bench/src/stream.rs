@@ -1,55 +1,94 @@
-//! amrq's side of the peers table, measured as the peers measure it: streaming
-//! bandwidth (windows of Long requests of 64 KiB and 1 MiB, each window acknowledged,
-//! like `mpi_bench.c`'s windows of `MPI_Isend` and `ucx_perftest`'s `ucp_am_bw`) and
-//! the 2-rank barrier. The round trip and the message rate come from *round-trip* and
+//! Begel et al. §6.1's one-way time and streaming, per message size, and amrq's side of
+//! the peers table measured as the peers measure it.
+//!
+//! - *one-way time*: a Long request of x bytes reflected by a Long reply of the same
+//!   bytes; half the round trip.
+//! - *streaming*: Long requests of x bytes sent back to back (the ring's flow control
+//!   paces them), the last acknowledged; bytes per second. Its 64 KiB and 1 MiB points
+//!   are the peers table's bandwidths (`mpi_bench.c`'s windows of `MPI_Isend`,
+//!   `ucx_perftest`'s `ucp_am_bw`).
+//! - the 2-rank barrier.
+//!
+//! The round trip and the message rate of the peers table come from *round-trip* and
 //! *one-to-one*.
 
+use crate::array::{sizes, sweep};
 use crate::fixture::{require_ranks, BenchAm};
-use crate::report::{Figure, Outcome};
+use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
 use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
 
-/// Requests per acknowledged window.
-const WINDOW: u64 = 64;
+/// Where arrays land (rank 1) and where reflections land (rank 0).
+const LANDING: usize = 0;
 
-/// *stream*: `bw_64k_mb_s`, `bw_1m_mb_s` and `barrier_ns` on rank 0.
+/// Messages per batch: about 16 MiB streamed (2 MiB with `quick`), between 16 and
+/// 4096 messages.
+fn messages(p: &Params, x: usize) -> u64 {
+    let bytes = if p.quick { 2 << 20 } else { 16 << 20 };
+    (bytes / x).clamp(16, 4096) as u64
+}
+
+/// One batch of `n` reflected arrays (combination 0) or `n` streamed ones (1): ns on
+/// rank 0 (half the round trip for reflections), `None` on rank 1.
+fn batch(
+    b: &BenchAm,
+    p: &Params,
+    streaming: bool,
+    data: &[u8],
+    n: u64,
+    expect: &mut u64,
+) -> Result<Option<f64>, AmError> {
+    b.am.barrier()?;
+    *expect += n;
+    if b.rank() != 0 {
+        b.wait_count(*expect)?;
+        return Ok(None);
+    }
+    let t = p.clock.start();
+    if streaming {
+        let acks = b.am.state().acks.get();
+        for i in 1..=n {
+            b.am.request_long(1, b.land, &[u64::from(i == n)], data, LANDING)?;
+        }
+        b.wait_acks(acks + 1)?;
+        return Ok(Some(p.clock.since(t)));
+    }
+    for _ in 0..n {
+        let back = b.am.state().fetched.get();
+        b.am.request_long(1, b.echo, &[LANDING as u64], data, LANDING)?;
+        b.am.wait_until(|s| s.fetched.get() > back)?;
+    }
+    Ok(Some(p.clock.since(t) / 2.0))
+}
+
+/// MB/s at each point of a series of ns per message (the spread inverts).
+fn bandwidth(points: &[Point]) -> Vec<Point> {
+    points
+        .iter()
+        .map(|p| Point {
+            x: p.x,
+            median: p.x * 1e3 / p.median,
+            min: p.x * 1e3 / p.max,
+            max: p.x * 1e3 / p.min,
+        })
+        .collect()
+}
+
+/// *stream*: the one-way and streaming series, `one_way_8b_ns`, `bw_64k_mb_s`,
+/// `bw_1m_mb_s` and `barrier_ns` on rank 0.
 pub fn stream(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
     require_ranks(&c, "stream", 2, false)?;
     let b = BenchAm::new(c)?;
-    let me = b.rank();
-    let mut o = Outcome::new("stream", 2, p.clock.overhead_ns());
+    let sizes: Vec<usize> = [8]
+        .into_iter()
+        .chain(sizes(p.quick, true).into_iter().filter(|&x| x > 8))
+        .collect();
+    let big = vec![5u8; *sizes.last().unwrap_or(&8)];
     let mut expect = 0;
-    for (key, size, windows) in [
-        ("bw_64k_mb_s", 64usize << 10, p.pick(4, 32)),
-        ("bw_1m_mb_s", 1 << 20, p.pick(1, 4)),
-    ] {
-        let data = vec![5u8; size];
-        let mut v = Vec::new();
-        for batch in 0..=p.batches {
-            b.am.barrier()?;
-            expect += windows * WINDOW;
-            if me != 0 {
-                b.wait_count(expect)?;
-                continue;
-            }
-            let t = p.clock.start();
-            for _ in 0..windows {
-                let acks = b.am.state().acks.get();
-                for i in 1..=WINDOW {
-                    b.am.request_long(1, b.land, &[u64::from(i == WINDOW)], &data, 0)?;
-                }
-                b.wait_acks(acks + 1)?;
-            }
-            let ns = p.clock.since(t);
-            if batch > 0 {
-                v.push((windows * WINDOW) as f64 * size as f64 * 1e3 / ns);
-            }
-        }
-        if me == 0 {
-            o.figures.push(Figure::of(key, &mut v));
-        }
-    }
+    let series = sweep(p, &sizes, 2, messages, |combo, x, n| {
+        batch(&b, p, combo == 1, &big[..x], n, &mut expect)
+    })?;
     let iters = p.pick(2_000, 20_000);
     let mut v = Vec::new();
     for _ in 0..=p.batches {
@@ -61,7 +100,38 @@ pub fn stream(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
         v.push(p.clock.since(t) / iters as f64);
     }
     v.remove(0);
-    o.figures.push(Figure::of("barrier_ns", &mut v));
     b.am.barrier()?;
-    Ok((me == 0).then_some(o))
+    if b.rank() != 0 {
+        return Ok(None);
+    }
+    let [one_way, streamed]: [Vec<Point>; 2] = series
+        .try_into()
+        .map_err(|_| crate::fixture::bench_error("stream: two series expected"))?;
+    let streamed = bandwidth(&streamed);
+    let mut o = Outcome::new("stream", 2, p.clock.overhead_ns());
+    let at = |pts: &[Point], x: f64, key: &str| {
+        pts.iter().find(|p| p.x == x).map(|p| Figure {
+            key: key.into(),
+            median: p.median,
+            min: p.min,
+            max: p.max,
+        })
+    };
+    o.figures.extend(at(&one_way, 8.0, "one_way_8b_ns"));
+    o.figures.extend(at(&streamed, 65536.0, "bw_64k_mb_s"));
+    o.figures.extend(at(&streamed, 1048576.0, "bw_1m_mb_s"));
+    o.figures.push(Figure::of("barrier_ns", &mut v));
+    o.series.push(Series {
+        name: "one-way time (half a reflected Long round trip)".into(),
+        x: "bytes".into(),
+        y: "ns".into(),
+        points: one_way,
+    });
+    o.series.push(Series {
+        name: "streaming Long requests".into(),
+        x: "bytes".into(),
+        y: "MB/s".into(),
+        points: streamed,
+    });
+    Ok(Some(o))
 }

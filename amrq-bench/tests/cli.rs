@@ -54,7 +54,7 @@ fn required(job: Job) -> &'static [&'static str] {
         Job::Polling => &["am_poll_ns", "request_queue_ns", "one_poll_8_ns"],
         Job::Interrupts => &["hold_ns", "deferred_handler_ns"],
         Job::Signature => &["o_s_ns", "o_r_ns", "g_ns", "l_ns", "rtt_ns"],
-        Job::Stream => &["bw_64k_mb_s", "bw_1m_mb_s", "barrier_ns"],
+        Job::Stream => &["one_way_8b_ns", "bw_64k_mb_s", "bw_1m_mb_s", "barrier_ns"],
     }
 }
 
@@ -161,6 +161,8 @@ fn all_runs_every_benchmark_and_writes_the_report() {
         "poll_intersection",
         "interrupt_overhead",
         "traverse_steps",
+        "one_way_time",
+        "streaming_bandwidth",
     ] {
         assert!(
             starts_with(&dir.join(format!("plots/{chart}.svg")), b"<svg"),
