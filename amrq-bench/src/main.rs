@@ -100,6 +100,10 @@ fn fail(why: &str) -> ! {
 
 fn main() {
     let cli = Cli::parse();
+    if cli.bench.job().is_none() && matches!(amrq::bootstrap::env::detect(), Ok(Some(_))) {
+        // Its children would inherit the job's environment and join it.
+        fail("`all` and `peers` start their own jobs: run them directly, not under amrun, mpirun or srun");
+    }
     match (cli.bench, cli.bench.job()) {
         (_, Some(job)) => run_job(&cli, job),
         (Bench::Peers, None) => peers(&cli),

@@ -210,3 +210,17 @@ fn a_wrong_rank_count_is_refused_with_a_message() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("runs on 3 ranks"));
 }
+
+#[test]
+fn all_refuses_to_run_inside_a_job_whose_environment_its_children_would_join() {
+    let out = Command::new(env!("CARGO_BIN_EXE_amrq-bench"))
+        .args(["all", "--quick"])
+        .env("AMRQ_RANK", "0")
+        .env("AMRQ_SIZE", "2")
+        .env("AMRQ_JOB_KEY", "0123456789abcdef0123456789abcdef")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("run them directly"), "{err}");
+}
