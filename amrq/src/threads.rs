@@ -57,8 +57,9 @@ where
                         }
                         let boot = ep.boot().clone();
                         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ep)));
-                        if let Err(p) = &out {
-                            boot.mark_failed(rank, panic_message(p.as_ref()));
+                        match &out {
+                            Err(p) => boot.mark_failed(rank, panic_message(p.as_ref())),
+                            Ok(_) => boot.mark_left(rank),
                         }
                         out
                     })

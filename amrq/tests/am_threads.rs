@@ -405,6 +405,15 @@ fn long_requests_and_replies_land_in_the_segment() {
     all_ok(out);
 }
 
+#[path = "common/left.rs"]
+mod common_left;
+
+#[test]
+fn a_rank_that_left_is_reported_not_waited_for() {
+    let out = amrq::threads::run(2, &Config::default(), common_left::left_rank);
+    all_ok(out);
+}
+
 #[path = "common/cpu.rs"]
 mod cpu;
 use cpu::thread_cpu;

@@ -543,6 +543,20 @@ fn a_rank_with_another_key_cannot_attach() {
 #[path = "common/long.rs"]
 mod common_long;
 
+#[path = "common/left.rs"]
+mod common_left;
+
+#[test]
+fn a_rank_that_left_is_reported_not_waited_for_as_processes() {
+    rank_of(&Config::default(), common_left::left_rank);
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = self_launch(
+        "a_rank_that_left_is_reported_not_waited_for_as_processes",
+        2,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
 #[test]
 fn long_requests_and_replies_as_processes() {
     let cfg = Config {

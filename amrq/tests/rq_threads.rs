@@ -697,3 +697,57 @@ fn a_blocking_wait_on_one_poll_queues_sleeps_and_sees_every_frame() {
         "the waiting rank used {cpu:?} of CPU in {wall:?}"
     );
 }
+
+/// Remote Queues and a rank that has left: the blocking enqueue into its full queue
+/// ends with `PeerLeft`; a blocking wait with nobody left first delivers what the rank
+/// sent before it left, then ends with `AllPeersLeft` instead of sleeping forever.
+#[test]
+fn a_rank_that_left_ends_blocking_enqueues_and_waits_with_typed_errors() {
+    use amrq::config::QueueSpec;
+    let mut cfg = Config::default();
+    let q = cfg.add(QueueSpec::new("work", 4).one_poll());
+    let out = amrq::threads::run(2, &cfg, |c| -> Result<(), String> {
+        let rq = Rq::new(c);
+        let set = rq.poll_set(&[q]).map_err(|e| e.to_string())?;
+        if rq.rank() == 1 {
+            // Sends one frame, then leaves.
+            assert!(rq.enqueue(0, q, &[42], &[]).map_err(|e| e.to_string())?);
+            return Ok(());
+        }
+        let mut sent = 0;
+        let err = loop {
+            match rq.enqueue_or_serve(1, q, &[sent], &[], &set, |_, _| {}) {
+                Ok(()) => sent += 1,
+                Err(e) => break e,
+            }
+        };
+        assert!(
+            matches!(err, RqError::Conduit(ConduitError::PeerLeft { rank: 1 })),
+            "{err}"
+        );
+        assert_eq!(
+            sent, 4,
+            "the queue took its 4 slots, then the sender gave up"
+        );
+        // enqueue_or_serve served rank 1's frame while it waited, or it is still queued.
+        match rq.wait(&set, None) {
+            Ok((_, f)) => {
+                assert_eq!(f.args(), &[42]);
+                f.release();
+                let err = rq.wait(&set, None).map(|_| ()).unwrap_err();
+                assert!(
+                    matches!(err, RqError::Conduit(ConduitError::AllPeersLeft)),
+                    "{err}"
+                );
+            }
+            Err(e) => assert!(
+                matches!(e, RqError::Conduit(ConduitError::AllPeersLeft)),
+                "{e}"
+            ),
+        }
+        Ok(())
+    });
+    for r in out.unwrap() {
+        r.unwrap();
+    }
+}

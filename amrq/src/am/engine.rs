@@ -4,7 +4,7 @@
 use super::handlers::{Entry, FIRST_USER_TAG};
 use super::{AmError, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
 use crate::conduit::mem::MemConduit;
-use crate::conduit::{Conduit, PollSet, Rank, ReceivedFrame};
+use crate::conduit::{Conduit, ConduitError, PollSet, Rank, ReceivedFrame};
 use crate::rq::{QueueId, Rq};
 use crate::util::{Backoff, SLEEP_BACKSTOP};
 use std::cell::Cell;
@@ -266,6 +266,13 @@ impl<S, C: Conduit> Am<S, C> {
         let mut backoff = Backoff::new();
         loop {
             if poll(self)? == 0 {
+                if backoff.is_yielding() && self.rq.conduit().peer_left(dest) {
+                    // Its last drain is visible now: one more try, then no room will come.
+                    return match self.enqueue(dest, q, tag, args, payload)? {
+                        true => Ok(()),
+                        false => Err(ConduitError::PeerLeft { rank: dest }.into()),
+                    };
+                }
                 // Room comes from the receiver draining, which sends us nothing: yield.
                 self.snooze(&mut backoff, false)?;
             } else {
@@ -279,7 +286,8 @@ impl<S, C: Conduit> Am<S, C> {
 
     /// Waits a little after an empty poll: spins a bounded time, then (with `sleep`)
     /// sleeps until an AM frame arrives or [`SLEEP_BACKSTOP`](crate::util::SLEEP_BACKSTOP) passes, or yields. Once
-    /// past spinning it checks that every peer is alive.
+    /// past spinning it checks that every peer is alive, and (waiting for an arrival)
+    /// that some peer is still there to send.
     fn snooze(&self, backoff: &mut Backoff, sleep: bool) -> Result<(), AmError> {
         if !backoff.is_yielding() {
             backoff.snooze();
@@ -287,6 +295,13 @@ impl<S, C: Conduit> Am<S, C> {
         }
         let conduit = self.rq.conduit();
         conduit.check_peers()?;
+        if sleep && conduit.all_peers_left() {
+            // What they sent before leaving is visible now: one last look.
+            return match self.poll()? {
+                0 => Err(ConduitError::AllPeersLeft.into()),
+                _ => Ok(()),
+            };
+        }
         if sleep {
             conduit.wait_for_arrival(&self.am_queues, SLEEP_BACKSTOP)?;
         } else {

@@ -41,6 +41,23 @@ impl Boot {
         }
     }
 
+    /// True once `rank` has left the job cleanly; what it published before is visible
+    /// to loads after this returns true.
+    pub fn has_left(&self, rank: usize) -> bool {
+        match self {
+            Boot::Threads(b) => b.has_left(rank),
+            Boot::Shm(j) => j.has_left(rank),
+        }
+    }
+
+    /// Records that `rank` has finished (threads; a process says so when its job
+    /// handle drops).
+    pub fn mark_left(&self, rank: usize) {
+        if let Boot::Threads(b) = self {
+            b.mark_left(rank);
+        }
+    }
+
     /// Records that `rank` failed, so that waits elsewhere end with an error.
     pub fn mark_failed(&self, rank: usize, cause: String) {
         match self {

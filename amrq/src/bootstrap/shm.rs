@@ -276,6 +276,13 @@ impl ShmJob {
         Ok(all)
     }
 
+    /// True once rank `r` has left the job cleanly (its job handle dropped).
+    pub fn has_left(&self, r: usize) -> bool {
+        // ORDERING: Acquire pairs with the Release store of LEFT in `drop`: the frames
+        // the rank published before it left are visible after this.
+        r < self.size && self.pid(r).load(Ordering::Acquire) == LEFT
+    }
+
     /// [`BootError::PeerDead`] if a rank's process no longer exists although it did not
     /// leave the job cleanly (a crash, a signal, an exit from inside the job).
     pub fn check_peers(&self) -> Result<(), BootError> {

@@ -14,6 +14,8 @@ struct State {
     result: Vec<u64>,
     /// The first rank that failed, and how: ends every wait at once.
     failed: Option<(usize, String)>,
+    /// Ranks whose thread has finished.
+    left: Vec<bool>,
 }
 
 /// Barrier and all-gather for `size` thread ranks.
@@ -52,9 +54,27 @@ impl ThreadsBoot {
                 values: vec![0; size],
                 result: Vec::new(),
                 failed: None,
+                left: vec![false; size],
             }),
             cv: Condvar::new(),
         }
+    }
+
+    /// Records that `rank`'s thread has finished normally.
+    pub fn mark_left(&self, rank: usize) {
+        if let Ok(mut st) = self.state.lock() {
+            if let Some(l) = st.left.get_mut(rank) {
+                *l = true;
+            }
+        }
+    }
+
+    /// True once `rank`'s thread has finished normally (the mutex orders what it did
+    /// before).
+    pub fn has_left(&self, rank: usize) -> bool {
+        self.state
+            .lock()
+            .is_ok_and(|st| st.left.get(rank).copied().unwrap_or(false))
     }
 
     /// Records that `rank` failed (the first failure is kept) and wakes setup waiters.

@@ -307,4 +307,16 @@ pub trait Conduit {
     /// [`ConduitError::PeerDead`] if a rank of the job is known to have failed. Waiting
     /// loops call it on their slow path so that nothing waits forever on a dead peer.
     fn check_peers(&self) -> Result<(), ConduitError>;
+
+    /// True once `rank` has left the job cleanly (its endpoint is gone): it sends and
+    /// drains nothing any more. Everything it sent before leaving is visible to a look
+    /// at the queues made after this returns true. Waiting loops call it on their slow
+    /// path: room in its queues will not come, and once every other rank has left,
+    /// nothing can arrive.
+    fn peer_left(&self, rank: Rank) -> bool;
+
+    /// True if the job has other ranks and all of them have left.
+    fn all_peers_left(&self) -> bool {
+        self.size() > 1 && (0..self.size()).all(|r| r == self.rank() || self.peer_left(r))
+    }
 }

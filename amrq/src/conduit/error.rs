@@ -96,6 +96,17 @@ pub enum ConduitError {
         /// What happened to it.
         cause: String,
     },
+    /// Waiting for room in a queue of a rank that has left the job: it drains nothing
+    /// any more, so the room would never come.
+    #[error("rank {rank} has left the job: its queues are no longer drained")]
+    PeerLeft {
+        /// The rank.
+        rank: Rank,
+    },
+    /// Waiting for a frame while every other rank has left the job and nothing is
+    /// queued: nothing can arrive any more.
+    #[error("every other rank has left the job and nothing is queued: the wait would never end")]
+    AllPeersLeft,
     /// A setup-time collective failed (a rank is missing or took too long).
     #[error("bootstrap failed: {0}")]
     Bootstrap(String),

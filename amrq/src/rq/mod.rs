@@ -390,9 +390,13 @@ impl<C: Conduit> Rq<C> {
     ) -> Result<(QueueId, C::Frame<'_>), RqError> {
         let start = std::time::Instant::now();
         let mut backoff = crate::util::Backoff::new();
+        let mut last_look = false;
         loop {
             if let Some(found) = self.one_poll(set)? {
                 return Ok(found);
+            }
+            if last_look {
+                return Err(ConduitError::AllPeersLeft.into());
             }
             let left = match timeout {
                 Some(t) if start.elapsed() >= t => {
@@ -405,6 +409,11 @@ impl<C: Conduit> Rq<C> {
             };
             if backoff.is_yielding() {
                 self.conduit.check_peers()?;
+                if self.conduit.all_peers_left() {
+                    // What they sent before leaving is visible now: one last look.
+                    last_look = true;
+                    continue;
+                }
                 let nap = left.min(crate::util::SLEEP_BACKSTOP);
                 self.conduit.wait_for_arrival(set, nap)?;
             } else {
@@ -457,6 +466,13 @@ impl<C: Conduit> Rq<C> {
                 None => {
                     if backoff.is_yielding() {
                         self.conduit.check_peers()?;
+                        if self.conduit.peer_left(dest) {
+                            // Its last drain is visible now: one more try.
+                            if self.enqueue(dest, q, args, payload)? {
+                                return Ok(());
+                            }
+                            return Err(ConduitError::PeerLeft { rank: dest }.into());
+                        }
                     }
                     backoff.snooze(); // room comes from the peer draining: no arrival to sleep on
                 }

@@ -1069,6 +1069,10 @@ impl Conduit for MemConduit {
     fn check_peers(&self) -> Result<(), ConduitError> {
         Ok(self.boot.check_peers()?)
     }
+
+    fn peer_left(&self, rank: Rank) -> bool {
+        self.boot.has_left(rank)
+    }
 }
 
 /// The (index, length) inline payload of a Long or Tag-On frame, if it is 16 bytes.
