@@ -4,7 +4,7 @@
 
 use crate::peers::{speedup, METRICS};
 use crate::plots::Chart;
-use crate::report::{plain, Outcome};
+use crate::report::{plain, Outcome, Point};
 use crate::suite::Results;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -373,18 +373,13 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
     let curves = |name: &str,
                   filter: &dyn Fn(&str) -> bool,
                   f: &dyn Fn(f64, f64) -> f64|
-     -> Vec<(String, Vec<(f64, f64)>)> {
+     -> Vec<(String, Vec<Point>)> {
         outcome(r, name)
             .map(|o| {
                 o.series
                     .iter()
                     .filter(|s| filter(&s.name))
-                    .map(|s| {
-                        (
-                            s.name.clone(),
-                            s.points.iter().map(|p| (p.x, f(p.x, p.median))).collect(),
-                        )
-                    })
+                    .map(|s| (s.name.clone(), s.points.iter().map(|p| p.map(f)).collect()))
                     .collect()
             })
             .unwrap_or_default()
@@ -396,14 +391,20 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
     let mut bw = curves("array", &dw, &|x, y| x * 1e3 / y);
     bw.extend(curves("array-two-to-one", &dw, &|x, y| x * 1e3 / y));
     let mut steps = curves("traverse", &|n| n.contains("Short"), &id);
-    if let Some(ring) = fig(r, "ring", "ns_per_msg") {
+    if let Some(ring) = outcome(r, "ring").and_then(|o| o.get("ns_per_msg")) {
         let xs: Vec<f64> = steps
             .first()
-            .map(|(_, p)| p.iter().map(|p| p.0).collect())
+            .map(|(_, p)| p.iter().map(|p| p.x).collect())
             .unwrap_or_default();
-        steps.push(("ring".into(), xs.into_iter().map(|x| (x, ring)).collect()));
+        let at = |x| Point {
+            x,
+            median: ring.median,
+            min: ring.min,
+            max: ring.max,
+        };
+        steps.push(("ring".into(), xs.into_iter().map(at).collect()));
     }
-    let peers: Vec<(String, Vec<(f64, f64)>)> = r
+    let peers: Vec<(String, Vec<Point>)> = r
         .peers
         .iter()
         .skip(1)
@@ -413,12 +414,8 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
                 .iter()
                 .enumerate()
                 .filter_map(|(i, (k, _, _))| {
-                    Some((
-                        i as f64,
-                        r.table
-                            .get(&format!("{}_{k}_speedup", tag(&p.name)))?
-                            .median,
-                    ))
+                    let v = r.table.get(&format!("{}_{k}_speedup", tag(&p.name)))?;
+                    Some(Point::of(i as f64, &mut [v.median]))
                 })
                 .collect();
             (format!("speed-up over {}", p.name), pts)

@@ -5,6 +5,7 @@
 //! Logarithmic axes are drawn by plotting log10 of the values on a linear axis and
 //! labelling the ticks with the values, so that every chart has one coordinate type.
 
+use crate::report::Point;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -23,8 +24,8 @@ pub struct Chart<'a> {
     pub log_x: bool,
     /// Logarithmic axes.
     pub log_y: bool,
-    /// (name, points) per curve.
-    pub curves: Vec<(String, Vec<(f64, f64)>)>,
+    /// (name, points) per curve; each point's spread is drawn as an error bar.
+    pub curves: Vec<(String, Vec<Point>)>,
     /// Empty: lines. Otherwise grouped bars, one group per category at x = its index,
     /// one bar per curve, and a line at y = 1 (parity, for ratios).
     pub categories: &'a [&'a str],
@@ -64,14 +65,21 @@ impl Chart<'_> {
     }
 
     /// The curves in plot coordinates, without points a log axis cannot show.
-    fn mapped(&self) -> Vec<(String, Vec<(f64, f64)>)> {
+    fn mapped(&self) -> Vec<(String, Vec<Point>)> {
+        let y = |v: f64| Self::map(self.log_y, v);
         self.curves
             .iter()
             .map(|(n, pts)| {
                 let p = pts
                     .iter()
-                    .filter_map(|&(x, y)| {
-                        Some((Self::map(self.log_x, x)?, Self::map(self.log_y, y)?))
+                    .filter_map(|p| {
+                        let median = y(p.median)?;
+                        Some(Point {
+                            x: Self::map(self.log_x, p.x)?,
+                            median,
+                            min: y(p.min).unwrap_or(median),
+                            max: y(p.max).unwrap_or(median),
+                        })
                     })
                     .collect();
                 (n.clone(), p)
@@ -86,7 +94,7 @@ impl Chart<'_> {
         let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
         root.fill(&WHITE).map_err(err)?;
         let curves = self.mapped();
-        let all: Vec<(f64, f64)> = curves.iter().flat_map(|(_, p)| p.iter().copied()).collect();
+        let all: Vec<&Point> = curves.iter().flat_map(|(_, p)| p.iter()).collect();
         if all.is_empty() {
             return Err(format!("{}: no points", self.file));
         }
@@ -103,12 +111,15 @@ impl Chart<'_> {
         };
         let bars = !self.categories.is_empty();
         let (xs, ys) = if bars {
-            let top = all.iter().map(|p| p.1).fold(1.0, f64::max) * 1.1;
+            let top = all.iter().map(|p| p.max).fold(1.0, f64::max) * 1.1;
             (-0.5..self.categories.len() as f64 - 0.5, 0.0..top)
         } else {
             (
-                span(all.iter().map(|p| p.0).collect(), self.log_x),
-                span(all.iter().map(|p| p.1).collect(), self.log_y),
+                span(all.iter().map(|p| p.x).collect(), self.log_x),
+                span(
+                    all.iter().flat_map(|p| [p.min, p.max]).collect(),
+                    self.log_y,
+                ),
             )
         };
         let mut chart = ChartBuilder::on(&root)
@@ -152,8 +163,11 @@ impl Chart<'_> {
                 let w = 0.8 / groups;
                 let x0 = |x: f64| x - 0.4 + i as f64 * w;
                 chart
-                    .draw_series(pts.iter().map(|&(x, y)| {
-                        Rectangle::new([(x0(x), 0.0), (x0(x) + w * 0.9, y)], color.filled())
+                    .draw_series(pts.iter().map(|p| {
+                        Rectangle::new(
+                            [(x0(p.x), 0.0), (x0(p.x) + w * 0.9, p.median)],
+                            color.filled(),
+                        )
                     }))
                     .map_err(err)?
                     .label(name)
@@ -162,15 +176,22 @@ impl Chart<'_> {
                     });
                 continue;
             }
+            let line: Vec<(f64, f64)> = pts.iter().map(|p| (p.x, p.median)).collect();
             chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
                 .map_err(err)?
                 .label(name)
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
                 });
             chart
-                .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .map_err(err)?;
+            // The spread of the repetitions: min to max.
+            chart
+                .draw_series(pts.iter().filter(|p| p.max > p.min).map(|p| {
+                    PathElement::new(vec![(p.x, p.min), (p.x, p.max)], color.stroke_width(1))
+                }))
                 .map_err(err)?;
         }
         if bars {
@@ -186,6 +207,7 @@ impl Chart<'_> {
         }
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .label_font(("sans-serif", 14))

@@ -84,6 +84,26 @@ impl Point {
     }
 }
 
+impl Point {
+    /// The point with `f(x, value)` applied to its median and spread (`f` monotone in
+    /// the value: a time turned into a bandwidth swaps min and max).
+    ///
+    /// ```
+    /// let p = amrq_bench::report::Point::of(1000.0, &mut [10.0, 20.0, 40.0]);
+    /// let bw = p.map(|x, ns| x / ns);
+    /// assert_eq!((bw.median, bw.min, bw.max), (50.0, 25.0, 100.0));
+    /// ```
+    pub fn map(&self, f: impl Fn(f64, f64) -> f64) -> Point {
+        let (a, b) = (f(self.x, self.min), f(self.x, self.max));
+        Point {
+            x: self.x,
+            median: f(self.x, self.median),
+            min: a.min(b),
+            max: a.max(b),
+        }
+    }
+}
+
 /// A named curve: what x and y are, and its points in x order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Series {

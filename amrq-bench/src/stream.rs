@@ -62,17 +62,9 @@ fn batch(
     Ok(Some(p.clock.since(t) / 2.0))
 }
 
-/// MB/s at each point of a series of ns per message (the spread inverts).
+/// MB/s at each point of a series of ns per message.
 fn bandwidth(points: &[Point]) -> Vec<Point> {
-    points
-        .iter()
-        .map(|p| Point {
-            x: p.x,
-            median: p.x * 1e3 / p.median,
-            min: p.x * 1e3 / p.max,
-            max: p.x * 1e3 / p.min,
-        })
-        .collect()
+    points.iter().map(|p| p.map(|x, ns| x * 1e3 / ns)).collect()
 }
 
 /// *stream*: the one-way and streaming series, `one_way_8b_ns`, `bw_64k_mb_s`,
