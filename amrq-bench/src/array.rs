@@ -129,16 +129,22 @@ pub(crate) fn sweep(
         .collect())
 }
 
-/// Adds `series` and its Table-5 figures (`<key>_4w_ns`, `_startup_ns`, `_mb_s`).
-/// The fit spans the paper's 2 B … 64 KiB; larger arrays leave the caches (another
-/// regime) and are plotted, not fitted.
-fn add_row(o: &mut Outcome, key: &str, name: String, points: Vec<Point>) {
+/// A row of Table 5 from a series of (bytes, ns): the time for 4 words (16 B), and
+/// the fit's start-up (ns) and bandwidth (MB/s). The fit spans the paper's 2 B …
+/// 64 KiB; larger arrays leave the caches (another regime) and are plotted, not fitted.
+pub fn table5_row(points: &[Point]) -> (f64, f64, f64) {
     let fitted: Vec<Point> = points.iter().filter(|p| p.x <= 65536.0).cloned().collect();
     let (c, mb_s) = fit_row(&fitted);
     let four_words = points
         .iter()
         .find(|p| p.x == 16.0)
         .map_or(f64::NAN, |p| p.median);
+    (four_words, c, mb_s)
+}
+
+/// Adds `series` and its Table-5 figures (`<key>_4w_ns`, `_startup_ns`, `_mb_s`).
+fn add_row(o: &mut Outcome, key: &str, name: String, points: Vec<Point>) {
+    let (four_words, c, mb_s) = table5_row(&points);
     o.figures
         .push(Figure::single(format!("{key}_4w_ns"), four_words));
     o.figures

@@ -2,7 +2,7 @@
 //! `results.csv` (every figure and data point, one per row), `summary.md` (tables
 //! shaped like the paper's) and `plots/*.svg|png`.
 
-use crate::peers::{speedup, METRICS};
+use crate::peers::{speedup, tag, METRICS};
 use crate::plots::Chart;
 use crate::report::{plain, Outcome, Point};
 use crate::suite::Results;
@@ -60,8 +60,9 @@ fn fig(r: &Results, name: &str, key: &str) -> Option<f64> {
     outcome(r, name)?.get(key).map(|f| f.median)
 }
 
+/// A figure for a table: "–" when there is none (or it is not a number).
 fn show(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| {
+    v.filter(|v| v.is_finite()).map_or("–".into(), |v| {
         if v.abs() >= 100.0 {
             format!("{v:.0}")
         } else {
@@ -104,8 +105,6 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         "| messages/s one-to-one | {} | | |",
         show(fig(r, "one-to-one", "msgs_per_s"))
     );
-    let put =
-        outcome(r, "array").and_then(|o| o.series.iter().find(|s| s.name == "put, double-word"));
     let big = |name: &str| -> Option<f64> {
         let se = outcome(r, "array")?
             .series
@@ -117,7 +116,7 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
     let _ = writeln!(
         s,
         "| put bandwidth / memcpy, ≥ 64 KiB (MB/s at the largest size) | {} | {} | {} |",
-        show(put.and(big("put, double-word"))),
+        show(big("put, double-word")),
         show(big("memcpy (reference)")),
         show(fig(r, "array", "put_vs_memcpy"))
     );
@@ -221,23 +220,13 @@ round trip in this run is in the headline for scale.\n\n";
         let Some(o) = outcome(r, name) else { continue };
         for se in &o.series {
             let (bench, align) = se.name.rsplit_once(", ").unwrap_or((&se.name, ""));
-            let key = o
-                .figures
-                .iter()
-                .find(|f| f.key.ends_with("_4w_ns") && se_key_matches(&f.key, bench, align));
-            let prefix = key.map(|f| f.key.trim_end_matches("_4w_ns").to_string());
-            let get = |suffix: &str| {
-                prefix
-                    .as_ref()
-                    .and_then(|p| o.get(&format!("{p}{suffix}")))
-                    .map(|f| f.median)
-            };
+            let (four, c, mb_s) = crate::array::table5_row(&se.points);
             let _ = writeln!(
                 s,
                 "| {bench} | {align} | {} | {} | {} |",
-                show(get("_4w_ns")),
-                show(get("_startup_ns")),
-                show(get("_mb_s"))
+                show(Some(four)),
+                show(Some(c)),
+                show(Some(mb_s))
             );
         }
     }
@@ -340,28 +329,6 @@ round trip in this run is in the headline for scale.\n\n";
         s += "\n";
     }
     s
-}
-
-/// Whether figure key `key` (`blocking_byte_4w_ns`) belongs to the series named
-/// `bench, align`.
-fn se_key_matches(key: &str, bench: &str, align: &str) -> bool {
-    let kind = match bench {
-        "one-to-one (blocking)" => "blocking",
-        "one-to-one (non-blocking)" => "nonblocking",
-        "two-to-one, one segment" => "one_segment",
-        "two-to-one, two segments" => "two_segments",
-        "memcpy (reference)" => "memcpy",
-        other => other,
-    };
-    if align.is_empty() || kind == "memcpy" {
-        return key.starts_with(&format!("{kind}_4w"));
-    }
-    key.starts_with(&format!("{kind}_{align}_"))
-}
-
-/// The tag of a peer's figures.
-pub fn tag(name: &str) -> String {
-    name.to_lowercase().replace([' ', '-'], "_")
 }
 
 /// Short names of [`METRICS`], for the peers chart.

@@ -372,6 +372,15 @@ pub fn speedup(key: &str, amrq: f64, peer: f64) -> f64 {
     }
 }
 
+/// The tag of a peer's figures in the table (`Open MPI` → `open_mpi`).
+///
+/// ```
+/// assert_eq!(amrq_bench::peers::tag("GASNet-EX"), "gasnet_ex");
+/// ```
+pub fn tag(name: &str) -> String {
+    name.to_lowercase().replace([' ', '-'], "_")
+}
+
 /// The peers table as an outcome: `amrq_<metric>`, `<peer>_<metric>` and
 /// `<peer>_<metric>_speedup` figures; missing peers and metrics in the notes.
 pub fn table(amrq: &Peer, peers: &[Peer], timer_ns: f64) -> Outcome {
@@ -382,7 +391,7 @@ pub fn table(amrq: &Peer, peers: &[Peer], timer_ns: f64) -> Outcome {
         }
     }
     for p in peers {
-        let tag = p.name.to_lowercase().replace([' ', '-'], "_");
+        let tag = tag(&p.name);
         if let Some(why) = &p.missing {
             o.notes.push(format!("{}: missing: {why}", p.name));
             continue;
