@@ -332,7 +332,14 @@ round trip in this run is in the headline for scale.\n\n";
 }
 
 /// Short names of [`METRICS`], for the peers chart.
-const PEER_LABELS: [&str; 5] = ["round trip", "msgs/s", "bw 64 KiB", "bw 1 MiB", "barrier"];
+const PEER_LABELS: [&str; 6] = [
+    "round trip",
+    "msgs/s",
+    "bw 64 KiB",
+    "bw 1 MiB",
+    "put 64 KiB",
+    "barrier",
+];
 const _: () = assert!(PEER_LABELS.len() == METRICS.len());
 
 /// The charts of a report.

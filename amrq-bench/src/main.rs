@@ -157,11 +157,14 @@ fn emit(cli: &Cli, o: &Outcome) -> Result<(), String> {
     Ok(())
 }
 
-/// `peers`: amrq's figures (round-trip, one-to-one, stream as child jobs), the peers,
+/// `peers`: amrq's figures (round-trip, one-to-one, stream, array as child jobs), the peers,
 /// and the table.
 fn peers(cli: &Cli) {
-    let outcomes = suite::run_jobs(&[Job::RoundTrip, Job::OneToOne, Job::Stream], cli.quick)
-        .unwrap_or_else(|e| fail(&e));
+    let outcomes = suite::run_jobs(
+        &[Job::RoundTrip, Job::OneToOne, Job::Stream, Job::Array],
+        cli.quick,
+    )
+    .unwrap_or_else(|e| fail(&e));
     let work = std::env::temp_dir().join(format!("amrq-bench-peers-{}", std::process::id()));
     let mut all = vec![suite::amrq_peer(&outcomes)];
     all.extend(suite::run_peers(&work, cli.quick, cli.gasnet.as_deref()));

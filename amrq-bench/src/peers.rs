@@ -14,11 +14,12 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// A metric of the table: key, label, and whether lower is better (a time).
-pub const METRICS: [(&str, &str, bool); 5] = [
+pub const METRICS: [(&str, &str, bool); 6] = [
     ("rtt_ns", "round trip, 8 B (ns)", true),
     ("msgs_per_s", "messages/s one-to-one, 8 B", false),
     ("bw_64k_mb_s", "bandwidth, 64 KiB messages (MB/s)", false),
     ("bw_1m_mb_s", "bandwidth, 1 MiB messages (MB/s)", false),
+    ("put_64k_mb_s", "put bandwidth, 64 KiB (MB/s)", false),
     ("barrier_ns", "barrier, 2 ranks (ns)", true),
 ];
 
@@ -139,9 +140,10 @@ pub fn open_mpi(work: &Path, quick: bool) -> Peer {
     let mut cmd = Command::new("mpirun");
     cmd.args(["--allow-run-as-root", "-np", "2", "--bind-to", "core"])
         .args(["--mca", "pml", "ob1", "--mca", "btl", "self,vader"])
+        .args(["--mca", "btl_vader_single_copy_mechanism", "none"])
         .arg(&bin)
         .args(quick.then_some("quick"));
-    let command = format!("mpirun --allow-run-as-root -np 2 --bind-to core --mca pml ob1 --mca btl self,vader mpi_bench{}", if quick { " quick" } else { "" });
+    let command = format!("mpirun --allow-run-as-root -np 2 --bind-to core --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism none mpi_bench{}", if quick { " quick" } else { "" });
     match run(&mut cmd, Duration::from_secs(300)) {
         Ok(out) => {
             let values = pairs(&out, "mpi");
@@ -239,11 +241,13 @@ pub fn ucx(quick: bool) -> Peer {
         let (_, _, rate) = ucx_test("ucp_am_bw", 8, 2_000_000 / d)?;
         let (_, bw64, _) = ucx_test("ucp_am_bw", 64 << 10, 20_000 / d)?;
         let (_, bw1m, _) = ucx_test("ucp_am_bw", 1 << 20, 2_000 / d)?;
+        let (_, put64, _) = ucx_test("ucp_put_bw", 64 << 10, 20_000 / d)?;
         Ok(vec![
             ("rtt_ns".into(), 2.0 * lat * 1e3),
             ("msgs_per_s".into(), rate),
             ("bw_64k_mb_s".into(), bw64 * MIB),
             ("bw_1m_mb_s".into(), bw1m * MIB),
+            ("put_64k_mb_s".into(), put64 * MIB),
         ])
     };
     match go() {
@@ -251,7 +255,7 @@ pub fn ucx(quick: bool) -> Peer {
             name: NAME.into(),
             missing: None,
             values,
-            command: "UCX_TLS=sm,self ucx_perftest -t ucp_am_lat|ucp_am_bw (server on core 1, client on core 0)".into(),
+            command: "UCX_TLS=sm,self ucx_perftest -t ucp_am_lat|ucp_am_bw|ucp_put_bw (server on core 1, client on core 0)".into(),
             detail: vec!["median one-way latency × 2 for the round trip; no barrier test".into()],
         },
         Err(e) => Peer::missing(NAME, e),

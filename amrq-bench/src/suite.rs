@@ -277,6 +277,14 @@ fn progress(done: usize, total: usize, what: &str) {
     }
 }
 
+/// amrq's put bandwidth at 64 KiB, double-word aligned (from *array*).
+fn put_64k(outcomes: &[Outcome]) -> Option<f64> {
+    let o = outcomes.iter().find(|o| o.name == "array")?;
+    let s = o.series.iter().find(|s| s.name == "put, double-word")?;
+    let p = s.points.iter().find(|p| p.x == 65536.0)?;
+    Some(p.x * 1e3 / p.median)
+}
+
 /// amrq's figures for the peers table, from the outcomes of a run.
 pub fn amrq_peer(outcomes: &[Outcome]) -> Peer {
     let find = |job: &str, key: &str| {
@@ -291,6 +299,7 @@ pub fn amrq_peer(outcomes: &[Outcome]) -> Peer {
         ("msgs_per_s", find("one-to-one", "msgs_per_s")),
         ("bw_64k_mb_s", find("stream", "bw_64k_mb_s")),
         ("bw_1m_mb_s", find("stream", "bw_1m_mb_s")),
+        ("put_64k_mb_s", put_64k(outcomes)),
         ("barrier_ns", find("stream", "barrier_ns")),
     ]
     .into_iter()
@@ -300,7 +309,7 @@ pub fn amrq_peer(outcomes: &[Outcome]) -> Peer {
         name: "amrq".into(),
         missing: None,
         values,
-        command: "amrq-bench round-trip, one-to-one, stream".into(),
+        command: "amrq-bench round-trip, one-to-one, stream, array".into(),
         detail: Vec::new(),
     }
 }
