@@ -5,7 +5,13 @@
 //! notes, then the summary line `NAME: key=value …` of DESIGN.md "Conventions" last)
 //! or as one JSON object with `--json`, which is what `amrq-bench all` reads back.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// JSON has no NaN: serde_json writes it as `null`, which reads back as NaN here (a
+/// fit with no answer, a ratio of a missing figure).
+fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
 
 /// A figure: its name, the median of repeated runs, and their spread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -13,10 +19,13 @@ pub struct Figure {
     /// What it is (`round_trip_ns`, …): the unit ends the name.
     pub key: String,
     /// Median over the repetitions.
+    #[serde(deserialize_with = "nan_if_null")]
     pub median: f64,
     /// Smallest repetition.
+    #[serde(deserialize_with = "nan_if_null")]
     pub min: f64,
     /// Largest repetition.
+    #[serde(deserialize_with = "nan_if_null")]
     pub max: f64,
 }
 
@@ -57,12 +66,16 @@ impl Figure {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Point {
     /// Where (bytes, interval, step, …).
+    #[serde(deserialize_with = "nan_if_null")]
     pub x: f64,
     /// Median over the repetitions.
+    #[serde(deserialize_with = "nan_if_null")]
     pub median: f64,
     /// Smallest repetition.
+    #[serde(deserialize_with = "nan_if_null")]
     pub min: f64,
     /// Largest repetition.
+    #[serde(deserialize_with = "nan_if_null")]
     pub max: f64,
 }
 
@@ -127,6 +140,7 @@ pub struct Outcome {
     /// Cores this job may run on.
     pub cores: usize,
     /// Cost of one clock reading, ns, subtracted from every timed interval.
+    #[serde(deserialize_with = "nan_if_null")]
     pub timer_ns: f64,
     /// The figures, in the order printed.
     pub figures: Vec<Figure>,
@@ -235,5 +249,18 @@ pub fn plain(v: f64) -> String {
         "0".into()
     } else {
         s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nan_figure_survives_the_json_round_trip() {
+        let mut o = Outcome::new("x", 2, 1.0);
+        o.figures.push(Figure::single("fit_mb_s", f64::NAN));
+        let back: Outcome = serde_json::from_str(&o.json()).expect("reads back");
+        assert!(back.figures[0].median.is_nan());
     }
 }

@@ -303,7 +303,7 @@ pub fn amrq_peer(outcomes: &[Outcome]) -> Peer {
         ("barrier_ns", find("stream", "barrier_ns")),
     ]
     .into_iter()
-    .filter_map(|(k, v)| Some((k.to_string(), v?)))
+    .filter_map(|(k, v)| Some((k.to_string(), v.filter(|v| v.is_finite())?)))
     .collect();
     Peer {
         name: "amrq".into(),
