@@ -198,27 +198,38 @@ fn ucx_test(test: &str, size: usize, iters: u64) -> Result<(f64, f64, f64), Stri
         .map_err(|e| e.to_string())?
         .port()
         .to_string();
-    let pin = |core: &str, args: &[&str]| {
+    // Server and client one per core (the first two cores this process may use).
+    let cores = amrq::util::affinity::allowed_cores();
+    let core = |i: usize| {
+        cores
+            .get(i % cores.len().max(1))
+            .copied()
+            .unwrap_or(0)
+            .to_string()
+    };
+    let pin = |core: String, args: &[&str]| {
         let mut c = Command::new("taskset");
-        c.args(["-c", core, "ucx_perftest"])
+        c.args(["-c", &core, "ucx_perftest"])
             .args(args)
             .env("UCX_TLS", "sm,self");
         c
     };
-    let mut server = pin("1", &["-p", &port])
+    let mut server = pin(core(1), &["-p", &port])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| e.to_string())?;
-    std::thread::sleep(Duration::from_millis(300));
     let (s, n) = (size.to_string(), iters.to_string());
-    let out = run(
-        &mut pin(
-            "0",
-            &["127.0.0.1", "-p", &port, "-t", test, "-s", &s, "-n", &n],
-        ),
-        Duration::from_secs(120),
-    );
+    let client = ["127.0.0.1", "-p", &port, "-t", test, "-s", &s, "-n", &n];
+    // The server may take a moment to listen: retry while it runs.
+    let mut out = Err(format!("{test}: the server did not start"));
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(300));
+        out = run(&mut pin(core(0), &client), Duration::from_secs(120));
+        if out.is_ok() || !matches!(server.try_wait(), Ok(None)) {
+            break;
+        }
+    }
     let _ = server.kill();
     let _ = server.wait();
     ucx_final(&out?).ok_or_else(|| format!("{test}: no Final line"))
