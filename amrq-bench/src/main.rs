@@ -176,6 +176,9 @@ fn peers(cli: &Cli) {
 }
 
 fn all(cli: &Cli) {
+    if cli.ranks.is_some() {
+        eprintln!("amrq-bench: `all` runs each benchmark on its own rank count; --ranks is ignored (run a benchmark alone to choose it)");
+    }
     let out = cli.out.clone().unwrap_or_else(|| PathBuf::from("results"));
     match suite::all(cli.quick, &out, cli.gasnet.as_deref()) {
         Ok(r) => {
