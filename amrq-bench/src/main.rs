@@ -40,57 +40,12 @@ struct Cli {
 
 #[derive(Subcommand, Debug, Clone, Copy)]
 enum Bench {
-    /// Short request and reply, one at a time, beside the raw round trip (2 ranks).
-    RoundTrip,
-    /// The round trip from rank 0 to each other rank (default 4 ranks).
-    RoundTripRanks,
-    /// 1024 pipelined requests, then one acknowledging reply: time per message (2 ranks).
-    OneToOne,
-    /// 1024 requests to two ranks alternately: the send overhead (3 ranks).
-    OneToTwo,
-    /// 2048 arrived requests from two ranks, handled: the receive overhead (3 ranks).
-    TwoToOne,
-    /// Every rank sends 1024 requests and arrays to its right neighbour (default: one per core).
-    Ring,
-    /// Step i: rank j exchanges with rank j XOR i (default: one rank per core).
-    Traverse,
-    /// Array transfer: blocking, non-blocking, swap, put vs memcpy; 3 alignments (2 ranks).
-    Array,
-    /// Array transfer two-to-one, one and two segments (3 ranks).
-    ArrayTwoToOne,
-    /// Unsuccessful polls per variant; successful poll by intersection (2 ranks).
-    Polling,
-    /// Hold/release toggle; receive overhead vs arrival interval (2 ranks).
-    Interrupts,
-    /// LogP signature: bursts of k with Δ between sends; o_s, o_r, g, L (2 ranks).
-    Signature,
-    /// One-way time and streaming bandwidth per size, and the barrier (2 ranks).
-    Stream,
+    #[command(flatten)]
+    Job(Job),
     /// Open MPI, UCX and GASNet-EX beside amrq: one table.
     Peers,
     /// Everything, with a progress bar; the report goes to --out (default results/).
     All,
-}
-
-impl Bench {
-    fn job(self) -> Option<Job> {
-        Some(match self {
-            Bench::RoundTrip => Job::RoundTrip,
-            Bench::RoundTripRanks => Job::RoundTripRanks,
-            Bench::OneToOne => Job::OneToOne,
-            Bench::OneToTwo => Job::OneToTwo,
-            Bench::TwoToOne => Job::TwoToOne,
-            Bench::Ring => Job::Ring,
-            Bench::Traverse => Job::Traverse,
-            Bench::Array => Job::Array,
-            Bench::ArrayTwoToOne => Job::ArrayTwoToOne,
-            Bench::Polling => Job::Polling,
-            Bench::Interrupts => Job::Interrupts,
-            Bench::Signature => Job::Signature,
-            Bench::Stream => Job::Stream,
-            Bench::Peers | Bench::All => return None,
-        })
-    }
 }
 
 fn fail(why: &str) -> ! {
@@ -100,14 +55,15 @@ fn fail(why: &str) -> ! {
 
 fn main() {
     let cli = Cli::parse();
-    if cli.bench.job().is_none() && matches!(amrq::bootstrap::env::detect(), Ok(Some(_))) {
+    if !matches!(cli.bench, Bench::Job(_)) && matches!(amrq::bootstrap::env::detect(), Ok(Some(_)))
+    {
         // Its children would inherit the job's environment and join it.
         fail("`all` and `peers` start their own jobs: run them directly, not under amrun, mpirun or srun");
     }
-    match (cli.bench, cli.bench.job()) {
-        (_, Some(job)) => run_job(&cli, job),
-        (Bench::Peers, None) => peers(&cli),
-        _ => all(&cli),
+    match cli.bench {
+        Bench::Job(job) => run_job(&cli, job),
+        Bench::Peers => peers(&cli),
+        Bench::All => all(&cli),
     }
 }
 

@@ -11,34 +11,35 @@ use amrq::rq::QueueId;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A benchmark that runs as a job of ranks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A benchmark that runs as a job of ranks; each is a subcommand of `amrq-bench`,
+/// whose help is the variant's line here (module docs say more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Subcommand)]
 pub enum Job {
-    /// [`unloaded::round_trip`].
+    /// Short request and reply, one at a time, beside the raw round trip (2 ranks).
     RoundTrip,
-    /// [`unloaded::round_trip_ranks`].
+    /// The round trip from rank 0 to each other rank (default 4 ranks).
     RoundTripRanks,
-    /// [`unloaded::one_to_one`].
+    /// 1024 pipelined requests, then one acknowledging reply: time per message (2 ranks).
     OneToOne,
-    /// [`unloaded::one_to_two`].
+    /// 1024 requests to two ranks alternately: the send overhead (3 ranks).
     OneToTwo,
-    /// [`unloaded::two_to_one`].
+    /// 2048 arrived requests from two ranks, handled: the receive overhead (3 ranks).
     TwoToOne,
-    /// [`loaded::ring`].
+    /// Every rank sends 1024 requests and arrays to its right neighbour (default: one per core).
     Ring,
-    /// [`loaded::traverse`].
+    /// Step i: rank j exchanges with rank j XOR i (default: one rank per core).
     Traverse,
-    /// [`array::array`].
+    /// Array transfer: blocking, non-blocking, swap, put vs memcpy; 3 alignments (2 ranks).
     Array,
-    /// [`array::two_to_one`].
+    /// Array transfer two-to-one, one and two segments (3 ranks).
     ArrayTwoToOne,
-    /// [`polling::polling`].
+    /// Unsuccessful polls per variant; successful poll by intersection (2 ranks).
     Polling,
-    /// [`interrupts::interrupts`].
+    /// Hold/release toggle; receive overhead vs arrival interval (2 ranks).
     Interrupts,
-    /// [`signature::signature`].
+    /// LogP signature: bursts of k with Δ between sends; o_s, o_r, g, L (2 ranks).
     Signature,
-    /// [`stream::stream`].
+    /// One-way time and streaming bandwidth per size, and the barrier (2 ranks).
     Stream,
 }
 

@@ -101,13 +101,19 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
         (self.am.rank(), self.am.size())
     }
 
-    /// Rank `root`'s `data` into every rank's `data` (same length everywhere).
-    pub fn broadcast<T: Word>(&self, root: Rank, data: &mut [T]) -> Result<(), RmaError> {
+    /// This rank's parent (none at the root) and children in the binomial tree rooted
+    /// at `root`.
+    fn tree(&self, root: Rank) -> Result<(Option<Rank>, Vec<Rank>), RmaError> {
         let (me, n) = self.me_n();
         check_root(root, n)?;
         let vr = (me + n - root) % n;
         let parent = (vr != 0).then(|| (clear_top_bit(vr) + root) % n);
-        let children = children(vr, n).map(|c| (c + root) % n).collect::<Vec<_>>();
+        Ok((parent, children(vr, n).map(|c| (c + root) % n).collect()))
+    }
+
+    /// Rank `root`'s `data` into every rank's `data` (same length everywhere).
+    pub fn broadcast<T: Word>(&self, root: Rank, data: &mut [T]) -> Result<(), RmaError> {
+        let (parent, children) = self.tree(root)?;
         for chunk in data.chunks_mut(per_chunk::<T>()) {
             let b = bytes_of_mut(chunk);
             if let Some(p) = parent {
@@ -129,11 +135,7 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
         data: &mut [T],
         op: impl Fn(T, T) -> T,
     ) -> Result<(), RmaError> {
-        let (me, n) = self.me_n();
-        check_root(root, n)?;
-        let vr = (me + n - root) % n;
-        let parent = (vr != 0).then(|| (clear_top_bit(vr) + root) % n);
-        let children = children(vr, n).map(|c| (c + root) % n).collect::<Vec<_>>();
+        let (parent, children) = self.tree(root)?;
         for chunk in data.chunks_mut(per_chunk::<T>()) {
             for &c in &children {
                 let mut got: Vec<T> = chunk.to_vec();
