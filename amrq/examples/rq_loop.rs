@@ -90,8 +90,8 @@ fn empty_one_poll(o: &common::Opts, ranks: usize, queues: usize, armed: bool) ->
             cfg.add(if armed { spec.one_poll() } else { spec })
         })
         .collect();
-    let mut eps =
-        threads::endpoints_for(ranks, &cfg).unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
+    let mut eps = threads::endpoints_for(ranks, &cfg.conduit_spec())
+        .unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
     let rq = amrq::rq::Rq::new(eps.swap_remove(0));
     let set = rq
         .poll_set(&ids)
@@ -149,8 +149,8 @@ fn hold(o: &common::Opts) {
         .unwrap_or(if o.quick { 10_000_000 } else { 100_000_000 });
     let mut cfg = Config::default();
     cfg.add(QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt));
-    let mut eps =
-        threads::endpoints_for(1, &cfg).unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
+    let mut eps = threads::endpoints_for(1, &cfg.conduit_spec())
+        .unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
     let mut rq = amrq::rq::Rq::new(eps.remove(0));
     let handled = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let h = handled.clone();

@@ -1,92 +1,10 @@
-//! The settings of a job, in one typed value.
+//! The settings of a job, in one typed value: the top of the layers, which turns them
+//! into what each layer below is built from ([`Config::conduit_spec`]).
 
-use crate::conduit::{Rank, Senders};
+use crate::conduit::ConduitSpec;
+pub use crate::conduit::Delivery;
 use crate::rq::QueueId;
-
-/// How the frames of a queue reach the program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Delivery {
-    /// The program dequeues or polls (the default: atomic by default, as RQ argues).
-    #[default]
-    Poll,
-    /// A progress thread runs their handlers as they arrive (selective interrupts).
-    Interrupt,
-}
-
-/// A named queue that every rank has: its capacity, delivery and senders.
-///
-/// ```
-/// use amrq::config::{Delivery, QueueSpec};
-/// let q = QueueSpec::new("results", 64).senders_only(vec![0]).delivery(Delivery::Poll);
-/// assert_eq!(q.slots, 64);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueSpec {
-    /// Its name.
-    pub name: String,
-    /// Ring slots (64 B) per sender (of a shared queue: in all): the queue's capacity,
-    /// and its memory bound.
-    pub slots: u64,
-    /// How its frames are delivered.
-    pub delivery: Delivery,
-    /// Which ranks may enqueue into it.
-    pub senders: Senders,
-    /// Its senders ring the receiver's doorbell when it is idle, so that One-poll over
-    /// it costs O(1) when empty (each enqueue pays a fence for it).
-    pub one_poll: bool,
-    /// One ring that every sender reserves slots in, instead of one ring per sender
-    /// (see [`QueueSpec::shared`]).
-    pub shared: bool,
-}
-
-impl QueueSpec {
-    /// A Poll queue anyone may send to, `slots` slots per sender (a power of two).
-    pub fn new(name: impl Into<String>, slots: u64) -> Self {
-        Self {
-            name: name.into(),
-            slots,
-            delivery: Delivery::Poll,
-            senders: Senders::All,
-            one_poll: false,
-            shared: false,
-        }
-    }
-
-    /// Makes it one ring of `slots` slots that all senders share, each reserving its
-    /// slots by a compare-and-swap on the ring's tail (the T3D's shared-queue slot
-    /// reservation), instead of one ring per sender. Its memory is `slots × 64 B` per
-    /// receiver whatever the number of ranks, but senders compete for room, and each
-    /// enqueue pays one locked instruction; a frame carries at most 7 args (the eighth
-    /// word names the sender).
-    ///
-    /// ```
-    /// use amrq::config::QueueSpec;
-    /// let q = QueueSpec::new("work", 1024).shared();
-    /// assert!(q.shared);
-    /// ```
-    pub fn shared(mut self) -> Self {
-        self.shared = true;
-        self
-    }
-
-    /// Makes it part of O(1) One-poll sets (see [`crate::rq::Rq::one_poll`]).
-    pub fn one_poll(mut self) -> Self {
-        self.one_poll = true;
-        self
-    }
-
-    /// Only `ranks` may enqueue into it.
-    pub fn senders_only(mut self, ranks: Vec<Rank>) -> Self {
-        self.senders = Senders::Only(ranks);
-        self
-    }
-
-    /// Sets the delivery mode.
-    pub fn delivery(mut self, d: Delivery) -> Self {
-        self.delivery = d;
-        self
-    }
-}
+pub use crate::rq::QueueSpec;
 
 /// The settings of a job: ring sizes of the AM queues and of the user's named queues,
 /// and the size of each rank's registered segment.
@@ -95,7 +13,7 @@ impl QueueSpec {
 /// use amrq::Config;
 /// let mut cfg = Config::default();
 /// let q = cfg.add_queue(64);
-/// assert_eq!(cfg.channel_slots(), vec![256, 256, 64]);
+/// assert_eq!(cfg.conduit_spec().channels[2].slots, 64);
 /// assert_eq!(q.index(), 2);
 /// assert_eq!(cfg.queue_named("q2"), Some(q));
 /// assert_eq!(cfg.segment_bytes, 64 << 20);
@@ -215,81 +133,35 @@ impl Config {
             .map(|i| QueueId::new(QueueId::FIRST_USER + i))
     }
 
-    /// The ring size of every conduit channel: AM requests, AM replies, user queues,
-    /// then the interrupt queue if there is one.
-    pub fn channel_slots(&self) -> Vec<u64> {
-        let mut v = vec![self.am_ring_slots, self.am_ring_slots];
-        v.extend(self.queues.iter().map(|q| q.slots));
-        self.and_interrupt_queue(v, self.interrupt_slots)
-    }
-
-    /// The conduit channel of the interrupt queue (after the user queues), if any.
-    pub fn interrupt_channel(&self) -> Option<usize> {
-        (self.interrupt_slots > 0).then_some(QueueId::FIRST_USER + self.queues.len())
-    }
-
-    /// `v` (one entry per AM and user queue) with `value` for the interrupt queue, if
-    /// the job has one.
-    fn and_interrupt_queue<T>(&self, mut v: Vec<T>, value: T) -> Vec<T> {
-        if self.interrupt_channel().is_some() {
-            v.push(value);
+    /// What the conduit is built from: one channel per queue (AM requests, AM replies,
+    /// the user's queues, then the interrupt queue if there is one, as
+    /// [`rq::channel_specs`](crate::rq::channel_specs) lays them out), the Tag-On pools
+    /// and the registered segments.
+    ///
+    /// ```
+    /// use amrq::{config::QueueSpec, Config};
+    /// let mut cfg = Config::default();
+    /// cfg.add(QueueSpec::new("work", 64).shared());
+    /// cfg.interrupt_slots = 8;
+    /// let spec = cfg.conduit_spec();
+    /// let slots: Vec<u64> = spec.channels.iter().map(|c| c.slots).collect();
+    /// assert_eq!(slots, vec![256, 256, 64, 8]);
+    /// assert!(spec.channels[2].shared);
+    /// assert_eq!(spec.interrupt_channel, Some(3));
+    /// ```
+    pub fn conduit_spec(&self) -> ConduitSpec {
+        let (channels, interrupt_channel) =
+            crate::rq::channel_specs(self.am_ring_slots, &self.queues, self.interrupt_slots);
+        ConduitSpec {
+            channels,
+            interrupt_channel,
+            tag_on_buffers: self.tag_on_buffers,
+            tag_on_bytes: self.tag_on_bytes,
+            segment_bytes: self.segment_bytes,
+            remedy: format!(
+                "lower each rank's registered segment with AMRQ_SEGMENT_SIZE or the AM ring size with AMRQ_RING_SLOTS (now {} slots)",
+                self.am_ring_slots
+            ),
         }
-        v
-    }
-
-    /// Which conduit channels ring the receiver's doorbell: the AM queues (so that a
-    /// blocking wait can sleep), One-poll queues and Interrupt queues.
-    pub fn channel_notify(&self) -> Vec<bool> {
-        let mut v = vec![true, true];
-        v.extend(
-            self.queues
-                .iter()
-                .map(|q| q.one_poll || q.delivery == Delivery::Interrupt),
-        );
-        self.and_interrupt_queue(v, true)
-    }
-
-    /// Checks what the conduits cannot represent. Doorbell bits are `queue % 64`: One-poll
-    /// queues that share a bit only cost a spurious scan, but an Interrupt queue must
-    /// have its bit to itself (the progress thread disarms its bits when it wakes).
-    pub fn check(&self) -> Result<(), String> {
-        let (notify, interrupt) = (self.channel_notify(), self.channel_interrupt());
-        for (ch, _) in interrupt.iter().enumerate().filter(|(_, &i)| i) {
-            if let Some(other) =
-                (0..notify.len()).find(|&o| o != ch && notify[o] && o % 64 == ch % 64)
-            {
-                return Err(format!(
-                    "Interrupt queue {ch} shares doorbell bit {} with queue {other}: doorbell bits are queue % 64; create the Interrupt queues among the first 64",
-                    ch % 64
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Which conduit channels are delivered by interrupts (a progress thread).
-    pub fn channel_interrupt(&self) -> Vec<bool> {
-        let mut v = vec![false, false];
-        v.extend(
-            self.queues
-                .iter()
-                .map(|q| q.delivery == Delivery::Interrupt),
-        );
-        self.and_interrupt_queue(v, true)
-    }
-
-    /// Which conduit channels are one ring per receiver shared by all senders.
-    pub fn channel_shared(&self) -> Vec<bool> {
-        let mut v = vec![false, false];
-        v.extend(self.queues.iter().map(|q| q.shared));
-        self.and_interrupt_queue(v, false)
-    }
-
-    /// Who may send into every conduit channel (anyone into the AM queues).
-    pub fn channel_senders(&self) -> Vec<Senders> {
-        let mut v = vec![Senders::All, Senders::All];
-        v.extend(self.queues.iter().map(|q| q.senders.clone()));
-        // Each flagged frame is checked against the senders of the queue it names.
-        self.and_interrupt_queue(v, Senders::All)
     }
 }

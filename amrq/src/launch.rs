@@ -422,7 +422,11 @@ pub fn joined(config: &Config) -> Result<Option<MemConduit>, LaunchError> {
     };
     let timeout = Duration::from_secs(60);
     Ok(Some(crate::conduit::shm::attach(
-        place.rank, place.size, place.key, config, timeout,
+        place.rank,
+        place.size,
+        place.key,
+        &config.conduit_spec(),
+        timeout,
     )?))
 }
 

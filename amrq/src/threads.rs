@@ -40,7 +40,7 @@ where
     F: Fn(MemConduit) -> R + Sync,
     R: Send,
 {
-    let eps = threads::endpoints_for(ranks, config)?;
+    let eps = threads::endpoints_for(ranks, &config.conduit_spec())?;
     let pin = ranks <= allowed_cores().len();
     let f = &f;
     let outcomes: Vec<_> = std::thread::scope(|s| {

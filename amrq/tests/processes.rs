@@ -628,7 +628,7 @@ fn too_little_dev_shm_says_what_is_needed_free_and_what_to_change() {
         ..Config::default()
     };
     let key = amrq::bootstrap::JobKey::random().expect("random");
-    let e = attach(0, 2, key, &cfg, Duration::from_secs(1))
+    let e = attach(0, 2, key, &cfg.conduit_spec(), Duration::from_secs(1))
         .expect_err("cannot fit")
         .to_string();
     assert!(e.contains("not enough room in /dev/shm"), "{e}");

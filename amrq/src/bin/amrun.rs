@@ -142,7 +142,7 @@ mod cli {
                 name.trim_start_matches("AMRQ_").to_lowercase()
             );
         }
-        match amrq::conduit::shm::job_bytes(l.ranks, &cfg) {
+        match amrq::conduit::shm::job_bytes(l.ranks, &cfg.conduit_spec()) {
             Ok((total, block, rings, segs)) => {
                 let mib = |b: usize| b as f64 / f64::from(1 << 20);
                 println!(

@@ -25,6 +25,8 @@ pub mod mem;
 #[cfg(not(amrq_loom))]
 pub mod shm;
 #[cfg(not(amrq_loom))]
+mod spec;
+#[cfg(not(amrq_loom))]
 pub mod threads;
 
 #[cfg(not(amrq_loom))]
@@ -34,3 +36,5 @@ pub use api::{
 };
 #[cfg(not(amrq_loom))]
 pub use error::ConduitError;
+#[cfg(not(amrq_loom))]
+pub use spec::{ChannelSpec, ConduitSpec, Delivery};

@@ -13,26 +13,22 @@
 //! ```
 
 use super::mem::{MemConduit, Parts, RegionLayout, RegionOwner};
-use super::ConduitError;
+use super::{ConduitError, ConduitSpec};
 use crate::bootstrap::shm::{block_bytes, JobSpec};
 use crate::bootstrap::{Boot, JobKey, ShmJob};
-use crate::Config;
 use std::sync::Arc;
 use std::time::Duration;
 
 const PAGE: usize = 4096;
 
 /// Bytes of the conduit's part of the object, and where the segments start in it.
-fn sizes(ranks: usize, cfg: &Config) -> Result<(RegionLayout, usize, usize, usize), ConduitError> {
-    let layout = RegionLayout::with_shared(
-        ranks,
-        &cfg.channel_slots(),
-        &cfg.channel_shared(),
-        cfg.tag_on_buffers,
-        cfg.tag_on_bytes,
-    )?;
+fn sizes(
+    ranks: usize,
+    spec: &ConduitSpec,
+) -> Result<(RegionLayout, usize, usize, usize), ConduitError> {
+    let layout = RegionLayout::new(ranks, spec)?;
     let rings = layout.total_bytes().div_ceil(PAGE) * PAGE;
-    let seg = cfg.segment_bytes.div_ceil(PAGE) * PAGE;
+    let seg = spec.segment_bytes.div_ceil(PAGE) * PAGE;
     let user = seg
         .checked_mul(ranks)
         .and_then(|s| s.checked_add(rings))
@@ -40,73 +36,68 @@ fn sizes(ranks: usize, cfg: &Config) -> Result<(RegionLayout, usize, usize, usiz
     Ok((layout, rings, seg, user))
 }
 
-/// The shared memory a job of `ranks` ranks maps with `cfg`, in bytes, and its parts:
+/// The shared memory a job of `ranks` ranks maps with `spec`, in bytes, and its parts:
 /// `(total, bootstrap block, rings, segments)`.
 ///
 /// ```
-/// let (total, block, rings, segs) = amrq::conduit::shm::job_bytes(2, &amrq::Config::default()).unwrap();
+/// use amrq::conduit::{shm, ChannelSpec, ConduitSpec};
+/// let spec = ConduitSpec { segment_bytes: 1 << 20, ..ConduitSpec::new(vec![ChannelSpec::new(256)]) };
+/// let (total, block, rings, segs) = shm::job_bytes(2, &spec).unwrap();
 /// assert_eq!(total, block + rings + segs);
-/// assert_eq!(segs, 2 * (64 << 20));
+/// assert_eq!(segs, 2 << 20);
 /// ```
-pub fn job_bytes(ranks: usize, cfg: &Config) -> Result<(usize, usize, usize, usize), ConduitError> {
-    let (_, rings, seg, user) = sizes(ranks, cfg)?;
+pub fn job_bytes(
+    ranks: usize,
+    spec: &ConduitSpec,
+) -> Result<(usize, usize, usize, usize), ConduitError> {
+    let (_, rings, seg, user) = sizes(ranks, spec)?;
     let block = block_bytes(ranks);
     Ok((block + user, block, rings, seg * ranks))
 }
 
+/// A digest of everything in `spec` that shapes the shared object (FNV-1a over its
+/// description): ranks that bring different specs must not share one.
+fn digest(spec: &ConduitSpec, seg: usize) -> u64 {
+    let shape = format!(
+        "{:?}{:?}{}/{}/{seg}",
+        spec.channels, spec.interrupt_channel, spec.tag_on_buffers, spec.tag_on_bytes
+    );
+    shape.bytes().fold(0xcbf2_9ce4_8422_2325, |d, b| {
+        (d ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// Joins the job `(rank, size, key)` on this host: creates (rank 0) or attaches to its
 /// shared memory and returns this rank's endpoint. Collective: every rank of the job
-/// calls it with the same `cfg`; `timeout` bounds the wait for the others.
+/// calls it with the same `spec`; `timeout` bounds the wait for the others.
 pub fn attach(
     rank: usize,
     size: usize,
     key: JobKey,
-    cfg: &Config,
+    spec: &ConduitSpec,
     timeout: Duration,
 ) -> Result<MemConduit, ConduitError> {
-    cfg.check().map_err(ConduitError::Setup)?;
-    let (layout, rings, seg, user) = sizes(size, cfg)?;
-    let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
-    let senders = format!(
-        "{:?}{:?}{:?}{:?}",
-        cfg.channel_senders(),
-        cfg.channel_notify(),
-        cfg.channel_interrupt(),
-        cfg.channel_shared()
-    );
-    for w in cfg
-        .channel_slots()
-        .into_iter()
-        .chain([
-            seg as u64,
-            cfg.tag_on_buffers as u64,
-            cfg.tag_on_bytes as u64,
-        ])
-        .chain(senders.bytes().map(u64::from))
-    {
-        digest = (digest ^ w).wrapping_mul(0x0100_0000_01b3);
-    }
-    let spec = JobSpec {
+    let (layout, rings, seg, user) = sizes(size, spec)?;
+    let job_spec = JobSpec {
         rank,
         size,
         key,
         user_bytes: user,
-        digest,
+        digest: digest(spec, seg),
         timeout,
         remedy: format!(
-            "lower each rank's registered segment with AMRQ_SEGMENT_SIZE (now {} MiB per rank, {size} ranks) or the ring size with AMRQ_RING_SLOTS (now {}), or make /dev/shm larger",
-            seg >> 20,
-            cfg.am_ring_slots
+            "{} ({} MiB of segment per rank, {size} ranks), or make /dev/shm larger",
+            spec.remedy,
+            seg >> 20
         ),
     };
-    let job = ShmJob::start(&spec, |base| {
+    let job = ShmJob::start(&job_spec, |base| {
         // SAFETY: `base` is the start of `user` fresh zeroed bytes that only rank 0 sees yet;
         // the object is page aligned, so the ring region is 128-byte aligned.
         unsafe { layout.init(base) }
     })?;
     let job = Arc::new(job);
     let base = job.user_base();
-    // SAFETY (for the `add`s): segments lie inside the conduit's part (`sizes`).
     let segment = |r: usize| {
         // SAFETY: segments lie inside the conduit's part of the mapping (`sizes`).
         unsafe { base.add(rings + r * seg) }
@@ -118,12 +109,9 @@ pub fn attach(
         MemConduit::new(Parts {
             rank,
             ranks: size,
+            spec,
             layout: &layout,
             rings: base,
-            senders: cfg.channel_senders(),
-            notify: cfg.channel_notify(),
-            interrupt: cfg.channel_interrupt(),
-            interrupt_channel: cfg.interrupt_channel(),
             segments,
             segment_bytes: seg,
             owner: RegionOwner::Shm(job.clone()),

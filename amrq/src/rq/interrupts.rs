@@ -1,6 +1,6 @@
 //! Selective interrupts and atomicity (RQ §2.2–2.3; Alewife's atomicity bit).
 //!
-//! Queues declared [`Delivery::Interrupt`](crate::config::Delivery) are drained by a
+//! Queues declared [`Delivery::Interrupt`](crate::conduit::Delivery) are drained by a
 //! progress thread that runs the program's interrupt handler on each frame as it
 //! arrives, while the rank computes. It sleeps on a shared futex when they are idle
 //! (no spinning), and senders wake it only when it has armed its doorbell. Every other

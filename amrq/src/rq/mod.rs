@@ -3,14 +3,15 @@
 //!
 //! A queue is named by (rank, [`QueueId`]). Queue 0 carries AM requests and queue 1 AM
 //! replies (the AM layer is built on this one, as in the paper's Figure 3); user queues
-//! come from [`Config::add_queue`](crate::Config::add_queue). Each queue at a receiver
+//! are described by [`QueueSpec`]s (a job's settings add them), and [`channel_specs`]
+//! makes each queue a conduit channel of the same index. Each queue at a receiver
 //! is a set of per-sender rings, drained round-robin; per sender, frames arrive in order
 //! and exactly once.
 //!
 //! `enqueue` never blocks and never overwrites: `Ok(false)` means the queue is full for
 //! this sender, nothing was committed, and the caller still has its data.
 //!
-//! **Protection.** A queue's [`QueueSpec`](crate::config::QueueSpec) says which ranks may
+//! **Protection.** A queue's [`QueueSpec`] says which ranks may
 //! enqueue into it (StarT-Voyager's logical destination table). The conduit refuses a
 //! send a rank may not make ([`ConduitError::NotPermitted`]), and drops and counts a
 //! frame that arrives from such a rank anyway ([`Rq::dropped`]).
@@ -20,7 +21,7 @@
 //! | queue | room | a full queue | memory per receiver | enqueue cost |
 //! |---|---|---|---|---|
 //! | per-sender (default; the AM queues) | one ring per sender: its free slots are that sender's credits | `Ok(false)` to that sender only; no sender takes another's room | `ranks × slots × 64 B` | plain stores |
-//! | [`shared`](crate::config::QueueSpec::shared) | one ring; each enqueue reserves its slots by compare-and-swap on the ring's tail (T3D-style reservation) | `Ok(false)` to whoever finds it full | `slots × 64 B` | one locked instruction; 7 args at most |
+//! | [`shared`](QueueSpec::shared) | one ring; each enqueue reserves its slots by compare-and-swap on the ring's tail (T3D-style reservation) | `Ok(false)` to whoever finds it full | `slots × 64 B` | one locked instruction; 7 args at most |
 //!
 //! The T3D reserved with fetch-and-add; amrq checks room first and then swaps, because a
 //! fetch-and-add cannot be taken back when the queue turns out to be full, and the
@@ -28,9 +29,11 @@
 
 mod error;
 mod interrupts;
+mod spec;
 
 pub use error::RqError;
 pub use interrupts::{Hold, Interrupts};
+pub use spec::{channel_specs, QueueSpec};
 
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{Conduit, ConduitError, Message, PollSet, Rank, ReceivedFrame};
@@ -133,7 +136,7 @@ pub struct Rq<C: Conduit = MemConduit> {
 
 impl Rq<MemConduit> {
     /// Starts this rank's progress thread for its Interrupt queues
-    /// ([`Delivery::Interrupt`](crate::config::Delivery)) and for frames flagged
+    /// ([`Delivery::Interrupt`](crate::conduit::Delivery)) and for frames flagged
     /// interrupt by their senders: it runs `handler(queue, source, args, payload)` on
     /// each of their frames as it arrives, sleeping when they are idle. A frame that
     /// arrives during an [`Interrupts::hold`] section is handled when the section ends,
@@ -257,7 +260,7 @@ impl<C: Conduit> Rq<C> {
     /// Enqueues a frame into queue `q` of `dest` flagged *interrupt* (the sender's
     /// selective interrupt): `dest`'s progress thread runs its handler on it as a frame
     /// of `q` as soon as it arrives, even if `q` is a Poll queue that the owner polls.
-    /// It travels on `dest`'s interrupt queue ([`Config::interrupt_slots`](crate::Config::interrupt_slots)
+    /// It travels on `dest`'s interrupt queue (`interrupt_slots` of [`channel_specs`],
     /// slots per sender; [`ConduitError::NoInterruptChannel`] if the job has none),
     /// with at most 7 args; `Ok(false)` when that queue is full. The permissions are
     /// `q`'s. A rank that never starts its progress thread leaves such frames queued.
@@ -331,7 +334,7 @@ impl<C: Conduit> Rq<C> {
 
     /// One-poll: the first frame of the first non-empty queue of `set` (priority order),
     /// with its queue. Over queues declared
-    /// [`one_poll`](crate::config::QueueSpec::one_poll), an empty One-poll of an idle
+    /// [`one_poll`](QueueSpec::one_poll), an empty One-poll of an idle
     /// receiver reads one word, whatever the number of queues and peers (the receiver
     /// arms a doorbell after some empty polls; senders ring it only then).
     ///
@@ -358,7 +361,7 @@ impl<C: Conduit> Rq<C> {
 
     /// Blocking One-poll: waits until one of `set`'s queues has a frame and returns it
     /// (priority order, as [`Rq::one_poll`]). Spins a bounded time, then sleeps until a
-    /// sender rings (its queues must be [`one_poll`](crate::config::QueueSpec::one_poll)
+    /// sender rings (its queues must be [`one_poll`](QueueSpec::one_poll)
     /// queues to be slept on; otherwise it yields between looks), waking at least every
     /// [`SLEEP_BACKSTOP`](crate::util::SLEEP_BACKSTOP) to check that its peers are alive.
     /// [`RqError::Timeout`] after `timeout`, if given.

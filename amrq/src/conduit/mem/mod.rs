@@ -25,8 +25,8 @@ use super::ring::{
     FLAG_LONG, FLAG_TAG_ON, MAX_ARGS, SLOT_BYTES, USER_FLAGS,
 };
 use super::{
-    Caps, Channel, ChannelCaps, Conduit, ConduitError, Message, PollSet, Rank, ReceivedFrame,
-    Senders, TagOnData,
+    Caps, Channel, ChannelCaps, Conduit, ConduitError, ConduitSpec, Delivery, Message, PollSet,
+    Rank, ReceivedFrame, TagOnData,
 };
 use crate::bootstrap::Boot;
 use crate::conduit::ring::FrameHeader;
@@ -51,22 +51,15 @@ pub struct Parts<'a> {
     pub rank: Rank,
     /// Ranks in the job.
     pub ranks: usize,
-    /// Where the rings are.
+    /// The channels, and who may send into each.
+    pub spec: &'a ConduitSpec,
+    /// Where the rings are (made from `spec`).
     pub layout: &'a RegionLayout,
     /// The initialised ring region (see [`RegionLayout::init`]).
     pub rings: NonNull<u8>,
-    /// Who may send into each channel.
-    pub senders: Vec<Senders>,
-    /// Which channels ring the receiver's doorbell.
-    pub notify: Vec<bool>,
-    /// Which channels are delivered by interrupts (they also ring the doorbell).
-    pub interrupt: Vec<bool>,
-    /// The Interrupt channel that carries frames flagged [`Message::INTERRUPT`] for
-    /// other channels (a hidden first arg word names the channel), if any.
-    pub interrupt_channel: Option<Channel>,
     /// Every rank's registered segment, as mapped in this process.
     pub segments: Vec<NonNull<u8>>,
-    /// Bytes of each segment.
+    /// Bytes of each segment (`spec.segment_bytes`, or more where it was rounded up).
     pub segment_bytes: usize,
     /// Keeps all of it alive.
     pub owner: RegionOwner,
@@ -205,9 +198,10 @@ fn with_hidden_word(me: u64, args: &[u64]) -> ([u64; MAX_ARGS], usize) {
     (words, args.len() + 1)
 }
 
-/// The doorbell bit of channel `ch` (an Interrupt channel's is its own: `Config::check`).
+/// The doorbell bit of channel `ch` (an Interrupt channel's is its own:
+/// [`ConduitSpec::check`]).
 const fn doorbell_bit(ch: Channel) -> u64 {
-    1 << (ch % 64)
+    ConduitSpec::doorbell_bit(ch)
 }
 
 /// Empty polls in a row before One-poll arms the doorbell (ANCHORS.md: "after many
@@ -391,7 +385,7 @@ impl std::fmt::Debug for MemConduit {
 }
 
 /// Largest payload a channel of `slots` slots carries with the most args.
-fn max_payload(slots: u64) -> usize {
+pub(super) fn max_payload(slots: u64) -> usize {
     let frame = (max_frame_slots(slots) as usize) * SLOT_BYTES;
     frame.saturating_sub(ARGS_OFFSET + MAX_ARGS * 8)
 }
@@ -400,7 +394,7 @@ impl MemConduit {
     /// The endpoint of rank `parts.rank`.
     ///
     /// # Panics
-    /// If `parts.senders` does not have one entry per channel of `parts.layout`.
+    /// If `parts.layout` was not made from `parts.spec`.
     ///
     /// # Safety
     /// `parts.rings` holds an initialised ring region of `parts.layout`, each of
@@ -410,30 +404,25 @@ impl MemConduit {
         let Parts {
             rank,
             ranks,
+            spec,
             layout,
             rings: base,
-            senders,
-            notify,
-            interrupt,
-            interrupt_channel,
             segments,
             segment_bytes,
             owner,
             boot,
         } = parts;
         let channels = layout.channels();
-        assert_eq!(senders.len(), channels, "one `Senders` per channel");
-        assert_eq!(notify.len(), channels, "one notify flag per channel");
-        assert_eq!(interrupt.len(), channels, "one interrupt flag per channel");
+        assert_eq!(spec.channels.len(), channels, "the layout of this spec");
+        let interrupt_channel = spec.interrupt_channel;
         let mut tx = Vec::with_capacity(channels * ranks);
         // SAFETY: caller guarantees `base` is a live region of `layout`.
         let pools: Box<[TagOnPool]> = (0..ranks)
             .map(|src| unsafe { layout.tag_on_pool(base, rank, src) })
             .collect();
         let mut rx = Vec::with_capacity(channels);
-        for (ch, who) in senders.iter().enumerate() {
-            let slots = layout.slots(ch);
-            let shared = layout.is_shared(ch);
+        for (ch, c) in spec.channels.iter().enumerate() {
+            let (who, slots, shared) = (&c.senders, c.slots, c.shared);
             for dest in 0..ranks {
                 let prod = if shared {
                     Tx::Shared {
@@ -451,7 +440,7 @@ impl MemConduit {
                     prod: Local::new(prod),
                     max_args: MAX_ARGS - usize::from(shared),
                     permitted: who.allows(rank),
-                    notify_bit: if notify[ch] || interrupt[ch] {
+                    notify_bit: if c.rings_doorbell() {
                         doorbell_bit(ch)
                     } else {
                         0
@@ -492,17 +481,17 @@ impl MemConduit {
             segment_bytes,
             tag_on_bytes: layout.tag_on_bytes(),
             max_args: MAX_ARGS,
-            channels: senders
+            channels: spec
+                .channels
                 .iter()
-                .enumerate()
-                .map(|(ch, who)| ChannelCaps {
-                    senders: who.clone(),
-                    shared: layout.is_shared(ch),
-                    max_args: MAX_ARGS - usize::from(layout.is_shared(ch)),
-                    notify: notify[ch] || interrupt[ch],
-                    interrupt: interrupt[ch],
-                    slots: layout.slots(ch),
-                    max_payload: max_payload(layout.slots(ch)),
+                .map(|c| ChannelCaps {
+                    senders: c.senders.clone(),
+                    shared: c.shared,
+                    max_args: MAX_ARGS - usize::from(c.shared),
+                    notify: c.rings_doorbell(),
+                    interrupt: c.delivery == Delivery::Interrupt,
+                    slots: c.slots,
+                    max_payload: max_payload(c.slots),
                 })
                 .collect(),
             flags: super::CapFlags {
@@ -1292,6 +1281,7 @@ impl Drop for MemFrame<'_> {
 mod tests {
     use super::*;
     use crate::bootstrap::ThreadsBoot;
+    use crate::conduit::{ChannelSpec, Senders};
 
     /// Two endpoints over one region whose logical destination tables disagree: rank 1
     /// believes it may send into channel 0, rank 0 (the receiver) says only rank 0 may.
@@ -1306,7 +1296,12 @@ mod tests {
     }
 
     fn rogue_frames_are_dropped(shared: bool) {
-        let layout = RegionLayout::with_shared(2, &[8], &[shared], 0, 0).unwrap();
+        let spec_of = |senders: Senders| ConduitSpec {
+            tag_on_buffers: 0,
+            segment_bytes: 4096,
+            ..ConduitSpec::new(vec![ChannelSpec::new(8).shared(shared).senders(senders)])
+        };
+        let layout = RegionLayout::new(2, &spec_of(Senders::All)).unwrap();
         let region = Arc::new(HeapRegion::new(layout.total_bytes()).unwrap());
         // SAFETY: fresh zeroed region of the layout's size.
         unsafe { layout.init(region.base()) };
@@ -1323,12 +1318,9 @@ mod tests {
                 MemConduit::new(Parts {
                     rank,
                     ranks: 2,
+                    spec: &spec_of(senders),
                     layout: &layout,
                     rings: region.base(),
-                    senders: vec![senders],
-                    notify: vec![false],
-                    interrupt: vec![false],
-                    interrupt_channel: None,
                     segments: segs.iter().map(HeapRegion::base).collect(),
                     segment_bytes: 4096,
                     owner: RegionOwner::Heap(region.clone(), segs.clone()),

@@ -22,7 +22,7 @@
 //! before), `doorbell_offset(rank) = rings_end + 256·rank`.
 
 use crate::conduit::ring::RawRing;
-use crate::conduit::ConduitError;
+use crate::conduit::{ConduitError, ConduitSpec};
 use std::ptr::NonNull;
 
 /// "amrqRGN1": marks an initialised region.
@@ -52,7 +52,7 @@ const _: () = {
 /// the summary, so the idle receiver polls one word instead of every ring.
 ///
 /// Bit `ch % 64` stands for channel `ch`: One-poll channels sharing a bit only cost a
-/// scan; an Interrupt channel has its bit to itself (`Config::check`).
+/// scan; an Interrupt channel has its bit to itself ([`ConduitSpec::check`]).
 #[repr(C, align(128))]
 pub struct Doorbell {
     /// Channels armed by the receiver (written by it, read by senders).
@@ -110,20 +110,28 @@ const _: () = {
     assert!(std::mem::offset_of!(Doorbell, sleepers) == 144);
 };
 
+/// Where a channel's rings start in a region, and their shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Placed {
+    slots: u64,
+    shared: bool,
+    /// Offset of its first ring's block after the header.
+    base: usize,
+}
+
 /// The offsets of every ring in a region.
 ///
 /// ```
-/// use amrq::conduit::mem::RegionLayout;
-/// let l = RegionLayout::new(2, &[256, 64]).unwrap();
+/// use amrq::conduit::{mem::RegionLayout, ChannelSpec, ConduitSpec};
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(256), ChannelSpec::new(64)]);
+/// let l = RegionLayout::new(2, &spec).unwrap();
 /// assert_eq!(l.ring_offset(0, 0, 0), 128);
 /// assert!(l.total_bytes() > 4 * (128 + 64 * 256));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegionLayout {
     ranks: usize,
-    slots: Vec<u64>,
-    shared: Vec<bool>,
-    base: Vec<usize>,
+    channels: Vec<Placed>,
     doorbells: usize,
     tag_on: usize,
     tag_on_buffers: usize,
@@ -132,62 +140,48 @@ pub struct RegionLayout {
 }
 
 impl RegionLayout {
-    /// The layout for `ranks` ranks and one ring size (slots, a power of two ≥ 2) per
-    /// channel, without Tag-On pools.
-    pub fn new(ranks: usize, channel_slots: &[u64]) -> Result<Self, ConduitError> {
-        Self::with_tag_on(ranks, channel_slots, 0, 0)
-    }
-
     /// Bytes of the line that holds a shared ring's tail word.
     const TAIL_BYTES: usize = 128;
 
-    /// [`RegionLayout::new`] with a Tag-On pool of `buffers` blocks of `bytes` bytes per
-    /// pair of ranks.
-    pub fn with_tag_on(
-        ranks: usize,
-        channel_slots: &[u64],
-        buffers: usize,
-        bytes: usize,
-    ) -> Result<Self, ConduitError> {
-        let shared = vec![false; channel_slots.len()];
-        Self::with_shared(ranks, channel_slots, &shared, buffers, bytes)
-    }
-
-    /// [`RegionLayout::with_tag_on`] where the channels flagged in `shared` have one ring
-    /// per receiver that every sender writes into (slots reserved on a shared tail)
-    /// instead of one per (sender, receiver) pair.
+    /// The layout for `ranks` ranks of the channels and Tag-On pools of `spec`.
     ///
     /// ```
-    /// use amrq::conduit::mem::RegionLayout;
-    /// let pairs = RegionLayout::with_shared(8, &[256], &[false], 0, 0).unwrap();
-    /// let shared = RegionLayout::with_shared(8, &[256], &[true], 0, 0).unwrap();
+    /// use amrq::conduit::{mem::RegionLayout, ChannelSpec, ConduitSpec};
+    /// let spec = |shared| ConduitSpec {
+    ///     tag_on_buffers: 0,
+    ///     ..ConduitSpec::new(vec![ChannelSpec::new(256).shared(shared)])
+    /// };
+    /// let pairs = RegionLayout::new(8, &spec(false)).unwrap();
+    /// let shared = RegionLayout::new(8, &spec(true)).unwrap();
     /// assert!(shared.total_bytes() * 7 < pairs.total_bytes()); // ranks rings, not ranks²
     /// ```
-    pub fn with_shared(
-        ranks: usize,
-        channel_slots: &[u64],
-        shared: &[bool],
-        buffers: usize,
-        bytes: usize,
-    ) -> Result<Self, ConduitError> {
-        assert_eq!(
-            shared.len(),
-            channel_slots.len(),
-            "one shared flag per channel"
-        );
+    pub fn new(ranks: usize, spec: &ConduitSpec) -> Result<Self, ConduitError> {
+        spec.check()?;
+        let (buffers, bytes) = (spec.tag_on_buffers, spec.tag_on_bytes);
         if ranks == 0 {
             return Err(ConduitError::Setup("a job needs at least one rank".into()));
         }
-        let mut base = Vec::with_capacity(channel_slots.len());
+        let mut channels = Vec::with_capacity(spec.channels.len());
         let mut total = HEADER_BYTES;
-        for (ch, &s) in channel_slots.iter().enumerate() {
+        for (ch, c) in spec.channels.iter().enumerate() {
+            let s = c.slots;
             if !s.is_power_of_two() || !(2..=1 << 24).contains(&s) {
                 return Err(ConduitError::Setup(format!(
                     "channel {ch}: ring of {s} slots; use a power of two from 2 to 2^24"
                 )));
             }
-            base.push(total - HEADER_BYTES);
-            let (rings, ring_bytes) = if shared[ch] {
+            if let Some(need) = c.max_payload.filter(|&n| n > super::max_payload(s)) {
+                return Err(ConduitError::Setup(format!(
+                    "channel {ch}: frames must carry {need} bytes, a ring of {s} slots carries {} at most; give it more slots",
+                    super::max_payload(s)
+                )));
+            }
+            channels.push(Placed {
+                slots: s,
+                shared: c.shared,
+                base: total - HEADER_BYTES,
+            });
+            let (rings, ring_bytes) = if c.shared {
                 (Some(ranks), RawRing::bytes(s) + Self::TAIL_BYTES)
             } else {
                 (ranks.checked_mul(ranks), RawRing::bytes(s))
@@ -210,9 +204,7 @@ impl RegionLayout {
             .ok_or_else(overflow)?;
         Ok(Self {
             ranks,
-            slots: channel_slots.to_vec(),
-            shared: shared.to_vec(),
-            base,
+            channels,
             doorbells,
             tag_on,
             tag_on_buffers: buffers,
@@ -237,25 +229,26 @@ impl RegionLayout {
 
     /// Ring slots of channel `ch`.
     pub fn slots(&self, ch: usize) -> u64 {
-        self.slots[ch]
+        self.channels[ch].slots
     }
 
     /// Channels.
     pub fn channels(&self) -> usize {
-        self.slots.len()
+        self.channels.len()
     }
 
     /// Channel `ch` has one ring per receiver that all senders share.
     pub fn is_shared(&self, ch: usize) -> bool {
-        self.shared[ch]
+        self.channels[ch].shared
     }
 
     /// Offset of the ring that carries `sender`'s frames to `receiver` on channel `ch`
     /// (of a shared channel: everyone's frames to `receiver`).
     pub fn ring_offset(&self, ch: usize, receiver: usize, sender: usize) -> usize {
-        let start = HEADER_BYTES + self.base[ch];
-        let ring = RawRing::bytes(self.slots[ch]);
-        if self.shared[ch] {
+        let c = &self.channels[ch];
+        let start = HEADER_BYTES + c.base;
+        let ring = RawRing::bytes(c.slots);
+        if c.shared {
             start + receiver * (Self::TAIL_BYTES + ring) + Self::TAIL_BYTES
         } else {
             start + (receiver * self.ranks + sender) * ring
@@ -274,7 +267,7 @@ impl RegionLayout {
         ch: usize,
         receiver: usize,
     ) -> &'a crate::sync::AtomicU64 {
-        debug_assert!(self.shared[ch] && receiver < self.ranks);
+        debug_assert!(self.channels[ch].shared && receiver < self.ranks);
         let off = self.ring_offset(ch, receiver, 0) - Self::TAIL_BYTES;
         // SAFETY: the tail line precedes the ring inside the region, 128-byte aligned;
         // it is only accessed atomically.
@@ -324,7 +317,11 @@ impl RegionLayout {
     /// `base` is 128-byte aligned and valid for writes of `total_bytes()` bytes.
     pub unsafe fn init(&self, base: NonNull<u8>) {
         for ch in 0..self.channels() {
-            let senders = if self.shared[ch] { 1 } else { self.ranks };
+            let senders = if self.channels[ch].shared {
+                1
+            } else {
+                self.ranks
+            };
             for r in 0..self.ranks {
                 for s in 0..senders {
                     // SAFETY: the caller's guarantee covers this ring's bytes.
@@ -335,7 +332,7 @@ impl RegionLayout {
         let header = RegionHeader {
             magic: REGION_MAGIC,
             ranks: self.ranks as u64,
-            channels: self.slots.len() as u64,
+            channels: self.channels.len() as u64,
             total_bytes: self.total as u64,
         };
         // SAFETY: the header fits the first 128 aligned bytes (asserted above).
@@ -356,7 +353,7 @@ impl RegionLayout {
         let off = self.ring_offset(ch, receiver, sender);
         // SAFETY: offsets of this layout stay inside the region and are 128-aligned
         // (header and ring sizes are multiples of 128 bytes).
-        unsafe { RawRing::new(base.add(off), self.slots[ch]) }
+        unsafe { RawRing::new(base.add(off), self.channels[ch].slots) }
     }
 }
 
@@ -412,5 +409,24 @@ impl Drop for HeapRegion {
     fn drop(&mut self) {
         // SAFETY: mapped in `new` with this length, unmapped once.
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RegionLayout;
+    use crate::conduit::{ChannelSpec, ConduitSpec};
+
+    #[test]
+    fn a_payload_floor_the_ring_cannot_carry_is_refused_at_setup() {
+        let spec = |slots, need| ConduitSpec::new(vec![ChannelSpec::new(slots).max_payload(need)]);
+        assert!(RegionLayout::new(2, &spec(256, 4096)).is_ok());
+        let e = RegionLayout::new(2, &spec(4, 4096))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("must carry 4096 bytes") && e.contains("more slots"),
+            "{e}"
+        );
     }
 }

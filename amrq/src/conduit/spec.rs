@@ -1,0 +1,184 @@
+//! What a job asks of a conduit: its channels ([`ChannelSpec`]) and the sizes of the
+//! memory behind them ([`ConduitSpec`]). The layer above builds these (RQ makes one
+//! channel per queue); a conduit builds its endpoints from them and describes what it
+//! made in its [`Caps`](super::Caps).
+
+use super::{Channel, ConduitError, Senders};
+
+/// How the frames of a channel reach the program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Delivery {
+    /// The program polls it (the default: atomic by default, as RQ argues).
+    #[default]
+    Poll,
+    /// A progress thread drains it as frames arrive (selective interrupts).
+    Interrupt,
+}
+
+/// One channel of a job: a queue at every receiver, as the conduit sees it.
+///
+/// ```
+/// use amrq::conduit::{ChannelSpec, Delivery, Senders};
+/// let ch = ChannelSpec::new(64).senders(Senders::Only(vec![0])).delivery(Delivery::Interrupt);
+/// assert_eq!((ch.slots, ch.delivery), (64, Delivery::Interrupt));
+/// assert!(ch.rings_doorbell()); // an Interrupt channel always rings
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelSpec {
+    /// Capacity in 64-byte slots, per sender (of a shared channel: in all); a power of
+    /// two from 2 to 2^24.
+    pub slots: u64,
+    /// Which ranks may send into it (StarT-Voyager's logical destination table).
+    pub senders: Senders,
+    /// One ring per receiver that every sender reserves slots in, rather than one ring
+    /// per sender.
+    pub shared: bool,
+    /// Its senders ring the receiver's doorbell when it is armed, so that an empty
+    /// One-poll over it costs one word and a blocking wait can sleep on it.
+    pub notify: bool,
+    /// Polled by the program, or drained by a progress thread.
+    pub delivery: Delivery,
+    /// The largest payload one frame must carry, if the layer above needs a floor
+    /// (setup fails when the conduit cannot carry it); `None`: whatever the channel's
+    /// size gives ([`ChannelCaps::max_payload`](super::ChannelCaps::max_payload)).
+    pub max_payload: Option<usize>,
+}
+
+impl ChannelSpec {
+    /// A polled, per-sender channel of `slots` slots that every rank may send into.
+    pub fn new(slots: u64) -> Self {
+        Self {
+            slots,
+            senders: Senders::All,
+            shared: false,
+            notify: false,
+            delivery: Delivery::Poll,
+            max_payload: None,
+        }
+    }
+
+    /// Only these senders.
+    pub fn senders(mut self, senders: Senders) -> Self {
+        self.senders = senders;
+        self
+    }
+
+    /// One ring per receiver shared by all senders (`true`) or one per sender.
+    pub fn shared(mut self, shared: bool) -> Self {
+        self.shared = shared;
+        self
+    }
+
+    /// Its senders ring the receiver's doorbell when armed.
+    pub fn notify(mut self, notify: bool) -> Self {
+        self.notify = notify;
+        self
+    }
+
+    /// Polled or drained by a progress thread.
+    pub fn delivery(mut self, delivery: Delivery) -> Self {
+        self.delivery = delivery;
+        self
+    }
+
+    /// Setup fails unless one frame can carry `bytes` of payload.
+    pub fn max_payload(mut self, bytes: usize) -> Self {
+        self.max_payload = Some(bytes);
+        self
+    }
+
+    /// Its senders ring the doorbell: asked for, or needed to wake the progress thread.
+    pub fn rings_doorbell(&self) -> bool {
+        self.notify || self.delivery == Delivery::Interrupt
+    }
+}
+
+/// Everything a conduit endpoint is built from: the channels, the channel that carries
+/// frames flagged interrupt, and the sizes of the memory each rank registers.
+///
+/// ```
+/// use amrq::conduit::{ChannelSpec, ConduitSpec};
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(256), ChannelSpec::new(256)]);
+/// assert!(spec.check().is_ok());
+/// assert_eq!(spec.segment_bytes, 64 << 10);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConduitSpec {
+    /// The channels, by index.
+    pub channels: Vec<ChannelSpec>,
+    /// The Interrupt channel that carries frames flagged
+    /// [`Message::INTERRUPT`](super::Message::INTERRUPT) for the others, if any.
+    pub interrupt_channel: Option<Channel>,
+    /// Tag-On blocks per (sender, receiver) pair (0: no Tag-On).
+    pub tag_on_buffers: usize,
+    /// Bytes of each Tag-On block.
+    pub tag_on_bytes: usize,
+    /// Bytes of each rank's registered segment.
+    pub segment_bytes: usize,
+    /// What the user changes to lower the memory a job needs, named by setup errors
+    /// that run out of it (the layer that reads the settings knows their names).
+    pub remedy: String,
+}
+
+impl ConduitSpec {
+    /// `channels`, no interrupt channel, 8 Tag-On blocks of 4 KiB per pair and a 64 KiB
+    /// segment per rank.
+    pub fn new(channels: Vec<ChannelSpec>) -> Self {
+        Self {
+            channels,
+            interrupt_channel: None,
+            tag_on_buffers: 8,
+            tag_on_bytes: 4096,
+            segment_bytes: 64 << 10,
+            remedy: "lower the segment or ring sizes".into(),
+        }
+    }
+
+    /// The doorbell bit of channel `ch`: channels share bit `ch % 64`.
+    pub const fn doorbell_bit(ch: Channel) -> u64 {
+        1 << (ch % 64)
+    }
+
+    /// Checks what no conduit can represent: an interrupt channel that is not an
+    /// Interrupt channel open to every sender, or an Interrupt channel that shares its
+    /// doorbell bit (`channel % 64`) with another ringing channel (One-poll channels
+    /// sharing a bit only cost a spurious scan, but the progress thread disarms its
+    /// bits when it wakes).
+    ///
+    /// ```
+    /// use amrq::conduit::{ChannelSpec, ConduitSpec, Delivery};
+    /// let mut chans = vec![ChannelSpec::new(4); 65];
+    /// chans[0] = ChannelSpec::new(4).notify(true);
+    /// chans[64] = ChannelSpec::new(4).delivery(Delivery::Interrupt); // bit 64 % 64 = 0
+    /// assert!(ConduitSpec::new(chans.clone()).check().is_err());
+    /// chans[0].notify = false;
+    /// assert!(ConduitSpec::new(chans).check().is_ok());
+    /// ```
+    pub fn check(&self) -> Result<(), ConduitError> {
+        let rings: Vec<bool> = self.channels.iter().map(|c| c.rings_doorbell()).collect();
+        for (ch, c) in self.channels.iter().enumerate() {
+            if c.delivery != Delivery::Interrupt {
+                continue;
+            }
+            if let Some(other) =
+                (0..rings.len()).find(|&o| o != ch && rings[o] && o % 64 == ch % 64)
+            {
+                return Err(ConduitError::Setup(format!(
+                    "Interrupt queue {ch} shares doorbell bit {} with queue {other}: doorbell bits are queue % 64; create the Interrupt queues among the first 64",
+                    ch % 64
+                )));
+            }
+        }
+        if let Some(ch) = self.interrupt_channel {
+            match self.channels.get(ch) {
+                Some(c) if c.delivery == Delivery::Interrupt && c.senders == Senders::All && !c.shared => {}
+                _ => {
+                    return Err(ConduitError::Setup(format!(
+                        "the interrupt channel {ch} must be an Interrupt channel of per-sender rings open to every rank"
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+}
