@@ -27,7 +27,7 @@ impl InterruptRx {
     pub(super) fn new(view: MemConduit, channels: Vec<Channel>) -> Self {
         let bits = channels
             .iter()
-            .fold(0, |b, &ch| b | super::doorbell_bit(ch));
+            .fold(0, |b, &ch| b | super::channels::doorbell_bit(ch));
         Self {
             view,
             channels,

@@ -1,0 +1,280 @@
+//! The per-ring state of an endpoint: the send side of each ring this rank writes
+//! ([`TxRing`]), the receive side of each ring it reads ([`RxRing`]), grouped per
+//! channel ([`RxChannel`]) and scanned round-robin.
+
+use super::{Doorbell, TagOnPool};
+use crate::conduit::ring::{
+    Consumer, FrameHeader, Producer, RawRing, SharedProducer, MAX_ARGS, USER_FLAGS,
+};
+use crate::conduit::{Channel, ConduitSpec, Message};
+use std::cell::{Cell, UnsafeCell};
+use std::sync::atomic::Ordering;
+
+/// State of one end of a ring, private to the endpoint's thread.
+///
+/// `with` hands out `&mut T` for the length of a closure that runs only ring code (no
+/// user code, no call back into the endpoint), so two `&mut` never coexist. Cheaper than
+/// `Cell<T>`, whose get/set copy the whole state on every message.
+pub(super) struct Local<T>(UnsafeCell<T>);
+
+impl<T> Local<T> {
+    pub(super) fn new(v: T) -> Self {
+        Self(UnsafeCell::new(v))
+    }
+
+    #[inline(always)]
+    pub(super) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: every closure passed here (all in this module) runs ring code only
+        // and cannot reach this cell again: see `get`.
+        f(unsafe { self.get() })
+    }
+
+    /// The state, for the hot send path, where a closure passed to `with` would not
+    /// always be inlined.
+    ///
+    /// # Safety
+    /// The caller drops the reference before anything else can reach this cell (it
+    /// runs ring code only, no user code, no call back into the endpoint).
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    pub(super) unsafe fn get(&self) -> &mut T {
+        // SAFETY: `Local` is !Sync, so only this thread reaches it, and the caller
+        // keeps the `&mut` unique while it lives.
+        unsafe { &mut *self.0.get() }
+    }
+}
+
+// Each rank's private ring states are allocated by the thread that builds the job, next
+// to other ranks' states: align them to whole line pairs so that no two ranks' states
+// share a cache line (false sharing doubled the round trip before this).
+#[repr(align(128))]
+pub(super) struct TxRing {
+    pub(super) ring: RawRing,
+    pub(super) prod: Local<Tx>,
+    /// Most args a frame may carry (one less on a shared channel).
+    pub(super) max_args: usize,
+    /// This rank may send into the channel (the logical destination table).
+    pub(super) permitted: bool,
+    /// The channel's doorbell bit if its frames ring the receiver's doorbell, else 0.
+    pub(super) notify_bit: u64,
+    /// The receiver's doorbell.
+    pub(super) doorbell: *const Doorbell,
+    /// The receiver's Tag-On pool for this sender, and where the next claim looks.
+    pub(super) pool: TagOnPool,
+    pub(super) pool_cursor: Cell<usize>,
+}
+
+/// How a sender reserves room in a ring.
+pub(super) enum Tx {
+    /// The ring is this sender's alone.
+    Own(Producer),
+    /// Every sender to the receiver shares the ring and its tail word; frames start
+    /// with a hidden word naming the sender.
+    Shared {
+        prod: SharedProducer,
+        tail: *const crate::sync::AtomicU64,
+        me: u64,
+    },
+}
+
+#[repr(align(128))]
+pub(super) struct RxRing {
+    pub(super) ring: RawRing,
+    pub(super) cons: Local<Consumer>,
+    pub(super) broken: Cell<bool>,
+    /// The sender may send into the channel; frames from one that may not are dropped.
+    /// (A shared ring's frames are checked by the sender they name.)
+    pub(super) permitted: bool,
+    /// Each frame's first arg word is the conduit's, not the user's: it names the
+    /// sender on a shared ring, the channel on the interrupt channel's rings.
+    pub(super) hidden: bool,
+}
+
+#[repr(align(128))]
+pub(super) struct RxChannel {
+    pub(super) rings: Box<[RxRing]>,
+    /// The sender whose ring is looked at first.
+    pub(super) cursor: Cell<usize>,
+    /// Frames taken in a row from the cursor's ring.
+    pub(super) burst: Cell<u32>,
+    pub(super) outstanding: Cell<bool>,
+    /// Frames dropped because their sender may not send here.
+    pub(super) dropped: Cell<u64>,
+    /// The channel's receive side was moved to the progress thread's view.
+    pub(super) moved: bool,
+    /// Of a shared channel (one ring): whether each rank may send into it.
+    pub(super) shared_senders: Box<[bool]>,
+    /// This rank's Tag-On pool for each sender's blocks.
+    pub(super) pools: Box<[TagOnPool]>,
+}
+
+/// [`TxRing::push`] on a shared ring: out of line, so that the per-pair path stays
+/// small enough to inline.
+#[inline(never)]
+fn shared_push(
+    ring: &RawRing,
+    (prod, tail, me): (&mut SharedProducer, *const crate::sync::AtomicU64, u64),
+    header: FrameHeader,
+    args: &[u64],
+    payload: &[u8],
+) -> bool {
+    let (words, n) = with_hidden_word(me, args);
+    // SAFETY: the tail word is inside the region the owner keeps alive.
+    let tail = unsafe { &*tail };
+    prod.try_push(ring, tail, header, &words[..n], payload)
+}
+
+/// The arg words of a hidden-word ring: `word` (the sender's rank on a shared ring, the
+/// channel on the interrupt channel), then `args` (at most `MAX_ARGS - 1`); and how
+/// many.
+#[inline(always)]
+pub(super) fn with_hidden_word(me: u64, args: &[u64]) -> ([u64; MAX_ARGS], usize) {
+    let mut words = [0u64; MAX_ARGS];
+    words[0] = me;
+    words[1..=args.len()].copy_from_slice(args);
+    (words, args.len() + 1)
+}
+
+/// The doorbell bit of channel `ch` (an Interrupt channel's is its own:
+/// [`ConduitSpec::check`]).
+pub(super) const fn doorbell_bit(ch: Channel) -> u64 {
+    ConduitSpec::doorbell_bit(ch)
+}
+
+impl TxRing {
+    /// Writes and publishes one frame; `false`, nothing written, if the ring lacks room.
+    /// The caller checked `args.len() <= self.max_args`.
+    #[inline(always)]
+    pub(super) fn push(&self, header: FrameHeader, args: &[u64], payload: &[u8]) -> bool {
+        // SAFETY: only ring code runs while the state is borrowed.
+        match unsafe { self.prod.get() } {
+            Tx::Own(p) => p.try_push(&self.ring, header, args, payload),
+            Tx::Shared { prod, tail, me } => {
+                shared_push(&self.ring, (prod, *tail, *me), header, args, payload)
+            }
+        }
+    }
+
+    /// Publishes a frame of `msg`'s tag and args whose 16-byte payload is the pair
+    /// `(a, b)` (a Long frame's offset and length, a Tag-On frame's block and length),
+    /// with the conduit flag `flag`, after `write_data` has put in place the data the
+    /// frame names. `false` if the ring lacks room: then `write_data` has not run.
+    pub(super) fn push_pair(
+        &self,
+        msg: &Message<'_>,
+        flag: u8,
+        (a, b): (usize, usize),
+        write_data: impl FnOnce(),
+    ) -> bool {
+        let mut inline = [0u8; 16];
+        inline[..8].copy_from_slice(&(a as u64).to_ne_bytes());
+        inline[8..].copy_from_slice(&(b as u64).to_ne_bytes());
+        let header = FrameHeader {
+            tag: msg.tag,
+            flags: (msg.flags & USER_FLAGS) | flag,
+            ..FrameHeader::default()
+        };
+        // The Release store of the frame's sequence word also publishes the data the
+        // caller wrote (segment bytes, pool block) before.
+        let args = msg.args;
+        let sent = self.prod.with(|tx| match tx {
+            Tx::Own(p) => {
+                let room = p.has_room_for(&self.ring, args.len(), inline.len());
+                if room {
+                    write_data();
+                    p.try_push(&self.ring, header, args, &inline);
+                }
+                room
+            }
+            Tx::Shared { prod, tail, me } => {
+                let (words, n) = with_hidden_word(*me, args);
+                // SAFETY: the tail word is inside the region the owner keeps alive.
+                let tail = unsafe { &**tail };
+                match prod.try_reserve(&self.ring, tail, n, inline.len()) {
+                    Some(slots) => {
+                        write_data();
+                        slots.publish(&self.ring, header, &words[..n], &inline);
+                        true
+                    }
+                    None => false,
+                }
+            }
+        });
+        if sent && self.notify_bit != 0 {
+            self.ring_doorbell();
+        }
+        sent
+    }
+
+    /// After publishing a frame: if the receiver has armed this channel, set its bit in
+    /// the receiver's summary.
+    #[inline(always)]
+    pub(super) fn ring_doorbell(&self) {
+        // SAFETY: the doorbell is inside the region the owner keeps alive; atomic only.
+        let d = unsafe { &*self.doorbell };
+        if crate::conduit::doorbell::ring(&d.armed, &d.summary, &d.sleepers, self.notify_bit) {
+            // ORDERING: Release pairs with the sleeper's Acquire load of `wake` before
+            // it sleeps; the futex wake ends its sleep.
+            d.wake.fetch_add(1, Ordering::Release);
+            crate::util::futex::wake_all(&d.wake);
+        }
+    }
+}
+
+impl RxRing {
+    /// A frame is readable and the ring is not known to be corrupt.
+    #[inline(always)]
+    pub(super) fn ready(&self) -> bool {
+        self.cons.with(|c| c.ready(&self.ring)) && !self.broken.get()
+    }
+}
+
+impl RxChannel {
+    /// What stays behind of a channel whose receive side moved to another view.
+    pub(super) fn moved() -> Self {
+        Self {
+            rings: Box::new([]),
+            cursor: Cell::new(0),
+            burst: Cell::new(0),
+            outstanding: Cell::new(false),
+            dropped: Cell::new(0),
+            moved: true,
+            shared_senders: Box::new([]),
+            pools: Box::new([]),
+        }
+    }
+
+    /// The first sender, from the cursor on (round-robin), whose ring has a frame.
+    #[inline(always)]
+    pub(super) fn next_ready(&self) -> Option<usize> {
+        let c = self.cursor.get();
+        let (before, after) = self.rings.split_at(c);
+        match after.iter().position(RxRing::ready) {
+            Some(i) => Some(c + i),
+            None => before.iter().position(RxRing::ready),
+        }
+    }
+
+    /// A frame was taken from sender `s`: stay on its ring for up to `FAIR_BURST`
+    /// frames in a row, then give the next sender the first look.
+    #[inline(always)]
+    pub(super) fn took(&self, s: usize) {
+        let burst = if s == self.cursor.get() {
+            self.burst.get() + 1
+        } else {
+            1
+        };
+        if burst >= FAIR_BURST {
+            self.cursor
+                .set(if s + 1 == self.rings.len() { 0 } else { s + 1 });
+            self.burst.set(0);
+        } else {
+            self.cursor.set(s);
+            self.burst.set(burst);
+        }
+    }
+}
+
+/// Frames taken in a row from one sender's ring before the next sender gets the first
+/// look: draining a stream without re-checking idle rings, yet fair to every sender.
+const FAIR_BURST: u32 = 32;

@@ -1,0 +1,497 @@
+//! The [`Conduit`] implementation of the ring conduit: sends (checks, then a push on
+//! the ring to the destination), receives (the round-robin scan, then the checks a
+//! frame passes before it is handed out) and One-poll.
+
+use super::channels::{doorbell_bit, with_hidden_word, RxChannel, RxRing, TxRing};
+use super::frame::{broken, drop_frame, hidden_word, inline_pair, tag_on_payload};
+use super::{MemConduit, MemFrame};
+use crate::conduit::ring::{
+    FrameHeader, Peeked, RingMemory, FLAG_LONG, FLAG_TAG_ON, MAX_ARGS, USER_FLAGS,
+};
+use crate::conduit::{Caps, Channel, Conduit, ConduitError, Message, PollSet, Rank, ReceivedFrame};
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+
+/// Empty polls in a row before One-poll arms the doorbell (ANCHORS.md: "after many
+/// empty polls it arms a ring").
+const ARM_AFTER: u32 = 32;
+
+impl MemConduit {
+    /// The frame at the head of ring `s` of `chan`, which `next_ready` saw, checked and
+    /// handed out: `Ok(None)` if it was a pad, or a frame from a sender that may not
+    /// send here (consumed, and counted in `dropped`); a corrupt ring is marked and
+    /// reported.
+    #[inline(always)]
+    fn take<'a>(
+        &'a self,
+        chan: &'a RxChannel,
+        s: usize,
+        ch: Channel,
+    ) -> Result<Option<MemFrame<'a>>, ConduitError> {
+        let r = &chan.rings[s];
+        let p = match r.cons.with(|c| c.take_ready(&r.ring)) {
+            Ok(Some(p)) => p,
+            Ok(None) => return Ok(None),
+            Err(detail) => return Err(broken(r, s, ch, detail)),
+        };
+        let source = if r.hidden {
+            match self.hidden_word_checked(chan, r, s, &p) {
+                Some(src) => src,
+                None => return Ok(drop_frame(chan, r, &p)),
+            }
+        } else if r.permitted {
+            s
+        } else {
+            // A sender that may not send here bypassed its own check: never deliver.
+            return Ok(drop_frame(chan, r, &p));
+        };
+        match self.payload_of(chan, r, source, &p) {
+            Ok(payload) => {
+                chan.took(s);
+                Ok(Some(MemFrame::out(chan, r, source, p, payload)))
+            }
+            Err(detail) => Err(broken(r, s, ch, detail)),
+        }
+    }
+
+    /// The sender of frame `p` of ring `s` of `chan`, whose first arg word is hidden,
+    /// if that word is valid: on a shared ring it names a sender allowed here; on the
+    /// interrupt channel, a channel this sender may send into. `None`: drop the frame.
+    #[cold]
+    fn hidden_word_checked(
+        &self,
+        chan: &RxChannel,
+        r: &RxRing,
+        s: usize,
+        p: &Peeked,
+    ) -> Option<Rank> {
+        let word = hidden_word(r, p)?;
+        if !chan.shared_senders.is_empty() {
+            let src = usize::try_from(word).ok()?;
+            return (chan.shared_senders.get(src) == Some(&true)).then_some(src);
+        }
+        let ch = usize::try_from(word).ok()?;
+        let allowed = Some(ch) != self.caps.interrupt_channel // never carried twice
+            && self.caps.channels.get(ch)?.senders.allows(s);
+        allowed.then_some(s)
+    }
+
+    /// Checks a frame before it is handed out: a Long frame must name a range inside
+    /// this rank's segment. Returns where its payload is.
+    #[inline(always)]
+    fn payload_of(
+        &self,
+        chan: &RxChannel,
+        r: &RxRing,
+        source: Rank,
+        p: &Peeked,
+    ) -> Result<(*const u8, usize), crate::conduit::ring::Corrupt> {
+        let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
+        // SAFETY: the consumer checked that the frame, payload included, lies in the ring.
+        let inline = unsafe { base.add(p.payload_offset()) };
+        if p.header.flags & (FLAG_LONG | FLAG_TAG_ON) == 0 {
+            return Ok((inline, p.header.len as usize));
+        }
+        if p.header.flags & FLAG_TAG_ON != 0 {
+            return tag_on_payload(&chan.pools[source], inline, p);
+        }
+        self.long_payload(inline, p)
+    }
+
+    #[cold]
+    fn long_payload(
+        &self,
+        inline: *const u8,
+        p: &Peeked,
+    ) -> Result<(*const u8, usize), crate::conduit::ring::Corrupt> {
+        let bad = crate::conduit::ring::Corrupt {
+            position: p.position,
+            what: "Long frame outside the registered segment",
+        };
+        let Some((offset, len)) = inline_pair(inline, p) else {
+            return Err(bad);
+        };
+        match offset.checked_add(len) {
+            // SAFETY: offset + len ≤ segment length: inside this rank's segment.
+            Some(end) if end <= self.segment_bytes => Ok((
+                unsafe { self.segments[self.rank].as_ptr().add(offset) },
+                len,
+            )),
+            _ => Err(bad),
+        }
+    }
+
+    /// The ring to `dest` on channel `ch` for a Long or Tag-On `msg`, after the checks
+    /// every send makes (rank, channel, args, permission).
+    fn sender(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> Result<&TxRing, ConduitError> {
+        if dest >= self.size || ch >= self.rx.len() {
+            return Err(self.check_send(dest, ch, msg));
+        }
+        let t = &self.tx[ch * self.size + dest];
+        if msg.args.len() > t.max_args {
+            return Err(self.check_send(dest, ch, msg));
+        }
+        if !t.permitted {
+            return Err(ConduitError::NotPermitted {
+                rank: self.rank,
+                channel: ch,
+            });
+        }
+        Ok(t)
+    }
+
+    /// Sends a frame of channel `ch` flagged [`Message::INTERRUPT`] on `dest`'s
+    /// interrupt channel, its first arg word naming `ch`. The caller checked `dest`,
+    /// `ch` and this rank's permission for `ch`.
+    #[cold]
+    #[inline(never)]
+    fn send_flagged(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        header: FrameHeader,
+        msg: &Message<'_>,
+    ) -> Result<(), ConduitError> {
+        let Some(via) = self.caps.interrupt_channel else {
+            return Err(ConduitError::NoInterruptChannel);
+        };
+        if ch == via {
+            return Err(self.no_channel(ch)); // it carries frames for others only
+        }
+        if msg.args.len() >= MAX_ARGS {
+            return Err(ConduitError::TooManyArgs {
+                nargs: msg.args.len(),
+                max: MAX_ARGS - 1,
+            });
+        }
+        let max = self.caps.channels[via].max_payload;
+        if msg.payload.len() > max {
+            return Err(ConduitError::PayloadTooLarge {
+                len: msg.payload.len(),
+                max,
+                channel: ch,
+            });
+        }
+        let t = &self.tx[via * self.size + dest];
+        let (words, n) = with_hidden_word(ch as u64, msg.args);
+        if !t.push(header, &words[..n], msg.payload) {
+            return Err(ConduitError::Busy);
+        }
+        t.ring_doorbell();
+        Ok(())
+    }
+
+    #[cold]
+    fn no_channel(&self, ch: Channel) -> ConduitError {
+        ConduitError::NoSuchChannel {
+            channel: ch,
+            channels: self.rx.len(),
+        }
+    }
+
+    #[cold]
+    fn check_send(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> ConduitError {
+        if dest >= self.size {
+            ConduitError::NoSuchRank {
+                rank: dest,
+                size: self.size,
+            }
+        } else if ch >= self.rx.len() {
+            ConduitError::NoSuchChannel {
+                channel: ch,
+                channels: self.rx.len(),
+            }
+        } else if msg.args.len() > self.caps.channels[ch].max_args {
+            ConduitError::TooManyArgs {
+                nargs: msg.args.len(),
+                max: self.caps.channels[ch].max_args,
+            }
+        } else {
+            ConduitError::PayloadTooLarge {
+                len: msg.payload.len(),
+                max: self.caps.channels[ch].max_payload,
+                channel: ch,
+            }
+        }
+    }
+}
+
+impl Conduit for MemConduit {
+    type Frame<'a> = MemFrame<'a>;
+
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn caps(&self) -> &Caps {
+        &self.caps
+    }
+
+    #[inline(always)]
+    fn try_send(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> Result<(), ConduitError> {
+        let ok = dest < self.size
+            && ch < self.rx.len()
+            && msg.args.len() <= MAX_ARGS
+            && (msg.payload.is_empty() || msg.payload.len() <= self.caps.channels[ch].max_payload);
+        if !ok {
+            return Err(self.check_send(dest, ch, msg));
+        }
+        let t = &self.tx[ch * self.size + dest];
+        if !t.permitted {
+            return Err(ConduitError::NotPermitted {
+                rank: self.rank,
+                channel: ch,
+            });
+        }
+        let header = FrameHeader {
+            tag: msg.tag,
+            flags: msg.flags & USER_FLAGS,
+            ..FrameHeader::default()
+        };
+        if msg.flags & Message::INTERRUPT != 0 {
+            return self.send_flagged(dest, ch, header, msg);
+        }
+        if msg.args.len() > t.max_args {
+            return Err(self.check_send(dest, ch, msg)); // the hidden word of a shared ring
+        }
+        if t.push(header, msg.args, msg.payload) {
+            if t.notify_bit != 0 {
+                t.ring_doorbell();
+            }
+            Ok(())
+        } else {
+            Err(ConduitError::Busy)
+        }
+    }
+
+    fn try_send_long(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        msg: &Message<'_>,
+        offset: usize,
+    ) -> Result<(), ConduitError> {
+        let t = self.sender(dest, ch, msg)?;
+        let len = msg.payload.len();
+        if offset
+            .checked_add(len)
+            .is_none_or(|end| end > self.segment_bytes)
+        {
+            return Err(ConduitError::OutOfSegment {
+                rank: dest,
+                offset,
+                len,
+                segment_bytes: self.segment_bytes,
+            });
+        }
+        let to = self.segments[dest].as_ptr();
+        // Room first (`push_pair`): the data is never written for a frame that cannot
+        // follow.
+        let write = || {
+            // SAFETY: the range is inside `dest`'s segment (checked above), mapped here;
+            // the source is a distinct slice. Concurrent writes to the same bytes by
+            // other ranks are the application's protocol, as with any RMA.
+            unsafe { std::ptr::copy_nonoverlapping(msg.payload.as_ptr(), to.add(offset), len) }
+        };
+        if t.push_pair(msg, FLAG_LONG, (offset, len), write) {
+            Ok(())
+        } else {
+            Err(ConduitError::Busy)
+        }
+    }
+
+    fn try_send_tag_on(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        msg: &Message<'_>,
+    ) -> Result<(), ConduitError> {
+        let t = self.sender(dest, ch, msg)?;
+        let len = msg.payload.len();
+        if len > t.pool.bytes() {
+            return Err(ConduitError::PayloadTooLarge {
+                len,
+                max: t.pool.bytes(),
+                channel: ch,
+            });
+        }
+        let mut cursor = t.pool_cursor.get();
+        let Some(i) = t.pool.claim(&mut cursor) else {
+            return Err(ConduitError::Busy); // every block still in the receiver's hands
+        };
+        let write = || {
+            // SAFETY: block `i` is ours (claimed: the receiver freed it); `len` fits it.
+            unsafe { std::ptr::copy_nonoverlapping(msg.payload.as_ptr(), t.pool.block(i), len) }
+        };
+        if t.push_pair(msg, FLAG_TAG_ON, (i, len), write) {
+            t.pool_cursor.set(cursor);
+            Ok(())
+        } else {
+            t.pool.unclaim(i);
+            Err(ConduitError::Busy)
+        }
+    }
+
+    fn segment(&self) -> (NonNull<u8>, usize) {
+        (self.segments[self.rank], self.segment_bytes)
+    }
+
+    #[inline(always)]
+    fn peek(&self, ch: Channel) -> Result<Option<MemFrame<'_>>, ConduitError> {
+        let Some(chan) = self.rx.get(ch) else {
+            return Err(self.no_channel(ch));
+        };
+        if chan.outstanding.get() {
+            return Err(ConduitError::FrameOutstanding { channel: ch });
+        }
+        loop {
+            let Some(s) = chan.next_ready() else {
+                return if chan.moved {
+                    Err(ConduitError::DeliveredByInterrupts { channel: ch })
+                } else {
+                    Ok(None)
+                };
+            };
+            match self.take(chan, s, ch) {
+                Ok(Some(frame)) => return Ok(Some(frame)),
+                Ok(None) => {} // a pad, or a dropped frame: look again
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn drain<E, F>(&self, ch: Channel, budget: usize, mut f: F) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F: FnMut(&MemFrame<'_>) -> Result<(), E>,
+    {
+        let Some(chan) = self.rx.get(ch) else {
+            return Err(self.no_channel(ch).into());
+        };
+        if chan.outstanding.get() {
+            return Err(ConduitError::FrameOutstanding { channel: ch }.into());
+        }
+        let mut done = 0;
+        while done < budget {
+            let Some(s) = chan.next_ready() else {
+                if chan.moved {
+                    return Err(ConduitError::DeliveredByInterrupts { channel: ch }.into());
+                }
+                break;
+            };
+            let frame = match self.take(chan, s, ch) {
+                Ok(Some(frame)) => frame,
+                Ok(None) => continue, // a pad, or a dropped frame: look again
+                Err(e) => return Err(e.into()),
+            };
+            let result = f(&frame);
+            frame.release();
+            done += 1;
+            result?;
+        }
+        Ok(done)
+    }
+
+    fn poll_set(&self, channels: &[Channel]) -> Result<PollSet, ConduitError> {
+        let mut set = PollSet {
+            channels: channels.to_vec(),
+            bits: 0,
+            all_notify: !channels.is_empty(),
+        };
+        for &ch in channels {
+            match self.caps.channels.get(ch) {
+                Some(c) if c.notify => set.bits |= doorbell_bit(ch),
+                Some(_) => set.all_notify = false,
+                None => return Err(self.no_channel(ch)),
+            }
+        }
+        Ok(set)
+    }
+
+    #[inline]
+    fn one_poll(&self, set: &PollSet) -> Result<Option<(Channel, MemFrame<'_>)>, ConduitError> {
+        let (bits, all_notify, channels) = (set.bits, set.all_notify, &set.channels[..]);
+        // SAFETY: this rank's doorbell, inside the region the owner keeps alive.
+        let d = unsafe { &*self.doorbell };
+        let (mut armed, idle) = self.one_poll_state.get();
+        if all_notify && armed & bits == bits {
+            // Idle and armed: one word says whether anything arrived.
+            // ORDERING: Acquire pairs with the senders' Release fetch_or in `ring_doorbell`.
+            if d.summary.load(Ordering::Acquire) & bits == 0 {
+                return Ok(None);
+            }
+            d.armed.fetch_and(!bits, Ordering::Relaxed);
+            d.summary.fetch_and(!bits, Ordering::Relaxed);
+            armed &= !bits;
+            self.one_poll_state.set((armed, 0));
+        }
+        for &ch in channels {
+            if let Some(f) = self.peek(ch)? {
+                self.one_poll_state.set((armed, 0));
+                return Ok(Some((ch, f)));
+            }
+        }
+        let idle = idle.saturating_add(1);
+        self.one_poll_state.set((armed, idle));
+        if all_notify && idle >= ARM_AFTER && armed & bits != bits {
+            crate::conduit::doorbell::arm(&d.armed, None, bits);
+            armed |= bits;
+            self.one_poll_state.set((armed, idle));
+            for &ch in channels {
+                if let Some(f) = self.peek(ch)? {
+                    d.armed.fetch_and(!bits, Ordering::Relaxed);
+                    self.one_poll_state.set((armed & !bits, 0));
+                    return Ok(Some((ch, f)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn wait_for_arrival(
+        &self,
+        set: &PollSet,
+        timeout: std::time::Duration,
+    ) -> Result<(), ConduitError> {
+        if !set.all_notify {
+            std::thread::yield_now(); // no doorbell to be woken by
+            return Ok(());
+        }
+        let any_ready = || {
+            set.channels
+                .iter()
+                .any(|&ch| self.rx[ch].next_ready().is_some())
+        };
+        self.sleep_on(set.bits, any_ready, timeout);
+        Ok(())
+    }
+
+    fn peer_segment(&self, rank: Rank) -> Option<(NonNull<u8>, usize)> {
+        self.mapped_segment(rank)
+    }
+
+    fn dropped(&self, ch: Channel) -> u64 {
+        self.rx.get(ch).map_or(0, |c| c.dropped.get())
+    }
+
+    fn allgather(&self, mine: u64) -> Result<Vec<u64>, ConduitError> {
+        Ok(self.boot.allgather(self.rank, mine)?)
+    }
+
+    fn barrier(&self) -> Result<(), ConduitError> {
+        Ok(self.boot.barrier()?)
+    }
+
+    fn check_peers(&self) -> Result<(), ConduitError> {
+        Ok(self.boot.check_peers()?)
+    }
+
+    fn peer_left(&self, rank: Rank) -> bool {
+        self.boot.has_left(rank)
+    }
+}

@@ -1,0 +1,297 @@
+//! One rank's endpoint of the ring conduit: what it is made of ([`Parts`]), how it is
+//! built from a [`ConduitSpec`], and what it offers beyond the [`Conduit`] trait
+//! (mapped segments for tools, the interrupt view for the progress thread).
+
+use super::channels::{doorbell_bit, Local, RxChannel, RxRing, Tx, TxRing};
+use super::{Doorbell, HeapRegion, InterruptRx, RegionLayout, TagOnPool};
+use crate::bootstrap::Boot;
+use crate::conduit::ring::{
+    max_frame_slots, Consumer, Producer, SharedProducer, ARGS_OFFSET, MAX_ARGS, SLOT_BYTES,
+};
+use crate::conduit::{Caps, Channel, ChannelCaps, ConduitSpec, Delivery, Rank};
+use std::cell::Cell;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// Keeps the memory of the rings and segments alive for as long as an endpoint uses it.
+#[derive(Debug, Clone)]
+pub enum RegionOwner {
+    /// Heap memory shared by thread ranks: the rings, and one segment per rank.
+    Heap(Arc<HeapRegion>, Arc<[HeapRegion]>),
+    /// A job's shared memory object.
+    Shm(Arc<crate::bootstrap::ShmJob>),
+}
+
+/// Everything an endpoint is built from.
+#[derive(Debug)]
+pub struct Parts<'a> {
+    /// This rank.
+    pub rank: Rank,
+    /// Ranks in the job.
+    pub ranks: usize,
+    /// The channels, and who may send into each.
+    pub spec: &'a ConduitSpec,
+    /// Where the rings are (made from `spec`).
+    pub layout: &'a RegionLayout,
+    /// The initialised ring region (see [`RegionLayout::init`]).
+    pub rings: NonNull<u8>,
+    /// Every rank's registered segment, as mapped in this process.
+    pub segments: Vec<NonNull<u8>>,
+    /// Bytes of each segment (`spec.segment_bytes`, or more where it was rounded up).
+    pub segment_bytes: usize,
+    /// Keeps all of it alive.
+    pub owner: RegionOwner,
+    /// Setup-time collectives and failure records.
+    pub boot: Boot,
+}
+
+// SAFETY: the raw pointers of an endpoint (rings, segments) point into memory that its
+// owner handle keeps alive and that is shared by design (the ring protocol decides who
+// touches which bytes); moving the endpoint to another thread changes nothing about
+// that. It stays !Sync through its cells.
+unsafe impl Send for MemConduit {}
+
+/// One rank's endpoint of a ring-based conduit.
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+/// let eps = threads::endpoints(1, &[256]).unwrap();
+/// let me = &eps[0];
+/// me.try_send(0, 0, &Message { tag: 1, args: &[7], ..Message::default() }).unwrap();
+/// let f = me.peek(0).unwrap().unwrap();
+/// assert_eq!((f.source(), f.tag(), f.args()), (0, 1, &[7u64][..]));
+/// f.release();
+/// assert!(me.peek(0).unwrap().is_none());
+/// ```
+pub struct MemConduit {
+    pub(super) rank: Rank,
+    pub(super) size: usize,
+    pub(super) caps: Caps,
+    pub(super) tx: Box<[TxRing]>,
+    pub(super) rx: Box<[RxChannel]>,
+    pub(super) segments: Box<[NonNull<u8>]>,
+    pub(super) segment_bytes: usize,
+    /// This rank's doorbell, and what One-poll has armed of it / how many empty polls
+    /// in a row it has seen.
+    pub(super) doorbell: *const Doorbell,
+    pub(super) one_poll_state: Cell<(u64, u32)>,
+    pub(super) boot: Boot,
+    pub(super) _owner: RegionOwner,
+}
+
+impl std::fmt::Debug for MemConduit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemConduit")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("caps", &self.caps)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Largest payload a channel of `slots` slots carries with the most args.
+pub(crate) fn max_payload(slots: u64) -> usize {
+    let frame = (max_frame_slots(slots) as usize) * SLOT_BYTES;
+    frame.saturating_sub(ARGS_OFFSET + MAX_ARGS * 8)
+}
+
+impl MemConduit {
+    /// The endpoint of rank `parts.rank`.
+    ///
+    /// # Panics
+    /// If `parts.layout` was not made from `parts.spec`.
+    ///
+    /// # Safety
+    /// `parts.rings` holds an initialised ring region of `parts.layout`, each of
+    /// `parts.segments` is valid for `parts.segment_bytes` bytes, `parts.owner` keeps all
+    /// of it alive, and no other endpoint of this rank exists for it.
+    pub unsafe fn new(parts: Parts<'_>) -> Self {
+        let Parts {
+            rank,
+            ranks,
+            spec,
+            layout,
+            rings: base,
+            segments,
+            segment_bytes,
+            owner,
+            boot,
+        } = parts;
+        let channels = layout.channels();
+        assert_eq!(spec.channels.len(), channels, "the layout of this spec");
+        let interrupt_channel = spec.interrupt_channel;
+        let mut tx = Vec::with_capacity(channels * ranks);
+        // SAFETY: caller guarantees `base` is a live region of `layout`.
+        let pools: Box<[TagOnPool]> = (0..ranks)
+            .map(|src| unsafe { layout.tag_on_pool(base, rank, src) })
+            .collect();
+        let mut rx = Vec::with_capacity(channels);
+        for (ch, c) in spec.channels.iter().enumerate() {
+            let (who, slots, shared) = (&c.senders, c.slots, c.shared);
+            for dest in 0..ranks {
+                let prod = if shared {
+                    Tx::Shared {
+                        prod: SharedProducer::new(0),
+                        // SAFETY: caller guarantees `base` is a live region of `layout`.
+                        tail: unsafe { layout.shared_tail(base, ch, dest) },
+                        me: rank as u64,
+                    }
+                } else {
+                    Tx::Own(Producer::new(slots, 0))
+                };
+                tx.push(TxRing {
+                    // SAFETY: caller guarantees `base` is a live region of `layout`.
+                    ring: unsafe { layout.ring(base, ch, dest, rank) },
+                    prod: Local::new(prod),
+                    max_args: MAX_ARGS - usize::from(shared),
+                    permitted: who.allows(rank),
+                    notify_bit: if c.rings_doorbell() {
+                        doorbell_bit(ch)
+                    } else {
+                        0
+                    },
+                    // SAFETY: caller guarantees `base` is a live region of `layout`.
+                    doorbell: unsafe { layout.doorbell(base, dest) },
+                    // SAFETY: as above.
+                    pool: unsafe { layout.tag_on_pool(base, dest, rank) },
+                    pool_cursor: Cell::new(0),
+                });
+            }
+            let rings = (0..if shared { 1 } else { ranks })
+                .map(|src| RxRing {
+                    // SAFETY: as above.
+                    ring: unsafe { layout.ring(base, ch, rank, src) },
+                    cons: Local::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
+                    broken: Cell::new(false),
+                    permitted: shared || who.allows(src),
+                    hidden: shared || interrupt_channel == Some(ch),
+                })
+                .collect();
+            rx.push(RxChannel {
+                rings,
+                cursor: Cell::new(0),
+                burst: Cell::new(0),
+                outstanding: Cell::new(false),
+                dropped: Cell::new(0),
+                moved: false,
+                shared_senders: match shared {
+                    true => (0..ranks).map(|src| who.allows(src)).collect(),
+                    false => Box::new([]),
+                },
+                pools: pools.clone(),
+            });
+        }
+        let caps = Caps {
+            ranks,
+            segment_bytes,
+            tag_on_bytes: layout.tag_on_bytes(),
+            max_args: MAX_ARGS,
+            channels: spec
+                .channels
+                .iter()
+                .map(|c| ChannelCaps {
+                    senders: c.senders.clone(),
+                    shared: c.shared,
+                    max_args: MAX_ARGS - usize::from(c.shared),
+                    notify: c.rings_doorbell(),
+                    interrupt: c.delivery == Delivery::Interrupt,
+                    slots: c.slots,
+                    max_payload: max_payload(c.slots),
+                })
+                .collect(),
+            flags: crate::conduit::CapFlags {
+                peer_memory_mapped: true,
+                ..Default::default()
+            },
+            interrupt_channel,
+        };
+        Self {
+            rank,
+            size: ranks,
+            caps,
+            tx: tx.into_boxed_slice(),
+            rx: rx.into_boxed_slice(),
+            segments: segments.into_boxed_slice(),
+            segment_bytes,
+            // SAFETY: as above.
+            doorbell: unsafe { layout.doorbell(base, rank) },
+            one_poll_state: Cell::new((0, 0)),
+            boot,
+            _owner: owner,
+        }
+    }
+
+    /// The registered segment of `rank` as mapped in this process (every segment of a
+    /// job on one host is mapped everywhere). For measurements and tools that must
+    /// touch peer memory directly; the layers above the conduit never do.
+    pub fn mapped_segment(&self, rank: Rank) -> Option<(NonNull<u8>, usize)> {
+        self.segments.get(rank).map(|&p| (p, self.segment_bytes))
+    }
+
+    /// The doorbell bits One-poll has armed (nonzero once an idle receiver polls one
+    /// word instead of its rings). For tests and measurements.
+    pub fn one_poll_armed(&self) -> u64 {
+        self.one_poll_state.get().0
+    }
+
+    /// Moves the receive side of every Interrupt channel out of this endpoint into a
+    /// view for a progress thread; `None` if the job has no Interrupt channel. From then
+    /// on this endpoint answers [`ConduitError::DeliveredByInterrupts`](crate::conduit::ConduitError::DeliveredByInterrupts) for them, and
+    /// each consumer state still has one owner.
+    pub fn take_interrupts(&mut self) -> Option<InterruptRx> {
+        let channels: Vec<Channel> = (0..self.rx.len())
+            .filter(|&ch| self.caps.channels[ch].interrupt && !self.rx[ch].moved)
+            .collect();
+        if channels.is_empty() {
+            return None;
+        }
+        let rx: Box<[RxChannel]> = (0..self.rx.len())
+            .map(|ch| {
+                if channels.contains(&ch) {
+                    std::mem::replace(&mut self.rx[ch], RxChannel::moved())
+                } else {
+                    RxChannel::moved()
+                }
+            })
+            .collect();
+        let view = MemConduit {
+            rank: self.rank,
+            size: self.size,
+            caps: self.caps.clone(),
+            tx: Box::new([]),
+            rx,
+            segments: self.segments.clone(),
+            segment_bytes: self.segment_bytes,
+            doorbell: self.doorbell,
+            one_poll_state: Cell::new((0, 0)),
+            boot: self.boot.clone(),
+            _owner: self._owner.clone(),
+        };
+        Some(InterruptRx::new(view, channels))
+    }
+
+    /// Sleeps until a frame may have arrived on the doorbell channels `bits`, or
+    /// `timeout` passes (a backstop). Arms them as a sleeper, fences, and runs
+    /// `any_ready` once more before sleeping, so a frame sent meanwhile is never slept
+    /// through: either its sender saw the arm and bumps the futex word, or this look
+    /// sees the frame. Bits that were armed already (by One-poll) stay armed.
+    pub(super) fn sleep_on(
+        &self,
+        bits: u64,
+        any_ready: impl Fn() -> bool,
+        timeout: std::time::Duration,
+    ) {
+        // SAFETY: this rank's doorbell, inside the region the owner keeps alive.
+        let d = unsafe { &*self.doorbell };
+        let (w, mine) = d.arm_sleeper(bits);
+        if !any_ready() {
+            d.sleep(w, timeout);
+        }
+        d.disarm_sleeper(bits, mine);
+    }
+
+    /// The bootstrap this endpoint's job uses.
+    pub fn boot(&self) -> &Boot {
+        &self.boot
+    }
+}

@@ -1,0 +1,225 @@
+//! A received frame, in place in its ring ([`MemFrame`]), and the checks a frame passes
+//! before it is handed out.
+
+use super::channels::{RxChannel, RxRing};
+use super::TagOnPool;
+use crate::conduit::ring::{Peeked, RingMemory, ARGS_OFFSET, FLAG_LONG, FLAG_TAG_ON, USER_FLAGS};
+use crate::conduit::{Channel, ConduitError, Rank, ReceivedFrame, TagOnData};
+
+/// The (index, length) inline payload of a Long or Tag-On frame, if it is 16 bytes.
+pub(super) fn inline_pair(inline: *const u8, p: &Peeked) -> Option<(usize, usize)> {
+    if p.header.len != 16 {
+        return None;
+    }
+    // SAFETY: 16 inline payload bytes are in the frame (checked above).
+    unsafe {
+        Some((
+            inline.cast::<u64>().read_unaligned() as usize,
+            inline.add(8).cast::<u64>().read_unaligned() as usize,
+        ))
+    }
+}
+
+/// Where a Tag-On frame's block is, checked against the pool.
+#[cold]
+pub(super) fn tag_on_payload(
+    pool: &TagOnPool,
+    inline: *const u8,
+    p: &Peeked,
+) -> Result<(*const u8, usize), crate::conduit::ring::Corrupt> {
+    match inline_pair(inline, p) {
+        Some((i, len)) if i < pool.buffers() && len <= pool.bytes() => Ok((pool.block(i), len)),
+        _ => Err(crate::conduit::ring::Corrupt {
+            position: p.position,
+            what: "Tag-On frame outside the pool",
+        }),
+    }
+}
+
+/// The hidden first arg word of frame `p` of ring `r`, if it has one.
+#[inline(always)]
+pub(super) fn hidden_word(r: &RxRing, p: &Peeked) -> Option<u64> {
+    if p.header.nargs == 0 {
+        return None;
+    }
+    let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
+    // SAFETY: the consumer checked that the frame and its args lie in the ring, and
+    // the frame is ours until released; args are 8-byte aligned in a slot.
+    Some(unsafe { base.add(ARGS_OFFSET).cast::<u64>().read() })
+}
+
+/// Releases frame `p` of ring `r` undelivered and counts it in `chan`'s `dropped`.
+#[cold]
+pub(super) fn drop_frame<'a>(chan: &RxChannel, r: &RxRing, p: &Peeked) -> Option<MemFrame<'a>> {
+    r.cons.with(|c| c.release(&r.ring, p));
+    chan.dropped.set(chan.dropped.get() + 1);
+    None
+}
+
+/// Marks sender `s`'s ring `r` of channel `ch` as corrupt (it is not read again) and
+/// says why.
+#[cold]
+pub(super) fn broken(
+    r: &RxRing,
+    s: Rank,
+    ch: Channel,
+    detail: crate::conduit::ring::Corrupt,
+) -> ConduitError {
+    r.broken.set(true);
+    ConduitError::Corrupt {
+        source_rank: s,
+        channel: ch,
+        detail,
+    }
+}
+
+/// A frame in place in a [`MemConduit`](super::MemConduit) ring: args and payload are read where the
+/// sender wrote them.
+pub struct MemFrame<'a> {
+    pub(super) chan: &'a RxChannel,
+    pub(super) ring: &'a RxRing,
+    pub(super) source: Rank,
+    /// The frame's first slot.
+    pub(super) base: *const u8,
+    /// Its payload: in the ring, or for a Long frame in this rank's segment.
+    pub(super) payload: (*const u8, usize),
+    pub(super) peeked: Peeked,
+}
+
+impl std::fmt::Debug for MemFrame<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemFrame")
+            .field("source", &self.source)
+            .field("header", &self.peeked.header)
+            .field("args", &self.args())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> MemFrame<'a> {
+    /// The frame `p` of ring `r`, from `source`, now out of channel `chan`, with its
+    /// checked payload.
+    #[inline(always)]
+    pub(super) fn out(
+        chan: &'a RxChannel,
+        r: &'a RxRing,
+        source: Rank,
+        p: Peeked,
+        payload: (*const u8, usize),
+    ) -> Self {
+        chan.outstanding.set(true);
+        Self {
+            chan,
+            ring: r,
+            source,
+            base: r.ring.slot_ptr(p.index(r.ring.nslots())),
+            payload,
+            peeked: p,
+        }
+    }
+}
+
+impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
+    #[inline(always)]
+    fn source(&self) -> Rank {
+        self.source
+    }
+    #[inline(always)]
+    fn tag(&self) -> u16 {
+        self.peeked.header.tag
+    }
+    #[inline(always)]
+    fn flags(&self) -> u8 {
+        self.peeked.header.flags & USER_FLAGS
+    }
+    #[inline(always)]
+    fn is_long(&self) -> bool {
+        self.peeked.header.flags & FLAG_LONG != 0
+    }
+    #[inline(always)]
+    fn is_tag_on(&self) -> bool {
+        self.peeked.header.flags & FLAG_TAG_ON != 0
+    }
+    #[inline(always)]
+    fn args(&self) -> &[u64] {
+        // The first word of a hidden-word ring is the conduit's, not the user's.
+        let hidden = usize::from(self.ring.hidden);
+        // SAFETY: the consumer checked that nargs ≤ 8 and that the frame lies inside the
+        // ring (and `take` that a shared ring's frame has its hidden word); its slots
+        // stay ours (the producer cannot reuse them) until `release`, which consumes
+        // `self` and so ends this borrow. The args start 16 bytes into a 64-byte
+        // aligned slot: aligned for u64.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.base.add(ARGS_OFFSET).cast::<u64>().add(hidden),
+                self.peeked.header.nargs as usize - hidden,
+            )
+        }
+    }
+    #[inline(always)]
+    fn payload(&self) -> &[u8] {
+        // SAFETY: `payload_of` checked the range: inside the frame (which stays ours
+        // until `release`), or inside this rank's segment for a Long frame. A Long
+        // payload can be overwritten by a peer that sends another Long to the same
+        // bytes; that is the application's protocol, as with any RMA.
+        unsafe { std::slice::from_raw_parts(self.payload.0, self.payload.1) }
+    }
+    #[inline(always)]
+    fn release(self) {
+        if self.is_tag_on() {
+            // A Tag-On block not kept is freed with its frame (the handle's drop).
+            drop(self.keep());
+            return;
+        }
+        self.ring
+            .cons
+            .with(|c| c.release(&self.ring.ring, &self.peeked));
+        // `self` drops here and clears the channel's outstanding mark.
+    }
+    #[inline(always)]
+    fn keep(self) -> Option<TagOnData<'a>> {
+        // Read what the frame says before handing its slots back: once the head is
+        // published the producer may overwrite them.
+        let index = if self.is_tag_on() {
+            // SAFETY: the payload offset lies inside the frame, which is ours until the
+            // release below.
+            let inline = unsafe { self.base.add(self.peeked.payload_offset()) };
+            // `tag_on_payload` checked the index when the frame was taken.
+            inline_pair(inline, &self.peeked).map(|(i, _)| i)
+        } else {
+            None
+        };
+        self.ring
+            .cons
+            .with(|c| c.release(&self.ring.ring, &self.peeked));
+        let index = index?;
+        // SAFETY: the block (not the frame) stays ours until its flag is cleared by the
+        // handle's drop; the pool lives as long as the conduit this frame borrows.
+        let data = unsafe { std::slice::from_raw_parts(self.payload.0, self.payload.1) };
+        Some(TagOnData::new(
+            data,
+            self.chan.pools[self.source].flag(index),
+        ))
+        // `self` drops here and clears the channel's outstanding mark.
+    }
+}
+
+impl MemFrame<'_> {
+    /// The hidden first arg word of a frame of a hidden-word ring (checked present
+    /// when the frame was taken); 0 for other frames.
+    pub(super) fn hidden_word(&self) -> u64 {
+        if !self.ring.hidden {
+            return 0;
+        }
+        // SAFETY: as in `args`: the frame is ours until `release`, and `take` checked
+        // that it has its hidden word.
+        unsafe { self.base.add(ARGS_OFFSET).cast::<u64>().read() }
+    }
+}
+
+impl Drop for MemFrame<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.chan.outstanding.set(false);
+    }
+}
