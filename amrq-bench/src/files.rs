@@ -4,8 +4,9 @@
 
 use crate::peers::{speedup, tag, METRICS};
 use crate::plots::Chart;
-use crate::report::{plain, Outcome, Point};
-use crate::suite::Results;
+use crate::report::{Outcome, Point};
+use crate::results::Results;
+use amrq::summary::plain;
 use std::fmt::Write as _;
 use std::path::Path;
 

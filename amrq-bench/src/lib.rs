@@ -14,7 +14,7 @@
 //! | [`signature`] | bursts of k sends with Δ of computation: LogP's o_s, o_r, g, L |
 //! | [`stream`] | one-way time and streaming per size; the peers' bandwidths; the barrier |
 //! | [`peers`] | Open MPI, `ucx_perftest` and GASNet-EX's tests, as a table |
-//! | [`suite`] | `all`: every benchmark, the report, the plots |
+//! | [`suite`] | `all`: every benchmark, then the peers; [`results`] what it produced, [`files`] the report and plots written from it |
 
 pub mod analysis;
 pub mod array;
@@ -27,6 +27,7 @@ pub mod peers;
 pub mod plots;
 pub mod polling;
 pub mod report;
+pub mod results;
 pub mod signature;
 pub mod stream;
 pub mod suite;

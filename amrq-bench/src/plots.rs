@@ -132,9 +132,9 @@ impl Chart<'_> {
         // Log axes label the powers of ten only.
         let tick = |log: bool| {
             move |v: &f64| match log {
-                true if (v - v.round()).abs() < 1e-6 => crate::report::plain(10f64.powf(v.round())),
+                true if (v - v.round()).abs() < 1e-6 => amrq::summary::plain(10f64.powf(v.round())),
                 true => String::new(),
-                false => crate::report::plain(*v),
+                false => amrq::summary::plain(*v),
             }
         };
         let (fx, fy) = (tick(self.log_x), tick(self.log_y));

@@ -5,6 +5,7 @@
 //! notes, then the summary line `NAME: key=value …` of DESIGN.md "Conventions" last)
 //! or as one JSON object with `--json`, which is what `amrq-bench all` reads back.
 
+use amrq::summary::plain;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// JSON has no NaN: serde_json writes it as `null`, which reads back as NaN here (a
@@ -191,12 +192,12 @@ impl Outcome {
     /// assert_eq!(o.line(), "round-trip: rt_ns=150.25");
     /// ```
     pub fn line(&self) -> String {
-        let body: Vec<String> = self
+        let kv: Vec<(&str, f64)> = self
             .figures
             .iter()
-            .map(|f| format!("{}={}", f.key, plain(f.median)))
+            .map(|f| (&f.key[..], f.median))
             .collect();
-        format!("{}: {}", self.name, body.join(" "))
+        amrq::summary::line(&self.name, false, &kv)
     }
 
     /// The text report: each series as a table, the notes, the summary line last.
@@ -230,25 +231,6 @@ impl Outcome {
     /// ```
     pub fn json(&self) -> String {
         serde_json::to_string(self).expect("plain data serializes")
-    }
-}
-
-/// A plain decimal: at most three decimals, no exponent, no trailing zeros.
-///
-/// ```
-/// use amrq_bench::report::plain;
-/// assert_eq!((plain(1.5000), plain(2.0), plain(f64::NAN)), ("1.5".into(), "2".into(), "0".into()));
-/// ```
-pub fn plain(v: f64) -> String {
-    if !v.is_finite() {
-        return "0".into();
-    }
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s.is_empty() || s == "-0" {
-        "0".into()
-    } else {
-        s.to_string()
     }
 }
 

@@ -4,6 +4,7 @@
 use crate::clock::Clock;
 use crate::peers::{self, Peer};
 use crate::report::Outcome;
+use crate::results::{Machine, Results};
 use crate::{array, interrupts, loaded, polling, signature, stream, unloaded, Params};
 use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
@@ -160,74 +161,6 @@ pub fn batches(quick: bool) -> usize {
         5
     } else {
         31 // this VM's figures move by 2x and more between batches: more samples
-    }
-}
-
-/// What `all` produced.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Results {
-    /// When and where.
-    pub machine: Machine,
-    /// Whether the run was `--quick`.
-    pub quick: bool,
-    /// Each job's outcome (a failed job has an outcome with only a note).
-    pub outcomes: Vec<Outcome>,
-    /// amrq's side of the peers table and each peer.
-    pub peers: Vec<Peer>,
-    /// The peers table.
-    pub table: Outcome,
-}
-
-/// The machine a run was made on.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Machine {
-    /// UTC date and time (`date -u`).
-    pub date: String,
-    /// CPU model.
-    pub cpu: String,
-    /// Cores this process may run on.
-    pub cores: usize,
-    /// Memory, GiB.
-    pub memory_gib: f64,
-    /// Kernel release.
-    pub kernel: String,
-    /// amrq's version and commit, when known.
-    pub amrq: String,
-}
-
-impl Machine {
-    /// Reads this machine's description.
-    pub fn here() -> Self {
-        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-        let field = |text: &str, key: &str| {
-            text.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-                .unwrap_or_default()
-        };
-        let cmd = |c: &str, args: &[&str]| {
-            Command::new(c)
-                .args(args)
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-                .unwrap_or_default()
-        };
-        let kib: f64 = field(&read("/proc/meminfo"), "MemTotal")
-            .trim_end_matches(" kB")
-            .parse()
-            .unwrap_or(0.0);
-        let commit = cmd("git", &["rev-parse", "--short", "HEAD"]);
-        Self {
-            date: cmd("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
-            cpu: field(&read("/proc/cpuinfo"), "model name"),
-            cores: amrq::util::affinity::allowed_cores().len(),
-            memory_gib: (kib / (1 << 20) as f64 * 10.0).round() / 10.0,
-            kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
-            amrq: format!("{} {commit}", env!("CARGO_PKG_VERSION"))
-                .trim()
-                .to_string(),
-        }
     }
 }
 

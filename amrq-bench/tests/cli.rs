@@ -3,7 +3,8 @@
 //! are reported as missing; a wrong rank count is refused with a message.
 
 use amrq_bench::report::Outcome;
-use amrq_bench::suite::{Job, Results, JOBS};
+use amrq_bench::results::Results;
+use amrq_bench::suite::{Job, JOBS};
 use std::path::Path;
 use std::process::Command;
 

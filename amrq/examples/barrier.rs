@@ -17,27 +17,38 @@ use amrq::prelude::*;
 use amrq::reference::{median, RawPingPong, RAW_PINGPONG_BYTES};
 use std::time::Instant;
 
-const USAGE: &str = "usage: barrier [--quick] [--ranks N] [--iters N] [--threads] [--json]";
+/// The runtime's barrier, blocking and split-phase, against the raw round trip.
+#[derive(clap::Parser)]
+struct Args {
+    #[command(flatten)]
+    common: common::Common,
+    /// Ranks (with more ranks than cores they are not pinned and share cores).
+    #[arg(long, default_value_t = 2)]
+    ranks: u64,
+    /// Messages (or operations) per batch.
+    #[arg(long)]
+    iters: Option<u64>,
+}
 
 fn main() {
-    let o = common::opts(USAGE);
-    let ranks = o.num("ranks", 2, USAGE).max(1) as usize;
-    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(USAGE, &e));
-    common::run_ranks(&o, ranks, &cfg, USAGE, |c| {
+    let o = <Args as clap::Parser>::parse();
+    let ranks = o.ranks.max(1) as usize;
+    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
+    common::run_ranks(&o.common, ranks, &cfg, |c| {
         rank_main(c, &o).map_err(|e| e.to_string())
     });
 }
 
-fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &common::Opts) -> Result<(), AmError> {
+fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), AmError> {
     let n = conduit.size();
     let oversubscribed = n > amrq::util::affinity::allowed_cores().len().max(1);
-    let iters = o.iters.unwrap_or(match (o.quick, oversubscribed) {
+    let iters = o.iters.unwrap_or(match (o.common.quick, oversubscribed) {
         (true, true) => 200,
         (true, false) => 20_000,
         (false, true) => 2_000,
         (false, false) => 100_000,
     });
-    let batches = if o.quick { 7 } else { 21 };
+    let batches = if o.common.quick { 7 } else { 21 };
     let (seg, len) = conduit.mapped_segment(0).expect("rank 0 exists");
     assert!(
         len >= RAW_PINGPONG_BYTES,
@@ -89,7 +100,11 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &common::Opts) -> Resul
         } else {
             0.0
         };
-        let how = if o.threads { "threads" } else { "processes" };
+        let how = if o.common.threads {
+            "threads"
+        } else {
+            "processes"
+        };
         let placement = if oversubscribed {
             "more ranks than cores: not pinned, sharing cores"
         } else {
@@ -104,7 +119,7 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &common::Opts) -> Resul
         let ratio = if rtt > 0.0 { bl / rtt } else { 0.0 };
         common::summary(
             "barrier",
-            o.json,
+            o.common.json,
             &[
                 ("ranks", n as f64),
                 ("barrier_ns", bl),

@@ -17,7 +17,18 @@ use amrq::reference::median;
 use std::cell::Cell;
 use std::time::Instant;
 
-const USAGE: &str = "usage: dispatch [--quick] [--iters N] [--batches B] [--threads] [--json]";
+/// Inlined polling against handler dispatch (RQ §3.2.3).
+#[derive(clap::Parser)]
+struct Args {
+    #[command(flatten)]
+    common: common::Common,
+    /// Messages (or operations) per batch.
+    #[arg(long)]
+    iters: Option<u64>,
+    /// Batches; each figure is the median over them.
+    #[arg(long)]
+    batches: Option<u64>,
+}
 
 struct State {
     count: Cell<u64>,
@@ -27,27 +38,25 @@ struct State {
 }
 
 fn main() {
-    let o = common::opts(USAGE);
-    let mut cfg = Config::from_env().unwrap_or_else(|e| common::fail(USAGE, &e));
+    let o = <Args as clap::Parser>::parse();
+    let mut cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
     cfg.am_ring_slots = 1024;
     let q = cfg.add_queue(1024);
-    common::run_ranks(&o, 2, &cfg, USAGE, |c| {
+    common::run_ranks(&o.common, 2, &cfg, |c| {
         rank_main(c, &o, q).map_err(|e| e.to_string())
     });
 }
 
-fn rank_main(
-    conduit: amrq::conduit::mem::MemConduit,
-    o: &common::Opts,
-    q: QueueId,
-) -> Result<(), AmError> {
-    let iters = o.iters.unwrap_or(if o.quick { 500_000 } else { 5_000_000 });
-    let batches = o.num("batches", if o.quick { 5 } else { 11 }, USAGE).max(1);
+fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args, q: QueueId) -> Result<(), AmError> {
+    let iters = o
+        .iters
+        .unwrap_or(if o.common.quick { 500_000 } else { 5_000_000 });
+    let batches = o
+        .batches
+        .unwrap_or(if o.common.quick { 5 } else { 11 })
+        .max(1);
     if conduit.size() != 2 {
-        common::fail(
-            USAGE,
-            &format!("dispatch runs on 2 ranks, not {}", conduit.size()),
-        );
+        common::fail(&format!("dispatch runs on 2 ranks, not {}", conduit.size()));
     }
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
@@ -132,7 +141,11 @@ fn rank_main(
     am.barrier()?;
     if am.rank() == 0 {
         let (ri, rh) = (median(&mut inline), median(&mut handler));
-        let how = if o.threads { "threads" } else { "processes" };
+        let how = if o.common.threads {
+            "threads"
+        } else {
+            "processes"
+        };
         println!("ranks: 2 {how}; {batches} batches of {iters} Short frames each way of receiving");
         println!(
             "handler dispatch (AM requests):      {:.1} M msgs/s",
@@ -144,7 +157,7 @@ fn rank_main(
         );
         common::summary(
             "dispatch",
-            o.json,
+            o.common.json,
             &[
                 ("inline_msgs_per_s", ri),
                 ("handler_msgs_per_s", rh),

@@ -18,27 +18,38 @@ use amrq::reference::median;
 use amrq::rma::{Rma, RmaError};
 use std::time::Instant;
 
-const USAGE: &str = "usage: exchange [--quick] [--ranks N] [--kib K] [--threads] [--json]";
+/// All-to-all exchange, bandwidth-matched against the unmatched order (RQ §4).
+#[derive(clap::Parser)]
+struct Args {
+    #[command(flatten)]
+    common: common::Common,
+    /// Ranks (with more ranks than cores they are not pinned and share cores).
+    #[arg(long, default_value_t = 4)]
+    ranks: u64,
+    /// KiB per block (default 64 with --quick, 1024 otherwise).
+    #[arg(long)]
+    kib: Option<u64>,
+}
 
 fn main() {
-    let o = common::opts(USAGE);
-    let ranks = o.num("ranks", 4, USAGE).max(1) as usize;
-    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(USAGE, &e));
-    common::run_ranks(&o, ranks, &cfg, USAGE, |c| {
+    let o = <Args as clap::Parser>::parse();
+    let ranks = o.ranks.max(1) as usize;
+    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
+    common::run_ranks(&o.common, ranks, &cfg, |c| {
         rank_main(c, &o).map_err(|e| e.to_string())
     });
 }
 
-fn rank_main(c: amrq::conduit::mem::MemConduit, o: &common::Opts) -> Result<(), RmaError> {
+fn rank_main(c: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), RmaError> {
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
     let rma = Rma::new(&am);
     let coll = Coll::new(&rma)?;
     let (me, n) = (am.rank(), am.size());
-    let block = (o.num("kib", if o.quick { 64 } else { 1024 }, USAGE) as usize) << 10;
+    let block = (o.kib.unwrap_or(if o.common.quick { 64 } else { 1024 }) as usize) << 10;
     let m = block / 8;
     let send: Vec<u64> = (0..n * m).map(|i| (me * n * m + i) as u64).collect();
     let mut recv = vec![0u64; n * m];
-    let batches = if o.quick { 5 } else { 15 };
+    let batches = if o.common.quick { 5 } else { 15 };
     let (mut matched, mut unmatched) = (Vec::new(), Vec::new());
     for b in 0..=batches {
         am.barrier()?;
@@ -67,7 +78,11 @@ fn rank_main(c: amrq::conduit::mem::MemConduit, o: &common::Opts) -> Result<(), 
         let moved = (n * (n - 1) * block) as f64;
         let (tm, tu) = (median(&mut matched), median(&mut unmatched));
         let cores = amrq::util::affinity::allowed_cores().len();
-        let how = if o.threads { "threads" } else { "processes" };
+        let how = if o.common.threads {
+            "threads"
+        } else {
+            "processes"
+        };
         let note = if n > cores {
             ", more ranks than cores: they share cores"
         } else {
@@ -86,7 +101,7 @@ fn rank_main(c: amrq::conduit::mem::MemConduit, o: &common::Opts) -> Result<(), 
         );
         common::summary(
             "exchange",
-            o.json,
+            o.common.json,
             &[
                 ("ranks", n as f64),
                 ("block_bytes", block as f64),

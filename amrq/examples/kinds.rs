@@ -21,7 +21,19 @@ use amrq::rq::Kind;
 use std::cell::Cell;
 use std::time::Instant;
 
-const USAGE: &str = "usage: kinds [--quick] [--iters N] [--batches B] [--threads] [--json]";
+/// The enqueue → dequeue pipeline per message kind: Express, Basic, Tag-On, shared.
+#[derive(clap::Parser)]
+struct Args {
+    #[command(flatten)]
+    common: common::Common,
+    /// Messages (or operations) per batch.
+    #[arg(long)]
+    iters: Option<u64>,
+    /// Batches; each figure is the median over them.
+    #[arg(long)]
+    batches: Option<u64>,
+}
+
 /// (kind, payload bytes, into the shared queue).
 const KINDS: [(Kind, usize, bool); 4] = [
     (Kind::Express, 0, false),
@@ -37,28 +49,30 @@ struct State {
 }
 
 fn main() {
-    let o = common::opts(USAGE);
-    let mut cfg = Config::from_env().unwrap_or_else(|e| common::fail(USAGE, &e));
+    let o = <Args as clap::Parser>::parse();
+    let mut cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
     cfg.tag_on_buffers = 64;
     let q = cfg.add_queue(1024);
     let shared = cfg.add(amrq::config::QueueSpec::new("shared", 1024).shared());
-    common::run_ranks(&o, 2, &cfg, USAGE, |c| {
+    common::run_ranks(&o.common, 2, &cfg, |c| {
         rank_main(c, &o, [q, shared]).map_err(|e| e.to_string())
     });
 }
 
 fn rank_main(
     conduit: amrq::conduit::mem::MemConduit,
-    o: &common::Opts,
+    o: &Args,
     queues: [QueueId; 2],
 ) -> Result<(), AmError> {
-    let iters = o.iters.unwrap_or(if o.quick { 200_000 } else { 2_000_000 });
-    let batches = o.num("batches", if o.quick { 5 } else { 11 }, USAGE).max(1);
+    let iters = o
+        .iters
+        .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
+    let batches = o
+        .batches
+        .unwrap_or(if o.common.quick { 5 } else { 11 })
+        .max(1);
     if conduit.size() != 2 {
-        common::fail(
-            USAGE,
-            &format!("kinds runs on 2 ranks, not {}", conduit.size()),
-        );
+        common::fail(&format!("kinds runs on 2 ranks, not {}", conduit.size()));
     }
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
@@ -126,7 +140,11 @@ fn rank_main(
     }
     if am.rank() == 0 {
         let m: Vec<f64> = ns.iter_mut().map(|v| median(v)).collect();
-        let how = if o.threads { "threads" } else { "processes" };
+        let how = if o.common.threads {
+            "threads"
+        } else {
+            "processes"
+        };
         println!(
             "ranks: 2 {how}; {batches} batches of {iters} messages of each kind, read in place"
         );
@@ -136,7 +154,7 @@ fn rank_main(
         println!("Express, shared queue:         {:.1} ns/msg", m[3]);
         common::summary(
             "kinds",
-            o.json,
+            o.common.json,
             &[
                 ("express_ns", m[0]),
                 ("basic_ns", m[1]),

@@ -20,7 +20,18 @@ use amrq::reference::{median, RawPingPong, RAW_PINGPONG_BYTES};
 use std::cell::Cell;
 use std::time::Instant;
 
-const USAGE: &str = "usage: pingpong [--quick] [--iters N] [--batches B] [--threads] [--json]";
+/// Short AM round trip beside the raw cache-line round trip.
+#[derive(clap::Parser)]
+struct Args {
+    #[command(flatten)]
+    common: common::Common,
+    /// Messages (or operations) per batch.
+    #[arg(long)]
+    iters: Option<u64>,
+    /// Batches; each figure is the median over them.
+    #[arg(long)]
+    batches: Option<u64>,
+}
 
 struct State {
     pong: ReplyHandler,
@@ -29,23 +40,23 @@ struct State {
 }
 
 fn main() {
-    let o = common::opts(USAGE);
-    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(USAGE, &e));
-    common::run_ranks(&o, 2, &cfg, USAGE, |c| {
+    let o = <Args as clap::Parser>::parse();
+    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
+    common::run_ranks(&o.common, 2, &cfg, |c| {
         rank_main(c, &o).map_err(|e| e.to_string())
     });
 }
 
-fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &common::Opts) -> Result<(), AmError> {
-    let iters = o.iters.unwrap_or(if o.quick { 20_000 } else { 100_000 });
+fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), AmError> {
+    let iters = o
+        .iters
+        .unwrap_or(if o.common.quick { 20_000 } else { 100_000 });
     let batches = o
-        .num("batches", if o.quick { 11 } else { 31 }, USAGE)
+        .batches
+        .unwrap_or(if o.common.quick { 11 } else { 31 })
         .max(1);
     if conduit.size() != 2 {
-        common::fail(
-            USAGE,
-            &format!("pingpong runs on 2 ranks, not {}", conduit.size()),
-        );
+        common::fail(&format!("pingpong runs on 2 ranks, not {}", conduit.size()));
     }
     let (seg, len) = conduit.mapped_segment(0).expect("rank 0 exists");
     assert!(
@@ -97,7 +108,11 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &common::Opts) -> Resul
         let mut per_batch: Vec<f64> = am_ns.iter().zip(&raw_ns).map(|(a, r)| a / r).collect();
         let batch_ratio = median(&mut per_batch);
         let (rtt, raw_rtt) = (median(&mut am_ns), median(&mut raw_ns));
-        let how = if o.threads { "threads" } else { "processes" };
+        let how = if o.common.threads {
+            "threads"
+        } else {
+            "processes"
+        };
         println!(
             "ranks: 2 {how} pinned to cores 0 and 1; {batches} batches of {iters} round trips"
         );
@@ -113,7 +128,7 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &common::Opts) -> Resul
         );
         common::summary(
             "pingpong",
-            o.json,
+            o.common.json,
             &[
                 ("rtt_ns", rtt),
                 ("raw_rtt_ns", raw_rtt),

@@ -18,7 +18,18 @@ use amrq::prelude::*;
 use std::cell::{Cell, RefCell};
 use std::time::Instant;
 
-const USAGE: &str = "usage: ring [--quick] [--iters N] [--ranks N] [--threads] [--json]";
+/// Every rank streams Short AMs to its right neighbour.
+#[derive(clap::Parser)]
+struct Args {
+    #[command(flatten)]
+    common: common::Common,
+    /// Messages (or operations) per batch.
+    #[arg(long)]
+    iters: Option<u64>,
+    /// Ranks (with more ranks than cores they are not pinned and share cores).
+    #[arg(long, default_value_t = 2)]
+    ranks: u64,
+}
 
 struct State {
     received: Cell<u64>,
@@ -27,16 +38,18 @@ struct State {
 }
 
 fn main() {
-    let o = common::opts(USAGE);
-    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(USAGE, &e));
-    let ranks = o.num("ranks", 2, USAGE).max(1) as usize;
-    common::run_ranks(&o, ranks, &cfg, USAGE, |c| {
+    let o = <Args as clap::Parser>::parse();
+    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
+    let ranks = o.ranks.max(1) as usize;
+    common::run_ranks(&o.common, ranks, &cfg, |c| {
         rank_main(c, &o).map_err(|e| e.to_string())
     });
 }
 
-fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &common::Opts) -> Result<(), AmError> {
-    let iters = o.iters.unwrap_or(if o.quick { 500_000 } else { 5_000_000 });
+fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), AmError> {
+    let iters = o
+        .iters
+        .unwrap_or(if o.common.quick { 500_000 } else { 5_000_000 });
     let n = conduit.size();
     let mut table = HandlerTable::new();
     let msg = table.request("msg", |s: &State, _ctx, m| {
@@ -87,7 +100,11 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &common::Opts) -> Resul
             .iter()
             .map(|r| r.unwrap_or(0.0))
             .collect();
-        let how = if o.threads { "threads" } else { "processes" };
+        let how = if o.common.threads {
+            "threads"
+        } else {
+            "processes"
+        };
         let cores = amrq::util::affinity::host_cores();
         let pinning = if n <= cores {
             "at most one per core".to_string()
@@ -105,7 +122,7 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &common::Opts) -> Resul
         println!("total: {:.1} M msgs/s", total / 1e6);
         common::summary(
             "ring",
-            o.json,
+            o.common.json,
             &[
                 ("ranks", n as f64),
                 ("total_msgs_per_s", total),

@@ -26,12 +26,17 @@ use amrq::reference::{fit_latency_bandwidth, median, memcpy_ns, RawPingPong, RAW
 use amrq::rma::{Rma, RmaError};
 use std::time::Instant;
 
-const USAGE: &str = "usage: rma [--quick] [--threads] [--json]";
+/// Put and get against memcpy of the same size, and the fit T = c + x / B.
+#[derive(clap::Parser)]
+struct Args {
+    #[command(flatten)]
+    common: common::Common,
+}
 
 fn main() {
-    let o = common::opts(USAGE);
-    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(USAGE, &e));
-    common::run_ranks(&o, 2, &cfg, USAGE, |c| {
+    let o = <Args as clap::Parser>::parse();
+    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
+    common::run_ranks(&o.common, 2, &cfg, |c| {
         rank_main(c, &o).map_err(|e| e.to_string())
     });
 }
@@ -42,10 +47,10 @@ fn page_aligned(buf: &mut [u8], len: usize) -> &mut [u8] {
     &mut buf[skip..skip + len]
 }
 
-fn rank_main(c: MemConduit, o: &common::Opts) -> Result<(), RmaError> {
+fn rank_main(c: MemConduit, o: &Args) -> Result<(), RmaError> {
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
     let rma = Rma::new(&am);
-    let max = if o.quick { 4 << 20 } else { 16 << 20 };
+    let max = if o.common.quick { 4 << 20 } else { 16 << 20 };
     let sizes: Vec<usize> =
         std::iter::successors(Some(8usize), |s| Some(s * 8).filter(|&s| s <= max))
             .chain([64 << 10, 256 << 10, 1 << 20, max])
@@ -53,7 +58,7 @@ fn rank_main(c: MemConduit, o: &common::Opts) -> Result<(), RmaError> {
             .into_iter()
             .collect();
     let at = rma.alloc_symmetric(max, 4096)?;
-    let batches = if o.quick { 5 } else { 11 };
+    let batches = if o.common.quick { 5 } else { 11 };
     let mut rows = Vec::new();
     if am.rank() == 0 {
         // Page-aligned local buffers, like the segment: a copy whose destination sits a
@@ -65,8 +70,8 @@ fn rank_main(c: MemConduit, o: &common::Opts) -> Result<(), RmaError> {
         let src = &*src;
         let dst = page_aligned(&mut dst_buf, max);
         for &size in &sizes {
-            let reps =
-                ((if o.quick { 8 << 20 } else { 64 << 20 }) / size).clamp(20, 200_000) as u64;
+            let reps = ((if o.common.quick { 8 << 20 } else { 64 << 20 }) / size).clamp(20, 200_000)
+                as u64;
             let (mut put, mut get, mut cpy) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..batches {
                 let t = Instant::now();
@@ -92,7 +97,11 @@ fn rank_main(c: MemConduit, o: &common::Opts) -> Result<(), RmaError> {
     }
     println!(
         "ranks: 2 ({}), rank 0 puts into / gets from rank 1's segment; {batches} batches per size",
-        if o.threads { "threads" } else { "processes" }
+        if o.common.threads {
+            "threads"
+        } else {
+            "processes"
+        }
     );
     println!(
         "{:>10} {:>12} {:>12} {:>12} {:>10} {:>10} {:>10}",
@@ -118,7 +127,7 @@ fn rank_main(c: MemConduit, o: &common::Opts) -> Result<(), RmaError> {
     );
     common::summary(
         "rma",
-        o.json,
+        o.common.json,
         &[
             ("put_8b_ns", rows[0].1),
             ("get_8b_ns", rows[0].2),

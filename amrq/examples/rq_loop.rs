@@ -29,57 +29,85 @@ use amrq::rq::QueueId;
 use std::cell::Cell;
 use std::time::Instant;
 
-const USAGE: &str =
-    "usage: rq_loop [--quick] [--am | --empty-poll | --one-poll | --hold] [--iters N] [--batches B] [--json]";
+/// Single-thread cost of the fast paths, one rank (for callgrind).
+#[derive(clap::Parser)]
+#[command(group = clap::ArgGroup::new("mode").multiple(false))]
+struct Args {
+    #[command(flatten)]
+    common: common::Common,
+    /// A whole Short AM round trip to itself.
+    #[arg(long, group = "mode")]
+    am: bool,
+    /// An empty `Am::poll`.
+    #[arg(long, group = "mode")]
+    empty_poll: bool,
+    /// An empty One-poll over 1–64 queues and 1–8 ranks.
+    #[arg(long, group = "mode")]
+    one_poll: bool,
+    /// Entering and leaving a hold section; deferred handlers.
+    #[arg(long, group = "mode")]
+    hold: bool,
+    /// Iterations per batch.
+    #[arg(long)]
+    iters: Option<u64>,
+    /// Batches; each figure is the median over them.
+    #[arg(long, default_value_t = 11)]
+    batches: u64,
+}
 
 fn main() {
-    const MODES: [&str; 4] = ["--am", "--empty-poll", "--one-poll", "--hold"];
-    let mode = std::env::args().find(|a| MODES.contains(&a.as_str()));
-    let args: Vec<String> = std::env::args()
-        .filter(|a| !MODES.contains(&a.as_str()))
-        .collect();
-    let o = common::opts_from(args, USAGE);
-    match mode.as_deref() {
-        Some("--am") => am_loop(&o),
-        Some("--empty-poll") => empty_poll(&o),
-        Some("--one-poll") => one_poll(&o),
-        Some("--hold") => hold(&o),
-        _ => rq_loop(&o),
+    let o = <Args as clap::Parser>::parse();
+    if o.am {
+        am_loop(&o)
+    } else if o.empty_poll {
+        empty_poll(&o)
+    } else if o.one_poll {
+        one_poll(&o)
+    } else if o.hold {
+        hold(&o)
+    } else {
+        rq_loop(&o)
     }
 }
 
-/// `Am::poll` on empty request and reply queues of a one-rank job: the unsuccessful
-/// poll of Liu & Culler.
-fn empty_poll(o: &common::Opts) {
-    let iters = o
-        .iters
-        .unwrap_or(if o.quick { 2_000_000 } else { 20_000_000 });
-    let batches = o.num("batches", 11, USAGE).max(1);
+fn empty_poll(o: &Args) {
+    let iters = o.iters.unwrap_or(if o.common.quick {
+        2_000_000
+    } else {
+        20_000_000
+    });
+    let batches = o.batches.max(1);
     let mut one =
-        threads::endpoints(1, &[256, 256]).unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
+        threads::endpoints(1, &[256, 256]).unwrap_or_else(|e| common::fail(&e.to_string()));
     let am = Am::new(one.remove(0), HandlerTable::<()>::new(), ())
-        .unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
+        .unwrap_or_else(|e| common::fail(&e.to_string()));
     let mut v = Vec::new();
     for _ in 0..batches {
         let t = Instant::now();
         for _ in 0..iters {
             if am.poll().unwrap_or(1) != 0 {
-                common::fail(USAGE, "a poll found something in empty queues");
+                common::fail("a poll found something in empty queues");
             }
         }
         v.push(t.elapsed().as_nanos() as f64 / iters as f64);
     }
     println!("one rank, Am::poll on empty request and reply queues, {batches} batches of {iters}");
-    common::summary("empty_poll", o.json, &[("ns_per_poll", median(&mut v))]);
+    common::summary(
+        "empty_poll",
+        o.common.json,
+        &[("ns_per_poll", median(&mut v))],
+    );
 }
 
 /// Median ns of an empty `one_poll` over `queues` queues of rank 0 of a `ranks`-rank job
 /// (the other ranks' endpoints idle), armed when the queues are `one_poll` queues.
-fn empty_one_poll(o: &common::Opts, ranks: usize, queues: usize, armed: bool) -> f64 {
+fn empty_one_poll(o: &Args, ranks: usize, queues: usize, armed: bool) -> f64 {
     use amrq::config::QueueSpec;
-    let iters = o
-        .iters
-        .unwrap_or(if o.quick { 1_000_000 } else { 10_000_000 });
+    let iters = o.iters.unwrap_or(if o.common.quick {
+        1_000_000
+    } else {
+        10_000_000
+    });
     let mut cfg = Config {
         am_ring_slots: 4,
         ..Config::default()
@@ -91,24 +119,24 @@ fn empty_one_poll(o: &common::Opts, ranks: usize, queues: usize, armed: bool) ->
         })
         .collect();
     let mut eps = threads::endpoints_for(ranks, &cfg.conduit_spec())
-        .unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
+        .unwrap_or_else(|e| common::fail(&e.to_string()));
     let rq = amrq::rq::Rq::new(eps.swap_remove(0));
     let set = rq
         .poll_set(&ids)
-        .unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
+        .unwrap_or_else(|e| common::fail(&e.to_string()));
     let poll = || matches!(rq.one_poll(&set), Ok(None));
     for _ in 0..100 {
         poll(); // go idle: the doorbell arms after a few dozen empty polls
     }
     if armed && rq.conduit().one_poll_armed() == 0 {
-        common::fail(USAGE, "the doorbell did not arm");
+        common::fail("the doorbell did not arm");
     }
     let mut v = Vec::new();
-    for _ in 0..o.num("batches", 11, USAGE).max(1) {
+    for _ in 0..o.batches.max(1) {
         let t = Instant::now();
         for _ in 0..iters {
             if !poll() {
-                common::fail(USAGE, "a One-poll of empty queues found something");
+                common::fail("a One-poll of empty queues found something");
             }
         }
         v.push(t.elapsed().as_nanos() as f64 / iters as f64);
@@ -116,7 +144,7 @@ fn empty_one_poll(o: &common::Opts, ranks: usize, queues: usize, armed: bool) ->
     median(&mut v)
 }
 
-fn one_poll(o: &common::Opts) {
+fn one_poll(o: &Args) {
     let cases = [(1, 1), (1, 8), (1, 64), (8, 64)];
     let armed: Vec<f64> = cases
         .iter()
@@ -130,7 +158,7 @@ fn one_poll(o: &common::Opts) {
     println!("the same 64 queues × 8 ranks scanned ring by ring (no doorbell): {scan:.1} ns");
     common::summary(
         "one_poll",
-        o.json,
+        o.common.json,
         &[
             ("q1_ns", armed[0]),
             ("q8_ns", armed[1]),
@@ -142,15 +170,17 @@ fn one_poll(o: &common::Opts) {
 }
 
 /// An uncontended critical section against a running (idle) progress thread.
-fn hold(o: &common::Opts) {
+fn hold(o: &Args) {
     use amrq::config::{Delivery, QueueSpec};
-    let iters = o
-        .iters
-        .unwrap_or(if o.quick { 10_000_000 } else { 100_000_000 });
+    let iters = o.iters.unwrap_or(if o.common.quick {
+        10_000_000
+    } else {
+        100_000_000
+    });
     let mut cfg = Config::default();
     cfg.add(QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt));
     let mut eps = threads::endpoints_for(1, &cfg.conduit_spec())
-        .unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
+        .unwrap_or_else(|e| common::fail(&e.to_string()));
     let mut rq = amrq::rq::Rq::new(eps.remove(0));
     let handled = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let h = handled.clone();
@@ -158,9 +188,9 @@ fn hold(o: &common::Opts) {
         .start_interrupts(move |_, _, _, _| {
             h.fetch_add(1, std::sync::atomic::Ordering::Release);
         })
-        .unwrap_or_else(|| common::fail(USAGE, "no Interrupt queue"));
+        .unwrap_or_else(|| common::fail("no Interrupt queue"));
     let mut v = Vec::new();
-    for _ in 0..o.num("batches", 11, USAGE).max(1) {
+    for _ in 0..o.batches.max(1) {
         let t = Instant::now();
         for _ in 0..iters {
             let section = intr.hold();
@@ -182,7 +212,7 @@ fn hold(o: &common::Opts) {
     );
     common::summary(
         "hold",
-        o.json,
+        o.common.json,
         &[
             ("ns_per_section", ns),
             ("deferred_handler_ns", deferred_ns),
@@ -195,14 +225,14 @@ fn hold(o: &common::Opts) {
 /// is enqueued inside the section, which then lasts long enough (50 µs) for the
 /// progress thread to find it and defer it.
 fn deferred(
-    o: &common::Opts,
+    o: &Args,
     rq: &amrq::rq::Rq,
     intr: &amrq::rq::Interrupts,
     handled: &std::sync::atomic::AtomicU64,
 ) -> f64 {
     use std::sync::atomic::Ordering;
     let alarms = QueueId::new(QueueId::FIRST_USER);
-    let rounds = if o.quick { 200 } else { 2000 };
+    let rounds = if o.common.quick { 200 } else { 2000 };
     let mut v = Vec::with_capacity(rounds);
     for i in 0..rounds as u64 {
         let before = handled.load(Ordering::Acquire);
@@ -233,9 +263,11 @@ struct State {
     got: Cell<u64>,
 }
 
-fn am_loop(o: &common::Opts) {
-    let iters = o.iters.unwrap_or(if o.quick { 200_000 } else { 2_000_000 });
-    let batches = o.num("batches", 11, USAGE).max(1);
+fn am_loop(o: &Args) {
+    let iters = o
+        .iters
+        .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
+    let batches = o.batches.max(1);
     let out = amrq::threads::run(
         1,
         &Config::default(),
@@ -271,18 +303,24 @@ fn am_loop(o: &common::Opts) {
     let mut v = match out {
         Ok(mut v) => v
             .swap_remove(0)
-            .unwrap_or_else(|e| common::fail(USAGE, &e.to_string())),
-        Err(e) => common::fail(USAGE, &e.to_string()),
+            .unwrap_or_else(|e| common::fail(&e.to_string())),
+        Err(e) => common::fail(&e.to_string()),
     };
     println!("one rank, Short AM request → reply to itself, {batches} batches of {iters}");
-    common::summary("am_loop", o.json, &[("ns_per_round_trip", median(&mut v))]);
+    common::summary(
+        "am_loop",
+        o.common.json,
+        &[("ns_per_round_trip", median(&mut v))],
+    );
 }
 
-fn rq_loop(o: &common::Opts) {
-    let iters = o.iters.unwrap_or(if o.quick { 200_000 } else { 2_000_000 });
-    let batches = o.num("batches", 11, USAGE).max(1);
+fn rq_loop(o: &Args) {
+    let iters = o
+        .iters
+        .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
+    let batches = o.batches.max(1);
     let mut eps =
-        threads::endpoints(1, &[256, 256]).unwrap_or_else(|e| common::fail(USAGE, &e.to_string()));
+        threads::endpoints(1, &[256, 256]).unwrap_or_else(|e| common::fail(&e.to_string()));
     let rq = amrq::rq::Rq::new(eps.remove(0));
     let q = QueueId::AM_REQUEST;
     let mut per_batch = Vec::new();
@@ -292,28 +330,27 @@ fn rq_loop(o: &common::Opts) {
         for i in 0..iters {
             match rq.enqueue(0, q, &[i], &[]) {
                 Ok(true) => {}
-                other => common::fail(USAGE, &format!("enqueue: {other:?}")),
+                other => common::fail(&format!("enqueue: {other:?}")),
             }
             match rq.read_queue(q) {
                 Ok(Some(f)) => {
                     sum = sum.wrapping_add(f.args()[0]);
                     f.release();
                 }
-                other => common::fail(USAGE, &format!("read_queue: {other:?}")),
+                other => common::fail(&format!("read_queue: {other:?}")),
             }
         }
         per_batch.push(t.elapsed().as_nanos() as f64 / iters as f64);
     }
     let expect = (iters * (iters - 1) / 2).wrapping_mul(batches);
     if sum != expect {
-        common::fail(
-            USAGE,
-            &format!("checksum {sum} != {expect}: frames lost or duplicated"),
-        );
+        common::fail(&format!(
+            "checksum {sum} != {expect}: frames lost or duplicated"
+        ));
     }
     let ns = median(&mut per_batch);
     println!(
         "one rank, enqueue → read_queue → release of a Short frame, {batches} batches of {iters}"
     );
-    common::summary("rq_loop", o.json, &[("ns_per_frame", ns)]);
+    common::summary("rq_loop", o.common.json, &[("ns_per_frame", ns)]);
 }

@@ -15,8 +15,21 @@ use amrq::reference::median;
 use std::cell::Cell;
 use std::time::Instant;
 
-const USAGE: &str =
-    "usage: stream [--quick] [--iters N] [--batches B] [--ring-slots S] [--threads] [--json]";
+/// One-way stream of Short AMs.
+#[derive(clap::Parser)]
+struct Args {
+    #[command(flatten)]
+    common: common::Common,
+    /// Messages (or operations) per batch.
+    #[arg(long)]
+    iters: Option<u64>,
+    /// Batches; each figure is the median over them.
+    #[arg(long)]
+    batches: Option<u64>,
+    /// Slots of each AM ring.
+    #[arg(long, default_value_t = 1024)]
+    ring_slots: u64,
+}
 
 struct State {
     count: Cell<u64>,
@@ -26,29 +39,31 @@ struct State {
 }
 
 fn main() {
-    let o = common::opts(USAGE);
-    let mut cfg = Config::from_env().unwrap_or_else(|e| common::fail(USAGE, &e));
-    cfg.am_ring_slots = o.num("ring-slots", 1024, USAGE);
-    common::run_ranks(&o, 2, &cfg, USAGE, |c| {
+    let o = <Args as clap::Parser>::parse();
+    let mut cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
+    cfg.am_ring_slots = o.ring_slots;
+    common::run_ranks(&o.common, 2, &cfg, |c| {
         rank_main(c, &o, &cfg).map_err(|e| e.to_string())
     });
 }
 
 fn rank_main(
     conduit: amrq::conduit::mem::MemConduit,
-    o: &common::Opts,
+    o: &Args,
     cfg: &Config,
 ) -> Result<(), AmError> {
     use amrq::conduit::Conduit;
-    let iters = o
-        .iters
-        .unwrap_or(if o.quick { 1_000_000 } else { 10_000_000 });
-    let batches = o.num("batches", if o.quick { 5 } else { 11 }, USAGE).max(1);
+    let iters = o.iters.unwrap_or(if o.common.quick {
+        1_000_000
+    } else {
+        10_000_000
+    });
+    let batches = o
+        .batches
+        .unwrap_or(if o.common.quick { 5 } else { 11 })
+        .max(1);
     if conduit.size() != 2 {
-        common::fail(
-            USAGE,
-            &format!("stream runs on 2 ranks, not {}", conduit.size()),
-        );
+        common::fail(&format!("stream runs on 2 ranks, not {}", conduit.size()));
     }
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
@@ -105,7 +120,11 @@ fn rank_main(
     }
     if am.rank() == 0 {
         let rate = median(&mut rates);
-        let how = if o.threads { "threads" } else { "processes" };
+        let how = if o.common.threads {
+            "threads"
+        } else {
+            "processes"
+        };
         println!(
             "ranks: 2 {how} pinned to cores 0 and 1; ring {} slots; {batches} batches of {iters} Short AMs",
             cfg.am_ring_slots
@@ -117,7 +136,7 @@ fn rank_main(
             rates[0] / 1e6,
             rates[rates.len() - 1] / 1e6
         );
-        common::summary("stream", o.json, &[("msgs_per_s", rate)]);
+        common::summary("stream", o.common.json, &[("msgs_per_s", rate)]);
     }
     Ok(())
 }

@@ -14,7 +14,8 @@
 //!
 //! Above them: [`launch`] starts and watches rank processes (`amrun`, self-launch),
 //! [`threads::run`] runs ranks as threads, [`Config`] holds a job's settings, and
-//! [`reference`](mod@reference) measures the hardware limits that benchmarks compare against.
+//! [`reference`](mod@reference) measures the hardware limits that benchmarks compare against,
+//! and [`summary`] prints the line every example and benchmark ends with.
 //!
 //! Each layer uses only the ones below it. An AM request is an enqueue into the
 //! destination's AM request queue; a poll is a dequeue plus dispatch (RQ paper, Fig. 3).
@@ -57,6 +58,8 @@ pub mod reference;
 pub mod rma;
 #[cfg(not(amrq_loom))]
 pub mod rq;
+#[cfg(not(amrq_loom))]
+pub mod summary;
 #[cfg(not(amrq_loom))]
 pub mod threads;
 #[cfg(not(amrq_loom))]

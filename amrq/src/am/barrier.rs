@@ -3,105 +3,123 @@
 //!
 //! It orders ranks, not messages: a message another rank sent before entering may still
 //! be in flight when it completes (as in GASNet). Count arrivals to know.
+//!
+//! [`Barrier`] is the state of one rank; it talks through the [`Am`] it is given (its
+//! arrival messages are runtime requests of tag [`TAG_BARRIER`]), and [`Am`]'s
+//! `barrier*` methods are its public face.
 
-use super::engine::{Payload, TAG_BARRIER};
+use super::handlers::FIRST_USER_TAG;
+use super::payload::Payload;
 use super::{Am, AmError};
-use crate::conduit::Conduit;
+use crate::conduit::{Conduit, Rank};
+use std::cell::Cell;
 
-impl<S, C: Conduit> Am<S, C> {
-    /// Waits until every rank has entered the barrier, running handlers meanwhile
-    /// ([`Am::barrier_notify`] then [`Am::barrier_wait`]).
-    pub fn barrier(&self) -> Result<(), AmError> {
-        self.barrier_notify()?;
-        self.barrier_wait()
+/// Tag of the barrier's arrival message.
+pub(super) const TAG_BARRIER: u16 = 0;
+const _: () = assert!(TAG_BARRIER < FIRST_USER_TAG);
+
+/// One rank's barrier: the epoch it is in, what it has heard per round, and where it is.
+#[derive(Debug)]
+pub(super) struct Barrier {
+    epoch: Cell<u64>,
+    /// Per round, arrivals heard so far (over all epochs).
+    arrivals: Box<[Cell<u64>]>,
+    state: Cell<BarrierState>,
+}
+
+impl Barrier {
+    /// The barrier of a job of `size` ranks.
+    pub(super) fn new(size: usize) -> Self {
+        let rounds = usize::BITS - (size.max(1) - 1).leading_zeros();
+        Self {
+            epoch: Cell::new(0),
+            arrivals: (0..rounds).map(|_| Cell::new(0)).collect(),
+            state: Cell::new(BarrierState::Idle),
+        }
     }
 
-    /// Enters the barrier without waiting (split phase): the program computes, then
-    /// calls [`Am::barrier_wait`] or polls [`Am::barrier_try`] until it says done.
-    /// Entering again before that is [`AmError::BarrierInProgress`].
-    ///
-    /// ```
-    /// use amrq::prelude::*;
-    /// amrq::threads::run(3, &Config::default(), |c| -> Result<(), AmError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     am.barrier_notify()?;
-    ///     let mut overlapped = 0u64;
-    ///     while !am.barrier_try()? {
-    ///         overlapped += 1; // work that does not need the others
-    ///     }
-    ///     am.barrier_notify()?; // the next one
-    ///     am.barrier_wait()
-    /// }).unwrap();
-    /// ```
-    pub fn barrier_notify(&self) -> Result<(), AmError> {
-        if self.barrier_state.get() != BarrierState::Idle {
+    /// An arrival message of round `round` from `source` (the barrier's handler).
+    pub(super) fn arrived(&self, round: u64, source: Rank) -> Result<(), AmError> {
+        let Some(a) = usize::try_from(round)
+            .ok()
+            .and_then(|r| self.arrivals.get(r))
+        else {
+            return Err(AmError::BadRuntimeMessage {
+                source_rank: source,
+                what: "barrier round out of range",
+            });
+        };
+        a.set(a.get() + 1);
+        Ok(())
+    }
+
+    /// Enters the next barrier (see [`Am::barrier_notify`]).
+    pub(super) fn notify<S, C: Conduit>(&self, am: &Am<S, C>) -> Result<(), AmError> {
+        if self.state.get() != BarrierState::Idle {
             return Err(AmError::BarrierInProgress);
         }
-        self.barrier_epoch.set(self.barrier_epoch.get() + 1);
-        self.barrier_state.set(BarrierState::Entered { sent: 0 });
-        self.barrier_advance()
+        self.epoch.set(self.epoch.get() + 1);
+        self.state.set(BarrierState::Entered { sent: 0 });
+        self.advance(am)
     }
 
-    /// Makes progress on the barrier this rank entered (polling once); `Ok(true)` once
-    /// every rank has entered it, which ends it. [`AmError::NoBarrier`] if this rank has
-    /// not entered one.
-    pub fn barrier_try(&self) -> Result<bool, AmError> {
-        match self.barrier_state.get() {
+    /// One poll and one step (see [`Am::barrier_try`]).
+    pub(super) fn try_complete<S, C: Conduit>(&self, am: &Am<S, C>) -> Result<bool, AmError> {
+        match self.state.get() {
             BarrierState::Idle => return Err(AmError::NoBarrier),
             BarrierState::Entered { .. } => {
-                self.poll()?;
-                self.barrier_advance()?;
+                am.poll()?;
+                self.advance(am)?;
             }
             BarrierState::Complete => {}
         }
-        let done = self.barrier_state.get() == BarrierState::Complete;
+        let done = self.state.get() == BarrierState::Complete;
         if done {
-            self.barrier_state.set(BarrierState::Idle);
+            self.state.set(BarrierState::Idle);
         }
         Ok(done)
     }
 
-    /// Waits for the barrier this rank entered to complete, running handlers meanwhile
-    /// (spinning a bounded time, then sleeping until a message arrives).
-    pub fn barrier_wait(&self) -> Result<(), AmError> {
+    /// Waits for completion (see [`Am::barrier_wait`]).
+    pub(super) fn wait<S, C: Conduit>(&self, am: &Am<S, C>) -> Result<(), AmError> {
         loop {
-            match self.barrier_state.get() {
+            match self.state.get() {
                 BarrierState::Idle => return Err(AmError::NoBarrier),
                 BarrierState::Complete => break,
                 // Nothing sent yet (the first send failed): send it now.
-                BarrierState::Entered { sent: 0 } => self.barrier_advance()?,
+                BarrierState::Entered { sent: 0 } => self.advance(am)?,
                 BarrierState::Entered { sent } => {
                     // The arrivals change only in the barrier handler: wait for the one
                     // the next round needs, then send that round outside the handler.
-                    let (epoch, arrivals) = (self.barrier_epoch.get(), &self.barrier_arrivals);
-                    self.wait_until(|_| arrivals[sent - 1].get() >= epoch)?;
-                    self.barrier_advance()?;
+                    let (epoch, arrivals) = (self.epoch.get(), &self.arrivals);
+                    am.wait_until(|_| arrivals[sent - 1].get() >= epoch)?;
+                    self.advance(am)?;
                 }
             }
         }
-        self.barrier_state.set(BarrierState::Idle);
+        self.state.set(BarrierState::Idle);
         Ok(())
     }
 
     /// Sends every round whose previous round has been heard from, and marks the
     /// barrier complete once the last round has been heard from.
-    fn barrier_advance(&self) -> Result<(), AmError> {
-        let BarrierState::Entered { mut sent } = self.barrier_state.get() else {
+    fn advance<S, C: Conduit>(&self, am: &Am<S, C>) -> Result<(), AmError> {
+        let BarrierState::Entered { mut sent } = self.state.get() else {
             return Ok(());
         };
-        let (me, n, epoch) = (self.rank(), self.size(), self.barrier_epoch.get());
-        let heard = |round: usize| self.barrier_arrivals[round].get() >= epoch;
-        let rounds = self.barrier_arrivals.len();
+        let (me, n, epoch) = (am.rank(), am.size(), self.epoch.get());
+        let heard = |round: usize| self.arrivals[round].get() >= epoch;
+        let rounds = self.arrivals.len();
         // Each rank hears from one partner per round and epoch, in order (one ring), so
         // a count reaching `epoch` means this epoch's message of that round is in.
         while sent < rounds && (sent == 0 || heard(sent - 1)) {
             let dest = (me + (1 << sent)) % n;
-            self.send_request(dest, TAG_BARRIER, &[sent as u64], Payload::Inline(&[]))?;
+            am.send_request(dest, TAG_BARRIER, &[sent as u64], Payload::Inline(&[]))?;
             sent += 1;
-            self.barrier_state.set(BarrierState::Entered { sent });
+            self.state.set(BarrierState::Entered { sent });
         }
         if rounds == 0 || (sent == rounds && heard(rounds - 1)) {
-            self.barrier_state.set(BarrierState::Complete);
+            self.state.set(BarrierState::Complete);
         }
         Ok(())
     }
@@ -109,7 +127,7 @@ impl<S, C: Conduit> Am<S, C> {
 
 /// Where this rank is in the split-phase barrier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum BarrierState {
+enum BarrierState {
     /// Not in a barrier.
     Idle,
     /// Entered; the first `sent` rounds sent.

@@ -1,6 +1,6 @@
 //! What a handler sees: the message, and for a request, the one reply it may send.
 
-use super::engine::Payload;
+use super::payload::Payload;
 use super::{Am, AmError, ReplyHandler};
 use crate::conduit::{Conduit, Rank};
 

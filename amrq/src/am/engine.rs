@@ -1,7 +1,9 @@
 //! The AM runtime of one rank: sending requests and replies, polling and dispatch, and
 //! the runtime's own barrier.
 
+use super::barrier::{Barrier, TAG_BARRIER};
 use super::handlers::{Entry, FIRST_USER_TAG};
+use super::payload::Payload;
 use super::{AmError, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{Conduit, ConduitError, PollSet, Rank, ReceivedFrame};
@@ -9,22 +11,10 @@ use crate::rq::{QueueId, Rq};
 use crate::util::{Backoff, SLEEP_BACKSTOP};
 use std::cell::Cell;
 
-/// What follows the args of a message.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Payload<'a> {
-    /// Carried in the queue (Short when empty, Medium otherwise).
-    Inline(&'a [u8]),
-    /// Deposited at an offset of the destination's registered segment (Long).
-    Long(&'a [u8], usize),
-}
-
 /// Replies run per `poll` before requests are looked at (GASNet polls 10 of each).
 const REPLY_BUDGET: usize = 32;
 /// Requests run per `poll`.
 const REQUEST_BUDGET: usize = 64;
-/// Tag of the barrier's arrival message.
-pub(super) const TAG_BARRIER: u16 = 0;
-const _: () = assert!(TAG_BARRIER < FIRST_USER_TAG);
 const _: () = assert!(super::service::TAG_GET_PACKED < FIRST_USER_TAG);
 
 /// One rank's Active Messages runtime: its queues, its handler table and the state its
@@ -52,10 +42,8 @@ pub struct Am<S, C: Conduit = MemConduit> {
     rq: Rq<C>,
     table: HandlerTable<S, C>,
     state: S,
-    pub(super) barrier_epoch: Cell<u64>,
-    pub(super) barrier_arrivals: Box<[Cell<u64>]>,
-    /// Where this rank is in the split-phase barrier.
-    pub(super) barrier_state: Cell<super::barrier::BarrierState>,
+    /// The runtime's barrier.
+    barrier: Barrier,
     /// Replies taken in a row by waits without a look at the requests.
     reply_streak: Cell<usize>,
     /// The AM queues, for a wait that has spun long enough to sleep on them.
@@ -92,18 +80,16 @@ impl<S, C: Conduit> Am<S, C> {
                 their_fingerprint: fps[rank],
             });
         }
-        let rounds = usize::BITS - (conduit.size().max(1) - 1).leading_zeros();
         let am_queues =
             conduit.poll_set(&[QueueId::AM_REPLY.index(), QueueId::AM_REQUEST.index()])?;
+        let conduit_size = conduit.size();
         Ok(Self {
             am_queues,
             ops: Default::default(),
             rq: Rq::new(conduit),
             table,
             state,
-            barrier_epoch: Cell::new(0),
-            barrier_arrivals: (0..rounds).map(|_| Cell::new(0)).collect(),
-            barrier_state: Cell::new(super::barrier::BarrierState::Idle),
+            barrier: Barrier::new(conduit_size),
             reply_streak: Cell::new(0),
         })
     }
@@ -135,6 +121,46 @@ impl<S, C: Conduit> Am<S, C> {
         ch[QueueId::AM_REQUEST.index()]
             .max_payload
             .min(ch[QueueId::AM_REPLY.index()].max_payload)
+    }
+
+    /// ([`Am::barrier_notify`] then [`Am::barrier_wait`]).
+    pub fn barrier(&self) -> Result<(), AmError> {
+        self.barrier_notify()?;
+        self.barrier_wait()
+    }
+
+    /// Enters the barrier without waiting (split phase): the program computes, then
+    /// calls [`Am::barrier_wait`] or polls [`Am::barrier_try`] until it says done.
+    /// Entering again before that is [`AmError::BarrierInProgress`].
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// amrq::threads::run(3, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     am.barrier_notify()?;
+    ///     let mut overlapped = 0u64;
+    ///     while !am.barrier_try()? {
+    ///         overlapped += 1; // work that does not need the others
+    ///     }
+    ///     am.barrier_notify()?; // the next one
+    ///     am.barrier_wait()
+    /// }).unwrap();
+    /// ```
+    pub fn barrier_notify(&self) -> Result<(), AmError> {
+        self.barrier.notify(self)
+    }
+
+    /// Makes progress on the barrier this rank entered (polling once); `Ok(true)` once
+    /// every rank has entered it, which ends it. [`AmError::NoBarrier`] if this rank has
+    /// not entered one.
+    pub fn barrier_try(&self) -> Result<bool, AmError> {
+        self.barrier.try_complete(self)
+    }
+
+    /// Waits for the barrier this rank entered to complete, running handlers meanwhile
+    /// (spinning a bounded time, then sleeping until a message arrives).
+    pub fn barrier_wait(&self) -> Result<(), AmError> {
+        self.barrier.wait(self)
     }
 
     /// Sends a Short request (0–8 args) to `dest`, waiting for room if needed (running
@@ -425,15 +451,7 @@ impl<S, C: Conduit> Am<S, C> {
             return Ok(());
         }
         if tag == TAG_BARRIER && is_request {
-            let round = msg.arg(0) as usize;
-            let Some(a) = self.barrier_arrivals.get(round) else {
-                return Err(AmError::BadRuntimeMessage {
-                    source_rank: msg.source,
-                    what: "barrier round out of range",
-                });
-            };
-            a.set(a.get() + 1);
-            return Ok(());
+            return self.barrier.arrived(msg.arg(0), msg.source);
         }
         if self.table.get(tag).is_some() {
             return Err(AmError::WrongHandlerKind {

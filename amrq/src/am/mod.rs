@@ -23,6 +23,7 @@ mod ctx;
 mod engine;
 mod error;
 mod handlers;
+mod payload;
 mod service;
 
 pub use ctx::{Msg, ReqCtx};

@@ -18,7 +18,7 @@
 //! when the program collects the result, so no reply ever writes into memory the
 //! program may have let go.
 
-use super::engine::Payload;
+use super::payload::Payload;
 use super::{Am, AmError, Msg, ReplyHandler};
 use crate::conduit::{Conduit, Rank};
 use std::sync::atomic::{AtomicU64, Ordering};
