@@ -262,44 +262,51 @@ struct State {
     pong: ReplyHandler,
     got: Cell<u64>,
 }
+/// One rank's request → reply loop, out of line so that what surrounds it in the
+/// binary (argument parsing, the job runner) cannot change how it is compiled.
+#[inline(never)]
+fn am_rank(
+    conduit: amrq::conduit::mem::MemConduit,
+    iters: u64,
+    batches: u64,
+) -> Result<Vec<f64>, AmError> {
+    let mut table = HandlerTable::new();
+    let pong = table.reply("pong", |s: &State, m| {
+        s.got.set(m.arg(0));
+        Ok(())
+    });
+    let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0)]));
+    let am = Am::new(
+        conduit,
+        table,
+        State {
+            pong,
+            got: Cell::new(0),
+        },
+    )?;
+    let mut per_batch = Vec::new();
+    let mut i = 0;
+    for _ in 0..batches {
+        let t = Instant::now();
+        for _ in 0..iters {
+            i += 1;
+            am.request(0, ping, &[i])?;
+            am.wait_until(|s| s.got.get() >= i)?;
+        }
+        per_batch.push(t.elapsed().as_nanos() as f64 / iters as f64);
+    }
+    Ok(per_batch)
+}
 
+#[inline(never)]
 fn am_loop(o: &Args) {
     let iters = o
         .iters
         .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
     let batches = o.batches.max(1);
-    let out = amrq::threads::run(
-        1,
-        &Config::default(),
-        |conduit| -> Result<Vec<f64>, AmError> {
-            let mut table = HandlerTable::new();
-            let pong = table.reply("pong", |s: &State, m| {
-                s.got.set(m.arg(0));
-                Ok(())
-            });
-            let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0)]));
-            let am = Am::new(
-                conduit,
-                table,
-                State {
-                    pong,
-                    got: Cell::new(0),
-                },
-            )?;
-            let mut per_batch = Vec::new();
-            let mut i = 0;
-            for _ in 0..batches {
-                let t = Instant::now();
-                for _ in 0..iters {
-                    i += 1;
-                    am.request(0, ping, &[i])?;
-                    am.wait_until(|s| s.got.get() >= i)?;
-                }
-                per_batch.push(t.elapsed().as_nanos() as f64 / iters as f64);
-            }
-            Ok(per_batch)
-        },
-    );
+    let out = amrq::threads::run(1, &Config::default(), |conduit| {
+        am_rank(conduit, iters, batches)
+    });
     let mut v = match out {
         Ok(mut v) => v
             .swap_remove(0)
@@ -314,6 +321,7 @@ fn am_loop(o: &Args) {
     );
 }
 
+#[inline(never)]
 fn rq_loop(o: &Args) {
     let iters = o
         .iters
