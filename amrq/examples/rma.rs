@@ -153,7 +153,7 @@ fn frames_get_vs_raw(
 ) -> Result<(f64, f64), RmaError> {
     const ITERS: u64 = 2000;
     let raw_at = rma.alloc_symmetric(RAW_PINGPONG_BYTES, 4096)?;
-    let (seg, _) = am.rq().conduit().peer_segment(0).expect("one host");
+    let (seg, _) = am.rq().conduit().mapped_segment(0).expect("one host");
     // SAFETY: a fresh symmetric allocation in rank 0's segment, mapped by both ranks,
     // page aligned and zeroed (the allocator never handed it out before), used only
     // for the raw reference.

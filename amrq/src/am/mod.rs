@@ -30,4 +30,4 @@ pub use ctx::{Msg, ReqCtx};
 pub use engine::Am;
 pub use error::AmError;
 pub use handlers::{HandlerTable, ReplyFn, ReplyHandler, RequestFn, RequestHandler};
-pub use service::{AtomicKind, OpId};
+pub use service::OpId;

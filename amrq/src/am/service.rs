@@ -20,7 +20,7 @@
 
 use super::payload::Payload;
 use super::{Am, AmError, Msg, ReplyHandler};
-use crate::conduit::{Conduit, Rank};
+use crate::conduit::{AtomicOp, Conduit, Rank};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(super) const TAG_PUT: u16 = 1;
@@ -40,54 +40,6 @@ const BLOCK_HEADER: usize = 16;
 
 const OK: u64 = 0;
 const REFUSED: u64 = 1;
-
-/// A remote atomic operation on a u64 word, as frames carry it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AtomicKind {
-    /// Wrapping add of `a`.
-    Add,
-    /// Store `a`.
-    Swap,
-    /// Store `b` if the word is `a`.
-    CompareSwap,
-    /// And with `a`.
-    And,
-    /// Or with `a`.
-    Or,
-    /// Xor with `a`.
-    Xor,
-}
-
-impl AtomicKind {
-    const ALL: [AtomicKind; 6] = [
-        AtomicKind::Add,
-        AtomicKind::Swap,
-        AtomicKind::CompareSwap,
-        AtomicKind::And,
-        AtomicKind::Or,
-        AtomicKind::Xor,
-    ];
-
-    /// Applies the operation to `w`; returns the value before.
-    pub fn apply(self, w: &AtomicU64, a: u64, b: u64) -> u64 {
-        // ORDERING: AcqRel, as for any remote atomic (as on mapped memory): it
-        // publishes and acquires the data around it; pairs with the other ranks' ones.
-        let o = Ordering::AcqRel;
-        match self {
-            AtomicKind::Add => w.fetch_add(a, o),
-            AtomicKind::Swap => w.swap(a, o),
-            AtomicKind::CompareSwap => {
-                // ORDERING: as above; Acquire when it fails (the value is returned).
-                match w.compare_exchange(a, b, o, Ordering::Acquire) {
-                    Ok(v) | Err(v) => v,
-                }
-            }
-            AtomicKind::And => w.fetch_and(a, o),
-            AtomicKind::Or => w.fetch_or(a, o),
-            AtomicKind::Xor => w.fetch_xor(a, o),
-        }
-    }
-}
 
 /// An operation in flight through frames, named by its slot in the table and the
 /// slot's generation (so that a late reply for an operation given up on can never be
@@ -266,18 +218,16 @@ impl<S, C: Conduit> Am<S, C> {
         Ok(op)
     }
 
-    /// Applies `kind` with operands `a`, `b` to the u64 at `offset` of `dest`'s segment
-    /// through frames; [`Am::op_wait`] returns the value before.
+    /// Applies `atomic` to the u64 at `offset` of `dest`'s segment through frames;
+    /// [`Am::op_wait`] returns the value before.
     pub fn atomic_via_frames(
         &self,
         dest: Rank,
         offset: usize,
-        kind: AtomicKind,
-        a: u64,
-        b: u64,
+        atomic: AtomicOp,
     ) -> Result<OpId, AmError> {
         let op = self.ops.borrow_mut().open(1, 0);
-        let k = AtomicKind::ALL.iter().position(|&x| x == kind).unwrap_or(0) as u64;
+        let (k, a, b) = atomic.to_words();
         let args = [op.word(), k, offset as u64, a, b];
         let sent = self.send_request(dest, TAG_ATOMIC, &args, Payload::Inline(&[]));
         self.opened(op, sent)
@@ -447,10 +397,10 @@ impl<S, C: Conduit> Am<S, C> {
                 }
             }
             (TAG_ATOMIC, true) => {
-                let kind = AtomicKind::ALL.get(msg.arg(1) as usize);
-                let (op, a, b) = (msg.arg(0), msg.arg(3), msg.arg(4));
-                match (kind, self.own_word(msg.arg(2))) {
-                    (Some(k), Some(w)) => reply(TAG_ATOMIC_DONE, &[op, OK, k.apply(w, a, b)], &[])?,
+                let atomic = AtomicOp::from_words(msg.arg(1), msg.arg(3), msg.arg(4));
+                let op = msg.arg(0);
+                match (atomic, self.own_word(msg.arg(2))) {
+                    (Some(a), Some(w)) => reply(TAG_ATOMIC_DONE, &[op, OK, a.apply(w)], &[])?,
                     _ => reply(TAG_ATOMIC_DONE, &[op, REFUSED, 0], &[])?,
                 }
             }

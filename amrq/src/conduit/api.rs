@@ -1,6 +1,6 @@
 //! The conduit interface: what a transport offers the layers above.
 
-use super::ConduitError;
+use super::{AtomicOp, ConduitError, OpToken, Started};
 
 /// A rank: `0..size`.
 pub type Rank = usize;
@@ -101,12 +101,12 @@ pub struct ChannelCaps {
 pub struct CapFlags {
     /// Peers' registered memory is mapped in this process (one host).
     pub peer_memory_mapped: bool,
-    /// The conduit moves bulk data itself (RDMA put/get). None does yet: one-sided
-    /// operations copy through mapped segments ([`Conduit::peer_segment`]) or travel
-    /// as AM frames.
+    /// The conduit moves bulk data itself: [`Conduit::put_nb`] and [`Conduit::get_nb`]
+    /// (a copy into mapped memory on one host, RDMA across hosts). Otherwise the RMA
+    /// layer carries put and get as AM frames.
     pub put_get: bool,
-    /// The conduit performs remote atomics itself (network atomics). None does yet:
-    /// they are processor atomics on mapped segments, or AM frames.
+    /// The conduit performs remote atomics itself: [`Conduit::atomic_nb`] (processor
+    /// atomics on mapped memory, network atomics). Otherwise they travel as AM frames.
     pub atomics: bool,
 }
 
@@ -276,12 +276,71 @@ pub trait Conduit {
         timeout: std::time::Duration,
     ) -> Result<(), ConduitError>;
 
-    /// Rank `rank`'s registered segment as mapped in this process (first byte, length),
-    /// if this conduit maps its peers' memory (one host): one-sided operations then copy
-    /// directly. `None` otherwise (the default).
-    fn peer_segment(&self, rank: Rank) -> Option<(std::ptr::NonNull<u8>, usize)> {
-        let _ = rank;
-        None
+    /// Starts copying `data` to byte `offset` of `dest`'s registered segment (UCX's
+    /// `ucp_put_nbx`); `data` may be reused when this returns. [`Started::Done`]: the
+    /// bytes are in place; [`Started::InFlight`]: they are once [`Conduit::op_test`]
+    /// says so or [`Conduit::flush`] returns. [`ConduitError::OutOfSegment`] (nothing
+    /// written) if the range does not fit. The default, for conduits without
+    /// [`CapFlags::put_get`]: [`ConduitError::Unsupported`].
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Started};
+    /// let eps = threads::endpoints(2, &[256]).unwrap();
+    /// assert_eq!(eps[0].put_nb(1, 64, b"hi").unwrap(), Started::Done(0));
+    /// let mut back = [0u8; 2];
+    /// assert_eq!(eps[0].get_nb(1, 64, &mut back).unwrap(), Started::Done(0));
+    /// assert_eq!(&back, b"hi");
+    /// ```
+    fn put_nb(&self, dest: Rank, offset: usize, data: &[u8]) -> Result<Started, ConduitError> {
+        let _ = (dest, offset, data);
+        Err(ConduitError::Unsupported { what: "put" })
+    }
+
+    /// Starts copying `buf.len()` bytes at `offset` of `src`'s segment into `buf`
+    /// (`ucp_get_nbx`): complete when [`Started::Done`], else once [`Conduit::op_test`]
+    /// says so or [`Conduit::flush`] returns. A conduit that answers `InFlight` writes
+    /// `buf` until then, so the layer above must not let it go (the RMA layer's handles
+    /// borrow it and wait when dropped). Default: [`ConduitError::Unsupported`].
+    fn get_nb(&self, src: Rank, offset: usize, buf: &mut [u8]) -> Result<Started, ConduitError> {
+        let _ = (src, offset, buf);
+        Err(ConduitError::Unsupported { what: "get" })
+    }
+
+    /// Starts the atomic `op` on the u64 at `offset` (8-byte aligned:
+    /// [`ConduitError::Misaligned`]) of `dest`'s segment (`ucp_atomic_op_nbx`); its
+    /// value before comes with completion. Atomic against every other rank's atomics on
+    /// the word, whichever path they take. Default: [`ConduitError::Unsupported`] (for
+    /// conduits without [`CapFlags::atomics`]).
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, AtomicOp, Conduit, Started};
+    /// let eps = threads::endpoints(2, &[256]).unwrap();
+    /// assert_eq!(eps[1].atomic_nb(0, 8, AtomicOp::FetchAdd(5)).unwrap(), Started::Done(0));
+    /// assert_eq!(eps[0].atomic_nb(0, 8, AtomicOp::Swap(1)).unwrap(), Started::Done(5));
+    /// assert!(eps[0].atomic_nb(0, 4, AtomicOp::Swap(1)).is_err()); // misaligned
+    /// ```
+    fn atomic_nb(&self, dest: Rank, offset: usize, op: AtomicOp) -> Result<Started, ConduitError> {
+        let _ = (dest, offset, op);
+        Err(ConduitError::Unsupported {
+            what: "remote atomics",
+        })
+    }
+
+    /// Progresses one-sided operations and tells whether `op` is complete: `Some` with
+    /// an atomic's value before (0 for put and get), after which the token is spent.
+    fn op_test(&self, op: OpToken) -> Result<Option<u64>, ConduitError> {
+        let _ = op;
+        Err(ConduitError::Unsupported {
+            what: "operations in flight",
+        })
+    }
+
+    /// Completes every one-sided operation this rank has started (UCX's
+    /// `ucp_worker_flush_nbx`): puts in place at their targets, gets' bytes in their
+    /// buffers; their tokens still answer [`Conduit::op_test`]. Nothing to do where
+    /// every operation completes when it starts (the default).
+    fn flush(&self) -> Result<(), ConduitError> {
+        Ok(())
     }
 
     /// A One-poll set of `channels` (highest priority first).

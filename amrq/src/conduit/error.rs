@@ -116,6 +116,19 @@ pub enum ConduitError {
     /// The job could not be set up.
     #[error("conduit setup failed: {0}")]
     Setup(String),
+    /// An ability this conduit lacks (see its [`CapFlags`](super::CapFlags)): the layer
+    /// above takes another path (one-sided operations as AM frames).
+    #[error("this conduit does not offer {what} (its CapFlags say so); use the frame path")]
+    Unsupported {
+        /// What was asked.
+        what: &'static str,
+    },
+    /// A remote atomic on a word that is not 8-byte aligned.
+    #[error("remote atomics need an 8-byte aligned offset, not {offset}")]
+    Misaligned {
+        /// The offset given.
+        offset: usize,
+    },
 }
 
 impl From<crate::bootstrap::BootError> for ConduitError {

@@ -23,6 +23,8 @@ mod error;
 #[cfg(not(amrq_loom))]
 pub mod mem;
 #[cfg(not(amrq_loom))]
+mod one_sided;
+#[cfg(not(amrq_loom))]
 pub mod shm;
 #[cfg(not(amrq_loom))]
 mod spec;
@@ -36,5 +38,7 @@ pub use api::{
 };
 #[cfg(not(amrq_loom))]
 pub use error::ConduitError;
+#[cfg(not(amrq_loom))]
+pub use one_sided::{AtomicOp, OpToken, Started};
 #[cfg(not(amrq_loom))]
 pub use spec::{ChannelSpec, ConduitSpec, Delivery};

@@ -7,15 +7,19 @@
 //! is bounds-checked against the target's segment and refused with
 //! [`RmaError::OutOfSegment`].
 //!
-//! **On one host** every segment is mapped in every process, so put and get are one
-//! `memcpy` by the calling core, with no receiver involvement (the T3D's and
-//! StarT-Voyager's DMA, done by the CPU), and atomics are the processor's own on the
-//! target's memory: correct against every other rank's, whichever path they take.
-//! Such an operation is complete when the call returns, so its non-blocking forms
-//! ([`Rma::put_nb`], [`Rma::put_nbi`], …) return already-complete handles, exactly as
-//! GASNet-EX does for shared memory.
+//! **Through the conduit** where it moves data and performs atomics itself
+//! ([`CapFlags`](crate::conduit::CapFlags) `put_get` and `atomics`): on one host every
+//! segment is mapped in every process, so put and get are one `memcpy` by the calling
+//! core, with no receiver involvement (the T3D's and StarT-Voyager's DMA, done by the
+//! CPU), and atomics are the processor's own on the target's memory: correct against
+//! every other rank's, whichever path they take. Such an operation is complete when the
+//! call returns, so its non-blocking forms ([`Rma::put_nb`], [`Rma::put_nbi`], …) return
+//! already-complete handles, exactly as GASNet-EX does for shared memory. A conduit
+//! whose operations stay in flight (a network's) completes them when the handle is
+//! waited on or at [`Rma::sync_nbi`]. This layer holds no pointer into another rank's
+//! memory.
 //!
-//! **Through frames** (a conduit that does not map peers' memory, or
+//! **Through frames** (a conduit that lacks those abilities, or
 //! [`Rma::over_frames`] on one host) each operation is AM traffic served by the
 //! target's runtime handlers ([`Am::put_via_frames`] and friends): a put is a Long
 //! request acknowledged once its bytes are in place, a get one or more requests answered
@@ -38,13 +42,13 @@ pub use alloc::SegmentAllocator;
 pub use error::RmaError;
 pub use vector::Strided;
 
-use crate::am::{Am, AtomicKind, OpId};
+pub use crate::conduit::AtomicOp;
+
+use crate::am::{Am, AmError, OpId};
 use crate::conduit::mem::MemConduit;
-use crate::conduit::{Conduit, Rank};
+use crate::conduit::{Conduit, ConduitError, OpToken, Rank, Started};
 use crate::rq::QueueId;
 use std::cell::{Cell, RefCell};
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 mod sealed {
     pub trait Sealed {}
@@ -76,30 +80,6 @@ pub(crate) fn bytes_of_mut<T: Word>(s: &mut [T]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast(), std::mem::size_of_val(s)) }
 }
 
-/// A remote atomic operation on a u64 (i64 values work through `as u64`: the bits of
-/// two's-complement add, swap, compare-and-swap and the bitwise operations are the
-/// same; see [`Rma::fetch_add_i64`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AtomicOp {
-    /// Adds, wrapping.
-    FetchAdd(u64),
-    /// Stores the value.
-    Swap(u64),
-    /// Stores `new` if the word is `current`.
-    CompareSwap {
-        /// Expected value.
-        current: u64,
-        /// Value stored if it matched.
-        new: u64,
-    },
-    /// Bitwise and.
-    FetchAnd(u64),
-    /// Bitwise or.
-    FetchOr(u64),
-    /// Bitwise xor.
-    FetchXor(u64),
-}
-
 /// What a put announces at its target once its data is in place (RQ §2.4).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Completion<'a> {
@@ -116,9 +96,58 @@ pub struct Completion<'a> {
 #[must_use = "wait on the handle"]
 pub struct Handle<'h, S, C: Conduit = MemConduit> {
     am: &'h Am<S, C>,
-    op: Option<OpId>,
-    /// Where a get's bytes go when it completes.
+    op: Option<Pending>,
+    /// Where a get through frames puts its bytes when it completes.
     out: Option<&'h mut [u8]>,
+}
+
+/// An operation still in flight: through frames, or in the conduit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    Frames(OpId),
+    Conduit(OpToken),
+}
+
+impl Pending {
+    /// The operation a conduit's answer leaves in flight, if any.
+    fn of(started: Started) -> Option<Self> {
+        match started {
+            Started::Done(_) => None,
+            Started::InFlight(t) => Some(Pending::Conduit(t)),
+        }
+    }
+
+    /// True once it is complete (progressing the conduit).
+    fn done<S, C: Conduit>(self, am: &Am<S, C>) -> bool {
+        match self {
+            Pending::Frames(op) => am.op_done(op),
+            // An error is collected by `wait`: the operation is over either way.
+            Pending::Conduit(t) => !matches!(am.rq().conduit().op_test(t), Ok(None)),
+        }
+    }
+
+    /// Waits for it (running handlers meanwhile); a get through frames copies its
+    /// bytes into `out`. Returns an atomic's value before (0 for others).
+    fn wait<S, C: Conduit>(self, am: &Am<S, C>, out: &mut [u8]) -> Result<u64, RmaError> {
+        match self {
+            Pending::Frames(op) => Ok(am.op_wait(op, out)?),
+            Pending::Conduit(t) => {
+                let mut answer = None;
+                am.wait_until(|_| {
+                    match am.rq().conduit().op_test(t) {
+                        Ok(None) => return false,
+                        done => answer = Some(done),
+                    }
+                    true
+                })?;
+                match answer {
+                    Some(Ok(Some(v))) => Ok(v),
+                    Some(Err(e)) => Err(AmError::from(e).into()),
+                    _ => unreachable!("the wait ends on an answer"),
+                }
+            }
+        }
+    }
 }
 
 impl<S, C: Conduit> std::fmt::Debug for Handle<'_, S, C> {
@@ -132,7 +161,7 @@ impl<S, C: Conduit> std::fmt::Debug for Handle<'_, S, C> {
 impl<S, C: Conduit> Handle<'_, S, C> {
     /// True once the operation is complete (its replies are in).
     pub fn test(&self) -> bool {
-        self.op.is_none_or(|op| self.am.op_done(op))
+        self.op.is_none_or(|op| op.done(self.am))
     }
 
     /// Waits until the operation is complete (a get's bytes are then in its buffer).
@@ -144,7 +173,7 @@ impl<S, C: Conduit> Handle<'_, S, C> {
         let Some(op) = self.op.take() else {
             return Ok(());
         };
-        self.am.op_wait(op, self.out.take().unwrap_or_default())?;
+        op.wait(self.am, self.out.take().unwrap_or_default())?;
         Ok(())
     }
 }
@@ -180,13 +209,17 @@ impl<S, C: Conduit> Drop for Handle<'_, S, C> {
 pub struct Rma<'a, S, C: Conduit = MemConduit> {
     am: &'a Am<S, C>,
     alloc: RefCell<SegmentAllocator>,
-    /// Every rank's segment as mapped here (`None`: through frames).
-    peers: Vec<Option<(NonNull<u8>, usize)>>,
+    /// Put and get go through the conduit (else as frames).
+    direct: bool,
+    /// Atomics go through the conduit (else as frames).
+    direct_atomics: bool,
+    /// Ranks in the job.
+    size: usize,
     /// Bytes of every rank's segment.
     segment_bytes: usize,
-    /// Implicit (`*_nbi`) operations completed, and those in flight through frames.
+    /// Implicit (`*_nbi`) operations completed, and those still in flight.
     nbi_done: Cell<u64>,
-    nbi_ops: RefCell<Vec<OpId>>,
+    nbi_ops: RefCell<Vec<Pending>>,
 }
 
 impl<S, C: Conduit> std::fmt::Debug for Rma<'_, S, C> {
@@ -199,12 +232,12 @@ impl<S, C: Conduit> std::fmt::Debug for Rma<'_, S, C> {
 }
 
 impl<'a, S, C: Conduit> Rma<'a, S, C> {
-    /// The one-sided operations of `am`'s rank: direct copies where the conduit maps
-    /// peers' segments, frames elsewhere. Not collective; but every rank that takes
-    /// part in symmetric allocations makes one.
+    /// The one-sided operations of `am`'s rank: through the conduit where it offers
+    /// them ([`CapFlags`](crate::conduit::CapFlags)), as frames elsewhere. Not
+    /// collective; but every rank that takes part in symmetric allocations makes one.
     pub fn new(am: &'a Am<S, C>) -> Self {
-        let c = am.rq().conduit();
-        Self::with_peers(am, (0..c.size()).map(|r| c.peer_segment(r)).collect())
+        let flags = am.rq().conduit().caps().flags;
+        Self::with_paths(am, flags.put_get, flags.atomics)
     }
 
     /// [`Rma::new`] that sends every operation as AM frames, even to mapped peers: what
@@ -226,24 +259,27 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// }).unwrap();
     /// ```
     pub fn over_frames(am: &'a Am<S, C>) -> Self {
-        Self::with_peers(am, vec![None; am.size()])
+        Self::with_paths(am, false, false)
     }
 
-    fn with_peers(am: &'a Am<S, C>, peers: Vec<Option<(NonNull<u8>, usize)>>) -> Self {
+    fn with_paths(am: &'a Am<S, C>, direct: bool, direct_atomics: bool) -> Self {
         let segment_bytes = am.rq().conduit().caps().segment_bytes;
         Self {
             am,
             alloc: RefCell::new(SegmentAllocator::new(segment_bytes)),
-            peers,
+            direct,
+            direct_atomics,
+            size: am.size(),
             segment_bytes,
             nbi_done: Cell::new(0),
             nbi_ops: RefCell::new(Vec::new()),
         }
     }
 
-    /// True if operations on `rank` are direct copies (its segment is mapped here).
+    /// True if put and get on `rank` go through the conduit (copies into mapped memory
+    /// on one host) rather than as frames.
     pub fn is_direct(&self, rank: Rank) -> bool {
-        self.peers.get(rank).is_some_and(Option::is_some)
+        self.direct && rank < self.size
     }
 
     /// The AM layer below.
@@ -251,39 +287,40 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         self.am
     }
 
-    /// Where `len` bytes at `offset` of `rank`'s segment are mapped here (`None`:
-    /// through frames), after checking that they are inside it.
-    fn target(&self, rank: Rank, offset: usize, len: usize) -> Result<Option<*mut u8>, RmaError> {
-        let Some(peer) = self.peers.get(rank) else {
+    /// The conduit below.
+    fn conduit(&self) -> &'a C {
+        self.am.rq().conduit()
+    }
+
+    /// Checks that `len` bytes at `offset` are inside `rank`'s segment.
+    fn target(&self, rank: Rank, offset: usize, len: usize) -> Result<(), RmaError> {
+        if rank >= self.size {
             return Err(RmaError::NoSuchRank {
                 rank,
-                size: self.peers.len(),
+                size: self.size,
             });
-        };
-        let bytes = peer.map_or(self.segment_bytes, |(_, b)| b);
-        if offset.checked_add(len).is_none_or(|end| end > bytes) {
+        }
+        if offset
+            .checked_add(len)
+            .is_none_or(|end| end > self.segment_bytes)
+        {
             return Err(RmaError::OutOfSegment {
                 rank,
                 offset,
                 len,
-                segment_bytes: bytes,
+                segment_bytes: self.segment_bytes,
             });
         }
-        // SAFETY: offset + len ≤ the segment's length (checked above).
-        Ok(peer.map(|(base, _)| unsafe { base.as_ptr().add(offset) }))
+        Ok(())
     }
 
-    /// The u64 at `offset` of `rank`'s segment for an atomic operation (`None`: through
-    /// frames), checked inside and aligned.
-    fn word(&self, rank: Rank, offset: usize) -> Result<Option<&AtomicU64>, RmaError> {
-        let p = self.target(rank, offset, 8)?;
+    /// Checks the u64 at `offset` of `rank`'s segment for an atomic: inside, aligned.
+    fn word(&self, rank: Rank, offset: usize) -> Result<(), RmaError> {
+        self.target(rank, offset, 8)?;
         if offset % 8 != 0 {
             return Err(RmaError::Misaligned { offset });
         }
-        // SAFETY: 8 bytes inside a page-aligned segment at an 8-aligned offset, mapped
-        // for as long as the conduit (which `self.am` borrows) lives; every rank
-        // accesses remote words used as atomics atomically (the program's protocol).
-        Ok(p.map(|p| unsafe { &*p.cast::<AtomicU64>() }))
+        Ok(())
     }
 
     /// Copies `data` to `offset` of `rank`'s segment; returns when it is in place (and
@@ -295,35 +332,44 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         }
     }
 
-    /// Starts a put: done on return when direct (`None`), else the operation in flight.
+    /// Starts a put: `None` when it is complete, else the operation in flight.
     fn put_start(
         &self,
         rank: Rank,
         offset: usize,
         data: &[u8],
         counter: Option<usize>,
-    ) -> Result<Option<OpId>, RmaError> {
+    ) -> Result<Option<Pending>, RmaError> {
         // The counter is checked before anything is written.
-        let word = counter.map(|c| self.word(rank, c)).transpose()?.flatten();
-        let Some(to) = self.target(rank, offset, data.len())? else {
-            return Ok(Some(self.am.put_via_frames(rank, offset, data, counter)?));
-        };
-        // SAFETY: `to` is valid for `data.len()` bytes (checked) and cannot overlap
-        // `data`, a borrowed Rust slice. Other ranks writing the same bytes at the same
-        // time is the program's protocol, as with any RMA.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), to, data.len()) };
-        if let Some(c) = word {
-            // ORDERING: Release: the put's bytes are visible to whoever reads the count
-            // with Acquire.
-            c.fetch_add(1, Ordering::Release);
+        if let Some(c) = counter {
+            self.word(rank, c)?;
         }
+        self.target(rank, offset, data.len())?;
+        if !self.direct {
+            let op = self.am.put_via_frames(rank, offset, data, counter)?;
+            return Ok(Some(Pending::Frames(op)));
+        }
+        let put = Pending::of(
+            self.conduit()
+                .put_nb(rank, offset, data)
+                .map_err(am_error)?,
+        );
+        let Some(c) = counter else {
+            return Ok(put);
+        };
+        // The count comes after the data: the put complete, then an atomic increment
+        // (AcqRel, so whoever reads the count with Acquire sees the bytes).
+        if let Some(p) = put {
+            p.wait(self.am, &mut [])?;
+        }
+        self.atomic(rank, c, AtomicOp::FetchAdd(1))?;
         Ok(None)
     }
 
-    /// Waits for an operation through frames: a get's bytes into `out`; returns an
+    /// Waits for an operation in flight: a get's bytes into `out` (frames); returns an
     /// atomic's old value.
-    fn collect(&self, op: OpId, out: &mut [u8]) -> Result<u64, RmaError> {
-        Ok(self.am.op_wait(op, out)?)
+    fn collect(&self, op: Pending, out: &mut [u8]) -> Result<u64, RmaError> {
+        op.wait(self.am, out)
     }
 
     /// Copies `buf.len()` bytes at `offset` of `rank`'s segment into `buf`.
@@ -334,20 +380,23 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         }
     }
 
-    /// Starts a get: done on return when direct (`None`, the bytes in `buf`), else the
-    /// operation in flight (its result holds the bytes).
+    /// Starts a get: `None` when it is complete (the bytes in `buf`), else the
+    /// operation in flight (through frames its result holds the bytes; in the conduit
+    /// they land in `buf`, which the caller keeps borrowed until it completes).
     fn get_start(
         &self,
         rank: Rank,
         offset: usize,
         buf: &mut [u8],
-    ) -> Result<Option<OpId>, RmaError> {
-        let Some(from) = self.target(rank, offset, buf.len())? else {
-            return Ok(Some(self.am.get_via_frames(rank, offset, buf.len())?));
-        };
-        // SAFETY: as in `put_start`, the other way round.
-        unsafe { std::ptr::copy_nonoverlapping(from, buf.as_mut_ptr(), buf.len()) };
-        Ok(None)
+    ) -> Result<Option<Pending>, RmaError> {
+        self.target(rank, offset, buf.len())?;
+        if !self.direct {
+            let op = self.am.get_via_frames(rank, offset, buf.len())?;
+            return Ok(Some(Pending::Frames(op)));
+        }
+        Ok(Pending::of(
+            self.conduit().get_nb(rank, offset, buf).map_err(am_error)?,
+        ))
     }
 
     /// [`Rma::put`] of a slice of numbers (no alignment needed at the target).
@@ -458,7 +507,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         let op = self.get_start(rank, offset, buf)?;
         Ok(Handle {
             am: self.am,
-            out: op.is_some().then_some(buf),
+            out: matches!(op, Some(Pending::Frames(_))).then_some(buf),
             op,
         })
     }
@@ -502,59 +551,32 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// returns the value before; for [`AtomicOp::CompareSwap`], it was stored if that
     /// value equals `current`. Atomic against every other rank's atomics on the word.
     pub fn atomic(&self, rank: Rank, offset: usize, op: AtomicOp) -> Result<u64, RmaError> {
-        let Some(w) = self.word(rank, offset)? else {
-            let (kind, a, b) = match op {
-                AtomicOp::FetchAdd(v) => (AtomicKind::Add, v, 0),
-                AtomicOp::Swap(v) => (AtomicKind::Swap, v, 0),
-                AtomicOp::CompareSwap { current, new } => (AtomicKind::CompareSwap, current, new),
-                AtomicOp::FetchAnd(v) => (AtomicKind::And, v, 0),
-                AtomicOp::FetchOr(v) => (AtomicKind::Or, v, 0),
-                AtomicOp::FetchXor(v) => (AtomicKind::Xor, v, 0),
-            };
-            let op = self.am.atomic_via_frames(rank, offset, kind, a, b)?;
-            return self.collect(op, &mut []);
-        };
-        // ORDERING: AcqRel: a remote atomic orders like a lock operation, so that a
-        // counter or flag built on it publishes (Release) and acquires (Acquire) the
-        // data around it; pairs with the same operations of other ranks.
-        let o = Ordering::AcqRel;
-        Ok(match op {
-            AtomicOp::FetchAdd(v) => w.fetch_add(v, o),
-            AtomicOp::Swap(v) => w.swap(v, o),
-            AtomicOp::CompareSwap { current, new } => {
-                // ORDERING: as above; Acquire on failure (the value read is returned).
-                match w.compare_exchange(current, new, o, Ordering::Acquire) {
-                    Ok(v) | Err(v) => v,
-                }
-            }
-            AtomicOp::FetchAnd(v) => w.fetch_and(v, o),
-            AtomicOp::FetchOr(v) => w.fetch_or(v, o),
-            AtomicOp::FetchXor(v) => w.fetch_xor(v, o),
-        })
+        self.word(rank, offset)?;
+        if !self.direct_atomics {
+            let id = self.am.atomic_via_frames(rank, offset, op)?;
+            return self.collect(Pending::Frames(id), &mut []);
+        }
+        match self
+            .conduit()
+            .atomic_nb(rank, offset, op)
+            .map_err(am_error)?
+        {
+            Started::Done(old) => Ok(old),
+            Started::InFlight(t) => self.collect(Pending::Conduit(t), &mut []),
+        }
     }
 
     /// Reads the u64 at `offset` (8-byte aligned) of `rank`'s segment atomically, with
     /// Acquire ordering: what was written before a Release [`Rma::store`] (or any other
     /// remote atomic) of the value read is visible after.
     pub fn load(&self, rank: Rank, offset: usize) -> Result<u64, RmaError> {
-        match self.word(rank, offset)? {
-            // ORDERING: Acquire pairs with the Release of `store` and the AcqRel of
-            // `atomic`.
-            Some(w) => Ok(w.load(Ordering::Acquire)),
-            None => self.atomic(rank, offset, AtomicOp::FetchOr(0)),
-        }
+        self.atomic(rank, offset, AtomicOp::Load)
     }
 
     /// Writes the u64 at `offset` (8-byte aligned) of `rank`'s segment atomically, with
     /// Release ordering (see [`Rma::load`]).
     pub fn store(&self, rank: Rank, offset: usize, v: u64) -> Result<(), RmaError> {
-        match self.word(rank, offset)? {
-            // ORDERING: Release pairs with the Acquire of `load` and the AcqRel of
-            // `atomic`.
-            Some(w) => w.store(v, Ordering::Release),
-            None => drop(self.atomic(rank, offset, AtomicOp::Swap(v))?),
-        }
-        Ok(())
+        self.atomic(rank, offset, AtomicOp::Store(v)).map(drop)
     }
 
     /// Remote fetch-and-add on a u64; returns the old value.
@@ -622,4 +644,10 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
             .map(|_| ())
             .map_err(|offset| RmaError::NotAllocated { offset })
     }
+}
+
+/// A conduit's refusal as the RMA layer reports it (the checks above make these rare:
+/// a conduit's own limits).
+fn am_error(e: ConduitError) -> RmaError {
+    AmError::from(e).into()
 }

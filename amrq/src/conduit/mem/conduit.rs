@@ -8,7 +8,9 @@ use super::{MemConduit, MemFrame};
 use crate::conduit::ring::{
     FrameHeader, Peeked, RingMemory, FLAG_LONG, FLAG_TAG_ON, MAX_ARGS, USER_FLAGS,
 };
-use crate::conduit::{Caps, Channel, Conduit, ConduitError, Message, PollSet, Rank, ReceivedFrame};
+use crate::conduit::{
+    AtomicOp, Caps, Channel, Conduit, ConduitError, Message, PollSet, Rank, ReceivedFrame, Started,
+};
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 
@@ -471,8 +473,19 @@ impl Conduit for MemConduit {
         Ok(())
     }
 
-    fn peer_segment(&self, rank: Rank) -> Option<(NonNull<u8>, usize)> {
-        self.mapped_segment(rank)
+    #[inline(always)]
+    fn put_nb(&self, dest: Rank, offset: usize, data: &[u8]) -> Result<Started, ConduitError> {
+        self.put_now(dest, offset, data)
+    }
+
+    #[inline(always)]
+    fn get_nb(&self, src: Rank, offset: usize, buf: &mut [u8]) -> Result<Started, ConduitError> {
+        self.get_now(src, offset, buf)
+    }
+
+    #[inline(always)]
+    fn atomic_nb(&self, dest: Rank, offset: usize, op: AtomicOp) -> Result<Started, ConduitError> {
+        self.atomic_now(dest, offset, op)
     }
 
     fn dropped(&self, ch: Channel) -> u64 {

@@ -201,7 +201,8 @@ impl MemConduit {
                 .collect(),
             flags: crate::conduit::CapFlags {
                 peer_memory_mapped: true,
-                ..Default::default()
+                put_get: true,
+                atomics: true,
             },
             interrupt_channel,
         };

@@ -17,6 +17,7 @@
 //! | `endpoint.rs` | [`MemConduit`]: one rank's endpoint, built from [`Parts`] |
 //! | `channels.rs` | the per-ring states of an endpoint: send side, receive side, the round-robin scan of a channel |
 //! | `conduit.rs` | the [`Conduit`](crate::conduit::Conduit) implementation: send checks, receive checks, One-poll, sleeping |
+//! | `one_sided.rs` | put, get and atomics: copies into mapped segments, processor atomics |
 //! | `frame.rs` | [`MemFrame`], a received frame in place, and the checks of its payload |
 //! | `tag_on.rs` | [`TagOnPool`], the receiver-side blocks of Tag-On messages |
 //! | `interrupts.rs` | [`InterruptRx`], the receive side of the Interrupt channels moved to a progress thread |
@@ -26,6 +27,7 @@ mod conduit;
 mod endpoint;
 mod frame;
 mod interrupts;
+mod one_sided;
 mod region;
 mod tag_on;
 #[cfg(test)]
