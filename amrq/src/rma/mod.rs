@@ -344,15 +344,16 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         if let Some(c) = counter {
             self.word(rank, c)?;
         }
-        self.target(rank, offset, data.len())?;
         if !self.direct {
+            self.target(rank, offset, data.len())?;
             let op = self.am.put_via_frames(rank, offset, data, counter)?;
             return Ok(Some(Pending::Frames(op)));
         }
+        // The conduit checks the range (one check on the fast path).
         let put = Pending::of(
             self.conduit()
                 .put_nb(rank, offset, data)
-                .map_err(am_error)?,
+                .map_err(rma_error)?,
         );
         let Some(c) = counter else {
             return Ok(put);
@@ -389,13 +390,15 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         offset: usize,
         buf: &mut [u8],
     ) -> Result<Option<Pending>, RmaError> {
-        self.target(rank, offset, buf.len())?;
         if !self.direct {
+            self.target(rank, offset, buf.len())?;
             let op = self.am.get_via_frames(rank, offset, buf.len())?;
             return Ok(Some(Pending::Frames(op)));
         }
         Ok(Pending::of(
-            self.conduit().get_nb(rank, offset, buf).map_err(am_error)?,
+            self.conduit()
+                .get_nb(rank, offset, buf)
+                .map_err(rma_error)?,
         ))
     }
 
@@ -551,15 +554,15 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// returns the value before; for [`AtomicOp::CompareSwap`], it was stored if that
     /// value equals `current`. Atomic against every other rank's atomics on the word.
     pub fn atomic(&self, rank: Rank, offset: usize, op: AtomicOp) -> Result<u64, RmaError> {
-        self.word(rank, offset)?;
         if !self.direct_atomics {
+            self.word(rank, offset)?;
             let id = self.am.atomic_via_frames(rank, offset, op)?;
             return self.collect(Pending::Frames(id), &mut []);
         }
         match self
             .conduit()
             .atomic_nb(rank, offset, op)
-            .map_err(am_error)?
+            .map_err(rma_error)?
         {
             Started::Done(old) => Ok(old),
             Started::InFlight(t) => self.collect(Pending::Conduit(t), &mut []),
@@ -646,8 +649,24 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     }
 }
 
-/// A conduit's refusal as the RMA layer reports it (the checks above make these rare:
-/// a conduit's own limits).
-fn am_error(e: ConduitError) -> RmaError {
-    AmError::from(e).into()
+/// A conduit's refusal as the RMA layer reports it: the address errors as its own (the
+/// conduit's path leaves the checks to the conduit), anything else as it came.
+#[cold]
+fn rma_error(e: ConduitError) -> RmaError {
+    match e {
+        ConduitError::OutOfSegment {
+            rank,
+            offset,
+            len,
+            segment_bytes,
+        } => RmaError::OutOfSegment {
+            rank,
+            offset,
+            len,
+            segment_bytes,
+        },
+        ConduitError::NoSuchRank { rank, size } => RmaError::NoSuchRank { rank, size },
+        ConduitError::Misaligned { offset } => RmaError::Misaligned { offset },
+        e => AmError::from(e).into(),
+    }
 }
