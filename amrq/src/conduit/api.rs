@@ -287,22 +287,41 @@ pub trait Conduit {
     /// use amrq::conduit::{threads, Conduit, Started};
     /// let eps = threads::endpoints(2, &[256]).unwrap();
     /// assert_eq!(eps[0].put_nb(1, 64, b"hi").unwrap(), Started::Done(0));
-    /// let mut back = [0u8; 2];
-    /// assert_eq!(eps[0].get_nb(1, 64, &mut back).unwrap(), Started::Done(0));
-    /// assert_eq!(&back, b"hi");
+    /// assert!(eps[0].put_nb(1, (64 << 10) - 1, b"hi").is_err()); // past the segment
     /// ```
     fn put_nb(&self, dest: Rank, offset: usize, data: &[u8]) -> Result<Started, ConduitError> {
         let _ = (dest, offset, data);
         Err(ConduitError::Unsupported { what: "put" })
     }
 
-    /// Starts copying `buf.len()` bytes at `offset` of `src`'s segment into `buf`
+    /// Starts copying `len` bytes at `offset` of `src`'s segment to `buf`
     /// (`ucp_get_nbx`): complete when [`Started::Done`], else once [`Conduit::op_test`]
-    /// says so or [`Conduit::flush`] returns. A conduit that answers `InFlight` writes
-    /// `buf` until then, so the layer above must not let it go (the RMA layer's handles
-    /// borrow it and wait when dropped). Default: [`ConduitError::Unsupported`].
-    fn get_nb(&self, src: Rank, offset: usize, buf: &mut [u8]) -> Result<Started, ConduitError> {
-        let _ = (src, offset, buf);
+    /// answers or [`Conduit::flush`] returns. Default: [`ConduitError::Unsupported`].
+    ///
+    /// # Safety
+    /// `buf` is valid for writes of `len` bytes, and if the answer is
+    /// [`Started::InFlight`] it stays so, read and written by nobody else, until the
+    /// operation is over (`op_test` answers `Some` or an error, or `flush` returns): the
+    /// conduit writes it until then. (The RMA layer's safe calls complete such a get
+    /// before they return.)
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Started};
+    /// let eps = threads::endpoints(2, &[256]).unwrap();
+    /// eps[0].put_nb(1, 64, b"hi").unwrap();
+    /// let mut back = [0u8; 2];
+    /// // SAFETY: `back` outlives the call, and the answer is checked to be Done.
+    /// let got = unsafe { eps[0].get_nb(1, 64, back.as_mut_ptr(), back.len()) };
+    /// assert_eq!((got.unwrap(), &back), (Started::Done(0), b"hi"));
+    /// ```
+    unsafe fn get_nb(
+        &self,
+        src: Rank,
+        offset: usize,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<Started, ConduitError> {
+        let _ = (src, offset, buf, len);
         Err(ConduitError::Unsupported { what: "get" })
     }
 
@@ -327,7 +346,8 @@ pub trait Conduit {
     }
 
     /// Progresses one-sided operations and tells whether `op` is complete: `Some` with
-    /// an atomic's value before (0 for put and get), after which the token is spent.
+    /// an atomic's value before (0 for put and get), after which the token is spent. An
+    /// error also ends the operation: its buffer is no longer written.
     fn op_test(&self, op: OpToken) -> Result<Option<u64>, ConduitError> {
         let _ = op;
         Err(ConduitError::Unsupported {

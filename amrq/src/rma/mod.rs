@@ -395,11 +395,15 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
             let op = self.am.get_via_frames(rank, offset, buf.len())?;
             return Ok(Some(Pending::Frames(op)));
         }
-        Ok(Pending::of(
+        // SAFETY: `buf` is borrowed by this call's caller, which completes an operation
+        // left in flight before it lets `buf` go: `get` collects it, `get_nb` too
+        // (before it returns the handle, so that no forgotten handle leaves a write
+        // pending); `op_test` ending in an error ends the operation too.
+        let started = unsafe {
             self.conduit()
-                .get_nb(rank, offset, buf)
-                .map_err(rma_error)?,
-        ))
+                .get_nb(rank, offset, buf.as_mut_ptr(), buf.len())
+        };
+        Ok(Pending::of(started.map_err(rma_error)?))
     }
 
     /// [`Rma::put`] of a slice of numbers (no alignment needed at the target).
@@ -500,17 +504,24 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         })
     }
 
-    /// Non-blocking [`Rma::get`]: `buf` holds the data once the handle is complete.
+    /// Non-blocking [`Rma::get`]: `buf` holds the data once the handle is complete
+    /// (through frames the reply is copied in then; a get a conduit leaves in flight is
+    /// completed before this returns).
     pub fn get_nb<'h>(
         &'h self,
         rank: Rank,
         offset: usize,
         buf: &'h mut [u8],
     ) -> Result<Handle<'h, S, C>, RmaError> {
-        let op = self.get_start(rank, offset, buf)?;
+        let op = match self.get_start(rank, offset, buf)? {
+            // The conduit writes `buf` until its get completes: complete it now, as a
+            // handle could be forgotten while the write is pending.
+            Some(p @ Pending::Conduit(_)) => self.collect(p, &mut []).map(|_| None)?,
+            op => op,
+        };
         Ok(Handle {
             am: self.am,
-            out: matches!(op, Some(Pending::Frames(_))).then_some(buf),
+            out: op.is_some().then_some(buf),
             op,
         })
     }

@@ -479,8 +479,16 @@ impl Conduit for MemConduit {
     }
 
     #[inline(always)]
-    fn get_nb(&self, src: Rank, offset: usize, buf: &mut [u8]) -> Result<Started, ConduitError> {
-        self.get_now(src, offset, buf)
+    unsafe fn get_nb(
+        &self,
+        src: Rank,
+        offset: usize,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<Started, ConduitError> {
+        // SAFETY: the caller's contract: `buf` is valid for writes of `len` bytes (the
+        // copy completes before this returns).
+        unsafe { self.get_now(src, offset, buf, len) }
     }
 
     #[inline(always)]

@@ -48,17 +48,22 @@ impl MemConduit {
         Ok(Started::Done(0))
     }
 
-    /// Copies `buf.len()` bytes of `src`'s segment at `offset` into `buf`.
+    /// Copies `len` bytes of `src`'s segment at `offset` to `buf`.
+    ///
+    /// # Safety
+    /// `buf` is valid for writes of `len` bytes.
     #[inline(always)]
-    pub(super) fn get_now(
+    pub(super) unsafe fn get_now(
         &self,
         src: Rank,
         offset: usize,
-        buf: &mut [u8],
+        buf: *mut u8,
+        len: usize,
     ) -> Result<Started, ConduitError> {
-        let from = self.mapped_range(src, offset, buf.len())?;
-        // SAFETY: as in `put_now`, the other way round.
-        unsafe { std::ptr::copy_nonoverlapping(from, buf.as_mut_ptr(), buf.len()) };
+        let from = self.mapped_range(src, offset, len)?;
+        // SAFETY: `from` is valid for `len` bytes (checked), `buf` by the caller's
+        // contract; a segment never overlaps the caller's buffer.
+        unsafe { std::ptr::copy_nonoverlapping(from, buf, len) };
         Ok(Started::Done(0))
     }
 
