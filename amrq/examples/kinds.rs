@@ -26,12 +26,8 @@ use std::time::Instant;
 struct Args {
     #[command(flatten)]
     common: common::Common,
-    /// Messages (or operations) per batch.
-    #[arg(long)]
-    iters: Option<u64>,
-    /// Batches; each figure is the median over them.
-    #[arg(long)]
-    batches: Option<u64>,
+    #[command(flatten)]
+    run: common::Batches,
 }
 
 /// (kind, payload bytes, into the shared queue).
@@ -64,16 +60,8 @@ fn rank_main(
     o: &Args,
     queues: [QueueId; 2],
 ) -> Result<(), AmError> {
-    let iters = o
-        .iters
-        .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
-    let batches = o
-        .batches
-        .unwrap_or(if o.common.quick { 5 } else { 11 })
-        .max(1);
-    if conduit.size() != 2 {
-        common::fail(&format!("kinds runs on 2 ranks, not {}", conduit.size()));
-    }
+    let (iters, batches) = o.run.or(o.common.quick, (200_000, 2_000_000), (5, 11));
+    common::two_ranks("kinds", conduit.size());
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
         s.acked.set(m.arg(0));

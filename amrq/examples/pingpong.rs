@@ -25,12 +25,8 @@ use std::time::Instant;
 struct Args {
     #[command(flatten)]
     common: common::Common,
-    /// Messages (or operations) per batch.
-    #[arg(long)]
-    iters: Option<u64>,
-    /// Batches; each figure is the median over them.
-    #[arg(long)]
-    batches: Option<u64>,
+    #[command(flatten)]
+    run: common::Batches,
 }
 
 struct State {
@@ -48,16 +44,8 @@ fn main() {
 }
 
 fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), AmError> {
-    let iters = o
-        .iters
-        .unwrap_or(if o.common.quick { 20_000 } else { 100_000 });
-    let batches = o
-        .batches
-        .unwrap_or(if o.common.quick { 11 } else { 31 })
-        .max(1);
-    if conduit.size() != 2 {
-        common::fail(&format!("pingpong runs on 2 ranks, not {}", conduit.size()));
-    }
+    let (iters, batches) = o.run.or(o.common.quick, (20_000, 100_000), (11, 31));
+    common::two_ranks("pingpong", conduit.size());
     let (seg, len) = conduit.mapped_segment(0).expect("rank 0 exists");
     assert!(
         len >= RAW_PINGPONG_BYTES,

@@ -20,12 +20,8 @@ use std::time::Instant;
 struct Args {
     #[command(flatten)]
     common: common::Common,
-    /// Messages (or operations) per batch.
-    #[arg(long)]
-    iters: Option<u64>,
-    /// Batches; each figure is the median over them.
-    #[arg(long)]
-    batches: Option<u64>,
+    #[command(flatten)]
+    run: common::Batches,
     /// Slots of each AM ring.
     #[arg(long, default_value_t = 1024)]
     ring_slots: u64,
@@ -53,18 +49,8 @@ fn rank_main(
     cfg: &Config,
 ) -> Result<(), AmError> {
     use amrq::conduit::Conduit;
-    let iters = o.iters.unwrap_or(if o.common.quick {
-        1_000_000
-    } else {
-        10_000_000
-    });
-    let batches = o
-        .batches
-        .unwrap_or(if o.common.quick { 5 } else { 11 })
-        .max(1);
-    if conduit.size() != 2 {
-        common::fail(&format!("stream runs on 2 ranks, not {}", conduit.size()));
-    }
+    let (iters, batches) = o.run.or(o.common.quick, (1_000_000, 10_000_000), (5, 11));
+    common::two_ranks("stream", conduit.size());
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
         s.acked.set(m.arg(0));

@@ -17,6 +17,36 @@ pub struct Common {
     pub threads: bool,
 }
 
+/// How much an example measures, for those that time batches of operations.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Batches {
+    /// Messages (or operations) per batch.
+    #[arg(long)]
+    pub iters: Option<u64>,
+    /// Batches; each figure is the median over them.
+    #[arg(long)]
+    pub batches: Option<u64>,
+}
+
+impl Batches {
+    /// Iterations per batch and batches (at least one): as given, or the defaults
+    /// `(quick, full)` of each.
+    pub fn or(&self, quick: bool, iters: (u64, u64), batches: (u64, u64)) -> (u64, u64) {
+        let pick = |(q, f)| if quick { q } else { f };
+        (
+            self.iters.unwrap_or(pick(iters)),
+            self.batches.unwrap_or(pick(batches)).max(1),
+        )
+    }
+}
+
+/// Exits with an error unless the job has 2 ranks (`name` runs on exactly 2).
+pub fn two_ranks(name: &str, size: usize) {
+    if size != 2 {
+        fail(&format!("{name} runs on 2 ranks, not {size}"));
+    }
+}
+
 /// Says what went wrong and exits with status 2.
 pub fn fail(why: &str) -> ! {
     eprintln!("error: {why}");
