@@ -99,6 +99,9 @@ pub struct Handle<'h, S, C: Conduit = MemConduit> {
     op: Option<Pending>,
     /// Where a get through frames puts its bytes when it completes.
     out: Option<&'h mut [u8]>,
+    /// The answer `test` took from the conduit (which spends the operation's token),
+    /// kept for `wait`.
+    settled: RefCell<Option<Result<u64, RmaError>>>,
 }
 
 /// An operation still in flight: through frames, or in the conduit.
@@ -117,12 +120,13 @@ impl Pending {
         }
     }
 
-    /// True once it is complete (progressing the conduit).
-    fn done<S, C: Conduit>(self, am: &Am<S, C>) -> bool {
-        match self {
-            Pending::Frames(op) => am.op_done(op),
-            // An error is collected by `wait`: the operation is over either way.
-            Pending::Conduit(t) => !matches!(am.rq().conduit().op_test(t), Ok(None)),
+    /// The conduit's answer for token `t`, once it has one (progressing the conduit);
+    /// the token is spent then. An error ends the operation too.
+    fn settled<S, C: Conduit>(t: OpToken, am: &Am<S, C>) -> Option<Result<u64, RmaError>> {
+        match am.rq().conduit().op_test(t) {
+            Ok(None) => None,
+            Ok(Some(v)) => Some(Ok(v)),
+            Err(e) => Some(Err(AmError::from(e).into())),
         }
     }
 
@@ -134,17 +138,10 @@ impl Pending {
             Pending::Conduit(t) => {
                 let mut answer = None;
                 am.wait_until(|_| {
-                    match am.rq().conduit().op_test(t) {
-                        Ok(None) => return false,
-                        done => answer = Some(done),
-                    }
-                    true
+                    answer = Self::settled(t, am);
+                    answer.is_some()
                 })?;
-                match answer {
-                    Some(Ok(Some(v))) => Ok(v),
-                    Some(Err(e)) => Err(AmError::from(e).into()),
-                    _ => unreachable!("the wait ends on an answer"),
-                }
+                answer.expect("wait_until returns once the closure saw an answer")
             }
         }
     }
@@ -161,7 +158,17 @@ impl<S, C: Conduit> std::fmt::Debug for Handle<'_, S, C> {
 impl<S, C: Conduit> Handle<'_, S, C> {
     /// True once the operation is complete (its replies are in).
     pub fn test(&self) -> bool {
-        self.op.is_none_or(|op| op.done(self.am))
+        match self.op {
+            None => true,
+            Some(Pending::Frames(op)) => self.am.op_done(op),
+            Some(Pending::Conduit(t)) => {
+                let mut settled = self.settled.borrow_mut();
+                if settled.is_none() {
+                    *settled = Pending::settled(t, self.am);
+                }
+                settled.is_some()
+            }
+        }
     }
 
     /// Waits until the operation is complete (a get's bytes are then in its buffer).
@@ -173,6 +180,9 @@ impl<S, C: Conduit> Handle<'_, S, C> {
         let Some(op) = self.op.take() else {
             return Ok(());
         };
+        if let Some(answer) = self.settled.take() {
+            return answer.map(drop);
+        }
         op.wait(self.am, self.out.take().unwrap_or_default())?;
         Ok(())
     }
@@ -501,6 +511,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
             am: self.am,
             op,
             out: None,
+            settled: RefCell::new(None),
         })
     }
 
@@ -523,6 +534,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
             am: self.am,
             out: op.is_some().then_some(buf),
             op,
+            settled: RefCell::new(None),
         })
     }
 
