@@ -6,7 +6,7 @@ use super::{Doorbell, TagOnPool};
 use crate::conduit::ring::{
     Consumer, FrameHeader, Producer, RawRing, SharedProducer, MAX_ARGS, USER_FLAGS,
 };
-use crate::conduit::{Channel, ConduitSpec, Message};
+use crate::conduit::Message;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::Ordering;
 
@@ -133,12 +133,6 @@ pub(super) fn with_hidden_word(me: u64, args: &[u64]) -> ([u64; MAX_ARGS], usize
     words[0] = me;
     words[1..=args.len()].copy_from_slice(args);
     (words, args.len() + 1)
-}
-
-/// The doorbell bit of channel `ch` (an Interrupt channel's is its own:
-/// [`ConduitSpec::check`]).
-pub(super) const fn doorbell_bit(ch: Channel) -> u64 {
-    ConduitSpec::doorbell_bit(ch)
 }
 
 impl TxRing {

@@ -2,14 +2,15 @@
 //! the ring to the destination), receives (the round-robin scan, then the checks a
 //! frame passes before it is handed out) and One-poll.
 
-use super::channels::{doorbell_bit, with_hidden_word, RxChannel, RxRing, TxRing};
+use super::channels::{with_hidden_word, RxChannel, RxRing, TxRing};
 use super::frame::{broken, drop_frame, hidden_word, inline_pair, tag_on_payload};
 use super::{MemConduit, MemFrame};
 use crate::conduit::ring::{
     FrameHeader, Peeked, RingMemory, FLAG_LONG, FLAG_TAG_ON, MAX_ARGS, USER_FLAGS,
 };
 use crate::conduit::{
-    AtomicOp, Caps, Channel, Conduit, ConduitError, Message, PollSet, Rank, ReceivedFrame, Started,
+    AtomicOp, Caps, Channel, Conduit, ConduitError, ConduitSpec, Message, PollSet, Rank,
+    ReceivedFrame, Started,
 };
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
@@ -407,7 +408,7 @@ impl Conduit for MemConduit {
         };
         for &ch in channels {
             match self.caps.channels.get(ch) {
-                Some(c) if c.notify => set.bits |= doorbell_bit(ch),
+                Some(c) if c.notify => set.bits |= ConduitSpec::doorbell_bit(ch),
                 Some(_) => set.all_notify = false,
                 None => return Err(self.no_channel(ch)),
             }

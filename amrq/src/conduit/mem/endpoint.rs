@@ -2,7 +2,7 @@
 //! built from a [`ConduitSpec`], and what it offers beyond the [`Conduit`] trait
 //! (mapped segments for tools, the interrupt view for the progress thread).
 
-use super::channels::{doorbell_bit, Local, RxChannel, RxRing, Tx, TxRing};
+use super::channels::{Local, RxChannel, RxRing, Tx, TxRing};
 use super::{Doorbell, HeapRegion, InterruptRx, RegionLayout, TagOnPool};
 use crate::bootstrap::Boot;
 use crate::conduit::ring::{
@@ -146,7 +146,7 @@ impl MemConduit {
                     max_args: MAX_ARGS - usize::from(shared),
                     permitted: who.allows(rank),
                     notify_bit: if c.rings_doorbell() {
-                        doorbell_bit(ch)
+                        ConduitSpec::doorbell_bit(ch)
                     } else {
                         0
                     },

@@ -25,9 +25,9 @@ impl std::fmt::Debug for InterruptRx {
 
 impl InterruptRx {
     pub(super) fn new(view: MemConduit, channels: Vec<Channel>) -> Self {
-        let bits = channels
-            .iter()
-            .fold(0, |b, &ch| b | super::channels::doorbell_bit(ch));
+        let bits = channels.iter().fold(0, |b, &ch| {
+            b | crate::conduit::ConduitSpec::doorbell_bit(ch)
+        });
         Self {
             view,
             channels,
