@@ -15,7 +15,7 @@ use std::cell::Cell;
 const REPLY_BUDGET: usize = 32;
 /// Requests run per `poll`.
 const REQUEST_BUDGET: usize = 64;
-const _: () = assert!(super::service::TAG_GET_PACKED < FIRST_USER_TAG);
+const _: () = assert!(super::segment_service::TAG_GET_PACKED < FIRST_USER_TAG);
 
 /// One rank's Active Messages runtime: its queues, its handler table and the state its
 /// handlers see.
@@ -49,7 +49,7 @@ pub struct Am<S, C: Conduit = MemConduit> {
     /// The AM queues, for a wait that has spun long enough to sleep on them.
     am_queues: PollSet,
     /// One-sided operations in flight through frames.
-    pub(super) ops: std::cell::RefCell<super::service::Ops>,
+    pub(super) ops: std::cell::RefCell<super::ops::Ops>,
 }
 
 impl<S, C: Conduit> std::fmt::Debug for Am<S, C> {
@@ -243,7 +243,7 @@ impl<S, C: Conduit> Am<S, C> {
     }
 
     #[inline]
-    pub(super) fn send_request(
+    pub(crate) fn send_request(
         &self,
         dest: Rank,
         tag: u16,

@@ -23,11 +23,16 @@ mod ctx;
 mod engine;
 mod error;
 mod handlers;
+mod ops;
 mod payload;
-mod service;
+mod segment_service;
 
 pub use ctx::{Msg, ReqCtx};
 pub use engine::Am;
 pub use error::AmError;
 pub use handlers::{HandlerTable, ReplyFn, ReplyHandler, RequestFn, RequestHandler};
-pub use service::OpId;
+pub use ops::OpId;
+pub(crate) use payload::Payload;
+pub(crate) use segment_service::{
+    packed_headers, BLOCK_HEADER, TAG_ATOMIC, TAG_GET, TAG_GET_PACKED, TAG_PUT, TAG_PUT_PACKED,
+};

@@ -20,8 +20,8 @@
 //! memory.
 //!
 //! **Through frames** (a conduit that lacks those abilities, or
-//! [`Rma::over_frames`] on one host) each operation is AM traffic served by the
-//! target's runtime handlers ([`Am::put_via_frames`] and friends): a put is a Long
+//! [`Rma::over_frames`] on one host) each operation is AM traffic (`frames.rs`) served
+//! by the target's runtime handlers: a put is a Long
 //! request acknowledged once its bytes are in place, a get one or more requests answered
 //! by Medium replies, an atomic a request whose reply carries the old value. Blocking
 //! calls wait for the replies (running handlers); `*_nb` handles and `sync_nbi` wait
@@ -36,6 +36,7 @@
 
 mod alloc;
 mod error;
+mod frames;
 mod vector;
 
 pub use alloc::SegmentAllocator;
@@ -356,7 +357,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         }
         if !self.direct {
             self.target(rank, offset, data.len())?;
-            let op = self.am.put_via_frames(rank, offset, data, counter)?;
+            let op = frames::put(self.am, rank, offset, data, counter)?;
             return Ok(Some(Pending::Frames(op)));
         }
         // The conduit checks the range (one check on the fast path).
@@ -402,7 +403,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ) -> Result<Option<Pending>, RmaError> {
         if !self.direct {
             self.target(rank, offset, buf.len())?;
-            let op = self.am.get_via_frames(rank, offset, buf.len())?;
+            let op = frames::get(self.am, rank, offset, buf.len())?;
             return Ok(Some(Pending::Frames(op)));
         }
         // SAFETY: `buf` is borrowed by this call's caller, which completes an operation
@@ -579,7 +580,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     pub fn atomic(&self, rank: Rank, offset: usize, op: AtomicOp) -> Result<u64, RmaError> {
         if !self.direct_atomics {
             self.word(rank, offset)?;
-            let id = self.am.atomic_via_frames(rank, offset, op)?;
+            let id = frames::atomic(self.am, rank, offset, op)?;
             return self.collect(Pending::Frames(id), &mut []);
         }
         match self

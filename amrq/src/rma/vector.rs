@@ -119,8 +119,13 @@ impl<S, C: Conduit> Rma<'_, S, C> {
             return Ok(());
         }
         let am = self.am;
-        let list = self.checked_blocks(rank, blocks, data.len(), am.max_packed_block())?;
-        let op = am.put_blocks_via_frames(rank, &list, data)?;
+        let list = self.checked_blocks(
+            rank,
+            blocks,
+            data.len(),
+            super::frames::max_packed_block(am),
+        )?;
+        let op = super::frames::put_blocks(am, rank, &list, data)?;
         am.op_wait(op, &mut [])?;
         Ok(())
     }
@@ -143,8 +148,9 @@ impl<S, C: Conduit> Rma<'_, S, C> {
             return Ok(());
         }
         let am = self.am;
-        let list = self.checked_blocks(rank, blocks, out.len(), am.max_packed_block())?;
-        let op = am.get_blocks_via_frames(rank, &list)?;
+        let list =
+            self.checked_blocks(rank, blocks, out.len(), super::frames::max_packed_block(am))?;
+        let op = super::frames::get_blocks(am, rank, &list)?;
         am.op_wait(op, out)?;
         Ok(())
     }

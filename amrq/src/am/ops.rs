@@ -1,0 +1,155 @@
+//! Operations awaiting replies: the origin's table of runtime requests in flight (the
+//! one-sided operations carried as frames, `rma/frames.rs`), which their replies fill.
+//!
+//! Each operation has a slot until its replies are in; a get's bytes land in a buffer
+//! the slot owns (reused from operation to operation), copied out when the program
+//! collects the result, so no reply ever writes into memory the program may have let go.
+
+use super::{Am, AmError, Msg};
+use crate::conduit::{Conduit, Rank};
+
+/// A reply's status word: the target did what was asked.
+pub(crate) const OK: u64 = 0;
+/// A reply's status word: the target refused (outside its segment, malformed).
+pub(crate) const REFUSED: u64 = 1;
+
+/// An operation in flight through frames, named by its slot in the table and the
+/// slot's generation (so that a late reply for an operation given up on can never be
+/// taken for one of a later operation in the same slot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "collect the operation with Am::op_wait"]
+pub struct OpId {
+    slot: usize,
+    generation: u32,
+}
+
+impl OpId {
+    /// The word that names it in frames: generation above, slot below.
+    pub(crate) fn word(self) -> u64 {
+        u64::from(self.generation) << 32 | self.slot as u64
+    }
+}
+
+/// One operation's slot: replies still expected, and what they brought (a get's
+/// bytes, an atomic's old value).
+#[derive(Debug, Default)]
+struct OpSlot {
+    generation: u32,
+    live: bool,
+    pending: usize,
+    refused: bool,
+    data: Vec<u8>,
+    value: u64,
+}
+
+/// The origin's table of operations in flight.
+#[derive(Debug, Default)]
+pub(super) struct Ops {
+    slots: Vec<OpSlot>,
+    free: Vec<usize>,
+}
+
+impl Ops {
+    fn open(&mut self, pending: usize, data_len: usize) -> OpId {
+        let i = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(OpSlot::default());
+            self.slots.len() - 1
+        });
+        let s = &mut self.slots[i];
+        s.generation = s.generation.wrapping_add(1);
+        (s.live, s.pending, s.refused, s.value) = (true, pending, false, 0);
+        s.data.clear();
+        s.data.resize(data_len, 0);
+        OpId {
+            slot: i,
+            generation: s.generation,
+        }
+    }
+
+    /// The live slot a reply names, or why it names none.
+    fn slot(&mut self, op: u64, source: Rank) -> Result<&mut OpSlot, AmError> {
+        let (slot, generation) = ((op & u64::from(u32::MAX)) as usize, (op >> 32) as u32);
+        match self.slots.get_mut(slot) {
+            Some(s) if s.live && s.pending > 0 && s.generation == generation => Ok(s),
+            _ => Err(AmError::BadRuntimeMessage {
+                source_rank: source,
+                what: "a reply for no operation in flight",
+            }),
+        }
+    }
+
+    fn close(&mut self, op: OpId) {
+        self.slots[op.slot].live = false;
+        self.free.push(op.slot);
+    }
+}
+
+/// What a reply brings to its operation.
+pub(super) enum Landed<'m> {
+    /// Nothing but its status (a put's acknowledgement).
+    Status,
+    /// Bytes of a get, at this offset of the operation's buffer.
+    Bytes { at: usize, bytes: &'m [u8] },
+    /// An atomic's value before.
+    Value(u64),
+}
+
+impl<S, C: Conduit> Am<S, C> {
+    /// Opens an operation that awaits `replies` replies and collects `data_len` bytes.
+    pub(crate) fn op_open(&self, replies: usize, data_len: usize) -> OpId {
+        self.ops.borrow_mut().open(replies, data_len)
+    }
+
+    /// `op` if its request went out; otherwise its slot is given back and the error
+    /// returned.
+    pub(crate) fn op_sent(&self, op: OpId, sent: Result<(), AmError>) -> Result<OpId, AmError> {
+        if sent.is_err() {
+            self.ops.borrow_mut().close(op);
+        }
+        sent.map(|()| op)
+    }
+
+    /// True once every reply of `op` is in.
+    pub fn op_done(&self, op: OpId) -> bool {
+        self.ops.borrow().slots[op.slot].pending == 0
+    }
+
+    /// Waits for `op` (running handlers), copies a get's bytes into `out` (as many as
+    /// both hold), frees its slot and returns an atomic's old value (0 for others).
+    /// [`AmError::RemoteRefused`] if the target refused it.
+    pub fn op_wait(&self, op: OpId, out: &mut [u8]) -> Result<u64, AmError> {
+        self.wait_until(|_| self.op_done(op))?;
+        let mut ops = self.ops.borrow_mut();
+        let s = &ops.slots[op.slot];
+        let n = out.len().min(s.data.len());
+        out[..n].copy_from_slice(&s.data[..n]);
+        let (refused, value) = (s.refused, s.value);
+        ops.close(op);
+        match refused {
+            true => Err(AmError::RemoteRefused),
+            false => Ok(value),
+        }
+    }
+
+    /// Lands a reply (`msg`: the operation's word, the status, then what `landed`
+    /// says) in its operation's slot.
+    pub(super) fn land_reply(&self, msg: &Msg<'_>, landed: Landed<'_>) -> Result<(), AmError> {
+        let mut ops = self.ops.borrow_mut();
+        let slot = ops.slot(msg.arg(0), msg.source())?;
+        slot.refused |= msg.arg(1) != OK;
+        match landed {
+            Landed::Status => {}
+            Landed::Bytes { .. } if msg.arg(1) != OK => {}
+            Landed::Bytes { at, bytes } => match at
+                .checked_add(bytes.len())
+                .and_then(|end| slot.data.get_mut(at..end))
+            {
+                Some(d) => d.copy_from_slice(bytes),
+                None => slot.refused = true,
+            },
+            Landed::Value(v) => slot.value = v,
+        }
+        slot.pending -= 1;
+        Ok(())
+    }
+}
