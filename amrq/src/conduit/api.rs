@@ -201,6 +201,111 @@ pub trait ReceivedFrame<'a> {
     fn keep(self) -> Option<TagOnData<'a>>;
 }
 
+/// The receive side of a rank's Interrupt channels, moved out of its endpoint
+/// ([`Conduit::take_interrupts`]) into a progress thread (RQ's selective interrupts).
+/// The RQ layer's progress thread is written against this, so it serves any conduit.
+pub trait InterruptChannels: Send + 'static {
+    /// A received frame, borrowed from the view.
+    type Frame<'a>: ReceivedFrame<'a>
+    where
+        Self: 'a;
+    /// What the progress thread sleeps on while it does not hold the view.
+    type Alarm: InterruptAlarm;
+
+    /// The rank whose channels these are.
+    fn rank(&self) -> Rank;
+    /// The channels this view drains.
+    fn channels(&self) -> &[Channel];
+    /// True if a frame waits on one of the channels.
+    fn any_ready(&self) -> bool;
+    /// Runs `f` on up to `budget` frames of the channels, each in place, and removes
+    /// each after `f` returns; `f` is told each frame's channel (for a frame flagged
+    /// [`Message::INTERRUPT`], the channel it was sent to). Returns how many ran.
+    fn drain<E, F>(&self, budget: usize, f: F) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F: FnMut(Channel, &Self::Frame<'_>) -> Result<(), E>;
+    /// The sleeping side of this view, usable while another thread holds the view.
+    fn alarm(&self) -> Self::Alarm;
+}
+
+/// The sleeping side of a rank's Interrupt channels (`Send + Sync`).
+pub trait InterruptAlarm: Send + Sync + 'static {
+    /// Arms the channels' wake-up, then, if `still_idle()` (a last look, made after
+    /// arming so that no arrival is missed) says so, sleeps until a sender rings or
+    /// `timeout` passes; disarms before returning.
+    fn sleep_if(&self, still_idle: impl FnOnce() -> bool, timeout: std::time::Duration);
+}
+
+/// For a conduit without Interrupt channels: no value of this type exists, so
+/// [`Conduit::take_interrupts`] always answers `None`.
+#[derive(Debug)]
+pub enum NoInterrupts {}
+
+impl InterruptChannels for NoInterrupts {
+    type Frame<'a> = NoFrame;
+    type Alarm = NoInterrupts;
+    fn rank(&self) -> Rank {
+        match *self {}
+    }
+    fn channels(&self) -> &[Channel] {
+        match *self {}
+    }
+    fn any_ready(&self) -> bool {
+        match *self {}
+    }
+    fn drain<E, F>(&self, _: usize, _: F) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F: FnMut(Channel, &Self::Frame<'_>) -> Result<(), E>,
+    {
+        match *self {}
+    }
+    fn alarm(&self) -> Self::Alarm {
+        match *self {}
+    }
+}
+
+impl InterruptAlarm for NoInterrupts {
+    fn sleep_if(&self, _: impl FnOnce() -> bool, _: std::time::Duration) {
+        match *self {}
+    }
+}
+
+/// The frame type of [`NoInterrupts`]: none exists.
+#[derive(Debug)]
+pub enum NoFrame {}
+
+impl<'a> ReceivedFrame<'a> for NoFrame {
+    fn source(&self) -> Rank {
+        match *self {}
+    }
+    fn tag(&self) -> u16 {
+        match *self {}
+    }
+    fn flags(&self) -> u8 {
+        match *self {}
+    }
+    fn is_long(&self) -> bool {
+        match *self {}
+    }
+    fn args(&self) -> &[u64] {
+        match *self {}
+    }
+    fn payload(&self) -> &[u8] {
+        match *self {}
+    }
+    fn is_tag_on(&self) -> bool {
+        match *self {}
+    }
+    fn release(self) {
+        match self {}
+    }
+    fn keep(self) -> Option<TagOnData<'a>> {
+        match self {}
+    }
+}
+
 /// The operations every conduit offers. All calls are non-blocking, and a rank's conduit
 /// is used by one thread (it is `Send`, not `Sync`).
 pub trait Conduit {
@@ -209,12 +314,22 @@ pub trait Conduit {
     where
         Self: 'a;
 
+    /// The receive side of the Interrupt channels, for a progress thread
+    /// ([`NoInterrupts`] where the conduit has none).
+    type Interrupts: InterruptChannels;
+
     /// This rank.
     fn rank(&self) -> Rank;
     /// Ranks in the job.
     fn size(&self) -> usize;
     /// What this conduit can do.
     fn caps(&self) -> &Caps;
+
+    /// Moves the receive side of every Interrupt channel (and of the interrupt
+    /// channel, [`Caps::interrupt_channel`]) out of this endpoint, for a progress
+    /// thread; `None` if the job has none, or they were taken already. From then on
+    /// this endpoint answers [`ConduitError::DeliveredByInterrupts`] for them.
+    fn take_interrupts(&mut self) -> Option<Self::Interrupts>;
 
     /// Sends `msg` to channel `ch` of `dest`, or answers [`ConduitError::Busy`] with
     /// nothing sent if there is no room now ([`ConduitError::NotPermitted`] if this rank

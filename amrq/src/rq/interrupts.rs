@@ -21,8 +21,7 @@
 //! alternative — a locked state word — costs 11 ns per section and little per interrupt;
 //! it is what this falls back to where `membarrier` is not available.
 
-use crate::conduit::mem::InterruptRx;
-use crate::conduit::{ConduitError, ReceivedFrame};
+use crate::conduit::{ConduitError, InterruptAlarm, InterruptChannels, ReceivedFrame};
 use crate::rq::QueueId;
 use crate::util::futex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -39,12 +38,12 @@ const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 /// The Interrupt channels and the program's handler, behind one lock: the progress
 /// thread drains them, and so does the owner when it ends a section that deferred
 /// handlers.
-struct Served<H> {
-    rx: InterruptRx,
+struct Served<R, H> {
+    rx: R,
     handler: H,
 }
 
-impl<H: FnMut(QueueId, usize, &[u64], &[u8])> Served<H> {
+impl<R: InterruptChannels, H: FnMut(QueueId, usize, &[u64], &[u8])> Served<R, H> {
     /// Runs the handler on up to `budget` frames; how many ran.
     fn run(&mut self, budget: usize) -> usize {
         let handler = &mut self.handler;
@@ -159,8 +158,9 @@ impl Interrupts {
     /// Starts the progress thread over `rx`, running `handler(queue, source, args,
     /// payload)` on every frame of the Interrupt queues: on the progress thread, or on
     /// the owner's thread at the end of a section that deferred it.
-    pub(crate) fn start<H>(rx: InterruptRx, handler: H) -> Self
+    pub(crate) fn start<R, H>(rx: R, handler: H) -> Self
     where
+        R: InterruptChannels,
         H: FnMut(QueueId, usize, &[u64], &[u8]) + Send + 'static,
     {
         let asymmetric = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
@@ -188,11 +188,7 @@ impl Interrupts {
                         }
                         // Sleep without the lock, so that the owner can run deferred
                         // handlers meanwhile.
-                        let (w, mine) = alarm.arm();
-                        if !lock(&served).rx.any_ready() {
-                            alarm.sleep(w, Duration::from_millis(20));
-                        }
-                        alarm.disarm(mine);
+                        alarm.sleep_if(|| !lock(&served).rx.any_ready(), Duration::from_millis(20));
                         continue;
                     }
                     idle = 0;

@@ -134,7 +134,7 @@ pub struct Rq<C: Conduit = MemConduit> {
     conduit: C,
 }
 
-impl Rq<MemConduit> {
+impl<C: Conduit> Rq<C> {
     /// Starts this rank's progress thread for its Interrupt queues
     /// ([`Delivery::Interrupt`](crate::conduit::Delivery)) and for frames flagged
     /// interrupt by their senders: it runs `handler(queue, source, args, payload)` on
@@ -168,9 +168,7 @@ impl Rq<MemConduit> {
         let rx = self.conduit.take_interrupts()?;
         Some(Interrupts::start(rx, handler))
     }
-}
 
-impl<C: Conduit> Rq<C> {
     /// The queues of the rank that owns `conduit`.
     pub fn new(conduit: C) -> Self {
         Self { conduit }

@@ -221,6 +221,11 @@ impl MemConduit {
 
 impl Conduit for MemConduit {
     type Frame<'a> = MemFrame<'a>;
+    type Interrupts = super::InterruptRx;
+
+    fn take_interrupts(&mut self) -> Option<super::InterruptRx> {
+        self.interrupts_view()
+    }
 
     fn rank(&self) -> Rank {
         self.rank

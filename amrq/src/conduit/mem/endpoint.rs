@@ -235,11 +235,10 @@ impl MemConduit {
         self.one_poll_state.get().0
     }
 
-    /// Moves the receive side of every Interrupt channel out of this endpoint into a
-    /// view for a progress thread; `None` if the job has no Interrupt channel. From then
-    /// on this endpoint answers [`ConduitError::DeliveredByInterrupts`](crate::conduit::ConduitError::DeliveredByInterrupts) for them, and
-    /// each consumer state still has one owner.
-    pub fn take_interrupts(&mut self) -> Option<InterruptRx> {
+    /// [`Conduit::take_interrupts`](crate::conduit::Conduit::take_interrupts): the
+    /// receive sides of the Interrupt channels move into a view (an endpoint with no
+    /// senders), so that each consumer state still has one owner.
+    pub(super) fn interrupts_view(&mut self) -> Option<InterruptRx> {
         let channels: Vec<Channel> = (0..self.rx.len())
             .filter(|&ch| self.caps.channels[ch].interrupt && !self.rx[ch].moved)
             .collect();

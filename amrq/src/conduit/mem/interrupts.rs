@@ -5,7 +5,7 @@
 //! armed, so its fast path makes no system call.
 
 use super::{MemConduit, MemFrame};
-use crate::conduit::{Channel, Conduit, ConduitError};
+use crate::conduit::{Channel, Conduit, ConduitError, InterruptAlarm, InterruptChannels};
 use std::time::Duration;
 
 /// The Interrupt channels of one rank, for its progress thread. `Send`: move it there.
@@ -34,23 +34,27 @@ impl InterruptRx {
             bits,
         }
     }
+}
 
-    /// The channels this view drains.
-    pub fn channels(&self) -> &[Channel] {
+impl InterruptChannels for InterruptRx {
+    type Frame<'a> = MemFrame<'a>;
+    type Alarm = Alarm;
+
+    fn rank(&self) -> usize {
+        self.view.rank()
+    }
+
+    fn channels(&self) -> &[Channel] {
         &self.channels
     }
 
-    /// True if a frame waits on one of the channels.
-    pub fn any_ready(&self) -> bool {
+    fn any_ready(&self) -> bool {
         self.channels
             .iter()
             .any(|&ch| self.view.rx[ch].next_ready().is_some())
     }
 
-    /// Runs `f` on up to `budget` frames of the channels, each in place, and removes
-    /// each after `f` returns; `f` is told each frame's channel (for a frame flagged
-    /// interrupt by its sender, the channel it was sent to). Returns how many ran.
-    pub fn drain<E, F>(&self, budget: usize, mut f: F) -> Result<usize, E>
+    fn drain<E, F>(&self, budget: usize, mut f: F) -> Result<usize, E>
     where
         E: From<ConduitError>,
         F: FnMut(Channel, &MemFrame<'_>) -> Result<(), E>,
@@ -75,14 +79,7 @@ impl InterruptRx {
         Ok(done)
     }
 
-    /// The rank this view belongs to.
-    pub fn rank(&self) -> usize {
-        self.view.rank()
-    }
-
-    /// The doorbell side of this view, which a thread can sleep on while another
-    /// thread holds the view (to drain it).
-    pub fn alarm(&self) -> Alarm {
+    fn alarm(&self) -> Alarm {
         Alarm {
             doorbell: self.view.doorbell,
             bits: self.bits,
@@ -111,20 +108,17 @@ impl Alarm {
         // SAFETY: see the `Send` impl.
         unsafe { &*self.doorbell }
     }
+}
 
-    /// Arms the channels for a sleeper (see [`super::Doorbell::arm_sleeper`]); look at
-    /// them once more, then [`Alarm::sleep`] if still empty, then [`Alarm::disarm`].
-    pub fn arm(&self) -> (u32, u64) {
-        self.doorbell().arm_sleeper(self.bits)
-    }
-
-    /// Sleeps until a sender rings after the arm that returned `w`, or `timeout`.
-    pub fn sleep(&self, w: u32, timeout: Duration) {
-        self.doorbell().sleep(w, timeout);
-    }
-
-    /// Undoes the arm that returned `mine`.
-    pub fn disarm(&self, mine: u64) {
-        self.doorbell().disarm_sleeper(self.bits, mine);
+impl InterruptAlarm for Alarm {
+    /// Arms the channels' bits for a sleeper ([`super::Doorbell::arm_sleeper`]), looks
+    /// once more, sleeps on the doorbell's futex word, disarms.
+    fn sleep_if(&self, still_idle: impl FnOnce() -> bool, timeout: Duration) {
+        let d = self.doorbell();
+        let (w, mine) = d.arm_sleeper(self.bits);
+        if still_idle() {
+            d.sleep(w, timeout);
+        }
+        d.disarm_sleeper(self.bits, mine);
     }
 }
