@@ -16,7 +16,7 @@
 use crate::bootstrap::env::{detect, ENV_KEY, ENV_RANK, ENV_SIZE};
 use crate::bootstrap::{BootError, JobKey};
 use crate::conduit::mem::MemConduit;
-use crate::conduit::ConduitError;
+use crate::conduit::{ConduitError, ConduitSpec};
 use crate::util::affinity::allowed_cores;
 use crate::Config;
 use std::ffi::{OsStr, OsString};
@@ -417,16 +417,18 @@ fn label_output(rank: usize, child: &mut Child) -> Vec<std::thread::JoinHandle<(
 /// If a launcher placed this process in a job, attaches it to the job's shared memory
 /// and returns its endpoint; `Ok(None)` if this process was started on its own.
 pub fn joined(config: &Config) -> Result<Option<MemConduit>, LaunchError> {
+    joined_spec(&config.conduit_spec())
+}
+
+/// [`joined`] with the conduit's channels and sizes given directly (what a program
+/// below the RQ layer, such as the conduit conformance tests, asks for).
+pub fn joined_spec(spec: &ConduitSpec) -> Result<Option<MemConduit>, LaunchError> {
     let Some(place) = detect()? else {
         return Ok(None);
     };
     let timeout = Duration::from_secs(60);
     Ok(Some(crate::conduit::shm::attach(
-        place.rank,
-        place.size,
-        place.key,
-        &config.conduit_spec(),
-        timeout,
+        place.rank, place.size, place.key, spec, timeout,
     )?))
 }
 

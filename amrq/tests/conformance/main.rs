@@ -1,0 +1,102 @@
+//! The conduit conformance suite: what every conduit must do, written once against the
+//! `Conduit` trait (`cases.rs`) and run for each conduit (`run.rs`), like UCX's gtest
+//! or GASNet-EX's test programs. A new conduit is done when the suite passes: give it
+//! a runner and one `suite!` line below.
+//!
+//! Each test is `<conduit>::<case>`; `cargo test --test conformance shm_processes`
+//! runs one conduit's.
+
+#![cfg(not(amrq_loom))]
+
+mod cases;
+mod deferred;
+mod run;
+
+/// The tests of every case for one conduit: `suite!(name, runner, ranks)`, where
+/// `runner(test_name, ranks, case)` starts a job of that conduit running the case.
+macro_rules! suite {
+    ($conduit:ident, $runner:path, $ranks:expr) => {
+        mod $conduit {
+            use super::cases;
+            suite!(@cases $conduit, $runner, $ranks,
+                exactly_once_in_order,
+                exactly_once_in_order_shared,
+                busy_on_full_ring_sends_nothing,
+                frame_limits,
+                one_poll_in_priority_order,
+                sleeping_wait_wakes_on_arrival,
+                interrupts_deliver_without_polling,
+                put_get_complete,
+                atomics_are_atomic,
+                departed_peers_are_seen_and_their_frames_delivered,
+                dead_peer_is_reported,
+                sender_not_permitted_is_refused,
+            );
+        }
+    };
+    (@cases $conduit:ident, $runner:path, $ranks:expr, $($case:ident,)*) => {
+        $(
+            #[test]
+            fn $case() {
+                let name = concat!(stringify!($conduit), "::", stringify!($case));
+                $runner(name, $ranks, cases::$case);
+            }
+        )*
+    };
+}
+
+suite!(threads, crate::run::threads, 3);
+suite!(shm_processes, crate::run::processes, 3);
+suite!(in_flight, crate::deferred::threads, 3);
+
+/// The RMA layer over a conduit that leaves its operations in flight: every call
+/// completes them (handles, implicit operations, counters, atomics) with the same
+/// results as over the ring conduit, where every operation completes at once.
+#[test]
+fn rma_completes_operations_a_conduit_leaves_in_flight() {
+    use amrq::prelude::*;
+    use amrq::rma::{Completion, Rma, RmaError};
+
+    let eps = amrq::conduit::threads::endpoints_for(2, &Config::default().conduit_spec())
+        .expect("endpoints");
+    let rank = |c: deferred::Deferred<amrq::conduit::mem::MemConduit>| -> Result<(), RmaError> {
+        let am = Am::new(c, HandlerTable::new(), ())?;
+        let rma = Rma::new(&am);
+        let (me, peer) = (am.rank(), 1 - am.rank());
+        let at = rma.alloc_symmetric(4096, 8)?;
+        let counter = rma.alloc_symmetric(8, 8)?;
+        let data: Vec<u8> = (0..1024).map(|i| (i * 3 + me) as u8).collect();
+        let h = rma.put_nb(peer, at, &data[..256])?;
+        while !h.test() {}
+        h.wait()?;
+        rma.put_nbi(peer, at + 256, &data[256..512])?;
+        rma.put_nbi(peer, at + 512, &data[512..768])?;
+        assert_eq!(rma.sync_nbi()?, 2);
+        let done = Completion {
+            counter: Some(counter),
+            ..Default::default()
+        };
+        rma.put_with(peer, at + 768, &data[768..], done)?;
+        am.barrier()?;
+        assert_eq!(rma.load(me, counter)?, 1, "the peer's counted put arrived");
+        let mut back = vec![0u8; 1024];
+        rma.get_nb(me, at, &mut back)?.wait()?;
+        let want: Vec<u8> = (0..1024).map(|i| (i * 3 + peer) as u8).collect();
+        assert_eq!(back, want, "what the peer put, read back through get_nb");
+        let mut again = vec![0u8; 1024];
+        rma.get(peer, at, &mut again)?;
+        assert_eq!(again, data, "what this rank put, read back through get");
+        am.barrier()?;
+        Ok(())
+    };
+    let out: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = eps
+            .into_iter()
+            .map(|c| s.spawn(move || rank(deferred::Deferred::new(c))))
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("rank panicked"))
+            .collect()
+    });
+    assert!(out.iter().all(Result::is_ok), "{out:?}");
+}

@@ -1,0 +1,139 @@
+//! How the suite's jobs are started for each conduit: ranks as threads of this test,
+//! or as processes (this test binary re-executed, filtered to the same test, joining
+//! the job through the launcher's environment).
+
+use super::cases::{spec, Failed, Job, Outcome};
+use amrq::bootstrap::Boot;
+use amrq::conduit::mem::MemConduit;
+use amrq::conduit::{threads, Conduit};
+use amrq::launch::{Bind, Launcher};
+use std::ffi::OsString;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The cases spin: one job at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A case as a runner calls it.
+pub type Case<C> = fn(C, &Job<C>) -> Outcome;
+
+/// Runs `case` on `ranks` ranks as threads over the `threads` conduit.
+pub fn threads(_test: &str, ranks: usize, case: Case<MemConduit>) {
+    let _g = one_at_a_time();
+    let eps = threads::endpoints_for(ranks, &spec()).expect("endpoints");
+    let job = Job { die: die_thread };
+    on_threads(eps, |c| c.boot().clone(), &job, case);
+}
+
+/// Runs `case` on every endpoint of `eps`, one thread each, and fails the test with
+/// every rank's complaint. `boot` gives the job's bootstrap, which is told when a rank
+/// has finished (as `amrq::threads::run` does).
+pub fn on_threads<C: Conduit + Send + 'static>(
+    eps: Vec<C>,
+    boot: impl Fn(&C) -> Boot,
+    job: &Job<C>,
+    case: Case<C>,
+) {
+    let errors: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = eps
+            .into_iter()
+            .map(|c| {
+                let (rank, boot) = (c.rank(), boot(&c));
+                s.spawn(move || {
+                    let out = case(c, job);
+                    match &out {
+                        Ok(()) => boot.mark_left(rank),
+                        Err(e) => boot.mark_failed(rank, e.to_string()),
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .enumerate()
+            .filter_map(|(r, h)| match h.join() {
+                Ok(Ok(())) => None,
+                Ok(Err(Failed(e))) => Some(e),
+                Err(_) => Some(format!("rank {r} panicked")),
+            })
+            .collect()
+    });
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+/// A thread rank's crash: marked failed, its endpoint gone without leaving.
+fn die_thread(c: MemConduit) {
+    c.boot().mark_failed(c.rank(), "died on purpose".into());
+    std::mem::forget(c);
+}
+
+/// Where a rank of the job with `token` leaves word that it ran its part (a child whose
+/// test filter matched nothing would exit 0 too, without this).
+fn marker(token: &str, rank: usize) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("amrq-conformance-ran-{token}-{rank}"))
+}
+
+fn mark_ran(rank: usize) -> bool {
+    let token = std::env::var("AMRQ_TEST_TOKEN").unwrap_or_default();
+    std::fs::write(marker(&token, rank), b"ran").is_ok()
+}
+
+/// A process rank's crash: it records that it ran, then exits at once (no destructor
+/// runs, so it never says it left).
+fn die_process(c: MemConduit) {
+    let ok = mark_ran(c.rank());
+    std::process::exit(if ok { 0 } else { 1 });
+}
+
+/// Runs `case` on `ranks` ranks as processes over the `shm` conduit, launched by
+/// amrq's launcher. In a rank (found by the launcher's environment) this runs the
+/// rank's part and exits; otherwise it starts the job and checks every rank ran.
+pub fn processes(test: &str, ranks: usize, case: Case<MemConduit>) {
+    match amrq::launch::joined_spec(&spec()) {
+        Ok(Some(c)) => {
+            let rank = c.rank();
+            let code = match case(c, &Job { die: die_process }) {
+                Ok(()) if mark_ran(rank) => 0,
+                Ok(()) => 1,
+                Err(e) => {
+                    eprintln!("{e}");
+                    1
+                }
+            };
+            std::process::exit(code);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("cannot join: {e}");
+            std::process::exit(1);
+        }
+    }
+    let _g = one_at_a_time();
+    let token = amrq::bootstrap::JobKey::random()
+        .expect("random")
+        .to_string();
+    let mut l = Launcher::new(ranks);
+    l.bind = Bind::None;
+    l.verbose = false;
+    l.timeout = Some(Duration::from_secs(120));
+    l.env = vec![("AMRQ_TEST_TOKEN".into(), token.clone())];
+    let exe = std::env::current_exe().expect("test binary");
+    let args: Vec<OsString> = ["--exact", test, "--nocapture", "--test-threads=1"]
+        .iter()
+        .map(OsString::from)
+        .collect();
+    let out = l.run(exe.as_os_str(), &args).expect("job starts");
+    let missing: Vec<usize> = (0..ranks)
+        .filter(|&r| std::fs::remove_file(marker(&token, r)).is_err())
+        .collect();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        missing.is_empty(),
+        "ranks {missing:?} did not run their part"
+    );
+}
