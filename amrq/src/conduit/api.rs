@@ -218,23 +218,80 @@ pub trait InterruptChannels: Send + 'static {
     fn channels(&self) -> &[Channel];
     /// True if a frame waits on one of the channels.
     fn any_ready(&self) -> bool;
-    /// Runs `f` on up to `budget` frames of the channels, each in place, and removes
-    /// each after `f` returns; `f` is told each frame's channel (for a frame flagged
-    /// [`Message::INTERRUPT`], the channel it was sent to). Returns how many ran.
-    fn drain<E, F>(&self, budget: usize, f: F) -> Result<usize, E>
-    where
-        E: From<ConduitError>,
-        F: FnMut(Channel, &Self::Frame<'_>) -> Result<(), E>;
+    /// The next frame of the channels, in place, and the channel it belongs to (for a
+    /// frame flagged [`Message::INTERRUPT`], the channel it was sent to); the caller
+    /// releases it. One frame out at a time.
+    #[allow(clippy::type_complexity)]
+    fn take(&self) -> Result<Option<(Channel, Self::Frame<'_>)>, ConduitError>;
     /// The sleeping side of this view, usable while another thread holds the view.
     fn alarm(&self) -> Self::Alarm;
+
+    /// Runs `f` on up to `budget` frames ([`InterruptChannels::take`]), removing each
+    /// after `f` returns (also when it fails: its error is returned after the frame is
+    /// removed). Returns how many ran.
+    fn drain<E, F>(&self, budget: usize, mut f: F) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F: FnMut(Channel, &Self::Frame<'_>) -> Result<(), E>,
+    {
+        let mut done = 0;
+        while done < budget {
+            let Some((ch, frame)) = self.take()? else {
+                break;
+            };
+            let r = f(ch, &frame);
+            frame.release();
+            done += 1;
+            r?;
+        }
+        Ok(done)
+    }
 }
 
 /// The sleeping side of a rank's Interrupt channels (`Send + Sync`).
 pub trait InterruptAlarm: Send + Sync + 'static {
-    /// Arms the channels' wake-up, then, if `still_idle()` (a last look, made after
-    /// arming so that no arrival is missed) says so, sleeps until a sender rings or
-    /// `timeout` passes; disarms before returning.
-    fn sleep_if(&self, still_idle: impl FnOnce() -> bool, timeout: std::time::Duration);
+    /// Arms the channels' wake-up: a sender that delivers after this changes the
+    /// returned word.
+    fn arm(&self) -> Armed<'_>;
+    /// Undoes [`InterruptAlarm::arm`].
+    fn disarm(&self, armed: Armed<'_>);
+
+    /// Arms, then, if `still_idle()` (a last look, made after arming so that no
+    /// arrival is missed) says so, sleeps until a sender rings or `timeout` passes;
+    /// disarms before returning.
+    fn sleep_if(&self, still_idle: impl FnOnce() -> bool, timeout: std::time::Duration) {
+        let armed = self.arm();
+        if still_idle() {
+            crate::util::futex::wait(armed.word, armed.seen, timeout);
+        }
+        self.disarm(armed);
+    }
+}
+
+/// A blocking wait, armed: the futex word to sleep on and the value it had when armed
+/// (a sender that delivers after the arm changes it, and wakes the word's sleepers),
+/// and what the conduit needs to disarm. Several conduits' words are slept on together
+/// with `futex_waitv` ([`crate::util::futex::wait_any`]): that is how a conduit made of
+/// two sleeps on both.
+#[derive(Debug)]
+pub struct Armed<'a> {
+    /// The word (it may be in memory shared with other processes).
+    pub word: &'a std::sync::atomic::AtomicU32,
+    /// Its value when armed.
+    pub seen: u32,
+    /// The conduit's own (what it armed).
+    pub token: u64,
+}
+
+/// What arming a blocking wait answers ([`Conduit::arm_arrival`]).
+#[derive(Debug)]
+pub enum Arming<'a> {
+    /// Armed: sleep on the word, then disarm.
+    Armed(Armed<'a>),
+    /// A frame may be there already: do not sleep (nothing is armed).
+    Ready,
+    /// This set cannot be slept on (a channel of it rings no doorbell): yield instead.
+    CannotSleep,
 }
 
 /// For a conduit without Interrupt channels: no value of this type exists, so
@@ -254,11 +311,7 @@ impl InterruptChannels for NoInterrupts {
     fn any_ready(&self) -> bool {
         match *self {}
     }
-    fn drain<E, F>(&self, _: usize, _: F) -> Result<usize, E>
-    where
-        E: From<ConduitError>,
-        F: FnMut(Channel, &Self::Frame<'_>) -> Result<(), E>,
-    {
+    fn take(&self) -> Result<Option<(Channel, NoFrame)>, ConduitError> {
         match *self {}
     }
     fn alarm(&self) -> Self::Alarm {
@@ -267,7 +320,10 @@ impl InterruptChannels for NoInterrupts {
 }
 
 impl InterruptAlarm for NoInterrupts {
-    fn sleep_if(&self, _: impl FnOnce() -> bool, _: std::time::Duration) {
+    fn arm(&self) -> Armed<'_> {
+        match *self {}
+    }
+    fn disarm(&self, _: Armed<'_>) {
         match *self {}
     }
 }
@@ -389,7 +445,33 @@ pub trait Conduit {
         &self,
         set: &PollSet,
         timeout: std::time::Duration,
-    ) -> Result<(), ConduitError>;
+    ) -> Result<(), ConduitError> {
+        match self.arm_arrival(set)? {
+            Arming::Armed(armed) => {
+                crate::util::futex::wait(armed.word, armed.seen, timeout);
+                self.disarm_arrival(set, armed);
+            }
+            Arming::Ready => {}
+            Arming::CannotSleep => std::thread::yield_now(),
+        }
+        Ok(())
+    }
+
+    /// The first half of [`Conduit::wait_for_arrival`], for a conduit made of several
+    /// that sleeps on all of them at once: arms `set`'s wake-up and looks once more
+    /// (so that no frame sent meanwhile is slept through). A conduit whose wake-up is
+    /// not a futex word (a network's file descriptor) gives one that a helper bumps
+    /// when the descriptor becomes readable (see the module doc). Default:
+    /// [`Arming::CannotSleep`].
+    fn arm_arrival(&self, set: &PollSet) -> Result<Arming<'_>, ConduitError> {
+        let _ = set;
+        Ok(Arming::CannotSleep)
+    }
+
+    /// Undoes [`Conduit::arm_arrival`].
+    fn disarm_arrival(&self, set: &PollSet, armed: Armed<'_>) {
+        let _ = (set, armed);
+    }
 
     /// Starts copying `data` to byte `offset` of `dest`'s registered segment (UCX's
     /// `ucp_put_nbx`); `data` may be reused when this returns. [`Started::Done`]: the

@@ -33,8 +33,9 @@ pub mod threads;
 
 #[cfg(not(amrq_loom))]
 pub use api::{
-    CapFlags, Caps, Channel, ChannelCaps, Conduit, InterruptAlarm, InterruptChannels, Message,
-    NoFrame, NoInterrupts, PollSet, Rank, ReceivedFrame, Senders, TagOnData,
+    Armed, Arming, CapFlags, Caps, Channel, ChannelCaps, Conduit, InterruptAlarm,
+    InterruptChannels, Message, NoFrame, NoInterrupts, PollSet, Rank, ReceivedFrame, Senders,
+    TagOnData,
 };
 #[cfg(not(amrq_loom))]
 pub use error::ConduitError;

@@ -9,8 +9,8 @@ use crate::conduit::ring::{
     FrameHeader, Peeked, RingMemory, FLAG_LONG, FLAG_TAG_ON, MAX_ARGS, USER_FLAGS,
 };
 use crate::conduit::{
-    AtomicOp, Caps, Channel, Conduit, ConduitError, ConduitSpec, Message, PollSet, Rank,
-    ReceivedFrame, Started,
+    Armed, Arming, AtomicOp, Caps, Channel, Conduit, ConduitError, ConduitSpec, Message, PollSet,
+    Rank, ReceivedFrame, Started,
 };
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
@@ -461,22 +461,31 @@ impl Conduit for MemConduit {
         Ok(None)
     }
 
-    fn wait_for_arrival(
-        &self,
-        set: &PollSet,
-        timeout: std::time::Duration,
-    ) -> Result<(), ConduitError> {
+    fn arm_arrival(&self, set: &PollSet) -> Result<Arming<'_>, ConduitError> {
         if !set.all_notify {
-            std::thread::yield_now(); // no doorbell to be woken by
-            return Ok(());
+            return Ok(Arming::CannotSleep); // no doorbell to be woken by
         }
-        let any_ready = || {
-            set.channels
-                .iter()
-                .any(|&ch| self.rx[ch].next_ready().is_some())
-        };
-        self.sleep_on(set.bits, any_ready, timeout);
-        Ok(())
+        // Armed, then one more look: either a sender saw the arm (and bumps the word),
+        // or this look sees its frame.
+        let d = self.doorbell();
+        let (seen, token) = d.arm_sleeper(set.bits);
+        if set
+            .channels
+            .iter()
+            .any(|&ch| self.rx[ch].next_ready().is_some())
+        {
+            d.disarm_sleeper(set.bits, token);
+            return Ok(Arming::Ready);
+        }
+        Ok(Arming::Armed(Armed {
+            word: &d.wake,
+            seen,
+            token,
+        }))
+    }
+
+    fn disarm_arrival(&self, set: &PollSet, armed: Armed<'_>) {
+        self.doorbell().disarm_sleeper(set.bits, armed.token);
     }
 
     #[inline(always)]

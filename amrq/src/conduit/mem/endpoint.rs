@@ -270,24 +270,10 @@ impl MemConduit {
         Some(InterruptRx::new(view, channels))
     }
 
-    /// Sleeps until a frame may have arrived on the doorbell channels `bits`, or
-    /// `timeout` passes (a backstop). Arms them as a sleeper, fences, and runs
-    /// `any_ready` once more before sleeping, so a frame sent meanwhile is never slept
-    /// through: either its sender saw the arm and bumps the futex word, or this look
-    /// sees the frame. Bits that were armed already (by One-poll) stay armed.
-    pub(super) fn sleep_on(
-        &self,
-        bits: u64,
-        any_ready: impl Fn() -> bool,
-        timeout: std::time::Duration,
-    ) {
+    /// This rank's doorbell.
+    pub(super) fn doorbell(&self) -> &super::Doorbell {
         // SAFETY: this rank's doorbell, inside the region the owner keeps alive.
-        let d = unsafe { &*self.doorbell };
-        let (w, mine) = d.arm_sleeper(bits);
-        if !any_ready() {
-            d.sleep(w, timeout);
-        }
-        d.disarm_sleeper(bits, mine);
+        unsafe { &*self.doorbell }
     }
 
     /// The bootstrap this endpoint's job uses.

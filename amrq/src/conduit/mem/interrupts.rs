@@ -5,8 +5,7 @@
 //! armed, so its fast path makes no system call.
 
 use super::{MemConduit, MemFrame};
-use crate::conduit::{Channel, Conduit, ConduitError, InterruptAlarm, InterruptChannels};
-use std::time::Duration;
+use crate::conduit::{Armed, Channel, Conduit, ConduitError, InterruptAlarm, InterruptChannels};
 
 /// The Interrupt channels of one rank, for its progress thread. `Send`: move it there.
 pub struct InterruptRx {
@@ -54,29 +53,19 @@ impl InterruptChannels for InterruptRx {
             .any(|&ch| self.view.rx[ch].next_ready().is_some())
     }
 
-    fn drain<E, F>(&self, budget: usize, mut f: F) -> Result<usize, E>
-    where
-        E: From<ConduitError>,
-        F: FnMut(Channel, &MemFrame<'_>) -> Result<(), E>,
-    {
-        let mut done = 0;
+    fn take(&self) -> Result<Option<(Channel, MemFrame<'_>)>, ConduitError> {
         for &ch in &self.channels {
-            if done == budget {
-                break;
-            }
-            let carried = self.view.caps.interrupt_channel == Some(ch);
-            done += self.view.drain(ch, budget - done, |frame| {
+            if let Some(frame) = self.view.peek(ch)? {
                 // A frame flagged interrupt is delivered as a frame of the channel it
                 // was sent to (checked when it was taken).
-                let of = if carried {
-                    frame.hidden_word() as Channel
-                } else {
-                    ch
+                let of = match self.view.caps.interrupt_channel == Some(ch) {
+                    true => frame.hidden_word() as Channel,
+                    false => ch,
                 };
-                f(of, frame)
-            })?;
+                return Ok(Some((of, frame)));
+            }
         }
-        Ok(done)
+        Ok(None)
     }
 
     fn alarm(&self) -> Alarm {
@@ -111,14 +100,18 @@ impl Alarm {
 }
 
 impl InterruptAlarm for Alarm {
-    /// Arms the channels' bits for a sleeper ([`super::Doorbell::arm_sleeper`]), looks
-    /// once more, sleeps on the doorbell's futex word, disarms.
-    fn sleep_if(&self, still_idle: impl FnOnce() -> bool, timeout: Duration) {
+    /// Arms the channels' bits for a sleeper ([`super::Doorbell::arm_sleeper`]).
+    fn arm(&self) -> Armed<'_> {
         let d = self.doorbell();
-        let (w, mine) = d.arm_sleeper(self.bits);
-        if still_idle() {
-            d.sleep(w, timeout);
+        let (seen, token) = d.arm_sleeper(self.bits);
+        Armed {
+            word: &d.wake,
+            seen,
+            token,
         }
-        d.disarm_sleeper(self.bits, mine);
+    }
+
+    fn disarm(&self, armed: Armed<'_>) {
+        self.doorbell().disarm_sleeper(self.bits, armed.token);
     }
 }
