@@ -3,7 +3,7 @@
 //! channel per queue); a conduit builds its endpoints from them and describes what it
 //! made in its [`Caps`](super::Caps).
 
-use super::{Channel, ConduitError, Senders};
+use super::{Channel, ConduitError, Rank, Senders};
 
 /// How the frames of a channel reach the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -132,6 +132,28 @@ impl ConduitSpec {
             segment_bytes: 64 << 10,
             remedy: "lower the segment or ring sizes".into(),
         }
+    }
+
+    /// This spec for a job made of `ranks` of this one (its rank `i` being rank
+    /// `ranks[i]` here): the lists of permitted senders renumbered, and those not in it
+    /// dropped. What the local half of a [`Combined`](super::combined::Combined)
+    /// conduit is built from.
+    ///
+    /// ```
+    /// use amrq::conduit::{ChannelSpec, ConduitSpec, Senders};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(4).senders(Senders::Only(vec![0, 3]))]);
+    /// let host = spec.restricted_to(&[2, 3]);
+    /// assert_eq!(host.channels[0].senders, Senders::Only(vec![1])); // rank 3 is its 1
+    /// ```
+    pub fn restricted_to(&self, ranks: &[Rank]) -> ConduitSpec {
+        let mut spec = self.clone();
+        for c in &mut spec.channels {
+            if let Senders::Only(v) = &c.senders {
+                let local = v.iter().filter_map(|s| ranks.iter().position(|r| r == s));
+                c.senders = Senders::Only(local.collect());
+            }
+        }
+        spec
     }
 
     /// The doorbell bit of channel `ch`: channels share bit `ch % 64`.

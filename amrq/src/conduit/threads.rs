@@ -37,14 +37,47 @@ pub fn endpoints(ranks: usize, channel_slots: &[u64]) -> Result<Vec<MemConduit>,
 /// assert!(eps[2].caps().channels[0].shared);
 /// ```
 pub fn endpoints_for(ranks: usize, spec: &ConduitSpec) -> Result<Vec<MemConduit>, ConduitError> {
+    let which: Vec<usize> = (0..ranks).collect();
+    endpoints_on(spec, &segments(ranks, spec)?, &which)
+}
+
+/// The registered segments of `ranks` thread ranks (heap memory, zeroed lazily).
+pub fn segments(ranks: usize, spec: &ConduitSpec) -> Result<Arc<[HeapRegion]>, ConduitError> {
+    Ok((0..ranks)
+        .map(|_| HeapRegion::new(spec.segment_bytes))
+        .collect::<Result<Vec<_>, _>>()?
+        .into())
+}
+
+/// The endpoints of a job of `which.len()` ranks whose rank `i` registers
+/// `segments[which[i]]`: one memory can be the segment of a rank in two jobs, as a
+/// rank's shared-memory segment is also registered with its network conduit (the
+/// halves of a [`Combined`](super::combined::Combined) conduit).
+///
+/// ```
+/// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec};
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(16)]);
+/// let segs = threads::segments(4, &spec).unwrap();
+/// let all = threads::endpoints_on(&spec, &segs, &[0, 1, 2, 3]).unwrap();
+/// let pair = threads::endpoints_on(&spec, &segs, &[2, 3]).unwrap();
+/// assert_eq!(all[2].segment(), pair[0].segment()); // one memory, two jobs
+/// ```
+pub fn endpoints_on(
+    spec: &ConduitSpec,
+    segments: &Arc<[HeapRegion]>,
+    which: &[usize],
+) -> Result<Vec<MemConduit>, ConduitError> {
+    let ranks = which.len();
+    if which.iter().any(|&w| w >= segments.len()) {
+        return Err(ConduitError::Setup(format!(
+            "segments {which:?} asked of {} segments",
+            segments.len()
+        )));
+    }
     let layout = RegionLayout::new(ranks, spec)?;
     let region = Arc::new(HeapRegion::new(layout.total_bytes())?);
     // SAFETY: the region is fresh, zeroed, page-aligned and of the layout's size.
     unsafe { layout.init(region.base()) };
-    let segments: Arc<[HeapRegion]> = (0..ranks)
-        .map(|_| HeapRegion::new(spec.segment_bytes))
-        .collect::<Result<Vec<_>, _>>()?
-        .into();
     let boot = Boot::Threads(Arc::new(ThreadsBoot::new(ranks)));
     Ok((0..ranks)
         .map(|rank| {
@@ -57,7 +90,7 @@ pub fn endpoints_for(ranks: usize, spec: &ConduitSpec) -> Result<Vec<MemConduit>
                     spec,
                     layout: &layout,
                     rings: region.base(),
-                    segments: segments.iter().map(HeapRegion::base).collect(),
+                    segments: which.iter().map(|&w| segments[w].base()).collect(),
                     segment_bytes: spec.segment_bytes,
                     owner: RegionOwner::Heap(region.clone(), segments.clone()),
                     boot: boot.clone(),

@@ -518,49 +518,61 @@ pub fn sleeping_wait_wakes_on_arrival<C: Conduit>(c: C, _: &Job<C>) -> Outcome {
             return fail(&c, format!("a 50 ms wait took {:?}", t.elapsed()));
         }
     }
-    ok(&c, c.barrier(), "barrier")?;
-    if me == 1 {
-        std::thread::sleep(Duration::from_millis(100)); // rank 0 is asleep by now
-        ok(
-            &c,
-            c.try_send(
-                0,
-                MAIN,
-                &Message {
-                    tag: 4,
-                    args: &[42],
-                    ..Message::default()
-                },
-            ),
-            "send",
-        )?;
-    }
-    if me == 0 {
-        let t = Instant::now();
-        loop {
-            if let Some(f) = ok(&c, c.peek(MAIN), "peek")? {
-                let v = f.args().to_vec();
-                f.release();
-                if v != [42] {
-                    return fail(&c, format!("woke to {v:?}"));
-                }
-                break;
-            }
-            if t.elapsed() > PATIENCE {
-                return fail(&c, "the frame never woke the wait");
-            }
-            ok(
-                &c,
-                c.wait_for_arrival(&set, Duration::from_secs(20)),
-                "wait",
-            )?;
+    // Woken by a sender of each kind (in a combined conduit, of each half).
+    for sender in [1, c.size() - 1] {
+        ok(&c, c.barrier(), "barrier")?;
+        if me == sender {
+            std::thread::sleep(Duration::from_millis(100)); // rank 0 is asleep by now
+            let m = Message {
+                tag: 4,
+                args: &[sender as u64],
+                ..Message::default()
+            };
+            ok(&c, c.try_send(0, MAIN, &m), "send")?;
         }
-        // One 20 s backstop would be 20 s: the frame woke it.
-        if t.elapsed() > Duration::from_secs(10) {
-            return fail(&c, format!("woken after {:?}", t.elapsed()));
+        if me == 0 {
+            let (t, cpu) = (Instant::now(), thread_cpu());
+            loop {
+                if let Some(f) = ok(&c, c.peek(MAIN), "peek")? {
+                    let v = f.args().to_vec();
+                    f.release();
+                    if v != [sender as u64] {
+                        return fail(&c, format!("woke to {v:?}"));
+                    }
+                    break;
+                }
+                if t.elapsed() > PATIENCE {
+                    return fail(&c, "the frame never woke the wait");
+                }
+                ok(
+                    &c,
+                    c.wait_for_arrival(&set, Duration::from_secs(20)),
+                    "wait",
+                )?;
+            }
+            // One 20 s backstop would be 20 s: the frame woke it; and it slept meanwhile
+            // (spinning ~100 ms would cost ~100 ms of this thread's time).
+            let (took, busy) = (t.elapsed(), thread_cpu() - cpu);
+            if took > Duration::from_secs(10) || busy > Duration::from_millis(40) {
+                return fail(
+                    &c,
+                    format!("woken by {sender} after {took:?}, {busy:?} of it on the CPU"),
+                );
+            }
         }
     }
     ok(&c, c.barrier(), "barrier")
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// Frames of an Interrupt channel, and frames flagged interrupt on a polled one, reach

@@ -239,7 +239,12 @@ pub fn threads(_test: &str, ranks: usize, case: Case<Deferred<MemConduit>>) {
     let eps = threads::endpoints_for(ranks, &spec()).expect("endpoints");
     let eps: Vec<_> = eps.into_iter().map(Deferred::new).collect();
     let job = Job { die };
-    on_threads(eps, |d| d.inner.boot().clone(), &job, case);
+    on_threads(
+        eps,
+        |d| vec![(d.inner.boot().clone(), d.rank())],
+        &job,
+        case,
+    );
 }
 
 fn die(d: Deferred<MemConduit>) {

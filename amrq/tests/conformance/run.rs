@@ -4,6 +4,7 @@
 
 use super::cases::{spec, Failed, Job, Outcome};
 use amrq::bootstrap::Boot;
+use amrq::conduit::combined::Combined;
 use amrq::conduit::mem::MemConduit;
 use amrq::conduit::{threads, Conduit};
 use amrq::launch::{Bind, Launcher};
@@ -26,15 +27,16 @@ pub fn threads(_test: &str, ranks: usize, case: Case<MemConduit>) {
     let _g = one_at_a_time();
     let eps = threads::endpoints_for(ranks, &spec()).expect("endpoints");
     let job = Job { die: die_thread };
-    on_threads(eps, |c| c.boot().clone(), &job, case);
+    on_threads(eps, |c| vec![(c.boot().clone(), c.rank())], &job, case);
 }
 
 /// Runs `case` on every endpoint of `eps`, one thread each, and fails the test with
-/// every rank's complaint. `boot` gives the job's bootstrap, which is told when a rank
-/// has finished (as `amrq::threads::run` does).
+/// every rank's complaint. `boots` gives the bootstraps of the rank's jobs and its rank
+/// in each (one per conduit it is made of), which are told when a rank has finished (as
+/// `amrq::threads::run` does).
 pub fn on_threads<C: Conduit + Send + 'static>(
     eps: Vec<C>,
-    boot: impl Fn(&C) -> Boot,
+    boots: impl Fn(&C) -> Vec<(Boot, usize)>,
     job: &Job<C>,
     case: Case<C>,
 ) {
@@ -42,12 +44,14 @@ pub fn on_threads<C: Conduit + Send + 'static>(
         let handles: Vec<_> = eps
             .into_iter()
             .map(|c| {
-                let (rank, boot) = (c.rank(), boot(&c));
+                let boots = boots(&c);
                 s.spawn(move || {
                     let out = case(c, job);
-                    match &out {
-                        Ok(()) => boot.mark_left(rank),
-                        Err(e) => boot.mark_failed(rank, e.to_string()),
+                    for (boot, rank) in boots {
+                        match &out {
+                            Ok(()) => boot.mark_left(rank),
+                            Err(e) => boot.mark_failed(rank, e.to_string()),
+                        }
                     }
                     out
                 })
@@ -136,4 +140,47 @@ pub fn processes(test: &str, ranks: usize, case: Case<MemConduit>) {
         missing.is_empty(),
         "ranks {missing:?} did not run their part"
     );
+}
+
+/// Runs `case` on `ranks` (even) thread ranks over a [`Combined`] conduit: two ranks
+/// per "host" share a local half, and a remote half spans the job; every rank's segment
+/// is one memory registered with both.
+pub fn combined(_test: &str, ranks: usize, case: Case<Both>) {
+    let _g = one_at_a_time();
+    let spec = spec();
+    let segs = threads::segments(ranks, &spec).expect("segments");
+    let all: Vec<usize> = (0..ranks).collect();
+    let remote = threads::endpoints_on(&spec, &segs, &all).expect("remote half");
+    let mut hosts: Vec<Vec<MemConduit>> = all
+        .chunks(2)
+        .map(|h| threads::endpoints_on(&spec.restricted_to(h), &segs, h).expect("local half"))
+        .collect();
+    let eps: Vec<Both> = remote
+        .into_iter()
+        .enumerate()
+        .map(|(r, remote)| {
+            let local = hosts[r / 2].remove(0);
+            Combined::new(local, remote, vec![r / 2 * 2, r / 2 * 2 + 1]).expect("combined")
+        })
+        .collect();
+    let boots = |c: &Both| {
+        vec![
+            (c.local().boot().clone(), c.local().rank()),
+            (c.remote().boot().clone(), c.remote().rank()),
+        ]
+    };
+    on_threads(eps, boots, &Job { die: die_combined }, case);
+}
+
+/// The combined conduit of the `combined` runner.
+pub type Both = Combined<MemConduit, MemConduit>;
+
+fn die_combined(c: Both) {
+    c.local()
+        .boot()
+        .mark_failed(c.local().rank(), "died on purpose".into());
+    c.remote()
+        .boot()
+        .mark_failed(c.remote().rank(), "died on purpose".into());
+    std::mem::forget(c);
 }
