@@ -12,34 +12,15 @@ use amrq::conduit::Conduit;
 use amrq::launch::{Bind, Launcher, Outcome};
 use amrq::prelude::*;
 use std::cell::{Cell, RefCell};
-use std::ffi::OsString;
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// Where a rank of the job with `token` leaves word that it ran its body to the end (a
-/// child whose test filter matched nothing would exit 0 too, without this).
-fn marker(token: &str, rank: usize) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("amrq-test-ran-{token}-{rank}"))
-}
-
-/// A fresh token for a job; its ranks find it in `AMRQ_TEST_TOKEN`.
-fn token() -> String {
-    amrq::bootstrap::JobKey::random()
-        .expect("random")
-        .to_string()
-}
-
-/// Checks that all `ranks` ranks of the job with `token` ran their body, and tidies up.
-fn all_ran(token: &str, ranks: usize) {
-    for r in 0..ranks {
-        let m = marker(token, r);
-        assert!(m.exists(), "rank {r} did not run its part of the test");
-        let _ = std::fs::remove_file(m);
-    }
-}
+#[path = "common/marker.rs"]
+mod marker;
+use marker::{all_ran, child_args, mark_ran, token};
 
 /// In a rank of this test's job: runs `body` and exits the process. Otherwise returns.
 fn rank_of(cfg: &Config, body: impl FnOnce(MemConduit) -> Result<(), String>) {
@@ -47,13 +28,8 @@ fn rank_of(cfg: &Config, body: impl FnOnce(MemConduit) -> Result<(), String>) {
         Ok(Some(c)) => {
             let rank = c.rank();
             let code = match body(c) {
-                Ok(()) => {
-                    let token = std::env::var("AMRQ_TEST_TOKEN").unwrap_or_default();
-                    match std::fs::write(marker(&token, rank), b"ran") {
-                        Ok(()) => 0,
-                        Err(_) => 1,
-                    }
-                }
+                Ok(()) if mark_ran(rank) => 0,
+                Ok(()) => 1,
                 Err(e) => {
                     eprintln!("rank failed: {e}");
                     1
@@ -67,13 +43,6 @@ fn rank_of(cfg: &Config, body: impl FnOnce(MemConduit) -> Result<(), String>) {
             std::process::exit(1);
         }
     }
-}
-
-fn child_args(test: &str) -> Vec<OsString> {
-    ["--exact", test, "--nocapture", "--test-threads=1"]
-        .iter()
-        .map(OsString::from)
-        .collect()
 }
 
 /// Starts `ranks` ranks of this test binary running `test`, by self-launch.

@@ -234,18 +234,36 @@ pub trait InterruptChannels: Send + 'static {
         E: From<ConduitError>,
         F: FnMut(Channel, &Self::Frame<'_>) -> Result<(), E>,
     {
-        let mut done = 0;
-        while done < budget {
-            let Some((ch, frame)) = self.take()? else {
-                break;
-            };
-            let r = f(ch, &frame);
-            frame.release();
-            done += 1;
-            r?;
-        }
-        Ok(done)
+        drain_taken(
+            budget,
+            || self.take(),
+            |(ch, frame)| f(*ch, frame),
+            |(_, frame)| frame.release(),
+        )
     }
+}
+
+/// A `drain` made of one-frame takes: runs `run` on up to `budget` items that `take`
+/// hands out, releasing each after `run` returns (also when it fails: its error is
+/// returned after the release). Returns how many ran. For conduits, and views, that
+/// have no faster drain of their own.
+pub(crate) fn drain_taken<T, E: From<ConduitError>>(
+    budget: usize,
+    mut take: impl FnMut() -> Result<Option<T>, ConduitError>,
+    mut run: impl FnMut(&T) -> Result<(), E>,
+    release: impl Fn(T),
+) -> Result<usize, E> {
+    let mut done = 0;
+    while done < budget {
+        let Some(item) = take()? else {
+            break;
+        };
+        let r = run(&item);
+        release(item);
+        done += 1;
+        r?;
+    }
+    Ok(done)
 }
 
 /// The sleeping side of a rank's Interrupt channels (`Send + Sync`).

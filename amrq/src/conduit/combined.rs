@@ -164,28 +164,29 @@ impl<L: Conduit, R: Conduit> Combined<L, R> {
     }
 }
 
-/// A frame from either half, with its sender's job rank.
-pub enum CombinedFrame<'a, L: Conduit + 'a, R: Conduit + 'a> {
+/// A frame from either half (of a channel, or of the Interrupt channels), with its
+/// sender's job rank.
+pub enum HalfFrame<A, B> {
     /// From the local half, sent by this job rank.
-    Local(L::Frame<'a>, Rank),
+    Local(A, Rank),
     /// From the remote half.
-    Remote(R::Frame<'a>),
+    Remote(B),
 }
 
 macro_rules! either {
     ($f:expr, $x:ident => $e:expr) => {
         match $f {
-            CombinedFrame::Local($x, _) => $e,
-            CombinedFrame::Remote($x) => $e,
+            HalfFrame::Local($x, _) => $e,
+            HalfFrame::Remote($x) => $e,
         }
     };
 }
 
-impl<'a, L: Conduit + 'a, R: Conduit + 'a> ReceivedFrame<'a> for CombinedFrame<'a, L, R> {
+impl<'a, A: ReceivedFrame<'a>, B: ReceivedFrame<'a>> ReceivedFrame<'a> for HalfFrame<A, B> {
     fn source(&self) -> Rank {
         match self {
-            CombinedFrame::Local(_, source) => *source,
-            CombinedFrame::Remote(f) => f.source(),
+            HalfFrame::Local(_, source) => *source,
+            HalfFrame::Remote(f) => f.source(),
         }
     }
     fn tag(&self) -> u16 {
@@ -215,7 +216,7 @@ impl<'a, L: Conduit + 'a, R: Conduit + 'a> ReceivedFrame<'a> for CombinedFrame<'
 }
 
 impl<L: Conduit + 'static, R: Conduit + 'static> Conduit for Combined<L, R> {
-    type Frame<'a> = CombinedFrame<'a, L, R>;
+    type Frame<'a> = HalfFrame<L::Frame<'a>, R::Frame<'a>>;
     type Interrupts = CombinedInterrupts<L::Interrupts, R::Interrupts>;
 
     fn rank(&self) -> Rank {
@@ -289,11 +290,11 @@ impl<L: Conduit + 'static, R: Conduit + 'static> Conduit for Combined<L, R> {
         let local = || -> Result<Option<Self::Frame<'_>>, ConduitError> {
             Ok(self.local.peek(ch)?.map(|f| {
                 let source = self.local_ranks[f.source()];
-                CombinedFrame::Local(f, source)
+                HalfFrame::Local(f, source)
             }))
         };
         let remote = || -> Result<Option<Self::Frame<'_>>, ConduitError> {
-            Ok(self.remote.peek(ch)?.map(CombinedFrame::Remote))
+            Ok(self.remote.peek(ch)?.map(HalfFrame::Remote))
         };
         if remote_first {
             return match remote()? {
@@ -312,17 +313,7 @@ impl<L: Conduit + 'static, R: Conduit + 'static> Conduit for Combined<L, R> {
         E: From<ConduitError>,
         F: FnMut(&Self::Frame<'_>) -> Result<(), E>,
     {
-        let mut done = 0;
-        while done < budget {
-            let Some(frame) = self.peek(ch)? else {
-                break;
-            };
-            let r = f(&frame);
-            frame.release();
-            done += 1;
-            r?;
-        }
-        Ok(done)
+        super::api::drain_taken(budget, || self.peek(ch), &mut f, ReceivedFrame::release)
     }
 
     fn wait_for_arrival(
@@ -426,13 +417,13 @@ impl<L: Conduit + 'static, R: Conduit + 'static> Conduit for Combined<L, R> {
         let rank_of = |ch: Channel| set.channels.iter().position(|&c| c == ch);
         Ok(match (l, r) {
             (Some(l), Some(r)) if rank_of(r.0) < rank_of(l.0) => {
-                Some((r.0, CombinedFrame::Remote(r.1)))
+                Some((r.0, HalfFrame::Remote(r.1)))
             }
             (Some((ch, f)), _) => {
                 let source = self.local_ranks[f.source()];
-                Some((ch, CombinedFrame::Local(f, source)))
+                Some((ch, HalfFrame::Local(f, source)))
             }
-            (None, Some(r)) => Some((r.0, CombinedFrame::Remote(r.1))),
+            (None, Some(r)) => Some((r.0, HalfFrame::Remote(r.1))),
             (None, None) => None,
         })
     }
@@ -480,60 +471,8 @@ pub struct CombinedInterrupts<A, B> {
     rank: Rank,
 }
 
-/// A frame from either half's Interrupt channels, with its sender's job rank.
-pub enum InterruptFrame<'a, A: InterruptChannels + 'a, B: InterruptChannels + 'a> {
-    /// From the local half, sent by this job rank.
-    Local(A::Frame<'a>, Rank),
-    /// From the remote half.
-    Remote(B::Frame<'a>),
-}
-
-macro_rules! either_interrupt {
-    ($f:expr, $x:ident => $e:expr) => {
-        match $f {
-            InterruptFrame::Local($x, _) => $e,
-            InterruptFrame::Remote($x) => $e,
-        }
-    };
-}
-
-impl<'a, A: InterruptChannels + 'a, B: InterruptChannels + 'a> ReceivedFrame<'a>
-    for InterruptFrame<'a, A, B>
-{
-    fn source(&self) -> Rank {
-        match self {
-            InterruptFrame::Local(_, source) => *source,
-            InterruptFrame::Remote(f) => f.source(),
-        }
-    }
-    fn tag(&self) -> u16 {
-        either_interrupt!(self, f => f.tag())
-    }
-    fn flags(&self) -> u8 {
-        either_interrupt!(self, f => f.flags())
-    }
-    fn is_long(&self) -> bool {
-        either_interrupt!(self, f => f.is_long())
-    }
-    fn args(&self) -> &[u64] {
-        either_interrupt!(self, f => f.args())
-    }
-    fn payload(&self) -> &[u8] {
-        either_interrupt!(self, f => f.payload())
-    }
-    fn is_tag_on(&self) -> bool {
-        either_interrupt!(self, f => f.is_tag_on())
-    }
-    fn release(self) {
-        either_interrupt!(self, f => f.release())
-    }
-    fn keep(self) -> Option<TagOnData<'a>> {
-        either_interrupt!(self, f => f.keep())
-    }
-}
-
 impl<A: InterruptChannels, B: InterruptChannels> InterruptChannels for CombinedInterrupts<A, B> {
-    type Frame<'a> = InterruptFrame<'a, A, B>;
+    type Frame<'a> = HalfFrame<A::Frame<'a>, B::Frame<'a>>;
     type Alarm = CombinedAlarm<A::Alarm, B::Alarm>;
 
     fn rank(&self) -> Rank {
@@ -550,11 +489,11 @@ impl<A: InterruptChannels, B: InterruptChannels> InterruptChannels for CombinedI
         if let Some(l) = &self.local {
             if let Some((ch, f)) = l.take()? {
                 let source = self.local_ranks[f.source()];
-                return Ok(Some((ch, InterruptFrame::Local(f, source))));
+                return Ok(Some((ch, HalfFrame::Local(f, source))));
             }
         }
         match &self.remote {
-            Some(r) => Ok(r.take()?.map(|(ch, f)| (ch, InterruptFrame::Remote(f)))),
+            Some(r) => Ok(r.take()?.map(|(ch, f)| (ch, HalfFrame::Remote(f)))),
             None => Ok(None),
         }
     }
@@ -592,12 +531,11 @@ impl<A: InterruptAlarm, B: InterruptAlarm> InterruptAlarm for CombinedAlarm<A, B
     }
 
     fn sleep_if(&self, still_idle: impl FnOnce() -> bool, timeout: std::time::Duration) {
-        let (Some(l), Some(r)) = (&self.local, &self.remote) else {
-            let armed = self.arm();
-            if still_idle() {
-                crate::util::futex::wait(armed.word, armed.seen, timeout);
-            }
-            return self.disarm(armed);
+        let (l, r) = match (&self.local, &self.remote) {
+            (Some(l), Some(r)) => (l, r),
+            (Some(l), None) => return l.sleep_if(still_idle, timeout),
+            (None, Some(r)) => return r.sleep_if(still_idle, timeout),
+            (None, None) => unreachable!("a combined alarm has at least one half"),
         };
         let (la, ra) = (l.arm(), r.arm());
         if still_idle() {

@@ -3,6 +3,7 @@
 //! the others only through the conduit (its setup barrier and all-gather, and frames),
 //! so it holds whether the ranks are threads, processes or hosts.
 
+use crate::cpu::thread_cpu;
 use amrq::conduit::{
     AtomicOp, Channel, ChannelSpec, Conduit, ConduitError, ConduitSpec, Delivery, InterruptAlarm,
     InterruptChannels, Message, ReceivedFrame, Senders, Started,
@@ -98,6 +99,19 @@ fn idle(c: &impl Conduit, chans: &[Channel], since: Instant) -> Outcome {
         c.wait_for_arrival(&set, Duration::from_millis(5)),
         "wait",
     )
+}
+
+/// Sends `m` to `dest` on `ch`, trying again while the ring is full (the receiver
+/// takes frames on its own, so this only waits).
+fn send_when_room(c: &impl Conduit, dest: usize, ch: Channel, m: &Message<'_>) -> Outcome {
+    let since = Instant::now();
+    loop {
+        match c.try_send(dest, ch, m) {
+            Ok(()) => return Ok(()),
+            Err(ConduitError::Busy) => idle(c, &[], since)?,
+            Err(e) => return fail(c, format!("send: {e}")),
+        }
+    }
 }
 
 /// The bytes of message `seq` from `src` (`len` of them).
@@ -564,17 +578,6 @@ pub fn sleeping_wait_wakes_on_arrival<C: Conduit>(c: C, _: &Job<C>) -> Outcome {
     ok(&c, c.barrier(), "barrier")
 }
 
-/// CPU time of the calling thread.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec to write.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 /// Frames of an Interrupt channel, and frames flagged interrupt on a polled one, reach
 /// the receiver's progress thread without the receiver polling; polling an Interrupt
 /// channel is refused.
@@ -614,13 +617,7 @@ pub fn interrupts_deliver_without_polling<C: Conduit>(mut c: C, _: &Job<C>) -> O
                     args: &[me as u64, i],
                     payload: &[],
                 };
-                let since = Instant::now();
-                while let Err(e) = c.try_send(0, ch, &m) {
-                    if e != ConduitError::Busy {
-                        return fail(&c, format!("send: {e}"));
-                    }
-                    idle(&c, &[], since)?;
-                }
+                send_when_room(&c, 0, ch, &m)?;
             }
         }
     }
@@ -821,21 +818,12 @@ pub fn departed_peers_are_seen_and_their_frames_delivered<C: Conduit>(c: C, _: &
     ok(&c, c.barrier(), "barrier")?;
     if me != 0 {
         for i in 0..SENT {
-            let since = Instant::now();
-            while let Err(e) = c.try_send(
-                0,
-                MAIN,
-                &Message {
-                    tag: 6,
-                    args: &[i],
-                    ..Message::default()
-                },
-            ) {
-                if e != ConduitError::Busy {
-                    return fail(&c, format!("send: {e}"));
-                }
-                idle(&c, &[], since)?;
-            }
+            let m = Message {
+                tag: 6,
+                args: &[i],
+                ..Message::default()
+            };
+            send_when_room(&c, 0, MAIN, &m)?;
         }
         drop(c); // leaves the job
         return Ok(());

@@ -9,7 +9,11 @@
 #![cfg(not(amrq_loom))]
 
 mod cases;
+#[path = "../common/cpu.rs"]
+mod cpu;
 mod deferred;
+#[path = "../common/marker.rs"]
+mod marker;
 mod run;
 
 /// The tests of every case for one conduit: `suite!(name, runner, ranks)`, where

@@ -3,12 +3,12 @@
 //! the job through the launcher's environment).
 
 use super::cases::{spec, Failed, Job, Outcome};
+use super::marker::{all_ran, child_args, mark_ran, token};
 use amrq::bootstrap::Boot;
 use amrq::conduit::combined::Combined;
 use amrq::conduit::mem::MemConduit;
 use amrq::conduit::{threads, Conduit};
 use amrq::launch::{Bind, Launcher};
-use std::ffi::OsString;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -76,17 +76,6 @@ fn die_thread(c: MemConduit) {
     std::mem::forget(c);
 }
 
-/// Where a rank of the job with `token` leaves word that it ran its part (a child whose
-/// test filter matched nothing would exit 0 too, without this).
-fn marker(token: &str, rank: usize) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("amrq-conformance-ran-{token}-{rank}"))
-}
-
-fn mark_ran(rank: usize) -> bool {
-    let token = std::env::var("AMRQ_TEST_TOKEN").unwrap_or_default();
-    std::fs::write(marker(&token, rank), b"ran").is_ok()
-}
-
 /// A process rank's crash: it records that it ran, then exits at once (no destructor
 /// runs, so it never says it left).
 fn die_process(c: MemConduit) {
@@ -118,28 +107,18 @@ pub fn processes(test: &str, ranks: usize, case: Case<MemConduit>) {
         }
     }
     let _g = one_at_a_time();
-    let token = amrq::bootstrap::JobKey::random()
-        .expect("random")
-        .to_string();
+    let token = token();
     let mut l = Launcher::new(ranks);
     l.bind = Bind::None;
     l.verbose = false;
     l.timeout = Some(Duration::from_secs(120));
     l.env = vec![("AMRQ_TEST_TOKEN".into(), token.clone())];
     let exe = std::env::current_exe().expect("test binary");
-    let args: Vec<OsString> = ["--exact", test, "--nocapture", "--test-threads=1"]
-        .iter()
-        .map(OsString::from)
-        .collect();
-    let out = l.run(exe.as_os_str(), &args).expect("job starts");
-    let missing: Vec<usize> = (0..ranks)
-        .filter(|&r| std::fs::remove_file(marker(&token, r)).is_err())
-        .collect();
+    let out = l
+        .run(exe.as_os_str(), &child_args(test))
+        .expect("job starts");
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(
-        missing.is_empty(),
-        "ranks {missing:?} did not run their part"
-    );
+    all_ran(&token, ranks);
 }
 
 /// Runs `case` on `ranks` (even) thread ranks over a [`Combined`] conduit: two ranks
