@@ -55,8 +55,8 @@ fn fail(why: &str) -> ! {
 
 fn main() {
     let cli = Cli::parse();
-    if !matches!(cli.bench, Bench::Job(_)) && matches!(amrq::bootstrap::env::detect(), Ok(Some(_)))
-    {
+    // A launcher's variables, even incomplete ones, mean a job around us.
+    if !matches!(cli.bench, Bench::Job(_)) && !matches!(amrq::bootstrap::env::detect(), Ok(None)) {
         // Its children would inherit the job's environment and join it.
         fail("`all` and `peers` start their own jobs: run them directly, not under amrun, mpirun or srun");
     }

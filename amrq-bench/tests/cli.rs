@@ -218,6 +218,7 @@ fn all_refuses_to_run_inside_a_job_whose_environment_its_children_would_join() {
         .args(["all", "--quick"])
         .env("AMRQ_RANK", "0")
         .env("AMRQ_SIZE", "2")
+        .env("AMRQ_JOB_ID", "amrun-1-0")
         .env("AMRQ_JOB_KEY", "0123456789abcdef0123456789abcdef")
         .output()
         .unwrap();

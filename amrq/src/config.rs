@@ -37,6 +37,10 @@ pub struct Config {
     /// interrupt by their senders ([`Rq::enqueue_interrupt`](crate::rq::Rq::enqueue_interrupt))
     /// to the receiver's progress thread; 0 (the default): no such queue.
     pub interrupt_slots: u64,
+    /// How long a rank waits for the others to join at start-up (and for rank 0's
+    /// answer) before it gives up with an error. Environment: `AMRQ_ATTACH_TIMEOUT`
+    /// (seconds).
+    pub attach_timeout: std::time::Duration,
 }
 
 /// Where a setting's value came from (for `amrun --print-config`).
@@ -57,6 +61,7 @@ impl Default for Config {
             tag_on_buffers: 8,
             tag_on_bytes: 4096,
             interrupt_slots: 0,
+            attach_timeout: std::time::Duration::from_secs(60),
         }
     }
 }
@@ -80,7 +85,8 @@ pub fn parse_size(s: &str) -> Option<usize> {
 }
 
 impl Config {
-    /// The defaults, overridden by `AMRQ_RING_SLOTS` and `AMRQ_SEGMENT_SIZE` when set.
+    /// The defaults, overridden by `AMRQ_RING_SLOTS`, `AMRQ_SEGMENT_SIZE` and
+    /// `AMRQ_ATTACH_TIMEOUT` when set.
     /// Unreadable values are an error that names the variable.
     pub fn from_env() -> Result<Self, String> {
         let mut c = Self::default();
@@ -94,11 +100,22 @@ impl Config {
                 format!("AMRQ_SEGMENT_SIZE={v}: expected bytes such as 67108864 or 64M")
             })?;
         }
+        if let Ok(v) = std::env::var("AMRQ_ATTACH_TIMEOUT") {
+            c.attach_timeout = v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    format!("AMRQ_ATTACH_TIMEOUT={v}: expected seconds such as 60 or 0.5")
+                })?;
+        }
         Ok(c)
     }
 
     /// Where each setting of [`Config::from_env`] comes from.
-    pub fn sources() -> [(&'static str, Source); 2] {
+    pub fn sources() -> [(&'static str, Source); 3] {
         let src = |k: &str| {
             if std::env::var_os(k).is_some() {
                 Source::Env
@@ -109,6 +126,7 @@ impl Config {
         [
             ("AMRQ_RING_SLOTS", src("AMRQ_RING_SLOTS")),
             ("AMRQ_SEGMENT_SIZE", src("AMRQ_SEGMENT_SIZE")),
+            ("AMRQ_ATTACH_TIMEOUT", src("AMRQ_ATTACH_TIMEOUT")),
         ]
     }
 

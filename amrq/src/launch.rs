@@ -5,15 +5,16 @@
 //!   environment, pins them one per core when they fit, labels their output if asked,
 //!   and watches them: when one fails (non-zero exit, signal, panic) the others get
 //!   SIGTERM, then SIGKILL one second later, so the job ends within 2 s; every rank dies
-//!   with the launcher too (`PR_SET_PDEATHSIG`). It removes the job's shared memory name
-//!   at the end, a backstop: the ranks unlink it as soon as all have mapped it.
+//!   with the launcher too (`PR_SET_PDEATHSIG`). The job's memory has no name (see
+//!   [`crate::bootstrap::shm`]), so there is nothing to clean up after any of them.
 //! - [`joined`] tells a process whether a launcher placed it in a job (amrun, or mpirun
 //!   and srun, see [`crate::bootstrap::env`]) and if so attaches it.
 //! - [`launch`] is both: a program started by hand re-executes itself as N ranks (no
 //!   `fork` of a multi-threaded process), while the same binary started by `amrun` joins
 //!   that job, so a job never nests into N × N ranks.
 
-use crate::bootstrap::env::{detect, ENV_KEY, ENV_RANK, ENV_SIZE};
+use crate::bootstrap::env::{detect, ENV_ID, ENV_KEY, ENV_RANK, ENV_SIZE};
+use crate::bootstrap::fault;
 use crate::bootstrap::{BootError, JobKey};
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{ConduitError, ConduitSpec};
@@ -96,7 +97,9 @@ pub struct Launcher {
     pub timeout: Option<Duration>,
     /// Prefix every output line with `[rank] `.
     pub label: bool,
-    /// The job key handed to the ranks.
+    /// The job's public id handed to the ranks (where they meet).
+    pub id: String,
+    /// The job's secret key handed to the ranks.
     pub key: JobKey,
     /// Say on stderr what happens (oversubscription, failures).
     pub verbose: bool,
@@ -107,14 +110,25 @@ pub struct Launcher {
 }
 
 impl Launcher {
-    /// A job of `ranks` ranks with a fresh random key, bound to cores, no timeout.
+    /// A job of `ranks` ranks with a fresh id and a fresh random key, bound to cores,
+    /// no timeout.
+    ///
+    /// # Panics
+    /// If the kernel's random source fails (a job without a secret key would be open
+    /// to any process of this user that guessed it).
     pub fn new(ranks: usize) -> Self {
+        let key = JobKey::random().expect("getrandom: no random key for the job");
         Self {
             ranks,
             bind: Bind::Cores,
             timeout: None,
             label: false,
-            key: JobKey::random().unwrap_or(JobKey([std::process::id() as u64, 0x5eed])),
+            id: format!(
+                "amrun-{}-{:08x}",
+                std::process::id(),
+                key.0[0] as u32 ^ (key.0[1] >> 32) as u32
+            ),
+            key,
             verbose: true,
             quiet: false,
             env: Vec::new(),
@@ -160,10 +174,10 @@ impl Launcher {
                         readers.extend(label_output(rank, &mut child));
                     }
                     children.push(Some(child));
+                    fault::point("spawned", rank);
                 }
                 Err(source) => {
                     end_all(&mut children, group, libc::SIGKILL);
-                    crate::util::shm::unlink(&self.key.object_name());
                     return Err(LaunchError::Spawn {
                         rank,
                         program: program.to_string_lossy().into_owned(),
@@ -176,7 +190,6 @@ impl Launcher {
         for r in readers {
             let _ = r.join();
         }
-        crate::util::shm::unlink(&self.key.object_name());
         Ok(outcome)
     }
 
@@ -193,6 +206,7 @@ impl Launcher {
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env(ENV_RANK, rank.to_string())
             .env(ENV_SIZE, self.ranks.to_string())
+            .env(ENV_ID, &self.id)
             .env(ENV_KEY, self.key.to_string())
             .env(
                 "AMRQ_PINNED",
@@ -242,7 +256,13 @@ impl Launcher {
                     Ok(Some(status)) => {
                         *slot = None;
                         if let Some((cause, code)) = failed(status) {
-                            if failure.is_none() && ending_since.is_none() {
+                            // Of ranks seen failing in one pass, blame the likeliest
+                            // first cause: a survivor that saw a peer die exits with 1
+                            // within microseconds of that death.
+                            let worse = failure
+                                .as_ref()
+                                .is_none_or(|(_, c)| severity(code) > severity(*c));
+                            if ending_since.is_none() && worse {
                                 failure = Some((
                                     Failure {
                                         rank: Some(rank),
@@ -314,6 +334,18 @@ impl Launcher {
             failure,
             pinned,
         }
+    }
+}
+
+/// How strongly an exit status points at the rank that failed first: a signal, then a
+/// panic, then any status but 1, then 1 (what a rank exits with when it reports that
+/// another failed).
+fn severity(code: i32) -> u8 {
+    match code {
+        c if c > 128 => 3,
+        101 => 2,
+        1 => 0,
+        _ => 1,
     }
 }
 
@@ -416,19 +448,25 @@ fn label_output(rank: usize, child: &mut Child) -> Vec<std::thread::JoinHandle<(
 
 /// If a launcher placed this process in a job, attaches it to the job's shared memory
 /// and returns its endpoint; `Ok(None)` if this process was started on its own.
+/// Waits at most `config.attach_timeout` for the other ranks.
 pub fn joined(config: &Config) -> Result<Option<MemConduit>, LaunchError> {
-    joined_spec(&config.conduit_spec())
+    joined_spec(&config.conduit_spec(), config.attach_timeout)
 }
 
 /// [`joined`] with the conduit's channels and sizes given directly (what a program
-/// below the RQ layer, such as the conduit conformance tests, asks for).
-pub fn joined_spec(spec: &ConduitSpec) -> Result<Option<MemConduit>, LaunchError> {
+/// below the RQ layer, such as the conduit conformance tests, asks for), waiting at
+/// most `attach_timeout` for the other ranks.
+pub fn joined_spec(
+    spec: &ConduitSpec,
+    attach_timeout: Duration,
+) -> Result<Option<MemConduit>, LaunchError> {
     let Some(place) = detect()? else {
         return Ok(None);
     };
-    let timeout = Duration::from_secs(60);
     Ok(Some(crate::conduit::shm::attach(
-        place.rank, place.size, place.key, spec, timeout,
+        &place,
+        spec,
+        attach_timeout,
     )?))
 }
 
@@ -437,8 +475,9 @@ pub fn joined_spec(spec: &ConduitSpec) -> Result<Option<MemConduit>, LaunchError
 /// Started on its own, the program re-executes itself `ranks` times (same arguments)
 /// and waits for them, exiting with the job's status. Started by `amrun` (or mpirun,
 /// srun), it is already a rank: it joins that job, whatever `ranks` says, so a job
-/// never nests. A rank exits with 0 when `rank_main` returns `Ok`, with 1 after printing
-/// the error otherwise.
+/// never nests. A rank exits with 0 when `rank_main` returns `Ok`; otherwise it records
+/// the error as the job's failure (the other ranks report this rank and this error,
+/// not that it left), prints it and exits with 1.
 ///
 /// ```no_run
 /// use amrq::conduit::Conduit;
@@ -455,9 +494,16 @@ where
     match joined(config) {
         Ok(Some(conduit)) => {
             let rank = crate::conduit::Conduit::rank(&conduit);
+            // Kept past `rank_main`, so that an error is recorded before the job
+            // handle drops (which would say this rank left cleanly).
+            let boot = conduit.boot().clone();
             match rank_main(conduit) {
-                Ok(()) => std::process::exit(0),
+                Ok(()) => {
+                    drop(boot);
+                    std::process::exit(0)
+                }
                 Err(e) => {
+                    boot.mark_failed(rank, format!("its program failed: {e}"));
                     eprintln!("rank {rank}: {e}");
                     std::process::exit(1)
                 }

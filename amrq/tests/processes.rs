@@ -272,7 +272,7 @@ fn flood_of_requests_with_replies_4_processes() {
 fn failing_rank(c: MemConduit, how: &str) -> Result<(), String> {
     let pid_file = std::env::temp_dir().join(format!(
         "amrq-test-pids-{}",
-        std::env::var("AMRQ_JOB_KEY").unwrap_or_default()
+        std::env::var("AMRQ_JOB_ID").unwrap_or_default()
     ));
     let rank = c.rank();
     std::fs::OpenOptions::new()
@@ -317,7 +317,7 @@ fn check_failure(test: &str, how: &str, want: i32) {
     l.bind = Bind::None;
     l.verbose = false;
     l.quiet = true;
-    let pid_file = std::env::temp_dir().join(format!("amrq-test-pids-{}", l.key));
+    let pid_file = std::env::temp_dir().join(format!("amrq-test-pids-{}", l.id));
     let exe = std::env::current_exe().expect("test binary");
     let out = l
         .run(exe.as_os_str(), &child_args(test))
@@ -454,59 +454,6 @@ fn killing_amrun_ends_every_rank() {
     );
 }
 
-// ---------------------------------------------------------------- isolation
-
-#[test]
-fn a_job_segment_is_unlinked_and_keyed() {
-    rank_of(&Config::default(), |c| {
-        let am = Am::new(c, HandlerTable::<()>::new(), ()).map_err(|e| e.to_string())?;
-        // Every rank attached: the name is gone, nobody else can open the job's memory.
-        let key =
-            amrq::bootstrap::JobKey::parse(&std::env::var("AMRQ_JOB_KEY").unwrap_or_default())
-                .ok_or("no key")?;
-        if amrq::util::shm::ShmObject::open(&key.object_name())
-            .map_err(|e| e.to_string())?
-            .is_some()
-        {
-            return Err("the job's segment can still be opened".into());
-        }
-        am.barrier().map_err(|e| e.to_string())
-    });
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let out = self_launch("a_job_segment_is_unlinked_and_keyed", 2);
-    assert_eq!(out.code, 0, "{out:?}");
-}
-
-#[test]
-fn a_rank_with_another_key_cannot_attach() {
-    use amrq::bootstrap::shm::JobSpec;
-    use amrq::bootstrap::{JobKey, ShmJob};
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let key = JobKey::random().expect("random");
-    // Same object name (first 64 bits), different key: another job.
-    let other = JobKey([key.0[0], key.0[1] ^ 1]);
-    assert_eq!(key.object_name(), other.object_name());
-    let spec = |rank, key| JobSpec {
-        rank,
-        size: 2,
-        key,
-        user_bytes: 4096,
-        digest: 7,
-        timeout: Duration::from_millis(1500),
-        remedy: String::new(),
-    };
-    let s0 = spec(0, key);
-    let creator = std::thread::spawn(move || ShmJob::start(&s0, |_| {}).map(|_| ()));
-    std::thread::sleep(Duration::from_millis(200));
-    let e = ShmJob::start(&spec(1, other), |_| {}).expect_err("another key must not attach");
-    assert!(e.to_string().contains("belongs to another job"), "{e}");
-    // The creator gives up (nobody of its job came) and leaves nothing behind.
-    assert!(creator.join().expect("no panic").is_err());
-    assert!(!shm_objects()
-        .iter()
-        .any(|n| format!("/{n}") == key.object_name()));
-}
-
 // ---------------------------------------------------------------- Long
 
 #[path = "common/long.rs"]
@@ -584,29 +531,6 @@ fn flood_through_amrun() {
     let (status, _) = amrun("flood_through_amrun", 3, &[]);
     assert!(status.success(), "{status:?}");
     assert!(shm_objects().is_empty());
-}
-
-#[test]
-fn too_little_dev_shm_says_what_is_needed_free_and_what_to_change() {
-    use amrq::conduit::shm::attach;
-    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let free = amrq::util::shm::shm_free_bytes().expect("statvfs /dev/shm");
-    // Segments that cannot fit: twice what is free, over 2 ranks.
-    let cfg = Config {
-        segment_bytes: free as usize,
-        ..Config::default()
-    };
-    let key = amrq::bootstrap::JobKey::random().expect("random");
-    let e = attach(0, 2, key, &cfg.conduit_spec(), Duration::from_secs(1))
-        .expect_err("cannot fit")
-        .to_string();
-    assert!(e.contains("not enough room in /dev/shm"), "{e}");
-    assert!(
-        e.contains("needs") && e.contains(&format!("{} MiB", free >> 20)),
-        "{e}"
-    );
-    assert!(e.contains("AMRQ_SEGMENT_SIZE"), "{e}");
-    assert!(shm_objects().is_empty(), "nothing created");
 }
 
 // ---------------------------------------------------------------- One-poll

@@ -292,6 +292,11 @@ impl<S, C: Conduit> Am<S, C> {
         let mut backoff = Backoff::new();
         loop {
             if poll(self)? == 0 {
+                // A failure anywhere in the job is reported before "it left": a rank
+                // that left because another failed is not the one to blame.
+                if backoff.is_yielding() {
+                    self.rq.conduit().check_peers()?;
+                }
                 if backoff.is_yielding() && self.rq.conduit().peer_left(dest) {
                     // Its last drain is visible now: one more try, then no room will come.
                     return match self.enqueue(dest, q, tag, args, payload)? {

@@ -3,7 +3,8 @@
 //! ```text
 //! amrun -n N [--bind cores|none] [--timeout SECS] [--label] [--print-config] PROGRAM ARGS…
 //! ```
-//! Each rank gets `AMRQ_RANK`, `AMRQ_SIZE` and a fresh random `AMRQ_JOB_KEY`. Ranks are
+//! Each rank gets `AMRQ_RANK`, `AMRQ_SIZE`, a fresh `AMRQ_JOB_ID` and a fresh random
+//! `AMRQ_JOB_KEY`. Ranks are
 //! pinned one per core when they fit. When a rank fails, the others are ended within
 //! 2 s and amrun exits with that rank's status (128 + signal if it was killed). Programs
 //! that do not use amrq can be launched too.
@@ -117,7 +118,10 @@ mod cli {
             None => println!("  timeout        none (default)"),
         }
         println!("  label          {} ({})", l.label, flag(args.label));
-        println!("  job key        {} (fresh random)", l.key);
+        println!(
+            "  job id         {} (fresh; the key is fresh random and secret)",
+            l.id
+        );
         let cfg = match amrq::Config::from_env() {
             Ok(c) => c,
             Err(e) => {
@@ -128,6 +132,7 @@ mod cli {
         for (name, src) in amrq::Config::sources() {
             let value = match name {
                 "AMRQ_RING_SLOTS" => format!("{} slots", cfg.am_ring_slots),
+                "AMRQ_ATTACH_TIMEOUT" => format!("{:?}", cfg.attach_timeout),
                 _ => format!("{} bytes", cfg.segment_bytes),
             };
             let from = match src {
@@ -146,7 +151,7 @@ mod cli {
             Ok((total, block, rings, segs)) => {
                 let mib = |b: usize| b as f64 / f64::from(1 << 20);
                 println!(
-                    "  shared memory  {:.1} MiB in one /dev/shm object: bootstrap {:.2} MiB + rings {:.2} MiB ({} ranks² × 2 AM queues × {} slots × 64 B) + segments {:.1} MiB ({} × {:.1} MiB)",
+                    "  shared memory  {:.1} MiB in one anonymous object (memfd, nothing in /dev/shm): bootstrap {:.2} MiB + rings {:.2} MiB ({} ranks² × 2 AM queues × {} slots × 64 B) + segments {:.1} MiB ({} × {:.1} MiB)",
                     mib(total),
                     mib(block),
                     mib(rings),
@@ -156,12 +161,12 @@ mod cli {
                     l.ranks,
                     mib(cfg.segment_bytes)
                 );
-                match amrq::util::shm::shm_free_bytes() {
-                    Ok(free) => println!(
-                        "  /dev/shm free  {:.1} MiB",
+                match amrq::util::shm::memory_available() {
+                    Ok((free, whence)) => println!(
+                        "  memory free    {:.1} MiB ({whence})",
                         free as f64 / f64::from(1 << 20)
                     ),
-                    Err(e) => println!("  /dev/shm free  unknown ({e})"),
+                    Err(e) => println!("  memory free    unknown ({e})"),
                 }
             }
             Err(e) => println!("  shared memory  cannot be computed: {e}"),

@@ -2,16 +2,18 @@
 //!
 //! | launcher | rank | size | job |
 //! |---|---|---|---|
-//! | `amrun`, `amrq::launch` | `AMRQ_RANK` | `AMRQ_SIZE` | `AMRQ_JOB_KEY` (32 hex digits) |
-//!
-//! (`amrun` also sets `AMRQ_PINNED` to `core N` or `none`, for reports.)
+//! | `amrun`, `amrq::launch` | `AMRQ_RANK` | `AMRQ_SIZE` | `AMRQ_JOB_ID`, `AMRQ_JOB_KEY` (32 hex digits) |
 //! | Open MPI `mpirun` | `OMPI_COMM_WORLD_RANK` | `OMPI_COMM_WORLD_SIZE` | `OMPI_MCA_ess_base_jobid` or `PMIX_NAMESPACE` |
 //! | PMI launchers (MPICH, Hydra) | `PMI_RANK` | `PMI_SIZE` | `PMI_KVS_NAME`, `PMIX_NAMESPACE` |
 //! | Slurm `srun` | `SLURM_PROCID` | `SLURM_NTASKS` | `SLURM_JOB_ID`.`SLURM_STEP_ID` |
 //!
-//! `amrun` hands out a random key. Under the other launchers the ranks of a host derive
-//! the rendezvous from the launcher's job id and the user id (see [`job_key_for`]): the
-//! job's shared memory object is then named from it, and that object is the rendezvous.
+//! (`amrun` also sets `AMRQ_PINNED` to `core N` or `none`, for reports.)
+//!
+//! A job has a public id (where its ranks meet) and a secret key (how they know each
+//! other; see [`super::key`]). `amrun` hands out a fresh id and a fresh random key.
+//! Under the other launchers the id is the launcher's job id, and the key is derived
+//! from it and this user's secret file ([`super::secret`]), so that no other user can
+//! compute it; `AMRQ_JOB_KEY`, when set, is used instead.
 
 use super::{BootError, JobKey};
 
@@ -19,8 +21,10 @@ use super::{BootError, JobKey};
 pub const ENV_RANK: &str = "AMRQ_RANK";
 /// Size variable set by `amrun` and `amrq::launch`.
 pub const ENV_SIZE: &str = "AMRQ_SIZE";
-/// Job key variable set by `amrun` and `amrq::launch`.
+/// Job key variable set by `amrun` and `amrq::launch` (secret).
 pub const ENV_KEY: &str = "AMRQ_JOB_KEY";
+/// Job id variable set by `amrun` and `amrq::launch` (public).
+pub const ENV_ID: &str = "AMRQ_JOB_ID";
 
 /// This process's place in a job, as its launcher said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +33,9 @@ pub struct Place {
     pub rank: usize,
     /// Ranks in the job.
     pub size: usize,
-    /// The job key.
+    /// The job's public id.
+    pub id: String,
+    /// The job's secret key.
     pub key: JobKey,
     /// Which launcher said so.
     pub launcher: &'static str,
@@ -45,24 +51,14 @@ fn number(k: &str, v: &str) -> Result<usize, BootError> {
         .map_err(|_| BootError::Env(format!("{k}={v} is not a number")))
 }
 
-/// A job key derived from a launcher's job id and this user's id: every rank of the job
-/// on this host computes the same one; another job or user gets another.
-///
-/// ```
-/// use amrq::bootstrap::env::job_key_for;
-/// assert_eq!(job_key_for("slurm", "42.0"), job_key_for("slurm", "42.0"));
-/// assert_ne!(job_key_for("slurm", "42.0"), job_key_for("slurm", "43.0"));
-/// ```
-pub fn job_key_for(launcher: &str, job_id: &str) -> JobKey {
-    // SAFETY: getuid cannot fail.
-    let uid = unsafe { libc::getuid() };
-    let mut h = [0xcbf2_9ce4_8422_2325u64, 0x8422_2325_cbf2_9ce4];
-    for (i, b) in format!("{launcher}\0{job_id}\0{uid}").bytes().enumerate() {
-        let k = i % 2;
-        h[k] = (h[k] ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        h[1 - k] = h[1 - k].rotate_left(5) ^ h[k];
+/// The key of a job that a launcher (not `amrun`) started: `AMRQ_JOB_KEY` if set,
+/// else derived from the job id and this user's secret.
+fn launcher_key(id: &str) -> Result<JobKey, BootError> {
+    if let Some(k) = var(ENV_KEY) {
+        return JobKey::parse(&k)
+            .ok_or_else(|| BootError::Env(format!("{ENV_KEY}: expected 32 hex digits")));
     }
-    JobKey(h)
+    Ok(JobKey::derive(&super::secret::load_or_create()?, id))
 }
 
 /// Reads the environment: `Ok(None)` if no launcher placed this process in a job.
@@ -73,10 +69,13 @@ pub fn detect() -> Result<Option<Place>, BootError> {
         let key = var(ENV_KEY)
             .ok_or_else(|| BootError::Env(format!("{ENV_RANK} is set but {ENV_KEY} is not")))?;
         let key = JobKey::parse(&key)
-            .ok_or_else(|| BootError::Env(format!("{ENV_KEY}={key}: expected 32 hex digits")))?;
+            .ok_or_else(|| BootError::Env(format!("{ENV_KEY}: expected 32 hex digits")))?;
+        let id = var(ENV_ID)
+            .ok_or_else(|| BootError::Env(format!("{ENV_RANK} is set but {ENV_ID} is not")))?;
         return place(
             number(ENV_RANK, &r)?,
             number(ENV_SIZE, &size)?,
+            id,
             key,
             "amrun",
         );
@@ -109,12 +108,10 @@ pub fn detect() -> Result<Option<Place>, BootError> {
         if name == "srun" {
             id = format!("{id}.{}", var("SLURM_STEP_ID").unwrap_or_default());
         }
-        return place(
-            number(rk, &r)?,
-            number(sk, &s)?,
-            job_key_for(name, &id),
-            name,
-        );
+        let (rank, size) = (number(rk, &r)?, number(sk, &s)?);
+        let id = format!("{name}:{id}");
+        let key = launcher_key(&id)?;
+        return place(rank, size, id, key, name);
     }
     Ok(None)
 }
@@ -122,6 +119,7 @@ pub fn detect() -> Result<Option<Place>, BootError> {
 fn place(
     rank: usize,
     size: usize,
+    id: String,
     key: JobKey,
     launcher: &'static str,
 ) -> Result<Option<Place>, BootError> {
@@ -133,6 +131,7 @@ fn place(
     Ok(Some(Place {
         rank,
         size,
+        id,
         key,
         launcher,
     }))

@@ -17,6 +17,10 @@ pub enum BootError {
     /// Shared memory could not be set up (the message says what to change).
     #[error("{0}")]
     Shm(String),
+    /// Rank 0 refused this rank (the message says why), or this rank refused what
+    /// claimed to be rank 0.
+    #[error("{0}")]
+    Refused(String),
     /// The launcher's environment is incomplete or inconsistent.
     #[error("{0}")]
     Env(String),

@@ -2,15 +2,25 @@
 //! before the rings can carry anything.
 //!
 //! Ranks as threads share a [`ThreadsBoot`]; ranks as processes learn their place from
-//! the launcher's environment ([`env`](mod@env)) and meet in the job's shared memory ([`shm`](mod@shm)).
+//! the launcher's environment ([`env`](mod@env)), prove they belong to the job
+//! ([`key`], [`rendezvous`]) and meet in the job's shared memory ([`shm`](mod@shm)),
+//! watching each other's processes ([`liveness`]). [`fault`] points let tests crash
+//! any step of it.
 
 pub mod env;
 mod error;
+pub mod fault;
+pub mod key;
+pub mod liveness;
+pub mod rendezvous;
+pub mod secret;
 pub mod shm;
+mod socket;
 mod threads;
 
 pub use error::BootError;
-pub use shm::{JobKey, ShmJob};
+pub use key::JobKey;
+pub use shm::ShmJob;
 pub use threads::ThreadsBoot;
 
 use std::sync::Arc;
@@ -62,8 +72,12 @@ impl Boot {
     pub fn mark_failed(&self, rank: usize, cause: String) {
         match self {
             Boot::Threads(b) => b.mark_failed(rank, cause),
-            // Processes: the launcher sees the exit; peers see the pid gone.
-            Boot::Shm(_) => drop((rank, cause)),
+            // A process records only its own failure; peers see a dead one's pid gone.
+            Boot::Shm(j) => {
+                if rank == j.rank() {
+                    j.mark_failed(&cause)
+                }
+            }
         }
     }
 

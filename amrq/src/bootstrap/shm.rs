@@ -1,113 +1,95 @@
-//! How the ranks of one host meet: one shared memory object per job, named from the
-//! job key, whose first pages hold this bootstrap block.
+//! How the ranks of one host meet: rank 0 creates the job's memory as an anonymous
+//! file and hands it to every other rank over a Unix socket; its first pages hold this
+//! bootstrap block.
+//!
+//! # Why nothing can be left behind
+//!
+//! The job's memory never has a name. Rank 0 makes it with `memfd_create`, and a rank
+//! gets it only as a descriptor passed over rank 0's rendezvous socket (`SCM_RIGHTS`)
+//! after proving it holds the job's key (see [`super::rendezvous`]). The socket has an
+//! abstract name (no file), which the kernel removes when rank 0's process ends. So
+//! whichever process dies at whatever moment (rank 0 before anyone joined, a joiner
+//! mid-handshake, the launcher), the kernel frees what it held: nothing in /dev/shm,
+//! nothing to unlink, nothing for a later job to reap. A name in /dev/shm cannot meet
+//! that: between its creation and its unlinking a crash leaves it, and a process that
+//! could open it by name could also unlink it. fault points ([`super::fault`]) let the
+//! tests kill a rank or the launcher at each step and check.
 //!
 //! # Protocol
 //!
-//! 1. Every rank knows `(rank, size, key)` from its launcher (see [`super::env`]); the
-//!    key is 128 random bits. The object's name is `/amrq-<first 64 key bits in hex>`.
-//! 2. Rank 0 checks that /dev/shm has room for the whole job (the error says how much is
-//!    needed, how much is free and which option lowers it), creates the object with
-//!    `O_EXCL` and mode 0600, maps it, writes the header (key, ranks, sizes, a digest of
-//!    the configuration), lets the conduit initialise its rings, writes its pid, and
-//!    then stores `ready` last (Release).
-//! 3. Every other rank opens the name (retrying until the deadline), waits for `ready`
-//!    (Acquire), checks the **full** 128-bit key (a job never uses another job's object,
-//!    whatever the name) and the configuration digest, maps the object and writes its pid.
-//! 4. Each rank adds one to `attached`; the rank that brings it to `size` unlinks the
-//!    name at once, so from then on no other process can open the job's memory, and
-//!    nothing is left in /dev/shm whatever happens later. A barrier follows.
+//! 1. Every rank knows `(rank, size, id, key)` from its launcher (see [`super::env`]).
+//!    The rendezvous name comes from the public id and the user id; the key is secret.
+//! 2. Rank 0 opens the rendezvous (failing at once if another process holds it), checks
+//!    that the host has memory for the job (the error says how much is needed, how much
+//!    is free and which option lowers it), creates the memory, writes the header, lets
+//!    the conduit initialise its rings, stores `ready` (Release), publishes its pid, and
+//!    admits the others one by one until all have joined or the attach timeout passes.
+//! 3. Every other rank connects (retrying until the attach timeout), proves the key,
+//!    receives the memory, checks `ready` (Acquire) and the header, maps it and
+//!    publishes its pid. A start barrier follows.
+//! 4. Rank 0 keeps the rendezvous open for the life of the job, on a thread that tells
+//!    any later joiner why it cannot join (wrong key, job formed) at once.
 //!
 //! Barrier and all-gather use a generation word and a counter in the header; waiters
 //! spin briefly, then sleep on a shared futex, and check on every wake-up that no peer
-//! process has died.
+//! process has died. A rank's slot holds its pid and its state (running, left cleanly,
+//! failed); the first failure anyone sees is recorded in the header with its cause, so
+//! every survivor blames the same rank.
 //!
 //! ```text
 //!     0 ┌ JobHeader ───────────────────────────────────────┐
-//!       │ ready, key[2], ranks, total, digest, attached     │ line pair 0
-//!   128 │ barrier generation (futex), barrier count         │ line pair 1
-//!  4096 ├ pids: [u64; ranks] ─────────────────────────────── │
+//!       │ ready, ranks, total, digest, failure               │ line pair 0
+//!   128 │ barrier generation (futex), barrier count          │ line pair 1
+//!   256 │ the first failure's cause (length, UTF-8 text)     │
+//!  4096 ├ slots: [pid | state << 32; ranks] ───────────────── │
 //!       ├ gather slots: [u64; ranks] ─────────────────────── │ padded to 4 KiB
 //!     H ├ the conduit's part (rings, segments) ────────────── │
 //!       └─────────────────────────────────────────────────────┘
 //! ```
 
-use super::BootError;
+use super::key::rendezvous_name;
+use super::liveness::{Seen, Watch};
+use super::rendezvous::{self, Door, Keeper, Terms};
+use super::{fault, BootError, JobKey};
 use crate::util::futex;
-use crate::util::shm::{check_room, unlink, Mapping, ShmObject};
+use crate::util::shm::{check_room, Mapping, SharedFile};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// "amrqJOB1" once rank 0 has initialised everything.
-const READY: u64 = u64::from_le_bytes(*b"amrqJOB1");
-/// A rank's pid slot once it has left the job cleanly: its process may be gone without
-/// anything having failed (it finished first).
-const LEFT: u64 = u64::MAX;
+/// "amrqJOB2" once rank 0 has initialised everything.
+const READY: u64 = u64::from_le_bytes(*b"amrqJOB2");
 const HEADER_BYTES: usize = 4096;
+const CAUSE_OFFSET: usize = 256;
+const CAUSE_BYTES: usize = 254;
 
-/// A job's 128-bit key.
-///
-/// ```
-/// use amrq::bootstrap::JobKey;
-/// let k = JobKey::random().unwrap();
-/// assert_eq!(JobKey::parse(&k.to_string()), Some(k));
-/// assert!(k.object_name().starts_with("/amrq-"));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct JobKey(pub [u64; 2]);
+/// A rank's state, in the high half of its slot.
+const RUNNING: u64 = 0;
+/// Left the job cleanly: its process may be gone without anything having failed.
+const LEFT: u64 = 1;
+/// Failed: it recorded why before ending.
+const FAILED: u64 = 2;
 
-impl JobKey {
-    /// 128 bits from the kernel's random source.
-    pub fn random() -> std::io::Result<Self> {
-        let mut b = [0u8; 16];
-        // SAFETY: `b` is writable for 16 bytes.
-        let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), 16, 0) };
-        if n != 16 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let lo = u64::from_le_bytes(b[..8].try_into().unwrap_or_default());
-        let hi = u64::from_le_bytes(b[8..].try_into().unwrap_or_default());
-        Ok(Self([lo, hi]))
-    }
-
-    /// The key from its 32 hex digits.
-    pub fn parse(s: &str) -> Option<Self> {
-        if s.len() != 32 {
-            return None;
-        }
-        let lo = u64::from_str_radix(&s[..16], 16).ok()?;
-        let hi = u64::from_str_radix(&s[16..], 16).ok()?;
-        Some(Self([lo, hi]))
-    }
-
-    /// The name of the job's shared memory object.
-    pub fn object_name(&self) -> String {
-        format!("/amrq-{:016x}", self.0[0])
-    }
-}
-
-impl std::fmt::Display for JobKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:016x}{:016x}", self.0[0], self.0[1])
-    }
-}
+/// The failure word while its cause is being written.
+const CLAIMING: u64 = u64::MAX;
 
 #[repr(C, align(128))]
 struct JobHeader {
     ready: AtomicU64,
-    key: [u64; 2],
     ranks: u64,
     total_bytes: u64,
     digest: u64,
-    attached: AtomicU64,
-    _pad: [u8; 72],
+    /// 0: no failure; rank + 1 of the first failed rank once its cause is written.
+    failure: AtomicU64,
+    _pad: [u8; 88],
     barrier_gen: AtomicU32,
     barrier_count: AtomicU32,
 }
 
 const _: () = {
     assert!(std::mem::offset_of!(JobHeader, barrier_gen) == 128);
-    assert!(std::mem::size_of::<JobHeader>() <= HEADER_BYTES);
+    assert!(std::mem::size_of::<JobHeader>() <= CAUSE_OFFSET);
+    assert!(CAUSE_OFFSET + 2 + CAUSE_BYTES <= HEADER_BYTES);
 };
 
 /// Bytes the bootstrap block takes for `ranks` ranks (a multiple of 4 KiB).
@@ -122,6 +104,9 @@ pub struct ShmJob {
     rank: usize,
     size: usize,
     timeout: Duration,
+    watch: Watch,
+    /// Rank 0: the thread that answers late joiners, stopped on drop.
+    _door: Option<Keeper>,
 }
 
 /// What a rank brings to the meeting.
@@ -131,39 +116,51 @@ pub struct JobSpec {
     pub rank: usize,
     /// Ranks in the job.
     pub size: usize,
-    /// The job key.
+    /// The job's public id (where its ranks meet).
+    pub id: String,
+    /// The job's secret key (how they know each other).
     pub key: JobKey,
     /// Bytes the conduit needs after the bootstrap block.
     pub user_bytes: usize,
     /// A digest of the configuration; every rank must bring the same.
     pub digest: u64,
-    /// How long to wait for the others.
+    /// How long to wait for the others (the attach timeout).
     pub timeout: Duration,
-    /// Said in the /dev/shm error: which option lowers the job's size.
+    /// Said in the out-of-memory error: which option lowers the job's size.
     pub remedy: String,
 }
 
 impl ShmJob {
-    /// Creates (rank 0) or attaches to (others) the job's object, following the protocol
-    /// in the module doc. `init` runs on rank 0 only, on the conduit's part, before
-    /// anyone else can see it.
+    /// Creates (rank 0) or joins (others) the job's memory, following the protocol in
+    /// the module doc. `init` runs on rank 0 only, on the conduit's part, before anyone
+    /// else can see it.
     pub fn start(spec: &JobSpec, init: impl FnOnce(NonNull<u8>)) -> Result<Self, BootError> {
-        let total = block_bytes(spec.size) + spec.user_bytes;
-        let name = spec.key.object_name();
+        let total = block_bytes(spec.size)
+            .checked_add(spec.user_bytes)
+            .ok_or_else(|| BootError::Shm("the job's size overflows".into()))?;
         let deadline = Instant::now() + spec.timeout;
-        let map = if spec.rank == 0 {
+        let name = rendezvous_name(&spec.id);
+        let terms = Terms {
+            id: spec.id.clone(),
+            key: spec.key,
+            size: spec.size,
+            digest: spec.digest,
+            bytes: total as u64,
+        };
+        let job = if spec.rank == 0 {
+            let door = match spec.size {
+                1 => None,
+                _ => Some(Door::open(&name, &spec.id)?),
+            };
+            fault::point("listening", 0);
             check_room(total as u64, &spec.remedy).map_err(|e| BootError::Shm(e.to_string()))?;
-            let obj = ShmObject::create(&name, total as u64)
+            let file = SharedFile::create("amrq-job", total as u64)
                 .map_err(|e| BootError::Shm(e.to_string()))?;
-            let map = obj.map(total).map_err(|e| {
-                unlink(&name);
-                BootError::Shm(e.to_string())
-            })?;
-            let h = header(&map);
-            // SAFETY: nobody else has seen the object yet: we are its only user.
+            let map = file.map(total).map_err(|e| BootError::Shm(e.to_string()))?;
+            fault::point("created", 0);
+            // SAFETY: nobody else has seen the memory yet: we are its only user.
             unsafe {
                 let hp = map.base().as_ptr().cast::<JobHeader>();
-                std::ptr::addr_of_mut!((*hp).key).write(spec.key.0);
                 std::ptr::addr_of_mut!((*hp).ranks).write(spec.size as u64);
                 std::ptr::addr_of_mut!((*hp).total_bytes).write(total as u64);
                 std::ptr::addr_of_mut!((*hp).digest).write(spec.digest);
@@ -171,32 +168,50 @@ impl ShmJob {
             // SAFETY: the conduit's part starts after the block, inside the mapping.
             init(unsafe { map.base().add(block_bytes(spec.size)) });
             // ORDERING: Release publishes the header and the conduit's initialisation;
-            // pairs with the Acquire load of `ready` by the attaching ranks below.
-            h.ready.store(READY, Ordering::Release);
-            map
+            // pairs with the Acquire load of `ready` by the joining ranks below.
+            header(&map).ready.store(READY, Ordering::Release);
+            fault::point("initialised", 0);
+            let mut job = Self::new(map, spec);
+            job.publish_pid();
+            if let Some(door) = door {
+                door.admit_all(&terms, file.fd(), deadline, || job.check_peers())?;
+                job._door = Some(door.keep(terms));
+            }
+            job
         } else {
-            attach(spec, &name, total, deadline).inspect_err(|e| {
-                // A job whose ranks disagree will not start: leave nothing behind.
-                if matches!(e, BootError::Shm(_)) {
-                    unlink(&name);
-                }
-            })?
+            let file = rendezvous::join(&name, &terms, spec.rank, deadline)?;
+            let job = Self::new(attach(&file, spec, total)?, spec);
+            job.publish_pid();
+            job
         };
-        let job = Self {
+        fault::point("attached", spec.rank);
+        job.barrier()?;
+        fault::point("started", spec.rank);
+        Ok(job)
+    }
+
+    fn new(map: Mapping, spec: &JobSpec) -> Self {
+        Self {
             map,
             rank: spec.rank,
             size: spec.size,
             timeout: spec.timeout,
-        };
-        job.pid(spec.rank)
-            .store(u64::from(std::process::id()), Ordering::Relaxed);
-        // ORDERING: AcqRel: the unlinking rank has seen every rank attach (each added
-        // after mapping); pairs with the other ranks' fetch_add.
-        if job.header().attached.fetch_add(1, Ordering::AcqRel) + 1 == spec.size as u64 {
-            unlink(&name);
+            watch: Watch::new(spec.size),
+            _door: None,
         }
-        job.barrier()?;
-        Ok(job)
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn publish_pid(&self) {
+        // ORDERING: Release pairs with the Acquire loads in `check_peers`.
+        self.slot(self.rank).store(
+            u64::from(std::process::id()) | RUNNING << 32,
+            Ordering::Release,
+        );
     }
 
     fn header(&self) -> &JobHeader {
@@ -204,8 +219,8 @@ impl ShmJob {
     }
 
     fn word(&self, index: usize) -> &AtomicU64 {
-        debug_assert!(index < 2 * self.size);
-        // SAFETY: the pid and gather arrays follow the header inside the block
+        assert!(index < 2 * self.size, "bootstrap word {index} out of range");
+        // SAFETY: the slot and gather arrays follow the header inside the block
         // (`block_bytes`), 8-byte aligned, and are only accessed atomically.
         unsafe {
             &*self
@@ -218,7 +233,7 @@ impl ShmJob {
         }
     }
 
-    fn pid(&self, rank: usize) -> &AtomicU64 {
+    fn slot(&self, rank: usize) -> &AtomicU64 {
         self.word(rank)
     }
 
@@ -276,44 +291,124 @@ impl ShmJob {
         Ok(all)
     }
 
-    /// True once rank `r` has left the job cleanly (its job handle dropped).
+    /// True once rank `r` has left the job cleanly (its job handle dropped without a
+    /// failure recorded).
     pub fn has_left(&self, r: usize) -> bool {
         // ORDERING: Acquire pairs with the Release store of LEFT in `drop`: the frames
         // the rank published before it left are visible after this.
-        r < self.size && self.pid(r).load(Ordering::Acquire) == LEFT
+        r < self.size && self.slot(r).load(Ordering::Acquire) >> 32 == LEFT
     }
 
-    /// [`BootError::PeerDead`] if a rank's process no longer exists although it did not
-    /// leave the job cleanly (a crash, a signal, an exit from inside the job).
+    /// [`BootError::PeerDead`] if a rank has failed: the first failure anyone recorded
+    /// (so every survivor blames the same rank), or else a rank whose process has ended
+    /// without leaving the job cleanly (a crash, a signal, an exit from inside the job).
     pub fn check_peers(&self) -> Result<(), BootError> {
-        for r in 0..self.size {
-            // ORDERING: Acquire pairs with the Release store of LEFT in `drop`, so a rank
-            // that left is never taken for dead (its exit follows that store).
-            let pid = self.pid(r).load(Ordering::Acquire);
-            if pid == 0 || pid == LEFT || r == self.rank {
+        if let Some((rank, cause)) = self.recorded_failure() {
+            if rank != self.rank {
+                return Err(BootError::PeerDead { rank, cause });
+            }
+        }
+        for r in (0..self.size).filter(|&r| r != self.rank) {
+            // ORDERING: Acquire pairs with the Release stores of a rank's slot, so a
+            // rank that left is never taken for dead (its exit follows that store).
+            let w = self.slot(r).load(Ordering::Acquire);
+            let pid = w as u32;
+            if pid == 0 || w >> 32 == LEFT {
                 continue;
             }
-            // SAFETY: signal 0 only checks that the process exists.
-            if unsafe { libc::kill(pid as libc::pid_t, 0) } != 0
-                && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-            {
-                return Err(BootError::PeerDead {
-                    rank: r,
-                    cause: format!("its process {pid} has exited"),
-                });
+            if let Seen::Ended(how) = self.watch.look(r, pid) {
+                let (rank, cause) = self.record_failure(r, &how);
+                return Err(BootError::PeerDead { rank, cause });
             }
         }
         Ok(())
+    }
+
+    /// Records that this rank is failing, with `cause` (the first failure recorded in
+    /// the job is the one every survivor reports).
+    pub fn mark_failed(&self, cause: &str) {
+        let w = u64::from(std::process::id()) | FAILED << 32;
+        // ORDERING: Release pairs with the Acquire loads in `check_peers`.
+        self.slot(self.rank).store(w, Ordering::Release);
+        self.record_failure(self.rank, cause);
+    }
+
+    /// The first failure recorded in the job, if any.
+    fn recorded_failure(&self) -> Option<(usize, String)> {
+        // ORDERING: Acquire pairs with the Release store in `record_failure`: the cause
+        // text written before it is visible.
+        match self.header().failure.load(Ordering::Acquire) {
+            0 | CLAIMING => None,
+            r => Some(((r - 1) as usize, self.read_cause())),
+        }
+    }
+
+    /// Records `(rank, cause)` as the job's failure unless one is recorded already;
+    /// returns the one that stands.
+    fn record_failure(&self, rank: usize, cause: &str) -> (usize, String) {
+        let h = self.header();
+        // ORDERING: Acquire on failure pairs with the claimer's Release store, to read
+        // its text; on success nothing is read.
+        match h
+            .failure
+            .compare_exchange(0, CLAIMING, Ordering::Acquire, Ordering::Acquire)
+        {
+            Ok(_) => {
+                let bytes = cause.as_bytes();
+                let n = bytes.len().min(CAUSE_BYTES);
+                // SAFETY: the cause area lies inside the header page; only the claimer
+                // writes it, before the Release store below, and readers read it only
+                // after the Acquire load that sees that store.
+                unsafe {
+                    let p = self.map.base().as_ptr().add(CAUSE_OFFSET);
+                    p.cast::<[u8; 2]>().write((n as u16).to_le_bytes());
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(2), n);
+                }
+                // ORDERING: Release publishes the cause text; pairs with the Acquire
+                // loads in `recorded_failure`.
+                h.failure.store(rank as u64 + 1, Ordering::Release);
+                (rank, cause.to_string())
+            }
+            Err(_) => {
+                let until = Instant::now() + Duration::from_millis(10);
+                loop {
+                    if let Some(first) = self.recorded_failure() {
+                        return first;
+                    }
+                    if Instant::now() > until {
+                        // The claimer died while writing: what we saw stands.
+                        return (rank, cause.to_string());
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+
+    fn read_cause(&self) -> String {
+        // SAFETY: the cause area lies inside the header page and was published (see
+        // `record_failure`); its length is clamped, whatever a peer wrote there.
+        unsafe {
+            let p = self.map.base().as_ptr().add(CAUSE_OFFSET);
+            let n = usize::from(u16::from_le_bytes(p.cast::<[u8; 2]>().read())).min(CAUSE_BYTES);
+            String::from_utf8_lossy(std::slice::from_raw_parts(p.add(2), n)).into_owned()
+        }
     }
 }
 
 impl Drop for ShmJob {
     fn drop(&mut self) {
-        // Leaving normally (not unwinding from a panic): say so, so that peers still
-        // finishing do not take this rank's exit for a failure.
+        // Leaving normally (not unwinding from a panic, not marked failed): say so, so
+        // that peers still finishing do not take this rank's exit for a failure.
         if !std::thread::panicking() {
-            // ORDERING: Release pairs with the Acquire load in `check_peers`.
-            self.pid(self.rank).store(LEFT, Ordering::Release);
+            let running = u64::from(std::process::id()) | RUNNING << 32;
+            // ORDERING: Release pairs with the Acquire loads in `check_peers`/`has_left`.
+            let _ = self.slot(self.rank).compare_exchange(
+                running,
+                u64::from(std::process::id()) | LEFT << 32,
+                Ordering::Release,
+                Ordering::Relaxed,
+            );
         }
     }
 }
@@ -323,52 +418,27 @@ fn header(map: &Mapping) -> &JobHeader {
     unsafe { &*map.base().as_ptr().cast::<JobHeader>() }
 }
 
-fn attach(
-    spec: &JobSpec,
-    name: &str,
-    total: usize,
-    deadline: Instant,
-) -> Result<Mapping, BootError> {
+/// A joiner maps the memory rank 0 handed it and checks it is what the terms say.
+fn attach(file: &SharedFile, spec: &JobSpec, total: usize) -> Result<Mapping, BootError> {
     let shm = |e: crate::util::shm::ShmError| BootError::Shm(e.to_string());
-    let late = |what: &str| {
-        BootError::Timeout(format!(
-            "rank {} waited {:?} for rank 0 to {what} the job's shared memory {name}; did rank 0 start?",
-            spec.rank, spec.timeout
-        ))
-    };
-    let obj = loop {
-        if let Some(o) = ShmObject::open(name).map_err(shm)? {
-            break o;
-        }
-        if Instant::now() > deadline {
-            return Err(late("create"));
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    };
-    while obj.size().map_err(shm)? < total as u64 {
-        if Instant::now() > deadline {
-            return Err(late("size"));
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let map = obj.map(total).map_err(shm)?;
-    let h = header(&map);
-    // ORDERING: Acquire pairs with rank 0's Release store of `ready`.
-    while h.ready.load(Ordering::Acquire) != READY {
-        if Instant::now() > deadline {
-            return Err(late("initialise"));
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    if h.key != spec.key.0 {
+    let have = file.size().map_err(shm)?;
+    if have < total as u64 {
         return Err(BootError::Shm(format!(
-            "{name} belongs to another job (its key differs): refusing to attach"
+            "job {}'s memory has {have} bytes, this rank needs {total}: give every rank the same settings",
+            spec.id
         )));
     }
-    if h.ranks != spec.size as u64 || h.total_bytes != total as u64 || h.digest != spec.digest {
+    let map = file.map(total).map_err(shm)?;
+    let h = header(&map);
+    // ORDERING: Acquire pairs with rank 0's Release store of `ready`.
+    if h.ready.load(Ordering::Acquire) != READY
+        || h.ranks != spec.size as u64
+        || h.total_bytes != total as u64
+        || h.digest != spec.digest
+    {
         return Err(BootError::Shm(format!(
-            "rank {} and rank 0 disagree on the job: {} vs {} ranks, {} vs {} bytes, configuration digest {:#x} vs {:#x}; give every rank the same settings",
-            spec.rank, spec.size, h.ranks, total, h.total_bytes, spec.digest, h.digest
+            "job {}'s memory is not laid out as this rank expects (another amrq version?)",
+            spec.id
         )));
     }
     Ok(map)

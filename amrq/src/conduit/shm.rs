@@ -1,6 +1,6 @@
 //! The `shm` conduit: ranks are processes of one host. One job-private shared memory
-//! object (see [`crate::bootstrap::shm`] for how the ranks meet in it and when its name
-//! is unlinked) holds every rank's receive rings and every rank's registered segment,
+//! object without a name (see [`crate::bootstrap::shm`] for how the ranks meet and
+//! receive it) holds every rank's receive rings and every rank's registered segment,
 //! mapped by every rank. The rings are those of [`super::mem`]: the same code as the
 //! `threads` conduit, at a different address in each process (offsets only inside).
 //!
@@ -14,8 +14,9 @@
 
 use super::mem::{MemConduit, Parts, RegionLayout, RegionOwner};
 use super::{ConduitError, ConduitSpec};
+use crate::bootstrap::env::Place;
 use crate::bootstrap::shm::{block_bytes, JobSpec};
-use crate::bootstrap::{Boot, JobKey, ShmJob};
+use crate::bootstrap::{Boot, ShmJob};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,26 +68,26 @@ fn digest(spec: &ConduitSpec, seg: usize) -> u64 {
     })
 }
 
-/// Joins the job `(rank, size, key)` on this host: creates (rank 0) or attaches to its
-/// shared memory and returns this rank's endpoint. Collective: every rank of the job
-/// calls it with the same `spec`; `timeout` bounds the wait for the others.
+/// Joins the job `place` on this host: creates (rank 0) or receives its shared memory
+/// and returns this rank's endpoint. Collective: every rank of the job calls it with
+/// the same `spec`; `timeout` (the attach timeout) bounds the wait for the others.
 pub fn attach(
-    rank: usize,
-    size: usize,
-    key: JobKey,
+    place: &Place,
     spec: &ConduitSpec,
     timeout: Duration,
 ) -> Result<MemConduit, ConduitError> {
+    let (rank, size) = (place.rank, place.size);
     let (layout, rings, seg, user) = sizes(size, spec)?;
     let job_spec = JobSpec {
         rank,
         size,
-        key,
+        id: place.id.clone(),
+        key: place.key,
         user_bytes: user,
         digest: digest(spec, seg),
         timeout,
         remedy: format!(
-            "{} ({} MiB of segment per rank, {size} ranks), or make /dev/shm larger",
+            "{} ({} MiB of segment per rank, {size} ranks)",
             spec.remedy,
             seg >> 20
         ),

@@ -1,56 +1,85 @@
-//! POSIX shared memory objects (`shm_open` + `mmap`): create or open one by name, check
-//! that /dev/shm has room first, map it, unlink it.
+//! Shared memory without a name: an anonymous memory file (`memfd_create`) that one
+//! process creates and hands to others as a descriptor, mapped shared by all. Nothing
+//! appears in /dev/shm or anywhere else in the file system, so nothing can be left
+//! behind: the kernel frees the memory when the last process holding the descriptor or
+//! a mapping ends, however it ends.
+//!
+//! The pages are ordinary shared memory (shmem) charged to the creating process's
+//! memory cgroup, so [`check_room`] compares a job's size with the memory available
+//! (`MemAvailable`, and the cgroup's limit when there is one) before creating it.
 
 use std::ffi::CString;
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 
 /// Why shared memory could not be had.
 #[derive(Debug, thiserror::Error)]
 pub enum ShmError {
-    /// /dev/shm lacks room for the object.
-    #[error("not enough room in /dev/shm: the job needs {needed} bytes ({needed_mib} MiB) but {free} bytes ({free_mib} MiB) are free; {remedy}")]
+    /// The host (or this cgroup) lacks memory for the object.
+    #[error("not enough memory for the job's shared memory: it needs {needed} bytes ({needed_mib} MiB) but {free} bytes ({free_mib} MiB) are available ({whence}); {remedy}")]
     NoRoom {
         /// Bytes the object needs.
         needed: u64,
         /// The same in MiB.
         needed_mib: u64,
-        /// Bytes free.
+        /// Bytes available.
         free: u64,
         /// The same in MiB.
         free_mib: u64,
+        /// Which limit that is (`MemAvailable` or the cgroup's `memory.max`).
+        whence: &'static str,
         /// What to change.
         remedy: String,
     },
     /// A system call failed.
-    #[error("{call}({name}): {source}")]
+    #[error("{call}: {source}")]
     Os {
         /// The call.
         call: &'static str,
-        /// The object's name.
-        name: String,
         /// The error.
         source: io::Error,
     },
 }
 
-/// Bytes free for unprivileged use in /dev/shm.
-pub fn shm_free_bytes() -> io::Result<u64> {
-    let path = CString::new("/dev/shm").map_err(io::Error::other)?;
-    // SAFETY: statvfs is plain data; all-zero is a valid value to be overwritten.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `path` is NUL-terminated and `st` is writable.
-    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
-        return Err(io::Error::last_os_error());
+fn os_err(call: &'static str) -> ShmError {
+    ShmError::Os {
+        call,
+        source: io::Error::last_os_error(),
     }
-    Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
-/// Fails with [`ShmError::NoRoom`] if /dev/shm has fewer than `needed` bytes free.
+/// Bytes of memory a new shared object can use, and which limit says so: the smaller
+/// of the host's `MemAvailable` and what this process's cgroup (v2) has left.
+pub fn memory_available() -> io::Result<(u64, &'static str)> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo")?;
+    let host = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kib| kib.saturating_mul(1024))
+        .ok_or_else(|| io::Error::other("/proc/meminfo has no MemAvailable"))?;
+    Ok(match cgroup_room() {
+        Some(room) if room < host => (room, "left under this cgroup's memory.max"),
+        _ => (host, "MemAvailable"),
+    })
+}
+
+/// `memory.max - memory.current` of this process's cgroup v2, if it has a limit.
+fn cgroup_room() -> Option<u64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let dir = format!("/sys/fs/cgroup{}", path.trim());
+    let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
+    let max = read("memory.max")?.trim().parse::<u64>().ok()?; // "max": no limit
+    let current = read("memory.current")?.trim().parse::<u64>().ok()?;
+    Some(max.saturating_sub(current))
+}
+
+/// Fails with [`ShmError::NoRoom`] if fewer than `needed` bytes of memory are available.
 pub fn check_room(needed: u64, remedy: &str) -> Result<(), ShmError> {
-    let free = shm_free_bytes().map_err(|source| ShmError::Os {
-        call: "statvfs",
-        name: "/dev/shm".into(),
+    let (free, whence) = memory_available().map_err(|source| ShmError::Os {
+        call: "reading /proc/meminfo",
         source,
     })?;
     if free < needed {
@@ -59,103 +88,61 @@ pub fn check_room(needed: u64, remedy: &str) -> Result<(), ShmError> {
             needed_mib: needed.div_ceil(1 << 20),
             free,
             free_mib: free >> 20,
+            whence,
             remedy: remedy.to_string(),
         });
     }
     Ok(())
 }
 
-/// A mapped shared memory object, unmapped on drop.
+/// An anonymous shared memory file (its descriptor), closed on drop.
 #[derive(Debug)]
-pub struct Mapping {
-    ptr: NonNull<u8>,
-    len: usize,
+pub struct SharedFile {
+    fd: OwnedFd,
 }
 
-// SAFETY: the mapping is plain shared bytes; who touches what is decided by the
-// protocols built on it (rings, the bootstrap block), as between processes.
-unsafe impl Send for Mapping {}
-// SAFETY: as above.
-unsafe impl Sync for Mapping {}
-
-fn os_err(call: &'static str, name: &str) -> ShmError {
-    ShmError::Os {
-        call,
-        name: name.to_string(),
-        source: io::Error::last_os_error(),
-    }
-}
-
-/// An open shared memory object (its descriptor), closed on drop.
-#[derive(Debug)]
-pub struct ShmObject {
-    fd: libc::c_int,
-    name: String,
-}
-
-impl Drop for ShmObject {
-    fn drop(&mut self) {
-        // SAFETY: the descriptor is ours and closed once.
-        unsafe { libc::close(self.fd) };
-    }
-}
-
-impl ShmObject {
-    /// Creates `name` (which must not exist) with mode 0600 and `len` bytes.
-    pub fn create(name: &str, len: u64) -> Result<Self, ShmError> {
-        let c = CString::new(name).map_err(|e| ShmError::Os {
-            call: "shm_open",
-            name: name.into(),
+impl SharedFile {
+    /// A new anonymous file of `len` zero bytes; `label` names it in `/proc/PID/fd` only.
+    ///
+    /// ```
+    /// let f = amrq::util::shm::SharedFile::create("amrq-doc", 8192).unwrap();
+    /// assert_eq!(f.size().unwrap(), 8192);
+    /// let m = f.map(8192).unwrap();
+    /// assert_eq!(m.len(), 8192);
+    /// ```
+    pub fn create(label: &str, len: u64) -> Result<Self, ShmError> {
+        let c = CString::new(label).map_err(|e| ShmError::Os {
+            call: "memfd_create",
             source: io::Error::other(e),
         })?;
-        // SAFETY: `c` is NUL-terminated; flags and mode are plain integers.
-        let fd = unsafe {
-            libc::shm_open(
-                c.as_ptr(),
-                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC,
-                0o600,
-            )
-        };
+        let len = libc::off_t::try_from(len).map_err(|e| ShmError::Os {
+            call: "ftruncate",
+            source: io::Error::other(e),
+        })?;
+        // SAFETY: `c` is NUL-terminated; the flags are plain integers.
+        let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC) };
         if fd < 0 {
-            return Err(os_err("shm_open", name));
+            return Err(os_err("memfd_create"));
         }
-        let obj = Self {
-            fd,
-            name: name.into(),
+        let file = Self {
+            // SAFETY: `fd` was just opened and is owned by nothing else.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
         };
         // SAFETY: `fd` is open for writing.
-        if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
-            let e = os_err("ftruncate", name);
-            unlink(name);
-            return Err(e);
+        if unsafe { libc::ftruncate(fd, len) } != 0 {
+            return Err(os_err("ftruncate"));
         }
-        Ok(obj)
+        Ok(file)
     }
 
-    /// Opens the existing object `name`; `Ok(None)` if it does not exist (yet).
-    pub fn open(name: &str) -> Result<Option<Self>, ShmError> {
-        let c = CString::new(name).map_err(|e| ShmError::Os {
-            call: "shm_open",
-            name: name.into(),
-            source: io::Error::other(e),
-        })?;
-        // SAFETY: `c` is NUL-terminated.
-        let fd = unsafe { libc::shm_open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC, 0) };
-        if fd < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::ENOENT) {
-                return Ok(None);
-            }
-            return Err(ShmError::Os {
-                call: "shm_open",
-                name: name.into(),
-                source: e,
-            });
-        }
-        Ok(Some(Self {
-            fd,
-            name: name.into(),
-        }))
+    /// Takes ownership of a descriptor received from another process.
+    pub fn from_fd(fd: OwnedFd) -> Self {
+        Self { fd }
+    }
+
+    /// The descriptor (to hand to another process).
+    pub fn fd(&self) -> &OwnedFd {
+        &self.fd
     }
 
     /// Current size in bytes.
@@ -163,10 +150,10 @@ impl ShmObject {
         // SAFETY: plain data, overwritten by fstat.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: `fd` is open and `st` writable.
-        if unsafe { libc::fstat(self.fd, &mut st) } != 0 {
-            return Err(os_err("fstat", &self.name));
+        if unsafe { libc::fstat(self.fd.as_raw_fd(), &mut st) } != 0 {
+            return Err(os_err("fstat"));
         }
-        Ok(st.st_size as u64)
+        Ok(u64::try_from(st.st_size).unwrap_or(0))
     }
 
     /// Maps the first `len` bytes, shared.
@@ -178,27 +165,32 @@ impl ShmObject {
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
-                self.fd,
+                self.fd.as_raw_fd(),
                 0,
             )
         };
         if p == libc::MAP_FAILED {
-            return Err(os_err("mmap", &self.name));
+            return Err(os_err("mmap"));
         }
         Ok(Mapping {
-            ptr: NonNull::new(p.cast()).ok_or_else(|| os_err("mmap", &self.name))?,
+            ptr: NonNull::new(p.cast()).ok_or_else(|| os_err("mmap"))?,
             len,
         })
     }
 }
 
-/// Removes `name` from /dev/shm (mappings stay valid). Errors are ignored: it may be gone.
-pub fn unlink(name: &str) {
-    if let Ok(c) = CString::new(name) {
-        // SAFETY: `c` is NUL-terminated.
-        unsafe { libc::shm_unlink(c.as_ptr()) };
-    }
+/// A shared mapping, unmapped on drop.
+#[derive(Debug)]
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
 }
+
+// SAFETY: the mapping is plain shared bytes; who touches what is decided by the
+// protocols built on it (rings, the bootstrap block), as between processes.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
 
 impl Mapping {
     /// The first byte (page aligned).
@@ -219,7 +211,7 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: mapped in `ShmObject::map` with this length, unmapped once.
+        // SAFETY: mapped in `SharedFile::map` with this length, unmapped once.
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }

@@ -87,7 +87,7 @@ fn die_process(c: MemConduit) {
 /// amrq's launcher. In a rank (found by the launcher's environment) this runs the
 /// rank's part and exits; otherwise it starts the job and checks every rank ran.
 pub fn processes(test: &str, ranks: usize, case: Case<MemConduit>) {
-    match amrq::launch::joined_spec(&spec()) {
+    match amrq::launch::joined_spec(&spec(), std::time::Duration::from_secs(60)) {
         Ok(Some(c)) => {
             let rank = c.rank();
             let code = match case(c, &Job { die: die_process }) {

@@ -1,0 +1,166 @@
+//! Is a peer process still there, and if not, how did it end?
+//!
+//! Each peer is watched through a pidfd (`pidfd_open`), which becomes readable the
+//! moment the process ends: a zombie not yet reaped counts as ended (`kill(pid, 0)`
+//! would still say alive), and a pid the kernel hands to a new process later is never
+//! confused with it. How it ended is read from `/proc/PID/stat` while it is a zombie
+//! (the wait status is its 52nd field); once reaped, only its launcher knows.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Mutex;
+
+/// The pidfds of a job's peers, opened on first look.
+#[derive(Debug)]
+pub struct Watch {
+    fds: Mutex<Vec<Option<(u32, OwnedFd)>>>,
+}
+
+/// What a look at a peer found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// Running (or not yet known).
+    Alive,
+    /// Its process has ended: how, in words.
+    Ended(String),
+}
+
+impl Watch {
+    /// Watches nothing yet, for a job of `ranks` ranks.
+    pub fn new(ranks: usize) -> Self {
+        Self {
+            fds: Mutex::new((0..ranks).map(|_| None).collect()),
+        }
+    }
+
+    /// Looks at rank `rank`, whose process is `pid`.
+    pub fn look(&self, rank: usize, pid: u32) -> Seen {
+        let Ok(mut fds) = self.fds.lock() else {
+            return Seen::Alive; // a panic elsewhere: the next look will tell
+        };
+        let Some(slot) = fds.get_mut(rank) else {
+            return Seen::Alive;
+        };
+        if slot.as_ref().is_none_or(|(p, _)| *p != pid) {
+            // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+            if fd < 0 {
+                return match std::io::Error::last_os_error().raw_os_error() {
+                    Some(libc::ESRCH) => Seen::Ended(how_it_ended(pid)),
+                    _ => Seen::Alive, // no pidfds (old kernel, ENOSYS): cannot tell
+                };
+            }
+            // SAFETY: `fd` is a new descriptor owned by nothing else.
+            *slot = Some((pid, unsafe { OwnedFd::from_raw_fd(fd as i32) }));
+        }
+        let Some((_, fd)) = slot.as_ref() else {
+            return Seen::Alive;
+        };
+        let mut p = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; timeout 0: never blocks.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        if n > 0 && p.revents & libc::POLLIN != 0 {
+            Seen::Ended(how_it_ended(pid))
+        } else {
+            Seen::Alive
+        }
+    }
+}
+
+/// How process `pid` ended, in words: from its wait status while it is a zombie.
+pub fn how_it_ended(pid: u32) -> String {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return format!("its process {pid} has exited (already reaped: its launcher knows how)");
+    };
+    // The command may contain spaces and parentheses: fields start after the last ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let state = fields.first().copied().unwrap_or("?");
+    let status = fields.get(49).and_then(|s| s.parse::<i32>().ok());
+    match (state, status) {
+        ("Z" | "X", Some(st)) => describe_status(pid, st),
+        ("Z" | "X", None) => format!("its process {pid} has exited"),
+        _ => format!("its process {pid} is ending"),
+    }
+}
+
+/// A wait status (as `waitpid` gives it) in words.
+fn describe_status(pid: u32, st: i32) -> String {
+    let sig = st & 0x7f;
+    if sig == 0 {
+        format!("its process {pid} exited with status {}", (st >> 8) & 0xff)
+    } else {
+        format!(
+            "its process {pid} was killed by signal {sig} ({})",
+            signal_name(sig)
+        )
+    }
+}
+
+/// The usual name of a signal that ends processes.
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGINT => "SIGINT",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => "signal",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zombie_is_seen_ended_with_its_signal() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("100")
+            .spawn()
+            .expect("sleep");
+        let w = Watch::new(2);
+        let pid = child.id();
+        assert_eq!(w.look(1, pid), Seen::Alive);
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let t = std::time::Instant::now();
+        let seen = loop {
+            match w.look(1, pid) {
+                Seen::Alive if t.elapsed().as_secs() < 5 => std::thread::yield_now(),
+                s => break s,
+            }
+        };
+        // Not reaped yet: a zombie, and still its signal is known.
+        assert_eq!(
+            seen,
+            Seen::Ended(format!(
+                "its process {pid} was killed by signal 9 (SIGKILL)"
+            ))
+        );
+        let _ = child.wait();
+        assert!(matches!(w.look(1, pid), Seen::Ended(_)));
+    }
+
+    #[test]
+    fn exit_statuses_are_described() {
+        assert_eq!(
+            describe_status(7, 3 << 8),
+            "its process 7 exited with status 3"
+        );
+        assert_eq!(
+            describe_status(7, libc::SIGSEGV),
+            "its process 7 was killed by signal 11 (SIGSEGV)"
+        );
+    }
+}
