@@ -159,3 +159,96 @@ fn handles_and_sync_nbi_complete_every_operation_once_through_frames() {
     });
     all_ok(out);
 }
+
+/// Arguments that once panicked (a division by zero, an overflow) or corrupted state:
+/// each is now a typed error, and the job goes on.
+#[test]
+fn bad_arguments_are_typed_errors_not_panics() {
+    let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+        let rma = Rma::new(&am);
+        for align in [0, 3, 24, usize::MAX] {
+            assert!(
+                matches!(
+                    rma.alloc_local(8, align),
+                    Err(RmaError::BadAlignment { .. })
+                ),
+                "align {align}"
+            );
+            assert!(matches!(
+                rma.alloc_symmetric(8, align),
+                Err(RmaError::BadAlignment { .. })
+            ));
+        }
+        assert!(matches!(
+            rma.alloc_local(usize::MAX, 8),
+            Err(RmaError::OutOfMemory { .. })
+        ));
+        // Two Rma over one Am share the segment's one allocator: no overlap.
+        let other = Rma::over_frames(&am);
+        let a = rma.alloc_local(100, 8)?;
+        let b = other.alloc_local(100, 8)?;
+        assert!(a + 100 <= b || b + 100 <= a, "{a} and {b} overlap");
+        rma.free(b)?; // either frees what either allocated
+        other.free(a)?;
+        // Strided regions that describe nothing, overflow, or are absurdly many.
+        let data = [0u8; 16];
+        let empty = amrq::rma::Strided {
+            offset: 0,
+            counts: &[],
+            strides: &[],
+        };
+        let e = rma.put_strided(1, &empty, &data).expect_err("empty");
+        assert!(matches!(e, RmaError::BadStrided { .. }), "{e}");
+        assert!(!e.to_string().contains("0 elements where 0"), "{e}");
+        let overflow = amrq::rma::Strided {
+            offset: 8,
+            counts: &[1, 3],
+            strides: &[usize::MAX / 2 + 1],
+        };
+        assert!(matches!(
+            rma.put_strided(1, &overflow, &data[..3]),
+            Err(RmaError::BadStrided { .. })
+        ));
+        let many = amrq::rma::Strided {
+            offset: 0,
+            counts: &[1, usize::MAX, 2],
+            strides: &[1, 1],
+        };
+        assert!(matches!(
+            rma.get_strided(1, &many, &mut [0u8; 4]),
+            Err(RmaError::BadStrided { .. })
+        ));
+        // The job is intact.
+        am.barrier()?;
+        Ok(())
+    });
+    all_ok(out);
+}
+
+/// AM rings of 2 slots carry no Medium payload: one-sided operations through frames
+/// say so instead of dividing by zero.
+#[test]
+fn frames_too_small_for_one_sided_operations_are_refused_with_the_remedy() {
+    let cfg = Config {
+        am_ring_slots: 2,
+        ..Config::default()
+    };
+    let out = amrq::threads::run(2, &cfg, |c| -> Result<(), RmaError> {
+        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+        let rma = Rma::over_frames(&am);
+        let mut buf = [0u8; 8];
+        let e = rma
+            .get(1 - am.rank(), 0, &mut buf)
+            .expect_err("no Medium room");
+        assert!(matches!(e, RmaError::FramesTooSmall { .. }), "{e}");
+        assert!(e.to_string().contains("AMRQ_RING_SLOTS"), "{e}");
+        let e = rma
+            .get_indexed(1 - am.rank(), &[(0, 4), (8, 4)], &mut buf)
+            .expect_err("no Medium room");
+        assert!(matches!(e, RmaError::FramesTooSmall { .. }), "{e}");
+        am.barrier()?;
+        Ok(())
+    });
+    all_ok(out);
+}

@@ -50,6 +50,9 @@ pub struct Am<S, C: Conduit = MemConduit> {
     am_queues: PollSet,
     /// One-sided operations in flight through frames.
     pub(super) ops: std::cell::RefCell<super::ops::Ops>,
+    /// Where this rank's segment is allocated: one allocator per segment, whatever
+    /// uses it (every `Rma` over this `Am` shares it).
+    segment_alloc: std::cell::RefCell<super::SegmentAllocator>,
 }
 
 impl<S, C: Conduit> std::fmt::Debug for Am<S, C> {
@@ -83,9 +86,11 @@ impl<S, C: Conduit> Am<S, C> {
         let am_queues =
             conduit.poll_set(&[QueueId::AM_REPLY.index(), QueueId::AM_REQUEST.index()])?;
         let conduit_size = conduit.size();
+        let segment_bytes = conduit.caps().segment_bytes;
         Ok(Self {
             am_queues,
             ops: Default::default(),
+            segment_alloc: std::cell::RefCell::new(super::SegmentAllocator::new(segment_bytes)),
             rq: Rq::new(conduit),
             table,
             state,
@@ -112,6 +117,23 @@ impl<S, C: Conduit> Am<S, C> {
     /// The Remote Queues layer below (user queues live there too).
     pub fn rq(&self) -> &Rq<C> {
         &self.rq
+    }
+
+    /// The allocator of this rank's registered segment: one per segment, shared by
+    /// everything that allocates in it (every `Rma` over this `Am`).
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let at = am.segment_allocator().borrow_mut().alloc_local(64, 8);
+    ///     assert!(at.is_some_and(|off| off % 8 == 0));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn segment_allocator(&self) -> &std::cell::RefCell<super::SegmentAllocator> {
+        &self.segment_alloc
     }
 
     /// Largest Medium payload in bytes, requests and replies alike (≥ 4096 with the

@@ -25,6 +25,7 @@ mod error;
 mod handlers;
 mod ops;
 mod payload;
+mod segment_alloc;
 mod segment_service;
 
 pub use ctx::{Msg, ReqCtx};
@@ -33,6 +34,7 @@ pub use error::AmError;
 pub use handlers::{HandlerTable, ReplyFn, ReplyHandler, RequestFn, RequestHandler};
 pub use ops::OpId;
 pub(crate) use payload::Payload;
+pub use segment_alloc::SegmentAllocator;
 pub(crate) use segment_service::{
     packed_headers, BLOCK_HEADER, TAG_ATOMIC, TAG_GET, TAG_GET_PACKED, TAG_PUT, TAG_PUT_PACKED,
 };

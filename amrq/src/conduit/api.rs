@@ -425,7 +425,7 @@ pub trait Conduit {
     /// Sends a Tag-On message: `msg.payload` goes into a free block of `dest`'s pool for
     /// this rank, and a frame with `msg.args` names it. [`ConduitError::Busy`] (nothing
     /// sent) if the ring is full or every block is still in use;
-    /// [`ConduitError::PayloadTooLarge`] above the block size.
+    /// [`ConduitError::TagOnTooLarge`] above the block size.
     fn try_send_tag_on(
         &self,
         dest: Rank,

@@ -60,6 +60,14 @@ pub enum ConduitError {
         /// The channel.
         channel: Channel,
     },
+    /// A Tag-On payload larger than a Tag-On block.
+    #[error("Tag-On payload of {len} bytes exceeds the {max}-byte Tag-On block (raise Config::tag_on_bytes, or send it as Medium or Long)")]
+    TagOnTooLarge {
+        /// Bytes given.
+        len: usize,
+        /// Bytes of a block.
+        max: usize,
+    },
     /// A Long message's range does not fit the destination's registered segment.
     #[error("bytes {offset}..{offset}+{len} are outside rank {rank}'s {segment_bytes}-byte registered segment (AMRQ_SEGMENT_SIZE sets its size)")]
     OutOfSegment {

@@ -54,6 +54,30 @@ pub enum RmaError {
         /// The offset given.
         offset: usize,
     },
+    /// An alignment that is not a power of two.
+    #[error("alignment {align} is not a power of two (1, 2, 4, 8, …)")]
+    BadAlignment {
+        /// The alignment given.
+        align: usize,
+    },
+    /// A strided region that describes no set of blocks.
+    #[error("a strided region needs counts = [block bytes, repeats per dimension…] and one stride per dimension ({counts} counts, {strides} strides given): {why}")]
+    BadStrided {
+        /// Counts given.
+        counts: usize,
+        /// Strides given.
+        strides: usize,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// Operations through frames need larger Medium payloads than the AM rings carry.
+    #[error("one-sided operations through frames need Medium payloads of at least {needed} bytes, but this job's AM rings carry {max_medium}: raise AMRQ_RING_SLOTS (256 or more)")]
+    FramesTooSmall {
+        /// The largest Medium payload.
+        max_medium: usize,
+        /// Bytes needed.
+        needed: usize,
+    },
     /// A collective's buffers do not have the lengths it needs.
     #[error("a buffer of {got} elements where {expected} are needed")]
     LengthMismatch {

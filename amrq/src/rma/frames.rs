@@ -13,6 +13,7 @@
 //! §4.1: small blocks must not each pay a message). The target's half, the handlers
 //! that serve them on its own segment, is the AM layer's (`am/segment_service.rs`).
 
+use super::RmaError;
 use crate::am::{
     packed_headers, Am, AmError, OpId, Payload, BLOCK_HEADER, TAG_ATOMIC, TAG_GET, TAG_GET_PACKED,
     TAG_PUT, TAG_PUT_PACKED,
@@ -43,7 +44,7 @@ pub(super) fn get<S, C: Conduit>(
     offset: usize,
     len: usize,
 ) -> Result<OpId, AmError> {
-    let chunk = am.max_medium();
+    let chunk = am.max_medium().max(1); // the caller checked `medium_room`
     let pieces = len.div_ceil(chunk).max(1);
     let op = am.op_open(pieces, len);
     for k in 0..pieces {
@@ -126,9 +127,25 @@ pub(super) fn get_blocks<S, C: Conduit>(
     Ok(op)
 }
 
+/// The smallest Medium payload that carries one-sided operations usefully.
+const MIN_MEDIUM: usize = BLOCK_HEADER + 64;
+
+/// The largest Medium payload, or [`RmaError::FramesTooSmall`] if the AM rings are
+/// too small to carry gets and packed blocks (rings of a few slots).
+pub(super) fn medium_room<S, C: Conduit>(am: &Am<S, C>) -> Result<usize, RmaError> {
+    let max_medium = am.max_medium();
+    if max_medium < MIN_MEDIUM {
+        return Err(RmaError::FramesTooSmall {
+            max_medium,
+            needed: MIN_MEDIUM,
+        });
+    }
+    Ok(max_medium)
+}
+
 /// The largest block a packed frame carries: longer blocks must be split.
-pub(super) fn max_packed_block<S, C: Conduit>(am: &Am<S, C>) -> usize {
-    am.max_medium() - BLOCK_HEADER
+pub(super) fn max_packed_block<S, C: Conduit>(am: &Am<S, C>) -> Result<usize, RmaError> {
+    Ok(medium_room(am)? - BLOCK_HEADER)
 }
 
 /// Groups of consecutive blocks whose headers and bytes fit one Medium payload (a

@@ -34,12 +34,11 @@
 //! publication is a Release store). A target that reads the counter with Acquire, or
 //! takes the frame, sees the data.
 
-mod alloc;
 mod error;
 mod frames;
 mod vector;
 
-pub use alloc::SegmentAllocator;
+pub use crate::am::SegmentAllocator;
 pub use error::RmaError;
 pub use vector::Strided;
 
@@ -219,7 +218,8 @@ impl<S, C: Conduit> Drop for Handle<'_, S, C> {
 /// ```
 pub struct Rma<'a, S, C: Conduit = MemConduit> {
     am: &'a Am<S, C>,
-    alloc: RefCell<SegmentAllocator>,
+    /// The `Am`'s segment allocator (one per segment, shared by every `Rma`).
+    alloc: &'a RefCell<SegmentAllocator>,
     /// Put and get go through the conduit (else as frames).
     direct: bool,
     /// Atomics go through the conduit (else as frames).
@@ -277,7 +277,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         let segment_bytes = am.rq().conduit().caps().segment_bytes;
         Self {
             am,
-            alloc: RefCell::new(SegmentAllocator::new(segment_bytes)),
+            alloc: am.segment_allocator(),
             direct,
             direct_atomics,
             size: am.size(),
@@ -403,6 +403,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ) -> Result<Option<Pending>, RmaError> {
         if !self.direct {
             self.target(rank, offset, buf.len())?;
+            frames::medium_room(self.am)?;
             let op = frames::get(self.am, rank, offset, buf.len())?;
             return Ok(Some(Pending::Frames(op)));
         }
@@ -631,6 +632,9 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// `len` bytes at alignment `align` (a power of two) in this rank's segment, for
     /// its own use (others may still put and get there once told the offset).
     pub fn alloc_local(&self, len: usize, align: usize) -> Result<usize, RmaError> {
+        if !align.is_power_of_two() {
+            return Err(RmaError::BadAlignment { align });
+        }
         let mut a = self.alloc.borrow_mut();
         a.alloc_local(len, align).ok_or(RmaError::OutOfMemory {
             len,
@@ -643,6 +647,9 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// the same order as its other symmetric allocations; [`RmaError::NotSymmetric`] on
     /// every rank if any had no room.
     pub fn alloc_symmetric(&self, len: usize, align: usize) -> Result<usize, RmaError> {
+        if !align.is_power_of_two() {
+            return Err(RmaError::BadAlignment { align });
+        }
         // The offsets are compared by the bootstrap's all-gather, which serves no AM
         // traffic: first let every rank finish what it waits for (an operation through
         // frames needs its target to serve it).

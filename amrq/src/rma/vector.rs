@@ -6,6 +6,9 @@
 use super::{Rma, RmaError};
 use crate::conduit::{Conduit, Rank};
 
+/// Most blocks one strided region may have: split larger transfers.
+const MAX_BLOCKS: usize = 1 << 24;
+
 /// A strided region of a segment (a 2-D or 3-D sub-block of an array): `counts[0]`
 /// contiguous bytes, `counts[1]` times `strides[0]` bytes apart, that `counts[2]` times
 /// `strides[1]` bytes apart, and so on (`strides.len() + 1 == counts.len()`).
@@ -27,24 +30,38 @@ pub struct Strided<'s> {
 }
 
 impl Strided<'_> {
-    /// The region as (offset, len) blocks, in order (fastest dimension first).
+    /// The region as (offset, len) blocks, in order (fastest dimension first). A region
+    /// whose block offsets overflow, or that has more blocks than a segment has bytes,
+    /// is refused.
     pub fn blocks(&self) -> Result<Vec<(usize, usize)>, RmaError> {
-        let bad = RmaError::LengthMismatch {
-            expected: self.counts.len().saturating_sub(1),
-            got: self.strides.len(),
+        let bad = |why| RmaError::BadStrided {
+            counts: self.counts.len(),
+            strides: self.strides.len(),
+            why,
         };
         let Some((&len, reps)) = self.counts.split_first() else {
-            return Err(bad);
+            return Err(bad("no block size"));
         };
         if reps.len() != self.strides.len() {
-            return Err(bad);
+            return Err(bad("the strides do not match the repeat counts"));
         }
-        let mut out = vec![(self.offset, len)];
+        let total = reps
+            .iter()
+            .try_fold(1usize, |n, &c| n.checked_mul(c))
+            .filter(|&n| n <= MAX_BLOCKS)
+            .ok_or_else(|| bad("more than 2^24 blocks: split the transfer"))?;
+        let mut out = Vec::with_capacity(total);
+        out.push((self.offset, len));
         for (&count, &stride) in reps.iter().zip(self.strides) {
-            let one = out.clone();
-            out.clear();
+            let one = std::mem::take(&mut out);
             for k in 0..count {
-                out.extend(one.iter().map(|&(o, n)| (o + k * stride, n)));
+                for &(o, n) in &one {
+                    let at = k
+                        .checked_mul(stride)
+                        .and_then(|d| o.checked_add(d))
+                        .ok_or_else(|| bad("a block's offset overflows"))?;
+                    out.push((at, n));
+                }
             }
         }
         Ok(out)
@@ -65,7 +82,9 @@ impl<S, C: Conduit> Rma<'_, S, C> {
         let mut out = Vec::with_capacity(blocks.len());
         for &(o, n) in blocks {
             self.target(rank, o, n)?;
-            total += n;
+            // Each block is inside the segment, so the sum of their lengths cannot
+            // overflow before it exceeds what `bytes` can match.
+            total = total.saturating_add(n);
             let mut at = 0;
             while at < n {
                 let k = piece.min(n - at);
@@ -123,7 +142,7 @@ impl<S, C: Conduit> Rma<'_, S, C> {
             rank,
             blocks,
             data.len(),
-            super::frames::max_packed_block(am),
+            super::frames::max_packed_block(am)?,
         )?;
         let op = super::frames::put_blocks(am, rank, &list, data)?;
         am.op_wait(op, &mut [])?;
@@ -148,8 +167,12 @@ impl<S, C: Conduit> Rma<'_, S, C> {
             return Ok(());
         }
         let am = self.am;
-        let list =
-            self.checked_blocks(rank, blocks, out.len(), super::frames::max_packed_block(am))?;
+        let list = self.checked_blocks(
+            rank,
+            blocks,
+            out.len(),
+            super::frames::max_packed_block(am)?,
+        )?;
         let op = super::frames::get_blocks(am, rank, &list)?;
         am.op_wait(op, out)?;
         Ok(())

@@ -396,7 +396,7 @@ pub fn frame_limits<C: Conduit>(c: C, _: &Job<C>) -> Outcome {
     refused(
         c.try_send_tag_on(dest, MAIN, &m(&[], &tag_on)),
         "Tag-On too large",
-        |e| matches!(e, ConduitError::PayloadTooLarge { .. }),
+        |e| matches!(e, ConduitError::TagOnTooLarge { .. }),
     )?;
     refused(
         c.try_send_long(dest, MAIN, &m(&[], &[1; 8]), seg - 7),

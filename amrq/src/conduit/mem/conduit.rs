@@ -161,10 +161,12 @@ impl MemConduit {
         if ch == via {
             return Err(self.no_channel(ch)); // it carries frames for others only
         }
-        if msg.args.len() >= MAX_ARGS {
+        let t = &self.tx[via * self.size + dest];
+        // One word of the interrupt ring's frame names the channel.
+        if msg.args.len() >= t.max_args {
             return Err(ConduitError::TooManyArgs {
                 nargs: msg.args.len(),
-                max: MAX_ARGS - 1,
+                max: t.max_args - 1,
             });
         }
         let max = self.caps.channels[via].max_payload;
@@ -175,7 +177,6 @@ impl MemConduit {
                 channel: ch,
             });
         }
-        let t = &self.tx[via * self.size + dest];
         let (words, n) = with_hidden_word(ch as u64, msg.args);
         if !t.push(header, &words[..n], msg.payload) {
             return Err(ConduitError::Busy);
@@ -321,19 +322,21 @@ impl Conduit for MemConduit {
         let t = self.sender(dest, ch, msg)?;
         let len = msg.payload.len();
         if len > t.pool.bytes() {
-            return Err(ConduitError::PayloadTooLarge {
+            return Err(ConduitError::TagOnTooLarge {
                 len,
                 max: t.pool.bytes(),
-                channel: ch,
             });
         }
         let mut cursor = t.pool_cursor.get();
         let Some(i) = t.pool.claim(&mut cursor) else {
             return Err(ConduitError::Busy); // every block still in the receiver's hands
         };
+        let Some(block) = t.pool.block(i) else {
+            return Err(ConduitError::Busy); // `claim` returns blocks of the pool: never
+        };
         let write = || {
             // SAFETY: block `i` is ours (claimed: the receiver freed it); `len` fits it.
-            unsafe { std::ptr::copy_nonoverlapping(msg.payload.as_ptr(), t.pool.block(i), len) }
+            unsafe { std::ptr::copy_nonoverlapping(msg.payload.as_ptr(), block, len) }
         };
         if t.push_pair(msg, FLAG_TAG_ON, (i, len), write) {
             t.pool_cursor.set(cursor);

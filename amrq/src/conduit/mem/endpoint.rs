@@ -95,6 +95,14 @@ pub(crate) fn max_payload(slots: u64) -> usize {
     frame.saturating_sub(ARGS_OFFSET + MAX_ARGS * 8)
 }
 
+/// Most args a frame without payload carries on a channel of `slots` slots (of which
+/// `hidden` words the conduit adds): every arg count the caps allow then fits the
+/// ring, so the send path's check of the arg count covers the frame's size too.
+fn max_args(slots: u64, hidden: usize) -> usize {
+    let frame = (max_frame_slots(slots) as usize) * SLOT_BYTES;
+    ((frame - ARGS_OFFSET) / 8).min(MAX_ARGS) - hidden
+}
+
 impl MemConduit {
     /// The endpoint of rank `parts.rank`.
     ///
@@ -143,7 +151,7 @@ impl MemConduit {
                     // SAFETY: caller guarantees `base` is a live region of `layout`.
                     ring: unsafe { layout.ring(base, ch, dest, rank) },
                     prod: Local::new(prod),
-                    max_args: MAX_ARGS - usize::from(shared),
+                    max_args: max_args(slots, usize::from(shared)),
                     permitted: who.allows(rank),
                     notify_bit: if c.rings_doorbell() {
                         ConduitSpec::doorbell_bit(ch)
@@ -192,7 +200,7 @@ impl MemConduit {
                 .map(|c| ChannelCaps {
                     senders: c.senders.clone(),
                     shared: c.shared,
-                    max_args: MAX_ARGS - usize::from(c.shared),
+                    max_args: max_args(c.slots, usize::from(c.shared)),
                     notify: c.rings_doorbell(),
                     interrupt: c.delivery == Delivery::Interrupt,
                     slots: c.slots,

@@ -27,13 +27,13 @@ pub(super) fn tag_on_payload(
     inline: *const u8,
     p: &Peeked,
 ) -> Result<(*const u8, usize), crate::conduit::ring::Corrupt> {
-    match inline_pair(inline, p) {
-        Some((i, len)) if i < pool.buffers() && len <= pool.bytes() => Ok((pool.block(i), len)),
-        _ => Err(crate::conduit::ring::Corrupt {
+    inline_pair(inline, p)
+        .filter(|&(_, len)| len <= pool.bytes())
+        .and_then(|(i, len)| Some((pool.block(i)?.cast_const(), len)))
+        .ok_or(crate::conduit::ring::Corrupt {
             position: p.position,
             what: "Tag-On frame outside the pool",
-        }),
-    }
+        })
 }
 
 /// The hidden first arg word of frame `p` of ring `r`, if it has one.
@@ -198,7 +198,7 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
         let data = unsafe { std::slice::from_raw_parts(self.payload.0, self.payload.1) };
         Some(TagOnData::new(
             data,
-            self.chan.pools[self.source].flag(index),
+            self.chan.pools[self.source].flag(index)?,
         ))
         // `self` drops here and clears the channel's outstanding mark.
     }

@@ -52,24 +52,27 @@ impl TagOnPool {
         self.bytes
     }
 
-    /// The flag of block `i` (`i < buffers`): 0 free, 1 in use.
-    pub fn flag(&self, i: usize) -> &AtomicU64 {
-        debug_assert!(i < self.buffers);
-        // SAFETY: flags come first, one per 64 bytes, inside the pool (see `new`); they
-        // are only accessed atomically.
-        unsafe { &*self.base.as_ptr().add(i * FLAG_BYTES).cast::<AtomicU64>() }
+    /// The flag of block `i`: 0 free, 1 in use; `None` past the pool's blocks.
+    pub fn flag(&self, i: usize) -> Option<&AtomicU64> {
+        (i < self.buffers).then(|| {
+            // SAFETY: flags come first, one per 64 bytes, inside the pool (see `new`),
+            // and `i < buffers`; they are only accessed atomically.
+            unsafe { &*self.base.as_ptr().add(i * FLAG_BYTES).cast::<AtomicU64>() }
+        })
     }
 
-    /// The first byte of block `i` (`i < buffers`).
-    pub fn block(&self, i: usize) -> *mut u8 {
-        debug_assert!(i < self.buffers);
-        let stride = self.bytes.div_ceil(64) * 64;
-        // SAFETY: blocks follow the flags inside the pool (see `new`).
-        unsafe {
-            self.base
-                .as_ptr()
-                .add(self.buffers * FLAG_BYTES + i * stride)
-        }
+    /// The first byte of block `i`; `None` past the pool's blocks.
+    pub fn block(&self, i: usize) -> Option<*mut u8> {
+        (i < self.buffers).then(|| {
+            let stride = self.bytes.div_ceil(64) * 64;
+            // SAFETY: blocks follow the flags inside the pool (see `new`), and
+            // `i < buffers`.
+            unsafe {
+                self.base
+                    .as_ptr()
+                    .add(self.buffers * FLAG_BYTES + i * stride)
+            }
+        })
     }
 
     /// Claims a free block, looking from `*cursor` on (round-robin); `None` if every
@@ -77,12 +80,15 @@ impl TagOnPool {
     pub fn claim(&self, cursor: &mut usize) -> Option<usize> {
         for k in 0..self.buffers {
             let i = (*cursor + k) % self.buffers;
+            let Some(flag) = self.flag(i) else {
+                continue; // i < buffers always: never taken
+            };
             // ORDERING: Acquire pairs with the receiver's Release store in `free`: its
             // reads of the block are done before we overwrite it.
-            if self.flag(i).load(Ordering::Acquire) == 0 {
+            if flag.load(Ordering::Acquire) == 0 {
                 // Relaxed: the frame that names this block is published with Release
                 // after this store and the data, and only the sender sets flags.
-                self.flag(i).store(1, Ordering::Relaxed);
+                flag.store(1, Ordering::Relaxed);
                 *cursor = (i + 1) % self.buffers;
                 return Some(i);
             }
@@ -91,17 +97,23 @@ impl TagOnPool {
     }
 
     /// Gives back block `i`, claimed but never named by a frame (its frame found the
-    /// ring full). Sender side only.
+    /// ring full). Sender side only. An index past the pool names no block: nothing
+    /// happens.
     pub fn unclaim(&self, i: usize) {
-        // Relaxed: the receiver never saw the block; only this sender reads the flag
-        // as 0 and claims it again.
-        self.flag(i).store(0, Ordering::Relaxed);
+        if let Some(f) = self.flag(i) {
+            // Relaxed: the receiver never saw the block; only this sender reads the
+            // flag as 0 and claims it again.
+            f.store(0, Ordering::Relaxed);
+        }
     }
 
-    /// Frees block `i` for the sender's next claim. Receiver side only.
+    /// Frees block `i` for the sender's next claim. Receiver side only. An index past
+    /// the pool names no block: nothing happens.
     pub fn free(&self, i: usize) {
-        // ORDERING: Release: our reads of the block happen before the sender's next
-        // claim of it; pairs with the Acquire load in `claim`.
-        self.flag(i).store(0, Ordering::Release);
+        if let Some(f) = self.flag(i) {
+            // ORDERING: Release: our reads of the block happen before the sender's next
+            // claim of it; pairs with the Acquire load in `claim`.
+            f.store(0, Ordering::Release);
+        }
     }
 }

@@ -87,3 +87,36 @@ fn rogue_frames_are_dropped(shared: bool) {
         })
     );
 }
+
+/// A 2-slot ring takes frames of one slot: a frame without payload but with more args
+/// than one slot holds is refused when sent, never written and then read as corrupt.
+#[test]
+fn a_two_slot_ring_refuses_frames_it_cannot_hold_and_delivers_the_rest() {
+    let eps = crate::conduit::threads::endpoints(2, &[2]).unwrap();
+    let max = eps[0].caps().channels[0].max_args;
+    assert_eq!(max, 6, "16 header bytes and six args fill the one slot");
+    for n in [7usize, 8] {
+        let args = vec![9u64; n];
+        let m = Message {
+            tag: 1,
+            flags: 0,
+            args: &args,
+            payload: &[],
+        };
+        assert!(
+            matches!(eps[1].try_send(0, 0, &m), Err(ConduitError::TooManyArgs { nargs, max: 6 }) if nargs == n),
+            "{n} args"
+        );
+    }
+    let args = [1u64, 2, 3, 4, 5, 6];
+    let m = Message {
+        tag: 1,
+        flags: 0,
+        args: &args,
+        payload: &[],
+    };
+    eps[1].try_send(0, 0, &m).unwrap();
+    let f = eps[0].peek(0).unwrap().expect("the frame");
+    assert_eq!(f.args(), &args[..]);
+    f.release();
+}

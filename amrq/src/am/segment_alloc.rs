@@ -27,9 +27,9 @@ impl Arena {
             let start = if from_top {
                 (off + n).checked_sub(len)? / align * align
             } else {
-                off.div_ceil(align) * align
+                off.div_ceil(align).checked_mul(align)?
             };
-            (start >= off && start + len <= off + n).then_some((off, n, start))
+            (start >= off && start.checked_add(len)? <= off + n).then_some((off, n, start))
         };
         let found = if from_top {
             self.free.iter().rev().find_map(fits)
@@ -107,13 +107,16 @@ impl SegmentAllocator {
     }
 
     /// `len` bytes at alignment `align` (a power of two) in the symmetric arena, lowest
-    /// fit first; `None` if there is no room.
+    /// fit first; `None` if there is no room (or `align` is not a power of two).
     pub fn alloc_symmetric(&mut self, len: usize, align: usize) -> Option<usize> {
+        if !align.is_power_of_two() {
+            return None;
+        }
         let len = len.max(1);
         let off = match self.sym.take(len, align, false) {
             Some(off) => off,
             None => {
-                let start = self.sym_end.div_ceil(align) * align;
+                let start = self.sym_end.div_ceil(align).checked_mul(align)?;
                 if start.checked_add(len)? > self.local_start {
                     return None;
                 }
@@ -131,6 +134,9 @@ impl SegmentAllocator {
     /// `len` bytes at alignment `align` (a power of two) in the local arena, highest fit
     /// first; `None` if there is no room.
     pub fn alloc_local(&mut self, len: usize, align: usize) -> Option<usize> {
+        if !align.is_power_of_two() {
+            return None;
+        }
         let len = len.max(1);
         let off = match self.local.take(len, align, true) {
             Some(off) => off,
