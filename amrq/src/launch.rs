@@ -15,6 +15,7 @@
 
 use crate::bootstrap::env::{detect, ENV_ID, ENV_KEY, ENV_RANK, ENV_SIZE};
 use crate::bootstrap::fault;
+use crate::bootstrap::liveness::signal_name;
 use crate::bootstrap::{BootError, JobKey};
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{ConduitError, ConduitSpec};
@@ -362,20 +363,6 @@ fn failed(status: ExitStatus) -> Option<(String, i32)> {
         Some(101) => Some(("panicked (exit status 101)".into(), 101)),
         Some(c) => Some((format!("exited with status {c}"), c)),
         None => Some(("ended in an unknown way".into(), 1)),
-    }
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGINT => "SIGINT",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGILL => "SIGILL",
-        _ => "signal",
     }
 }
 

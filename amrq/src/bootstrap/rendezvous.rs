@@ -132,7 +132,6 @@ fn read<const N: usize>(s: &UnixStream) -> io::Result<(Wire<N>, Option<OwnedFd>)
 #[derive(Debug)]
 pub struct Door {
     listener: UnixListener,
-    name: String,
 }
 
 /// What answering one connection came to.
@@ -157,10 +156,7 @@ impl Door {
         listener
             .set_nonblocking(true)
             .map_err(|e| BootError::Shm(format!("rendezvous: {e}")))?;
-        Ok(Self {
-            listener,
-            name: name.to_string(),
-        })
+        Ok(Self { listener })
     }
 
     /// Admits every other rank of the job (each proves the key and agrees on the terms)
@@ -247,11 +243,6 @@ impl Door {
         Keeper {
             stop: spawned.is_ok().then_some(stop),
         }
-    }
-
-    /// The rendezvous name.
-    pub fn name(&self) -> &str {
-        &self.name
     }
 }
 
