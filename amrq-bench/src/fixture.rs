@@ -52,7 +52,7 @@ impl BenchAm {
     pub fn new(c: MemConduit) -> Result<Self, AmError> {
         let mut table = HandlerTable::new();
         let ack = table.reply("ack", |s: &State, m| {
-            s.acked.set(m.arg(0));
+            s.acked.set(m.arg(0)?);
             s.acks.set(s.acks.get() + 1);
             Ok(())
         });
@@ -71,13 +71,13 @@ impl BenchAm {
         let land = table.request("land", |s: &State, ctx, m| {
             s.count.set(s.count.get() + 1);
             s.bytes.set(s.bytes.get() + m.payload().len() as u64);
-            if m.arg(0) == 1 {
+            if m.arg(0)? == 1 {
                 ctx.reply(s.ack, &[s.count.get()])?;
             }
             Ok(())
         });
         let fetch = table.request("fetch", |s: &State, ctx, m| {
-            let (len, at, from) = (m.arg(0) as usize, m.arg(1) as usize, m.arg(2) as usize);
+            let (len, at, from) = (m.arg(0)? as usize, m.arg(1)? as usize, m.arg(2)? as usize);
             let src = s.source.borrow();
             let Some(bytes) = src.get(from..from + len) else {
                 return Err(bench_error(format!(
@@ -89,10 +89,10 @@ impl BenchAm {
         });
         let echo = table.request("echo", |s: &State, ctx, m| {
             s.count.set(s.count.get() + 1);
-            ctx.reply_long(s.landed, &[], m.payload(), m.arg(0) as usize)
+            ctx.reply_long(s.landed, &[], m.payload(), m.arg(0)? as usize)
         });
         let tell = table.request("tell", |s: &State, _ctx, m| {
-            s.told.borrow_mut().push(f64::from_bits(m.arg(0)));
+            s.told.borrow_mut().push(f64::from_bits(m.arg(0)?));
             Ok(())
         });
         let state = State {

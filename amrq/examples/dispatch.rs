@@ -48,12 +48,12 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args, q: QueueId) -> R
     common::two_ranks("dispatch", conduit.size());
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
-        s.acked.set(m.arg(0));
+        s.acked.set(m.arg(0)?);
         Ok(())
     });
     let count = table.request("count", |s: &State, _ctx, m| {
         s.count.set(s.count.get() + 1);
-        s.sum.set(s.sum.get().wrapping_add(m.arg(0)));
+        s.sum.set(s.sum.get().wrapping_add(m.arg(0)?));
         Ok(())
     });
     let finish = table.request("finish", |s: &State, ctx, _m| {

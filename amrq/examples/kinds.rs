@@ -64,7 +64,7 @@ fn rank_main(
     common::two_ranks("kinds", conduit.size());
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
-        s.acked.set(m.arg(0));
+        s.acked.set(m.arg(0)?);
         Ok(())
     });
     let finish = table.request("finish", |s: &State, ctx, _m| {

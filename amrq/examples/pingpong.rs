@@ -56,12 +56,12 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), Am
     let raw = unsafe { RawPingPong::in_memory(seg) };
     let mut table = HandlerTable::new();
     let pong = table.reply("pong", |s: &State, m| {
-        s.count.set(m.arg(0));
+        s.count.set(m.arg(0)?);
         Ok(())
     });
     let ping = table.request("ping", |s: &State, ctx, m| {
         s.count.set(s.count.get() + 1);
-        ctx.reply(s.pong, &[m.arg(0)])
+        ctx.reply(s.pong, &[m.arg(0)?])
     });
     let am = Am::new(
         conduit,

@@ -54,7 +54,7 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), Am
     let mut table = HandlerTable::new();
     let msg = table.request("msg", |s: &State, _ctx, m| {
         let k = s.received.get() + 1;
-        if m.arg(0) != k {
+        if m.arg(0)? != k {
             s.out_of_order.set(s.out_of_order.get() + 1);
         }
         s.received.set(k);
@@ -62,8 +62,8 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), Am
     });
     let report = table.request("report", |s: &State, _ctx, m| {
         let mut r = s.rates.borrow_mut();
-        if let Some(slot) = r.get_mut(m.arg(0) as usize) {
-            *slot = Some(f64::from_bits(m.arg(1)));
+        if let Some(slot) = r.get_mut(m.arg(0)? as usize) {
+            *slot = Some(f64::from_bits(m.arg(1)?));
         }
         Ok(())
     });

@@ -272,10 +272,10 @@ fn am_rank(
 ) -> Result<Vec<f64>, AmError> {
     let mut table = HandlerTable::new();
     let pong = table.reply("pong", |s: &State, m| {
-        s.got.set(m.arg(0));
+        s.got.set(m.arg(0)?);
         Ok(())
     });
-    let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0)]));
+    let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0)?]));
     let am = Am::new(
         conduit,
         table,
@@ -328,9 +328,9 @@ fn rq_loop(o: &Args) {
         .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
     let batches = o.batches.max(1);
     let mut eps =
-        threads::endpoints(1, &[256, 256]).unwrap_or_else(|e| common::fail(&e.to_string()));
+        threads::endpoints(1, &[256, 256, 256]).unwrap_or_else(|e| common::fail(&e.to_string()));
     let rq = amrq::rq::Rq::new(eps.remove(0));
-    let q = QueueId::AM_REQUEST;
+    let q = QueueId::new(QueueId::FIRST_USER); // the first two are the AM queues
     let mut per_batch = Vec::new();
     let mut sum = 0u64;
     for _ in 0..batches {

@@ -53,12 +53,12 @@ fn rank_main(
     common::two_ranks("stream", conduit.size());
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
-        s.acked.set(m.arg(0));
+        s.acked.set(m.arg(0)?);
         Ok(())
     });
     let count = table.request("count", |s: &State, _ctx, m| {
         let n = s.count.get() + 1;
-        if m.arg(0) != n {
+        if m.arg(0)? != n {
             s.out_of_order.set(s.out_of_order.get() + 1);
         }
         s.count.set(n);

@@ -27,8 +27,8 @@
 //! struct State { pong: ReplyHandler, got: Cell<u64> }
 //! let results = amrq::threads::run(2, &Config::default(), |conduit| {
 //!     let mut table = HandlerTable::new();
-//!     let pong = table.reply("pong", |s: &State, m| { s.got.set(m.arg(0)); Ok(()) });
-//!     let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0) + 1]));
+//!     let pong = table.reply("pong", |s: &State, m| { s.got.set(m.arg(0)?); Ok(()) });
+//!     let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0)? + 1]));
 //!     let am = Am::new(conduit, table, State { pong, got: Cell::new(0) })?;
 //!     if am.rank() == 0 {
 //!         am.request(1, ping, &[41])?;

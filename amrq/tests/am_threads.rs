@@ -3,7 +3,7 @@
 
 #![cfg(not(amrq_loom))]
 
-use amrq::conduit::ConduitError;
+use amrq::conduit::{Conduit, ConduitError, FaultKind, Message};
 use amrq::prelude::*;
 use amrq::threads::RunError;
 use std::cell::{Cell, RefCell};
@@ -39,16 +39,16 @@ fn million_messages_exactly_once_in_order_per_pair() {
         let on_msg = table.request("msg", |s: &Seen, _ctx, m| {
             let src = m.source();
             let mut next = s.next.borrow_mut();
-            if m.arg(0) != next[src] {
+            if m.arg(0)? != next[src] {
                 s.disorder.set(s.disorder.get() + 1);
             }
-            next[src] = m.arg(0) + 1;
+            next[src] = m.arg(0)? + 1;
             let payload_sum = m
                 .payload()
                 .iter()
                 .fold(0u64, |a, &b| a.wrapping_mul(31).wrapping_add(u64::from(b)));
             s.sum
-                .set(s.sum.get().wrapping_add(mix(m.arg(1)) ^ payload_sum));
+                .set(s.sum.get().wrapping_add(mix(m.arg(1)?) ^ payload_sum));
             s.count.set(s.count.get() + 1);
             Ok(())
         });
@@ -129,15 +129,15 @@ fn flood(ranks: usize, per_peer: u64, ring_slots: u64) {
         let back = table.reply("back", |s: &Flood, m| {
             s.replies.set(s.replies.get() + 1);
             let p: u64 = m.payload().iter().map(|&b| u64::from(b)).sum();
-            s.reply_sum.set(s.reply_sum.get() + m.arg(0) + p);
+            s.reply_sum.set(s.reply_sum.get() + m.arg(0)? + p);
             Ok(())
         });
         let ask = table.request("ask", |s: &Flood, ctx, m| {
             // Every 8th reply is Medium: it takes several slots of the small reply ring.
-            if m.arg(0) % 8 == 0 {
-                ctx.reply_medium(s.back, &[m.arg(0) * 2], &[1u8; 100])
+            if m.arg(0)? % 8 == 0 {
+                ctx.reply_medium(s.back, &[m.arg(0)? * 2], &[1u8; 100])
             } else {
-                ctx.reply(s.back, &[m.arg(0) * 2])
+                ctx.reply(s.back, &[m.arg(0)? * 2])
             }
         });
         let am = Am::new(
@@ -191,13 +191,14 @@ fn medium_payload_is_delivered_in_place_up_to_the_maximum() {
     let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<_, AmError> {
         let mut table = HandlerTable::new();
         let h = table.request("bytes", |s: &S, _ctx, m| {
+            let seed = m.arg(0)?;
             let ok = m
                 .payload()
                 .iter()
                 .enumerate()
-                .all(|(i, &b)| b == (i as u64 ^ m.arg(0)) as u8);
+                .all(|(i, &b)| b == (i as u64 ^ seed) as u8);
             assert!(ok, "payload bytes intact");
-            s.got.borrow_mut().push((m.payload().len(), m.arg(0)));
+            s.got.borrow_mut().push((m.payload().len(), seed));
             Ok(())
         });
         let am = Am::new(
@@ -265,56 +266,157 @@ fn barrier_holds_every_rank_for_1_to_8_ranks() {
     }
 }
 
+/// Messages a correct peer never sends are dropped and recorded against their sender,
+/// never run by the wrong handler and never returned by the poll that met them.
 #[test]
-fn unknown_and_wrong_kind_handler_ids_are_errors_not_misdispatch() {
+fn bad_messages_are_dropped_and_recorded_as_the_senders_faults() {
     struct S {
         ran: Cell<u64>,
     }
     let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<(), AmError> {
         let mut table = HandlerTable::new();
         let rep = table.reply("rep", |_s: &S, _m| Ok(()));
-        let req = table.request("req", |s: &S, _ctx, _m| {
-            s.ran.set(s.ran.get() + 1);
+        let req = table.request("req", |s: &S, _ctx, m| {
+            s.ran.set(s.ran.get() + m.arg(0)?);
             Ok(())
         });
         let am = Am::new(conduit, table, S { ran: Cell::new(0) })?;
         if am.rank() == 0 {
-            // A peer gone wrong: a handler id nobody registered, then a reply handler's id
-            // sent as a request, then a good request.
-            assert!(am
-                .rq()
-                .enqueue_tagged(1, QueueId::AM_REQUEST, 999, &[], &[])?);
-            assert!(am
-                .rq()
-                .enqueue_tagged(1, QueueId::AM_REQUEST, rep.id(), &[], &[])?);
-            am.request(1, req, &[])?;
+            // A peer gone wrong, writing frames with the conduit (the AM and RQ calls
+            // refuse them): a handler id nobody registered, a reply handler's id sent
+            // as a request, a request without the arg its handler reads; then a good
+            // request.
+            let raw = |tag: u16, args: &[u64]| {
+                let m = Message {
+                    tag,
+                    args,
+                    ..Message::default()
+                };
+                am.rq()
+                    .conduit()
+                    .try_send(1, QueueId::AM_REQUEST.index(), &m)
+            };
+            raw(999, &[])?;
+            raw(rep.id(), &[])?;
+            raw(req.id(), &[])?;
+            am.request(1, req, &[1])?;
         } else {
-            let mut errors = Vec::new();
             while am.state().ran.get() == 0 {
-                if let Err(e) = am.poll() {
-                    errors.push(e);
-                }
+                am.poll()?; // never an error: the faults are rank 0's
             }
+            let faults = am.faults();
+            assert_eq!((faults.of(0), faults.total()), (3, 3));
+            let kinds: Vec<_> = faults.recent().map(|f| f.kind.clone()).collect();
             assert_eq!(
-                errors,
+                kinds,
                 vec![
-                    AmError::UnknownHandler {
-                        id: 999,
-                        source_rank: 0,
-                        table_len: 2
-                    },
-                    AmError::WrongHandlerKind {
+                    FaultKind::UnknownHandler { id: 999 },
+                    FaultKind::WrongHandlerKind {
                         id: rep.id(),
                         name: "rep",
-                        source_rank: 0,
                         arrived_as: "request"
                     },
+                    FaultKind::MissingArg { index: 0, nargs: 0 },
                 ]
             );
+            assert!(faults
+                .recent()
+                .all(|f| f.source == Some(0) && f.channel == 0));
         }
         am.barrier()
     });
     all_ok(out);
+}
+
+/// A bad frame of one peer is not the error of a barrier that happens to poll it: the
+/// barrier completes, and the fault is the peer's.
+#[test]
+fn a_barrier_is_not_failed_by_a_peers_bad_frame() {
+    let out = amrq::threads::run(3, &Config::default(), |conduit| -> Result<u64, AmError> {
+        let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
+        if am.rank() == 2 {
+            let m = Message {
+                tag: 999,
+                ..Message::default()
+            };
+            am.rq()
+                .conduit()
+                .try_send(0, QueueId::AM_REQUEST.index(), &m)?;
+        }
+        am.barrier()?; // rank 0 meets the bad frame in here
+        am.barrier()?;
+        Ok(am.faults().of(2))
+    });
+    assert_eq!(all_ok(out), [1, 0, 0]);
+}
+
+/// A handler's own error ends the barrier call that ran it, and the next `barrier()`
+/// finishes that barrier instead of answering `BarrierInProgress`: every rank stays in
+/// step (each later barrier still separates the ranks).
+#[test]
+fn a_barrier_interrupted_by_a_handler_error_can_be_finished() {
+    const BARRIERS: u64 = 20;
+    let passed = AtomicU64::new(0);
+    let out = amrq::threads::run(3, &Config::default(), |conduit| -> Result<u32, AmError> {
+        let mut table = HandlerTable::<()>::new();
+        let fail = table.request("fail", |_, _ctx, _m| {
+            Err(AmError::Timeout {
+                waited: std::time::Duration::ZERO,
+            })
+        });
+        let am = Am::new(conduit, table, ())?;
+        let interrupted = Cell::new(0);
+        let barrier = || loop {
+            match am.barrier() {
+                Ok(()) => return Ok(()),
+                Err(AmError::Timeout { .. }) => interrupted.set(interrupted.get() + 1), // handled: go on
+                Err(e) => return Err(e),
+            }
+        };
+        for k in 0..BARRIERS {
+            if am.rank() == 1 && k % 3 == 0 {
+                am.request(0, fail, &[])?;
+            }
+            barrier()?;
+            // Everyone passed barrier k before anyone passes the next one.
+            let before = passed.fetch_add(1, Ordering::SeqCst);
+            assert!(
+                before >= 3 * k,
+                "rank {} ran ahead at barrier {k}",
+                am.rank()
+            );
+            barrier()?;
+            assert!(passed.load(Ordering::SeqCst) >= 3 * (k + 1));
+        }
+        Ok(interrupted.get())
+    });
+    let interrupted = all_ok(out);
+    assert_eq!(interrupted[1..], [0, 0]);
+    assert!(
+        interrupted[0] >= 1,
+        "the handler's error reached rank 0's barrier"
+    );
+}
+
+/// A barrier that needs a rank which has left the job ends with `PeerLeft`, naming a
+/// rank that left, instead of waiting forever.
+#[test]
+fn a_barrier_waiting_on_a_rank_that_left_ends() {
+    let out = amrq::threads::run(3, &Config::default(), |conduit| -> Result<(), AmError> {
+        let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
+        if am.rank() == 0 {
+            return Ok(()); // leaves without entering the barrier
+        }
+        am.barrier()
+    })
+    .expect("job ran");
+    assert_eq!(out[0], Ok(()));
+    for r in &out[1..] {
+        assert!(
+            matches!(r, Err(e) if matches!(e.conduit(), Some(ConduitError::PeerLeft { rank: 0..=2 }))),
+            "{r:?}"
+        );
+    }
 }
 
 #[test]
@@ -424,7 +526,7 @@ fn a_blocking_wait_sleeps_until_a_message_arrives() {
     let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<_, AmError> {
         let mut table = HandlerTable::new();
         let bump = table.request("bump", |s: &Cell<u64>, _ctx, m| {
-            s.set(m.arg(0));
+            s.set(m.arg(0)?);
             Ok(())
         });
         let am = Am::new(conduit, table, Cell::new(0))?;

@@ -111,7 +111,10 @@ fn exactly_once_rank(c: MemConduit, per_rank: u64) -> Result<(), String> {
         let mut next = s.next.borrow_mut();
         let src = m.source();
         let sum: u64 = m.payload().iter().map(|&b| u64::from(b)).sum();
-        if m.arg(0) != next[src] || m.arg(1) != (src as u64) << 32 | m.arg(0) || sum != m.arg(2) {
+        if m.arg(0)? != next[src]
+            || m.arg(1)? != (src as u64) << 32 | m.arg(0)?
+            || sum != m.arg(2)?
+        {
             s.bad.set(s.bad.get() + 1);
         }
         next[src] += 1;
@@ -230,7 +233,7 @@ fn flood_am(c: MemConduit) -> Result<(Am<Flood>, RequestHandler), String> {
         s.replies.set(s.replies.get() + 1);
         Ok(())
     });
-    let ask = table.request("ask", |s: &Flood, ctx, m| ctx.reply(s.back, &[m.arg(0)]));
+    let ask = table.request("ask", |s: &Flood, ctx, m| ctx.reply(s.back, &[m.arg(0)?]));
     let state = Flood {
         back,
         replies: Cell::new(0),

@@ -145,6 +145,16 @@ fn bad_destination_queue_and_sizes_are_typed_errors() {
             }
         ));
         assert!(rq.enqueue(rq.rank(), q, &[], &[0; 48])?);
+        // The AM queues are the runtime's: no call here forges its messages.
+        for am_q in [QueueId::AM_REQUEST, QueueId::AM_REPLY] {
+            let refused = Err(RqError::RuntimeQueue {
+                queue: am_q.index(),
+            });
+            assert_eq!(rq.enqueue(0, am_q, &[0], &[]), refused);
+            assert_eq!(rq.enqueue_tagged(0, am_q, 0, &[0], &[]), refused);
+            assert_eq!(rq.enqueue_long(0, am_q, 0, &[0], b"x", 0), refused);
+            assert_eq!(rq.enqueue_interrupt(0, am_q, &[0], &[]), refused);
+        }
         Ok(())
     })
     .unwrap();

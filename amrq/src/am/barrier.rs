@@ -25,6 +25,8 @@ pub(super) struct Barrier {
     /// Per round, arrivals heard so far (over all epochs).
     arrivals: Box<[Cell<u64>]>,
     state: Cell<BarrierState>,
+    /// An error ended the last call into the barrier before it completed.
+    interrupted: Cell<bool>,
 }
 
 impl Barrier {
@@ -35,7 +37,20 @@ impl Barrier {
             epoch: Cell::new(0),
             arrivals: (0..rounds).map(|_| Cell::new(0)).collect(),
             state: Cell::new(BarrierState::Idle),
+            interrupted: Cell::new(false),
         }
+    }
+
+    /// True if this rank is in a barrier that an error interrupted (a handler's error,
+    /// a peer's departure): `Am::barrier` then finishes it instead of entering another.
+    pub(super) fn interrupted(&self) -> bool {
+        self.interrupted.get() && self.state.get() != BarrierState::Idle
+    }
+
+    /// `result` of a call into the barrier, noting whether an error left it unfinished.
+    fn noted<T>(&self, result: Result<T, AmError>) -> Result<T, AmError> {
+        self.interrupted.set(result.is_err());
+        result
     }
 
     /// An arrival message of round `round` from `source` (the barrier's handler).
@@ -60,7 +75,7 @@ impl Barrier {
         }
         self.epoch.set(self.epoch.get() + 1);
         self.state.set(BarrierState::Entered { sent: 0 });
-        self.advance(am)
+        self.noted(self.advance(am))
     }
 
     /// One poll and one step (see [`Am::barrier_try`]).
@@ -68,8 +83,7 @@ impl Barrier {
         match self.state.get() {
             BarrierState::Idle => return Err(AmError::NoBarrier),
             BarrierState::Entered { .. } => {
-                am.poll()?;
-                self.advance(am)?;
+                self.noted(am.poll().and_then(|_| self.advance(am)))?;
             }
             BarrierState::Complete => {}
         }
@@ -82,6 +96,11 @@ impl Barrier {
 
     /// Waits for completion (see [`Am::barrier_wait`]).
     pub(super) fn wait<S, C: Conduit>(&self, am: &Am<S, C>) -> Result<(), AmError> {
+        let waited = self.wait_rounds(am);
+        self.noted(waited)
+    }
+
+    fn wait_rounds<S, C: Conduit>(&self, am: &Am<S, C>) -> Result<(), AmError> {
         loop {
             match self.state.get() {
                 BarrierState::Idle => return Err(AmError::NoBarrier),
@@ -92,7 +111,9 @@ impl Barrier {
                     // The arrivals change only in the barrier handler: wait for the one
                     // the next round needs, then send that round outside the handler.
                     let (epoch, arrivals) = (self.epoch.get(), &self.arrivals);
-                    am.wait_until(|_| arrivals[sent - 1].get() >= epoch)?;
+                    let (me, n) = (am.rank(), am.size());
+                    let partner = (me + n - (1 << (sent - 1)) % n) % n;
+                    am.wait_on(partner, |_| arrivals[sent - 1].get() >= epoch)?;
                     self.advance(am)?;
                 }
             }

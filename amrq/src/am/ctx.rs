@@ -30,10 +30,43 @@ impl<'a> Msg<'a> {
         self.args
     }
 
-    /// Arg `i`, or 0 if the message has fewer args (check [`Msg::args`] when that matters).
+    /// Arg `i`; [`AmError::MissingArg`] if the message carries fewer. A handler that
+    /// returns that error (`m.arg(i)?`) has the message dropped and recorded as its
+    /// sender's fault ([`Am::faults`](super::Am::faults)); the poll goes on.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// let out = amrq::threads::run(1, &Config::default(), |c| -> Result<u64, AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let add = t.request("add", |sum: &Cell<u64>, _ctx, m| {
+    ///         sum.set(sum.get() + m.arg(0)? * m.arg(1)?);
+    ///         Ok(())
+    ///     });
+    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     am.request(0, add, &[3, 4])?;
+    ///     am.request(0, add, &[5])?; // one arg short: the sender's fault
+    ///     am.wait_until(|_| am.faults().total() == 1)?;
+    ///     Ok(am.state().get())
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [Ok(12)]);
+    /// ```
     #[inline(always)]
-    pub fn arg(&self, i: usize) -> u64 {
-        self.args.get(i).copied().unwrap_or(0)
+    pub fn arg(&self, i: usize) -> Result<u64, AmError> {
+        match self.args.get(i) {
+            Some(&a) => Ok(a),
+            None => Err(self.missing(i)),
+        }
+    }
+
+    #[cold]
+    fn missing(&self, index: usize) -> AmError {
+        AmError::MissingArg {
+            source_rank: self.source,
+            index,
+            nargs: self.args.len(),
+        }
     }
 
     /// The payload, in place: in the queue for Medium (empty for Short), in this rank's
@@ -53,7 +86,7 @@ impl<'a> Msg<'a> {
 /// struct S { done: ReplyHandler }
 /// let mut t: HandlerTable<S> = HandlerTable::new();
 /// let done = t.reply("done", |_s, _m| Ok(()));
-/// t.request("work", |s, ctx, m| ctx.reply(s.done, &[m.arg(0)]));
+/// t.request("work", |s, ctx, m| ctx.reply(s.done, &[m.arg(0)?]));
 /// ```
 ///
 /// Replying twice does not compile:

@@ -6,7 +6,7 @@ use super::handlers::{Entry, FIRST_USER_TAG};
 use super::payload::Payload;
 use super::{AmError, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
 use crate::conduit::mem::MemConduit;
-use crate::conduit::{Conduit, ConduitError, PollSet, Rank, ReceivedFrame};
+use crate::conduit::{Conduit, ConduitError, Fault, FaultKind, PollSet, Rank, ReceivedFrame};
 use crate::rq::{QueueId, Rq};
 use crate::util::{Backoff, SLEEP_BACKSTOP};
 use std::cell::Cell;
@@ -27,7 +27,7 @@ const _: () = assert!(super::segment_service::TAG_GET_PACKED < FIRST_USER_TAG);
 /// struct Counter { hits: Cell<u64> }
 /// let out = amrq::threads::run(4, &Config::default(), |conduit| {
 ///     let mut table = HandlerTable::new();
-///     let hit = table.request("hit", |s: &Counter, _ctx, m| { s.hits.set(s.hits.get() + m.arg(0)); Ok(()) });
+///     let hit = table.request("hit", |s: &Counter, _ctx, m| { s.hits.set(s.hits.get() + m.arg(0)?); Ok(()) });
 ///     let am = Am::new(conduit, table, Counter { hits: Cell::new(0) })?;
 ///     for dest in 0..am.size() {
 ///         am.request(dest, hit, &[1])?;
@@ -145,9 +145,18 @@ impl<S, C: Conduit> Am<S, C> {
             .min(ch[QueueId::AM_REPLY.index()].max_payload)
     }
 
-    /// ([`Am::barrier_notify`] then [`Am::barrier_wait`]).
+    /// Waits until every rank has called it ([`Am::barrier_notify`] then
+    /// [`Am::barrier_wait`]), running handlers meanwhile.
+    ///
+    /// If an error interrupted this rank's last barrier (a handler returned one while
+    /// it waited), the next call finishes that barrier rather than entering a new one,
+    /// so a program that handles the error and calls `barrier` again stays in step
+    /// with the others. Errors of peers' messages never interrupt it: they are
+    /// recorded as the peers' faults ([`Am::faults`]).
     pub fn barrier(&self) -> Result<(), AmError> {
-        self.barrier_notify()?;
+        if !self.barrier.interrupted() {
+            self.barrier_notify()?;
+        }
         self.barrier_wait()
     }
 
@@ -241,8 +250,10 @@ impl<S, C: Conduit> Am<S, C> {
         payload: Payload<'_>,
     ) -> Result<bool, AmError> {
         Ok(match payload {
-            Payload::Inline(p) => self.rq.enqueue_tagged(dest, q, tag, args, p)?,
-            Payload::Long(p, offset) => self.rq.enqueue_long(dest, q, tag, args, p, offset)?,
+            Payload::Inline(p) => self.rq.enqueue_runtime(dest, q, tag, args, p)?,
+            Payload::Long(p, offset) => self
+                .rq
+                .enqueue_runtime_long(dest, q, tag, args, p, offset)?,
         })
     }
 
@@ -364,11 +375,13 @@ impl<S, C: Conduit> Am<S, C> {
     }
 
     /// Runs the handlers of arrived messages: up to 32 replies first, then up to 64
-    /// requests. Returns how many ran.
+    /// requests. Returns how many messages were taken.
     ///
-    /// A message naming a handler this rank does not have is removed and reported as
-    /// [`AmError::UnknownHandler`] (or [`AmError::WrongHandlerKind`]); polling again
-    /// goes on with the next message.
+    /// A message a correct peer never sends (a handler id this rank does not have, a
+    /// request naming a reply handler, one whose handler finds an arg missing) is
+    /// dropped and recorded as its sender's fault ([`Am::faults`]); it is not an error
+    /// of this call, which goes on with the next message. An error a handler returns
+    /// for other reasons is returned, after its message was removed.
     #[inline]
     pub fn poll(&self) -> Result<usize, AmError> {
         let replies = self.drain(QueueId::AM_REPLY, REPLY_BUDGET)?;
@@ -382,6 +395,29 @@ impl<S, C: Conduit> Am<S, C> {
     pub fn wait_until(&self, mut done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
         let mut backoff = Backoff::new();
         while !done(&self.state) {
+            self.wait_round(&mut backoff)?;
+        }
+        Ok(())
+    }
+
+    /// [`Am::wait_until`] for a condition that only a message of `from` can make true:
+    /// [`ConduitError::PeerLeft`] once `from` has left the job and the condition still
+    /// does not hold after a last look (what it sent before leaving is visible then).
+    pub(crate) fn wait_on(
+        &self,
+        from: Rank,
+        mut done: impl FnMut(&S) -> bool,
+    ) -> Result<(), AmError> {
+        let mut backoff = Backoff::new();
+        while !done(&self.state) {
+            if backoff.is_yielding() && self.rq.conduit().peer_left(from) {
+                self.poll()?;
+                if done(&self.state) {
+                    break;
+                }
+                self.rq.conduit().check_peers()?; // a failure is reported before "left"
+                return Err(ConduitError::PeerLeft { rank: from }.into());
+            }
             self.wait_round(&mut backoff)?;
         }
         Ok(())
@@ -442,7 +478,7 @@ impl<S, C: Conduit> Am<S, C> {
         Ok(())
     }
 
-    /// Drains up to `budget` frames of queue `q`; returns how many handlers ran.
+    /// Drains up to `budget` frames of queue `q`; returns how many were taken.
     #[inline(always)]
     fn drain(&self, q: QueueId, budget: usize) -> Result<usize, AmError> {
         self.rq.poll_queue(q, budget, |frame| {
@@ -451,8 +487,57 @@ impl<S, C: Conduit> Am<S, C> {
                 args: frame.args(),
                 payload: frame.payload(),
             };
-            self.dispatch(q, frame.tag(), msg)
+            match self.dispatch(q, frame.tag(), msg) {
+                Ok(()) => Ok(()),
+                Err(e) => self.contain(q, e),
+            }
         })
+    }
+
+    /// A handler's error: a peer's fault is recorded against it (the message is
+    /// dropped, the poll goes on); any other error is returned.
+    #[cold]
+    #[inline(never)]
+    fn contain(&self, q: QueueId, e: AmError) -> Result<(), AmError> {
+        match e.peer_fault() {
+            Some((source, kind)) => {
+                self.record_fault(q, source, kind);
+                Ok(())
+            }
+            None => Err(e),
+        }
+    }
+
+    #[cold]
+    fn record_fault(&self, q: QueueId, source: Rank, kind: FaultKind) {
+        self.rq.conduit().record_fault(Fault {
+            source: Some(source),
+            channel: q.index(),
+            kind,
+        });
+    }
+
+    /// The faults of peers this rank has seen: messages dropped because a correct peer
+    /// never sends them (unknown handlers, missing args, malformed runtime messages,
+    /// frames outside this rank's memory, corrupt rings), per sender. See
+    /// [`Faults`](crate::conduit::Faults).
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// let out = amrq::threads::run(2, &Config::default(), |c| -> Result<u64, AmError> {
+    ///     let mut t = HandlerTable::<()>::new();
+    ///     let one = t.request("one", |_, _ctx, m| m.arg(0).map(drop));
+    ///     let am = Am::new(c, t, ())?;
+    ///     am.request(1 - am.rank(), one, &[])?; // no arg: a bad message
+    ///     am.wait_until(|_| am.faults().total() == 1)?;
+    ///     am.barrier()?;
+    ///     Ok(am.faults().of(1 - am.rank()))
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [Ok(1), Ok(1)]);
+    /// ```
+    pub fn faults(&self) -> crate::conduit::Faults {
+        self.rq.faults()
     }
 
     #[inline(always)]
@@ -478,20 +563,21 @@ impl<S, C: Conduit> Am<S, C> {
             return Ok(());
         }
         if tag == TAG_BARRIER && is_request {
-            return self.barrier.arrived(msg.arg(0), msg.source);
+            return self.barrier.arrived(msg.arg(0)?, msg.source);
         }
-        if self.table.get(tag).is_some() {
-            return Err(AmError::WrongHandlerKind {
+        let (q, arrived_as) = match is_request {
+            true => (QueueId::AM_REQUEST, "request"),
+            false => (QueueId::AM_REPLY, "reply"),
+        };
+        let kind = match self.table.get(tag) {
+            Some(_) => FaultKind::WrongHandlerKind {
                 id: tag,
                 name: self.table.name(tag),
-                source_rank: msg.source,
-                arrived_as: if is_request { "request" } else { "reply" },
-            });
-        }
-        Err(AmError::UnknownHandler {
-            id: tag,
-            source_rank: msg.source,
-            table_len: self.table.len(),
-        })
+                arrived_as,
+            },
+            None => FaultKind::UnknownHandler { id: tag },
+        };
+        self.record_fault(q, msg.source, kind);
+        Ok(())
     }
 }

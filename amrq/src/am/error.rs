@@ -1,33 +1,11 @@
 //! The Active Messages layer's error type.
 
-use crate::conduit::{ConduitError, Rank};
+use crate::conduit::{ConduitError, FaultKind, Rank};
 use crate::rq::RqError;
 
 /// Why an AM operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AmError {
-    /// A message named a handler id this rank's table does not have (it was dropped).
-    #[error("rank {source_rank} sent handler id {id}, which is not in this rank's table of {table_len} handlers")]
-    UnknownHandler {
-        /// The id.
-        id: u16,
-        /// The sender.
-        source_rank: Rank,
-        /// Handlers in the table.
-        table_len: usize,
-    },
-    /// A request named a reply handler or a reply named a request handler (dropped).
-    #[error("rank {source_rank} sent handler {id} ({name}) as a {arrived_as}, but it is registered as the other kind")]
-    WrongHandlerKind {
-        /// The id.
-        id: u16,
-        /// Its registered name.
-        name: &'static str,
-        /// The sender.
-        source_rank: Rank,
-        /// "request" or "reply".
-        arrived_as: &'static str,
-    },
     /// The ranks registered different handler tables.
     #[error("rank {rank} registered a different handler table ({their_len} handlers, fingerprint {their_fingerprint:#x}) than rank {me} ({my_len} handlers, fingerprint {my_fingerprint:#x}): register the same handlers in the same order on every rank")]
     HandlerTableMismatch {
@@ -56,13 +34,27 @@ pub enum AmError {
     /// `barrier_wait` or `barrier_try` without `barrier_notify`.
     #[error("this rank has not entered a barrier: call barrier_notify first")]
     NoBarrier,
-    /// A runtime message was malformed (a bad peer).
+    /// A runtime message was malformed (a bad peer). Returned by a handler, it is
+    /// recorded as that peer's fault ([`Am::faults`](super::Am::faults)), not returned
+    /// by the poll that ran the handler.
     #[error("rank {source_rank} sent a malformed runtime message: {what}")]
     BadRuntimeMessage {
         /// The sender.
         source_rank: Rank,
         /// What was wrong.
         what: &'static str,
+    },
+    /// A handler asked for an arg the message does not carry ([`Msg::arg`](super::Msg::arg)).
+    /// Returned by a handler, it is recorded as the sender's fault
+    /// ([`Am::faults`](super::Am::faults)), not returned by the poll that ran it.
+    #[error("rank {source_rank} sent {nargs} args, and the handler asked for arg {index}")]
+    MissingArg {
+        /// The sender.
+        source_rank: Rank,
+        /// The arg asked for.
+        index: usize,
+        /// Args the message carries.
+        nargs: usize,
     },
     /// A wait with a deadline ran out.
     #[error("condition still false after waiting {waited:?}")]
@@ -92,6 +84,30 @@ impl AmError {
     pub fn conduit(&self) -> Option<&ConduitError> {
         match self {
             AmError::Rq(RqError::Conduit(c)) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The peer whose fault this is, and what it did, if it is a peer's fault (a
+    /// message it should not have sent) rather than this rank's error: a handler that
+    /// returns it has its message dropped and the fault recorded, and the poll goes on.
+    ///
+    /// ```
+    /// use amrq::{am::AmError, conduit::FaultKind};
+    /// let e = AmError::MissingArg { source_rank: 2, index: 1, nargs: 0 };
+    /// assert_eq!(e.peer_fault(), Some((2, FaultKind::MissingArg { index: 1, nargs: 0 })));
+    /// assert_eq!(AmError::NoBarrier.peer_fault(), None);
+    /// ```
+    pub fn peer_fault(&self) -> Option<(Rank, FaultKind)> {
+        match *self {
+            AmError::BadRuntimeMessage { source_rank, what } => {
+                Some((source_rank, FaultKind::BadRuntimeMessage { what }))
+            }
+            AmError::MissingArg {
+                source_rank,
+                index,
+                nargs,
+            } => Some((source_rank, FaultKind::MissingArg { index, nargs })),
             _ => None,
         }
     }

@@ -135,11 +135,12 @@ impl<S, C: Conduit> Am<S, C> {
     /// says) in its operation's slot.
     pub(super) fn land_reply(&self, msg: &Msg<'_>, landed: Landed<'_>) -> Result<(), AmError> {
         let mut ops = self.ops.borrow_mut();
-        let slot = ops.slot(msg.arg(0), msg.source())?;
-        slot.refused |= msg.arg(1) != OK;
+        let (op, ok) = (msg.arg(0)?, msg.arg(1)? == OK);
+        let slot = ops.slot(op, msg.source())?;
+        slot.refused |= !ok;
         match landed {
             Landed::Status => {}
-            Landed::Bytes { .. } if msg.arg(1) != OK => {}
+            Landed::Bytes { .. } if !ok => {}
             Landed::Bytes { at, bytes } => match at
                 .checked_add(bytes.len())
                 .and_then(|end| slot.data.get_mut(at..end))

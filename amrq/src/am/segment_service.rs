@@ -144,10 +144,10 @@ impl<S, C: Conduit> Am<S, C> {
             )
         };
         let status = |ok: bool| if ok { OK } else { REFUSED };
-        let op = msg.arg(0);
+        let op = || msg.arg(0);
         match (tag, is_request) {
             (TAG_PUT, true) => {
-                let bumped = match msg.arg(1).checked_sub(1) {
+                let bumped = match msg.arg(1)?.checked_sub(1) {
                     None => true,
                     // ORDERING: Release: the put's bytes (in place before this frame
                     // was published) are seen by whoever reads the count with Acquire.
@@ -156,30 +156,30 @@ impl<S, C: Conduit> Am<S, C> {
                         .map(|w| w.fetch_add(1, Ordering::Release))
                         .is_some(),
                 };
-                reply(TAG_PUT_DONE, &[op, status(bumped)], &[])?;
+                reply(TAG_PUT_DONE, &[op()?, status(bumped)], &[])?;
             }
-            (TAG_GET, true) => match self.own_bytes(msg.arg(1), msg.arg(2)) {
-                Some(bytes) => reply(TAG_GET_DATA, &[op, OK, msg.arg(3)], bytes)?,
-                None => reply(TAG_GET_DATA, &[op, REFUSED, msg.arg(3)], &[])?,
+            (TAG_GET, true) => match self.own_bytes(msg.arg(1)?, msg.arg(2)?) {
+                Some(bytes) => reply(TAG_GET_DATA, &[op()?, OK, msg.arg(3)?], bytes)?,
+                None => reply(TAG_GET_DATA, &[op()?, REFUSED, msg.arg(3)?], &[])?,
             },
             (TAG_ATOMIC, true) => {
-                let atomic = AtomicOp::from_words(msg.arg(1), msg.arg(3), msg.arg(4));
-                match (atomic, self.own_word(msg.arg(2))) {
-                    (Some(a), Some(w)) => reply(TAG_ATOMIC_DONE, &[op, OK, a.apply(w)], &[])?,
-                    _ => reply(TAG_ATOMIC_DONE, &[op, REFUSED, 0], &[])?,
+                let atomic = AtomicOp::from_words(msg.arg(1)?, msg.arg(3)?, msg.arg(4)?);
+                match (atomic, self.own_word(msg.arg(2)?)) {
+                    (Some(a), Some(w)) => reply(TAG_ATOMIC_DONE, &[op()?, OK, a.apply(w)], &[])?,
+                    _ => reply(TAG_ATOMIC_DONE, &[op()?, REFUSED, 0], &[])?,
                 }
             }
             (TAG_PUT_PACKED, true) => {
-                let ok = self.scatter_blocks(msg.arg(1), msg.payload());
-                reply(TAG_PUT_DONE, &[op, status(ok)], &[])?;
+                let ok = self.scatter_blocks(msg.arg(1)?, msg.payload());
+                reply(TAG_PUT_DONE, &[op()?, status(ok)], &[])?;
             }
-            (TAG_GET_PACKED, true) => match self.gather_blocks(msg.arg(1), msg.payload()) {
-                Some(bytes) => reply(TAG_GET_DATA, &[op, OK, msg.arg(2)], &bytes)?,
-                None => reply(TAG_GET_DATA, &[op, REFUSED, msg.arg(2)], &[])?,
+            (TAG_GET_PACKED, true) => match self.gather_blocks(msg.arg(1)?, msg.payload()) {
+                Some(bytes) => reply(TAG_GET_DATA, &[op()?, OK, msg.arg(2)?], &bytes)?,
+                None => reply(TAG_GET_DATA, &[op()?, REFUSED, msg.arg(2)?], &[])?,
             },
             (TAG_PUT_DONE, false) => self.land_reply(&msg, Landed::Status)?,
             (TAG_GET_DATA, false) => {
-                let at = usize::try_from(msg.arg(2)).unwrap_or(usize::MAX);
+                let at = usize::try_from(msg.arg(2)?).unwrap_or(usize::MAX);
                 self.land_reply(
                     &msg,
                     Landed::Bytes {
@@ -188,7 +188,7 @@ impl<S, C: Conduit> Am<S, C> {
                     },
                 )?
             }
-            (TAG_ATOMIC_DONE, false) => self.land_reply(&msg, Landed::Value(msg.arg(2)))?,
+            (TAG_ATOMIC_DONE, false) => self.land_reply(&msg, Landed::Value(msg.arg(2)?))?,
             _ => return Ok(false),
         }
         Ok(true)

@@ -588,9 +588,19 @@ pub trait Conduit {
     #[allow(clippy::type_complexity)]
     fn one_poll(&self, set: &PollSet) -> Result<Option<(Channel, Self::Frame<'_>)>, ConduitError>;
 
-    /// Frames that arrived on local channel `ch` from a rank not allowed to send there,
-    /// dropped undelivered (a sender that bypassed its own check).
+    /// Frames of local channel `ch` this conduit dropped undelivered: from a rank not
+    /// allowed to send there (a sender that bypassed its own check), or naming memory
+    /// outside this rank's segment or pool. Each is also in [`Conduit::faults`].
     fn dropped(&self, ch: Channel) -> u64;
+
+    /// The faults of peers this rank has seen: frames dropped because a correct peer
+    /// never sends them (here or in the layers above, [`Conduit::record_fault`]), per
+    /// sender, and the rings closed because their frame boundaries were lost.
+    fn faults(&self) -> super::Faults;
+
+    /// Records a fault of a peer that a layer above found in a frame this conduit
+    /// delivered (an unknown handler, a missing arg, …): the frame was dropped.
+    fn record_fault(&self, fault: super::Fault);
 
     /// Setup-time all-gather of one word per rank (index = rank).
     fn allgather(&self, mine: u64) -> Result<Vec<u64>, ConduitError>;

@@ -27,7 +27,7 @@
 //!   them.
 
 use super::{
-    Armed, Arming, AtomicOp, Caps, Channel, Conduit, ConduitError, InterruptAlarm,
+    Armed, Arming, AtomicOp, Caps, Channel, Conduit, ConduitError, Fault, Faults, InterruptAlarm,
     InterruptChannels, Message, OpToken, PollSet, Rank, ReceivedFrame, Started, TagOnData,
 };
 use std::cell::Cell;
@@ -430,6 +430,22 @@ impl<L: Conduit + 'static, R: Conduit + 'static> Conduit for Combined<L, R> {
 
     fn dropped(&self, ch: Channel) -> u64 {
         self.local.dropped(ch) + self.remote.dropped(ch)
+    }
+
+    fn faults(&self) -> Faults {
+        let mut all = self.remote.faults();
+        all.merge(self.local.faults(), |r| self.local_ranks[r]);
+        all
+    }
+
+    fn record_fault(&self, fault: Fault) {
+        match fault.source.and_then(|r| self.routes.get(r)) {
+            Some(Route::Local(r)) => self.local.record_fault(Fault {
+                source: Some(*r),
+                ..fault
+            }),
+            _ => self.remote.record_fault(fault),
+        }
     }
 
     fn allgather(&self, mine: u64) -> Result<Vec<u64>, ConduitError> {

@@ -1,6 +1,5 @@
 //! The conduit layer's error type.
 
-use super::ring::Corrupt;
 use super::{Channel, Rank};
 
 /// Why a conduit operation did not happen.
@@ -86,15 +85,15 @@ pub enum ConduitError {
         /// The channel.
         channel: Channel,
     },
-    /// A peer wrote something the protocol cannot produce; its ring is no longer read.
-    #[error("ring from rank {source_rank} on channel {channel} is corrupt: {detail}")]
-    Corrupt {
-        /// The sender of the corrupt ring.
-        source_rank: Rank,
+    /// The destination closed its ring from this rank on that channel: it found a frame
+    /// there that the protocol cannot produce (see its [`Faults`](super::Faults)), and
+    /// reads that ring no more, so the room would never come.
+    #[error("rank {rank} closed its queue {channel} from this rank after a corrupt frame: nothing more can be sent there (its faults log says what it found)")]
+    ChannelClosed {
+        /// The destination.
+        rank: Rank,
         /// The channel.
         channel: Channel,
-        /// What was found.
-        detail: Corrupt,
     },
     /// A rank of the job failed; waiting for it would never end.
     #[error("rank {rank} failed: {cause}")]
@@ -104,9 +103,10 @@ pub enum ConduitError {
         /// What happened to it.
         cause: String,
     },
-    /// Waiting for room in a queue of a rank that has left the job: it drains nothing
-    /// any more, so the room would never come.
-    #[error("rank {rank} has left the job: its queues are no longer drained")]
+    /// Waiting on a rank that has left the job (for room in its queues, or for its
+    /// part of a barrier): it sends and drains nothing any more, so the wait would
+    /// never end.
+    #[error("rank {rank} has left the job: it sends and drains nothing any more, so waiting on it would never end")]
     PeerLeft {
         /// The rank.
         rank: Rank,

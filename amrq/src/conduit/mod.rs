@@ -30,6 +30,10 @@
 //!   typed error for anything out of range.
 //! - **Receiving**: `peek` (one frame in place, its type implementing
 //!   [`ReceivedFrame`]), `drain` (the fast path), `poll_set` and `one_poll`, `dropped`.
+//!   A frame a correct peer never sends is dropped and recorded against its sender
+//!   (`record_fault`, read with `faults`: see [`Faults`]), never returned as the error
+//!   of the call that happened to poll; a ring whose frame boundaries are lost is closed,
+//!   and its sender told so ([`ConduitError::ChannelClosed`]) when it finds it full.
 //! - **Sleeping**: `arm_arrival` and `disarm_arrival` (a futex word to sleep on and a
 //!   last look; `wait_for_arrival` is provided on top), and `take_interrupts` with
 //!   [`InterruptChannels`] for the progress thread ([`NoInterrupts`] if it has none). A
@@ -67,6 +71,8 @@ pub mod combined;
 #[cfg(not(amrq_loom))]
 mod error;
 #[cfg(not(amrq_loom))]
+mod faults;
+#[cfg(not(amrq_loom))]
 pub mod mem;
 #[cfg(not(amrq_loom))]
 mod one_sided;
@@ -85,6 +91,10 @@ pub use api::{
 };
 #[cfg(not(amrq_loom))]
 pub use error::ConduitError;
+#[cfg(not(amrq_loom))]
+pub(crate) use faults::FaultLog;
+#[cfg(not(amrq_loom))]
+pub use faults::{Fault, FaultKind, Faults, RECENT_FAULTS};
 #[cfg(not(amrq_loom))]
 pub use one_sided::{AtomicOp, OpToken, Started};
 #[cfg(not(amrq_loom))]

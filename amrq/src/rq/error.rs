@@ -22,6 +22,13 @@ pub enum RqError {
         /// Payload bytes given.
         len: usize,
     },
+    /// The queue is one of the runtime's (the AM request and reply queues): only the AM
+    /// layer sends into it, so that no program can forge a runtime message.
+    #[error("queue {queue} carries the runtime's Active Messages: send with Am's requests and replies, or into a queue of your own (Config::add_queue)")]
+    RuntimeQueue {
+        /// The queue.
+        queue: usize,
+    },
     /// A blocking wait saw nothing arrive within its deadline.
     #[error("nothing arrived within {waited:?}")]
     Timeout {

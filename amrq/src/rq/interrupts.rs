@@ -47,7 +47,8 @@ impl<R: InterruptChannels, H: FnMut(QueueId, usize, &[u64], &[u8])> Served<R, H>
     /// Runs the handler on up to `budget` frames; how many ran.
     fn run(&mut self, budget: usize) -> usize {
         let handler = &mut self.handler;
-        // A corrupt ring is marked and skipped; the others go on.
+        // Bad frames are dropped and recorded in the rank's faults log by the conduit;
+        // no error is left for this loop to report.
         self.rx
             .drain(budget, |ch, f| -> Result<(), ConduitError> {
                 handler(QueueId::new(ch), f.source(), f.args(), f.payload());

@@ -11,7 +11,11 @@
 //! `enqueue` never blocks and never overwrites: `Ok(false)` means the queue is full for
 //! this sender, nothing was committed, and the caller still has its data.
 //!
-//! **Protection.** A queue's [`QueueSpec`] says which ranks may
+//! **Protection.** The AM queues are the runtime's: the calls here refuse to send
+//! into them ([`RqError::RuntimeQueue`]), so a program cannot forge the runtime's
+//! messages (barrier arrivals, one-sided operations) through them. (The conduit below
+//! is the raw network: what is written there is treated as what any peer might send,
+//! checked on receipt and recorded as that peer's fault when wrong.) A queue's [`QueueSpec`] says which ranks may
 //! enqueue into it (StarT-Voyager's logical destination table). The conduit refuses a
 //! send a rank may not make ([`ConduitError::NotPermitted`]), and drops and counts a
 //! frame that arrives from such a rank anyway ([`Rq::dropped`]).
@@ -76,6 +80,15 @@ fn committed(sent: Result<(), ConduitError>) -> Result<bool, RqError> {
         Err(ConduitError::Busy) => Ok(false),
         Err(e) => Err(e.into()),
     }
+}
+
+/// [`RqError::RuntimeQueue`] for the AM queues, which only the AM layer sends into.
+#[inline(always)]
+fn user_queue(q: QueueId) -> Result<(), RqError> {
+    if q.0 < QueueId::FIRST_USER {
+        return Err(RqError::RuntimeQueue { queue: q.0 });
+    }
+    Ok(())
 }
 
 /// StarT-Voyager's message kinds, as RQ sends them.
@@ -223,6 +236,7 @@ impl<C: Conduit> Rq<C> {
         args: &[u64],
         payload: &[u8],
     ) -> Result<bool, RqError> {
+        user_queue(q)?;
         let msg = Message {
             tag,
             flags: 0,
@@ -290,6 +304,7 @@ impl<C: Conduit> Rq<C> {
         args: &[u64],
         payload: &[u8],
     ) -> Result<bool, RqError> {
+        user_queue(q)?;
         let msg = Message {
             tag: 0,
             flags: Message::INTERRUPT,
@@ -306,6 +321,40 @@ impl<C: Conduit> Rq<C> {
     /// [`ConduitError::OutOfSegment`].
     #[inline]
     pub fn enqueue_long(
+        &self,
+        dest: Rank,
+        q: QueueId,
+        tag: u16,
+        args: &[u64],
+        payload: &[u8],
+        offset: usize,
+    ) -> Result<bool, RqError> {
+        user_queue(q)?;
+        self.enqueue_runtime_long(dest, q, tag, args, payload, offset)
+    }
+
+    /// [`Rq::enqueue_tagged`] into any queue, the runtime's too: the AM layer's send.
+    #[inline(always)]
+    pub(crate) fn enqueue_runtime(
+        &self,
+        dest: Rank,
+        q: QueueId,
+        tag: u16,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<bool, RqError> {
+        let msg = Message {
+            tag,
+            flags: 0,
+            args,
+            payload,
+        };
+        committed(self.conduit.try_send(dest, q.0, &msg))
+    }
+
+    /// [`Rq::enqueue_long`] into any queue, the runtime's too: the AM layer's send.
+    #[inline]
+    pub(crate) fn enqueue_runtime_long(
         &self,
         dest: Rank,
         q: QueueId,
@@ -486,6 +535,13 @@ impl<C: Conduit> Rq<C> {
     /// dropped, never delivered.
     pub fn dropped(&self, q: QueueId) -> u64 {
         self.conduit.dropped(q.0)
+    }
+
+    /// The faults of peers this rank has seen: frames dropped because a correct peer
+    /// never sends them, per sender, and rings closed for corrupt headers (see
+    /// [`Faults`](crate::conduit::Faults)).
+    pub fn faults(&self) -> crate::conduit::Faults {
+        self.conduit.faults()
     }
 
     /// This rank's registered segment (first byte, length): where Long messages to this

@@ -41,7 +41,7 @@ pub fn long_round_trips(c: MemConduit) -> Result<(), String> {
     let e = |e: AmError| e.to_string();
     let mut table = HandlerTable::new();
     let back = table.reply("back", |s: &LongState, m| {
-        let want: Vec<u8> = pattern(m.arg(0) as usize, m.arg(1))
+        let want: Vec<u8> = pattern(m.arg(0)? as usize, m.arg(1)?)
             .into_iter()
             .rev()
             .collect();
@@ -49,12 +49,12 @@ pub fn long_round_trips(c: MemConduit) -> Result<(), String> {
         Ok(())
     });
     let take = table.request("take", |s: &LongState, ctx, m| {
-        let len = m.arg(0) as usize;
-        if m.payload() != &pattern(len, m.arg(1))[..] || (len > 0 && !s.in_segment(m.payload())) {
+        let len = m.arg(0)? as usize;
+        if m.payload() != &pattern(len, m.arg(1)?)[..] || (len > 0 && !s.in_segment(m.payload())) {
             s.count(false);
         }
         let reversed: Vec<u8> = m.payload().iter().rev().copied().collect();
-        ctx.reply_long(s.back, &[m.arg(0), m.arg(1)], &reversed, 8192)
+        ctx.reply_long(s.back, &[m.arg(0)?, m.arg(1)?], &reversed, 8192)
     });
     let state = LongState {
         back,

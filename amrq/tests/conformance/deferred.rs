@@ -215,6 +215,12 @@ impl<C: Conduit + 'static> Conduit for Deferred<C> {
     fn dropped(&self, ch: Channel) -> u64 {
         self.inner.dropped(ch)
     }
+    fn faults(&self) -> amrq::conduit::Faults {
+        self.inner.faults()
+    }
+    fn record_fault(&self, fault: amrq::conduit::Fault) {
+        self.inner.record_fault(fault)
+    }
     fn allgather(&self, mine: u64) -> Result<Vec<u64>, ConduitError> {
         self.inner.allgather(mine)
     }

@@ -6,7 +6,7 @@ use super::{Doorbell, TagOnPool};
 use crate::conduit::ring::{
     Consumer, FrameHeader, Producer, RawRing, SharedProducer, MAX_ARGS, USER_FLAGS,
 };
-use crate::conduit::Message;
+use crate::conduit::{Channel, ConduitError, Message, Rank};
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::Ordering;
 
@@ -200,6 +200,21 @@ impl TxRing {
         sent
     }
 
+    /// Why a frame to `dest` on channel `ch` found no room: `Busy`, or the receiver
+    /// closed this ring ([`ConduitError::ChannelClosed`]), so room will never come.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn no_room(&self, dest: Rank, ch: Channel) -> ConduitError {
+        if self.ring.is_closed() {
+            ConduitError::ChannelClosed {
+                rank: dest,
+                channel: ch,
+            }
+        } else {
+            ConduitError::Busy
+        }
+    }
+
     /// After publishing a frame: if the receiver has armed this channel, set its bit in
     /// the receiver's summary.
     #[inline(always)]
@@ -236,6 +251,12 @@ impl RxChannel {
             shared_senders: Box::new([]),
             pools: Box::new([]),
         }
+    }
+
+    /// The sender of ring `s`, as far as the ring tells: a shared ring's senders are
+    /// named in its frames only.
+    pub(super) fn sender(&self, s: usize) -> Option<usize> {
+        self.shared_senders.is_empty().then_some(s)
     }
 
     /// The first sender, from the cursor on (round-robin), whose ring has a frame.

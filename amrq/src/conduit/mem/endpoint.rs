@@ -76,6 +76,8 @@ pub struct MemConduit {
     pub(super) doorbell: *const Doorbell,
     pub(super) one_poll_state: Cell<(u64, u32)>,
     pub(super) boot: Boot,
+    /// Bad frames of peers, recorded per sender (shared with the interrupt view).
+    pub(super) faults: crate::conduit::FaultLog,
     pub(super) _owner: RegionOwner,
 }
 
@@ -226,6 +228,7 @@ impl MemConduit {
             doorbell: unsafe { layout.doorbell(base, rank) },
             one_poll_state: Cell::new((0, 0)),
             boot,
+            faults: crate::conduit::FaultLog::new(rank),
             _owner: owner,
         }
     }
@@ -273,6 +276,7 @@ impl MemConduit {
             doorbell: self.doorbell,
             one_poll_state: Cell::new((0, 0)),
             boot: self.boot.clone(),
+            faults: self.faults.clone(),
             _owner: self._owner.clone(),
         };
         Some(InterruptRx::new(view, channels))

@@ -4,7 +4,7 @@
 use super::channels::{RxChannel, RxRing};
 use super::TagOnPool;
 use crate::conduit::ring::{Peeked, RingMemory, ARGS_OFFSET, FLAG_LONG, FLAG_TAG_ON, USER_FLAGS};
-use crate::conduit::{Channel, ConduitError, Rank, ReceivedFrame, TagOnData};
+use crate::conduit::{Channel, Fault, FaultKind, FaultLog, Rank, ReceivedFrame, TagOnData};
 
 /// The (index, length) inline payload of a Long or Tag-On frame, if it is 16 bytes.
 pub(super) fn inline_pair(inline: *const u8, p: &Peeked) -> Option<(usize, usize)> {
@@ -26,14 +26,30 @@ pub(super) fn tag_on_payload(
     pool: &TagOnPool,
     inline: *const u8,
     p: &Peeked,
-) -> Result<(*const u8, usize), crate::conduit::ring::Corrupt> {
+) -> Result<(*const u8, usize), BadPayload> {
     inline_pair(inline, p)
         .filter(|&(_, len)| len <= pool.bytes())
         .and_then(|(i, len)| Some((pool.block(i)?.cast_const(), len)))
-        .ok_or(crate::conduit::ring::Corrupt {
-            position: p.position,
-            what: "Tag-On frame outside the pool",
-        })
+        .ok_or(BadPayload::OutsidePool)
+}
+
+/// Why a frame's payload is not where a payload may be (kept a byte wide: the check
+/// is on the receive path of every frame).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BadPayload {
+    /// [`FaultKind::OutOfSegment`].
+    OutOfSegment,
+    /// [`FaultKind::OutsidePool`].
+    OutsidePool,
+}
+
+impl From<BadPayload> for FaultKind {
+    fn from(b: BadPayload) -> Self {
+        match b {
+            BadPayload::OutOfSegment => FaultKind::OutOfSegment,
+            BadPayload::OutsidePool => FaultKind::OutsidePool,
+        }
+    }
 }
 
 /// The hidden first arg word of frame `p` of ring `r`, if it has one.
@@ -48,29 +64,43 @@ pub(super) fn hidden_word(r: &RxRing, p: &Peeked) -> Option<u64> {
     Some(unsafe { base.add(ARGS_OFFSET).cast::<u64>().read() })
 }
 
-/// Releases frame `p` of ring `r` undelivered and counts it in `chan`'s `dropped`.
+/// Releases frame `p` of ring `r` of channel `ch` undelivered, counts it in `chan`'s
+/// `dropped` and records it against `source` (see [`crate::conduit::Faults`]).
 #[cold]
-pub(super) fn drop_frame<'a>(chan: &RxChannel, r: &RxRing, p: &Peeked) -> Option<MemFrame<'a>> {
+pub(super) fn drop_frame(
+    faults: &FaultLog,
+    (chan, ch): (&RxChannel, Channel),
+    r: &RxRing,
+    p: &Peeked,
+    (source, kind): (Option<Rank>, FaultKind),
+) {
     r.cons.with(|c| c.release(&r.ring, p));
     chan.dropped.set(chan.dropped.get() + 1);
-    None
+    faults.record(Fault {
+        source,
+        channel: ch,
+        kind,
+    });
 }
 
-/// Marks sender `s`'s ring `r` of channel `ch` as corrupt (it is not read again) and
-/// says why.
+/// Closes ring `s` of channel `chan` (`ch`), whose frame boundaries are lost: it is
+/// not read again, its sender learns it when it finds the ring full, and the fault is
+/// recorded against that sender.
 #[cold]
-pub(super) fn broken(
-    r: &RxRing,
-    s: Rank,
-    ch: Channel,
+pub(super) fn close_ring(
+    faults: &FaultLog,
+    chan: &RxChannel,
+    (s, ch): (usize, Channel),
     detail: crate::conduit::ring::Corrupt,
-) -> ConduitError {
+) {
+    let r = &chan.rings[s];
     r.broken.set(true);
-    ConduitError::Corrupt {
-        source_rank: s,
+    r.ring.close();
+    faults.record(Fault {
+        source: chan.sender(s),
         channel: ch,
-        detail,
-    }
+        kind: FaultKind::Corrupt(detail),
+    });
 }
 
 /// A frame in place in a [`MemConduit`](super::MemConduit) ring: args and payload are read where the

@@ -76,6 +76,12 @@ fn rogue_frames_are_dropped(shared: bool) {
         "only the permitted frame is delivered"
     );
     assert_eq!(receiver.dropped(0), 2, "both rogue frames counted");
+    let faults = receiver.faults();
+    let rogue_rank = (!shared).then_some(1); // a shared ring's frames name their sender
+    assert_eq!(faults.total(), 2);
+    assert!(faults
+        .recent()
+        .all(|f| f.source == rogue_rank && f.kind == crate::conduit::FaultKind::NotPermitted));
     assert!(receiver.peek(0).unwrap().is_none());
     // And a rank that knows it may not send is refused before anything is written.
     let honest = make(1, Senders::Only(vec![0]));
@@ -119,4 +125,111 @@ fn a_two_slot_ring_refuses_frames_it_cannot_hold_and_delivers_the_rest() {
     let f = eps[0].peek(0).unwrap().expect("the frame");
     assert_eq!(f.args(), &args[..]);
     f.release();
+}
+
+/// Plays a misbehaving sender: overwrites the header of the frame that `sender` has
+/// just sent to `receiver` on channel 0 (the next one the receiver will read).
+fn overwrite_next_header(receiver: &MemConduit, sender: usize, header: u64) {
+    use crate::conduit::ring::RingMemory;
+    let r = &receiver.rx[0].rings[sender];
+    let p = r.cons.with(|c| c.peek(&r.ring)).unwrap().expect("a frame");
+    // SAFETY: the frame is published and unread; nobody else touches the ring now.
+    unsafe { r.ring.write_header(p.index(r.ring.nslots()), header) };
+}
+
+fn short(args: &[u64]) -> Message<'_> {
+    Message {
+        tag: 1,
+        flags: 0,
+        args,
+        payload: &[],
+    }
+}
+
+/// A corrupt header from one sender closes that sender's ring only: the receiver's
+/// drain returns no error, records the fault against the sender, and goes on with the
+/// other senders' frames; the sender, once its ring is full, is told it is closed.
+#[test]
+fn a_corrupt_header_closes_that_senders_ring_only_and_the_sender_is_told() {
+    use crate::conduit::ring::FrameHeader;
+    let eps = crate::conduit::threads::endpoints(3, &[4]).unwrap();
+    eps[1].try_send(0, 0, &short(&[1])).unwrap();
+    let bad = FrameHeader {
+        nargs: 9,
+        ..FrameHeader::default()
+    };
+    overwrite_next_header(&eps[0], 1, bad.pack());
+    eps[1].try_send(0, 0, &short(&[2])).unwrap(); // behind the corrupt one: lost
+    eps[2].try_send(0, 0, &short(&[3])).unwrap();
+    let mut seen = Vec::new();
+    let n = eps[0]
+        .drain(0, 10, |f| -> Result<(), ConduitError> {
+            seen.push((f.source(), f.args()[0]));
+            Ok(())
+        })
+        .expect("a peer's corrupt frame is not this call's error");
+    assert_eq!((n, seen), (1, vec![(2, 3)]));
+    let faults = eps[0].faults();
+    assert_eq!((faults.of(1), faults.of(2), faults.total()), (1, 0, 1));
+    assert_eq!(faults.closed(), &[(Some(1), 0)]);
+    let f = faults.recent().next().unwrap();
+    assert!(
+        f.kind.closes_ring() && f.to_string().contains("more than 8 args"),
+        "{f}"
+    );
+    // Rank 2 goes on; rank 1 fills its closed ring and is then told, not left waiting.
+    eps[2].try_send(0, 0, &short(&[4])).unwrap();
+    let mut sent = 0;
+    let refused = loop {
+        match eps[1].try_send(0, 0, &short(&[5])) {
+            Ok(()) => sent += 1,
+            Err(e) => break e,
+        }
+        assert!(sent < 10, "a 4-slot ring cannot take more");
+    };
+    assert_eq!(
+        refused,
+        ConduitError::ChannelClosed {
+            rank: 0,
+            channel: 0
+        }
+    );
+    let f = eps[0].peek(0).unwrap().expect("rank 2's frame");
+    assert_eq!((f.source(), f.args()), (2, &[4u64][..]));
+    f.release();
+    assert!(
+        eps[0].peek(0).unwrap().is_none(),
+        "the closed ring is not read"
+    );
+}
+
+/// A Long frame naming bytes outside the receiver's segment, and a Tag-On frame naming
+/// a block outside the pool, are dropped and recorded; their ring stays open (the
+/// frame boundaries are intact), so the sender's next frame is delivered.
+#[test]
+fn frames_naming_memory_outside_the_receiver_are_dropped_and_recorded() {
+    use crate::conduit::ring::{FLAG_LONG, FLAG_TAG_ON};
+    use crate::conduit::FaultKind;
+    let eps = crate::conduit::threads::endpoints(2, &[16]).unwrap();
+    let t = &eps[1].tx[0];
+    let huge = usize::MAX - 8;
+    assert!(t.push_pair(&short(&[1]), FLAG_LONG, (huge, 16), || {}));
+    assert!(t.push_pair(&short(&[2]), FLAG_LONG, (0, 1 << 40), || {}));
+    assert!(t.push_pair(&short(&[3]), FLAG_TAG_ON, (1 << 30, 8), || {}));
+    eps[1].try_send(0, 0, &short(&[4])).unwrap();
+    let f = eps[0].peek(0).unwrap().expect("the good frame");
+    assert_eq!(f.args(), &[4]);
+    f.release();
+    let faults = eps[0].faults();
+    let kinds: Vec<_> = faults.recent().map(|f| f.kind.clone()).collect();
+    assert_eq!(
+        kinds,
+        [
+            FaultKind::OutOfSegment,
+            FaultKind::OutOfSegment,
+            FaultKind::OutsidePool
+        ]
+    );
+    assert!(faults.closed().is_empty());
+    assert_eq!((faults.of(1), eps[0].dropped(0)), (3, 3));
 }

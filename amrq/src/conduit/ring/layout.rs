@@ -22,12 +22,16 @@ pub const FLAG_TAG_ON: u8 = 0x20;
 /// Flag bits the layers above the conduit may use.
 pub const USER_FLAGS: u8 = 0x1f;
 
-/// The control block: the consumer's published head, alone on its line pair.
+/// The control block: the consumer's published head and its closed mark, alone on
+/// their line pair (both consumer → producer).
 #[repr(C, align(128))]
 pub struct RingCtl {
     /// Position of the first slot the consumer has not handed back yet. Written by the
     /// consumer in batches, read by the producer only when its cached view says full.
     pub head: AtomicU64,
+    /// Nonzero once the consumer has stopped reading this ring (it found a frame the
+    /// protocol cannot produce). Read by a sender only when the ring is full.
+    pub closed: AtomicU64,
 }
 
 /// One slot as the first slot of a frame sees it. Args, then payload, run on
@@ -59,6 +63,7 @@ const _: () = {
     assert!(std::mem::size_of::<RingCtl>() == CTL_BYTES);
     assert!(std::mem::align_of::<RingCtl>() == CTL_BYTES);
     assert!(std::mem::offset_of!(RingCtl, head) == 0);
+    assert!(std::mem::offset_of!(RingCtl, closed) == 8);
 };
 
 /// The first word of every frame.

@@ -55,6 +55,7 @@ mod raw {
     use crate::conduit::ring::layout::{RingCtl, Slot, CTL_BYTES, HEADER_OFFSET, SLOT_BYTES};
     use crate::sync::AtomicU64;
     use std::ptr::NonNull;
+    use std::sync::atomic::Ordering;
 
     /// A ring laid out in raw bytes (see the diagram in [`crate::conduit::ring`]).
     ///
@@ -108,6 +109,7 @@ mod raw {
         /// frame will be at position `start`. Call once, before any producer or consumer.
         pub fn init(&self, start: u64) {
             super::super::producer::init(self, start);
+            self.ctl().closed.store(0, Ordering::Relaxed);
         }
 
         #[inline(always)]
@@ -119,6 +121,30 @@ mod raw {
                     .as_ptr()
                     .add(CTL_BYTES + SLOT_BYTES * idx as usize)
             }
+        }
+
+        /// The control block.
+        fn ctl(&self) -> &RingCtl {
+            // SAFETY: the control block is at `base` (see `new`) and only accessed
+            // atomically.
+            unsafe { &*self.base.as_ptr().cast::<RingCtl>() }
+        }
+
+        /// Marks the ring closed: its consumer reads it no more (it found a frame the
+        /// protocol cannot produce). Its producer sees it with [`RawRing::is_closed`].
+        #[cold]
+        pub fn close(&self) {
+            // ORDERING: Release pairs with the Acquire load in `is_closed`; nothing else
+            // is published with it, but a sender that sees it must not see it early.
+            self.ctl().closed.store(1, Ordering::Release);
+        }
+
+        /// True once the consumer has closed the ring ([`RawRing::close`]). A sender
+        /// asks when the ring is full, before it waits for room.
+        #[cold]
+        pub fn is_closed(&self) -> bool {
+            // ORDERING: Acquire pairs with the Release store in `close`.
+            self.ctl().closed.load(Ordering::Acquire) != 0
         }
 
         /// Address of slot `idx` (a frame's bytes are borrowed in place from here).
@@ -136,8 +162,7 @@ mod raw {
 
         #[inline(always)]
         fn head(&self) -> &AtomicU64 {
-            // SAFETY: the control block is at `base` (see `new`) and only accessed atomically.
-            unsafe { &(*self.base.as_ptr().cast::<RingCtl>()).head }
+            &self.ctl().head
         }
 
         #[inline(always)]

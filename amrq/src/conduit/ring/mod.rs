@@ -21,7 +21,8 @@
 //!
 //! ```text
 //!   0 ┌──────────────────────────────────────────────┐
-//!     │ RingCtl: head (u64, consumer → producer)     │ own 128-byte line pair
+//!     │ RingCtl: head, closed (u64 each,             │ own 128-byte line pair
+//!     │          consumer → producer)                │
 //! 128 ├──────────────────────────────────────────────┤
 //!     │ slot 0: seq u64 │ header u64 │ args[0..6]     │ 64 B
 //! 192 ├──────────────────────────────────────────────┤
