@@ -118,6 +118,13 @@ pub enum ConduitError {
     /// A setup-time collective failed (a rank is missing or took too long).
     #[error("bootstrap failed: {0}")]
     Bootstrap(String),
+    /// A frame sent into the interrupt channel itself, which carries only frames of
+    /// other channels flagged [`Message::INTERRUPT`](super::Message::INTERRUPT).
+    #[error("channel {channel} is the conduit's interrupt channel: send into the queue the frame is for, flagged interrupt (Rq::enqueue_interrupt)")]
+    InterruptChannel {
+        /// The channel.
+        channel: Channel,
+    },
     /// A frame flagged interrupt, but the job has no channel to carry it.
     #[error("frames flagged interrupt travel on the receiver's interrupt queue, and this job has none: set Config::interrupt_slots")]
     NoInterruptChannel,

@@ -147,10 +147,7 @@ impl MemConduit {
             return Err(self.check_send(dest, ch, msg));
         }
         if !t.permitted {
-            return Err(ConduitError::NotPermitted {
-                rank: self.rank,
-                channel: ch,
-            });
+            return Err(self.not_permitted(ch));
         }
         Ok(t)
     }
@@ -171,7 +168,7 @@ impl MemConduit {
             return Err(ConduitError::NoInterruptChannel);
         };
         if ch == via {
-            return Err(self.no_channel(ch)); // it carries frames for others only
+            return Err(ConduitError::InterruptChannel { channel: ch });
         }
         let t = &self.tx[via * self.size + dest];
         // One word of the interrupt ring's frame names the channel.
@@ -195,6 +192,18 @@ impl MemConduit {
         }
         t.ring_doorbell();
         Ok(())
+    }
+
+    /// Why this rank may not send into channel `ch`.
+    #[cold]
+    fn not_permitted(&self, ch: Channel) -> ConduitError {
+        if Some(ch) == self.caps.interrupt_channel {
+            return ConduitError::InterruptChannel { channel: ch };
+        }
+        ConduitError::NotPermitted {
+            rank: self.rank,
+            channel: ch,
+        }
     }
 
     #[cold]
@@ -263,10 +272,7 @@ impl Conduit for MemConduit {
         }
         let t = &self.tx[ch * self.size + dest];
         if !t.permitted {
-            return Err(ConduitError::NotPermitted {
-                rank: self.rank,
-                channel: ch,
-            });
+            return Err(self.not_permitted(ch));
         }
         let header = FrameHeader {
             tag: msg.tag,

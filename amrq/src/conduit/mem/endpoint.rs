@@ -154,7 +154,9 @@ impl MemConduit {
                     ring: unsafe { layout.ring(base, ch, dest, rank) },
                     prod: Local::new(prod),
                     max_args: max_args(slots, usize::from(shared)),
-                    permitted: who.allows(rank),
+                    // The interrupt channel carries flagged frames of other channels
+                    // only (`send_flagged` writes it): no frame is sent into it directly.
+                    permitted: who.allows(rank) && interrupt_channel != Some(ch),
                     notify_bit: if c.rings_doorbell() {
                         ConduitSpec::doorbell_bit(ch)
                     } else {

@@ -233,3 +233,77 @@ fn frames_naming_memory_outside_the_receiver_are_dropped_and_recorded() {
     assert!(faults.closed().is_empty());
     assert_eq!((faults.of(1), eps[0].dropped(0)), (3, 3));
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 512,
+        failure_persistence: None,
+        ..Default::default()
+    })]
+
+    /// Arbitrary bytes where a frame's header and first words are (as a faulty or
+    /// hostile peer could write them, on a per-sender or a shared ring): the receiver
+    /// never panics and never returns an error; what it hands out lies within its
+    /// memory; what it drops is recorded; and a good frame of another sender is still
+    /// delivered afterwards.
+    #[test]
+    fn arbitrary_bytes_in_a_frame_never_break_the_receiver(
+        header in proptest::prelude::any::<u64>(),
+        words in proptest::collection::vec(proptest::prelude::any::<u64>(), 6),
+        shared in proptest::prelude::any::<bool>(),
+        flags in 0u8..8,
+    ) {
+        use crate::conduit::ring::RingMemory;
+        let spec = ConduitSpec {
+            tag_on_buffers: 2,
+            segment_bytes: 4096,
+            ..ConduitSpec::new(vec![ChannelSpec::new(8).shared(shared)])
+        };
+        let eps = crate::conduit::threads::endpoints_for(3, &spec).unwrap();
+        eps[1].try_send(0, 0, &short(&[1])).unwrap();
+        // The top three flag bits (pad, Long, Tag-On) drawn often, the rest at random.
+        let header = (header & !(0xe0 << 56)) | (u64::from(flags) << 61);
+        let ring = if shared { 0 } else { 1 };
+        let r = &eps[0].rx[0].rings[ring];
+        let p = r.cons.with(|c| c.peek(&r.ring)).unwrap().expect("a frame");
+        let idx = p.index(r.ring.nslots());
+        // SAFETY: the frame is published and unread; nobody else touches the ring now.
+        unsafe {
+            r.ring.write_header(idx, header);
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            r.ring.write_bytes(idx, crate::conduit::ring::ARGS_OFFSET, &bytes);
+        }
+        let (segment, seg_len) = eps[0].segment();
+        let seg = segment.as_ptr() as usize..segment.as_ptr() as usize + seg_len;
+        let mut delivered = 0;
+        let drained = eps[0].drain(0, 16, |f| -> Result<(), ConduitError> {
+            delivered += 1;
+            assert!(f.args().len() <= 8);
+            let (at, len) = (f.payload().as_ptr() as usize, f.payload().len());
+            if f.is_long() {
+                assert!(seg.contains(&at) || len == 0);
+                assert!(at + len <= seg.end);
+            }
+            let _ = f.payload().iter().map(|&b| u64::from(b)).sum::<u64>(); // readable
+            Ok(())
+        });
+        proptest::prop_assert!(drained.is_ok(), "{drained:?}");
+        let faults = eps[0].faults();
+        // Every fault is a frame dropped or a ring closed, nothing else.
+        let closed = faults.closed().len() as u64;
+        proptest::prop_assert_eq!(faults.total(), eps[0].dropped(0) + closed);
+        proptest::prop_assert!(delivered <= 2);
+        // Another sender's frame still arrives (on a shared ring, unless it was closed).
+        eps[2].try_send(0, 0, &short(&[9])).unwrap_or(());
+        let mut later = Vec::new();
+        eps[0]
+            .drain(0, 16, |f| -> Result<(), ConduitError> {
+                later.push((f.source(), f.args().first().copied()));
+                Ok(())
+            })
+            .unwrap();
+        if !shared || faults.closed().is_empty() {
+            proptest::prop_assert!(later.contains(&(2, Some(9))), "{later:?} {faults:?}");
+        }
+    }
+}
