@@ -5,8 +5,8 @@
 
 use crate::cpu::thread_cpu;
 use amrq::conduit::{
-    AtomicOp, Channel, ChannelSpec, Conduit, ConduitError, ConduitSpec, Delivery, InterruptAlarm,
-    InterruptChannels, Message, ReceivedFrame, Senders, Started,
+    AtomicOp, Channel, ChannelSpec, Conduit, ConduitError, ConduitSpec, Delivery, Fault, FaultKind,
+    InterruptAlarm, InterruptChannels, Message, ReceivedFrame, Senders, Started,
 };
 use std::time::{Duration, Instant};
 
@@ -912,6 +912,33 @@ pub fn sender_not_permitted_is_refused<C: Conduit>(c: C, _: &Job<C>) -> Outcome 
         return fail(
             &c,
             format!("took frames from {got:?}, dropped {}", c.dropped(ONLY0)),
+        );
+    }
+    Ok(())
+}
+
+/// A fault recorded against a peer (what a layer above does with a frame a correct
+/// peer never sends) is reported by `faults` against that peer, in the job's ranks,
+/// and against no other.
+pub fn faults_are_recorded_against_the_sender<C: Conduit>(c: C, _: &Job<C>) -> Outcome {
+    let (me, n) = (c.rank(), c.size());
+    let blamed = (me + 1) % n;
+    if !c.faults().is_empty() {
+        return fail(&c, format!("faults before any: {:?}", c.faults()));
+    }
+    for id in [1, 2] {
+        c.record_fault(Fault {
+            source: Some(blamed),
+            channel: 0,
+            kind: FaultKind::UnknownHandler { id },
+        });
+    }
+    let faults = c.faults();
+    let sources: Vec<_> = faults.recent().map(|f| f.source).collect();
+    if faults.of(blamed) != 2 || faults.total() != 2 || sources != [Some(blamed); 2] {
+        return fail(
+            &c,
+            format!("recorded 2 against rank {blamed}, read {faults:?}"),
         );
     }
     Ok(())

@@ -35,6 +35,7 @@ macro_rules! suite {
                 departed_peers_are_seen_and_their_frames_delivered,
                 dead_peer_is_reported,
                 sender_not_permitted_is_refused,
+                faults_are_recorded_against_the_sender,
             );
         }
     };
