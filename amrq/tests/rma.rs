@@ -252,3 +252,39 @@ fn frames_too_small_for_one_sided_operations_are_refused_with_the_remedy() {
     });
     all_ok(out);
 }
+
+/// An operation through frames whose target leaves the job without answering ends with
+/// `PeerLeft` naming it, while another rank is still there (so the wait is not ended by
+/// "every other rank has left").
+#[test]
+fn an_operation_whose_target_left_ends_with_peer_left() {
+    use amrq::conduit::ConduitError;
+    let out = amrq::threads::run(3, &Config::default(), |c| -> Result<(), RmaError> {
+        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+        match am.rank() {
+            1 => Ok(()), // leaves at once, serving nothing
+            0 => {
+                while !am.rq().conduit().peer_left(1) {
+                    std::thread::yield_now();
+                }
+                let mut buf = [0u8; 8];
+                let got = Rma::over_frames(&am).get(1, 0, &mut buf);
+                let left = ConduitError::PeerLeft { rank: 1 };
+                assert!(
+                    matches!(&got, Err(RmaError::Am(e)) if e.conduit() == Some(&left)),
+                    "{got:?}"
+                );
+                Ok(())
+            }
+            _ => {
+                // Stays until rank 0 is done (or a deadline), so rank 0 is not alone.
+                let _ = am.wait_until_for(std::time::Duration::from_secs(20), |_| {
+                    am.rq().conduit().peer_left(0)
+                });
+                Ok(())
+            }
+        }
+    })
+    .expect("job ran");
+    assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+}

@@ -6,7 +6,7 @@
 //! collects the result, so no reply ever writes into memory the program may have let go.
 
 use super::{Am, AmError, Msg};
-use crate::conduit::{Conduit, Rank};
+use crate::conduit::{Conduit, ConduitError, Rank};
 
 /// A reply's status word: the target did what was asked.
 pub(crate) const OK: u64 = 0;
@@ -35,6 +35,8 @@ impl OpId {
 #[derive(Debug, Default)]
 struct OpSlot {
     generation: u32,
+    /// The rank that serves it (whose replies it awaits).
+    target: Rank,
     live: bool,
     pending: usize,
     refused: bool,
@@ -50,14 +52,14 @@ pub(super) struct Ops {
 }
 
 impl Ops {
-    fn open(&mut self, pending: usize, data_len: usize) -> OpId {
+    fn open(&mut self, target: Rank, pending: usize, data_len: usize) -> OpId {
         let i = self.free.pop().unwrap_or_else(|| {
             self.slots.push(OpSlot::default());
             self.slots.len() - 1
         });
         let s = &mut self.slots[i];
         s.generation = s.generation.wrapping_add(1);
-        (s.live, s.pending, s.refused, s.value) = (true, pending, false, 0);
+        (s.live, s.target, s.pending, s.refused, s.value) = (true, target, pending, false, 0);
         s.data.clear();
         s.data.resize(data_len, 0);
         OpId {
@@ -70,10 +72,14 @@ impl Ops {
     fn slot(&mut self, op: u64, source: Rank) -> Result<&mut OpSlot, AmError> {
         let (slot, generation) = ((op & u64::from(u32::MAX)) as usize, (op >> 32) as u32);
         match self.slots.get_mut(slot) {
-            Some(s) if s.live && s.pending > 0 && s.generation == generation => Ok(s),
+            Some(s)
+                if s.live && s.pending > 0 && s.generation == generation && s.target == source =>
+            {
+                Ok(s)
+            }
             _ => Err(AmError::BadRuntimeMessage {
                 source_rank: source,
-                what: "a reply for no operation in flight",
+                what: "a reply for no operation in flight to it",
             }),
         }
     }
@@ -95,9 +101,10 @@ pub(super) enum Landed<'m> {
 }
 
 impl<S, C: Conduit> Am<S, C> {
-    /// Opens an operation that awaits `replies` replies and collects `data_len` bytes.
-    pub(crate) fn op_open(&self, replies: usize, data_len: usize) -> OpId {
-        self.ops.borrow_mut().open(replies, data_len)
+    /// Opens an operation that awaits `replies` replies from `target` and collects
+    /// `data_len` bytes.
+    pub(crate) fn op_open(&self, target: Rank, replies: usize, data_len: usize) -> OpId {
+        self.ops.borrow_mut().open(target, replies, data_len)
     }
 
     /// `op` if its request went out; otherwise its slot is given back and the error
@@ -116,9 +123,17 @@ impl<S, C: Conduit> Am<S, C> {
 
     /// Waits for `op` (running handlers), copies a get's bytes into `out` (as many as
     /// both hold), frees its slot and returns an atomic's old value (0 for others).
-    /// [`AmError::RemoteRefused`] if the target refused it.
+    /// [`AmError::RemoteRefused`] if the target refused it;
+    /// [`ConduitError::PeerLeft`] if the target left the job without answering.
     pub fn op_wait(&self, op: OpId, out: &mut [u8]) -> Result<u64, AmError> {
-        self.wait_until(|_| self.op_done(op))?;
+        let target = self.ops.borrow().slots[op.slot].target;
+        let waited = self.wait_on(target, |_| self.op_done(op));
+        if let Err(e) = waited {
+            if e.conduit() == Some(&ConduitError::PeerLeft { rank: target }) {
+                self.ops.borrow_mut().close(op); // no reply can come any more
+            }
+            return Err(e);
+        }
         let mut ops = self.ops.borrow_mut();
         let s = &ops.slots[op.slot];
         let n = out.len().min(s.data.len());

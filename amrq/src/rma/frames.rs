@@ -30,7 +30,7 @@ pub(super) fn put<S, C: Conduit>(
     data: &[u8],
     counter: Option<usize>,
 ) -> Result<OpId, AmError> {
-    let op = am.op_open(1, 0);
+    let op = am.op_open(dest, 1, 0);
     let c = counter.map_or(0, |c| c as u64 + 1);
     let sent = am.send_request(dest, TAG_PUT, &[op.word(), c], Payload::Long(data, offset));
     am.op_sent(op, sent)
@@ -46,7 +46,7 @@ pub(super) fn get<S, C: Conduit>(
 ) -> Result<OpId, AmError> {
     let chunk = am.max_medium().max(1); // the caller checked `medium_room`
     let pieces = len.div_ceil(chunk).max(1);
-    let op = am.op_open(pieces, len);
+    let op = am.op_open(src, pieces, len);
     for k in 0..pieces {
         let at = k * chunk;
         let n = chunk.min(len - at);
@@ -67,7 +67,7 @@ pub(super) fn atomic<S, C: Conduit>(
     offset: usize,
     atomic: AtomicOp,
 ) -> Result<OpId, AmError> {
-    let op = am.op_open(1, 0);
+    let op = am.op_open(dest, 1, 0);
     let (k, a, b) = atomic.to_words();
     let args = [op.word(), k, offset as u64, a, b];
     let sent = am.send_request(dest, TAG_ATOMIC, &args, Payload::Inline(&[]));
@@ -86,7 +86,7 @@ pub(super) fn put_blocks<S, C: Conduit>(
 ) -> Result<OpId, AmError> {
     let groups = pack(am, blocks);
     // No groups (no blocks): nothing to wait for, the operation is done at once.
-    let op = am.op_open(groups.len(), 0);
+    let op = am.op_open(dest, groups.len(), 0);
     let mut frame = Vec::with_capacity(am.max_medium());
     let mut at = 0;
     for g in groups {
@@ -112,7 +112,7 @@ pub(super) fn get_blocks<S, C: Conduit>(
 ) -> Result<OpId, AmError> {
     let groups = pack(am, blocks);
     let total = blocks.iter().map(|b| b.1).sum();
-    let op = am.op_open(groups.len(), total);
+    let op = am.op_open(src, groups.len(), total);
     let mut frame = Vec::with_capacity(am.max_medium());
     let mut at = 0;
     for g in groups {
