@@ -201,6 +201,15 @@ fn bad_arguments_are_typed_errors_not_panics() {
         let e = rma.put_strided(1, &empty, &data).expect_err("empty");
         assert!(matches!(e, RmaError::BadStrided { .. }), "{e}");
         assert!(!e.to_string().contains("0 elements where 0"), "{e}");
+        // A zero repeat count beside a huge one: no blocks, at once (this looped for
+        // usize::MAX rounds before; found by tests/bad_input.rs).
+        let none = amrq::rma::Strided {
+            offset: 0,
+            counts: &[8, 0, usize::MAX],
+            strides: &[8, 8],
+        };
+        assert_eq!(none.blocks()?, []);
+        rma.put_strided(1, &none, &[])?;
         let overflow = amrq::rma::Strided {
             offset: 8,
             counts: &[1, 3],

@@ -50,6 +50,11 @@ impl Strided<'_> {
             .try_fold(1usize, |n, &c| n.checked_mul(c))
             .filter(|&n| n <= MAX_BLOCKS)
             .ok_or_else(|| bad("more than 2^24 blocks: split the transfer"))?;
+        if total == 0 {
+            // A repeat count of 0: no blocks (and no loop over the other counts, which
+            // may be anything when their product is 0).
+            return Ok(Vec::new());
+        }
         let mut out = Vec::with_capacity(total);
         out.push((self.offset, len));
         for (&count, &stride) in reps.iter().zip(self.strides) {
