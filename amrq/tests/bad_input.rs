@@ -372,7 +372,25 @@ fn arbitrary_arguments_give_typed_errors_and_leave_the_job_intact() {
     cfg.add_queue(8);
     cfg.add(amrq::config::QueueSpec::new("shared", 16).shared());
     let done = AtomicBool::new(false);
-    let out = amrq::threads::run(2, &cfg, |conduit| -> Result<(), String> {
+    let current = std::sync::Mutex::new(String::new());
+    // A call that never returns is a bug too: fail with it rather than hang CI.
+    std::thread::scope(|watch| {
+        watch.spawn(|| {
+            let start = std::time::Instant::now();
+            while !done.load(Ordering::Acquire) {
+                if start.elapsed() > std::time::Duration::from_secs(300) {
+                    eprintln!("still running after 300 s, in {}", current.lock().unwrap());
+                    std::process::exit(1);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        run_calls(&cfg, &done, &current);
+    });
+}
+
+fn run_calls(cfg: &Config, done: &AtomicBool, current: &std::sync::Mutex<String>) {
+    let out = amrq::threads::run(2, cfg, |conduit| -> Result<(), String> {
         let mut table = HandlerTable::new();
         let echo_back = table.reply("echo_back", |_: &State, m| m.arg(0).map(drop));
         let echo = table.request("echo", |s: &State, ctx, m| {
@@ -408,6 +426,7 @@ fn arbitrary_arguments_give_typed_errors_and_leave_the_job_intact() {
             let tally = Tally::default();
             let result = runner.run(&prop::collection::vec(call(), 1..24), |calls| {
                 for c in &calls {
+                    *current.lock().unwrap() = format!("{c:?}");
                     make(&tally, &am, (&direct, &frames), (echo, sink), c)?;
                 }
                 // Intact: a round trip to the peer still comes back right.
