@@ -3,7 +3,7 @@
 //! frame passes before it is handed out) and One-poll.
 
 use super::channels::{with_hidden_word, RxChannel, RxRing, TxRing};
-use super::frame::{close_ring, drop_frame, hidden_word, inline_pair, tag_on_payload, BadPayload};
+use super::frame::{close_ring, drop_frame, hidden_word, inline_pair, tag_on_payload};
 use super::{MemConduit, MemFrame};
 use crate::conduit::ring::{
     FrameHeader, Peeked, RingMemory, FLAG_LONG, FLAG_TAG_ON, MAX_ARGS, USER_FLAGS,
@@ -65,7 +65,7 @@ impl MemConduit {
                 Ok(Some(MemFrame::out(chan, r, source, p, payload)))
             }
             Err(bad) => {
-                let fault = (Some(source), bad.into());
+                let fault = (Some(source), bad);
                 drop_frame(&self.faults, (chan, ch), r, &p, fault);
                 Ok(None)
             }
@@ -103,7 +103,7 @@ impl MemConduit {
         r: &RxRing,
         source: Rank,
         p: &Peeked,
-    ) -> Result<(*const u8, usize), BadPayload> {
+    ) -> Result<(*const u8, usize), FaultKind> {
         let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
         // SAFETY: the consumer checked that the frame, payload included, lies in the ring.
         let inline = unsafe { base.add(p.payload_offset()) };
@@ -117,12 +117,8 @@ impl MemConduit {
     }
 
     #[cold]
-    fn long_payload(
-        &self,
-        inline: *const u8,
-        p: &Peeked,
-    ) -> Result<(*const u8, usize), BadPayload> {
-        let bad = BadPayload::OutOfSegment;
+    fn long_payload(&self, inline: *const u8, p: &Peeked) -> Result<(*const u8, usize), FaultKind> {
+        let bad = FaultKind::OutOfSegment;
         let Some((offset, len)) = inline_pair(inline, p) else {
             return Err(bad);
         };

@@ -26,30 +26,11 @@ pub(super) fn tag_on_payload(
     pool: &TagOnPool,
     inline: *const u8,
     p: &Peeked,
-) -> Result<(*const u8, usize), BadPayload> {
+) -> Result<(*const u8, usize), FaultKind> {
     inline_pair(inline, p)
         .filter(|&(_, len)| len <= pool.bytes())
         .and_then(|(i, len)| Some((pool.block(i)?.cast_const(), len)))
-        .ok_or(BadPayload::OutsidePool)
-}
-
-/// Why a frame's payload is not where a payload may be (kept a byte wide: the check
-/// is on the receive path of every frame).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum BadPayload {
-    /// [`FaultKind::OutOfSegment`].
-    OutOfSegment,
-    /// [`FaultKind::OutsidePool`].
-    OutsidePool,
-}
-
-impl From<BadPayload> for FaultKind {
-    fn from(b: BadPayload) -> Self {
-        match b {
-            BadPayload::OutOfSegment => FaultKind::OutOfSegment,
-            BadPayload::OutsidePool => FaultKind::OutsidePool,
-        }
-    }
+        .ok_or(FaultKind::OutsidePool)
 }
 
 /// The hidden first arg word of frame `p` of ring `r`, if it has one.
