@@ -237,12 +237,6 @@ impl<C: Conduit> Rq<C> {
         payload: &[u8],
     ) -> Result<bool, RqError> {
         user_queue(q)?;
-        let msg = Message {
-            tag,
-            flags: 0,
-            args,
-            payload,
-        };
         match kind {
             Kind::Express if crate::conduit::ring::frame_slots(args.len(), payload.len()) > 1 => {
                 Err(RqError::NotExpress {
@@ -250,8 +244,16 @@ impl<C: Conduit> Rq<C> {
                     len: payload.len(),
                 })
             }
-            Kind::Express | Kind::Basic => committed(self.conduit.try_send(dest, q.0, &msg)),
-            Kind::TagOn => committed(self.conduit.try_send_tag_on(dest, q.0, &msg)),
+            Kind::Express | Kind::Basic => self.enqueue_runtime(dest, q, tag, args, payload),
+            Kind::TagOn => {
+                let msg = Message {
+                    tag,
+                    flags: 0,
+                    args,
+                    payload,
+                };
+                committed(self.conduit.try_send_tag_on(dest, q.0, &msg))
+            }
         }
     }
 

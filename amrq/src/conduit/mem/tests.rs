@@ -7,6 +7,16 @@ use crate::conduit::{
 };
 use std::sync::Arc;
 
+/// A Short frame of tag 1 with `args`.
+fn short(args: &[u64]) -> Message<'_> {
+    Message {
+        tag: 1,
+        flags: 0,
+        args,
+        payload: &[],
+    }
+}
+
 /// Two endpoints over one region whose logical destination tables disagree: rank 1
 /// believes it may send into channel 0, rank 0 (the receiver) says only rank 0 may.
 #[test]
@@ -54,15 +64,9 @@ fn rogue_frames_are_dropped(shared: bool) {
     };
     let receiver = make(0, Senders::Only(vec![0]));
     let rogue = make(1, Senders::All);
-    let msg = |a: &'static [u64]| Message {
-        tag: 1,
-        flags: 0,
-        args: a,
-        payload: &[],
-    };
-    rogue.try_send(0, 0, &msg(&[13])).unwrap();
-    receiver.try_send(0, 0, &msg(&[7])).unwrap();
-    rogue.try_send(0, 0, &msg(&[14])).unwrap();
+    rogue.try_send(0, 0, &short(&[13])).unwrap();
+    receiver.try_send(0, 0, &short(&[7])).unwrap();
+    rogue.try_send(0, 0, &short(&[14])).unwrap();
     let mut seen = Vec::new();
     let n = receiver
         .drain(0, 10, |f| -> Result<(), ConduitError> {
@@ -86,7 +90,7 @@ fn rogue_frames_are_dropped(shared: bool) {
     // And a rank that knows it may not send is refused before anything is written.
     let honest = make(1, Senders::Only(vec![0]));
     assert_eq!(
-        honest.try_send(0, 0, &msg(&[1])),
+        honest.try_send(0, 0, &short(&[1])),
         Err(ConduitError::NotPermitted {
             rank: 1,
             channel: 0
@@ -103,25 +107,13 @@ fn a_two_slot_ring_refuses_frames_it_cannot_hold_and_delivers_the_rest() {
     assert_eq!(max, 6, "16 header bytes and six args fill the one slot");
     for n in [7usize, 8] {
         let args = vec![9u64; n];
-        let m = Message {
-            tag: 1,
-            flags: 0,
-            args: &args,
-            payload: &[],
-        };
         assert!(
-            matches!(eps[1].try_send(0, 0, &m), Err(ConduitError::TooManyArgs { nargs, max: 6 }) if nargs == n),
+            matches!(eps[1].try_send(0, 0, &short(&args)), Err(ConduitError::TooManyArgs { nargs, max: 6 }) if nargs == n),
             "{n} args"
         );
     }
     let args = [1u64, 2, 3, 4, 5, 6];
-    let m = Message {
-        tag: 1,
-        flags: 0,
-        args: &args,
-        payload: &[],
-    };
-    eps[1].try_send(0, 0, &m).unwrap();
+    eps[1].try_send(0, 0, &short(&args)).unwrap();
     let f = eps[0].peek(0).unwrap().expect("the frame");
     assert_eq!(f.args(), &args[..]);
     f.release();
@@ -135,15 +127,6 @@ fn overwrite_next_header(receiver: &MemConduit, sender: usize, header: u64) {
     let p = r.cons.with(|c| c.peek(&r.ring)).unwrap().expect("a frame");
     // SAFETY: the frame is published and unread; nobody else touches the ring now.
     unsafe { r.ring.write_header(p.index(r.ring.nslots()), header) };
-}
-
-fn short(args: &[u64]) -> Message<'_> {
-    Message {
-        tag: 1,
-        flags: 0,
-        args,
-        payload: &[],
-    }
 }
 
 /// A corrupt header from one sender closes that sender's ring only: the receiver's
