@@ -82,6 +82,8 @@ pub mod shm;
 mod spec;
 #[cfg(not(amrq_loom))]
 pub mod threads;
+#[cfg(not(amrq_loom))]
+pub mod ucx;
 
 #[cfg(not(amrq_loom))]
 pub use api::{

@@ -54,6 +54,7 @@ suite!(threads, crate::run::threads, 3);
 suite!(shm_processes, crate::run::processes, 3);
 suite!(in_flight, crate::deferred::threads, 3);
 suite!(combined, crate::run::combined, 4);
+suite!(ucx_threads, crate::run::ucx_threads, 3);
 
 /// The RMA layer over a conduit that leaves its operations in flight: every call
 /// completes them (handles, implicit operations, counters, atomics) with the same

@@ -7,6 +7,7 @@ use super::marker::{all_ran, child_args, mark_ran, token};
 use amrq::bootstrap::Boot;
 use amrq::conduit::combined::Combined;
 use amrq::conduit::mem::MemConduit;
+use amrq::conduit::ucx::UcxConduit;
 use amrq::conduit::{threads, Conduit};
 use amrq::launch::{Bind, Launcher};
 use std::sync::Mutex;
@@ -161,5 +162,29 @@ fn die_combined(c: Both) {
     c.remote()
         .boot()
         .mark_failed(c.remote().rank(), "died on purpose".into());
+    std::mem::forget(c);
+}
+
+/// Runs `case` on `ranks` ranks as threads, each with its own UCX context, connected
+/// over tcp on the loopback device (so the network path is taken inside one host);
+/// skipped, saying so, where UCX is not installed.
+pub fn ucx_threads(test: &str, ranks: usize, case: Case<UcxConduit>) {
+    if let Err(why) = amrq::conduit::ucx::available() {
+        if std::env::var_os("AMRQ_REQUIRE_UCX").is_some() {
+            panic!("AMRQ_REQUIRE_UCX is set and UCX cannot be used: {why}");
+        }
+        eprintln!("{test}: skipped: {why}");
+        return;
+    }
+    let _g = one_at_a_time();
+    let settings =
+        [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.to_string(), v.to_string()));
+    let eps = amrq::conduit::ucx::threads(ranks, &spec(), &settings).expect("endpoints");
+    let boots = |c: &UcxConduit| vec![(c.boot().clone(), c.rank())];
+    on_threads(eps, boots, &Job { die: die_ucx }, case);
+}
+
+fn die_ucx(c: UcxConduit) {
+    c.boot().mark_failed(c.rank(), "died on purpose".into());
     std::mem::forget(c);
 }

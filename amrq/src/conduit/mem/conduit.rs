@@ -191,6 +191,77 @@ impl MemConduit {
         Ok(())
     }
 
+    /// The refusal `try_send`, `try_send_long` (`long: Some(offset)`) or
+    /// `try_send_tag_on` (`tag_on`) would answer before looking for room, if any: for a
+    /// conduit that carries this conduit's frames over a network and pushes them into
+    /// local queues at the receiver (UCX), so that its sends refuse exactly as these.
+    #[cold]
+    pub(crate) fn refusal(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        msg: &Message<'_>,
+        long: Option<usize>,
+        tag_on: bool,
+    ) -> Result<(), ConduitError> {
+        if long.is_none() && !tag_on {
+            let t = self.sender(dest, ch, &Message { args: &[], ..*msg })?;
+            if msg.args.len() > MAX_ARGS || msg.payload.len() > self.caps.channels[ch].max_payload {
+                return Err(self.check_send(dest, ch, msg));
+            }
+            if msg.flags & Message::INTERRUPT == 0 {
+                return match msg.args.len() > t.max_args {
+                    true => Err(self.check_send(dest, ch, msg)),
+                    false => Ok(()),
+                };
+            }
+            let via = self
+                .caps
+                .interrupt_channel
+                .ok_or(ConduitError::NoInterruptChannel)?;
+            if ch == via {
+                return Err(ConduitError::InterruptChannel { channel: ch });
+            }
+            let max_args = self.tx[via * self.size + dest].max_args - 1;
+            if msg.args.len() > max_args {
+                return Err(ConduitError::TooManyArgs {
+                    nargs: msg.args.len(),
+                    max: max_args,
+                });
+            }
+            let max = self.caps.channels[via].max_payload;
+            if msg.payload.len() > max {
+                return Err(ConduitError::PayloadTooLarge {
+                    len: msg.payload.len(),
+                    max,
+                    channel: ch,
+                });
+            }
+            return Ok(());
+        }
+        let t = self.sender(dest, ch, msg)?;
+        let len = msg.payload.len();
+        if let Some(offset) = long {
+            if offset
+                .checked_add(len)
+                .is_none_or(|end| end > self.segment_bytes)
+            {
+                return Err(ConduitError::OutOfSegment {
+                    rank: dest,
+                    offset,
+                    len,
+                    segment_bytes: self.segment_bytes,
+                });
+            }
+        } else if len > t.pool.bytes() {
+            return Err(ConduitError::TagOnTooLarge {
+                len,
+                max: t.pool.bytes(),
+            });
+        }
+        Ok(())
+    }
+
     /// Why this rank may not send into channel `ch`.
     #[cold]
     fn not_permitted(&self, ch: Channel) -> ConduitError {

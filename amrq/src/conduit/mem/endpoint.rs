@@ -284,6 +284,28 @@ impl MemConduit {
         Some(InterruptRx::new(view, channels))
     }
 
+    /// The log of peers' faults this endpoint records into.
+    pub(crate) fn fault_log(&self) -> crate::conduit::FaultLog {
+        self.faults.clone()
+    }
+
+    /// Publishes each ring's head as soon as a frame is released, not in batches: for
+    /// local queues whose producer is a network peer, which learns of the room only
+    /// from credits the receiver sends when it sees the head move.
+    pub(crate) fn publish_heads_at_once(&mut self) {
+        for chan in self.rx.iter_mut() {
+            for r in chan.rings.iter_mut() {
+                let (n, head) = r.cons.with(|c| (c.nslots(), c.head()));
+                r.cons = Local::new(Consumer::new(n, head, 1));
+            }
+        }
+    }
+
+    /// The doorbell word a sleeper of this rank waits on.
+    pub(crate) fn wake_word(&self) -> &std::sync::atomic::AtomicU32 {
+        &self.doorbell().wake
+    }
+
     /// This rank's doorbell.
     pub(super) fn doorbell(&self) -> &super::Doorbell {
         // SAFETY: this rank's doorbell, inside the region the owner keeps alive.

@@ -74,6 +74,11 @@ impl Consumer {
         }
     }
 
+    /// Slots of its ring.
+    pub const fn nslots(&self) -> u64 {
+        self.nslots
+    }
+
     /// Slots consumed between two publications of the head.
     pub const fn batch(&self) -> u64 {
         self.batch

@@ -58,7 +58,7 @@ pub use layout::{
 #[cfg(not(amrq_loom))]
 pub use memory::RawRing;
 pub use memory::RingMemory;
-pub use producer::Producer;
+pub use producer::{tail_after, Producer};
 pub use shared::{Reservation, SharedProducer};
 
 /// The consumer found something in a ring that the protocol cannot produce.

@@ -74,14 +74,8 @@ impl Producer {
     /// True if a frame of `nargs` args and `len` payload bytes fits now; the next
     /// `try_push` of such a frame then succeeds (only this producer takes room).
     pub fn has_room_for<M: RingMemory>(&mut self, mem: &M, nargs: usize, len: usize) -> bool {
-        let k = frame_slots(nargs, len);
-        let idx = self.tail & (self.nslots - 1);
-        let pad = if idx + k > self.nslots {
-            self.nslots - idx
-        } else {
-            0
-        };
-        self.has_room(mem, pad + k)
+        let need = tail_after(self.tail, self.nslots, nargs, len).wrapping_sub(self.tail);
+        self.has_room(mem, need)
     }
 
     /// Writes one frame, or returns `false` with nothing written if the ring lacks room.
@@ -132,6 +126,23 @@ impl Producer {
         write_pad(mem, self.tail, pad);
         self.tail = self.tail.wrapping_add(pad);
     }
+}
+
+/// Where a producer's tail is after pushing a frame of `nargs` args and `len` payload
+/// bytes at `tail` into a ring of `nslots` slots: the frame's slots, and the pad before
+/// it if it would wrap. A sender that cannot see the ring (a network peer) follows its
+/// receiver's ring with it.
+///
+/// ```
+/// use amrq::conduit::ring::tail_after;
+/// assert_eq!(tail_after(0, 8, 6, 0), 1); // an Express frame: one slot
+/// assert_eq!(tail_after(7, 8, 8, 0), 10); // two slots do not fit the last one: pad 1
+/// ```
+pub const fn tail_after(tail: u64, nslots: u64, nargs: usize, len: usize) -> u64 {
+    let k = frame_slots(nargs, len);
+    let idx = tail & (nslots - 1);
+    let pad = if idx + k > nslots { nslots - idx } else { 0 };
+    tail.wrapping_add(pad + k)
 }
 
 /// Writes the pad frame at position `pos`, covering `pad` slots to the end of the ring,

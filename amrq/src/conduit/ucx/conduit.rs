@@ -1,0 +1,569 @@
+//! [`UcxConduit`]: one rank's endpoint of the UCX conduit. Sends check what the ring
+//! conduit checks, look for room in the credits, and go out as one UCX Active Message;
+//! receives progress the worker (which pushes arrived frames into the local queues)
+//! and then read the local queues with the ring conduit's code.
+
+use super::net::Net;
+use super::rx::{shared_charge, Shared};
+use super::sys::{self, StatusPtr};
+use super::waker::FdWaker;
+use super::wire::{self, Kind};
+use crate::bootstrap::Boot;
+use crate::conduit::mem::{HeapRegion, InterruptRx, MemConduit, MemFrame};
+use crate::conduit::ring::tail_after;
+use crate::conduit::{
+    Armed, Arming, AtomicOp, Caps, Channel, Conduit, ConduitError, Fault, Faults, InterruptAlarm,
+    InterruptChannels, Message, OpToken, PollSet, Rank, Started,
+};
+use std::cell::{Cell, RefCell};
+use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A send UCX has not finished with: its request, and the header and payload it reads.
+pub(super) type Pending = (*mut std::ffi::c_void, Vec<u8>, Vec<u8>);
+
+/// How long a setup collective, or the goodbye, waits for peers.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// One rank's endpoint of the UCX conduit (see the module doc of [`super`]).
+pub struct UcxConduit {
+    pub(super) rank: Rank,
+    pub(super) size: usize,
+    /// Wakes a sleeper when the worker's descriptor is readable; dropped first.
+    pub(super) waker: FdWaker,
+    /// Reads the local queues.
+    pub(super) me: MemConduit,
+    pub(super) net: Arc<Net>,
+    pub(super) shared: Arc<Shared>,
+    /// Per (channel × ranks + destination): where the receiver's ring is written to
+    /// (per-sender rings), or the charges taken (shared rings).
+    pub(super) tx: Box<[Cell<u64>]>,
+    /// Per destination: Tag-On blocks sent.
+    pub(super) tag_on_sent: Box<[Cell<u64>]>,
+    pub(super) tag_on_buffers: u64,
+    /// Sends UCX has not finished with, and the bytes they read.
+    pub(super) pending: RefCell<Vec<Pending>>,
+    pub(super) ops: RefCell<super::ops::Ops>,
+    pub(super) epoch: Cell<u64>,
+    pub(super) boot: Boot,
+    pub(super) segment: Arc<HeapRegion>,
+    pub(super) segment_bytes: usize,
+}
+
+// SAFETY: the raw request pointers in `pending` and `ops` belong to this endpoint's
+// worker, which may be used from whichever one thread owns the endpoint (thread mode
+// SERIALIZED or MULTI); everything else is Send. It stays !Sync through its cells.
+unsafe impl Send for UcxConduit {}
+
+impl std::fmt::Debug for UcxConduit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UcxConduit")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Progresses the worker, moves held frames into rings with room, and returns the
+/// credits due (with sends that complete at once; what cannot go now goes next time).
+pub(super) fn pump(net: &Net, shared: &Shared) {
+    for _ in 0..64 {
+        if !net.progress() {
+            break;
+        }
+    }
+    let mut local = shared.local();
+    if local.holds() {
+        local.retry_held(&shared.faults);
+    }
+    let me = shared.me as u64;
+    local.return_credits(|peer, what, value| {
+        send_now(net, peer, wire::AM_CREDIT, &[me, what, value], &[]).is_ok()
+    });
+}
+
+/// Sends an Active Message that UCX must complete at once (its header and payload
+/// are not kept): `Err(UCS_ERR_NO_RESOURCE)` if it cannot now.
+pub(super) fn send_now(
+    net: &Net,
+    dest: Rank,
+    id: u32,
+    header: &[u64],
+    payload: &[u8],
+) -> Result<(), sys::ucs_status_t> {
+    let h = wire::as_bytes(header);
+    let mut p = sys::ucp_request_param_t::empty();
+    p.op_attr_mask = sys::UCP_OP_ATTR_FIELD_FLAGS | sys::UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+    p.flags = sys::UCP_AM_SEND_FLAG_EAGER;
+    // SAFETY: a live endpoint; header and payload are read before the call returns
+    // (forced immediate completion).
+    let st = unsafe {
+        (net.ucp.ucp_am_send_nbx)(
+            net.eps[dest],
+            id,
+            h.as_ptr().cast(),
+            h.len(),
+            payload.as_ptr().cast(),
+            payload.len(),
+            &p,
+        )
+    };
+    match StatusPtr::of(st) {
+        StatusPtr::Done => Ok(()),
+        StatusPtr::Err(e) => Err(e),
+        // Not expected with forced immediate completion; finish it before the
+        // buffers go.
+        StatusPtr::Request(_) => net.wait(st, PATIENCE),
+    }
+}
+
+impl UcxConduit {
+    /// Progress: see [`pump`]; and forgets the sends UCX has finished.
+    pub(super) fn progress(&self) {
+        pump(&self.net, &self.shared);
+        let mut pending = self.pending.borrow_mut();
+        pending.retain(|&(req, _, _)| {
+            // SAFETY: a request of this worker, not yet freed.
+            let st = unsafe { (self.net.ucp.ucp_request_check_status)(req) };
+            if st == sys::UCS_INPROGRESS {
+                return true;
+            }
+            // SAFETY: complete; freed once.
+            unsafe { (self.net.ucp.ucp_request_free)(req) };
+            false
+        });
+    }
+
+    /// Sends an Active Message whose header and payload UCX may read after this
+    /// returns (then copied and kept until it is done).
+    fn send(
+        &self,
+        dest: Rank,
+        id: u32,
+        header: &[u64],
+        payload: &[u8],
+    ) -> Result<(), ConduitError> {
+        match send_now(&self.net, dest, id, header, payload) {
+            Ok(()) => return Ok(()),
+            Err(sys::UCS_ERR_NO_RESOURCE) => {}
+            Err(e) => return Err(self.peer_failed(dest, e)),
+        }
+        let (h, p) = (wire::as_bytes(header), payload.to_vec());
+        let mut param = sys::ucp_request_param_t::empty();
+        param.op_attr_mask = sys::UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = sys::UCP_AM_SEND_FLAG_EAGER;
+        // SAFETY: a live endpoint; the buffers are kept in `pending` until UCX is done.
+        let st = unsafe {
+            (self.net.ucp.ucp_am_send_nbx)(
+                self.net.eps[dest],
+                id,
+                h.as_ptr().cast(),
+                h.len(),
+                p.as_ptr().cast(),
+                p.len(),
+                &param,
+            )
+        };
+        match StatusPtr::of(st) {
+            StatusPtr::Done => Ok(()),
+            StatusPtr::Request(r) => {
+                self.pending.borrow_mut().push((r, h, p));
+                Ok(())
+            }
+            StatusPtr::Err(e) => Err(self.peer_failed(dest, e)),
+        }
+    }
+
+    pub(super) fn peer_failed(&self, peer: Rank, status: sys::ucs_status_t) -> ConduitError {
+        let cause = format!("UCX: {}", self.net.ucp.status(status));
+        self.shared.on_error(peer, cause.clone());
+        ConduitError::PeerDead { rank: peer, cause }
+    }
+
+    /// The position the receiver's ring `key` (channel `ch`) will be at after a frame
+    /// of `nargs` args and `len` bytes, if the credits leave room for it.
+    fn room(&self, key: usize, ch: Channel, nargs: usize, len: usize) -> Option<u64> {
+        let c = &self.me.caps().channels[ch];
+        let at = self.tx[key].get();
+        let fits = |credit: u64| {
+            if c.shared {
+                let new = at + shared_charge(nargs, len);
+                let budget = (c.slots / self.size as u64).max(1);
+                (at == credit || new - credit <= budget).then_some(new)
+            } else {
+                let new = tail_after(at, c.slots, nargs, len);
+                (new.wrapping_sub(credit) <= c.slots).then_some(new)
+            }
+        };
+        // ORDERING: Relaxed: credits are counts (see `Shared::on_credit`).
+        let credit = || self.shared.credits.rings[key].load(Ordering::Relaxed);
+        fits(credit()).or_else(|| {
+            self.progress();
+            fits(credit())
+        })
+    }
+
+    fn tag_on_room(&self, dest: Rank) -> bool {
+        // ORDERING: Relaxed: as in `room`.
+        let freed = |s: &Self| s.shared.credits.tag_on_freed[dest].load(Ordering::Relaxed);
+        let sent = self.tag_on_sent[dest].get();
+        sent - freed(self) < self.tag_on_buffers || {
+            self.progress();
+            sent - freed(self) < self.tag_on_buffers
+        }
+    }
+
+    /// Sends a frame of `kind` to a peer: checks, room, then one Active Message.
+    fn send_frame(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        msg: &Message<'_>,
+        kind: Kind,
+        offset: usize,
+    ) -> Result<(), ConduitError> {
+        let (long, tag_on) = (kind == Kind::Long, kind == Kind::TagOn);
+        self.me
+            .refusal(dest, ch, msg, long.then_some(offset), tag_on)?;
+        if dest == self.rank {
+            return self.shared.local().to_self(kind, ch, msg, offset);
+        }
+        let flagged = kind == Kind::Medium && msg.flags & Message::INTERRUPT != 0;
+        let (ring, nargs, len) = match kind {
+            Kind::Medium if flagged => {
+                let via = self.me.caps().interrupt_channel.unwrap_or(ch);
+                (via, msg.args.len() + 1, msg.payload.len())
+            }
+            Kind::Medium => (ch, msg.args.len(), msg.payload.len()),
+            Kind::Long | Kind::TagOn => (ch, msg.args.len(), 16),
+        };
+        let key = ring * self.size + dest;
+        if tag_on && !self.tag_on_room(dest) {
+            return Err(ConduitError::Busy);
+        }
+        let Some(at) = self.room(key, ring, nargs, len) else {
+            return Err(ConduitError::Busy);
+        };
+        let head = wire::FrameHead {
+            source: self.rank as u32,
+            channel: ch as u16,
+            tag: msg.tag,
+            flags: msg.flags,
+            kind,
+            offset: offset as u64,
+        };
+        let (w, n) = wire::frame(&head, msg.args);
+        self.send(dest, wire::AM_FRAME, &w[..n], msg.payload)?;
+        self.tx[key].set(at);
+        if tag_on {
+            self.tag_on_sent[dest].set(self.tag_on_sent[dest].get() + 1);
+        }
+        Ok(())
+    }
+
+    /// The bootstrap that reports this job's failed ranks.
+    pub fn boot(&self) -> &Boot {
+        &self.boot
+    }
+
+    /// What UCX says about this rank's endpoint to `peer` (its lanes, transports and
+    /// devices, from `ucp_ep_print_info`): to check which transport carries a job.
+    pub fn endpoint_info(&self, peer: Rank) -> Option<String> {
+        self.net.endpoint_info(peer)
+    }
+
+    /// The setup collectives: every rank sends `mine` to every other under a new
+    /// epoch, then waits for theirs (progressing, so credits flow meanwhile).
+    fn exchange(&self, mine: u64) -> Result<Vec<u64>, ConduitError> {
+        let epoch = self.epoch.get() + 1;
+        self.epoch.set(epoch);
+        self.progress();
+        for r in (0..self.size).filter(|&r| r != self.rank) {
+            self.send(r, wire::AM_COLL, &[self.rank as u64, epoch, mine], &[])?;
+        }
+        self.shared.local().coll.insert((epoch, self.rank), mine);
+        let since = Instant::now();
+        loop {
+            self.progress();
+            {
+                let mut l = self.shared.local();
+                if (0..self.size).all(|r| l.coll.contains_key(&(epoch, r))) {
+                    return Ok((0..self.size)
+                        .map(|r| l.coll.remove(&(epoch, r)).unwrap_or(0))
+                        .collect());
+                }
+            }
+            self.check_peers()?;
+            if since.elapsed() > PATIENCE {
+                let l = self.shared.local();
+                let missing: Vec<Rank> = (0..self.size)
+                    .filter(|&r| !l.coll.contains_key(&(epoch, r)))
+                    .collect();
+                return Err(ConduitError::Bootstrap(format!(
+                    "rank {} waited {PATIENCE:?} at a setup collective for ranks {missing:?}",
+                    self.rank
+                )));
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl Drop for UcxConduit {
+    /// Says goodbye to every peer after everything this rank sent (Active Messages on
+    /// an endpoint arrive in order), and waits until UCX has delivered it.
+    fn drop(&mut self) {
+        self.progress();
+        let _ = self.flush();
+        for r in (0..self.size).filter(|&r| r != self.rank) {
+            let _ = self.send(r, wire::AM_BYE, &[self.rank as u64], &[]);
+        }
+        let since = Instant::now();
+        while !self.pending.borrow().is_empty() && since.elapsed() < Duration::from_secs(5) {
+            self.progress();
+        }
+        let mut p = sys::ucp_request_param_t::empty();
+        p.op_attr_mask = 0;
+        // SAFETY: a live worker.
+        let req = unsafe { (self.net.ucp.ucp_worker_flush_nbx)(self.net.worker, &p) };
+        let _ = self.net.wait(req, Duration::from_secs(5));
+    }
+}
+
+impl Conduit for UcxConduit {
+    type Frame<'a> = MemFrame<'a>;
+    type Interrupts = UcxInterrupts;
+
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn caps(&self) -> &Caps {
+        self.me.caps()
+    }
+
+    fn take_interrupts(&mut self) -> Option<UcxInterrupts> {
+        let rx = self.me.take_interrupts()?;
+        Some(UcxInterrupts {
+            rx,
+            net: self.net.clone(),
+            shared: self.shared.clone(),
+            waker: self.waker.handle(),
+        })
+    }
+
+    fn try_send(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> Result<(), ConduitError> {
+        self.send_frame(dest, ch, msg, Kind::Medium, 0)
+    }
+
+    fn try_send_long(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        msg: &Message<'_>,
+        offset: usize,
+    ) -> Result<(), ConduitError> {
+        self.send_frame(dest, ch, msg, Kind::Long, offset)
+    }
+
+    fn try_send_tag_on(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        msg: &Message<'_>,
+    ) -> Result<(), ConduitError> {
+        self.send_frame(dest, ch, msg, Kind::TagOn, 0)
+    }
+
+    fn segment(&self) -> (NonNull<u8>, usize) {
+        (self.segment.base(), self.segment_bytes)
+    }
+
+    fn peek(&self, ch: Channel) -> Result<Option<MemFrame<'_>>, ConduitError> {
+        self.progress();
+        self.me.peek(ch)
+    }
+
+    fn drain<E, F>(&self, ch: Channel, budget: usize, f: F) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F: FnMut(&MemFrame<'_>) -> Result<(), E>,
+    {
+        self.progress();
+        self.me.drain(ch, budget, f)
+    }
+
+    fn arm_arrival(&self, set: &PollSet) -> Result<Arming<'_>, ConduitError> {
+        self.progress();
+        let armed = match self.me.arm_arrival(set)? {
+            Arming::Armed(a) => a,
+            other => return Ok(other),
+        };
+        // SAFETY: a live worker.
+        if unsafe { (self.net.ucp.ucp_worker_arm)(self.net.worker) } != sys::UCS_OK {
+            self.me.disarm_arrival(set, armed);
+            return Ok(Arming::Ready); // events wait: progress first
+        }
+        self.waker.arm();
+        Ok(Arming::Armed(armed))
+    }
+
+    fn disarm_arrival(&self, set: &PollSet, armed: Armed<'_>) {
+        self.waker.disarm();
+        self.me.disarm_arrival(set, armed);
+    }
+
+    fn put_nb(&self, dest: Rank, offset: usize, data: &[u8]) -> Result<Started, ConduitError> {
+        self.put(dest, offset, data)
+    }
+
+    unsafe fn get_nb(
+        &self,
+        src: Rank,
+        offset: usize,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<Started, ConduitError> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.get(src, offset, buf, len) }
+    }
+
+    fn atomic_nb(&self, dest: Rank, offset: usize, op: AtomicOp) -> Result<Started, ConduitError> {
+        self.atomic(dest, offset, op)
+    }
+
+    fn op_test(&self, op: OpToken) -> Result<Option<u64>, ConduitError> {
+        self.test(op)
+    }
+
+    fn flush(&self) -> Result<(), ConduitError> {
+        self.flush_all()
+    }
+
+    fn poll_set(&self, channels: &[Channel]) -> Result<PollSet, ConduitError> {
+        self.me.poll_set(channels)
+    }
+
+    fn one_poll(&self, set: &PollSet) -> Result<Option<(Channel, MemFrame<'_>)>, ConduitError> {
+        self.progress();
+        self.me.one_poll(set)
+    }
+
+    fn dropped(&self, ch: Channel) -> u64 {
+        self.me.dropped(ch)
+    }
+
+    fn faults(&self) -> Faults {
+        self.me.faults()
+    }
+
+    fn record_fault(&self, fault: Fault) {
+        self.me.record_fault(fault);
+    }
+
+    fn allgather(&self, mine: u64) -> Result<Vec<u64>, ConduitError> {
+        self.exchange(mine)
+    }
+
+    fn barrier(&self) -> Result<(), ConduitError> {
+        self.exchange(0).map(drop)
+    }
+
+    fn check_peers(&self) -> Result<(), ConduitError> {
+        self.boot.check_peers()?;
+        let failed = self.shared.failed.lock().unwrap_or_else(|e| e.into_inner());
+        match failed
+            .iter()
+            .enumerate()
+            .find_map(|(r, f)| f.clone().map(|f| (r, f)))
+        {
+            Some((rank, cause)) => Err(ConduitError::PeerDead { rank, cause }),
+            None => Ok(()),
+        }
+    }
+
+    fn peer_left(&self, rank: Rank) -> bool {
+        self.progress();
+        self.shared.has_left(rank)
+    }
+}
+
+/// The receive side of the Interrupt channels of a UCX endpoint, for a progress
+/// thread: it progresses the worker (shared with the owner: thread mode MULTI), then
+/// reads the local queues' Interrupt channels.
+pub struct UcxInterrupts {
+    rx: InterruptRx,
+    net: Arc<Net>,
+    shared: Arc<Shared>,
+    waker: super::waker::WakerHandle,
+}
+
+impl std::fmt::Debug for UcxInterrupts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UcxInterrupts").finish_non_exhaustive()
+    }
+}
+
+impl InterruptChannels for UcxInterrupts {
+    type Frame<'a> = MemFrame<'a>;
+    type Alarm = UcxAlarm;
+
+    fn rank(&self) -> Rank {
+        self.rx.rank()
+    }
+
+    fn channels(&self) -> &[Channel] {
+        self.rx.channels()
+    }
+
+    fn any_ready(&self) -> bool {
+        pump(&self.net, &self.shared);
+        self.rx.any_ready()
+    }
+
+    fn take(&self) -> Result<Option<(Channel, MemFrame<'_>)>, ConduitError> {
+        pump(&self.net, &self.shared);
+        self.rx.take()
+    }
+
+    fn alarm(&self) -> UcxAlarm {
+        UcxAlarm {
+            alarm: self.rx.alarm(),
+            net: self.net.clone(),
+            waker: self.waker.clone(),
+        }
+    }
+}
+
+/// The sleeping side of [`UcxInterrupts`]: the local queues' doorbell, which the
+/// waker also rings when the worker's descriptor becomes readable.
+pub struct UcxAlarm {
+    alarm: crate::conduit::mem::Alarm,
+    net: Arc<Net>,
+    waker: super::waker::WakerHandle,
+}
+
+impl InterruptAlarm for UcxAlarm {
+    fn arm(&self) -> Armed<'_> {
+        let armed = self.alarm.arm();
+        // SAFETY: a live worker (thread mode MULTI: shared with the owner).
+        if unsafe { (self.net.ucp.ucp_worker_arm)(self.net.worker) } != sys::UCS_OK {
+            // Events wait already: make the sleep end at once.
+            // ORDERING: Release, as a sender's bump of the word.
+            armed.word.fetch_add(1, Ordering::Release);
+        }
+        self.waker.arm();
+        armed
+    }
+
+    fn disarm(&self, armed: Armed<'_>) {
+        self.waker.disarm();
+        self.alarm.disarm(armed);
+    }
+}

@@ -1,0 +1,59 @@
+//! The UCX conduit: ranks on different hosts, over UCX's UCP API (loaded at run time:
+//! see [`sys`]).
+//!
+//! How amrq's frames and operations map onto UCP:
+//!
+//! | amrq | UCP |
+//! |---|---|
+//! | Short / Medium frame | one eager `ucp_am_send_nbx` (AM id 0): header = source, channel, tag, flags, args; data = payload |
+//! | Long frame | the same Active Message, its payload written into the receiver's segment at the offset by the receiver before the frame is queued (the data and the header are one message, so their order needs no fence) |
+//! | Tag-On frame | the same, its payload put in a block of the receiver's pool; blocks come back as credits |
+//! | receive queues | the ring conduit's own rings in local memory, filled by the AM callback ([`rx`](self) module): peek, drain, One-poll, priorities, permissions behave as on `shm` |
+//! | flow control | per (peer, channel) credits: the sender follows the receiver's ring, the receiver returns its head (AM id 1); a full ring answers `Busy`, nothing sent |
+//! | put / get / atomics | `ucp_put_nbx`, `ucp_get_nbx`, `ucp_atomic_op_nbx` with the segment keys exchanged at start-up; completion by request and `ucp_worker_flush_nbx` |
+//! | sleeping | `ucp_worker_arm` and the worker's event descriptor, turned into the local queues' futex word by a helper thread ([`waker`](self) module) |
+//! | Interrupt queues | the progress thread progresses the worker too (thread mode MULTI) |
+//! | setup barrier / all-gather, leaving | Active Messages (ids 2 and 3), ordered after the frames on each endpoint |
+//!
+//! Progress: UCX moves data only inside a call on the worker. Every amrq call that
+//! polls, waits or sends progresses it, and so does the progress thread when the job
+//! has Interrupt queues; a rank that computes for a long time without calling amrq
+//! delays the gets and atomics aimed at it (over tcp they are messages its worker
+//! answers).
+//!
+//! | file | holds |
+//! |---|---|
+//! | `sys/` | the hand-written UCP bindings, loaded with `dlopen`, and their check against the headers |
+//! | `net.rs` | a rank's UCX context, worker, endpoints and keys |
+//! | `wire.rs` | the Active Messages' headers |
+//! | `rx.rs` | the local queues, the AM callbacks' work, the credits |
+//! | `conduit.rs` | [`UcxConduit`]: sends, receives, sleeping, setup collectives, leaving |
+//! | `ops.rs` | put, get, atomics and their completion |
+//! | `waker.rs` | the event descriptor turned into a futex word |
+//! | `start.rs` | making the endpoints: [`open`], [`Opened::connect`], [`threads`] |
+
+mod conduit;
+mod net;
+mod ops;
+mod rx;
+mod start;
+pub mod sys;
+mod waker;
+mod wire;
+
+pub use conduit::{UcxAlarm, UcxConduit, UcxInterrupts};
+pub use net::Card;
+pub use start::{open, threads, Opened};
+
+/// Whether UCX can be used on this machine: `Err` says what to install.
+///
+/// ```
+/// match amrq::conduit::ucx::available() {
+///     Ok(version) => println!("UCX {version}"),
+///     Err(why) => println!("no UCX: {why}"),
+/// }
+/// ```
+pub fn available() -> Result<String, sys::Missing> {
+    let (a, b, c) = sys::Ucp::get()?.version();
+    Ok(format!("{a}.{b}.{c}"))
+}

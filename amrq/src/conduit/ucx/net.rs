@@ -1,0 +1,354 @@
+//! One rank's UCX objects: the context, its worker, an endpoint and the registered
+//! segment's remote key per peer. Made in two steps around the exchange of worker
+//! addresses ([`Net::open`], then [`Net::connect`]); destroyed in the reverse order.
+
+use super::sys::{self, StatusPtr, Ucp};
+use crate::conduit::{ConduitError, Rank};
+use std::ffi::{c_void, CString};
+use std::ptr::null_mut;
+use std::time::{Duration, Instant};
+
+/// What a rank publishes for its peers: its worker's address, its segment's packed
+/// remote key, and the segment's address in its process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Card {
+    /// `ucp_worker_get_address`.
+    pub address: Vec<u8>,
+    /// `ucp_rkey_pack` of the segment.
+    pub rkey: Vec<u8>,
+    /// Where the segment starts in its process.
+    pub base: u64,
+}
+
+impl Card {
+    /// The card as bytes: three length-prefixed fields.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        for f in [
+            &self.address[..],
+            &self.rkey[..],
+            &self.base.to_le_bytes()[..],
+        ] {
+            b.extend_from_slice(&(f.len() as u64).to_le_bytes());
+            b.extend_from_slice(f);
+        }
+        b
+    }
+
+    /// Reads [`Card::to_bytes`]; `None` if malformed.
+    pub fn from_bytes(mut b: &[u8]) -> Option<Self> {
+        let mut field = || -> Option<Vec<u8>> {
+            let n = u64::from_le_bytes(b.get(..8)?.try_into().ok()?) as usize;
+            let f = b.get(8..8usize.checked_add(n)?)?.to_vec();
+            b = &b[8 + n..];
+            Some(f)
+        };
+        let (address, rkey, base) = (field()?, field()?, field()?);
+        Some(Card {
+            address,
+            rkey,
+            base: u64::from_le_bytes(base.try_into().ok()?),
+        })
+    }
+}
+
+/// A UCX failure as a conduit error.
+pub fn failed(ucp: &Ucp, call: &str, status: sys::ucs_status_t) -> ConduitError {
+    ConduitError::Setup(format!("UCX {call} failed: {}", ucp.status(status)))
+}
+
+fn check(ucp: &Ucp, call: &str, status: sys::ucs_status_t) -> Result<(), ConduitError> {
+    if status == sys::UCS_OK {
+        Ok(())
+    } else {
+        Err(failed(ucp, call, status))
+    }
+}
+
+/// A rank's UCX context, worker, endpoints and keys.
+pub struct Net {
+    pub(super) ucp: &'static Ucp,
+    context: sys::ucp_context_h,
+    pub(super) worker: sys::ucp_worker_h,
+    memh: sys::ucp_mem_h,
+    /// Per peer (null for this rank).
+    pub(super) eps: Vec<sys::ucp_ep_h>,
+    pub(super) rkeys: Vec<sys::ucp_rkey_h>,
+    /// Per peer: where its segment starts in its process.
+    pub(super) bases: Vec<u64>,
+    /// The worker's wake-up descriptor.
+    pub(super) efd: i32,
+}
+
+// SAFETY: the handles are used by one thread at a time (UCS_THREAD_MODE_SERIALIZED), or
+// by several when the worker was made in UCS_THREAD_MODE_MULTI (the conduit does so when a progress thread will
+// share it: `Net::open`'s `shared`).
+unsafe impl Send for Net {}
+// SAFETY: as above.
+unsafe impl Sync for Net {}
+
+impl Net {
+    /// A context and worker with `settings` (UCX configuration names without the
+    /// `UCX_` prefix, like `("TLS", "tcp")`; the environment's `UCX_*` apply first),
+    /// and `segment` registered. `shared`: a progress thread will use the worker too.
+    pub fn open(
+        settings: &[(String, String)],
+        segment: (*mut u8, usize),
+        shared: bool,
+    ) -> Result<Self, ConduitError> {
+        let ucp = Ucp::get().map_err(|e| ConduitError::Setup(e.to_string()))?;
+        let mut config = null_mut();
+        // SAFETY: NULL prefix and file: the environment's UCX_ settings.
+        check(ucp, "ucp_config_read", unsafe {
+            (ucp.ucp_config_read)(std::ptr::null(), std::ptr::null(), &mut config)
+        })?;
+        let modified = settings.iter().try_for_each(|(k, v)| {
+            let (ck, cv) = (cstring(k)?, cstring(v)?);
+            // SAFETY: a live config and two NUL-terminated strings.
+            let st = unsafe { (ucp.ucp_config_modify)(config, ck.as_ptr(), cv.as_ptr()) };
+            if st == sys::UCS_OK {
+                Ok(())
+            } else {
+                Err(ConduitError::Setup(format!(
+                    "UCX setting UCX_{k}={v}: {}",
+                    ucp.status(st)
+                )))
+            }
+        });
+        // SAFETY: all fields zero (valid for integers and pointers), then set.
+        let mut params: sys::ucp_params_t = unsafe { std::mem::zeroed() };
+        params.field_mask = sys::UCP_PARAM_FIELD_FEATURES | sys::UCP_PARAM_FIELD_NAME;
+        params.features = sys::UCP_FEATURE_AM
+            | sys::UCP_FEATURE_RMA
+            | sys::UCP_FEATURE_AMO64
+            | sys::UCP_FEATURE_WAKEUP;
+        params.name = c"amrq".as_ptr();
+        let mut context = null_mut();
+        let init = modified.and_then(|()| {
+            // SAFETY: valid params and config; the out-pointer is written on success.
+            check(ucp, "ucp_init", unsafe {
+                (ucp.ucp_init_version)(
+                    sys::API_MAJOR,
+                    sys::API_MINOR,
+                    &params,
+                    config,
+                    &mut context,
+                )
+            })
+        });
+        // SAFETY: the config from ucp_config_read, released once.
+        unsafe { (ucp.ucp_config_release)(config) };
+        init?;
+        let mut net = Net {
+            ucp,
+            context,
+            worker: null_mut(),
+            memh: null_mut(),
+            eps: Vec::new(),
+            rkeys: Vec::new(),
+            bases: Vec::new(),
+            efd: -1,
+        };
+        // SAFETY: zeroed params, then the thread mode set.
+        let mut wp: sys::ucp_worker_params_t = unsafe { std::mem::zeroed() };
+        wp.field_mask = sys::UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+        wp.thread_mode = if shared {
+            sys::UCS_THREAD_MODE_MULTI
+        } else {
+            sys::UCS_THREAD_MODE_SERIALIZED
+        };
+        // SAFETY: a live context; the worker is written on success.
+        check(ucp, "ucp_worker_create", unsafe {
+            (ucp.ucp_worker_create)(net.context, &wp, &mut net.worker)
+        })?;
+        // SAFETY: zeroed params, then address and length set.
+        let mut mp: sys::ucp_mem_map_params_t = unsafe { std::mem::zeroed() };
+        mp.field_mask = sys::UCP_MEM_MAP_PARAM_FIELD_ADDRESS | sys::UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+        mp.address = segment.0.cast();
+        mp.length = segment.1.max(1);
+        // SAFETY: the segment is mapped memory of that length, alive as long as `net`
+        // (the conduit keeps it); the handle is written on success.
+        check(ucp, "ucp_mem_map", unsafe {
+            (ucp.ucp_mem_map)(net.context, &mp, &mut net.memh)
+        })?;
+        // SAFETY: a worker made with UCP_FEATURE_WAKEUP; the fd is written on success.
+        check(ucp, "ucp_worker_get_efd", unsafe {
+            (ucp.ucp_worker_get_efd)(net.worker, &mut net.efd)
+        })?;
+        Ok(net)
+    }
+
+    /// This rank's card for its peers.
+    pub fn card(&self, base: u64) -> Result<Card, ConduitError> {
+        let ucp = self.ucp;
+        let (mut addr, mut alen) = (null_mut(), 0usize);
+        // SAFETY: a live worker; the address is released below.
+        check(ucp, "ucp_worker_get_address", unsafe {
+            (ucp.ucp_worker_get_address)(self.worker, &mut addr, &mut alen)
+        })?;
+        // SAFETY: UCX gave `alen` bytes at `addr`.
+        let address = unsafe { std::slice::from_raw_parts(addr.cast::<u8>(), alen) }.to_vec();
+        // SAFETY: the address from ucp_worker_get_address, released once.
+        unsafe { (ucp.ucp_worker_release_address)(self.worker, addr) };
+        let (mut rk, mut rlen) = (null_mut(), 0usize);
+        // SAFETY: a live context and memory handle; the buffer is released below.
+        check(ucp, "ucp_rkey_pack", unsafe {
+            (ucp.ucp_rkey_pack)(self.context, self.memh, &mut rk, &mut rlen)
+        })?;
+        // SAFETY: UCX gave `rlen` bytes at `rk`.
+        let rkey = unsafe { std::slice::from_raw_parts(rk.cast::<u8>(), rlen) }.to_vec();
+        // SAFETY: the buffer from ucp_rkey_pack, released once.
+        unsafe { (ucp.ucp_rkey_buffer_release)(rk) };
+        Ok(Card {
+            address,
+            rkey,
+            base,
+        })
+    }
+
+    /// Connects to every peer of `cards` (index = rank; `me` is skipped), reporting an
+    /// endpoint's failure to `on_error` with `arg`.
+    pub fn connect(
+        &mut self,
+        me: Rank,
+        cards: &[Card],
+        on_error: unsafe extern "C" fn(*mut c_void, sys::ucp_ep_h, sys::ucs_status_t),
+        arg: *mut c_void,
+    ) -> Result<(), ConduitError> {
+        let ucp = self.ucp;
+        for (r, card) in cards.iter().enumerate() {
+            self.bases.push(card.base);
+            if r == me {
+                self.eps.push(null_mut());
+                self.rkeys.push(null_mut());
+                continue;
+            }
+            // SAFETY: zeroed params, then the fields named in the mask set.
+            let mut ep: sys::ucp_ep_params_t = unsafe { std::mem::zeroed() };
+            ep.field_mask = sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
+                | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
+                | sys::UCP_EP_PARAM_FIELD_ERR_HANDLER;
+            ep.address = card.address.as_ptr().cast();
+            ep.err_mode = sys::UCP_ERR_HANDLING_MODE_PEER;
+            ep.err_handler = sys::ucp_err_handler_t {
+                cb: Some(on_error),
+                arg,
+            };
+            let mut h = null_mut();
+            // SAFETY: a live worker and a peer's worker address; written on success.
+            let st = unsafe { (ucp.ucp_ep_create)(self.worker, &ep, &mut h) };
+            if st != sys::UCS_OK {
+                return Err(ConduitError::Setup(format!(
+                    "UCX cannot reach rank {r} ({}); its worker address has {} bytes; the transports tried are UCX_TLS{}",
+                    ucp.status(st),
+                    card.address.len(),
+                    std::env::var("UCX_TLS").map(|t| format!("={t}")).unwrap_or_else(|_| " (unset: all)".into())
+                )));
+            }
+            self.eps.push(h);
+            let mut rkey = null_mut();
+            // SAFETY: a live endpoint and the peer's packed key; written on success.
+            check(ucp, "ucp_ep_rkey_unpack", unsafe {
+                (ucp.ucp_ep_rkey_unpack)(h, card.rkey.as_ptr().cast(), &mut rkey)
+            })?;
+            self.rkeys.push(rkey);
+        }
+        Ok(())
+    }
+
+    /// Progresses the worker once; true if something happened.
+    pub fn progress(&self) -> bool {
+        // SAFETY: a live worker (thread mode as in the `Send` impl).
+        unsafe { (self.ucp.ucp_worker_progress)(self.worker) != 0 }
+    }
+
+    /// Waits for `req` (a status pointer) to complete, progressing the worker, for at
+    /// most `patience`.
+    pub fn wait(
+        &self,
+        req: sys::ucs_status_ptr_t,
+        patience: Duration,
+    ) -> Result<(), sys::ucs_status_t> {
+        let req = match StatusPtr::of(req) {
+            StatusPtr::Done => return Ok(()),
+            StatusPtr::Err(e) => return Err(e),
+            StatusPtr::Request(r) => r,
+        };
+        let since = Instant::now();
+        loop {
+            self.progress();
+            // SAFETY: a request UCX returned, not yet freed.
+            let st = unsafe { (self.ucp.ucp_request_check_status)(req) };
+            if st != sys::UCS_INPROGRESS || since.elapsed() > patience {
+                // SAFETY: freed once; UCX completes it internally if still running.
+                unsafe { (self.ucp.ucp_request_free)(req) };
+                return match st {
+                    sys::UCS_OK => Ok(()),
+                    sys::UCS_INPROGRESS => Err(sys::UCS_ERR_BUSY),
+                    e => Err(e),
+                };
+            }
+        }
+    }
+
+    /// What UCX says about the endpoint to `peer` (`ucp_ep_print_info`): its lanes and
+    /// their transports and devices.
+    pub fn endpoint_info(&self, peer: Rank) -> Option<String> {
+        let ep = *self.eps.get(peer)?;
+        if ep.is_null() {
+            return None;
+        }
+        let (mut buf, mut len) = (null_mut(), 0usize);
+        // SAFETY: out-pointers for a memory stream, closed below.
+        let f = unsafe { libc::open_memstream(&mut buf, &mut len) };
+        if f.is_null() {
+            return None;
+        }
+        // SAFETY: a live endpoint and stream.
+        unsafe { (self.ucp.ucp_ep_print_info)(ep, f) };
+        // SAFETY: closing flushes into `buf`, which we then own.
+        unsafe { libc::fclose(f) };
+        // SAFETY: `len` bytes at `buf`, then freed once (malloc'd by the stream).
+        let text = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
+        let s = String::from_utf8_lossy(text).into_owned();
+        // SAFETY: as above.
+        unsafe { libc::free(buf.cast()) };
+        Some(s)
+    }
+}
+
+fn cstring(s: &str) -> Result<CString, ConduitError> {
+    CString::new(s).map_err(|_| ConduitError::Setup(format!("UCX setting {s:?} has a NUL byte")))
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        let ucp = self.ucp;
+        for &rkey in &self.rkeys {
+            if !rkey.is_null() {
+                // SAFETY: unpacked once, destroyed once, before its endpoint closes.
+                unsafe { (ucp.ucp_rkey_destroy)(rkey) };
+            }
+        }
+        for &ep in &self.eps {
+            if !ep.is_null() {
+                let mut p = sys::ucp_request_param_t::empty();
+                p.op_attr_mask = sys::UCP_OP_ATTR_FIELD_FLAGS;
+                p.flags = sys::UCP_EP_CLOSE_FLAG_FORCE;
+                // SAFETY: a live endpoint, closed once.
+                let req = unsafe { (ucp.ucp_ep_close_nbx)(ep, &p) };
+                let _ = self.wait(req, Duration::from_secs(2));
+            }
+        }
+        if !self.memh.is_null() {
+            // SAFETY: mapped once in `open`, unmapped once.
+            unsafe { (ucp.ucp_mem_unmap)(self.context, self.memh) };
+        }
+        if !self.worker.is_null() {
+            // SAFETY: made in `open`, destroyed once after its endpoints.
+            unsafe { (ucp.ucp_worker_destroy)(self.worker) };
+        }
+        // SAFETY: made in `open`, cleaned up once, last.
+        unsafe { (ucp.ucp_cleanup)(self.context) };
+    }
+}

@@ -1,0 +1,347 @@
+//! Put, get and atomics through UCX (`ucp_put_nbx`, `ucp_get_nbx`,
+//! `ucp_atomic_op_nbx`) on the peers' registered segments, with the keys exchanged at
+//! start-up; to this rank itself, the ring conduit's copies and processor atomics.
+//!
+//! Completion: a get or an atomic is complete when its request is; a put is complete
+//! (in place at its target) only after a flush of the worker that began after it: each
+//! put is stamped with the number of flushes begun, and `op_test` begins one when none
+//! covers it. Over tcp, gets and atomics travel as messages that the target's worker
+//! answers when it makes progress: any amrq call at the target does (or its progress
+//! thread), and a get from a target that computes without calling amrq waits for it.
+
+use super::conduit::UcxConduit;
+use super::sys::{self, StatusPtr};
+use crate::conduit::{AtomicOp, Conduit, ConduitError, OpToken, Rank, Started};
+use std::ffi::c_void;
+
+/// An operation in flight.
+enum Op {
+    /// A put: its request (null once locally done), the bytes it reads, and the flush
+    /// that completes it.
+    Put {
+        req: *mut c_void,
+        _data: Vec<u8>,
+        flush: u64,
+    },
+    /// A get or an atomic: its request, and an atomic's operand and result words.
+    Request {
+        req: *mut c_void,
+        words: Box<[u64; 2]>,
+    },
+}
+
+/// The operations in flight of an endpoint, and its worker flushes.
+#[derive(Default)]
+pub struct Ops {
+    slots: Vec<Option<Op>>,
+    free: Vec<usize>,
+    /// Flushes begun, and completed.
+    begun: u64,
+    done: u64,
+    /// The flush in flight (begun number `begun`).
+    flushing: Option<*mut c_void>,
+}
+
+impl Ops {
+    fn add(&mut self, op: Op) -> OpToken {
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(op);
+                i
+            }
+            None => {
+                self.slots.push(Some(op));
+                self.slots.len() - 1
+            }
+        };
+        OpToken(i as u64)
+    }
+}
+
+impl UcxConduit {
+    fn range(&self, rank: Rank, offset: usize, len: usize) -> Result<u64, ConduitError> {
+        if rank >= self.size {
+            return Err(ConduitError::NoSuchRank {
+                rank,
+                size: self.size,
+            });
+        }
+        match offset.checked_add(len) {
+            Some(end) if end <= self.segment_bytes => Ok(self.net.bases[rank] + offset as u64),
+            _ => Err(ConduitError::OutOfSegment {
+                rank,
+                offset,
+                len,
+                segment_bytes: self.segment_bytes,
+            }),
+        }
+    }
+
+    pub(super) fn put(
+        &self,
+        dest: Rank,
+        offset: usize,
+        data: &[u8],
+    ) -> Result<Started, ConduitError> {
+        let at = self.range(dest, offset, data.len())?;
+        if dest == self.rank {
+            return self.me.put_nb(dest, offset, data);
+        }
+        let mut p = sys::ucp_request_param_t::empty();
+        p.op_attr_mask = sys::UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+        let (ucp, ep, rkey) = (self.net.ucp, self.net.eps[dest], self.net.rkeys[dest]);
+        // SAFETY: a live endpoint and key; `data` is read before the call returns
+        // (forced immediate local completion).
+        let st = unsafe { (ucp.ucp_put_nbx)(ep, data.as_ptr().cast(), data.len(), at, rkey, &p) };
+        let (req, kept) = match StatusPtr::of(st) {
+            StatusPtr::Done => (std::ptr::null_mut(), Vec::new()),
+            StatusPtr::Request(r) => (r, Vec::new()), // not expected; tested below
+            StatusPtr::Err(sys::UCS_ERR_NO_RESOURCE) => {
+                let kept = data.to_vec();
+                let p = sys::ucp_request_param_t::empty();
+                // SAFETY: as above; `kept` stays with the operation until it is done.
+                let st = unsafe {
+                    (ucp.ucp_put_nbx)(ep, kept.as_ptr().cast(), kept.len(), at, rkey, &p)
+                };
+                match StatusPtr::of(st) {
+                    StatusPtr::Done => (std::ptr::null_mut(), kept),
+                    StatusPtr::Request(r) => (r, kept),
+                    StatusPtr::Err(e) => return Err(self.peer_failed(dest, e)),
+                }
+            }
+            StatusPtr::Err(e) => return Err(self.peer_failed(dest, e)),
+        };
+        let mut ops = self.ops.borrow_mut();
+        let flush = ops.begun + 1;
+        Ok(Started::InFlight(ops.add(Op::Put {
+            req,
+            _data: kept,
+            flush,
+        })))
+    }
+
+    /// # Safety
+    /// As [`Conduit::get_nb`].
+    pub(super) unsafe fn get(
+        &self,
+        src: Rank,
+        offset: usize,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<Started, ConduitError> {
+        let at = self.range(src, offset, len)?;
+        if src == self.rank {
+            // SAFETY: the caller's contract.
+            return unsafe { self.me.get_nb(src, offset, buf, len) };
+        }
+        let p = sys::ucp_request_param_t::empty();
+        // SAFETY: a live endpoint and key; `buf` is valid for `len` bytes until the
+        // operation completes (the caller's contract).
+        let st = unsafe {
+            (self.net.ucp.ucp_get_nbx)(
+                self.net.eps[src],
+                buf.cast(),
+                len,
+                at,
+                self.net.rkeys[src],
+                &p,
+            )
+        };
+        self.started(src, st, Box::new([0; 2]))
+    }
+
+    pub(super) fn atomic(
+        &self,
+        dest: Rank,
+        offset: usize,
+        op: AtomicOp,
+    ) -> Result<Started, ConduitError> {
+        let at = self.range(dest, offset, 8)?;
+        if offset % 8 != 0 {
+            return Err(ConduitError::Misaligned { offset });
+        }
+        if dest == self.rank {
+            return self.me.atomic_nb(dest, offset, op);
+        }
+        // (opcode, `buffer`, the reply buffer's input): UCX's CSWAP compares with
+        // `buffer` and swaps in the reply buffer's value.
+        let (code, operand, swap_in) = match op {
+            AtomicOp::FetchAdd(v) => (sys::UCP_ATOMIC_OP_ADD, v, 0),
+            AtomicOp::Swap(v) | AtomicOp::Store(v) => (sys::UCP_ATOMIC_OP_SWAP, v, 0),
+            AtomicOp::CompareSwap { current, new } => (sys::UCP_ATOMIC_OP_CSWAP, current, new),
+            AtomicOp::FetchAnd(v) => (sys::UCP_ATOMIC_OP_AND, v, 0),
+            AtomicOp::FetchOr(v) => (sys::UCP_ATOMIC_OP_OR, v, 0),
+            AtomicOp::FetchXor(v) => (sys::UCP_ATOMIC_OP_XOR, v, 0),
+            AtomicOp::Load => (sys::UCP_ATOMIC_OP_ADD, 0, 0),
+        };
+        let mut words = Box::new([operand, swap_in]);
+        let mut p = sys::ucp_request_param_t::empty();
+        p.op_attr_mask = sys::UCP_OP_ATTR_FIELD_DATATYPE | sys::UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        p.datatype = sys::DATATYPE_U64;
+        p.reply_buffer = (&mut words[1] as *mut u64).cast();
+        // SAFETY: a live endpoint and key; the operand and reply words are boxed and
+        // stay with the operation until it completes.
+        let st = unsafe {
+            (self.net.ucp.ucp_atomic_op_nbx)(
+                self.net.eps[dest],
+                code,
+                (&words[0] as *const u64).cast(),
+                1,
+                at,
+                self.net.rkeys[dest],
+                &p,
+            )
+        };
+        self.started(dest, st, words)
+    }
+
+    fn started(
+        &self,
+        peer: Rank,
+        st: sys::ucs_status_ptr_t,
+        words: Box<[u64; 2]>,
+    ) -> Result<Started, ConduitError> {
+        match StatusPtr::of(st) {
+            StatusPtr::Done => Ok(Started::Done(words[1])),
+            StatusPtr::Request(req) => Ok(Started::InFlight(
+                self.ops.borrow_mut().add(Op::Request { req, words }),
+            )),
+            StatusPtr::Err(e) => Err(self.peer_failed(peer, e)),
+        }
+    }
+
+    /// Tests a request: `Ok(true)` once done.
+    fn done(&self, req: *mut c_void) -> Result<bool, sys::ucs_status_t> {
+        if req.is_null() {
+            return Ok(true);
+        }
+        // SAFETY: a request of this worker, not yet freed.
+        match unsafe { (self.net.ucp.ucp_request_check_status)(req) } {
+            sys::UCS_INPROGRESS => Ok(false),
+            st => {
+                // SAFETY: complete; freed once (the caller forgets it).
+                unsafe { (self.net.ucp.ucp_request_free)(req) };
+                if st == sys::UCS_OK {
+                    Ok(true)
+                } else {
+                    Err(st)
+                }
+            }
+        }
+    }
+
+    /// Moves the worker flush on: completes the one in flight, begins one if `want`.
+    fn step_flush(&self, ops: &mut Ops, want: bool) -> Result<(), ConduitError> {
+        if let Some(req) = ops.flushing {
+            match self.done(req) {
+                Ok(false) => return Ok(()),
+                Ok(true) => {}
+                Err(e) => {
+                    ops.flushing = None;
+                    return Err(ConduitError::Setup(format!(
+                        "UCX flush: {}",
+                        self.net.ucp.status(e)
+                    )));
+                }
+            }
+            ops.flushing = None;
+            ops.done = ops.begun;
+        }
+        if want {
+            let p = sys::ucp_request_param_t::empty();
+            // SAFETY: a live worker.
+            let st = unsafe { (self.net.ucp.ucp_worker_flush_nbx)(self.net.worker, &p) };
+            ops.begun += 1;
+            match StatusPtr::of(st) {
+                StatusPtr::Done => ops.done = ops.begun,
+                StatusPtr::Request(r) => ops.flushing = Some(r),
+                StatusPtr::Err(e) => {
+                    return Err(ConduitError::Setup(format!(
+                        "UCX flush: {}",
+                        self.net.ucp.status(e)
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn test(&self, token: OpToken) -> Result<Option<u64>, ConduitError> {
+        self.progress();
+        let mut ops = self.ops.borrow_mut();
+        let i = token.0 as usize;
+        let outcome = match ops.slots.get_mut(i).and_then(Option::as_mut) {
+            None => {
+                return Err(ConduitError::Setup(format!(
+                    "operation {} is not in flight (completed already, or never started)",
+                    token.0
+                )))
+            }
+            Some(Op::Request { req, words }) => match self.done(*req) {
+                Ok(false) => return Ok(None),
+                Ok(true) => Ok(words[1]),
+                Err(e) => Err(e),
+            },
+            Some(Op::Put { req, flush, .. }) => {
+                let flush = *flush;
+                match self.done(*req) {
+                    Ok(false) => return Ok(None),
+                    Ok(true) => *req = std::ptr::null_mut(),
+                    Err(e) => {
+                        *req = std::ptr::null_mut();
+                        return Err(ConduitError::Setup(format!(
+                            "UCX put: {}",
+                            self.net.ucp.status(e)
+                        )));
+                    }
+                }
+                let want = ops.flushing.is_none() && ops.begun < flush;
+                self.step_flush(&mut ops, want)?;
+                if ops.done < flush {
+                    return Ok(None);
+                }
+                Ok(0)
+            }
+        };
+        ops.slots[i] = None;
+        ops.free.push(i);
+        outcome
+            .map(Some)
+            .map_err(|e| ConduitError::Setup(format!("UCX operation: {}", self.net.ucp.status(e))))
+    }
+
+    /// Completes every operation this rank started: waits for requests, then one flush
+    /// begun after all of them.
+    pub(super) fn flush_all(&self) -> Result<(), ConduitError> {
+        let since = std::time::Instant::now();
+        let target = self.ops.borrow().begun + 1;
+        loop {
+            self.progress();
+            let mut ops = self.ops.borrow_mut();
+            let mut busy = false;
+            for slot in ops.slots.iter_mut().flatten() {
+                let req = match slot {
+                    Op::Put { req, .. } | Op::Request { req, .. } => req,
+                };
+                match self.done(*req) {
+                    Ok(false) => busy = true,
+                    Ok(true) | Err(_) => *req = std::ptr::null_mut(), // answered by op_test
+                }
+            }
+            if !busy {
+                let want = ops.begun < target;
+                self.step_flush(&mut ops, want)?;
+                if ops.done >= target {
+                    return Ok(());
+                }
+            }
+            drop(ops);
+            self.check_peers()?;
+            if since.elapsed() > std::time::Duration::from_secs(60) {
+                return Err(ConduitError::Setup(
+                    "UCX flush did not complete within 60 s".into(),
+                ));
+            }
+        }
+    }
+}

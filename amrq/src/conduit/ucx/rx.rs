@@ -1,0 +1,476 @@
+//! The receive side of a rank's UCX conduit: UCX's Active Message callbacks put each
+//! frame into the rank's *local queues*, so that everything the layers above see of a
+//! queue (peek, drain, One-poll, priorities, permissions, Long and Tag-On payloads, the
+//! interrupt view) is the ring conduit's own code, exactly as on `shm`.
+//!
+//! The local queues are a heap region of the ring layout with one endpoint per rank
+//! of the job: this rank's endpoint reads them, and the endpoint of rank `s` is the
+//! *proxy* through which frames from `s` are pushed (its permissions and checks are
+//! `s`'s). Credits keep the network from overrunning them: the sender follows each
+//! ring's tail with [`tail_after`](crate::conduit::ring::tail_after), the receiver
+//! returns the ring's head as it moves; a shared ring gives each sender a share and
+//! returns each frame's charge once the head has passed it. A frame that still finds
+//! no room (a shared ring's pads) waits in an overflow queue, in order.
+
+use super::wire::{self, Kind, TAG_ON_FREED};
+use crate::conduit::mem::{MemConduit, RegionLayout};
+use crate::conduit::ring::{frame_slots, tail_after, RingMemory};
+use crate::conduit::{Channel, Conduit, ConduitError, Fault, FaultKind, Message, Rank};
+use std::collections::{BTreeMap, VecDeque};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// A frame that found its ring full, kept until there is room.
+struct Held {
+    head: wire::FrameHead,
+    args: Vec<u64>,
+    payload: Vec<u8>,
+}
+
+/// What the senders of this rank know of their receivers' room, updated by credits.
+#[derive(Debug)]
+pub struct Credits {
+    /// Per (channel × ranks + destination): the receiver's ring head (per-sender
+    /// rings), or the charges it returned (shared rings).
+    pub rings: Box<[AtomicU64]>,
+    /// Per destination: Tag-On blocks it freed, in all.
+    pub tag_on_freed: Box<[AtomicU64]>,
+}
+
+/// A sender's charge for one frame on a shared ring: its slots, and the largest pad
+/// that can precede them.
+pub fn shared_charge(nargs: usize, len: usize) -> u64 {
+    2 * frame_slots(nargs + 1, len) - 1
+}
+
+/// Per (channel, source) of the local queues.
+#[derive(Debug, Default, Clone)]
+struct RingCredit {
+    /// Where the source's proxy has pushed to (per-sender rings).
+    tail: u64,
+    /// What was last returned: a head, or for shared rings the charges in all.
+    returned: u64,
+    /// Frames wait in the overflow queue.
+    held: VecDeque<usize>,
+}
+
+/// The local queues and their bookkeeping (behind the mutex of [`Shared`]).
+pub struct Local {
+    me: Rank,
+    size: usize,
+    layout: RegionLayout,
+    base: NonNull<u8>,
+    /// Per source: the endpoint its frames are pushed through.
+    proxies: Vec<MemConduit>,
+    interrupt_channel: Option<Channel>,
+    rings: Vec<RingCredit>,
+    held: Vec<Held>,
+    free_held: Vec<usize>,
+    /// Rings to look at for credits to return (channel × ranks + source).
+    dirty: Vec<usize>,
+    /// Per shared channel: (end of a frame in the ring, its source, its charge).
+    shared_log: Vec<VecDeque<(u64, Rank, u64)>>,
+    /// Per source: Tag-On blocks delivered and not yet returned; returned in all.
+    tag_on_out: Vec<(u64, u64)>,
+    /// Setup collectives: (epoch, source) → value.
+    pub coll: BTreeMap<(u64, Rank), u64>,
+}
+
+// SAFETY: the proxies and the region pointer are only used under the mutex of
+// `Shared`; the region is kept alive by the proxies' owner handles.
+unsafe impl Send for Local {}
+
+/// What the UCX callbacks reach: the local queues, the credits, and who said goodbye
+/// or failed.
+pub struct Shared {
+    pub me: Rank,
+    pub local: Mutex<Local>,
+    pub credits: Credits,
+    pub byes: Box<[AtomicBool]>,
+    pub failed: Mutex<Vec<Option<String>>>,
+    pub faults: crate::conduit::FaultLog,
+    /// The endpoints' handles (index = peer), to name the peer of a failed one.
+    pub eps: std::sync::OnceLock<Vec<usize>>,
+}
+
+fn fault(source: Option<Rank>, channel: Channel, kind: FaultKind) -> Fault {
+    Fault {
+        source,
+        channel,
+        kind,
+    }
+}
+
+impl Shared {
+    /// The receive side of rank `me`: `proxies[s]` is the endpoint of rank `s` over
+    /// the local region `base` of `layout`.
+    pub fn new(
+        me: Rank,
+        layout: RegionLayout,
+        base: NonNull<u8>,
+        proxies: Vec<MemConduit>,
+        faults: crate::conduit::FaultLog,
+    ) -> Self {
+        let size = proxies.len();
+        let channels = layout.channels();
+        let interrupt_channel = proxies[me].caps().interrupt_channel;
+        let zeros = |n: usize| (0..n).map(|_| AtomicU64::new(0)).collect();
+        Shared {
+            me,
+            local: Mutex::new(Local {
+                me,
+                size,
+                base,
+                proxies,
+                interrupt_channel,
+                rings: vec![RingCredit::default(); channels * size],
+                held: Vec::new(),
+                free_held: Vec::new(),
+                dirty: Vec::new(),
+                shared_log: vec![VecDeque::new(); channels],
+                tag_on_out: vec![(0, 0); size],
+                coll: BTreeMap::new(),
+                layout,
+            }),
+            credits: Credits {
+                rings: zeros(channels * size),
+                tag_on_freed: zeros(size),
+            },
+            byes: (0..size).map(|_| AtomicBool::new(false)).collect(),
+            failed: Mutex::new(vec![None; size]),
+            faults,
+            eps: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The local queues (a poisoned lock is still usable: every update is complete).
+    pub fn local(&self) -> std::sync::MutexGuard<'_, Local> {
+        self.local.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A frame arrived (the AM callback); `rndv`: its payload was not sent eagerly,
+    /// which this conduit never does.
+    pub fn on_frame(&self, header: &[u8], payload: &[u8], rndv: bool) {
+        let parsed = wire::read_frame(header).filter(|_| !rndv);
+        let Some((head, args, nargs)) = parsed else {
+            let what = "a UCX frame header amrq does not write";
+            self.faults
+                .record(fault(None, 0, FaultKind::BadRuntimeMessage { what }));
+            return;
+        };
+        self.local()
+            .arrived(&self.faults, head, &args[..nargs], payload);
+    }
+
+    /// A credit arrived.
+    pub fn on_credit(&self, header: &[u8]) {
+        let w: Vec<u64> = wire::words(header).collect();
+        let (Some(&src), Some(&what), Some(&value)) = (w.first(), w.get(1), w.get(2)) else {
+            return;
+        };
+        let size = self.byes.len() as u64;
+        let slot = if what == TAG_ON_FREED {
+            self.credits.tag_on_freed.get(src as usize)
+        } else {
+            self.credits
+                .rings
+                .get((what.saturating_mul(size).saturating_add(src)) as usize)
+                .filter(|_| src < size)
+        };
+        // Credits only grow: a late one never takes room back.
+        // ORDERING: Relaxed: a credit publishes no data, only room in the peer's ring.
+        if let Some(a) = slot {
+            a.fetch_max(value, Ordering::Relaxed);
+        }
+    }
+
+    /// A setup collective's message arrived.
+    pub fn on_coll(&self, header: &[u8]) {
+        let w: Vec<u64> = wire::words(header).collect();
+        if let (Some(&src), Some(&epoch), Some(&value)) = (w.first(), w.get(1), w.get(2)) {
+            self.local().coll.insert((epoch, src as Rank), value);
+        }
+    }
+
+    /// A peer said goodbye: it sends nothing more.
+    pub fn on_bye(&self, header: &[u8]) {
+        if let Some(src) = wire::words(header).next() {
+            // ORDERING: Release: the frames before the goodbye were pushed into the
+            // local queues above; pairs with the Acquire load in `has_left`.
+            if let Some(b) = self.byes.get(src as usize) {
+                b.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// True once `rank` said goodbye.
+    pub fn has_left(&self, rank: Rank) -> bool {
+        // ORDERING: Acquire pairs with the Release store in `on_bye`.
+        self.byes
+            .get(rank)
+            .is_some_and(|b| b.load(Ordering::Acquire))
+    }
+
+    /// An endpoint failed: its peer is dead unless it said goodbye first.
+    pub fn on_error(&self, peer: Rank, why: String) {
+        if !self.has_left(peer) {
+            let mut f = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(slot) = f.get_mut(peer) {
+                slot.get_or_insert(why);
+            }
+        }
+    }
+}
+
+impl Local {
+    /// The proxy of `src`, and its checks, take a frame into the local queues, or it
+    /// waits behind others from `src` on its ring.
+    fn arrived(
+        &mut self,
+        faults: &crate::conduit::FaultLog,
+        head: wire::FrameHead,
+        args: &[u64],
+        payload: &[u8],
+    ) {
+        let (src, ch) = (head.source as Rank, head.channel as Channel);
+        if src >= self.size || src == self.me {
+            let what = "a UCX frame naming a sender outside the job";
+            faults.record(fault(None, ch, FaultKind::BadRuntimeMessage { what }));
+            return;
+        }
+        let Some(key) = self.ring_key(&head) else {
+            let what = "a UCX frame for a channel this job does not have";
+            faults.record(fault(Some(src), ch, FaultKind::BadRuntimeMessage { what }));
+            return;
+        };
+        if !self.rings[key].held.is_empty() {
+            self.hold(key, head, args, payload);
+            return;
+        }
+        if let Err(ConduitError::Busy) = self.push(faults, key, &head, args, payload) {
+            self.hold(key, head, args, payload);
+        }
+    }
+
+    /// A frame to this rank itself: straight through its own proxy (no credits).
+    pub fn to_self(
+        &self,
+        kind: Kind,
+        ch: Channel,
+        msg: &Message<'_>,
+        offset: usize,
+    ) -> Result<(), ConduitError> {
+        let p = &self.proxies[self.me];
+        match kind {
+            Kind::Medium => p.try_send(self.me, ch, msg),
+            Kind::Long => p.try_send_long(self.me, ch, msg, offset),
+            Kind::TagOn => p.try_send_tag_on(self.me, ch, msg),
+        }
+    }
+
+    /// The (channel × ranks + source) of the ring a frame goes into: a frame flagged
+    /// interrupt travels on the interrupt channel.
+    fn ring_key(&self, head: &wire::FrameHead) -> Option<usize> {
+        let ch = if head.kind == Kind::Medium && head.flags & Message::INTERRUPT != 0 {
+            self.interrupt_channel.unwrap_or(head.channel as Channel)
+        } else {
+            head.channel as Channel
+        };
+        (ch < self.layout.channels()).then(|| ch * self.size + head.source as usize)
+    }
+
+    fn hold(&mut self, key: usize, head: wire::FrameHead, args: &[u64], payload: &[u8]) {
+        let h = Held {
+            head,
+            args: args.to_vec(),
+            payload: payload.to_vec(),
+        };
+        let i = match self.free_held.pop() {
+            Some(i) => {
+                self.held[i] = h;
+                i
+            }
+            None => {
+                self.held.push(h);
+                self.held.len() - 1
+            }
+        };
+        self.rings[key].held.push_back(i);
+        self.dirty.push(key);
+    }
+
+    /// Pushes a frame through its source's proxy; `Busy` if its ring is full. Any other
+    /// refusal is the sender's fault, recorded.
+    fn push(
+        &mut self,
+        faults: &crate::conduit::FaultLog,
+        key: usize,
+        head: &wire::FrameHead,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), ConduitError> {
+        let (src, ch) = (head.source as Rank, head.channel as Channel);
+        let msg = Message {
+            tag: head.tag,
+            flags: head.flags,
+            args,
+            payload,
+        };
+        let p = &self.proxies[src];
+        let sent = match head.kind {
+            Kind::Medium => p.try_send(self.me, ch, &msg),
+            Kind::Long => p.try_send_long(self.me, ch, &msg, head.offset as usize),
+            Kind::TagOn => p.try_send_tag_on(self.me, ch, &msg),
+        };
+        match sent {
+            Ok(()) => {
+                self.pushed(key, head.kind, args.len(), payload.len());
+                Ok(())
+            }
+            Err(ConduitError::Busy) => Err(ConduitError::Busy),
+            Err(e) => {
+                let kind = match e {
+                    ConduitError::NotPermitted { .. } | ConduitError::InterruptChannel { .. } => {
+                        FaultKind::NotPermitted
+                    }
+                    ConduitError::OutOfSegment { .. } => FaultKind::OutOfSegment,
+                    ConduitError::TagOnTooLarge { .. } => FaultKind::OutsidePool,
+                    _ => FaultKind::BadRuntimeMessage {
+                        what: "a UCX frame its sender's own checks refuse",
+                    },
+                };
+                faults.record(fault(Some(src), ch, kind));
+                Err(e)
+            }
+        }
+    }
+
+    /// Books a frame pushed into ring `key`, for the credits to return.
+    fn pushed(&mut self, key: usize, kind: Kind, nargs: usize, len: usize) {
+        let (ch, src) = (key / self.size, key % self.size);
+        // What the frame takes in the ring: Long and Tag-On frames carry two words.
+        let (nargs, len) = match kind {
+            Kind::Medium => (nargs, len),
+            Kind::Long | Kind::TagOn => (nargs, 16),
+        };
+        if self.layout.is_shared(ch) {
+            // SAFETY: a shared channel of this layout, in the region the proxies keep.
+            let tail = unsafe { self.layout.shared_tail(self.base, ch, self.me) };
+            let end = tail.load(Ordering::Relaxed);
+            self.shared_log[ch].push_back((end, src, shared_charge(nargs, len)));
+        } else {
+            let hidden = usize::from(Some(ch) == self.interrupt_channel);
+            let r = &mut self.rings[key];
+            r.tail = tail_after(r.tail, self.layout.slots(ch), nargs + hidden, len);
+        }
+        if kind == Kind::TagOn {
+            self.tag_on_out[src].0 += 1;
+        }
+        self.dirty.push(key);
+    }
+
+    /// Moves held frames into rings that have room again, in order.
+    pub fn retry_held(&mut self, faults: &crate::conduit::FaultLog) {
+        for key in 0..self.rings.len() {
+            while let Some(&i) = self.rings[key].held.front() {
+                let head = self.held[i].head;
+                let h = std::mem::replace(
+                    &mut self.held[i],
+                    Held {
+                        head,
+                        args: Vec::new(),
+                        payload: Vec::new(),
+                    },
+                );
+                if let Err(ConduitError::Busy) =
+                    self.push(faults, key, &h.head, &h.args, &h.payload)
+                {
+                    self.held[i] = h;
+                    break;
+                }
+                self.rings[key].held.pop_front();
+                self.free_held.push(i);
+            }
+        }
+    }
+
+    /// True if frames wait for room.
+    pub fn holds(&self) -> bool {
+        self.free_held.len() < self.held.len()
+    }
+
+    /// The credits due to peers: (peer, what, value), for `send` to carry; each is
+    /// booked as returned when `send` says it went.
+    pub fn return_credits(&mut self, mut send: impl FnMut(Rank, u64, u64) -> bool) {
+        let mut dirty = std::mem::take(&mut self.dirty);
+        dirty.sort_unstable();
+        dirty.dedup();
+        let mut still = Vec::new();
+        for key in dirty {
+            let (ch, src) = (key / self.size, key % self.size);
+            if self.layout.is_shared(ch) {
+                continue;
+            }
+            // SAFETY: a ring of this layout, in the region the proxies keep alive.
+            let ring = unsafe { self.layout.ring(self.base, ch, self.me, src) };
+            // ORDERING: Relaxed: the head only says how far the consumer got; the
+            // peer reuses the room only after this credit crosses the network.
+            let head = ring.head().load(Ordering::Relaxed);
+            let r = &self.rings[key];
+            let batch = (self.layout.slots(ch) / 4).max(1);
+            let due =
+                head.wrapping_sub(r.returned) >= batch || (head == r.tail && head != r.returned);
+            if due && send(src, ch as u64, head) {
+                self.rings[key].returned = head;
+            }
+            if self.rings[key].returned != self.rings[key].tail || !self.rings[key].held.is_empty()
+            {
+                still.push(key);
+            }
+        }
+        for ch in 0..self.shared_log.len() {
+            if self.shared_log[ch].is_empty() {
+                continue;
+            }
+            // SAFETY: as above; a shared channel's ring is its receiver's only one.
+            let head = unsafe { self.layout.ring(self.base, ch, self.me, 0) }
+                .head()
+                .load(Ordering::Relaxed);
+            let mut any = vec![false; self.size];
+            while let Some(&(end, src, charge)) = self.shared_log[ch].front() {
+                if head.wrapping_sub(end) as i64 >= 0 {
+                    self.rings[ch * self.size + src].returned += charge;
+                    any[src] = true;
+                    self.shared_log[ch].pop_front();
+                } else {
+                    break;
+                }
+            }
+            for (src, _) in any.iter().enumerate().filter(|(_, a)| **a) {
+                let key = ch * self.size + src;
+                if !send(src, ch as u64, self.rings[key].returned) {
+                    still.push(key); // the value is kept: the next try sends it
+                }
+            }
+        }
+        for src in 0..self.size {
+            let (out, back) = self.tag_on_out[src];
+            if out == 0 {
+                continue;
+            }
+            // SAFETY: the pool of `src`'s blocks here, in the region the proxies keep.
+            let pool = unsafe { self.layout.tag_on_pool(self.base, self.me, src) };
+            let in_use = (0..pool.buffers())
+                // ORDERING: Relaxed: counting only; the sender reuses a block after
+                // this credit crosses the network.
+                .filter(|&i| pool.flag(i).is_some_and(|f| f.load(Ordering::Relaxed) != 0))
+                .count() as u64;
+            let freed = out.saturating_sub(in_use);
+            if freed > 0 && send(src, TAG_ON_FREED, back + freed) {
+                self.tag_on_out[src] = (out - freed, back + freed);
+            }
+        }
+        self.dirty.extend(still);
+    }
+}

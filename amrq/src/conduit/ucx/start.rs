@@ -1,0 +1,281 @@
+//! Making a rank's UCX endpoint, in two steps around the exchange of cards (worker
+//! address, segment key and address) that the job's bootstrap carries: [`open`], then
+//! [`Opened::connect`] with every rank's card. The callbacks are registered in the
+//! first step, so frames that arrive before this rank has connected are kept.
+
+use super::conduit::UcxConduit;
+use super::net::{Card, Net};
+use super::rx::Shared;
+use super::sys::{self, ucs_status_t};
+use super::waker::FdWaker;
+use super::wire;
+use crate::bootstrap::{Boot, ThreadsBoot};
+use crate::conduit::mem::{HeapRegion, MemConduit, Parts, RegionLayout, RegionOwner};
+use crate::conduit::{Conduit, ConduitError, ConduitSpec, Delivery, Rank};
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// A rank's endpoint before it has connected: its card for the others.
+pub struct Opened {
+    rank: Rank,
+    size: usize,
+    net: Net,
+    shared: Arc<Shared>,
+    me: MemConduit,
+    segment: Arc<HeapRegion>,
+    segment_bytes: usize,
+    tag_on_buffers: u64,
+    boot: Boot,
+    /// What to publish.
+    pub card: Card,
+}
+
+/// Opens rank `rank` of a job of `size` with `spec`'s channels: the UCX context and
+/// worker (`settings` are UCX settings without the `UCX_` prefix, applied after the
+/// environment's), the registered segment, and the local queues. `boot` reports
+/// failed peers.
+pub fn open(
+    rank: Rank,
+    size: usize,
+    spec: &ConduitSpec,
+    settings: &[(String, String)],
+    boot: Boot,
+) -> Result<Opened, ConduitError> {
+    if rank >= size {
+        return Err(ConduitError::NoSuchRank { rank, size });
+    }
+    let layout = RegionLayout::new(size, spec)?;
+    let region = Arc::new(HeapRegion::new(layout.total_bytes())?);
+    // SAFETY: the region is fresh, zeroed, page-aligned and of the layout's size.
+    unsafe { layout.init(region.base()) };
+    let segment = Arc::new(HeapRegion::new(spec.segment_bytes)?);
+    let segments: Arc<[HeapRegion]> = Arc::new([]);
+    let local_boot = Boot::Threads(Arc::new(ThreadsBoot::new(size)));
+    let endpoint = |r: Rank| {
+        // SAFETY: the region is initialised; every rank's "segment" here is this
+        // rank's own (a proxy only ever writes into this rank's), `segment_bytes` long;
+        // the owner handle keeps the region alive, and the segment is kept by the
+        // conduit; each rank gets one endpoint.
+        unsafe {
+            MemConduit::new(Parts {
+                rank: r,
+                ranks: size,
+                spec,
+                layout: &layout,
+                rings: region.base(),
+                segments: vec![segment.base(); size],
+                segment_bytes: spec.segment_bytes,
+                owner: RegionOwner::Heap(region.clone(), segments.clone()),
+                boot: local_boot.clone(),
+            })
+        }
+    };
+    let mut me = endpoint(rank);
+    me.publish_heads_at_once();
+    let proxies: Vec<MemConduit> = (0..size).map(endpoint).collect();
+    let shared = Arc::new(Shared::new(
+        rank,
+        layout,
+        region.base(),
+        proxies,
+        me.fault_log(),
+    ));
+    let progress_thread = spec
+        .channels
+        .iter()
+        .any(|c| c.delivery == Delivery::Interrupt);
+    let net = Net::open(
+        settings,
+        (segment.base().as_ptr(), spec.segment_bytes),
+        progress_thread,
+    )?;
+    for (id, cb) in [
+        (wire::AM_FRAME, on_frame as sys::ucp_am_recv_callback_t),
+        (wire::AM_CREDIT, on_credit),
+        (wire::AM_COLL, on_coll),
+        (wire::AM_BYE, on_bye),
+    ] {
+        let p = sys::ucp_am_handler_param_t {
+            field_mask: sys::UCP_AM_HANDLER_PARAM_FIELD_ID
+                | sys::UCP_AM_HANDLER_PARAM_FIELD_FLAGS
+                | sys::UCP_AM_HANDLER_PARAM_FIELD_CB
+                | sys::UCP_AM_HANDLER_PARAM_FIELD_ARG,
+            id,
+            flags: sys::UCP_AM_FLAG_WHOLE_MSG,
+            cb: Some(cb),
+            arg: Arc::as_ptr(&shared).cast_mut().cast(),
+        };
+        // SAFETY: a live worker; `arg` points to `shared`, which outlives the worker
+        // (the conduit and the interrupt view drop their `Net` before their `Shared`).
+        let st = unsafe { (net.ucp.ucp_worker_set_am_recv_handler)(net.worker, &p) };
+        if st != sys::UCS_OK {
+            return Err(super::net::failed(
+                net.ucp,
+                "ucp_worker_set_am_recv_handler",
+                st,
+            ));
+        }
+    }
+    let card = net.card(segment.base().as_ptr() as u64)?;
+    Ok(Opened {
+        rank,
+        size,
+        net,
+        shared,
+        me,
+        segment,
+        segment_bytes: spec.segment_bytes,
+        tag_on_buffers: spec.tag_on_buffers as u64,
+        boot,
+        card,
+    })
+}
+
+impl Opened {
+    /// Connects to every rank of `cards` (index = rank) and makes the endpoint.
+    pub fn connect(mut self, cards: &[Card]) -> Result<UcxConduit, ConduitError> {
+        if cards.len() != self.size {
+            return Err(ConduitError::Setup(format!(
+                "{} cards for a job of {} ranks",
+                cards.len(),
+                self.size
+            )));
+        }
+        let arg = Arc::as_ptr(&self.shared).cast_mut().cast();
+        self.net.connect(self.rank, cards, on_error, arg)?;
+        let eps = self.net.eps.iter().map(|&e| e as usize).collect();
+        let _ = self.shared.eps.set(eps);
+        // SAFETY: the word is in the local queues' region, which `me` keeps alive, and
+        // the conduit drops the waker before `me`.
+        let waker = unsafe { FdWaker::new(self.net.efd, self.me.wake_word()) }
+            .map_err(|e| ConduitError::Setup(format!("cannot start the UCX waker thread: {e}")))?;
+        let n = self.me.caps().channels.len() * self.size;
+        Ok(UcxConduit {
+            rank: self.rank,
+            size: self.size,
+            waker,
+            me: self.me,
+            net: Arc::new(self.net),
+            shared: self.shared,
+            tx: (0..n).map(|_| Cell::new(0)).collect(),
+            tag_on_sent: (0..self.size).map(|_| Cell::new(0)).collect(),
+            tag_on_buffers: self.tag_on_buffers,
+            pending: RefCell::new(Vec::new()),
+            ops: RefCell::new(Default::default()),
+            epoch: Cell::new(0),
+            boot: self.boot,
+            segment: self.segment,
+            segment_bytes: self.segment_bytes,
+        })
+    }
+}
+
+/// The header of an arrived Active Message.
+///
+/// # Safety
+/// `header` is valid for `len` bytes (UCX's callback contract).
+unsafe fn bytes<'a>(header: *const c_void, len: usize) -> &'a [u8] {
+    if header.is_null() || len == 0 {
+        return &[];
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(header.cast(), len) }
+}
+
+/// The [`Shared`] an Active Message callback was registered with.
+///
+/// # Safety
+/// `arg` is the pointer registered in [`open`], whose `Shared` outlives the worker.
+unsafe fn shared<'a>(arg: *mut c_void) -> &'a Shared {
+    // SAFETY: the caller's contract.
+    unsafe { &*arg.cast::<Shared>() }
+}
+
+unsafe extern "C" fn on_frame(
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    data: *mut c_void,
+    length: usize,
+    param: *const sys::ucp_am_recv_param_t,
+) -> ucs_status_t {
+    // SAFETY: UCX calls this with the arg registered in `open` and a valid header, data
+    // (whole message, not rendezvous: checked) and parameters.
+    unsafe {
+        let rndv = !param.is_null() && (*param).recv_attr & sys::UCP_AM_RECV_ATTR_FLAG_RNDV != 0;
+        let payload = if rndv { &[][..] } else { bytes(data, length) };
+        shared(arg).on_frame(bytes(header, header_length), payload, rndv);
+    }
+    sys::UCS_OK
+}
+
+unsafe extern "C" fn on_credit(
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    _: *mut c_void,
+    _: usize,
+    _: *const sys::ucp_am_recv_param_t,
+) -> ucs_status_t {
+    // SAFETY: as in `on_frame`.
+    unsafe { shared(arg).on_credit(bytes(header, header_length)) };
+    sys::UCS_OK
+}
+
+unsafe extern "C" fn on_coll(
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    _: *mut c_void,
+    _: usize,
+    _: *const sys::ucp_am_recv_param_t,
+) -> ucs_status_t {
+    // SAFETY: as in `on_frame`.
+    unsafe { shared(arg).on_coll(bytes(header, header_length)) };
+    sys::UCS_OK
+}
+
+unsafe extern "C" fn on_bye(
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    _: *mut c_void,
+    _: usize,
+    _: *const sys::ucp_am_recv_param_t,
+) -> ucs_status_t {
+    // SAFETY: as in `on_frame`.
+    unsafe { shared(arg).on_bye(bytes(header, header_length)) };
+    sys::UCS_OK
+}
+
+unsafe extern "C" fn on_error(arg: *mut c_void, ep: sys::ucp_ep_h, status: ucs_status_t) {
+    // SAFETY: the arg registered in `Opened::connect`: the `Shared` outlives the worker.
+    let s = unsafe { shared(arg) };
+    let peer = s
+        .eps
+        .get()
+        .and_then(|eps| eps.iter().position(|&e| e == ep as usize));
+    if let (Some(peer), Ok(ucp)) = (peer, sys::Ucp::get()) {
+        s.on_error(
+            peer,
+            format!("its UCX endpoint failed: {}", ucp.status(status)),
+        );
+    }
+}
+
+/// The endpoints of a job of `ranks` ranks as threads of this process, connected
+/// through UCX (`settings` as in [`open`]; for instance `TLS=tcp` and `NET_DEVICES=lo`
+/// to test the network path inside one host). Move each to its own thread.
+pub fn threads(
+    ranks: usize,
+    spec: &ConduitSpec,
+    settings: &[(String, String)],
+) -> Result<Vec<UcxConduit>, ConduitError> {
+    let boot = Boot::Threads(Arc::new(ThreadsBoot::new(ranks)));
+    let opened = (0..ranks)
+        .map(|r| open(r, ranks, spec, settings, boot.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cards: Vec<Card> = opened.iter().map(|o| o.card.clone()).collect();
+    opened.into_iter().map(|o| o.connect(&cards)).collect()
+}

@@ -1,0 +1,83 @@
+//! The UCX conduit beyond the conformance suite: that the transport asked for is the
+//! one UCX really uses (read from UCX's own description of the endpoint), and that a
+//! get from a target that is computing completes once the target calls amrq again.
+//! Each test says it was skipped where UCX is not installed.
+
+#![cfg(not(amrq_loom))]
+
+use amrq::conduit::ucx::{self, UcxConduit};
+use amrq::conduit::{ChannelSpec, Conduit, ConduitSpec, Started};
+use std::time::{Duration, Instant};
+
+fn job(ranks: usize) -> Option<Vec<UcxConduit>> {
+    if let Err(why) = ucx::available() {
+        if std::env::var_os("AMRQ_REQUIRE_UCX").is_some() {
+            panic!("AMRQ_REQUIRE_UCX is set and UCX cannot be used: {why}");
+        }
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    let settings =
+        [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.to_string(), v.to_string()));
+    let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+    Some(ucx::threads(ranks, &spec, &settings).expect("a UCX job over tcp"))
+}
+
+#[test]
+fn the_transport_asked_for_is_the_one_ucx_uses() {
+    let Some(eps) = job(2) else { return };
+    let info = std::thread::scope(|s| {
+        let mut it = eps.into_iter();
+        let (a, b) = (it.next().unwrap(), it.next().unwrap());
+        let peer = s.spawn(move || {
+            b.barrier().expect("barrier");
+            b.barrier().expect("barrier");
+        });
+        a.barrier().expect("barrier"); // the endpoints are wired up by now
+        let info = a.endpoint_info(1).expect("an endpoint to rank 1");
+        a.barrier().expect("barrier");
+        peer.join().unwrap();
+        info
+    });
+    eprintln!("UCX's endpoint to rank 1:\n{info}");
+    assert!(info.contains("tcp/lo"), "UCX's endpoint to rank 1:\n{info}");
+    assert!(
+        !info.contains("posix") && !info.contains("sysv") && !info.contains("cma"),
+        "{info}"
+    );
+}
+
+#[test]
+fn a_get_from_a_computing_target_completes_when_it_calls_amrq_again() {
+    let Some(eps) = job(2) else { return };
+    const BUSY: Duration = Duration::from_millis(300);
+    std::thread::scope(|s| {
+        let mut it = eps.into_iter();
+        let (a, b) = (it.next().unwrap(), it.next().unwrap());
+        s.spawn(move || {
+            let local = b.put_nb(1, 128, &0x5eed_u64.to_le_bytes());
+            assert_eq!(local.expect("local put"), Started::Done(0));
+            b.barrier().expect("barrier");
+            let until = Instant::now() + BUSY; // computing: no amrq call
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            b.barrier().expect("barrier"); // any amrq call progresses the worker
+        });
+        a.barrier().expect("barrier");
+        let mut word = [0u8; 8];
+        // SAFETY: `word` outlives the operation, completed below before it is read.
+        let got = unsafe { a.get_nb(1, 128, word.as_mut_ptr(), 8) }.expect("get");
+        if let Started::InFlight(op) = got {
+            let since = Instant::now();
+            while a.op_test(op).expect("op_test").is_none() {
+                assert!(
+                    since.elapsed() < Duration::from_secs(30),
+                    "the get never completed"
+                );
+            }
+        }
+        assert_eq!(u64::from_le_bytes(word), 0x5eed);
+        a.barrier().expect("barrier");
+    });
+}
