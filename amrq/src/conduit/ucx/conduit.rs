@@ -74,14 +74,26 @@ pub(super) fn pump(net: &Net, shared: &Shared) {
             break;
         }
     }
-    let mut local = shared.local();
-    if local.holds() {
-        local.retry_held(&shared.faults);
+    let due = {
+        let mut local = shared.local();
+        if local.holds() {
+            local.retry_held(&shared.faults);
+        }
+        local.credits_due()
+    };
+    if due.is_empty() {
+        return;
     }
+    // Sent without the lock (see `Local::credits_due`).
     let me = shared.me as u64;
-    local.return_credits(|peer, what, value| {
-        send_now(net, peer, wire::AM_CREDIT, &[me, what, value], &[]).is_ok()
-    });
+    let unsent: Vec<_> = due
+        .into_iter()
+        .filter(|d| send_now(net, d.peer, wire::AM_CREDIT, &[me, d.what, d.value], &[]).is_err())
+        .collect();
+    if !unsent.is_empty() {
+        let mut local = shared.local();
+        unsent.iter().for_each(|d| local.unsent(d));
+    }
 }
 
 /// Sends an Active Message that UCX must complete at once (its header and payload

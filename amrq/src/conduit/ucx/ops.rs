@@ -95,7 +95,12 @@ impl UcxConduit {
         let st = unsafe { (ucp.ucp_put_nbx)(ep, data.as_ptr().cast(), data.len(), at, rkey, &p) };
         let (req, kept) = match StatusPtr::of(st) {
             StatusPtr::Done => (std::ptr::null_mut(), Vec::new()),
-            StatusPtr::Request(r) => (r, Vec::new()), // not expected; tested below
+            // Not expected with forced immediate completion: finish it while `data`
+            // is still borrowed.
+            StatusPtr::Request(_) => match self.net.wait(st, std::time::Duration::from_secs(60)) {
+                Ok(()) => (std::ptr::null_mut(), Vec::new()),
+                Err(e) => return Err(self.peer_failed(dest, e)),
+            },
             StatusPtr::Err(sys::UCS_ERR_NO_RESOURCE) => {
                 let kept = data.to_vec();
                 let p = sys::ucp_request_param_t::empty();

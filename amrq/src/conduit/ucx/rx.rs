@@ -51,6 +51,8 @@ struct RingCredit {
     tail: u64,
     /// What was last returned: a head, or for shared rings the charges in all.
     returned: u64,
+    /// Shared rings: the charges last sent.
+    sent: u64,
     /// Frames wait in the overflow queue.
     held: VecDeque<usize>,
 }
@@ -400,13 +402,15 @@ impl Local {
         self.free_held.len() < self.held.len()
     }
 
-    /// The credits due to peers: (peer, what, value), for `send` to carry; each is
-    /// booked as returned when `send` says it went.
-    pub fn return_credits(&mut self, mut send: impl FnMut(Rank, u64, u64) -> bool) {
+    /// The credits due to peers, booked as returned: send each (see [`Due`]), and hand
+    /// back to [`Local::unsent`] those that could not go now. (No UCX call is made
+    /// under the lock of the local queues: the worker's own lock is held around the
+    /// callbacks that take it.)
+    pub fn credits_due(&mut self) -> Vec<Due> {
+        let mut due = Vec::new();
         let mut dirty = std::mem::take(&mut self.dirty);
         dirty.sort_unstable();
         dirty.dedup();
-        let mut still = Vec::new();
         for key in dirty {
             let (ch, src) = (key / self.size, key % self.size);
             if self.layout.is_shared(ch) {
@@ -417,40 +421,49 @@ impl Local {
             // ORDERING: Relaxed: the head only says how far the consumer got; the
             // peer reuses the room only after this credit crosses the network.
             let head = ring.head().load(Ordering::Relaxed);
-            let r = &self.rings[key];
+            let r = &mut self.rings[key];
             let batch = (self.layout.slots(ch) / 4).max(1);
-            let due =
-                head.wrapping_sub(r.returned) >= batch || (head == r.tail && head != r.returned);
-            if due && send(src, ch as u64, head) {
-                self.rings[key].returned = head;
+            if head.wrapping_sub(r.returned) >= batch || (head == r.tail && head != r.returned) {
+                due.push(Due {
+                    peer: src,
+                    what: ch as u64,
+                    value: head,
+                    undo: Undo::Ring {
+                        key,
+                        before: r.returned,
+                    },
+                });
+                r.returned = head;
             }
-            if self.rings[key].returned != self.rings[key].tail || !self.rings[key].held.is_empty()
-            {
-                still.push(key);
+            if r.returned != r.tail || !r.held.is_empty() {
+                self.dirty.push(key);
             }
         }
-        for ch in 0..self.shared_log.len() {
-            if self.shared_log[ch].is_empty() {
-                continue;
-            }
+        for ch in (0..self.shared_log.len()).filter(|&ch| self.layout.is_shared(ch)) {
             // SAFETY: as above; a shared channel's ring is its receiver's only one.
             let head = unsafe { self.layout.ring(self.base, ch, self.me, 0) }
                 .head()
                 .load(Ordering::Relaxed);
-            let mut any = vec![false; self.size];
             while let Some(&(end, src, charge)) = self.shared_log[ch].front() {
-                if head.wrapping_sub(end) as i64 >= 0 {
-                    self.rings[ch * self.size + src].returned += charge;
-                    any[src] = true;
-                    self.shared_log[ch].pop_front();
-                } else {
+                if (head.wrapping_sub(end) as i64) < 0 {
                     break;
                 }
+                self.rings[ch * self.size + src].returned += charge;
+                self.shared_log[ch].pop_front();
             }
-            for (src, _) in any.iter().enumerate().filter(|(_, a)| **a) {
-                let key = ch * self.size + src;
-                if !send(src, ch as u64, self.rings[key].returned) {
-                    still.push(key); // the value is kept: the next try sends it
+            for src in 0..self.size {
+                let r = &mut self.rings[ch * self.size + src];
+                if r.returned != r.sent {
+                    due.push(Due {
+                        peer: src,
+                        what: ch as u64,
+                        value: r.returned,
+                        undo: Undo::Shared {
+                            key: ch * self.size + src,
+                            before: r.sent,
+                        },
+                    });
+                    r.sent = r.returned;
                 }
             }
         }
@@ -467,10 +480,51 @@ impl Local {
                 .filter(|&i| pool.flag(i).is_some_and(|f| f.load(Ordering::Relaxed) != 0))
                 .count() as u64;
             let freed = out.saturating_sub(in_use);
-            if freed > 0 && send(src, TAG_ON_FREED, back + freed) {
+            if freed > 0 {
+                due.push(Due {
+                    peer: src,
+                    what: TAG_ON_FREED,
+                    value: back + freed,
+                    undo: Undo::TagOn {
+                        src,
+                        before: (out, back),
+                    },
+                });
                 self.tag_on_out[src] = (out - freed, back + freed);
             }
         }
-        self.dirty.extend(still);
+        due
     }
+
+    /// Takes back the booking of a credit that could not be sent: it is due again.
+    pub fn unsent(&mut self, d: &Due) {
+        match d.undo {
+            Undo::Ring { key, before } => {
+                self.rings[key].returned = before;
+                self.dirty.push(key);
+            }
+            Undo::Shared { key, before } => self.rings[key].sent = before,
+            Undo::TagOn { src, before } => self.tag_on_out[src] = before,
+        }
+    }
+}
+
+/// A credit due to a peer: `what` (a channel, or [`TAG_ON_FREED`]) and its value.
+#[derive(Debug, Clone, Copy)]
+pub struct Due {
+    /// The peer it goes to.
+    pub peer: Rank,
+    /// A channel, or [`TAG_ON_FREED`].
+    pub what: u64,
+    /// The ring's head, the charges returned, or the blocks freed, in all.
+    pub value: u64,
+    undo: Undo,
+}
+
+/// What booking a credit changed.
+#[derive(Debug, Clone, Copy)]
+enum Undo {
+    Ring { key: usize, before: u64 },
+    Shared { key: usize, before: u64 },
+    TagOn { src: Rank, before: (u64, u64) },
 }
