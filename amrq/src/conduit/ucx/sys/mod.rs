@@ -6,8 +6,8 @@
 //! Every struct is `#[repr(C)]` with the header's fields in order; a unit test compiles
 //! `layout.c` against the installed headers and compares sizes and offsets. The
 //! parameter structs have a `field_mask`, so a newer UCX of the same major version
-//! reads them as 1.13 wrote them; [`Ucp::load`] refuses another major version or an
-//! older minor one, naming both.
+//! reads them as 1.13 wrote them; loading refuses another major version or an
+//! older minor one, naming both (when it is first loaded).
 
 #![allow(non_camel_case_types, missing_docs)]
 
