@@ -161,28 +161,7 @@ impl MemConduit {
         header: FrameHeader,
         msg: &Message<'_>,
     ) -> Result<(), ConduitError> {
-        let Some(via) = self.caps.interrupt_channel else {
-            return Err(ConduitError::NoInterruptChannel);
-        };
-        if ch == via {
-            return Err(ConduitError::InterruptChannel { channel: ch });
-        }
-        let t = &self.tx[via * self.size + dest];
-        // One word of the interrupt ring's frame names the channel.
-        if msg.args.len() >= t.max_args {
-            return Err(ConduitError::TooManyArgs {
-                nargs: msg.args.len(),
-                max: t.max_args - 1,
-            });
-        }
-        let max = self.caps.channels[via].max_payload;
-        if msg.payload.len() > max {
-            return Err(ConduitError::PayloadTooLarge {
-                len: msg.payload.len(),
-                max,
-                channel: ch,
-            });
-        }
+        let (via, t) = self.flagged_ring(dest, ch, msg)?;
         let (words, n) = with_hidden_word(ch as u64, msg.args);
         if !t.push(header, &words[..n], msg.payload) {
             return Err(t.no_room(dest, via));
@@ -215,45 +194,70 @@ impl MemConduit {
                     false => Ok(()),
                 };
             }
-            let via = self
-                .caps
-                .interrupt_channel
-                .ok_or(ConduitError::NoInterruptChannel)?;
-            if ch == via {
-                return Err(ConduitError::InterruptChannel { channel: ch });
-            }
-            let max_args = self.tx[via * self.size + dest].max_args - 1;
-            if msg.args.len() > max_args {
-                return Err(ConduitError::TooManyArgs {
-                    nargs: msg.args.len(),
-                    max: max_args,
-                });
-            }
-            let max = self.caps.channels[via].max_payload;
-            if msg.payload.len() > max {
-                return Err(ConduitError::PayloadTooLarge {
-                    len: msg.payload.len(),
-                    max,
-                    channel: ch,
-                });
-            }
-            return Ok(());
+            return self.flagged_ring(dest, ch, msg).map(drop);
         }
         let t = self.sender(dest, ch, msg)?;
-        let len = msg.payload.len();
-        if let Some(offset) = long {
-            if offset
-                .checked_add(len)
-                .is_none_or(|end| end > self.segment_bytes)
-            {
-                return Err(ConduitError::OutOfSegment {
-                    rank: dest,
-                    offset,
-                    len,
-                    segment_bytes: self.segment_bytes,
-                });
-            }
-        } else if len > t.pool.bytes() {
+        match long {
+            Some(offset) => self.in_segment(dest, offset, msg.payload.len()),
+            None => Self::fits_tag_on(t, msg.payload.len()),
+        }
+    }
+
+    /// The interrupt channel and its ring to `dest` that carry `msg`, a frame of
+    /// channel `ch` flagged [`Message::INTERRUPT`], if it fits them (one arg word names
+    /// `ch`).
+    #[cold]
+    fn flagged_ring(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        msg: &Message<'_>,
+    ) -> Result<(Channel, &TxRing), ConduitError> {
+        let Some(via) = self.caps.interrupt_channel else {
+            return Err(ConduitError::NoInterruptChannel);
+        };
+        if ch == via {
+            return Err(ConduitError::InterruptChannel { channel: ch });
+        }
+        let t = &self.tx[via * self.size + dest];
+        if msg.args.len() >= t.max_args {
+            return Err(ConduitError::TooManyArgs {
+                nargs: msg.args.len(),
+                max: t.max_args - 1,
+            });
+        }
+        let max = self.caps.channels[via].max_payload;
+        if msg.payload.len() > max {
+            return Err(ConduitError::PayloadTooLarge {
+                len: msg.payload.len(),
+                max,
+                channel: ch,
+            });
+        }
+        Ok((via, t))
+    }
+
+    /// [`ConduitError::OutOfSegment`] unless `len` bytes at `offset` fit a segment.
+    #[inline(always)]
+    fn in_segment(&self, rank: Rank, offset: usize, len: usize) -> Result<(), ConduitError> {
+        if offset
+            .checked_add(len)
+            .is_none_or(|end| end > self.segment_bytes)
+        {
+            return Err(ConduitError::OutOfSegment {
+                rank,
+                offset,
+                len,
+                segment_bytes: self.segment_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// [`ConduitError::TagOnTooLarge`] unless `len` bytes fit a block of `t`'s pool.
+    #[inline(always)]
+    fn fits_tag_on(t: &TxRing, len: usize) -> Result<(), ConduitError> {
+        if len > t.pool.bytes() {
             return Err(ConduitError::TagOnTooLarge {
                 len,
                 max: t.pool.bytes(),
@@ -372,17 +376,7 @@ impl Conduit for MemConduit {
     ) -> Result<(), ConduitError> {
         let t = self.sender(dest, ch, msg)?;
         let len = msg.payload.len();
-        if offset
-            .checked_add(len)
-            .is_none_or(|end| end > self.segment_bytes)
-        {
-            return Err(ConduitError::OutOfSegment {
-                rank: dest,
-                offset,
-                len,
-                segment_bytes: self.segment_bytes,
-            });
-        }
+        self.in_segment(dest, offset, len)?;
         let to = self.segments[dest].as_ptr();
         // Room first (`push_pair`): the data is never written for a frame that cannot
         // follow.
@@ -407,12 +401,7 @@ impl Conduit for MemConduit {
     ) -> Result<(), ConduitError> {
         let t = self.sender(dest, ch, msg)?;
         let len = msg.payload.len();
-        if len > t.pool.bytes() {
-            return Err(ConduitError::TagOnTooLarge {
-                len,
-                max: t.pool.bytes(),
-            });
-        }
+        Self::fits_tag_on(t, len)?;
         let mut cursor = t.pool_cursor.get();
         let Some(i) = t.pool.claim(&mut cursor) else {
             return Err(t.no_room(dest, ch)); // every block still in the receiver's hands
