@@ -96,6 +96,31 @@ pub(super) fn pump(net: &Net, shared: &Shared) {
     }
 }
 
+/// Posts an eager Active Message (`ucp_am_send_nbx`). `now`: UCX must complete it at
+/// once (or answer `UCS_ERR_NO_RESOURCE`), so the buffers need not outlive the call;
+/// otherwise the caller keeps them until the request it may return is done.
+fn post(net: &Net, dest: Rank, id: u32, header: &[u8], payload: &[u8], now: bool) -> StatusPtr {
+    let mut p = sys::ucp_request_param_t::empty();
+    p.op_attr_mask = sys::UCP_OP_ATTR_FIELD_FLAGS;
+    if now {
+        p.op_attr_mask |= sys::UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+    }
+    p.flags = sys::UCP_AM_SEND_FLAG_EAGER;
+    // SAFETY: a live endpoint; header and payload stay valid until the operation is
+    // done (the caller's contract, above).
+    StatusPtr::of(unsafe {
+        (net.ucp.ucp_am_send_nbx)(
+            net.eps[dest],
+            id,
+            header.as_ptr().cast(),
+            header.len(),
+            payload.as_ptr().cast(),
+            payload.len(),
+            &p,
+        )
+    })
+}
+
 /// Sends an Active Message that UCX must complete at once (its header and payload
 /// are not kept): `Err(UCS_ERR_NO_RESOURCE)` if it cannot now.
 pub(super) fn send_now(
@@ -106,28 +131,12 @@ pub(super) fn send_now(
     payload: &[u8],
 ) -> Result<(), sys::ucs_status_t> {
     let h = wire::as_bytes(header);
-    let mut p = sys::ucp_request_param_t::empty();
-    p.op_attr_mask = sys::UCP_OP_ATTR_FIELD_FLAGS | sys::UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
-    p.flags = sys::UCP_AM_SEND_FLAG_EAGER;
-    // SAFETY: a live endpoint; header and payload are read before the call returns
-    // (forced immediate completion).
-    let st = unsafe {
-        (net.ucp.ucp_am_send_nbx)(
-            net.eps[dest],
-            id,
-            h.as_ptr().cast(),
-            h.len(),
-            payload.as_ptr().cast(),
-            payload.len(),
-            &p,
-        )
-    };
-    match StatusPtr::of(st) {
+    match post(net, dest, id, &h, payload, true) {
         StatusPtr::Done => Ok(()),
         StatusPtr::Err(e) => Err(e),
         // Not expected with forced immediate completion; finish it before the
         // buffers go.
-        StatusPtr::Request(_) => net.wait(st, PATIENCE),
+        StatusPtr::Request(r) => net.wait(r, PATIENCE),
     }
 }
 
@@ -136,16 +145,8 @@ impl UcxConduit {
     pub(super) fn progress(&self) {
         pump(&self.net, &self.shared);
         let mut pending = self.pending.borrow_mut();
-        pending.retain(|&(req, _, _)| {
-            // SAFETY: a request of this worker, not yet freed.
-            let st = unsafe { (self.net.ucp.ucp_request_check_status)(req) };
-            if st == sys::UCS_INPROGRESS {
-                return true;
-            }
-            // SAFETY: complete; freed once.
-            unsafe { (self.net.ucp.ucp_request_free)(req) };
-            false
-        });
+        // A failed send is the peer's failure, which its endpoint reports.
+        pending.retain(|&(req, _, _)| self.net.done(req) == Ok(false));
     }
 
     /// Sends an Active Message whose header and payload UCX may read after this
@@ -163,22 +164,8 @@ impl UcxConduit {
             Err(e) => return Err(self.peer_failed(dest, e)),
         }
         let (h, p) = (wire::as_bytes(header), payload.to_vec());
-        let mut param = sys::ucp_request_param_t::empty();
-        param.op_attr_mask = sys::UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags = sys::UCP_AM_SEND_FLAG_EAGER;
-        // SAFETY: a live endpoint; the buffers are kept in `pending` until UCX is done.
-        let st = unsafe {
-            (self.net.ucp.ucp_am_send_nbx)(
-                self.net.eps[dest],
-                id,
-                h.as_ptr().cast(),
-                h.len(),
-                p.as_ptr().cast(),
-                p.len(),
-                &param,
-            )
-        };
-        match StatusPtr::of(st) {
+        // The copies stay in `pending` until UCX is done with them.
+        match post(&self.net, dest, id, &h, &p, false) {
             StatusPtr::Done => Ok(()),
             StatusPtr::Request(r) => {
                 self.pending.borrow_mut().push((r, h, p));
@@ -336,8 +323,7 @@ impl Drop for UcxConduit {
         while !self.pending.borrow().is_empty() && since.elapsed() < Duration::from_secs(5) {
             self.progress();
         }
-        let mut p = sys::ucp_request_param_t::empty();
-        p.op_attr_mask = 0;
+        let p = sys::ucp_request_param_t::empty();
         // SAFETY: a live worker.
         let req = unsafe { (self.net.ucp.ucp_worker_flush_nbx)(self.net.worker, &p) };
         let _ = self.net.wait(req, Duration::from_secs(5));

@@ -262,6 +262,27 @@ impl Net {
         unsafe { (self.ucp.ucp_worker_progress)(self.worker) != 0 }
     }
 
+    /// Tests a request of this worker: `Ok(true)` once it completed (it is then freed:
+    /// forget it), `Err` if it failed (freed too). A null request is done.
+    pub fn done(&self, req: *mut c_void) -> Result<bool, sys::ucs_status_t> {
+        if req.is_null() {
+            return Ok(true);
+        }
+        // SAFETY: a request of this worker, not yet freed (the caller's).
+        match unsafe { (self.ucp.ucp_request_check_status)(req) } {
+            sys::UCS_INPROGRESS => Ok(false),
+            st => {
+                // SAFETY: complete; freed once (the caller forgets it).
+                unsafe { (self.ucp.ucp_request_free)(req) };
+                if st == sys::UCS_OK {
+                    Ok(true)
+                } else {
+                    Err(st)
+                }
+            }
+        }
+    }
+
     /// Waits for `req` (a status pointer) to complete, progressing the worker, for at
     /// most `patience`.
     pub fn wait(
@@ -277,16 +298,13 @@ impl Net {
         let since = Instant::now();
         loop {
             self.progress();
-            // SAFETY: a request UCX returned, not yet freed.
-            let st = unsafe { (self.ucp.ucp_request_check_status)(req) };
-            if st != sys::UCS_INPROGRESS || since.elapsed() > patience {
-                // SAFETY: freed once; UCX completes it internally if still running.
+            if self.done(req)? {
+                return Ok(());
+            }
+            if since.elapsed() > patience {
+                // SAFETY: freed once; UCX completes it internally.
                 unsafe { (self.ucp.ucp_request_free)(req) };
-                return match st {
-                    sys::UCS_OK => Ok(()),
-                    sys::UCS_INPROGRESS => Err(sys::UCS_ERR_BUSY),
-                    e => Err(e),
-                };
+                return Err(sys::UCS_ERR_BUSY);
             }
         }
     }

@@ -215,30 +215,10 @@ impl UcxConduit {
         }
     }
 
-    /// Tests a request: `Ok(true)` once done.
-    fn done(&self, req: *mut c_void) -> Result<bool, sys::ucs_status_t> {
-        if req.is_null() {
-            return Ok(true);
-        }
-        // SAFETY: a request of this worker, not yet freed.
-        match unsafe { (self.net.ucp.ucp_request_check_status)(req) } {
-            sys::UCS_INPROGRESS => Ok(false),
-            st => {
-                // SAFETY: complete; freed once (the caller forgets it).
-                unsafe { (self.net.ucp.ucp_request_free)(req) };
-                if st == sys::UCS_OK {
-                    Ok(true)
-                } else {
-                    Err(st)
-                }
-            }
-        }
-    }
-
     /// Moves the worker flush on: completes the one in flight, begins one if `want`.
     fn step_flush(&self, ops: &mut Ops, want: bool) -> Result<(), ConduitError> {
         if let Some(req) = ops.flushing {
-            match self.done(req) {
+            match self.net.done(req) {
                 Ok(false) => return Ok(()),
                 Ok(true) => {}
                 Err(e) => {
@@ -282,14 +262,14 @@ impl UcxConduit {
                     token.0
                 )))
             }
-            Some(Op::Request { req, words }) => match self.done(*req) {
+            Some(Op::Request { req, words }) => match self.net.done(*req) {
                 Ok(false) => return Ok(None),
                 Ok(true) => Ok(words[1]),
                 Err(e) => Err(e),
             },
             Some(Op::Put { req, flush, .. }) => {
                 let flush = *flush;
-                match self.done(*req) {
+                match self.net.done(*req) {
                     Ok(false) => return Ok(None),
                     Ok(true) => *req = std::ptr::null_mut(),
                     Err(e) => {
@@ -328,7 +308,7 @@ impl UcxConduit {
                 let req = match slot {
                     Op::Put { req, .. } | Op::Request { req, .. } => req,
                 };
-                match self.done(*req) {
+                match self.net.done(*req) {
                     Ok(false) => busy = true,
                     Ok(true) | Err(_) => *req = std::ptr::null_mut(), // answered by op_test
                 }

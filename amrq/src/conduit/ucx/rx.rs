@@ -45,7 +45,7 @@ pub fn shared_charge(nargs: usize, len: usize) -> u64 {
 }
 
 /// Per (channel, source) of the local queues.
-#[derive(Debug, Default, Clone)]
+#[derive(Default)]
 struct RingCredit {
     /// Where the source's proxy has pushed to (per-sender rings).
     tail: u64,
@@ -53,8 +53,8 @@ struct RingCredit {
     returned: u64,
     /// Shared rings: the charges last sent.
     sent: u64,
-    /// Frames wait in the overflow queue.
-    held: VecDeque<usize>,
+    /// Frames that found the ring full, in order.
+    held: VecDeque<Held>,
 }
 
 /// The local queues and their bookkeeping (behind the mutex of [`Shared`]).
@@ -67,8 +67,8 @@ pub struct Local {
     proxies: Vec<MemConduit>,
     interrupt_channel: Option<Channel>,
     rings: Vec<RingCredit>,
-    held: Vec<Held>,
-    free_held: Vec<usize>,
+    /// Frames held in all the rings' overflow queues.
+    held: usize,
     /// Rings to look at for credits to return (channel × ranks + source).
     dirty: Vec<usize>,
     /// Per shared channel: (end of a frame in the ring, its source, its charge).
@@ -126,9 +126,10 @@ impl Shared {
                 base,
                 proxies,
                 interrupt_channel,
-                rings: vec![RingCredit::default(); channels * size],
-                held: Vec::new(),
-                free_held: Vec::new(),
+                rings: (0..channels * size)
+                    .map(|_| RingCredit::default())
+                    .collect(),
+                held: 0,
                 dirty: Vec::new(),
                 shared_log: vec![VecDeque::new(); channels],
                 tag_on_out: vec![(0, 0); size],
@@ -165,8 +166,18 @@ impl Shared {
             .arrived(&self.faults, head, &args[..nargs], payload);
     }
 
+    /// One of the conduit's own messages arrived (AM id `id`).
+    pub fn on_header(&self, id: u32, header: &[u8]) {
+        match id {
+            wire::AM_CREDIT => self.on_credit(header),
+            wire::AM_COLL => self.on_coll(header),
+            wire::AM_BYE => self.on_bye(header),
+            _ => {}
+        }
+    }
+
     /// A credit arrived.
-    pub fn on_credit(&self, header: &[u8]) {
+    fn on_credit(&self, header: &[u8]) {
         let w: Vec<u64> = wire::words(header).collect();
         let (Some(&src), Some(&what), Some(&value)) = (w.first(), w.get(1), w.get(2)) else {
             return;
@@ -188,7 +199,7 @@ impl Shared {
     }
 
     /// A setup collective's message arrived.
-    pub fn on_coll(&self, header: &[u8]) {
+    fn on_coll(&self, header: &[u8]) {
         let w: Vec<u64> = wire::words(header).collect();
         if let (Some(&src), Some(&epoch), Some(&value)) = (w.first(), w.get(1), w.get(2)) {
             self.local().coll.insert((epoch, src as Rank), value);
@@ -196,7 +207,7 @@ impl Shared {
     }
 
     /// A peer said goodbye: it sends nothing more.
-    pub fn on_bye(&self, header: &[u8]) {
+    fn on_bye(&self, header: &[u8]) {
         if let Some(src) = wire::words(header).next() {
             // ORDERING: Release: the frames before the goodbye were pushed into the
             // local queues above; pairs with the Acquire load in `has_left`.
@@ -263,12 +274,7 @@ impl Local {
         msg: &Message<'_>,
         offset: usize,
     ) -> Result<(), ConduitError> {
-        let p = &self.proxies[self.me];
-        match kind {
-            Kind::Medium => p.try_send(self.me, ch, msg),
-            Kind::Long => p.try_send_long(self.me, ch, msg, offset),
-            Kind::TagOn => p.try_send_tag_on(self.me, ch, msg),
-        }
+        through(&self.proxies[self.me], self.me, kind, ch, msg, offset)
     }
 
     /// The (channel × ranks + source) of the ring a frame goes into: a frame flagged
@@ -283,22 +289,12 @@ impl Local {
     }
 
     fn hold(&mut self, key: usize, head: wire::FrameHead, args: &[u64], payload: &[u8]) {
-        let h = Held {
+        self.rings[key].held.push_back(Held {
             head,
             args: args.to_vec(),
             payload: payload.to_vec(),
-        };
-        let i = match self.free_held.pop() {
-            Some(i) => {
-                self.held[i] = h;
-                i
-            }
-            None => {
-                self.held.push(h);
-                self.held.len() - 1
-            }
-        };
-        self.rings[key].held.push_back(i);
+        });
+        self.held += 1;
         self.dirty.push(key);
     }
 
@@ -319,12 +315,8 @@ impl Local {
             args,
             payload,
         };
-        let p = &self.proxies[src];
-        let sent = match head.kind {
-            Kind::Medium => p.try_send(self.me, ch, &msg),
-            Kind::Long => p.try_send_long(self.me, ch, &msg, head.offset as usize),
-            Kind::TagOn => p.try_send_tag_on(self.me, ch, &msg),
-        };
+        let offset = head.offset as usize;
+        let sent = through(&self.proxies[src], self.me, head.kind, ch, &msg, offset);
         match sent {
             Ok(()) => {
                 self.pushed(key, head.kind, args.len(), payload.len());
@@ -375,31 +367,21 @@ impl Local {
     /// Moves held frames into rings that have room again, in order.
     pub fn retry_held(&mut self, faults: &crate::conduit::FaultLog) {
         for key in 0..self.rings.len() {
-            while let Some(&i) = self.rings[key].held.front() {
-                let head = self.held[i].head;
-                let h = std::mem::replace(
-                    &mut self.held[i],
-                    Held {
-                        head,
-                        args: Vec::new(),
-                        payload: Vec::new(),
-                    },
-                );
+            while let Some(h) = self.rings[key].held.pop_front() {
                 if let Err(ConduitError::Busy) =
                     self.push(faults, key, &h.head, &h.args, &h.payload)
                 {
-                    self.held[i] = h;
+                    self.rings[key].held.push_front(h);
                     break;
                 }
-                self.rings[key].held.pop_front();
-                self.free_held.push(i);
+                self.held -= 1;
             }
         }
     }
 
     /// True if frames wait for room.
     pub fn holds(&self) -> bool {
-        self.free_held.len() < self.held.len()
+        self.held > 0
     }
 
     /// The credits due to peers, booked as returned: send each (see [`Due`]), and hand
@@ -506,6 +488,22 @@ impl Local {
             Undo::Shared { key, before } => self.rings[key].sent = before,
             Undo::TagOn { src, before } => self.tag_on_out[src] = before,
         }
+    }
+}
+
+/// Pushes a frame of `kind` into `me`'s queues through the endpoint `p` of its sender.
+fn through(
+    p: &MemConduit,
+    me: Rank,
+    kind: Kind,
+    ch: Channel,
+    msg: &Message<'_>,
+    offset: usize,
+) -> Result<(), ConduitError> {
+    match kind {
+        Kind::Medium => p.try_send(me, ch, msg),
+        Kind::Long => p.try_send_long(me, ch, msg, offset),
+        Kind::TagOn => p.try_send_tag_on(me, ch, msg),
     }
 }
 

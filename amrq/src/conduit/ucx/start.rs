@@ -92,9 +92,9 @@ pub fn open(
     )?;
     for (id, cb) in [
         (wire::AM_FRAME, on_frame as sys::ucp_am_recv_callback_t),
-        (wire::AM_CREDIT, on_credit),
-        (wire::AM_COLL, on_coll),
-        (wire::AM_BYE, on_bye),
+        (wire::AM_CREDIT, on_header::<{ wire::AM_CREDIT }>),
+        (wire::AM_COLL, on_header::<{ wire::AM_COLL }>),
+        (wire::AM_BYE, on_header::<{ wire::AM_BYE }>),
     ] {
         let p = sys::ucp_am_handler_param_t {
             field_mask: sys::UCP_AM_HANDLER_PARAM_FIELD_ID
@@ -210,7 +210,9 @@ unsafe extern "C" fn on_frame(
     sys::UCS_OK
 }
 
-unsafe extern "C" fn on_credit(
+/// The callback of the conduit's own messages (AM id `ID`: credits, collectives,
+/// goodbyes), whose header is all they carry.
+unsafe extern "C" fn on_header<const ID: u32>(
     arg: *mut c_void,
     header: *const c_void,
     header_length: usize,
@@ -219,33 +221,7 @@ unsafe extern "C" fn on_credit(
     _: *const sys::ucp_am_recv_param_t,
 ) -> ucs_status_t {
     // SAFETY: as in `on_frame`.
-    unsafe { shared(arg).on_credit(bytes(header, header_length)) };
-    sys::UCS_OK
-}
-
-unsafe extern "C" fn on_coll(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    _: *mut c_void,
-    _: usize,
-    _: *const sys::ucp_am_recv_param_t,
-) -> ucs_status_t {
-    // SAFETY: as in `on_frame`.
-    unsafe { shared(arg).on_coll(bytes(header, header_length)) };
-    sys::UCS_OK
-}
-
-unsafe extern "C" fn on_bye(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    _: *mut c_void,
-    _: usize,
-    _: *const sys::ucp_am_recv_param_t,
-) -> ucs_status_t {
-    // SAFETY: as in `on_frame`.
-    unsafe { shared(arg).on_bye(bytes(header, header_length)) };
+    unsafe { shared(arg).on_header(ID, bytes(header, header_length)) };
     sys::UCS_OK
 }
 
