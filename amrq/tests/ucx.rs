@@ -9,16 +9,11 @@ use amrq::conduit::ucx::{self, UcxConduit};
 use amrq::conduit::{ChannelSpec, Conduit, ConduitSpec, Started};
 use std::time::{Duration, Instant};
 
+#[path = "common/ucx.rs"]
+mod common_ucx;
+
 fn job(ranks: usize) -> Option<Vec<UcxConduit>> {
-    if let Err(why) = ucx::available() {
-        if std::env::var_os("AMRQ_REQUIRE_UCX").is_some() {
-            panic!("AMRQ_REQUIRE_UCX is set and UCX cannot be used: {why}");
-        }
-        eprintln!("skipped: {why}");
-        return None;
-    }
-    let settings =
-        [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.to_string(), v.to_string()));
+    let settings = common_ucx::loopback_or_skip("this UCX test")?;
     let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
     Some(ucx::threads(ranks, &spec, &settings).expect("a UCX job over tcp"))
 }

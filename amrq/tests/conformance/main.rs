@@ -15,6 +15,8 @@ mod deferred;
 #[path = "../common/marker.rs"]
 mod marker;
 mod run;
+#[path = "../common/ucx.rs"]
+mod ucx;
 
 /// The tests of every case for one conduit: `suite!(name, runner, ranks)`, where
 /// `runner(test_name, ranks, case)` starts a job of that conduit running the case.

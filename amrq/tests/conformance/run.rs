@@ -169,16 +169,10 @@ fn die_combined(c: Both) {
 /// over tcp on the loopback device (so the network path is taken inside one host);
 /// skipped, saying so, where UCX is not installed.
 pub fn ucx_threads(test: &str, ranks: usize, case: Case<UcxConduit>) {
-    if let Err(why) = amrq::conduit::ucx::available() {
-        if std::env::var_os("AMRQ_REQUIRE_UCX").is_some() {
-            panic!("AMRQ_REQUIRE_UCX is set and UCX cannot be used: {why}");
-        }
-        eprintln!("{test}: skipped: {why}");
+    let Some(settings) = super::ucx::loopback_or_skip(test) else {
         return;
-    }
+    };
     let _g = one_at_a_time();
-    let settings =
-        [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.to_string(), v.to_string()));
     let eps = amrq::conduit::ucx::threads(ranks, &spec(), &settings).expect("endpoints");
     let boots = |c: &UcxConduit| vec![(c.boot().clone(), c.rank())];
     on_threads(eps, boots, &Job { die: die_ucx }, case);
