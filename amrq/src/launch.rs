@@ -9,11 +9,17 @@
 //!   [`crate::bootstrap::shm`]), so there is nothing to clean up after any of them.
 //! - [`joined`] tells a process whether a launcher placed it in a job (amrun, or mpirun
 //!   and srun, see [`crate::bootstrap::env`]) and if so attaches it.
+//! - [`Hosts`] spreads the ranks over several hosts (`amrun --hosts`): each rank runs
+//!   through a command template (`ssh {host}`, `ip netns exec {host}`) and joins the job
+//!   at rank 0's TCP rendezvous; the key travels on the rank's standard input, never in
+//!   a command line.
 //! - [`launch`] is both: a program started by hand re-executes itself as N ranks (no
 //!   `fork` of a multi-threaded process), while the same binary started by `amrun` joins
 //!   that job, so a job never nests into N × N ranks.
 
-use crate::bootstrap::env::{detect, ENV_ID, ENV_KEY, ENV_RANK, ENV_SIZE};
+use crate::bootstrap::env::{
+    detect, ENV_HOST, ENV_ID, ENV_KEY, ENV_RANK, ENV_RENDEZVOUS, ENV_SIZE, KEY_ON_STDIN,
+};
 use crate::bootstrap::fault;
 use crate::bootstrap::liveness::signal_name;
 use crate::bootstrap::{BootError, JobKey};
@@ -108,6 +114,95 @@ pub struct Launcher {
     pub quiet: bool,
     /// More environment for every rank.
     pub env: Vec<(String, String)>,
+    /// Ranks on several hosts; `None`: every rank on this host.
+    pub hosts: Option<Hosts>,
+}
+
+/// Where the ranks of a job across hosts run, and how to start a command on a host.
+///
+/// ```
+/// use amrq::launch::Hosts;
+/// let h = Hosts::new("h0:2,h1:2", "ip netns exec {host}", Some("169.254.7.1:4000")).unwrap();
+/// assert_eq!(h.ranks(), 4);
+/// assert_eq!(h.host_of(2), "h1");
+/// assert_eq!(h.rendezvous, "169.254.7.1:4000");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hosts {
+    /// Each host's name and its number of ranks, in rank order (ranks fill a host,
+    /// then the next).
+    pub hosts: Vec<(String, usize)>,
+    /// The words of the command that runs a command on a host, `{host}` in them
+    /// replaced by the host's name. The rank's command follows as separate words: a
+    /// template that goes through a remote shell (ssh) sees them joined by spaces.
+    pub exec: Vec<String>,
+    /// Rank 0's rendezvous, `HOST:PORT`, which every host must reach over TCP.
+    pub rendezvous: String,
+}
+
+impl Hosts {
+    /// Reads a host list (`name[:ranks],…`, one rank if the count is left out), a
+    /// command template with `{host}` in it, and rank 0's rendezvous (`ADDR:PORT`, or
+    /// `ADDR` and a random port from the dynamic range; default: the first host's name).
+    pub fn new(list: &str, exec: &str, rendezvous: Option<&str>) -> Result<Self, LaunchError> {
+        let bad = |why: String| LaunchError::Config(why);
+        let hosts = list
+            .split(',')
+            .map(|item| {
+                let (name, count) = match item.rsplit_once(':') {
+                    Some((n, c)) => (n, c.parse::<usize>().ok().filter(|&c| c > 0)),
+                    None => (item, Some(1)),
+                };
+                match (name.trim(), count) {
+                    ("", _) | (_, None) => Err(bad(format!(
+                        "--hosts {list}: {item:?} is not NAME or NAME:RANKS (RANKS at least 1)"
+                    ))),
+                    (n, Some(c)) => Ok((n.to_string(), c)),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if !exec.contains("{host}") {
+            return Err(bad(format!(
+                "--exec {exec:?} has no {{host}} in it: give the command that runs a command on \
+                 a host, such as 'ssh {{host}}' or 'ip netns exec {{host}}'"
+            )));
+        }
+        let port = || {
+            let r = crate::bootstrap::key::random_bytes::<2>().unwrap_or([7, 7]);
+            49152 + u16::from_le_bytes(r) % 16384
+        };
+        let rendezvous = match rendezvous {
+            Some(r) if r.parse::<std::net::SocketAddr>().is_ok() => r.to_string(),
+            Some(r) if r.contains(':') && !r.contains("::") => r.to_string(),
+            Some(r) => format!("{r}:{}", port()),
+            None => format!("{}:{}", hosts[0].0, port()),
+        };
+        Ok(Self {
+            hosts,
+            exec: exec.split_whitespace().map(String::from).collect(),
+            rendezvous,
+        })
+    }
+
+    /// Ranks in all.
+    pub fn ranks(&self) -> usize {
+        self.hosts.iter().map(|(_, n)| n).sum()
+    }
+
+    /// The host of `rank`.
+    ///
+    /// # Panics
+    /// If `rank` is not below [`Hosts::ranks`].
+    pub fn host_of(&self, rank: usize) -> &str {
+        let mut first = 0;
+        for (name, n) in &self.hosts {
+            if rank < first + n {
+                return name;
+            }
+            first += n;
+        }
+        panic!("rank {rank} is not one of {} ranks", self.ranks())
+    }
 }
 
 impl Launcher {
@@ -133,12 +228,14 @@ impl Launcher {
             verbose: true,
             quiet: false,
             env: Vec::new(),
+            hosts: None,
         }
     }
 
-    /// True if the ranks will be pinned one per core.
+    /// True if the ranks will be pinned one per core (never across hosts: amrun cannot
+    /// pin a process another host runs).
     pub fn pins(&self) -> bool {
-        self.bind == Bind::Cores && self.ranks <= allowed_cores().len()
+        self.bind == Bind::Cores && self.hosts.is_none() && self.ranks <= allowed_cores().len()
     }
 
     /// Runs `program args…` as every rank and waits for the job to end.
@@ -148,9 +245,19 @@ impl Launcher {
                 "a job needs at least one rank (-n 1 or more)".into(),
             ));
         }
+        if let Some(h) = &self.hosts {
+            if h.ranks() != self.ranks {
+                return Err(LaunchError::Config(format!(
+                    "-n {} disagrees with the hosts' {} ranks ({})",
+                    self.ranks,
+                    h.ranks(),
+                    h.hosts.iter().map(|(n, c)| format!("{n}:{c}")).collect::<Vec<_>>().join(",")
+                )));
+            }
+        }
         let cores = allowed_cores();
         let pinned = self.pins();
-        if self.verbose && self.bind == Bind::Cores && !pinned {
+        if self.verbose && self.bind == Bind::Cores && !pinned && self.hosts.is_none() {
             eprintln!(
                 "amrun: {} ranks on {} cores: oversubscribed, ranks are not pinned (waits spin briefly, then sleep)",
                 self.ranks,
@@ -202,6 +309,9 @@ impl Launcher {
         program: &OsStr,
         args: &[OsString],
     ) -> std::io::Result<Child> {
+        if let Some(hosts) = &self.hosts {
+            return self.spawn_on(hosts, rank, group, program, args);
+        }
         let mut cmd = Command::new(program);
         cmd.args(args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -213,6 +323,55 @@ impl Launcher {
                 "AMRQ_PINNED",
                 cpu.map_or("none".to_string(), |c| format!("core {c}")),
             );
+        self.start(cmd, cpu, group)
+    }
+
+    /// Starts rank `rank` on its host: `TEMPLATE env VARS… PROGRAM ARGS…`, where VARS
+    /// are the rank's place, the launcher's extra environment and this process's
+    /// `UCX_*` and `AMRQ_*` settings (a remote shell does not pass the environment on),
+    /// and the key is written to the rank's standard input.
+    fn spawn_on(
+        &self,
+        hosts: &Hosts,
+        rank: usize,
+        group: libc::pid_t,
+        program: &OsStr,
+        args: &[OsString],
+    ) -> std::io::Result<Child> {
+        let host = hosts.host_of(rank);
+        let words: Vec<String> = hosts.exec.iter().map(|w| w.replace("{host}", host)).collect();
+        let mut cmd = Command::new(&words[0]);
+        cmd.args(&words[1..]).arg("env");
+        let fixed = [
+            (ENV_RANK, rank.to_string()),
+            (ENV_SIZE, self.ranks.to_string()),
+            (ENV_ID, self.id.clone()),
+            (ENV_KEY, KEY_ON_STDIN.to_string()),
+            (ENV_HOST, host.to_string()),
+            (ENV_RENDEZVOUS, hosts.rendezvous.clone()),
+            ("AMRQ_PINNED", "none".to_string()),
+        ];
+        let settings = std::env::vars()
+            .filter(|(k, _)| k.starts_with("UCX_") || k.starts_with("AMRQ_"))
+            .filter(|(k, _)| !fixed.iter().any(|(f, _)| f == k));
+        for (k, v) in settings.chain(self.env.iter().cloned()) {
+            cmd.arg(format!("{k}={v}"));
+        }
+        for (k, v) in fixed {
+            cmd.arg(format!("{k}={v}"));
+        }
+        cmd.arg(program).args(args).stdin(Stdio::piped());
+        let mut child = self.start(cmd, None, group)?;
+        if let Some(mut stdin) = child.stdin.take() {
+            // A rank that is gone already shows as failed in `watch`.
+            let _ = writeln!(stdin, "{}", self.key);
+        }
+        Ok(child)
+    }
+
+    /// Spawns `cmd` in the job's process group, dying with the launcher, pinned to
+    /// `cpu` if given.
+    fn start(&self, mut cmd: Command, cpu: Option<usize>, group: libc::pid_t) -> std::io::Result<Child> {
         if self.quiet {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
         } else if self.label {

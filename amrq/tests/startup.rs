@@ -615,6 +615,8 @@ fn too_little_memory_says_what_is_needed_free_and_what_to_change() {
         id: fresh_id("too-big"),
         key: JobKey::random().expect("random"),
         launcher: "test",
+        host: "here".into(),
+        rendezvous: None,
     };
     let e = amrq::conduit::shm::attach(&place, &cfg.conduit_spec(), Duration::from_secs(1))
         .expect_err("cannot fit")

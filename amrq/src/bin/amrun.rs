@@ -1,13 +1,16 @@
-//! `amrun`: start N ranks of a program on this host, like `mpirun`.
+//! `amrun`: start N ranks of a program on this host, or on several hosts, like `mpirun`.
 //!
 //! ```text
 //! amrun -n N [--bind cores|none] [--timeout SECS] [--label] [--print-config] PROGRAM ARGS…
+//! amrun [-n N] --hosts h0:2,h1:2 [--exec 'ssh {host}'] [--rendezvous ADDR[:PORT]] PROGRAM ARGS…
 //! ```
 //! Each rank gets `AMRQ_RANK`, `AMRQ_SIZE`, a fresh `AMRQ_JOB_ID` and a fresh random
 //! `AMRQ_JOB_KEY`. Ranks are
 //! pinned one per core when they fit. When a rank fails, the others are ended within
 //! 2 s and amrun exits with that rank's status (128 + signal if it was killed). Programs
-//! that do not use amrq can be launched too.
+//! that do not use amrq can be launched too. With `--hosts`, each rank runs through the
+//! `--exec` template on its host and joins at rank 0's TCP rendezvous
+//! (see `amrq::launch::Hosts`).
 
 fn main() {
     // Under `--cfg amrq_loom` the library holds only the ring (for the loom models).
@@ -18,7 +21,7 @@ fn main() {
 #[cfg(not(amrq_loom))]
 mod cli {
     use amrq::config::Source;
-    use amrq::launch::{Bind, Launcher};
+    use amrq::launch::{Bind, Hosts, Launcher};
     use clap::{Parser, ValueEnum};
     use std::ffi::OsString;
     use std::time::Duration;
@@ -31,13 +34,25 @@ mod cli {
         None,
     }
 
-    /// Start N ranks of PROGRAM on this host.
+    /// Start N ranks of PROGRAM on this host, or on several hosts.
     #[derive(Debug, Parser)]
     #[command(name = "amrun", version, about)]
     struct Args {
-        /// Number of ranks.
+        /// Number of ranks (with --hosts: may be left out; must equal the hosts' sum).
         #[arg(short = 'n', long = "np", value_name = "N")]
-        ranks: usize,
+        ranks: Option<usize>,
+        /// Run the ranks on these hosts, in rank order: NAME[:RANKS],… (one rank if
+        /// RANKS is left out). Ranks join at rank 0's TCP rendezvous, over UCX.
+        #[arg(long, value_name = "LIST")]
+        hosts: Option<String>,
+        /// The command that runs a command on a host; {host} is replaced by the host's
+        /// name ('ip netns exec {host}' for network-namespace hosts).
+        #[arg(long, value_name = "TEMPLATE", default_value = "ssh {host}", requires = "hosts")]
+        exec: String,
+        /// Rank 0's rendezvous, ADDR[:PORT], reachable over TCP from every host
+        /// (default: the first host's name and a random port).
+        #[arg(long, value_name = "ADDR[:PORT]", requires = "hosts")]
+        rendezvous: Option<String>,
         /// How ranks are bound to cores.
         #[arg(long, value_enum, default_value = "cores")]
         bind: BindArg,
@@ -61,7 +76,29 @@ mod cli {
 
     pub fn main() {
         let args = Args::parse();
-        let mut launcher = Launcher::new(args.ranks);
+        let fail = |e: String| -> ! {
+            eprintln!("amrun: {e}");
+            std::process::exit(2)
+        };
+        let hosts = match &args.hosts {
+            Some(list) => Some(
+                Hosts::new(list, &args.exec, args.rendezvous.as_deref())
+                    .unwrap_or_else(|e| fail(e.to_string())),
+            ),
+            None => None,
+        };
+        let ranks = match (args.ranks, &hosts) {
+            (Some(n), Some(h)) if n != h.ranks() => fail(format!(
+                "-n {n} disagrees with --hosts {}, which has {} ranks: leave -n out, or make them agree",
+                args.hosts.as_deref().unwrap_or_default(),
+                h.ranks()
+            )),
+            (Some(n), _) => n,
+            (None, Some(h)) => h.ranks(),
+            (None, None) => fail("give the number of ranks (-n N) or the hosts (--hosts LIST)".into()),
+        };
+        let mut launcher = Launcher::new(ranks);
+        launcher.hosts = hosts;
         launcher.bind = match args.bind {
             BindArg::Cores => Bind::Cores,
             BindArg::None => Bind::None,
@@ -97,8 +134,10 @@ mod cli {
         let cores = amrq::util::affinity::allowed_cores().len();
         let flag = |given: bool| if given { "flag" } else { "default" };
         println!("amrun configuration:");
-        println!("  ranks          {:<12} (flag -n)", l.ranks);
+        let from = if args.ranks.is_some() { "flag -n" } else { "the hosts' sum" };
+        println!("  ranks          {:<12} ({from})", l.ranks);
         let bind = match l.bind {
+            _ if l.hosts.is_some() => "not pinned (amrun cannot pin a rank another host runs)".into(),
             Bind::Cores if l.pins() => format!(
                 "cores ({} ranks on {cores} cores: rank i on core i)",
                 l.ranks
@@ -118,6 +157,12 @@ mod cli {
             None => println!("  timeout        none (default)"),
         }
         println!("  label          {} ({})", l.label, flag(args.label));
+        if let Some(h) = &l.hosts {
+            let list: Vec<String> = h.hosts.iter().map(|(n, c)| format!("{n}:{c}")).collect();
+            println!("  hosts          {} (flag --hosts)", list.join(","));
+            println!("  exec           {} (--exec)", h.exec.join(" "));
+            println!("  rendezvous     {} (TCP, rank 0's host)", h.rendezvous);
+        }
         println!(
             "  job id         {} (fresh; the key is fresh random and secret)",
             l.id
@@ -146,6 +191,10 @@ mod cli {
                 "  {:<14} {value} ({from})",
                 name.trim_start_matches("AMRQ_").to_lowercase()
             );
+        }
+        if l.hosts.is_some() {
+            println!("  conduit        UCX between ranks (no shared memory across hosts)");
+            return;
         }
         match amrq::conduit::shm::job_bytes(l.ranks, &cfg.conduit_spec()) {
             Ok((total, block, rings, segs)) => {

@@ -9,6 +9,12 @@
 //!
 //! (`amrun` also sets `AMRQ_PINNED` to `core N` or `none`, for reports.)
 //!
+//! Ranks on several hosts also need `AMRQ_RENDEZVOUS`, rank 0's `HOST:PORT` where the
+//! others join (see [`super::network`]), and may say their host's name in `AMRQ_HOST`
+//! (default: the kernel's host name). `amrun --hosts` sets both, and hands over the key
+//! on the rank's standard input (`AMRQ_JOB_KEY=-`), since a remote shell would show it
+//! to every user of that host in the command line.
+//!
 //! A job has a public id (where its ranks meet) and a secret key (how they know each
 //! other; see [`super::key`]). `amrun` hands out a fresh id and a fresh random key.
 //! Under the other launchers the id is the launcher's job id, and the key is derived
@@ -25,6 +31,12 @@ pub const ENV_SIZE: &str = "AMRQ_SIZE";
 pub const ENV_KEY: &str = "AMRQ_JOB_KEY";
 /// Job id variable set by `amrun` and `amrq::launch` (public).
 pub const ENV_ID: &str = "AMRQ_JOB_ID";
+/// Rank 0's rendezvous `HOST:PORT` for ranks on several hosts.
+pub const ENV_RENDEZVOUS: &str = "AMRQ_RENDEZVOUS";
+/// The name of this rank's host, as the launcher calls it.
+pub const ENV_HOST: &str = "AMRQ_HOST";
+/// The [`ENV_KEY`] value that says: read the key from the first line of standard input.
+pub const KEY_ON_STDIN: &str = "-";
 
 /// This process's place in a job, as its launcher said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +51,10 @@ pub struct Place {
     pub key: JobKey,
     /// Which launcher said so.
     pub launcher: &'static str,
+    /// This rank's host: [`ENV_HOST`], else the kernel's host name.
+    pub host: String,
+    /// Rank 0's rendezvous across hosts ([`ENV_RENDEZVOUS`]), if any.
+    pub rendezvous: Option<String>,
 }
 
 fn var(k: &str) -> Option<String> {
@@ -68,8 +84,12 @@ pub fn detect() -> Result<Option<Place>, BootError> {
             .ok_or_else(|| BootError::Env(format!("{ENV_RANK} is set but {ENV_SIZE} is not")))?;
         let key = var(ENV_KEY)
             .ok_or_else(|| BootError::Env(format!("{ENV_RANK} is set but {ENV_KEY} is not")))?;
-        let key = JobKey::parse(&key)
-            .ok_or_else(|| BootError::Env(format!("{ENV_KEY}: expected 32 hex digits")))?;
+        let key = if key == KEY_ON_STDIN {
+            key_from_stdin()?
+        } else {
+            JobKey::parse(&key)
+                .ok_or_else(|| BootError::Env(format!("{ENV_KEY}: expected 32 hex digits")))?
+        };
         let id = var(ENV_ID)
             .ok_or_else(|| BootError::Env(format!("{ENV_RANK} is set but {ENV_ID} is not")))?;
         return place(
@@ -134,5 +154,52 @@ fn place(
         id,
         key,
         launcher,
+        host: var(ENV_HOST).unwrap_or_else(host_name),
+        rendezvous: var(ENV_RENDEZVOUS),
     }))
+}
+
+/// The kernel's name for this host.
+fn host_name() -> String {
+    let mut b = [0u8; 256];
+    // SAFETY: gethostname writes at most `b.len()` bytes into `b`.
+    let ok = unsafe { libc::gethostname(b.as_mut_ptr().cast(), b.len()) } == 0;
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    match ok {
+        true => String::from_utf8_lossy(&b[..end]).into_owned(),
+        false => "localhost".into(),
+    }
+}
+
+/// The key `amrun --hosts` writes as the first line of a rank's standard input: read
+/// once (byte by byte, so nothing after the line is taken from the program), then
+/// remembered for later calls.
+fn key_from_stdin() -> Result<JobKey, BootError> {
+    static KEY: std::sync::OnceLock<Result<JobKey, String>> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let mut line = Vec::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while line.len() < 64 && std::time::Instant::now() < deadline {
+            let mut p = libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd.
+            if unsafe { libc::poll(&mut p, 1, 100) } <= 0 {
+                continue;
+            }
+            let mut c = 0u8;
+            // SAFETY: reading one byte into `c`.
+            match unsafe { libc::read(0, (&mut c as *mut u8).cast(), 1) } {
+                1 if c == b'\n' => break,
+                1 => line.push(c),
+                _ => break, // end of input
+            }
+        }
+        std::str::from_utf8(&line)
+            .ok()
+            .and_then(|l| JobKey::parse(l.trim()))
+            .ok_or_else(|| {
+                format!("{ENV_KEY}={KEY_ON_STDIN}, but standard input did not start with the key's 32 hex digits within 10 s")
+            })
+    })
+    .clone()
+    .map_err(BootError::Env)
 }

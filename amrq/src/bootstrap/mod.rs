@@ -4,7 +4,8 @@
 //! Ranks as threads share a [`ThreadsBoot`]; ranks as processes learn their place from
 //! the launcher's environment ([`env`](mod@env)), prove they belong to the job
 //! ([`key`], [`rendezvous`]) and meet in the job's shared memory ([`shm`](mod@shm)),
-//! watching each other's processes ([`liveness`]). [`fault`] points let tests crash
+//! watching each other's processes ([`liveness`]); ranks on several hosts meet at rank
+//! 0's TCP rendezvous instead ([`network`]). [`fault`] points let tests crash
 //! any step of it.
 
 pub mod env;
@@ -12,6 +13,7 @@ mod error;
 pub mod fault;
 pub mod key;
 pub mod liveness;
+pub mod network;
 pub mod rendezvous;
 pub mod secret;
 pub mod shm;
@@ -20,6 +22,7 @@ mod threads;
 
 pub use error::BootError;
 pub use key::JobKey;
+pub use network::NetJob;
 pub use shm::ShmJob;
 pub use threads::ThreadsBoot;
 
@@ -32,6 +35,8 @@ pub enum Boot {
     Threads(Arc<ThreadsBoot>),
     /// Ranks are processes of this host, meeting in shared memory.
     Shm(Arc<ShmJob>),
+    /// Ranks are processes on several hosts, meeting at rank 0's TCP rendezvous.
+    Net(Arc<NetJob>),
 }
 
 impl Boot {
@@ -40,6 +45,7 @@ impl Boot {
         match self {
             Boot::Threads(b) => b.allgather(rank, mine),
             Boot::Shm(j) => j.allgather(mine),
+            Boot::Net(j) => j.allgather(mine),
         }
     }
 
@@ -48,6 +54,7 @@ impl Boot {
         match self {
             Boot::Threads(b) => b.check_peers(),
             Boot::Shm(j) => j.check_peers(),
+            Boot::Net(j) => j.check_peers(),
         }
     }
 
@@ -57,6 +64,8 @@ impl Boot {
         match self {
             Boot::Threads(b) => b.has_left(rank),
             Boot::Shm(j) => j.has_left(rank),
+            // Across hosts the conduit hears goodbyes itself (the UCX conduit's BYE).
+            Boot::Net(_) => false,
         }
     }
 
@@ -78,6 +87,11 @@ impl Boot {
                     j.mark_failed(&cause)
                 }
             }
+            Boot::Net(j) => {
+                if rank == j.rank() {
+                    j.mark_failed(&cause)
+                }
+            }
         }
     }
 
@@ -86,6 +100,7 @@ impl Boot {
         match self {
             Boot::Threads(b) => b.barrier(),
             Boot::Shm(j) => j.barrier(),
+            Boot::Net(j) => j.barrier(),
         }
     }
 }

@@ -26,25 +26,25 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::{Duration, Instant};
 
-const HELLO: u64 = u64::from_le_bytes(*b"amrqHEL1");
-const CHALLENGE: u64 = u64::from_le_bytes(*b"amrqCHL1");
-const PROOF: u64 = u64::from_le_bytes(*b"amrqPRF1");
-const VERDICT: u64 = u64::from_le_bytes(*b"amrqVRD1");
+pub(super) const HELLO: u64 = u64::from_le_bytes(*b"amrqHEL1");
+pub(super) const CHALLENGE: u64 = u64::from_le_bytes(*b"amrqCHL1");
+pub(super) const PROOF: u64 = u64::from_le_bytes(*b"amrqPRF1");
+pub(super) const VERDICT: u64 = u64::from_le_bytes(*b"amrqVRD1");
 
-const HELLO_BYTES: usize = 40;
-const CHALLENGE_BYTES: usize = 24;
-const PROOF_BYTES: usize = 56;
-const REASON_BYTES: usize = 256;
-const VERDICT_BYTES: usize = 48 + REASON_BYTES;
+pub(super) const HELLO_BYTES: usize = 40;
+pub(super) const CHALLENGE_BYTES: usize = 24;
+pub(super) const PROOF_BYTES: usize = 56;
+pub(super) const REASON_BYTES: usize = 256;
+pub(super) const VERDICT_BYTES: usize = 48 + REASON_BYTES;
 
 /// How long rank 0 gives one connection to say its part: a silent process cannot
 /// hold the door for longer.
-const ANSWER_WITHIN: Duration = Duration::from_secs(2);
+pub(super) const ANSWER_WITHIN: Duration = Duration::from_secs(2);
 
 /// A verdict's code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u64)]
-enum Code {
+pub(super) enum Code {
     Admitted = 0,
     WrongKey = 1,
     Formed = 2,
@@ -68,38 +68,38 @@ pub struct Terms {
 }
 
 /// Fixed-size little-endian message building and reading.
-struct Wire<const N: usize> {
-    b: [u8; N],
+pub(super) struct Wire<const N: usize> {
+    pub(super) b: [u8; N],
     at: usize,
 }
 
 impl<const N: usize> Wire<N> {
-    fn new(magic: u64) -> Self {
+    pub(super) fn new(magic: u64) -> Self {
         let mut w = Self { b: [0; N], at: 0 };
         w.put(&magic.to_le_bytes());
         w
     }
-    fn from(b: [u8; N]) -> Self {
+    pub(super) fn from(b: [u8; N]) -> Self {
         Self { b, at: 0 }
     }
-    fn put(&mut self, bytes: &[u8]) {
+    pub(super) fn put(&mut self, bytes: &[u8]) {
         let end = (self.at + bytes.len()).min(N);
         self.b[self.at..end].copy_from_slice(&bytes[..end - self.at]);
         self.at = end;
     }
-    fn take<const M: usize>(&mut self) -> [u8; M] {
+    pub(super) fn take<const M: usize>(&mut self) -> [u8; M] {
         let mut out = [0u8; M];
         let end = (self.at + M).min(N);
         out[..end - self.at].copy_from_slice(&self.b[self.at..end]);
         self.at = end;
         out
     }
-    fn u64(&mut self) -> u64 {
+    pub(super) fn u64(&mut self) -> u64 {
         u64::from_le_bytes(self.take())
     }
 }
 
-fn joiner_mac(t: &Terms, nonce_j: &[u8; 16], nonce_s: &[u8; 16], rank: u64, size: u64) -> [u8; 32] {
+pub(super) fn joiner_mac(t: &Terms, nonce_j: &[u8; 16], nonce_s: &[u8; 16], rank: u64, size: u64) -> [u8; 32] {
     t.key.mac(
         "joiner",
         &[
@@ -112,7 +112,7 @@ fn joiner_mac(t: &Terms, nonce_j: &[u8; 16], nonce_s: &[u8; 16], rank: u64, size
     )
 }
 
-fn rank0_mac(t: &Terms, nonce_s: &[u8; 16], nonce_j: &[u8; 16], code: u64) -> [u8; 32] {
+pub(super) fn rank0_mac(t: &Terms, nonce_s: &[u8; 16], nonce_j: &[u8; 16], code: u64) -> [u8; 32] {
     t.key.mac(
         "rank 0",
         &[t.id.as_bytes(), nonce_s, nonce_j, &code.to_le_bytes()],
@@ -263,7 +263,7 @@ impl Drop for Keeper {
 }
 
 /// True if `fd` became readable within `wait` (false if `stop` did, or on error).
-fn readable(fd: i32, stop: Option<i32>, wait: Duration) -> bool {
+pub(super) fn readable(fd: i32, stop: Option<i32>, wait: Duration) -> bool {
     let mut fds = [
         libc::pollfd {
             fd,

@@ -58,7 +58,7 @@ pub fn job_bytes(
 
 /// A digest of everything in `spec` that shapes the shared object (FNV-1a over its
 /// description): ranks that bring different specs must not share one.
-fn digest(spec: &ConduitSpec, seg: usize) -> u64 {
+pub(crate) fn digest(spec: &ConduitSpec, seg: usize) -> u64 {
     let shape = format!(
         "{:?}{:?}{}/{}/{seg}",
         spec.channels, spec.interrupt_channel, spec.tag_on_buffers, spec.tag_on_bytes

@@ -30,7 +30,7 @@
 //! | `conduit.rs` | [`UcxConduit`]: sends, receives, sleeping, setup collectives, leaving |
 //! | `ops.rs` | put, get, atomics and their completion |
 //! | `waker.rs` | the event descriptor turned into a futex word |
-//! | `start.rs` | making the endpoints: [`open`], [`Opened::connect`], [`threads`] |
+//! | `start.rs` | making the endpoints: [`open`], [`Opened::connect`], [`threads`], [`join`] across hosts |
 
 mod conduit;
 mod net;
@@ -43,7 +43,7 @@ mod wire;
 
 pub use conduit::{UcxAlarm, UcxConduit, UcxInterrupts};
 pub use net::Card;
-pub use start::{open, threads, Opened};
+pub use start::{join, joined, open, threads, Opened};
 
 /// Whether UCX can be used on this machine: `Err` says what to install.
 ///

@@ -2,6 +2,10 @@
 //! address, segment key and address) that the job's bootstrap carries: [`open`], then
 //! [`Opened::connect`] with every rank's card. The callbacks are registered in the
 //! first step, so frames that arrive before this rank has connected are kept.
+//!
+//! [`threads`] makes a job of threads (cards passed in memory); [`join`] makes a rank
+//! of a job across hosts, its cards exchanged at rank 0's TCP rendezvous
+//! ([`crate::bootstrap::network`]), and checks that it reaches every peer.
 
 use super::conduit::UcxConduit;
 use super::net::{Card, Net};
@@ -9,12 +13,15 @@ use super::rx::Shared;
 use super::sys::{self, ucs_status_t};
 use super::waker::FdWaker;
 use super::wire;
-use crate::bootstrap::{Boot, ThreadsBoot};
+use crate::bootstrap::env::{detect, Place};
+use crate::bootstrap::rendezvous::Terms;
+use crate::bootstrap::{Boot, NetJob, ThreadsBoot};
 use crate::conduit::mem::{HeapRegion, MemConduit, Parts, RegionLayout, RegionOwner};
 use crate::conduit::{Conduit, ConduitError, ConduitSpec, Delivery, Rank};
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A rank's endpoint before it has connected: its card for the others.
 pub struct Opened {
@@ -26,21 +33,18 @@ pub struct Opened {
     segment: Arc<HeapRegion>,
     segment_bytes: usize,
     tag_on_buffers: u64,
-    boot: Boot,
     /// What to publish.
     pub card: Card,
 }
 
 /// Opens rank `rank` of a job of `size` with `spec`'s channels: the UCX context and
 /// worker (`settings` are UCX settings without the `UCX_` prefix, applied after the
-/// environment's), the registered segment, and the local queues. `boot` reports
-/// failed peers.
+/// environment's), the registered segment, and the local queues.
 pub fn open(
     rank: Rank,
     size: usize,
     spec: &ConduitSpec,
     settings: &[(String, String)],
-    boot: Boot,
 ) -> Result<Opened, ConduitError> {
     if rank >= size {
         return Err(ConduitError::NoSuchRank { rank, size });
@@ -127,14 +131,14 @@ pub fn open(
         segment,
         segment_bytes: spec.segment_bytes,
         tag_on_buffers: spec.tag_on_buffers as u64,
-        boot,
         card,
     })
 }
 
 impl Opened {
-    /// Connects to every rank of `cards` (index = rank) and makes the endpoint.
-    pub fn connect(mut self, cards: &[Card]) -> Result<UcxConduit, ConduitError> {
+    /// Connects to every rank of `cards` (index = rank) and makes the endpoint; `boot`
+    /// is the job's bootstrap (failed peers, leaving).
+    pub fn connect(mut self, cards: &[Card], boot: Boot) -> Result<UcxConduit, ConduitError> {
         if cards.len() != self.size {
             return Err(ConduitError::Setup(format!(
                 "{} cards for a job of {} ranks",
@@ -164,7 +168,7 @@ impl Opened {
             pending: RefCell::new(Vec::new()),
             ops: RefCell::new(Default::default()),
             epoch: Cell::new(0),
-            boot: self.boot,
+            boot,
             segment: self.segment,
             segment_bytes: self.segment_bytes,
         })
@@ -250,8 +254,107 @@ pub fn threads(
 ) -> Result<Vec<UcxConduit>, ConduitError> {
     let boot = Boot::Threads(Arc::new(ThreadsBoot::new(ranks)));
     let opened = (0..ranks)
-        .map(|r| open(r, ranks, spec, settings, boot.clone()))
+        .map(|r| open(r, ranks, spec, settings))
         .collect::<Result<Vec<_>, _>>()?;
     let cards: Vec<Card> = opened.iter().map(|o| o.card.clone()).collect();
-    opened.into_iter().map(|o| o.connect(&cards)).collect()
+    opened
+        .into_iter()
+        .map(|o| o.connect(&cards, boot.clone()))
+        .collect()
+}
+
+/// If a launcher placed this process in a job across hosts (`AMRQ_RENDEZVOUS` is set:
+/// `amrun --hosts`, see [`crate::bootstrap::env`]), joins it over UCX; `Ok(None)` if
+/// this process was not started so. `settings` as in [`open`]; `timeout` bounds the
+/// wait for the other ranks (the attach timeout).
+///
+/// ```no_run
+/// use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(256)]);
+/// if let Some(c) = ucx::joined(&spec, &[], std::time::Duration::from_secs(60)).unwrap() {
+///     println!("rank {} of {}", c.rank(), c.size());
+/// }
+/// ```
+pub fn joined(
+    spec: &ConduitSpec,
+    settings: &[(String, String)],
+    timeout: Duration,
+) -> Result<Option<UcxConduit>, ConduitError> {
+    match detect()? {
+        Some(place) if place.rendezvous.is_some() => join(&place, spec, settings, timeout).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Joins the job `place` across hosts over UCX: opens this rank's endpoint, exchanges
+/// cards at rank 0's rendezvous (`place.rendezvous`), connects to every rank, and
+/// waits until every rank is connected (a barrier), so that a peer this rank cannot
+/// reach is an error here, naming it, its host and address, and the transports tried.
+pub fn join(
+    place: &Place,
+    spec: &ConduitSpec,
+    settings: &[(String, String)],
+    timeout: Duration,
+) -> Result<UcxConduit, ConduitError> {
+    let rendezvous = place.rendezvous.as_deref().ok_or_else(|| {
+        ConduitError::Setup(format!(
+            "rank {} has no rendezvous to join at: set {} to rank 0's HOST:PORT",
+            place.rank,
+            crate::bootstrap::env::ENV_RENDEZVOUS
+        ))
+    })?;
+    let opened = open(place.rank, place.size, spec, settings)?;
+    let terms = Terms {
+        id: place.id.clone(),
+        key: place.key,
+        size: place.size,
+        digest: crate::conduit::shm::digest(spec, spec.segment_bytes),
+        bytes: 0,
+    };
+    let job = NetJob::form(
+        place.rank,
+        &place.host,
+        rendezvous,
+        &terms,
+        opened.card.to_bytes(),
+        timeout,
+    )?;
+    let cards = job
+        .entries()
+        .iter()
+        .enumerate()
+        .map(|(r, e)| {
+            Card::from_bytes(&e.blob).ok_or_else(|| {
+                ConduitError::Setup(format!("rank {r}'s card from the rendezvous is malformed"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let job = Arc::new(job);
+    let conduit = opened.connect(&cards, Boot::Net(job.clone()))?;
+    match conduit.barrier() {
+        Ok(()) => Ok(conduit),
+        Err(ConduitError::PeerDead { rank, cause }) => {
+            let e = &job.entries()[rank];
+            let transports = |k: &str| {
+                settings
+                    .iter()
+                    .find(|(n, _)| n == k)
+                    .map(|(_, v)| v.clone())
+                    .or_else(|| std::env::var(format!("UCX_{k}")).ok())
+                    .map_or(format!("UCX_{k} unset"), |v| format!("UCX_{k}={v}"))
+            };
+            Err(ConduitError::Setup(format!(
+                "rank {} (host {}) cannot reach rank {rank} on host {} ({}) over UCX, transports \
+                 {}, {}: {cause}. Its worker address lists the interfaces UCX_NET_DEVICES \
+                 chose on its host: they must be reachable from this one.",
+                place.rank,
+                place.host,
+                e.host,
+                e.address,
+                transports("TLS"),
+                transports("NET_DEVICES"),
+            )))
+        }
+        Err(e) => Err(e),
+    }
 }

@@ -1,0 +1,617 @@
+//! How ranks on different hosts join one job: rank 0 listens on a TCP address that
+//! every host can reach (`AMRQ_RENDEZVOUS`), each other rank connects, both prove they
+//! hold the job's key (the exchange of [`super::rendezvous`], without the descriptor),
+//! and the joiner hands over its *entry*: its host's name and the bytes its conduit
+//! publishes (UCX's worker address and segment key). Once every rank has joined, rank 0
+//! sends each the table of all entries, with the address it saw each one connect from.
+//!
+//! ```text
+//!   joiner                                     rank 0 (listening on AMRQ_RENDEZVOUS)
+//!   Hello, Proof                        ──▶    (the same MACs as on one host)
+//!                                       ◀──    Challenge, Verdict
+//!   Entry { host, blob, MAC(nonce_s) }  ──▶    waits for every rank (attach timeout)
+//!                                       ◀──    Table { [host, address, blob]…, MAC(nonce_j) }
+//! ```
+//!
+//! Entry and table carry a MAC under the job key bound to the connection's nonces, so
+//! a process without the key can neither put itself in the table nor change it. The
+//! connections stay open after the job forms: rank 0 is the hub of setup-time
+//! collectives ([`NetJob::allgather`]), and a closed connection shows a dead rank.
+//! Set-up only: nothing here is on a message's path.
+
+use super::key::{random_bytes, same_mac};
+use super::rendezvous::{
+    joiner_mac, rank0_mac, readable, Code, Terms, Wire, ANSWER_WITHIN, CHALLENGE, CHALLENGE_BYTES,
+    HELLO, HELLO_BYTES, PROOF, PROOF_BYTES, REASON_BYTES, VERDICT, VERDICT_BYTES,
+};
+use super::BootError;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The largest entry or table accepted (a UCX worker address over tcp is ~100 bytes).
+const MAX_BLOB: usize = 1 << 20;
+
+/// One rank as the job's table has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The host it runs on, as its launcher named it.
+    pub host: String,
+    /// The address rank 0 saw it connect from (rank 0: its rendezvous address).
+    pub address: String,
+    /// What its conduit published.
+    pub blob: Vec<u8>,
+}
+
+/// A rank's membership in a job across hosts (see the module doc).
+#[derive(Debug)]
+pub struct NetJob {
+    rank: usize,
+    size: usize,
+    id: String,
+    entries: Vec<Entry>,
+    /// Rank 0: a connection per rank (`None` for itself); others: the one to rank 0.
+    links: Mutex<Vec<Option<TcpStream>>>,
+    /// How long a collective waits for a peer.
+    patience: Duration,
+    /// This rank's own failure, once recorded.
+    failed: Mutex<Option<String>>,
+}
+
+/// Writes `bytes` with its length in front.
+fn send_blob(s: &mut TcpStream, bytes: &[u8]) -> io::Result<()> {
+    s.write_all(&(bytes.len() as u32).to_le_bytes())?;
+    s.write_all(bytes)
+}
+
+/// Reads what [`send_blob`] wrote; a length over [`MAX_BLOB`] is an error.
+fn read_blob(s: &mut TcpStream) -> io::Result<Vec<u8>> {
+    let mut n = [0u8; 4];
+    s.read_exact(&mut n)?;
+    let n = u32::from_le_bytes(n) as usize;
+    if n > MAX_BLOB {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "oversized"));
+    }
+    let mut b = vec![0u8; n];
+    s.read_exact(&mut b)?;
+    Ok(b)
+}
+
+fn read_wire<const N: usize>(s: &mut TcpStream) -> io::Result<Wire<N>> {
+    let mut b = [0u8; N];
+    s.read_exact(&mut b)?;
+    Ok(Wire::from(b))
+}
+
+/// The table as bytes: per rank its host, address and blob, each length-prefixed.
+fn encode(entries: &[Entry]) -> Vec<u8> {
+    let mut b = Vec::new();
+    for e in entries {
+        for f in [e.host.as_bytes(), e.address.as_bytes(), &e.blob] {
+            b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+            b.extend_from_slice(f);
+        }
+    }
+    b
+}
+
+/// Reads [`encode`]'s table of `size` entries; `None` if malformed.
+fn decode(mut b: &[u8], size: usize) -> Option<Vec<Entry>> {
+    let mut field = || -> Option<Vec<u8>> {
+        let n = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
+        let f = b.get(4..4usize.checked_add(n)?)?.to_vec();
+        b = &b[4 + n..];
+        Some(f)
+    };
+    let text = |f: Vec<u8>| String::from_utf8(f).ok();
+    let entries = (0..size)
+        .map(|_| {
+            Some(Entry {
+                host: text(field()?)?,
+                address: text(field()?)?,
+                blob: field()?,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    b.is_empty().then_some(entries)
+}
+
+fn resolve(rendezvous: &str) -> Result<SocketAddr, BootError> {
+    rendezvous
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| {
+            BootError::Env(format!(
+                "the rendezvous address {rendezvous:?} is not HOST:PORT with a HOST this host can \
+                 resolve (AMRQ_RENDEZVOUS, or amrun --rendezvous, sets it)"
+            ))
+        })
+}
+
+impl NetJob {
+    /// Joins job `terms` as `rank` from host `host`, publishing `blob`: rank 0 listens
+    /// on `rendezvous` (HOST:PORT) and waits for the others, the others connect to it;
+    /// everyone waits at most `timeout`. Returns once every rank is in the table.
+    pub fn form(
+        rank: usize,
+        host: &str,
+        rendezvous: &str,
+        terms: &Terms,
+        blob: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Self, BootError> {
+        let addr = resolve(rendezvous)?;
+        let deadline = Instant::now() + timeout;
+        let mine = Entry {
+            host: host.to_string(),
+            address: addr.ip().to_string(),
+            blob,
+        };
+        let (entries, links) = if rank == 0 {
+            admit_all(addr, terms, mine, deadline)?
+        } else {
+            join(addr, terms, rank, mine, deadline)?
+        };
+        Ok(Self {
+            rank,
+            size: terms.size,
+            id: terms.id.clone(),
+            entries,
+            links: Mutex::new(links),
+            patience: timeout,
+            failed: Mutex::new(None),
+        })
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Every rank's entry (index = rank).
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// All-gather of one word per rank through rank 0. A rank whose connection closed
+    /// is [`BootError::PeerDead`]; one that says nothing for the attach timeout is a
+    /// [`BootError::Timeout`].
+    pub fn allgather(&self, mine: u64) -> Result<Vec<u64>, BootError> {
+        self.check_peers()?;
+        let mut links = self.links.lock().map_err(|_| BootError::Poisoned)?;
+        let lost = |rank: usize, e: io::Error| {
+            if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) {
+                return BootError::Timeout(format!(
+                    "rank {} waited {:?} for rank {rank} at a setup collective of job {}",
+                    self.rank, self.patience, self.id
+                ));
+            }
+            BootError::PeerDead {
+                rank,
+                cause: format!(
+                    "its rendezvous connection (host {}, {}) closed: {e}",
+                    self.entries[rank].host, self.entries[rank].address
+                ),
+            }
+        };
+        let mut all = vec![0u64; self.size];
+        all[self.rank] = mine;
+        if self.rank == 0 {
+            for (r, link) in links.iter_mut().enumerate() {
+                if let Some(s) = link {
+                    let mut w = [0u8; 8];
+                    s.read_exact(&mut w).map_err(|e| lost(r, e))?;
+                    all[r] = u64::from_le_bytes(w);
+                }
+            }
+            let bytes: Vec<u8> = all.iter().flat_map(|w| w.to_le_bytes()).collect();
+            for (r, link) in links.iter_mut().enumerate() {
+                if let Some(s) = link {
+                    s.write_all(&bytes).map_err(|e| lost(r, e))?;
+                }
+            }
+        } else {
+            let s = links[0].as_mut().ok_or(BootError::Poisoned)?;
+            s.write_all(&mine.to_le_bytes()).map_err(|e| lost(0, e))?;
+            let mut bytes = vec![0u8; 8 * self.size];
+            s.read_exact(&mut bytes).map_err(|e| lost(0, e))?;
+            for (w, b) in all.iter_mut().zip(bytes.chunks_exact(8)) {
+                *w = u64::from_le_bytes(b.try_into().unwrap_or_default());
+            }
+        }
+        Ok(all)
+    }
+
+    /// Barrier over all ranks (an all-gather of nothing).
+    pub fn barrier(&self) -> Result<(), BootError> {
+        self.allgather(0).map(drop)
+    }
+
+    /// [`BootError::PeerDead`] for this rank's own recorded failure. (Peers' deaths
+    /// are seen by the conduit, and by [`NetJob::allgather`].)
+    pub fn check_peers(&self) -> Result<(), BootError> {
+        match self.failed.lock().map_err(|_| BootError::Poisoned)?.clone() {
+            Some(cause) => Err(BootError::PeerDead {
+                rank: self.rank,
+                cause,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Records this rank's failure.
+    pub fn mark_failed(&self, cause: &str) {
+        if let Ok(mut f) = self.failed.lock() {
+            f.get_or_insert_with(|| cause.to_string());
+        }
+    }
+}
+
+type Formed = (Vec<Entry>, Vec<Option<TcpStream>>);
+
+/// Rank 0: listens on `addr`, admits every other rank, and sends each the table.
+fn admit_all(
+    addr: SocketAddr,
+    t: &Terms,
+    mine: Entry,
+    deadline: Instant,
+) -> Result<Formed, BootError> {
+    let listener = TcpListener::bind(addr).map_err(|e| {
+        let why = match e.kind() {
+            io::ErrorKind::AddrInUse => {
+                "the port is in use on this host: choose another (amrun --rendezvous ADDR:PORT)"
+            }
+            io::ErrorKind::AddrNotAvailable => {
+                "the address is not one of this host's: give an address of rank 0's host"
+            }
+            _ => "",
+        };
+        BootError::Env(format!(
+            "rank 0 of job {} cannot listen on its rendezvous {addr} (TCP): {e}; {why}",
+            t.id
+        ))
+    })?;
+    let _ = listener.set_nonblocking(true);
+    let mut entries: Vec<Option<Entry>> = vec![None; t.size];
+    let mut links: Vec<Option<TcpStream>> = (0..t.size).map(|_| None).collect();
+    let mut nonces = vec![[0u8; 16]; t.size];
+    entries[0] = Some(mine);
+    while entries.iter().any(Option::is_none) {
+        let now = Instant::now();
+        if now > deadline {
+            let missing: Vec<usize> = (0..t.size).filter(|&r| entries[r].is_none()).collect();
+            return Err(BootError::Timeout(format!(
+                "rank 0 of job {} waited at {addr} for ranks {missing:?} to join until the attach \
+                 timeout (AMRQ_ATTACH_TIMEOUT sets it); did they start, and can their hosts reach \
+                 this address over TCP?",
+                t.id
+            )));
+        }
+        if !readable(
+            listener.as_raw_fd(),
+            None,
+            (deadline - now).min(Duration::from_millis(50)),
+        ) {
+            continue;
+        }
+        let Ok((mut s, from)) = listener.accept() else {
+            continue;
+        };
+        let _ = s.set_nonblocking(false);
+        let _ = s.set_nodelay(true);
+        let _ = s.set_read_timeout(Some(ANSWER_WITHIN));
+        let _ = s.set_write_timeout(Some(ANSWER_WITHIN));
+        if let Some((rank, nonce_j, host, blob)) = answer(&mut s, t, &entries)? {
+            entries[rank] = Some(Entry {
+                host,
+                address: from.ip().to_string(),
+                blob,
+            });
+            nonces[rank] = nonce_j;
+            links[rank] = Some(s);
+        }
+    }
+    let entries: Vec<Entry> = entries.into_iter().flatten().collect();
+    let table = encode(&entries);
+    for (r, link) in links.iter_mut().enumerate() {
+        let Some(s) = link else { continue };
+        let mac = t.key.mac("table", &[t.id.as_bytes(), &nonces[r], &table]);
+        // A rank that went away now shows at its first collective, or in its conduit.
+        let _ = send_blob(s, &table).and_then(|()| s.write_all(&mac));
+        let _ = s.set_read_timeout(None);
+    }
+    Ok((entries, links))
+}
+
+/// One joiner's admission: `Some((rank, its nonce, host, blob))`, or `None` if it was
+/// refused (the job goes on). A rank that proves the key but disagrees on the job's
+/// shape ends the start: that job cannot form.
+#[allow(clippy::type_complexity)]
+fn answer(
+    s: &mut TcpStream,
+    t: &Terms,
+    joined: &[Option<Entry>],
+) -> Result<Option<(usize, [u8; 16], String, Vec<u8>)>, BootError> {
+    let Ok(mut hello) = read_wire::<HELLO_BYTES>(s) else {
+        return Ok(None);
+    };
+    if hello.u64() != HELLO {
+        return Ok(None);
+    }
+    let (rank, size, nonce_j) = (hello.u64(), hello.u64(), hello.take::<16>());
+    let Ok(nonce_s) = random_bytes::<16>() else {
+        return Ok(None);
+    };
+    let mut ch = Wire::<CHALLENGE_BYTES>::new(CHALLENGE);
+    ch.put(&nonce_s);
+    if s.write_all(&ch.b).is_err() {
+        return Ok(None);
+    }
+    let Ok(mut proof) = read_wire::<PROOF_BYTES>(s) else {
+        return Ok(None);
+    };
+    if proof.u64() != PROOF {
+        return Ok(None);
+    }
+    let (mac, digest) = (proof.take::<32>(), proof.u64());
+    let mut verdict = |code: Code, reason: &str| {
+        let mut v = Wire::<VERDICT_BYTES>::new(VERDICT);
+        v.put(&(code as u64).to_le_bytes());
+        v.put(&rank0_mac(t, &nonce_s, &nonce_j, code as u64));
+        v.put(reason.as_bytes());
+        s.write_all(&v.b)
+    };
+    if !same_mac(&mac, &joiner_mac(t, &nonce_j, &nonce_s, rank, size)) {
+        let why = format!("its key is not job {}'s key (AMRQ_JOB_KEY differs)", t.id);
+        let _ = verdict(Code::WrongKey, &why);
+        return Ok(None);
+    }
+    if size != t.size as u64 || digest != t.digest {
+        let reason = format!(
+            "rank {rank} and rank 0 disagree on job {}: {size} vs {} ranks, configuration digest \
+             {digest:#x} vs {:#x}; give every rank the same settings",
+            t.id, t.size, t.digest
+        );
+        let _ = verdict(Code::Disagrees, &reason);
+        return Err(BootError::Refused(reason));
+    }
+    let rank = match usize::try_from(rank).ok().filter(|&r| joined.get(r) == Some(&None)) {
+        Some(r) => r,
+        None => {
+            let why = format!(
+                "rank {rank} has already joined job {} (or is not one of its {} ranks)",
+                t.id, t.size
+            );
+            let _ = verdict(Code::Duplicate, &why);
+            return Ok(None);
+        }
+    };
+    if verdict(Code::Admitted, "").is_err() {
+        return Ok(None);
+    }
+    let (Ok(host), Ok(blob)) = (read_blob(s), read_blob(s)) else {
+        return Ok(None);
+    };
+    let mut mac = [0u8; 32];
+    if s.read_exact(&mut mac).is_err() {
+        return Ok(None);
+    }
+    let want = t
+        .key
+        .mac("entry", &[t.id.as_bytes(), &nonce_s, &host, &blob]);
+    if !same_mac(&mac, &want) {
+        return Ok(None);
+    }
+    let host = String::from_utf8_lossy(&host).into_owned();
+    Ok(Some((rank, nonce_j, host, blob)))
+}
+
+/// A joiner: connects to rank 0 at `addr` (retrying until `deadline`), proves the key,
+/// hands over its entry and receives the table.
+fn join(
+    addr: SocketAddr,
+    t: &Terms,
+    rank: usize,
+    mine: Entry,
+    deadline: Instant,
+) -> Result<Formed, BootError> {
+    let mut s = connect(addr, t, rank, deadline)?;
+    let _ = s.set_nodelay(true);
+    let remaining = deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1));
+    let _ = s.set_read_timeout(Some(remaining));
+    let lost = |e: io::Error| {
+        if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) {
+            return BootError::Timeout(format!(
+                "rank {rank} waited for rank 0 of job {} at {addr} to admit it and every other \
+                 rank until the attach timeout (AMRQ_ATTACH_TIMEOUT sets it)",
+                t.id
+            ));
+        }
+        BootError::Refused(format!(
+            "rank 0 of job {} at {addr} closed the connection before rank {rank} had the job's \
+             table: {e} (did rank 0 fail, or refuse another rank?)",
+            t.id
+        ))
+    };
+    let protocol = || BootError::Refused(format!("{addr} spoke another protocol than amrq's"));
+    let nonce_j = random_bytes::<16>().map_err(|e| BootError::Env(format!("getrandom: {e}")))?;
+    let mut hello = Wire::<HELLO_BYTES>::new(HELLO);
+    hello.put(&(rank as u64).to_le_bytes());
+    hello.put(&(t.size as u64).to_le_bytes());
+    hello.put(&nonce_j);
+    s.write_all(&hello.b).map_err(lost)?;
+    let mut ch = read_wire::<CHALLENGE_BYTES>(&mut s).map_err(lost)?;
+    if ch.u64() != CHALLENGE {
+        return Err(protocol());
+    }
+    let nonce_s = ch.take::<16>();
+    let mut proof = Wire::<PROOF_BYTES>::new(PROOF);
+    proof.put(&joiner_mac(t, &nonce_j, &nonce_s, rank as u64, t.size as u64));
+    proof.put(&t.digest.to_le_bytes());
+    s.write_all(&proof.b).map_err(lost)?;
+    let mut v = read_wire::<VERDICT_BYTES>(&mut s).map_err(lost)?;
+    if v.u64() != VERDICT {
+        return Err(protocol());
+    }
+    let code = v.u64();
+    let genuine = same_mac(&v.take::<32>(), &rank0_mac(t, &nonce_s, &nonce_j, code));
+    let reason = v.take::<REASON_BYTES>();
+    let reason = String::from_utf8_lossy(&reason);
+    let reason = reason.trim_end_matches('\0');
+    if code != Code::Admitted as u64 {
+        return Err(BootError::Refused(format!(
+            "rank 0 of job {} at {addr} refused rank {rank}: {reason}{}",
+            t.id,
+            if genuine { "" } else { " (and could not prove it holds this rank's key)" }
+        )));
+    }
+    if !genuine {
+        return Err(BootError::Refused(format!(
+            "the process at {addr} admitting rank {rank} of job {} did not prove it holds the \
+             job's key: refusing it",
+            t.id
+        )));
+    }
+    let mac = t.key.mac(
+        "entry",
+        &[t.id.as_bytes(), &nonce_s, mine.host.as_bytes(), &mine.blob],
+    );
+    send_blob(&mut s, mine.host.as_bytes())
+        .and_then(|()| send_blob(&mut s, &mine.blob))
+        .and_then(|()| s.write_all(&mac))
+        .map_err(lost)?;
+    let table = read_blob(&mut s).map_err(lost)?;
+    let mut mac = [0u8; 32];
+    s.read_exact(&mut mac).map_err(lost)?;
+    if !same_mac(&mac, &t.key.mac("table", &[t.id.as_bytes(), &nonce_j, &table])) {
+        return Err(BootError::Refused(format!(
+            "the table of job {} from {addr} does not carry the job key's MAC: refusing it",
+            t.id
+        )));
+    }
+    let mut entries = decode(&table, t.size).ok_or_else(protocol)?;
+    if entries[rank].blob != mine.blob {
+        return Err(protocol());
+    }
+    entries[0].address = addr.ip().to_string();
+    let _ = s.set_read_timeout(None);
+    let mut links: Vec<Option<TcpStream>> = (0..t.size).map(|_| None).collect();
+    links[0] = Some(s);
+    Ok((entries, links))
+}
+
+/// Connects to `addr`, retrying while nobody listens there yet, until `deadline`.
+fn connect(
+    addr: SocketAddr,
+    t: &Terms,
+    rank: usize,
+    deadline: Instant,
+) -> Result<TcpStream, BootError> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let err = match TcpStream::connect_timeout(&addr, left.clamp(Duration::from_millis(1), Duration::from_secs(2))) {
+            Ok(s) => return Ok(s),
+            Err(e) => e,
+        };
+        if left.is_zero() {
+            return Err(BootError::Timeout(format!(
+                "rank {rank} of job {} could not reach rank 0's rendezvous at {addr} over TCP \
+                 until the attach timeout (AMRQ_ATTACH_TIMEOUT sets it); last error: {err}. Is \
+                 rank 0 running on the host with this address, and can this host reach it?",
+                t.id
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bootstrap::JobKey;
+
+    fn terms(size: usize, key: JobKey) -> Terms {
+        Terms {
+            id: "net-test".into(),
+            key,
+            size,
+            digest: 7,
+            bytes: 0,
+        }
+    }
+
+    fn free_port() -> String {
+        let l = TcpListener::bind("127.0.0.1:0").expect("a port");
+        l.local_addr().expect("its address").to_string()
+    }
+
+    #[test]
+    fn ranks_exchange_entries_and_gather_words() {
+        let key = JobKey::random().expect("key");
+        let at = free_port();
+        let jobs: Vec<NetJob> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..3)
+                .map(|r| {
+                    let (t, at) = (terms(3, key), at.clone());
+                    s.spawn(move || {
+                        let blob = vec![r as u8; 10 + r];
+                        NetJob::form(r, &format!("h{r}"), &at, &t, blob, Duration::from_secs(20))
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap().expect("formed")).collect()
+        });
+        for j in &jobs {
+            for (r, e) in j.entries().iter().enumerate() {
+                assert_eq!(e.host, format!("h{r}"));
+                assert_eq!(e.blob, vec![r as u8; 10 + r]);
+                assert_eq!(e.address, "127.0.0.1");
+            }
+        }
+        let words: Vec<Vec<u64>> = std::thread::scope(|s| {
+            let hs: Vec<_> = jobs
+                .iter()
+                .map(|j| s.spawn(move || j.allgather(100 + j.rank() as u64).expect("allgather")))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(words.iter().all(|w| w == &[100, 101, 102]), "{words:?}");
+    }
+
+    #[test]
+    fn a_wrong_key_is_refused_and_the_job_goes_on() {
+        let key = JobKey::random().expect("key");
+        let at = free_port();
+        std::thread::scope(|s| {
+            let a = at.clone();
+            let zero = s.spawn(move || {
+                NetJob::form(0, "h0", &a, &terms(2, key), vec![0], Duration::from_secs(20))
+            });
+            let wrong = JobKey::random().expect("key");
+            let e = NetJob::form(1, "x", &at, &terms(2, wrong), vec![9], Duration::from_secs(20))
+                .expect_err("a wrong key is refused");
+            assert!(e.to_string().contains("not job net-test's key"), "{e}");
+            let one = NetJob::form(1, "h1", &at, &terms(2, key), vec![1], Duration::from_secs(20))
+                .expect("the right key is admitted after");
+            let zero = zero.join().unwrap().expect("rank 0 formed the job");
+            assert_eq!(zero.entries()[1].blob, vec![1]);
+            assert_eq!(one.entries()[0].host, "h0");
+        });
+    }
+
+    #[test]
+    fn an_unreachable_rendezvous_is_named_with_its_address() {
+        let at = free_port(); // nobody listens there once the probe is dropped
+        let key = JobKey::random().expect("key");
+        let t = terms(2, key);
+        let e = NetJob::form(1, "h1", &at, &t, vec![], Duration::from_millis(300))
+            .expect_err("nobody listens");
+        let msg = e.to_string();
+        assert!(msg.contains(&at) && msg.contains("TCP"), "{msg}");
+    }
+}
