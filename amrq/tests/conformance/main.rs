@@ -14,6 +14,8 @@ mod cpu;
 mod deferred;
 #[path = "../common/marker.rs"]
 mod marker;
+#[path = "../common/rig.rs"]
+mod rig;
 mod run;
 #[path = "../common/ucx.rs"]
 mod ucx;
@@ -57,6 +59,7 @@ suite!(shm_processes, crate::run::processes, 3);
 suite!(in_flight, crate::deferred::threads, 3);
 suite!(combined, crate::run::combined, 4);
 suite!(ucx_threads, crate::run::ucx_threads, 3);
+suite!(ucx_hosts, crate::run::ucx_hosts, 2);
 
 /// The RMA layer over a conduit that leaves its operations in flight: every call
 /// completes them (handles, implicit operations, counters, atomics) with the same

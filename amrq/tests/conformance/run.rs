@@ -9,7 +9,7 @@ use amrq::conduit::combined::Combined;
 use amrq::conduit::mem::MemConduit;
 use amrq::conduit::ucx::UcxConduit;
 use amrq::conduit::{threads, Conduit};
-use amrq::launch::{Bind, Launcher};
+use amrq::launch::{Bind, Hosts, Launcher};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -181,4 +181,65 @@ pub fn ucx_threads(test: &str, ranks: usize, case: Case<UcxConduit>) {
 fn die_ucx(c: UcxConduit) {
     c.boot().mark_failed(c.rank(), "died on purpose".into());
     std::mem::forget(c);
+}
+
+/// Runs `case` on `ranks` ranks as processes on as many namespace hosts (one each),
+/// started by amrq's launcher through `ip netns exec`, joined at rank 0's rendezvous,
+/// connected by UCX over tcp on the rig's veth; each rank first checks that UCX really
+/// uses that. Skipped, saying so, where UCX or namespaces are missing.
+pub fn ucx_hosts(test: &str, ranks: usize, case: Case<UcxConduit>) {
+    match amrq::conduit::ucx::joined(&spec(), &[], Duration::from_secs(60)) {
+        Ok(Some(c)) => {
+            let rank = c.rank();
+            super::rig::assert_tcp_on_rig(rank, c.size(), |p| c.endpoint_info(p));
+            let code = match case(c, &Job { die: die_ucx_process }) {
+                Ok(()) if mark_ran(rank) => 0,
+                Ok(()) => 1,
+                Err(e) => {
+                    eprintln!("{e}");
+                    1
+                }
+            };
+            std::process::exit(code);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("cannot join: {e}");
+            std::process::exit(1);
+        }
+    }
+    if super::ucx::loopback_or_skip(test).is_none() {
+        return;
+    }
+    let _g = one_at_a_time();
+    let Some(rig) = super::rig::Rig::or_skip(ranks, test) else {
+        return;
+    };
+    let token = token();
+    let mut l = Launcher::new(ranks);
+    l.hosts = Some(
+        Hosts::new(
+            &rig.host_list(1),
+            super::rig::Rig::EXEC,
+            Some(&super::rig::address(0)),
+        )
+        .expect("hosts"),
+    );
+    l.verbose = false;
+    l.timeout = Some(Duration::from_secs(120));
+    l.env = super::rig::Rig::ucx_env();
+    l.env.push(("AMRQ_TEST_TOKEN".into(), token.clone()));
+    let exe = std::env::current_exe().expect("test binary");
+    let out = l
+        .run(exe.as_os_str(), &child_args(test))
+        .expect("job starts");
+    assert_eq!(out.code, 0, "{out:?}");
+    all_ran(&token, ranks);
+}
+
+/// A process rank's crash over UCX: it records that it ran, then exits at once (no
+/// goodbye is sent; its peers see its connections close).
+fn die_ucx_process(c: UcxConduit) {
+    let ok = mark_ran(c.rank());
+    std::process::exit(if ok { 0 } else { 1 });
 }

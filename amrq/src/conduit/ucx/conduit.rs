@@ -474,6 +474,8 @@ impl Conduit for UcxConduit {
     }
 
     fn check_peers(&self) -> Result<(), ConduitError> {
+        // UCX learns of a peer's end (its connections closing) only while progressing.
+        self.progress();
         self.boot.check_peers()?;
         let failed = self.shared.failed.lock().unwrap_or_else(|e| e.into_inner());
         match failed
