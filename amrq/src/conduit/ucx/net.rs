@@ -207,13 +207,15 @@ impl Net {
     }
 
     /// Connects to every peer of `cards` (index = rank; `me` is skipped), reporting an
-    /// endpoint's failure to `on_error` with `arg`.
+    /// endpoint's failure to `on_error` with `arg`; `unreachable(rank, why)` is the
+    /// error for a peer UCX cannot reach.
     pub fn connect(
         &mut self,
         me: Rank,
         cards: &[Card],
         on_error: unsafe extern "C" fn(*mut c_void, sys::ucp_ep_h, sys::ucs_status_t),
         arg: *mut c_void,
+        unreachable: impl Fn(Rank, &str) -> ConduitError,
     ) -> Result<(), ConduitError> {
         let ucp = self.ucp;
         for (r, card) in cards.iter().enumerate() {
@@ -238,12 +240,7 @@ impl Net {
             // SAFETY: a live worker and a peer's worker address; written on success.
             let st = unsafe { (ucp.ucp_ep_create)(self.worker, &ep, &mut h) };
             if st != sys::UCS_OK {
-                return Err(ConduitError::Setup(format!(
-                    "UCX cannot reach rank {r} ({}); its worker address has {} bytes; the transports tried are UCX_TLS{}",
-                    ucp.status(st),
-                    card.address.len(),
-                    std::env::var("UCX_TLS").map(|t| format!("={t}")).unwrap_or_else(|_| " (unset: all)".into())
-                )));
+                return Err(unreachable(r, &ucp.status(st)));
             }
             self.eps.push(h);
             let mut rkey = null_mut();

@@ -33,6 +33,8 @@ pub struct Opened {
     segment: Arc<HeapRegion>,
     segment_bytes: usize,
     tag_on_buffers: u64,
+    /// The transports asked for, for errors: `UCX_TLS=…, UCX_NET_DEVICES=…`.
+    transports: String,
     /// What to publish.
     pub card: Card,
 }
@@ -131,6 +133,7 @@ pub fn open(
         segment,
         segment_bytes: spec.segment_bytes,
         tag_on_buffers: spec.tag_on_buffers as u64,
+        transports: transports(settings),
         card,
     })
 }
@@ -147,7 +150,9 @@ impl Opened {
             )));
         }
         let arg = Arc::as_ptr(&self.shared).cast_mut().cast();
-        self.net.connect(self.rank, cards, on_error, arg)?;
+        let (me, transports) = (self.rank, &self.transports);
+        let unreachable = |r: Rank, why: &str| unreachable(&boot, me, r, transports, why);
+        self.net.connect(self.rank, cards, on_error, arg, unreachable)?;
         let eps = self.net.eps.iter().map(|&e| e as usize).collect();
         let _ = self.shared.eps.set(eps);
         // SAFETY: the word is in the local queues' region, which `me` keeps alive, and
@@ -329,32 +334,45 @@ pub fn join(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let job = Arc::new(job);
-    let conduit = opened.connect(&cards, Boot::Net(job.clone()))?;
+    let boot = Boot::Net(Arc::new(job));
+    let transports = opened.transports.clone();
+    let conduit = opened.connect(&cards, boot.clone())?;
     match conduit.barrier() {
         Ok(()) => Ok(conduit),
         Err(ConduitError::PeerDead { rank, cause }) => {
-            let e = &job.entries()[rank];
-            let transports = |k: &str| {
-                settings
-                    .iter()
-                    .find(|(n, _)| n == k)
-                    .map(|(_, v)| v.clone())
-                    .or_else(|| std::env::var(format!("UCX_{k}")).ok())
-                    .map_or(format!("UCX_{k} unset"), |v| format!("UCX_{k}={v}"))
-            };
-            Err(ConduitError::Setup(format!(
-                "rank {} (host {}) cannot reach rank {rank} on host {} ({}) over UCX, transports \
-                 {}, {}: {cause}. Its worker address lists the interfaces UCX_NET_DEVICES \
-                 chose on its host: they must be reachable from this one.",
-                place.rank,
-                place.host,
-                e.host,
-                e.address,
-                transports("TLS"),
-                transports("NET_DEVICES"),
-            )))
+            Err(unreachable(&boot, place.rank, rank, &transports, &cause))
         }
         Err(e) => Err(e),
     }
+}
+
+/// `UCX_TLS=…, UCX_NET_DEVICES=…` as `settings`, else the environment, set them.
+fn transports(settings: &[(String, String)]) -> String {
+    let one = |k: &str| {
+        settings
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(format!("UCX_{k}")).ok())
+            .map_or(format!("UCX_{k} unset (all)"), |v| format!("UCX_{k}={v}"))
+    };
+    format!("{}, {}", one("TLS"), one("NET_DEVICES"))
+}
+
+/// The error for a peer this rank's UCX cannot reach: both ranks, their hosts and
+/// addresses where the job's bootstrap knows them, and the transports asked for.
+fn unreachable(boot: &Boot, me: Rank, peer: Rank, transports: &str, why: &str) -> ConduitError {
+    let who = |r: Rank| match boot {
+        Boot::Net(job) => job
+            .entries()
+            .get(r)
+            .map_or(format!("rank {r}"), |e| format!("rank {r} on host {} ({})", e.host, e.address)),
+        _ => format!("rank {r}"),
+    };
+    ConduitError::Setup(format!(
+        "{} cannot reach {} over UCX ({transports}): {why}. A worker address lists the \
+         interfaces UCX_NET_DEVICES chose on its host: they must be reachable from the others.",
+        who(me),
+        who(peer)
+    ))
 }

@@ -1,0 +1,233 @@
+//! Ranks as processes on several hosts, made of network namespaces on this machine
+//! (`common/rig.rs`), started through `ip netns exec` by amrq's launcher or by the
+//! `amrun` binary, joined at rank 0's TCP rendezvous and connected by UCX over tcp on
+//! the rig's veth devices. (The conformance suite runs on 2 such hosts too:
+//! `cargo test --test conformance ucx_hosts`.) Each test says it was skipped where UCX
+//! or network namespaces are missing.
+//!
+//! Each test is also its own rank's program: started by the job (the launcher's
+//! environment says so), it runs its rank's part and exits.
+
+#![cfg(not(amrq_loom))]
+
+#[path = "common/marker.rs"]
+mod marker;
+#[path = "common/rig.rs"]
+mod rig;
+#[path = "common/ucx.rs"]
+mod ucx_common;
+
+use amrq::conduit::ucx::{self, UcxConduit};
+use amrq::conduit::{ChannelSpec, Conduit, ConduitError, ConduitSpec, Message, ReceivedFrame};
+use amrq::launch::{Hosts, Launcher, Outcome};
+use marker::{all_ran, child_args, mark_ran, token};
+use rig::Rig;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const CH: amrq::conduit::Channel = 0;
+
+fn spec() -> ConduitSpec {
+    ConduitSpec::new(vec![ChannelSpec::new(64)])
+}
+
+/// In a rank of a job: runs `body` and exits (0 if it succeeded and left its mark).
+/// Started by hand: returns.
+fn as_rank(body: fn(UcxConduit) -> Result<(), String>) {
+    match ucx::joined(&spec(), &[], Duration::from_secs(60)) {
+        Ok(Some(c)) => {
+            let rank = c.rank();
+            rig::assert_tcp_on_rig(rank, c.size(), |p| c.endpoint_info(p));
+            let code = match body(c) {
+                Ok(()) if mark_ran(rank) => 0,
+                Ok(()) => 1,
+                Err(e) => {
+                    eprintln!("rank {rank}: {e}");
+                    1
+                }
+            };
+            std::process::exit(code);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("cannot join: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// A rig of `hosts` hosts, or `None` where the test cannot run (it said why).
+fn rig_for(test: &str, hosts: usize) -> Option<Rig> {
+    ucx_common::loopback_or_skip(test)?;
+    Rig::or_skip(hosts, test)
+}
+
+/// Runs this test binary's `test` as `per_host` ranks on each host of `rig`, with
+/// amrq's launcher; returns how the job ended.
+fn run_job(rig: &Rig, test: &str, per_host: usize, token: &str) -> Outcome {
+    let hosts = Hosts::new(&rig.host_list(per_host), Rig::EXEC, Some(&rig::address(0)))
+        .expect("hosts");
+    let mut l = Launcher::new(hosts.ranks());
+    l.hosts = Some(hosts);
+    l.verbose = false;
+    l.timeout = Some(Duration::from_secs(180));
+    l.env = Rig::ucx_env();
+    l.env.push(("AMRQ_TEST_TOKEN".into(), token.into()));
+    let exe = std::env::current_exe().expect("test binary");
+    l.run(exe.as_os_str(), &child_args(test)).expect("job starts")
+}
+
+// ---------------------------------------------------------------- all-to-all flood
+
+/// Frames each rank sends to every other rank.
+const FLOOD: u64 = 20_000;
+
+/// Every rank sends [`FLOOD`] frames to every other, interleaved, numbering them per
+/// destination, while draining its own channel: each frame must arrive exactly once
+/// and in order per source, and every one must arrive.
+fn flood(c: UcxConduit) -> Result<(), String> {
+    let (me, n) = (c.rank(), c.size());
+    let mut sent = vec![0u64; n];
+    let mut next = vec![0u64; n];
+    sent[me] = FLOOD;
+    let want = FLOOD * (n as u64 - 1);
+    let (mut got, mut busy) = (0u64, 0u64);
+    let since = Instant::now();
+    while got < want || sent.iter().any(|&s| s < FLOOD) {
+        for d in 0..n {
+            if sent[d] == FLOOD {
+                continue;
+            }
+            let m = Message {
+                tag: 7,
+                args: &[me as u64, sent[d]],
+                ..Message::default()
+            };
+            match c.try_send(d, CH, &m) {
+                Ok(()) => sent[d] += 1,
+                Err(ConduitError::Busy) => busy += 1,
+                Err(e) => return Err(format!("send to {d}: {e}")),
+            }
+        }
+        got += c
+            .drain(CH, 64, |f| {
+                let src = f.source();
+                if f.args() != [src as u64, next[src]] {
+                    return Err(ConduitError::Setup(format!(
+                        "from rank {src}: {:?}, expected [{src}, {}]",
+                        f.args(),
+                        next[src]
+                    )));
+                }
+                next[src] += 1;
+                Ok(())
+            })
+            .map_err(|e| e.to_string())? as u64;
+        if since.elapsed() > Duration::from_secs(120) {
+            return Err(format!("after 120 s: sent {sent:?}, received {next:?}"));
+        }
+    }
+    c.barrier().map_err(|e| e.to_string())?;
+    let expected: Vec<u64> = (0..n).map(|r| if r == me { 0 } else { FLOOD }).collect();
+    if next != expected {
+        return Err(format!("received {next:?}, expected {expected:?}"));
+    }
+    eprintln!(
+        "rank {me}: {want} frames from {} peers, each exactly once in order, in {:?} ({busy} sends found the ring full)",
+        n - 1,
+        since.elapsed()
+    );
+    Ok(())
+}
+
+#[test]
+fn all_to_all_flood_on_four_hosts_arrives_exactly_once_in_order() {
+    as_rank(flood);
+    let test = "all_to_all_flood_on_four_hosts_arrives_exactly_once_in_order";
+    let Some(rig) = rig_for(test, 4) else { return };
+    let token = token();
+    let out = run_job(&rig, test, 1, &token);
+    assert_eq!(out.code, 0, "{out:?}");
+    all_ran(&token, 4);
+}
+
+// ---------------------------------------------------------------- amrun
+
+/// Two ranks exchange a word each way: enough to show a job formed.
+fn hello(c: UcxConduit) -> Result<(), String> {
+    let words = c.allgather(100 + c.rank() as u64).map_err(|e| e.to_string())?;
+    let want: Vec<u64> = (0..c.size() as u64).map(|r| 100 + r).collect();
+    match words == want {
+        true => Ok(()),
+        false => Err(format!("allgather gave {words:?}, expected {want:?}")),
+    }
+}
+
+/// `amrun --hosts … --exec 'ip netns exec {host}' PROGRAM`, its output captured.
+fn amrun(rig: &Rig, extra: &[&str], test: &str, token: &str) -> std::process::Output {
+    let exe = std::env::current_exe().expect("test binary");
+    Command::new(env!("CARGO_BIN_EXE_amrun"))
+        .args(["--hosts", &rig.host_list(2), "--exec", Rig::EXEC])
+        .args(["--rendezvous", &rig::address(0), "--timeout", "120"])
+        .args(extra)
+        .arg(exe)
+        .args(child_args(test))
+        .envs(Rig::ucx_env())
+        .env("AMRQ_TEST_TOKEN", token)
+        .output()
+        .expect("amrun runs")
+}
+
+#[test]
+fn amrun_starts_ranks_on_namespace_hosts() {
+    as_rank(hello);
+    let test = "amrun_starts_ranks_on_namespace_hosts";
+    let Some(rig) = rig_for(test, 2) else { return };
+    let token = token();
+    let out = amrun(&rig, &[], test, &token);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "amrun failed: {err}");
+    all_ran(&token, 4);
+}
+
+#[test]
+fn amrun_refuses_a_rank_count_the_hosts_disagree_with() {
+    let out = Command::new(env!("CARGO_BIN_EXE_amrun"))
+        .args(["-n", "3", "--hosts", "a:2,b:2", "true"])
+        .output()
+        .expect("amrun runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("-n 3 disagrees") && err.contains("4 ranks"), "{err}");
+}
+
+/// Every rank's UCX is told to use only the loopback device, so the worker address it
+/// publishes is 127.0.0.1 on its own host: the others cannot reach it, and say so.
+#[test]
+fn a_peer_that_cannot_be_reached_is_named_with_its_host_address_and_transport() {
+    as_rank(hello);
+    let test = "a_peer_that_cannot_be_reached_is_named_with_its_host_address_and_transport";
+    let Some(rig) = rig_for(test, 2) else { return };
+    let token = token();
+    let exe = std::env::current_exe().expect("test binary");
+    let out = Command::new(env!("CARGO_BIN_EXE_amrun"))
+        .args(["--hosts", &rig.host_list(1), "--exec", Rig::EXEC])
+        .args(["--rendezvous", &rig::address(0), "--timeout", "120"])
+        .arg(exe)
+        .args(child_args(test))
+        .env("UCX_TLS", "tcp")
+        .env("UCX_NET_DEVICES", "lo")
+        .env("AMRQ_TEST_TOKEN", &token)
+        .output()
+        .expect("amrun runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the job ran although no rank can reach the other: {err}");
+    let named = err.lines().any(|l| {
+        l.contains("cannot reach rank")
+            && l.contains(&rig.hosts[0])
+            && l.contains(&rig.hosts[1])
+            && (l.contains(&rig::address(0)) || l.contains(&rig::address(1)))
+            && l.contains("UCX_TLS=tcp")
+    });
+    assert!(named, "no error names the peer, its host, address and transport:\n{err}");
+}
