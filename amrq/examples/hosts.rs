@@ -26,15 +26,17 @@ struct State {
 
 fn main() {
     let iters: u64 = match std::env::args().nth(1) {
-        Some(a) => a.parse().unwrap_or_else(|_| fail(&format!("{a:?}: give ITERS as a number"))),
+        Some(a) => a
+            .parse()
+            .unwrap_or_else(|_| fail(&format!("{a:?}: give ITERS as a number"))),
         None => 10_000,
     };
     let cfg = Config::from_env().unwrap_or_else(|e| fail(&e));
     let conduit = match ucx::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout) {
         Ok(Some(c)) => c,
-        Ok(None) => fail(
-            &"start this program on hosts with amrun --hosts (it found no AMRQ_RENDEZVOUS)",
-        ),
+        Ok(None) => {
+            fail(&"start this program on hosts with amrun --hosts (it found no AMRQ_RENDEZVOUS)")
+        }
         Err(e) => fail(&e),
     };
     if let Err(e) = rank_main(conduit, iters) {
@@ -52,9 +54,17 @@ fn rank_main(conduit: ucx::UcxConduit, iters: u64) -> Result<(), AmError> {
     let host = std::env::var("AMRQ_HOST").unwrap_or_default();
     let lanes: Vec<String> = (0..n)
         .filter(|&p| p != me)
-        .map(|p| format!("{p} via {}", transport(&conduit.endpoint_info(p).unwrap_or_default())))
+        .map(|p| {
+            format!(
+                "{p} via {}",
+                transport(&conduit.endpoint_info(p).unwrap_or_default())
+            )
+        })
         .collect();
-    println!("rank {me} of {n} on host {host}: to rank {}", lanes.join(", "));
+    println!(
+        "rank {me} of {n} on host {host}: to rank {}",
+        lanes.join(", ")
+    );
     let mut table = HandlerTable::new();
     let hello = table.request("hello", |s: &State, _, _| {
         s.hellos.set(s.hellos.get() + 1);

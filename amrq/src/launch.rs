@@ -251,7 +251,11 @@ impl Launcher {
                     "-n {} disagrees with the hosts' {} ranks ({})",
                     self.ranks,
                     h.ranks(),
-                    h.hosts.iter().map(|(n, c)| format!("{n}:{c}")).collect::<Vec<_>>().join(",")
+                    h.hosts
+                        .iter()
+                        .map(|(n, c)| format!("{n}:{c}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
                 )));
             }
         }
@@ -339,7 +343,11 @@ impl Launcher {
         args: &[OsString],
     ) -> std::io::Result<Child> {
         let host = hosts.host_of(rank);
-        let words: Vec<String> = hosts.exec.iter().map(|w| w.replace("{host}", host)).collect();
+        let words: Vec<String> = hosts
+            .exec
+            .iter()
+            .map(|w| w.replace("{host}", host))
+            .collect();
         let mut cmd = Command::new(&words[0]);
         cmd.args(&words[1..]).arg("env");
         let fixed = [
@@ -371,7 +379,12 @@ impl Launcher {
 
     /// Spawns `cmd` in the job's process group, dying with the launcher, pinned to
     /// `cpu` if given.
-    fn start(&self, mut cmd: Command, cpu: Option<usize>, group: libc::pid_t) -> std::io::Result<Child> {
+    fn start(
+        &self,
+        mut cmd: Command,
+        cpu: Option<usize>,
+        group: libc::pid_t,
+    ) -> std::io::Result<Child> {
         if self.quiet {
             cmd.stdout(Stdio::null()).stderr(Stdio::null());
         } else if self.label {

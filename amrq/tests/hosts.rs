@@ -65,8 +65,8 @@ fn rig_for(test: &str, hosts: usize) -> Option<Rig> {
 /// Runs this test binary's `test` as `per_host` ranks on each host of `rig`, with
 /// amrq's launcher; returns how the job ended.
 fn run_job(rig: &Rig, test: &str, per_host: usize, token: &str) -> Outcome {
-    let hosts = Hosts::new(&rig.host_list(per_host), Rig::EXEC, Some(&rig::address(0)))
-        .expect("hosts");
+    let hosts =
+        Hosts::new(&rig.host_list(per_host), Rig::EXEC, Some(&rig::address(0))).expect("hosts");
     let mut l = Launcher::new(hosts.ranks());
     l.hosts = Some(hosts);
     l.verbose = false;
@@ -74,7 +74,8 @@ fn run_job(rig: &Rig, test: &str, per_host: usize, token: &str) -> Outcome {
     l.env = Rig::ucx_env();
     l.env.push(("AMRQ_TEST_TOKEN".into(), token.into()));
     let exe = std::env::current_exe().expect("test binary");
-    l.run(exe.as_os_str(), &child_args(test)).expect("job starts")
+    l.run(exe.as_os_str(), &child_args(test))
+        .expect("job starts")
 }
 
 // ---------------------------------------------------------------- all-to-all flood
@@ -94,17 +95,17 @@ fn flood(c: UcxConduit) -> Result<(), String> {
     let (mut got, mut busy) = (0u64, 0u64);
     let since = Instant::now();
     while got < want || sent.iter().any(|&s| s < FLOOD) {
-        for d in 0..n {
-            if sent[d] == FLOOD {
+        for (d, count) in sent.iter_mut().enumerate() {
+            if *count == FLOOD {
                 continue;
             }
             let m = Message {
                 tag: 7,
-                args: &[me as u64, sent[d]],
+                args: &[me as u64, *count],
                 ..Message::default()
             };
             match c.try_send(d, CH, &m) {
-                Ok(()) => sent[d] += 1,
+                Ok(()) => *count += 1,
                 Err(ConduitError::Busy) => busy += 1,
                 Err(e) => return Err(format!("send to {d}: {e}")),
             }
@@ -155,7 +156,9 @@ fn all_to_all_flood_on_four_hosts_arrives_exactly_once_in_order() {
 
 /// Two ranks exchange a word each way: enough to show a job formed.
 fn hello(c: UcxConduit) -> Result<(), String> {
-    let words = c.allgather(100 + c.rank() as u64).map_err(|e| e.to_string())?;
+    let words = c
+        .allgather(100 + c.rank() as u64)
+        .map_err(|e| e.to_string())?;
     let want: Vec<u64> = (0..c.size() as u64).map(|r| 100 + r).collect();
     match words == want {
         true => Ok(()),
@@ -198,7 +201,10 @@ fn amrun_refuses_a_rank_count_the_hosts_disagree_with() {
         .expect("amrun runs");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("-n 3 disagrees") && err.contains("4 ranks"), "{err}");
+    assert!(
+        err.contains("-n 3 disagrees") && err.contains("4 ranks"),
+        "{err}"
+    );
 }
 
 /// Every rank's UCX is told to use only the loopback device, so the worker address it
@@ -221,7 +227,10 @@ fn a_peer_that_cannot_be_reached_is_named_with_its_host_address_and_transport() 
         .output()
         .expect("amrun runs");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "the job ran although no rank can reach the other: {err}");
+    assert!(
+        !out.status.success(),
+        "the job ran although no rank can reach the other: {err}"
+    );
     let named = err.lines().any(|l| {
         l.contains("cannot reach rank")
             && l.contains(&rig.hosts[0])
@@ -229,5 +238,8 @@ fn a_peer_that_cannot_be_reached_is_named_with_its_host_address_and_transport() 
             && (l.contains(&rig::address(0)) || l.contains(&rig::address(1)))
             && l.contains("UCX_TLS=tcp")
     });
-    assert!(named, "no error names the peer, its host, address and transport:\n{err}");
+    assert!(
+        named,
+        "no error names the peer, its host, address and transport:\n{err}"
+    );
 }

@@ -47,7 +47,12 @@ mod cli {
         hosts: Option<String>,
         /// The command that runs a command on a host; {host} is replaced by the host's
         /// name ('ip netns exec {host}' for network-namespace hosts).
-        #[arg(long, value_name = "TEMPLATE", default_value = "ssh {host}", requires = "hosts")]
+        #[arg(
+            long,
+            value_name = "TEMPLATE",
+            default_value = "ssh {host}",
+            requires = "hosts"
+        )]
         exec: String,
         /// Rank 0's rendezvous, ADDR[:PORT], reachable over TCP from every host
         /// (default: the first host's name and a random port).
@@ -134,10 +139,16 @@ mod cli {
         let cores = amrq::util::affinity::allowed_cores().len();
         let flag = |given: bool| if given { "flag" } else { "default" };
         println!("amrun configuration:");
-        let from = if args.ranks.is_some() { "flag -n" } else { "the hosts' sum" };
+        let from = if args.ranks.is_some() {
+            "flag -n"
+        } else {
+            "the hosts' sum"
+        };
         println!("  ranks          {:<12} ({from})", l.ranks);
         let bind = match l.bind {
-            _ if l.hosts.is_some() => "not pinned (amrun cannot pin a rank another host runs)".into(),
+            _ if l.hosts.is_some() => {
+                "not pinned (amrun cannot pin a rank another host runs)".into()
+            }
             Bind::Cores if l.pins() => format!(
                 "cores ({} ranks on {cores} cores: rank i on core i)",
                 l.ranks

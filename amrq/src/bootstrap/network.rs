@@ -183,7 +183,10 @@ impl NetJob {
         self.check_peers()?;
         let mut links = self.links.lock().map_err(|_| BootError::Poisoned)?;
         let lost = |rank: usize, e: io::Error| {
-            if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) {
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) {
                 return BootError::Timeout(format!(
                     "rank {} waited {:?} for rank {rank} at a setup collective of job {}",
                     self.rank, self.patience, self.id
@@ -378,7 +381,10 @@ fn answer(
         let _ = verdict(Code::Disagrees, &reason);
         return Err(BootError::Refused(reason));
     }
-    let rank = match usize::try_from(rank).ok().filter(|&r| joined.get(r) == Some(&None)) {
+    let rank = match usize::try_from(rank)
+        .ok()
+        .filter(|&r| joined.get(r) == Some(&None))
+    {
         Some(r) => r,
         None => {
             let why = format!(
@@ -425,7 +431,10 @@ fn join(
         .max(Duration::from_millis(1));
     let _ = s.set_read_timeout(Some(remaining));
     let lost = |e: io::Error| {
-        if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) {
+        if matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ) {
             return BootError::Timeout(format!(
                 "rank {rank} waited for rank 0 of job {} at {addr} to admit it and every other \
                  rank until the attach timeout (AMRQ_ATTACH_TIMEOUT sets it)",
@@ -451,7 +460,13 @@ fn join(
     }
     let nonce_s = ch.take::<16>();
     let mut proof = Wire::<PROOF_BYTES>::new(PROOF);
-    proof.put(&joiner_mac(t, &nonce_j, &nonce_s, rank as u64, t.size as u64));
+    proof.put(&joiner_mac(
+        t,
+        &nonce_j,
+        &nonce_s,
+        rank as u64,
+        t.size as u64,
+    ));
     proof.put(&t.digest.to_le_bytes());
     s.write_all(&proof.b).map_err(lost)?;
     let mut v = read_wire::<VERDICT_BYTES>(&mut s).map_err(lost)?;
@@ -467,7 +482,11 @@ fn join(
         return Err(BootError::Refused(format!(
             "rank 0 of job {} at {addr} refused rank {rank}: {reason}{}",
             t.id,
-            if genuine { "" } else { " (and could not prove it holds this rank's key)" }
+            if genuine {
+                ""
+            } else {
+                " (and could not prove it holds this rank's key)"
+            }
         )));
     }
     if !genuine {
@@ -488,7 +507,10 @@ fn join(
     let table = read_blob(&mut s).map_err(lost)?;
     let mut mac = [0u8; 32];
     s.read_exact(&mut mac).map_err(lost)?;
-    if !same_mac(&mac, &t.key.mac("table", &[t.id.as_bytes(), &nonce_j, &table])) {
+    if !same_mac(
+        &mac,
+        &t.key.mac("table", &[t.id.as_bytes(), &nonce_j, &table]),
+    ) {
         return Err(BootError::Refused(format!(
             "the table of job {} from {addr} does not carry the job key's MAC: refusing it",
             t.id
@@ -514,7 +536,10 @@ fn connect(
 ) -> Result<TcpStream, BootError> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let err = match TcpStream::connect_timeout(&addr, left.clamp(Duration::from_millis(1), Duration::from_secs(2))) {
+        let err = match TcpStream::connect_timeout(
+            &addr,
+            left.clamp(Duration::from_millis(1), Duration::from_secs(2)),
+        ) {
             Ok(s) => return Ok(s),
             Err(e) => e,
         };
@@ -564,7 +589,9 @@ mod tests {
                     })
                 })
                 .collect();
-            hs.into_iter().map(|h| h.join().unwrap().expect("formed")).collect()
+            hs.into_iter()
+                .map(|h| h.join().unwrap().expect("formed"))
+                .collect()
         });
         for j in &jobs {
             for (r, e) in j.entries().iter().enumerate() {
@@ -590,14 +617,35 @@ mod tests {
         std::thread::scope(|s| {
             let a = at.clone();
             let zero = s.spawn(move || {
-                NetJob::form(0, "h0", &a, &terms(2, key), vec![0], Duration::from_secs(20))
+                NetJob::form(
+                    0,
+                    "h0",
+                    &a,
+                    &terms(2, key),
+                    vec![0],
+                    Duration::from_secs(20),
+                )
             });
             let wrong = JobKey::random().expect("key");
-            let e = NetJob::form(1, "x", &at, &terms(2, wrong), vec![9], Duration::from_secs(20))
-                .expect_err("a wrong key is refused");
+            let e = NetJob::form(
+                1,
+                "x",
+                &at,
+                &terms(2, wrong),
+                vec![9],
+                Duration::from_secs(20),
+            )
+            .expect_err("a wrong key is refused");
             assert!(e.to_string().contains("not job net-test's key"), "{e}");
-            let one = NetJob::form(1, "h1", &at, &terms(2, key), vec![1], Duration::from_secs(20))
-                .expect("the right key is admitted after");
+            let one = NetJob::form(
+                1,
+                "h1",
+                &at,
+                &terms(2, key),
+                vec![1],
+                Duration::from_secs(20),
+            )
+            .expect("the right key is admitted after");
             let zero = zero.join().unwrap().expect("rank 0 formed the job");
             assert_eq!(zero.entries()[1].blob, vec![1]);
             assert_eq!(one.entries()[0].host, "h0");

@@ -99,7 +99,13 @@ impl<const N: usize> Wire<N> {
     }
 }
 
-pub(super) fn joiner_mac(t: &Terms, nonce_j: &[u8; 16], nonce_s: &[u8; 16], rank: u64, size: u64) -> [u8; 32] {
+pub(super) fn joiner_mac(
+    t: &Terms,
+    nonce_j: &[u8; 16],
+    nonce_s: &[u8; 16],
+    rank: u64,
+    size: u64,
+) -> [u8; 32] {
     t.key.mac(
         "joiner",
         &[

@@ -63,7 +63,10 @@ fn sweep() {
     let Ok(dir) = std::fs::read_dir("/run/netns") else {
         return;
     };
-    for name in dir.flatten().map(|e| e.file_name().to_string_lossy().into_owned()) {
+    for name in dir
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+    {
         let Some(pid) = name
             .strip_prefix(PREFIX)
             .and_then(|r| r.trim_start_matches('-').split('-').next())
@@ -182,7 +185,10 @@ pub fn assert_tcp_on_rig(rank: usize, size: usize, info: impl Fn(usize) -> Optio
         let info = info(peer).unwrap_or_default();
         let want = format!("tcp/{DEVICE}");
         assert!(
-            info.contains(&want) && !["posix", "sysv", "cma", "xpmem", "knem"].iter().any(|t| info.contains(t)),
+            info.contains(&want)
+                && !["posix", "sysv", "cma", "xpmem", "knem"]
+                    .iter()
+                    .any(|t| info.contains(t)),
             "rank {rank}: UCX's endpoint to rank {peer} does not use only {want}:\n{info}"
         );
     }

@@ -192,7 +192,12 @@ pub fn ucx_hosts(test: &str, ranks: usize, case: Case<UcxConduit>) {
         Ok(Some(c)) => {
             let rank = c.rank();
             super::rig::assert_tcp_on_rig(rank, c.size(), |p| c.endpoint_info(p));
-            let code = match case(c, &Job { die: die_ucx_process }) {
+            let code = match case(
+                c,
+                &Job {
+                    die: die_ucx_process,
+                },
+            ) {
                 Ok(()) if mark_ran(rank) => 0,
                 Ok(()) => 1,
                 Err(e) => {

@@ -152,7 +152,8 @@ impl Opened {
         let arg = Arc::as_ptr(&self.shared).cast_mut().cast();
         let (me, transports) = (self.rank, &self.transports);
         let unreachable = |r: Rank, why: &str| unreachable(&boot, me, r, transports, why);
-        self.net.connect(self.rank, cards, on_error, arg, unreachable)?;
+        self.net
+            .connect(self.rank, cards, on_error, arg, unreachable)?;
         let eps = self.net.eps.iter().map(|&e| e as usize).collect();
         let _ = self.shared.eps.set(eps);
         // SAFETY: the word is in the local queues' region, which `me` keeps alive, and
@@ -286,7 +287,9 @@ pub fn joined(
     timeout: Duration,
 ) -> Result<Option<UcxConduit>, ConduitError> {
     match detect()? {
-        Some(place) if place.rendezvous.is_some() => join(&place, spec, settings, timeout).map(Some),
+        Some(place) if place.rendezvous.is_some() => {
+            join(&place, spec, settings, timeout).map(Some)
+        }
         _ => Ok(None),
     }
 }
@@ -363,10 +366,9 @@ fn transports(settings: &[(String, String)]) -> String {
 /// addresses where the job's bootstrap knows them, and the transports asked for.
 fn unreachable(boot: &Boot, me: Rank, peer: Rank, transports: &str, why: &str) -> ConduitError {
     let who = |r: Rank| match boot {
-        Boot::Net(job) => job
-            .entries()
-            .get(r)
-            .map_or(format!("rank {r}"), |e| format!("rank {r} on host {} ({})", e.host, e.address)),
+        Boot::Net(job) => job.entries().get(r).map_or(format!("rank {r}"), |e| {
+            format!("rank {r} on host {} ({})", e.host, e.address)
+        }),
         _ => format!("rank {r}"),
     };
     ConduitError::Setup(format!(
