@@ -622,6 +622,14 @@ pub fn joined_spec(
     let Some(place) = detect()? else {
         return Ok(None);
     };
+    if let Some(at) = &place.rendezvous {
+        return Err(LaunchError::Config(format!(
+            "rank {} was started across hosts ({ENV_RENDEZVOUS}={at}, host {}), but this program \
+             runs on one host, over shared memory: run it with amrun -n N, or join with \
+             amrq::conduit::ucx::joined (as examples/hosts.rs does)",
+            place.rank, place.host
+        )));
+    }
     Ok(Some(crate::conduit::shm::attach(
         &place,
         spec,
