@@ -248,7 +248,7 @@ impl Launcher {
         if let Some(h) = &self.hosts {
             if h.ranks() != self.ranks {
                 return Err(LaunchError::Config(format!(
-                    "-n {} disagrees with the hosts' {} ranks ({})",
+                    "-n {} disagrees with the hosts' {} ranks ({}): leave -n out, or make them agree",
                     self.ranks,
                     h.ranks(),
                     h.hosts

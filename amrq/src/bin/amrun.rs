@@ -21,7 +21,7 @@ fn main() {
 #[cfg(not(amrq_loom))]
 mod cli {
     use amrq::config::Source;
-    use amrq::launch::{Bind, Hosts, Launcher};
+    use amrq::launch::{Bind, Hosts, LaunchError, Launcher};
     use clap::{Parser, ValueEnum};
     use std::ffi::OsString;
     use std::time::Duration;
@@ -92,15 +92,13 @@ mod cli {
             ),
             None => None,
         };
+        // A count that disagrees with the hosts' sum is refused by the launcher.
         let ranks = match (args.ranks, &hosts) {
-            (Some(n), Some(h)) if n != h.ranks() => fail(format!(
-                "-n {n} disagrees with --hosts {}, which has {} ranks: leave -n out, or make them agree",
-                args.hosts.as_deref().unwrap_or_default(),
-                h.ranks()
-            )),
             (Some(n), _) => n,
             (None, Some(h)) => h.ranks(),
-            (None, None) => fail("give the number of ranks (-n N) or the hosts (--hosts LIST)".into()),
+            (None, None) => {
+                fail("give the number of ranks (-n N) or the hosts (--hosts LIST)".into())
+            }
         };
         let mut launcher = Launcher::new(ranks);
         launcher.hosts = hosts;
@@ -128,6 +126,7 @@ mod cli {
         };
         match launcher.run(program, rest) {
             Ok(out) => std::process::exit(out.code),
+            Err(e @ LaunchError::Config(_)) => fail(e.to_string()),
             Err(e) => {
                 eprintln!("amrun: {e}");
                 std::process::exit(1);

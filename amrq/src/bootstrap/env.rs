@@ -180,7 +180,11 @@ fn key_from_stdin() -> Result<JobKey, BootError> {
         let mut line = Vec::new();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while line.len() < 64 && std::time::Instant::now() < deadline {
-            let mut p = libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 };
+            let mut p = libc::pollfd {
+                fd: 0,
+                events: libc::POLLIN,
+                revents: 0,
+            };
             // SAFETY: one valid pollfd.
             if unsafe { libc::poll(&mut p, 1, 100) } <= 0 {
                 continue;
@@ -197,7 +201,10 @@ fn key_from_stdin() -> Result<JobKey, BootError> {
             .ok()
             .and_then(|l| JobKey::parse(l.trim()))
             .ok_or_else(|| {
-                format!("{ENV_KEY}={KEY_ON_STDIN}, but standard input did not start with the key's 32 hex digits within 10 s")
+                format!(
+                    "{ENV_KEY}={KEY_ON_STDIN}, but standard input did not start with the \
+                     key's 32 hex digits within 10 s"
+                )
             })
     })
     .clone()

@@ -46,6 +46,17 @@ pub struct Entry {
 }
 
 /// A rank's membership in a job across hosts (see the module doc).
+///
+/// ```no_run
+/// use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
+/// use std::time::Duration;
+/// let terms = Terms { id: "job-1".into(), key: JobKey::random()?, size: 2, digest: 0, bytes: 0 };
+/// // Rank 1, on host "h1": rank 0 runs the same with rank 0, on the host of 10.0.0.1.
+/// let job = NetJob::form(1, "h1", "10.0.0.1:7000", &terms, b"my card".to_vec(), Duration::from_secs(60))?;
+/// println!("rank 0 runs on {}", job.entries()[0].host);
+/// assert_eq!(job.allgather(5)?.len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct NetJob {
     rank: usize,
@@ -155,6 +166,10 @@ impl NetJob {
         } else {
             join(addr, terms, rank, mine, deadline)?
         };
+        // A collective waits for a silent peer as long as start-up did, no longer.
+        for s in links.iter().flatten() {
+            let _ = s.set_read_timeout(Some(timeout));
+        }
         Ok(Self {
             rank,
             size: terms.size,
@@ -324,7 +339,6 @@ fn admit_all(
         let mac = t.key.mac("table", &[t.id.as_bytes(), &nonces[r], &table]);
         // A rank that went away now shows at its first collective, or in its conduit.
         let _ = send_blob(s, &table).and_then(|()| s.write_all(&mac));
-        let _ = s.set_read_timeout(None);
     }
     Ok((entries, links))
 }
@@ -516,12 +530,10 @@ fn join(
             t.id
         )));
     }
-    let mut entries = decode(&table, t.size).ok_or_else(protocol)?;
+    let entries = decode(&table, t.size).ok_or_else(protocol)?;
     if entries[rank].blob != mine.blob {
         return Err(protocol());
     }
-    entries[0].address = addr.ip().to_string();
-    let _ = s.set_read_timeout(None);
     let mut links: Vec<Option<TcpStream>> = (0..t.size).map(|_| None).collect();
     links[0] = Some(s);
     Ok((entries, links))
