@@ -41,8 +41,9 @@ mod cli {
         /// Number of ranks (with --hosts: may be left out; must equal the hosts' sum).
         #[arg(short = 'n', long = "np", value_name = "N")]
         ranks: Option<usize>,
-        /// Run the ranks on these hosts, in rank order: NAME[:RANKS],… (one rank if
-        /// RANKS is left out). Ranks join at rank 0's TCP rendezvous, over UCX.
+        /// Run the ranks on these hosts, in rank order: a comma-separated list of
+        /// NAME:RANKS, or NAME for one rank. Ranks join at rank 0's TCP rendezvous, over
+        /// UCX.
         #[arg(long, value_name = "LIST")]
         hosts: Option<String>,
         /// The command that runs a command on a host; {host} is replaced by the host's
@@ -54,9 +55,9 @@ mod cli {
             requires = "hosts"
         )]
         exec: String,
-        /// Rank 0's rendezvous, ADDR[:PORT], reachable over TCP from every host
-        /// (default: the first host's name and a random port).
-        #[arg(long, value_name = "ADDR[:PORT]", requires = "hosts")]
+        /// Rank 0's rendezvous, ADDR:PORT or ADDR (then a random port), reachable over
+        /// TCP from every host (default: the first host's name and a random port).
+        #[arg(long, value_name = "ADDR:PORT", requires = "hosts")]
         rendezvous: Option<String>,
         /// How ranks are bound to cores.
         #[arg(long, value_enum, default_value = "cores")]

@@ -21,8 +21,8 @@
 
 use super::key::{random_bytes, same_mac};
 use super::rendezvous::{
-    joiner_mac, rank0_mac, readable, Code, Terms, Wire, ANSWER_WITHIN, CHALLENGE, CHALLENGE_BYTES,
-    HELLO, HELLO_BYTES, PROOF, PROOF_BYTES, REASON_BYTES, VERDICT, VERDICT_BYTES,
+    hello, joiner_mac, proof, read_verdict, readable, verdict, Code, Terms, Wire, ANSWER_WITHIN,
+    CHALLENGE, CHALLENGE_BYTES, HELLO, HELLO_BYTES, PROOF, PROOF_BYTES, VERDICT_BYTES,
 };
 use super::BootError;
 use std::io::{self, Read, Write};
@@ -374,16 +374,11 @@ fn answer(
         return Ok(None);
     }
     let (mac, digest) = (proof.take::<32>(), proof.u64());
-    let mut verdict = |code: Code, reason: &str| {
-        let mut v = Wire::<VERDICT_BYTES>::new(VERDICT);
-        v.put(&(code as u64).to_le_bytes());
-        v.put(&rank0_mac(t, &nonce_s, &nonce_j, code as u64));
-        v.put(reason.as_bytes());
-        s.write_all(&v.b)
-    };
+    let mut judge =
+        |code: Code, reason: &str| s.write_all(&verdict(t, &nonce_s, &nonce_j, code, reason).b);
     if !same_mac(&mac, &joiner_mac(t, &nonce_j, &nonce_s, rank, size)) {
         let why = format!("its key is not job {}'s key (AMRQ_JOB_KEY differs)", t.id);
-        let _ = verdict(Code::WrongKey, &why);
+        let _ = judge(Code::WrongKey, &why);
         return Ok(None);
     }
     if size != t.size as u64 || digest != t.digest {
@@ -392,7 +387,7 @@ fn answer(
              {digest:#x} vs {:#x}; give every rank the same settings",
             t.id, t.size, t.digest
         );
-        let _ = verdict(Code::Disagrees, &reason);
+        let _ = judge(Code::Disagrees, &reason);
         return Err(BootError::Refused(reason));
     }
     let rank = match usize::try_from(rank)
@@ -405,11 +400,11 @@ fn answer(
                 "rank {rank} has already joined job {} (or is not one of its {} ranks)",
                 t.id, t.size
             );
-            let _ = verdict(Code::Duplicate, &why);
+            let _ = judge(Code::Duplicate, &why);
             return Ok(None);
         }
     };
-    if verdict(Code::Admitted, "").is_err() {
+    if judge(Code::Admitted, "").is_err() {
         return Ok(None);
     }
     let (Ok(host), Ok(blob)) = (read_blob(s), read_blob(s)) else {
@@ -463,36 +458,18 @@ fn join(
     };
     let protocol = || BootError::Refused(format!("{addr} spoke another protocol than amrq's"));
     let nonce_j = random_bytes::<16>().map_err(|e| BootError::Env(format!("getrandom: {e}")))?;
-    let mut hello = Wire::<HELLO_BYTES>::new(HELLO);
-    hello.put(&(rank as u64).to_le_bytes());
-    hello.put(&(t.size as u64).to_le_bytes());
-    hello.put(&nonce_j);
-    s.write_all(&hello.b).map_err(lost)?;
+    s.write_all(&hello(t, rank, &nonce_j).b).map_err(lost)?;
     let mut ch = read_wire::<CHALLENGE_BYTES>(&mut s).map_err(lost)?;
     if ch.u64() != CHALLENGE {
         return Err(protocol());
     }
     let nonce_s = ch.take::<16>();
-    let mut proof = Wire::<PROOF_BYTES>::new(PROOF);
-    proof.put(&joiner_mac(
-        t,
-        &nonce_j,
-        &nonce_s,
-        rank as u64,
-        t.size as u64,
-    ));
-    proof.put(&t.digest.to_le_bytes());
-    s.write_all(&proof.b).map_err(lost)?;
-    let mut v = read_wire::<VERDICT_BYTES>(&mut s).map_err(lost)?;
-    if v.u64() != VERDICT {
-        return Err(protocol());
-    }
-    let code = v.u64();
-    let genuine = same_mac(&v.take::<32>(), &rank0_mac(t, &nonce_s, &nonce_j, code));
-    let reason = v.take::<REASON_BYTES>();
-    let reason = String::from_utf8_lossy(&reason);
-    let reason = reason.trim_end_matches('\0');
-    if code != Code::Admitted as u64 {
+    s.write_all(&proof(t, rank, &nonce_j, &nonce_s).b)
+        .map_err(lost)?;
+    let v = read_wire::<VERDICT_BYTES>(&mut s).map_err(lost)?;
+    let (admitted, genuine, reason) =
+        read_verdict(v, t, &nonce_s, &nonce_j).ok_or_else(protocol)?;
+    if !admitted {
         return Err(BootError::Refused(format!(
             "rank 0 of job {} at {addr} refused rank {rank}: {reason}{}",
             t.id,

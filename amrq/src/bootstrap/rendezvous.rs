@@ -29,12 +29,12 @@ use std::time::{Duration, Instant};
 pub(super) const HELLO: u64 = u64::from_le_bytes(*b"amrqHEL1");
 pub(super) const CHALLENGE: u64 = u64::from_le_bytes(*b"amrqCHL1");
 pub(super) const PROOF: u64 = u64::from_le_bytes(*b"amrqPRF1");
-pub(super) const VERDICT: u64 = u64::from_le_bytes(*b"amrqVRD1");
+const VERDICT: u64 = u64::from_le_bytes(*b"amrqVRD1");
 
 pub(super) const HELLO_BYTES: usize = 40;
 pub(super) const CHALLENGE_BYTES: usize = 24;
 pub(super) const PROOF_BYTES: usize = 56;
-pub(super) const REASON_BYTES: usize = 256;
+const REASON_BYTES: usize = 256;
 pub(super) const VERDICT_BYTES: usize = 48 + REASON_BYTES;
 
 /// How long rank 0 gives one connection to say its part: a silent process cannot
@@ -118,11 +118,69 @@ pub(super) fn joiner_mac(
     )
 }
 
-pub(super) fn rank0_mac(t: &Terms, nonce_s: &[u8; 16], nonce_j: &[u8; 16], code: u64) -> [u8; 32] {
+fn rank0_mac(t: &Terms, nonce_s: &[u8; 16], nonce_j: &[u8; 16], code: u64) -> [u8; 32] {
     t.key.mac(
         "rank 0",
         &[t.id.as_bytes(), nonce_s, nonce_j, &code.to_le_bytes()],
     )
+}
+
+/// A joiner's Hello: its rank, the job's size, its nonce.
+pub(super) fn hello(t: &Terms, rank: usize, nonce_j: &[u8; 16]) -> Wire<HELLO_BYTES> {
+    let mut w = Wire::new(HELLO);
+    w.put(&(rank as u64).to_le_bytes());
+    w.put(&(t.size as u64).to_le_bytes());
+    w.put(nonce_j);
+    w
+}
+
+/// A joiner's Proof: its MAC over both nonces, the configuration digest, the bytes of
+/// memory it expects.
+pub(super) fn proof(
+    t: &Terms,
+    rank: usize,
+    nonce_j: &[u8; 16],
+    nonce_s: &[u8; 16],
+) -> Wire<PROOF_BYTES> {
+    let mut w = Wire::new(PROOF);
+    w.put(&joiner_mac(t, nonce_j, nonce_s, rank as u64, t.size as u64));
+    w.put(&t.digest.to_le_bytes());
+    w.put(&t.bytes.to_le_bytes());
+    w
+}
+
+/// Rank 0's Verdict: the code, rank 0's MAC over it, the reason in words.
+pub(super) fn verdict(
+    t: &Terms,
+    nonce_s: &[u8; 16],
+    nonce_j: &[u8; 16],
+    code: Code,
+    reason: &str,
+) -> Wire<VERDICT_BYTES> {
+    let mut w = Wire::new(VERDICT);
+    w.put(&(code as u64).to_le_bytes());
+    w.put(&rank0_mac(t, nonce_s, nonce_j, code as u64));
+    w.put(reason.as_bytes());
+    w
+}
+
+/// A Verdict as the joiner reads it: `(admitted, genuine, reason)`, where `genuine`
+/// says rank 0 proved it holds the key; `None` if it is no Verdict.
+pub(super) fn read_verdict(
+    mut v: Wire<VERDICT_BYTES>,
+    t: &Terms,
+    nonce_s: &[u8; 16],
+    nonce_j: &[u8; 16],
+) -> Option<(bool, bool, String)> {
+    if v.u64() != VERDICT {
+        return None;
+    }
+    let code = v.u64();
+    let genuine = same_mac(&v.take::<32>(), &rank0_mac(t, nonce_s, nonce_j, code));
+    let reason = v.take::<REASON_BYTES>();
+    let reason = String::from_utf8_lossy(&reason);
+    let reason = reason.trim_end_matches('\0').to_string();
+    Some((code == Code::Admitted as u64, genuine, reason))
 }
 
 fn read<const N: usize>(s: &UnixStream) -> io::Result<(Wire<N>, Option<OwnedFd>)> {
@@ -330,15 +388,10 @@ fn answer(
         return Ok(Answer::Refused);
     }
     let (mac, digest, bytes) = (proof.take::<32>(), proof.u64(), proof.u64());
-    let verdict = |code: Code, reason: String| {
-        let mut v = Wire::<VERDICT_BYTES>::new(VERDICT);
-        v.put(&(code as u64).to_le_bytes());
-        v.put(&rank0_mac(t, &nonce_s, &nonce_j, code as u64));
-        v.put(reason.as_bytes());
-        (v, reason)
-    };
+    let judge =
+        |code: Code, reason: String| (verdict(t, &nonce_s, &nonce_j, code, &reason), reason);
     let refuse = |code: Code, reason: String| {
-        let (v, _) = verdict(code, reason);
+        let (v, _) = judge(code, reason);
         let _ = socket::send(s, &v.b, None);
         Ok(Answer::Refused)
     };
@@ -361,7 +414,7 @@ fn answer(
         );
     };
     if size != t.size as u64 || digest != t.digest || bytes != t.bytes {
-        let (v, reason) = verdict(
+        let (v, reason) = judge(
             Code::Disagrees,
             format!(
                 "rank {rank} and rank 0 disagree on job {}: {size} vs {} ranks, {bytes} vs {} bytes, configuration digest {digest:#x} vs {:#x}; give every rank the same settings",
@@ -386,7 +439,7 @@ fn answer(
             )
         }
     }
-    let (v, _) = verdict(Code::Admitted, String::new());
+    let (v, _) = judge(Code::Admitted, String::new());
     match socket::send(s, &v.b, Some(memory)) {
         Ok(()) => Ok(Answer::Admitted(rank as usize)),
         Err(_) => Ok(Answer::Refused), // it went away: it may come back
@@ -448,11 +501,7 @@ pub fn join(
         .max(Duration::from_millis(1));
     let _ = stream.set_read_timeout(Some(remaining));
     let nonce_j = random_bytes::<16>().map_err(|e| BootError::Shm(format!("getrandom: {e}")))?;
-    let mut hello = Wire::<HELLO_BYTES>::new(HELLO);
-    hello.put(&(rank as u64).to_le_bytes());
-    hello.put(&(t.size as u64).to_le_bytes());
-    hello.put(&nonce_j);
-    socket::send(&stream, &hello.b, None).map_err(lost)?;
+    socket::send(&stream, &hello(t, rank, &nonce_j).b, None).map_err(lost)?;
     let (mut ch, _) = read::<CHALLENGE_BYTES>(&stream).map_err(lost)?;
     if ch.u64() != CHALLENGE {
         return Err(BootError::Shm(format!(
@@ -461,31 +510,16 @@ pub fn join(
         )));
     }
     let nonce_s = ch.take::<16>();
-    let mut proof = Wire::<PROOF_BYTES>::new(PROOF);
-    proof.put(&joiner_mac(
-        t,
-        &nonce_j,
-        &nonce_s,
-        rank as u64,
-        t.size as u64,
-    ));
-    proof.put(&t.digest.to_le_bytes());
-    proof.put(&t.bytes.to_le_bytes());
-    socket::send(&stream, &proof.b, None).map_err(lost)?;
+    socket::send(&stream, &proof(t, rank, &nonce_j, &nonce_s).b, None).map_err(lost)?;
     fault::point("proved", rank);
-    let (mut v, fd) = read::<VERDICT_BYTES>(&stream).map_err(lost)?;
-    if v.u64() != VERDICT {
+    let (v, fd) = read::<VERDICT_BYTES>(&stream).map_err(lost)?;
+    let Some((admitted, genuine, reason)) = read_verdict(v, t, &nonce_s, &nonce_j) else {
         return Err(BootError::Shm(format!(
             "job {}'s rendezvous spoke another protocol",
             t.id
         )));
-    }
-    let code = v.u64();
-    let genuine = same_mac(&v.take::<32>(), &rank0_mac(t, &nonce_s, &nonce_j, code));
-    let reason = v.take::<REASON_BYTES>();
-    let reason = String::from_utf8_lossy(&reason);
-    let reason = reason.trim_end_matches('\0');
-    match (code == Code::Admitted as u64, genuine, fd) {
+    };
+    match (admitted, genuine, fd) {
         (true, true, Some(fd)) => {
             fault::point("received", rank);
             Ok(SharedFile::from_fd(fd))

@@ -88,32 +88,51 @@ fn die_process(c: MemConduit) {
 /// amrq's launcher. In a rank (found by the launcher's environment) this runs the
 /// rank's part and exits; otherwise it starts the job and checks every rank ran.
 pub fn processes(test: &str, ranks: usize, case: Case<MemConduit>) {
-    match amrq::launch::joined_spec(&spec(), std::time::Duration::from_secs(60)) {
-        Ok(Some(c)) => {
-            let rank = c.rank();
-            let code = match case(c, &Job { die: die_process }) {
-                Ok(()) if mark_ran(rank) => 0,
-                Ok(()) => 1,
-                Err(e) => {
-                    eprintln!("{e}");
-                    1
-                }
-            };
-            std::process::exit(code);
-        }
-        Ok(None) => {}
+    let joined = amrq::launch::joined_spec(&spec(), Duration::from_secs(60));
+    as_rank(joined, die_process, case, |_| {});
+    let _g = one_at_a_time();
+    let mut l = Launcher::new(ranks);
+    l.bind = Bind::None;
+    launch(l, test, ranks);
+}
+
+/// In a rank of a job of processes (`joined` found one): checks the endpoint with
+/// `check`, runs the rank's part of `case` and exits (0 if it passed and left its
+/// mark). Started by hand: returns.
+fn as_rank<C: Conduit, E: std::fmt::Display>(
+    joined: Result<Option<C>, E>,
+    die: fn(C),
+    case: Case<C>,
+    check: impl FnOnce(&C),
+) {
+    let c = match joined {
+        Ok(Some(c)) => c,
+        Ok(None) => return,
         Err(e) => {
             eprintln!("cannot join: {e}");
             std::process::exit(1);
         }
-    }
-    let _g = one_at_a_time();
+    };
+    let rank = c.rank();
+    check(&c);
+    let code = match case(c, &Job { die }) {
+        Ok(()) if mark_ran(rank) => 0,
+        Ok(()) => 1,
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+/// Runs this test binary's `test` as the ranks of `l` (which says where they run),
+/// and checks that the job succeeded and all `ranks` ranks ran their part.
+fn launch(mut l: Launcher, test: &str, ranks: usize) {
     let token = token();
-    let mut l = Launcher::new(ranks);
-    l.bind = Bind::None;
     l.verbose = false;
     l.timeout = Some(Duration::from_secs(120));
-    l.env = vec![("AMRQ_TEST_TOKEN".into(), token.clone())];
+    l.env.push(("AMRQ_TEST_TOKEN".into(), token.clone()));
     let exe = std::env::current_exe().expect("test binary");
     let out = l
         .run(exe.as_os_str(), &child_args(test))
@@ -188,31 +207,10 @@ fn die_ucx(c: UcxConduit) {
 /// connected by UCX over tcp on the rig's veth; each rank first checks that UCX really
 /// uses that. Skipped, saying so, where UCX or namespaces are missing.
 pub fn ucx_hosts(test: &str, ranks: usize, case: Case<UcxConduit>) {
-    match amrq::conduit::ucx::joined(&spec(), &[], Duration::from_secs(60)) {
-        Ok(Some(c)) => {
-            let rank = c.rank();
-            super::rig::assert_tcp_on_rig(rank, c.size(), |p| c.endpoint_info(p));
-            let code = match case(
-                c,
-                &Job {
-                    die: die_ucx_process,
-                },
-            ) {
-                Ok(()) if mark_ran(rank) => 0,
-                Ok(()) => 1,
-                Err(e) => {
-                    eprintln!("{e}");
-                    1
-                }
-            };
-            std::process::exit(code);
-        }
-        Ok(None) => {}
-        Err(e) => {
-            eprintln!("cannot join: {e}");
-            std::process::exit(1);
-        }
-    }
+    let joined = amrq::conduit::ucx::joined(&spec(), &[], Duration::from_secs(60));
+    as_rank(joined, die_ucx_process, case, |c| {
+        super::rig::assert_tcp_on_rig(c.rank(), c.size(), |p| c.endpoint_info(p))
+    });
     if super::ucx::loopback_or_skip(test).is_none() {
         return;
     }
@@ -220,26 +218,12 @@ pub fn ucx_hosts(test: &str, ranks: usize, case: Case<UcxConduit>) {
     let Some(rig) = super::rig::Rig::or_skip(ranks, test) else {
         return;
     };
-    let token = token();
     let mut l = Launcher::new(ranks);
-    l.hosts = Some(
-        Hosts::new(
-            &rig.host_list(1),
-            super::rig::Rig::EXEC,
-            Some(&super::rig::address(0)),
-        )
-        .expect("hosts"),
-    );
-    l.verbose = false;
-    l.timeout = Some(Duration::from_secs(120));
+    let at = super::rig::address(0);
+    let hosts = Hosts::new(&rig.host_list(1), super::rig::Rig::EXEC, Some(&at));
+    l.hosts = Some(hosts.expect("hosts"));
     l.env = super::rig::Rig::ucx_env();
-    l.env.push(("AMRQ_TEST_TOKEN".into(), token.clone()));
-    let exe = std::env::current_exe().expect("test binary");
-    let out = l
-        .run(exe.as_os_str(), &child_args(test))
-        .expect("job starts");
-    assert_eq!(out.code, 0, "{out:?}");
-    all_ran(&token, ranks);
+    launch(l, test, ranks);
 }
 
 /// A process rank's crash over UCX: it records that it ran, then exits at once (no
