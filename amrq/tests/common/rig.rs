@@ -58,6 +58,14 @@ fn ip(args: &[&str]) -> Result<(), String> {
     ))
 }
 
+/// True once `host`'s device is up with its carrier (`ip` says `state UP`).
+fn running(host: &str) -> bool {
+    Command::new("ip")
+        .args(["-n", host, "link", "show", DEVICE])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("state UP"))
+}
+
 /// Deletes the namespaces of rigs whose process is gone.
 fn sweep() {
     let Ok(dir) = std::fs::read_dir("/run/netns") else {
@@ -129,6 +137,17 @@ impl Rig {
             ip(&["-n", &host, "addr", "add", &cidr, "dev", DEVICE])?;
             ip(&["-n", &host, "link", "set", DEVICE, "up"])?;
             ip(&["-n", &host, "link", "set", "lo", "up"])?;
+        }
+        // The kernel reports a link running (which UCX requires of a device) up to a
+        // second after it is set up.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        for host in &self.hosts {
+            while !running(host) {
+                if std::time::Instant::now() > deadline {
+                    return Err(format!("{DEVICE} in {host} is not running after 10 s"));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
         }
         Ok(())
     }
