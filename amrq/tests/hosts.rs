@@ -20,7 +20,7 @@ mod ucx_common;
 use amrq::conduit::ucx::{self, UcxConduit};
 use amrq::conduit::{ChannelSpec, Conduit, ConduitError, ConduitSpec, Message, ReceivedFrame};
 use amrq::launch::{Hosts, Launcher, Outcome};
-use marker::{all_ran, child_args, mark_ran, token};
+use marker::{all_ran, child_args, run_rank, token};
 use rig::Rig;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -31,29 +31,13 @@ fn spec() -> ConduitSpec {
     ConduitSpec::new(vec![ChannelSpec::new(64)])
 }
 
-/// In a rank of a job: runs `body` and exits (0 if it succeeded and left its mark).
+/// In a rank of a job: checks that UCX uses the rig's tcp, runs `body` and exits.
 /// Started by hand: returns.
 fn as_rank(body: fn(UcxConduit) -> Result<(), String>) {
-    match ucx::joined(&spec(), &[], Duration::from_secs(60)) {
-        Ok(Some(c)) => {
-            let rank = c.rank();
-            rig::assert_tcp_on_rig(rank, c.size(), |p| c.endpoint_info(p));
-            let code = match body(c) {
-                Ok(()) if mark_ran(rank) => 0,
-                Ok(()) => 1,
-                Err(e) => {
-                    eprintln!("rank {rank}: {e}");
-                    1
-                }
-            };
-            std::process::exit(code);
-        }
-        Ok(None) => {}
-        Err(e) => {
-            eprintln!("cannot join: {e}");
-            std::process::exit(1);
-        }
-    }
+    run_rank(ucx::joined(&spec(), &[], Duration::from_secs(60)), |c| {
+        rig::assert_tcp_on_rig(&c);
+        body(c)
+    });
 }
 
 /// A rig of `hosts` hosts, or `None` where the test cannot run (it said why).
@@ -166,16 +150,22 @@ fn hello(c: UcxConduit) -> Result<(), String> {
     }
 }
 
-/// `amrun --hosts … --exec 'ip netns exec {host}' PROGRAM`, its output captured.
-fn amrun(rig: &Rig, extra: &[&str], test: &str, token: &str) -> std::process::Output {
+/// `amrun --hosts … --exec 'ip netns exec {host}' PROGRAM` with `per_host` ranks on
+/// each host of `rig` and the UCX settings `ucx`, its output captured.
+fn amrun(
+    rig: &Rig,
+    per_host: usize,
+    ucx: &[(String, String)],
+    test: &str,
+    token: &str,
+) -> std::process::Output {
     let exe = std::env::current_exe().expect("test binary");
     Command::new(env!("CARGO_BIN_EXE_amrun"))
-        .args(["--hosts", &rig.host_list(2), "--exec", Rig::EXEC])
+        .args(["--hosts", &rig.host_list(per_host), "--exec", Rig::EXEC])
         .args(["--rendezvous", &rig::address(0), "--timeout", "120"])
-        .args(extra)
         .arg(exe)
         .args(child_args(test))
-        .envs(Rig::ucx_env())
+        .envs(ucx.iter().cloned())
         .env("AMRQ_TEST_TOKEN", token)
         .output()
         .expect("amrun runs")
@@ -187,7 +177,7 @@ fn amrun_starts_ranks_on_namespace_hosts() {
     let test = "amrun_starts_ranks_on_namespace_hosts";
     let Some(rig) = rig_for(test, 2) else { return };
     let token = token();
-    let out = amrun(&rig, &[], test, &token);
+    let out = amrun(&rig, 2, &Rig::ucx_env(), test, &token);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "amrun failed: {err}");
     all_ran(&token, 4);
@@ -215,17 +205,8 @@ fn a_peer_that_cannot_be_reached_is_named_with_its_host_address_and_transport() 
     let test = "a_peer_that_cannot_be_reached_is_named_with_its_host_address_and_transport";
     let Some(rig) = rig_for(test, 2) else { return };
     let token = token();
-    let exe = std::env::current_exe().expect("test binary");
-    let out = Command::new(env!("CARGO_BIN_EXE_amrun"))
-        .args(["--hosts", &rig.host_list(1), "--exec", Rig::EXEC])
-        .args(["--rendezvous", &rig::address(0), "--timeout", "120"])
-        .arg(exe)
-        .args(child_args(test))
-        .env("UCX_TLS", "tcp")
-        .env("UCX_NET_DEVICES", "lo")
-        .env("AMRQ_TEST_TOKEN", &token)
-        .output()
-        .expect("amrun runs");
+    let lo = [("UCX_TLS", "tcp"), ("UCX_NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into()));
+    let out = amrun(&rig, 1, &lo, test, &token);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success(),

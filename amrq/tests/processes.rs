@@ -20,29 +20,11 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 #[path = "common/marker.rs"]
 mod marker;
-use marker::{all_ran, child_args, mark_ran, token};
+use marker::{all_ran, child_args, run_rank, token};
 
 /// In a rank of this test's job: runs `body` and exits the process. Otherwise returns.
 fn rank_of(cfg: &Config, body: impl FnOnce(MemConduit) -> Result<(), String>) {
-    match amrq::launch::joined(cfg) {
-        Ok(Some(c)) => {
-            let rank = c.rank();
-            let code = match body(c) {
-                Ok(()) if mark_ran(rank) => 0,
-                Ok(()) => 1,
-                Err(e) => {
-                    eprintln!("rank failed: {e}");
-                    1
-                }
-            };
-            std::process::exit(code);
-        }
-        Ok(None) => {}
-        Err(e) => {
-            eprintln!("cannot join: {e}");
-            std::process::exit(1);
-        }
-    }
+    run_rank(amrq::launch::joined(cfg), body);
 }
 
 /// Starts `ranks` ranks of this test binary running `test`, by self-launch.

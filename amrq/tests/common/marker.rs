@@ -23,6 +23,34 @@ pub fn mark_ran(rank: usize) -> bool {
     std::fs::write(marker(&token, rank), b"ran").is_ok()
 }
 
+/// In a rank of a test job (`joined` found one): runs `body` and exits the process,
+/// with 0 if it succeeded and left its word, 1 otherwise (saying why). Started on its
+/// own (`Ok(None)`): returns, so that the caller starts the job.
+#[allow(dead_code)] // tests/startup.rs tests `launch` itself, which does this
+pub fn run_rank<C: amrq::conduit::Conduit, E: std::fmt::Display, F: std::fmt::Display>(
+    joined: Result<Option<C>, E>,
+    body: impl FnOnce(C) -> Result<(), F>,
+) {
+    let c = match joined {
+        Ok(Some(c)) => c,
+        Ok(None) => return,
+        Err(e) => {
+            eprintln!("cannot join: {e}");
+            std::process::exit(1);
+        }
+    };
+    let rank = c.rank();
+    let code = match body(c) {
+        Ok(()) if mark_ran(rank) => 0,
+        Ok(()) => 1,
+        Err(e) => {
+            eprintln!("rank {rank} failed: {e}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
 /// Checks that all `ranks` ranks of the job with `token` ran their part, and tidies up.
 pub fn all_ran(token: &str, ranks: usize) {
     let missing: Vec<usize> = (0..ranks)

@@ -199,15 +199,15 @@ fn lock() -> (MutexGuard<'static, ()>, std::fs::File) {
 
 /// In a rank of a rig job: that UCX's endpoint to every peer uses tcp on the rig's
 /// device and no shared-memory transport (read from UCX's own description).
-pub fn assert_tcp_on_rig(rank: usize, size: usize, info: impl Fn(usize) -> Option<String>) {
-    for peer in (0..size).filter(|&p| p != rank) {
-        let info = info(peer).unwrap_or_default();
+pub fn assert_tcp_on_rig(c: &amrq::conduit::ucx::UcxConduit) {
+    use amrq::conduit::Conduit;
+    let rank = c.rank();
+    for peer in (0..c.size()).filter(|&p| p != rank) {
+        let info = c.endpoint_info(peer).unwrap_or_default();
         let want = format!("tcp/{DEVICE}");
+        let shm = ["posix", "sysv", "cma", "xpmem", "knem"];
         assert!(
-            info.contains(&want)
-                && !["posix", "sysv", "cma", "xpmem", "knem"]
-                    .iter()
-                    .any(|t| info.contains(t)),
+            info.contains(&want) && !shm.iter().any(|t| info.contains(t)),
             "rank {rank}: UCX's endpoint to rank {peer} does not use only {want}:\n{info}"
         );
     }

@@ -3,7 +3,7 @@
 //! the job through the launcher's environment).
 
 use super::cases::{spec, Failed, Job, Outcome};
-use super::marker::{all_ran, child_args, mark_ran, token};
+use super::marker::{all_ran, child_args, mark_ran, run_rank, token};
 use amrq::bootstrap::Boot;
 use amrq::conduit::combined::Combined;
 use amrq::conduit::mem::MemConduit;
@@ -89,41 +89,11 @@ fn die_process(c: MemConduit) {
 /// rank's part and exits; otherwise it starts the job and checks every rank ran.
 pub fn processes(test: &str, ranks: usize, case: Case<MemConduit>) {
     let joined = amrq::launch::joined_spec(&spec(), Duration::from_secs(60));
-    as_rank(joined, die_process, case, |_| {});
+    run_rank(joined, |c| case(c, &Job { die: die_process }));
     let _g = one_at_a_time();
     let mut l = Launcher::new(ranks);
     l.bind = Bind::None;
     launch(l, test, ranks);
-}
-
-/// In a rank of a job of processes (`joined` found one): checks the endpoint with
-/// `check`, runs the rank's part of `case` and exits (0 if it passed and left its
-/// mark). Started by hand: returns.
-fn as_rank<C: Conduit, E: std::fmt::Display>(
-    joined: Result<Option<C>, E>,
-    die: fn(C),
-    case: Case<C>,
-    check: impl FnOnce(&C),
-) {
-    let c = match joined {
-        Ok(Some(c)) => c,
-        Ok(None) => return,
-        Err(e) => {
-            eprintln!("cannot join: {e}");
-            std::process::exit(1);
-        }
-    };
-    let rank = c.rank();
-    check(&c);
-    let code = match case(c, &Job { die }) {
-        Ok(()) if mark_ran(rank) => 0,
-        Ok(()) => 1,
-        Err(e) => {
-            eprintln!("{e}");
-            1
-        }
-    };
-    std::process::exit(code);
 }
 
 /// Runs this test binary's `test` as the ranks of `l` (which says where they run),
@@ -208,8 +178,14 @@ fn die_ucx(c: UcxConduit) {
 /// uses that. Skipped, saying so, where UCX or namespaces are missing.
 pub fn ucx_hosts(test: &str, ranks: usize, case: Case<UcxConduit>) {
     let joined = amrq::conduit::ucx::joined(&spec(), &[], Duration::from_secs(60));
-    as_rank(joined, die_ucx_process, case, |c| {
-        super::rig::assert_tcp_on_rig(c.rank(), c.size(), |p| c.endpoint_info(p))
+    run_rank(joined, |c| {
+        super::rig::assert_tcp_on_rig(&c);
+        case(
+            c,
+            &Job {
+                die: die_ucx_process,
+            },
+        )
     });
     if super::ucx::loopback_or_skip(test).is_none() {
         return;
