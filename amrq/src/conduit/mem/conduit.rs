@@ -237,9 +237,15 @@ impl MemConduit {
         Ok((via, t))
     }
 
-    /// [`ConduitError::OutOfSegment`] unless `len` bytes at `offset` fit a segment.
+    /// [`ConduitError::OutOfSegment`] unless `len` bytes at `offset` fit a segment (every
+    /// rank's segment has the job's size).
     #[inline(always)]
-    fn in_segment(&self, rank: Rank, offset: usize, len: usize) -> Result<(), ConduitError> {
+    pub(crate) fn in_segment(
+        &self,
+        rank: Rank,
+        offset: usize,
+        len: usize,
+    ) -> Result<(), ConduitError> {
         if offset
             .checked_add(len)
             .is_none_or(|end| end > self.segment_bytes)

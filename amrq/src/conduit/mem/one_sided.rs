@@ -17,17 +17,7 @@ impl MemConduit {
                 size: self.size,
             });
         };
-        if offset
-            .checked_add(len)
-            .is_none_or(|end| end > self.segment_bytes)
-        {
-            return Err(ConduitError::OutOfSegment {
-                rank,
-                offset,
-                len,
-                segment_bytes: self.segment_bytes,
-            });
-        }
+        self.in_segment(rank, offset, len)?;
         // SAFETY: offset + len ≤ the segment's length (checked above).
         Ok(unsafe { base.as_ptr().add(offset) })
     }

@@ -66,15 +66,9 @@ impl UcxConduit {
                 size: self.size,
             });
         }
-        match offset.checked_add(len) {
-            Some(end) if end <= self.segment_bytes => Ok(self.net.bases[rank] + offset as u64),
-            _ => Err(ConduitError::OutOfSegment {
-                rank,
-                offset,
-                len,
-                segment_bytes: self.segment_bytes,
-            }),
-        }
+        // The local endpoint's segments have the job's segment size, as every rank's.
+        self.me.in_segment(rank, offset, len)?;
+        Ok(self.net.bases[rank] + offset as u64)
     }
 
     pub(super) fn put(
