@@ -10,8 +10,9 @@
 //! (`amrun` also sets `AMRQ_PINNED` to `core N` or `none`, for reports.)
 //!
 //! Ranks on several hosts also need `AMRQ_RENDEZVOUS`, rank 0's `HOST:PORT` where the
-//! others join (see [`super::network`]), and may say their host's name in `AMRQ_HOST`
-//! (default: the kernel's host name). `amrun --hosts` sets both, and hands over the key
+//! others join, or `file:PATH` on a file system every host shares, where rank 0 writes
+//! its address (see [`super::network`]); they may say their host's name in `AMRQ_HOST`
+//! (default: the launcher's name for it, else the kernel's host name). `amrun --hosts` sets both, and hands over the key
 //! on the rank's standard input (`AMRQ_JOB_KEY=-`), since a remote shell would show it
 //! to every user of that host in the command line.
 //!
@@ -51,7 +52,10 @@ pub struct Place {
     pub key: JobKey,
     /// Which launcher said so.
     pub launcher: &'static str,
-    /// This rank's host: [`ENV_HOST`], else the kernel's host name.
+    /// This rank's host: [`ENV_HOST`], else the launcher's name for it (`PMIX_HOSTNAME`
+    /// under Open MPI, `SLURMD_NODENAME` under Slurm), else the kernel's host name.
+    /// Ranks with the same host share memory in a job across hosts, so it must come
+    /// from the launcher: network namespaces share the kernel's host name.
     pub host: String,
     /// Rank 0's rendezvous across hosts ([`ENV_RENDEZVOUS`]), if any.
     pub rendezvous: Option<String>,
@@ -154,10 +158,16 @@ fn place(
         id,
         key,
         launcher,
-        host: var(ENV_HOST).unwrap_or_else(host_name),
+        host: var(ENV_HOST)
+            .or_else(|| LAUNCHER_HOSTS.iter().find_map(|k| var(k)))
+            .unwrap_or_else(host_name),
         rendezvous: var(ENV_RENDEZVOUS),
     }))
 }
+
+/// Where launchers other than `amrun` name the host they started a rank on: Open
+/// MPI's PMIx server (`mpirun --host` names), Slurm's node name.
+const LAUNCHER_HOSTS: [&str; 2] = ["PMIX_HOSTNAME", "SLURMD_NODENAME"];
 
 /// The kernel's name for this host.
 fn host_name() -> String {

@@ -28,6 +28,7 @@ use super::BootError;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -108,25 +109,32 @@ fn encode(entries: &[Entry]) -> Vec<u8> {
     b
 }
 
-/// Reads [`encode`]'s table of `size` entries; `None` if malformed.
-fn decode(mut b: &[u8], size: usize) -> Option<Vec<Entry>> {
-    let mut field = || -> Option<Vec<u8>> {
-        let n = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
-        let f = b.get(4..4usize.checked_add(n)?)?.to_vec();
-        b = &b[4 + n..];
-        Some(f)
-    };
-    let text = |f: Vec<u8>| String::from_utf8(f).ok();
-    let entries = (0..size)
+/// Exactly `n` length-prefixed fields of `b`; `None` if malformed.
+fn split(mut b: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
+    let fields = (0..n)
         .map(|_| {
-            Some(Entry {
-                host: text(field()?)?,
-                address: text(field()?)?,
-                blob: field()?,
-            })
+            let len = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
+            let f = b.get(4..4usize.checked_add(len)?)?.to_vec();
+            b = &b[4 + len..];
+            Some(f)
         })
         .collect::<Option<Vec<_>>>()?;
-    b.is_empty().then_some(entries)
+    b.is_empty().then_some(fields)
+}
+
+/// Reads [`encode`]'s table of `size` entries; `None` if malformed.
+fn decode(b: &[u8], size: usize) -> Option<Vec<Entry>> {
+    let text = |f: Vec<u8>| String::from_utf8(f).ok();
+    let mut fields = split(b, size.checked_mul(3)?)?.into_iter();
+    (0..size)
+        .map(|_| {
+            Some(Entry {
+                host: text(fields.next()?)?,
+                address: text(fields.next()?)?,
+                blob: fields.next()?,
+            })
+        })
+        .collect()
 }
 
 fn resolve(rendezvous: &str) -> Result<SocketAddr, BootError> {
@@ -154,17 +162,27 @@ impl NetJob {
         blob: Vec<u8>,
         timeout: Duration,
     ) -> Result<Self, BootError> {
-        let addr = resolve(rendezvous)?;
         let deadline = Instant::now() + timeout;
-        let mine = Entry {
+        let mut mine = Entry {
             host: host.to_string(),
-            address: addr.ip().to_string(),
+            address: String::new(),
             blob,
         };
-        let (entries, links) = if rank == 0 {
-            admit_all(addr, terms, mine, deadline)?
-        } else {
-            join(addr, terms, rank, mine, deadline)?
+        let (entries, links) = match (rank, rendezvous.strip_prefix(FILE_PREFIX)) {
+            (0, file) => {
+                let (listener, shown) = listen(rendezvous, file, terms)?;
+                mine.address = shown.clone();
+                let formed = admit_all(&listener, &shown, terms, mine, deadline);
+                if let Some(path) = file {
+                    let _ = std::fs::remove_file(path);
+                }
+                formed?
+            }
+            (_, Some(path)) => {
+                let addrs = read_rendezvous_file(Path::new(path), terms, rank, deadline)?;
+                join(&addrs, terms, rank, mine, deadline)?
+            }
+            (_, None) => join(&[resolve(rendezvous)?], terms, rank, mine, deadline)?,
         };
         // A collective waits for a silent peer as long as start-up did, no longer.
         for s in links.iter().flatten() {
@@ -191,10 +209,27 @@ impl NetJob {
         &self.entries
     }
 
-    /// All-gather of one word per rank through rank 0. A rank whose connection closed
-    /// is [`BootError::PeerDead`]; one that says nothing for the attach timeout is a
-    /// [`BootError::Timeout`].
+    /// All-gather of one word per rank through rank 0 (see [`NetJob::exchange`]).
     pub fn allgather(&self, mine: u64) -> Result<Vec<u64>, BootError> {
+        let all = self.exchange(&mine.to_le_bytes())?;
+        all.iter()
+            .enumerate()
+            .map(|(rank, w)| {
+                w.as_slice()
+                    .try_into()
+                    .map(u64::from_le_bytes)
+                    .map_err(|_| BootError::PeerDead {
+                        rank,
+                        cause: format!("it sent {} bytes for a word", w.len()),
+                    })
+            })
+            .collect()
+    }
+
+    /// All-gather of some bytes per rank through rank 0 (index = rank). A rank whose
+    /// connection closed is [`BootError::PeerDead`]; one that says nothing for the
+    /// attach timeout is a [`BootError::Timeout`].
+    pub fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {
         self.check_peers()?;
         let mut links = self.links.lock().map_err(|_| BootError::Poisoned)?;
         let lost = |rank: usize, e: io::Error| {
@@ -215,29 +250,30 @@ impl NetJob {
                 ),
             }
         };
-        let mut all = vec![0u64; self.size];
-        all[self.rank] = mine;
-        if self.rank == 0 {
-            for (r, link) in links.iter_mut().enumerate() {
-                if let Some(s) = link {
-                    let mut w = [0u8; 8];
-                    s.read_exact(&mut w).map_err(|e| lost(r, e))?;
-                    all[r] = u64::from_le_bytes(w);
-                }
-            }
-            let bytes: Vec<u8> = all.iter().flat_map(|w| w.to_le_bytes()).collect();
-            for (r, link) in links.iter_mut().enumerate() {
-                if let Some(s) = link {
-                    s.write_all(&bytes).map_err(|e| lost(r, e))?;
-                }
-            }
-        } else {
+        if self.rank != 0 {
             let s = links[0].as_mut().ok_or(BootError::Poisoned)?;
-            s.write_all(&mine.to_le_bytes()).map_err(|e| lost(0, e))?;
-            let mut bytes = vec![0u8; 8 * self.size];
-            s.read_exact(&mut bytes).map_err(|e| lost(0, e))?;
-            for (w, b) in all.iter_mut().zip(bytes.chunks_exact(8)) {
-                *w = u64::from_le_bytes(b.try_into().unwrap_or_default());
+            send_blob(s, mine).map_err(|e| lost(0, e))?;
+            let all = read_blob(s).map_err(|e| lost(0, e))?;
+            return split(&all, self.size).ok_or_else(|| BootError::PeerDead {
+                rank: 0,
+                cause: "it sent a malformed all-gather".into(),
+            });
+        }
+        let mut all = vec![Vec::new(); self.size];
+        all[0] = mine.to_vec();
+        for (r, link) in links.iter_mut().enumerate() {
+            if let Some(s) = link {
+                all[r] = read_blob(s).map_err(|e| lost(r, e))?;
+            }
+        }
+        let mut bytes = Vec::new();
+        for b in &all {
+            bytes.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(b);
+        }
+        for (r, link) in links.iter_mut().enumerate() {
+            if let Some(s) = link {
+                send_blob(s, &bytes).map_err(|e| lost(r, e))?;
             }
         }
         Ok(all)
@@ -270,13 +306,23 @@ impl NetJob {
 
 type Formed = (Vec<Entry>, Vec<Option<TcpStream>>);
 
-/// Rank 0: listens on `addr`, admits every other rank, and sends each the table.
-fn admit_all(
-    addr: SocketAddr,
+/// The prefix of a rendezvous setting that names a file on a file system every host
+/// shares: rank 0 listens on a port the kernel picks and writes its addresses there.
+pub const FILE_PREFIX: &str = "file:";
+
+/// Rank 0's listening socket for `rendezvous`, and the address it shows in errors and
+/// in its entry. Given a file (`file:PATH`), it listens on every interface at a port
+/// the kernel picks and writes the job id and this host's addresses there, atomically
+/// (a joiner never reads half a file, nor an older job's).
+fn listen(
+    rendezvous: &str,
+    file: Option<&str>,
     t: &Terms,
-    mine: Entry,
-    deadline: Instant,
-) -> Result<Formed, BootError> {
+) -> Result<(TcpListener, String), BootError> {
+    let addr = match file {
+        Some(_) => SocketAddr::from(([0, 0, 0, 0], 0)),
+        None => resolve(rendezvous)?,
+    };
     let listener = TcpListener::bind(addr).map_err(|e| {
         let why = match e.kind() {
             io::ErrorKind::AddrInUse => {
@@ -292,6 +338,101 @@ fn admit_all(
             t.id
         ))
     })?;
+    let Some(path) = file else {
+        return Ok((listener, addr.ip().to_string()));
+    };
+    let port = listener
+        .local_addr()
+        .map_err(|e| BootError::Env(format!("the rendezvous socket has no address: {e}")))?
+        .port();
+    let ips = host_addresses();
+    let mut text = format!("{}\n", t.id);
+    for ip in &ips {
+        text.push_str(&format!("{ip}:{port}\n"));
+    }
+    let tmp = format!("{path}.{}.tmp", std::process::id());
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            BootError::Env(format!(
+                "rank 0 of job {} cannot write its rendezvous address to {path}: {e} (the \
+                 setting {FILE_PREFIX}PATH needs a directory every host shares and can write)",
+                t.id
+            ))
+        })?;
+    Ok((listener, ips[0].to_string()))
+}
+
+/// This host's IPv4 addresses, loopback last (so that a file written on one host
+/// lists first the addresses another host can reach).
+fn host_addresses() -> Vec<std::net::Ipv4Addr> {
+    let mut ips = Vec::new();
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a list freed below by freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut list) } == 0 {
+        let mut at = list;
+        while !at.is_null() {
+            // SAFETY: `at` is a node of the list getifaddrs returned, alive until freed;
+            // an AF_INET address is a sockaddr_in.
+            unsafe {
+                let a = (*at).ifa_addr;
+                if !a.is_null() && i32::from((*a).sa_family) == libc::AF_INET {
+                    let sin = &*a.cast::<libc::sockaddr_in>();
+                    ips.push(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+                }
+                at = (*at).ifa_next;
+            }
+        }
+        // SAFETY: the list getifaddrs returned, freed once.
+        unsafe { libc::freeifaddrs(list) };
+    }
+    ips.sort_by_key(|ip| ip.is_loopback());
+    if ips.is_empty() {
+        ips.push(std::net::Ipv4Addr::LOCALHOST);
+    }
+    ips
+}
+
+/// A joiner: waits until rank 0 has written job `t`'s addresses to `path`.
+fn read_rendezvous_file(
+    path: &Path,
+    t: &Terms,
+    rank: usize,
+    deadline: Instant,
+) -> Result<Vec<SocketAddr>, BootError> {
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let mut lines = text.lines();
+            if lines.next() == Some(t.id.as_str()) {
+                let addrs: Vec<SocketAddr> = lines.filter_map(|l| l.parse().ok()).collect();
+                if !addrs.is_empty() {
+                    return Ok(addrs);
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(BootError::Timeout(format!(
+                "rank {rank} of job {} waited for rank 0 to write its rendezvous address to {} \
+                 until the attach timeout (AMRQ_ATTACH_TIMEOUT sets it): did rank 0 start, and \
+                 do both hosts see the same file there?",
+                t.id,
+                path.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Rank 0: admits every other rank at `listener` (shown as `addr`), and sends each
+/// the table.
+fn admit_all(
+    listener: &TcpListener,
+    addr: &str,
+    t: &Terms,
+    mine: Entry,
+    deadline: Instant,
+) -> Result<Formed, BootError> {
     let _ = listener.set_nonblocking(true);
     let mut entries: Vec<Option<Entry>> = vec![None; t.size];
     let mut links: Vec<Option<TcpStream>> = (0..t.size).map(|_| None).collect();
@@ -427,13 +568,14 @@ fn answer(
 /// A joiner: connects to rank 0 at `addr` (retrying until `deadline`), proves the key,
 /// hands over its entry and receives the table.
 fn join(
-    addr: SocketAddr,
+    addrs: &[SocketAddr],
     t: &Terms,
     rank: usize,
     mine: Entry,
     deadline: Instant,
 ) -> Result<Formed, BootError> {
-    let mut s = connect(addr, t, rank, deadline)?;
+    let mut s = connect(addrs, t, rank, deadline)?;
+    let addr = s.peer_addr().map_or(addrs[0], |a| a);
     let _ = s.set_nodelay(true);
     let remaining = deadline
         .saturating_duration_since(Instant::now())
@@ -516,28 +658,35 @@ fn join(
     Ok((entries, links))
 }
 
-/// Connects to `addr`, retrying while nobody listens there yet, until `deadline`.
+/// Connects to the first of `addrs` that answers, retrying while nobody listens there
+/// yet, until `deadline`.
 fn connect(
-    addr: SocketAddr,
+    addrs: &[SocketAddr],
     t: &Terms,
     rank: usize,
     deadline: Instant,
 ) -> Result<TcpStream, BootError> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let err = match TcpStream::connect_timeout(
-            &addr,
-            left.clamp(Duration::from_millis(1), Duration::from_secs(2)),
-        ) {
-            Ok(s) => return Ok(s),
-            Err(e) => e,
-        };
+        let mut last = None;
+        for addr in addrs {
+            match TcpStream::connect_timeout(
+                addr,
+                left.clamp(Duration::from_millis(1), Duration::from_secs(2)),
+            ) {
+                Ok(s) => return Ok(s),
+                Err(e) => last = Some(e),
+            }
+        }
         if left.is_zero() {
+            let shown: Vec<String> = addrs.iter().map(ToString::to_string).collect();
             return Err(BootError::Timeout(format!(
-                "rank {rank} of job {} could not reach rank 0's rendezvous at {addr} over TCP \
-                 until the attach timeout (AMRQ_ATTACH_TIMEOUT sets it); last error: {err}. Is \
+                "rank {rank} of job {} could not reach rank 0's rendezvous at {} over TCP \
+                 until the attach timeout (AMRQ_ATTACH_TIMEOUT sets it); last error: {}. Is \
                  rank 0 running on the host with this address, and can this host reach it?",
-                t.id
+                t.id,
+                shown.join(" or "),
+                last.map_or_else(String::new, |e| e.to_string())
             )));
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -597,6 +746,46 @@ mod tests {
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         });
         assert!(words.iter().all(|w| w == &[100, 101, 102]), "{words:?}");
+        let blobs: Vec<Vec<Vec<u8>>> = std::thread::scope(|s| {
+            let hs: Vec<_> = jobs
+                .iter()
+                .map(|j| s.spawn(move || j.exchange(&vec![7; j.rank() * 3]).expect("exchange")))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let want: Vec<Vec<u8>> = (0..3).map(|r| vec![7; r * 3]).collect();
+        assert!(blobs.iter().all(|b| b == &want), "{blobs:?}");
+    }
+
+    #[test]
+    fn ranks_meet_through_a_rendezvous_file() {
+        let key = JobKey::random().expect("key");
+        let dir = std::env::temp_dir().join(format!("amrq-rdv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("job.addr");
+        // An older job's file is not read as this job's.
+        std::fs::write(&file, "another-job\n127.0.0.1:9\n").expect("stale file");
+        let at = format!("{FILE_PREFIX}{}", file.display());
+        let jobs: Vec<NetJob> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..3)
+                .rev()
+                .map(|r| {
+                    let (t, at) = (terms(3, key), at.clone());
+                    s.spawn(move || {
+                        NetJob::form(r, "h", &at, &t, vec![r as u8], Duration::from_secs(20))
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().unwrap().expect("formed"))
+                .collect()
+        });
+        for j in &jobs {
+            let blobs: Vec<Vec<u8>> = j.entries().iter().map(|e| e.blob.clone()).collect();
+            assert_eq!(blobs, [[0], [1], [2]]);
+        }
+        assert!(!file.exists(), "rank 0 removes the file once the job has formed");
+        let _ = std::fs::remove_dir(&dir);
     }
 
     #[test]
