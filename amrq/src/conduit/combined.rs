@@ -153,6 +153,11 @@ impl<L: Conduit, R: Conduit> Combined<L, R> {
             })
     }
 
+    /// The job ranks the local half reaches, in its numbering (index = its rank).
+    pub fn local_ranks(&self) -> &[Rank] {
+        &self.local_ranks
+    }
+
     /// The local half.
     pub fn local(&self) -> &L {
         &self.local

@@ -12,8 +12,9 @@
 //!
 //! Implementations: [`mem::MemConduit`], rings in one memory region, used by the
 //! [`threads`] conduit (ranks as threads, heap memory) and by the [`shm`] conduit (ranks
-//! as processes of one host, a shared mapping); [`combined::Combined`], a conduit made
-//! of a local and a remote one, per destination.
+//! as processes of one host, a shared mapping); [`ucx::UcxConduit`], ranks on several
+//! hosts over UCX; [`combined::Combined`], a conduit made of a local and a remote one,
+//! per destination, which [`cluster`] fills with `shm` and UCX.
 //!
 //! # How to write a conduit
 //!
@@ -66,6 +67,8 @@ pub mod ring;
 
 #[cfg(not(amrq_loom))]
 mod api;
+#[cfg(not(amrq_loom))]
+pub mod cluster;
 #[cfg(not(amrq_loom))]
 pub mod combined;
 #[cfg(not(amrq_loom))]

@@ -60,6 +60,7 @@ suite!(in_flight, crate::deferred::threads, 3);
 suite!(combined, crate::run::combined, 4);
 suite!(ucx_threads, crate::run::ucx_threads, 3);
 suite!(ucx_hosts, crate::run::ucx_hosts, 2);
+suite!(cluster_hosts, crate::run::cluster_hosts, 4);
 
 /// The RMA layer over a conduit that leaves its operations in flight: every call
 /// completes them (handles, implicit operations, counters, atomics) with the same

@@ -5,6 +5,7 @@
 use super::cases::{spec, Failed, Job, Outcome};
 use super::marker::{all_ran, child_args, mark_ran, run_rank, token};
 use amrq::bootstrap::Boot;
+use amrq::conduit::cluster::ClusterConduit;
 use amrq::conduit::combined::Combined;
 use amrq::conduit::mem::MemConduit;
 use amrq::conduit::ucx::UcxConduit;
@@ -200,6 +201,45 @@ pub fn ucx_hosts(test: &str, ranks: usize, case: Case<UcxConduit>) {
     l.hosts = Some(hosts.expect("hosts"));
     l.env = super::rig::Rig::ucx_env();
     launch(l, test, ranks);
+}
+
+/// Runs `case` on `ranks` ranks as processes on namespace hosts, two per host, over
+/// the cluster conduit: `shm` between the two ranks of a host, UCX over tcp on the
+/// rig's veth between hosts (each rank first checks that UCX really uses that).
+/// Skipped, saying so, where UCX or namespaces are missing.
+pub fn cluster_hosts(test: &str, ranks: usize, case: Case<ClusterConduit>) {
+    let joined = amrq::conduit::cluster::joined(&spec(), &[], Duration::from_secs(60));
+    run_rank(joined, |c| {
+        super::rig::assert_tcp_on_rig(c.remote());
+        assert_eq!(c.local_ranks().len(), 2, "two ranks share each host's memory");
+        case(
+            c,
+            &Job {
+                die: die_cluster_process,
+            },
+        )
+    });
+    if super::ucx::loopback_or_skip(test).is_none() {
+        return;
+    }
+    let _g = one_at_a_time();
+    let Some(rig) = super::rig::Rig::or_skip(ranks / 2, test) else {
+        return;
+    };
+    let mut l = Launcher::new(ranks);
+    let hosts = Hosts::new(
+        &rig.host_list(2),
+        super::rig::Rig::EXEC,
+        Some(&super::rig::address(0)),
+    );
+    l.hosts = Some(hosts.expect("hosts"));
+    l.env = super::rig::Rig::ucx_env();
+    launch(l, test, ranks);
+}
+
+fn die_cluster_process(c: ClusterConduit) {
+    let ok = mark_ran(c.rank());
+    std::process::exit(if ok { 0 } else { 1 });
 }
 
 /// A process rank's crash over UCX: it records that it ran, then exits at once (no

@@ -9,7 +9,7 @@ use super::sys::{self, StatusPtr};
 use super::waker::FdWaker;
 use super::wire::{self, Kind};
 use crate::bootstrap::Boot;
-use crate::conduit::mem::{HeapRegion, InterruptRx, MemConduit, MemFrame};
+use crate::conduit::mem::{InterruptRx, MemConduit, MemFrame};
 use crate::conduit::ring::tail_after;
 use crate::conduit::{
     Armed, Arming, AtomicOp, Caps, Channel, Conduit, ConduitError, Fault, Faults, InterruptAlarm,
@@ -48,7 +48,7 @@ pub struct UcxConduit {
     pub(super) ops: RefCell<super::ops::Ops>,
     pub(super) epoch: Cell<u64>,
     pub(super) boot: Boot,
-    pub(super) segment: Arc<HeapRegion>,
+    pub(super) segment: super::start::SegmentMemory,
     pub(super) segment_bytes: usize,
 }
 

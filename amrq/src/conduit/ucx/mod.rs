@@ -43,7 +43,8 @@ mod wire;
 
 pub use conduit::{UcxAlarm, UcxConduit, UcxInterrupts};
 pub use net::Card;
-pub use start::{join, joined, open, threads, Opened};
+pub(crate) use start::{form, wire_up};
+pub use start::{join, joined, open, open_on, threads, Opened, SegmentMemory};
 
 /// Whether UCX can be used on this machine: `Err` says what to install.
 ///

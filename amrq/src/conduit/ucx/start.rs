@@ -15,11 +15,12 @@ use super::waker::FdWaker;
 use super::wire;
 use crate::bootstrap::env::{detect, Place};
 use crate::bootstrap::rendezvous::Terms;
-use crate::bootstrap::{Boot, NetJob, ThreadsBoot};
+use crate::bootstrap::{Boot, NetJob, ShmJob, ThreadsBoot};
 use crate::conduit::mem::{HeapRegion, MemConduit, Parts, RegionLayout, RegionOwner};
 use crate::conduit::{Conduit, ConduitError, ConduitSpec, Delivery, Rank};
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
+use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +31,7 @@ pub struct Opened {
     net: Net,
     shared: Arc<Shared>,
     me: MemConduit,
-    segment: Arc<HeapRegion>,
+    segment: SegmentMemory,
     segment_bytes: usize,
     tag_on_buffers: u64,
     /// The transports asked for, for errors: `UCX_TLS=…, UCX_NET_DEVICES=…`.
@@ -39,23 +40,75 @@ pub struct Opened {
     pub card: Card,
 }
 
+/// The memory a rank registers with UCX as its segment.
+#[derive(Debug)]
+pub enum SegmentMemory {
+    /// Its own, on the heap.
+    Heap(Arc<HeapRegion>),
+    /// Its segment in its host's shared mapping (a job across hosts, where the ranks of
+    /// a host share memory): registered as it is, so that a Long message or a put lands
+    /// in the same bytes over the network as over shared memory.
+    Shared {
+        /// Where the segment starts in this process.
+        base: NonNull<u8>,
+        /// Its length.
+        bytes: usize,
+        /// Keeps the mapping alive.
+        job: Arc<ShmJob>,
+    },
+}
+
+// SAFETY: the pointer is into a mapping the `ShmJob` keeps alive; the enum only hands
+// it out, the conduit that owns it decides who writes there.
+unsafe impl Send for SegmentMemory {}
+
+impl SegmentMemory {
+    pub(super) fn base(&self) -> NonNull<u8> {
+        match self {
+            Self::Heap(h) => h.base(),
+            Self::Shared { base, .. } => *base,
+        }
+    }
+}
+
 /// Opens rank `rank` of a job of `size` with `spec`'s channels: the UCX context and
 /// worker (`settings` are UCX settings without the `UCX_` prefix, applied after the
-/// environment's), the registered segment, and the local queues.
+/// environment's), the registered segment (fresh memory of `spec.segment_bytes`), and
+/// the local queues.
 pub fn open(
     rank: Rank,
     size: usize,
     spec: &ConduitSpec,
     settings: &[(String, String)],
 ) -> Result<Opened, ConduitError> {
+    let segment = SegmentMemory::Heap(Arc::new(HeapRegion::new(spec.segment_bytes)?));
+    open_on(rank, size, spec, settings, segment)
+}
+
+/// [`open`] with `segment` as the registered segment (its length is
+/// `spec.segment_bytes`).
+pub fn open_on(
+    rank: Rank,
+    size: usize,
+    spec: &ConduitSpec,
+    settings: &[(String, String)],
+    segment: SegmentMemory,
+) -> Result<Opened, ConduitError> {
     if rank >= size {
         return Err(ConduitError::NoSuchRank { rank, size });
+    }
+    if let SegmentMemory::Shared { bytes, .. } = &segment {
+        if *bytes != spec.segment_bytes {
+            return Err(ConduitError::Setup(format!(
+                "a shared segment of {bytes} bytes for a spec of {}",
+                spec.segment_bytes
+            )));
+        }
     }
     let layout = RegionLayout::new(size, spec)?;
     let region = Arc::new(HeapRegion::new(layout.total_bytes())?);
     // SAFETY: the region is fresh, zeroed, page-aligned and of the layout's size.
     unsafe { layout.init(region.base()) };
-    let segment = Arc::new(HeapRegion::new(spec.segment_bytes)?);
     let segments: Arc<[HeapRegion]> = Arc::new([]);
     let local_boot = Boot::Threads(Arc::new(ThreadsBoot::new(size)));
     let endpoint = |r: Rank| {
@@ -294,16 +347,26 @@ pub fn joined(
     }
 }
 
-/// Joins the job `place` across hosts over UCX: opens this rank's endpoint, exchanges
-/// cards at rank 0's rendezvous (`place.rendezvous`), connects to every rank, and
-/// waits until every rank is connected (a barrier), so that a peer this rank cannot
-/// reach is an error here, naming it, its host and address, and the transports tried.
+/// Joins the job `place` across hosts over UCX: forms the job at rank 0's rendezvous
+/// (`place.rendezvous`), opens this rank's endpoint, and wires it up ([`wire_up`]).
 pub fn join(
     place: &Place,
     spec: &ConduitSpec,
     settings: &[(String, String)],
     timeout: Duration,
 ) -> Result<UcxConduit, ConduitError> {
+    let job = form(place, spec, timeout)?;
+    let opened = open(place.rank, place.size, spec, settings)?;
+    wire_up(opened, job)
+}
+
+/// Forms the job `place` at rank 0's rendezvous: every rank's host, and the links
+/// that carry the set-up collectives.
+pub(crate) fn form(
+    place: &Place,
+    spec: &ConduitSpec,
+    timeout: Duration,
+) -> Result<NetJob, ConduitError> {
     let rendezvous = place.rendezvous.as_deref().ok_or_else(|| {
         ConduitError::Setup(format!(
             "rank {} has no rendezvous to join at: set {} to rank 0's HOST:PORT",
@@ -311,7 +374,6 @@ pub fn join(
             crate::bootstrap::env::ENV_RENDEZVOUS
         ))
     })?;
-    let opened = open(place.rank, place.size, spec, settings)?;
     let terms = Terms {
         id: place.id.clone(),
         key: place.key,
@@ -319,20 +381,27 @@ pub fn join(
         digest: crate::conduit::shm::digest(spec, spec.segment_bytes),
         bytes: 0,
     };
-    let job = NetJob::form(
+    Ok(NetJob::form(
         place.rank,
         &place.host,
         rendezvous,
         &terms,
-        opened.card.to_bytes(),
+        Vec::new(),
         timeout,
-    )?;
+    )?)
+}
+
+/// Exchanges cards through `job`, connects `opened` to every rank, and waits until
+/// every rank is connected (a barrier), so that a peer this rank cannot reach is an
+/// error here, naming it, its host and address, and the transports tried.
+pub(crate) fn wire_up(opened: Opened, job: NetJob) -> Result<UcxConduit, ConduitError> {
+    let me = job.rank();
     let cards = job
-        .entries()
+        .exchange(&opened.card.to_bytes())?
         .iter()
         .enumerate()
-        .map(|(r, e)| {
-            Card::from_bytes(&e.blob).ok_or_else(|| {
+        .map(|(r, b)| {
+            Card::from_bytes(b).ok_or_else(|| {
                 ConduitError::Setup(format!("rank {r}'s card from the rendezvous is malformed"))
             })
         })
@@ -343,7 +412,7 @@ pub fn join(
     match conduit.barrier() {
         Ok(()) => Ok(conduit),
         Err(ConduitError::PeerDead { rank, cause }) => {
-            Err(unreachable(&boot, place.rank, rank, &transports, &cause))
+            Err(unreachable(&boot, me, rank, &transports, &cause))
         }
         Err(e) => Err(e),
     }

@@ -1,0 +1,101 @@
+//! A job across hosts with shared memory inside each host: per destination, the `shm`
+//! conduit for ranks of this host and UCX for the others, in one [`Combined`] conduit
+//! (like GASNet-EX's PSHM beside its network conduit).
+//!
+//! # Joining
+//!
+//! 1. The job forms at rank 0's rendezvous ([`crate::bootstrap::network`]): every rank
+//!    learns every rank's host, as its launcher named it (`AMRQ_HOST` from `amrun
+//!    --hosts`, `PMIX_HOSTNAME` under `mpirun`, `SLURMD_NODENAME` under `srun`), never
+//!    guessed from the kernel (network namespaces share its host name and boot id).
+//! 2. The ranks of one host make their shared memory, as a one-host job does
+//!    ([`super::shm::attach`]), as a job of their own: id `JOB@HOST`, the same key,
+//!    numbered in job-rank order.
+//! 3. Each rank opens its UCX endpoint with its segment in that shared memory as the
+//!    registered segment, so a Long message or a put lands in the same bytes whichever
+//!    half carried it ([`super::ucx::open_on`]).
+//! 4. Cards are exchanged through the rendezvous, every rank connects to every other,
+//!    and a barrier checks that all are reachable.
+//!
+//! Set-up only: on a message's path the [`Combined`] conduit routes by destination
+//! (one `match`, no `dyn`), and a wait sleeps on both halves.
+
+use super::combined::Combined;
+use super::mem::MemConduit;
+use super::ucx::{self, SegmentMemory, UcxConduit};
+use super::{Conduit, ConduitError, ConduitSpec, Rank};
+use crate::bootstrap::env::{detect, Place};
+use crate::bootstrap::Boot;
+use std::time::Duration;
+
+/// A rank of a job across hosts: `shm` inside its host, UCX to the others.
+pub type ClusterConduit = Combined<MemConduit, UcxConduit>;
+
+/// If a launcher placed this process in a job across hosts (`AMRQ_RENDEZVOUS` is set),
+/// joins it; `Ok(None)` if this process was not started so. `settings` are UCX
+/// settings without the `UCX_` prefix; `timeout` bounds the wait for the other ranks.
+///
+/// ```no_run
+/// use amrq::conduit::{cluster, ChannelSpec, Conduit, ConduitSpec};
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(256)]);
+/// if let Some(c) = cluster::joined(&spec, &[], std::time::Duration::from_secs(60)).unwrap() {
+///     let here = c.local_ranks().len();
+///     println!("rank {} of {}, {here} on this host", c.rank(), c.size());
+/// }
+/// ```
+pub fn joined(
+    spec: &ConduitSpec,
+    settings: &[(String, String)],
+    timeout: Duration,
+) -> Result<Option<ClusterConduit>, ConduitError> {
+    match detect()? {
+        Some(place) if place.rendezvous.is_some() => {
+            join(&place, spec, settings, timeout).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Joins the job `place` across hosts (see the module doc).
+pub fn join(
+    place: &Place,
+    spec: &ConduitSpec,
+    settings: &[(String, String)],
+    timeout: Duration,
+) -> Result<ClusterConduit, ConduitError> {
+    let job = ucx::form(place, spec, timeout)?;
+    let local_ranks: Vec<Rank> = job
+        .entries()
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.host == place.host)
+        .map(|(r, _)| r)
+        .collect();
+    let here = Place {
+        rank: local_ranks
+            .iter()
+            .position(|&r| r == place.rank)
+            .ok_or_else(|| ConduitError::Setup("this rank is not in its host's list".into()))?,
+        size: local_ranks.len(),
+        id: format!("{}@{}", place.id, place.host),
+        rendezvous: None,
+        ..place.clone()
+    };
+    let local = super::shm::attach(&here, &spec.restricted_to(&local_ranks), timeout)?;
+    let (base, bytes) = local.segment();
+    let Boot::Shm(shared) = local.boot() else {
+        unreachable!("the shm conduit's boot is its shared memory job")
+    };
+    let memory = SegmentMemory::Shared {
+        base,
+        bytes,
+        job: shared.clone(),
+    };
+    let net_spec = ConduitSpec {
+        segment_bytes: bytes,
+        ..spec.clone()
+    };
+    let opened = ucx::open_on(place.rank, place.size, &net_spec, settings, memory)?;
+    let remote = ucx::wire_up(opened, job)?;
+    Combined::new(local, remote, local_ranks)
+}
