@@ -1,5 +1,6 @@
-//! Ranks on several hosts, over the UCX conduit: each rank says where it runs and how
-//! UCX reaches its peers, every rank sends an Active Message to every other (each
+//! Ranks on several hosts, over the cluster conduit (shared memory between the ranks
+//! of a host, UCX between hosts): each rank says where it runs and how it reaches its
+//! peers, every rank sends an Active Message to every other (each
 //! handler counts them), and rank 0 times Short request→reply round trips with the
 //! last rank.
 //!
@@ -11,7 +12,8 @@
 //! transport is UCX's choice unless `UCX_TLS` / `UCX_NET_DEVICES` say otherwise; amrun
 //! passes every `UCX_*` variable on to the ranks.
 
-use amrq::conduit::{ucx, Conduit};
+use amrq::conduit::combined::Route;
+use amrq::conduit::{cluster, Conduit};
 use amrq::prelude::*;
 use std::cell::Cell;
 use std::time::Instant;
@@ -32,7 +34,7 @@ fn main() {
         None => 10_000,
     };
     let cfg = Config::from_env().unwrap_or_else(|e| fail(&e));
-    let conduit = match ucx::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout) {
+    let conduit = match cluster::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout) {
         Ok(Some(c)) => c,
         Ok(None) => {
             fail(&"start this program on hosts with amrun --hosts (it found no AMRQ_RENDEZVOUS)")
@@ -49,16 +51,17 @@ fn fail(e: &dyn std::fmt::Display) -> ! {
     std::process::exit(1)
 }
 
-fn rank_main(conduit: ucx::UcxConduit, iters: u64) -> Result<(), AmError> {
+fn rank_main(conduit: cluster::ClusterConduit, iters: u64) -> Result<(), AmError> {
     let (me, n) = (conduit.rank(), conduit.size());
     let host = std::env::var("AMRQ_HOST").unwrap_or_default();
     let lanes: Vec<String> = (0..n)
         .filter(|&p| p != me)
-        .map(|p| {
-            format!(
+        .map(|p| match conduit.route(p) {
+            Ok(Route::Local(_)) => format!("{p} via shared memory"),
+            _ => format!(
                 "{p} via {}",
-                transport(&conduit.endpoint_info(p).unwrap_or_default())
-            )
+                transport(&conduit.remote().endpoint_info(p).unwrap_or_default())
+            ),
         })
         .collect();
     println!(

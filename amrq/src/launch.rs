@@ -436,6 +436,10 @@ impl Launcher {
                                 .as_ref()
                                 .is_none_or(|(_, c)| severity(code) > severity(*c));
                             if ending_since.is_none() && worse {
+                                let cause = match &self.hosts {
+                                    Some(h) => format!("{cause} on host {}", h.host_of(rank)),
+                                    None => cause,
+                                };
                                 failure = Some((
                                     Failure {
                                         rank: Some(rank),

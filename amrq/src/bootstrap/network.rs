@@ -784,7 +784,10 @@ mod tests {
             let blobs: Vec<Vec<u8>> = j.entries().iter().map(|e| e.blob.clone()).collect();
             assert_eq!(blobs, [[0], [1], [2]]);
         }
-        assert!(!file.exists(), "rank 0 removes the file once the job has formed");
+        assert!(
+            !file.exists(),
+            "rank 0 removes the file once the job has formed"
+        );
         let _ = std::fs::remove_dir(&dir);
     }
 

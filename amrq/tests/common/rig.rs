@@ -161,6 +161,23 @@ impl Rig {
             .join(",")
     }
 
+    /// The processes still running on the rig's hosts (`ip netns pids`), as
+    /// `host: pid command` lines: none once a job has ended.
+    pub fn processes_left(&self) -> Vec<String> {
+        let mut left = Vec::new();
+        for host in &self.hosts {
+            let out = Command::new("ip").args(["netns", "pids", host]).output();
+            let pids = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+            for pid in pids.unwrap_or_default().split_whitespace() {
+                let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                    .unwrap_or_default()
+                    .replace('\0', " ");
+                left.push(format!("{host}: {pid} {cmd}"));
+            }
+        }
+        left
+    }
+
     /// The `--exec` template that runs a command on a host of the rig.
     pub const EXEC: &'static str = "ip netns exec {host}";
 

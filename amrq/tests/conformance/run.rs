@@ -211,7 +211,11 @@ pub fn cluster_hosts(test: &str, ranks: usize, case: Case<ClusterConduit>) {
     let joined = amrq::conduit::cluster::joined(&spec(), &[], Duration::from_secs(60));
     run_rank(joined, |c| {
         super::rig::assert_tcp_on_rig(c.remote());
-        assert_eq!(c.local_ranks().len(), 2, "two ranks share each host's memory");
+        assert_eq!(
+            c.local_ranks().len(),
+            2,
+            "two ranks share each host's memory"
+        );
         case(
             c,
             &Job {

@@ -1,0 +1,264 @@
+//! Failures across hosts, on namespace hosts of this machine (`common/rig.rs`), with the
+//! cluster conduit (shared memory inside a host, UCX over the rig's tcp between hosts):
+//! a rank killed on another host ends the job within 5 s, naming it and its host; a
+//! process with a wrong key is refused at the rendezvous and the job goes on; an
+//! unreachable rendezvous is an error within the attach timeout. After each, nothing
+//! runs on any host, and the rig's namespaces are gone. Each test says it was skipped
+//! where UCX or network namespaces are missing.
+//!
+//! Each test is also its own rank's program: started by the job (the launcher's
+//! environment says so), it runs its rank's part and exits.
+
+#![cfg(not(amrq_loom))]
+
+#[path = "common/marker.rs"]
+mod marker;
+#[path = "common/rig.rs"]
+mod rig;
+#[path = "common/ucx.rs"]
+mod ucx_common;
+
+use amrq::conduit::cluster::{self, ClusterConduit};
+use amrq::conduit::{ChannelSpec, Conduit, ConduitError, ConduitSpec, Message, ReceivedFrame};
+use amrq::launch::{Hosts, Launcher};
+use amrq::prelude::Config;
+use marker::{all_ran, child_args, run_rank, token};
+use rig::Rig;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn spec() -> ConduitSpec {
+    ConduitSpec::new(vec![ChannelSpec::new(64)])
+}
+
+/// In a rank of a job: joins with the attach timeout of the environment, runs `body`
+/// and exits. Started by hand: returns.
+fn as_rank(body: fn(ClusterConduit) -> Result<(), String>) {
+    let timeout = Config::from_env().expect("config").attach_timeout;
+    run_rank(cluster::joined(&spec(), &[], timeout), |c| {
+        rig::assert_tcp_on_rig(c.remote());
+        body(c)
+    });
+}
+
+/// A rig of `hosts` hosts, or `None` where the test cannot run (it said why).
+fn rig_for(test: &str, hosts: usize) -> Option<Rig> {
+    ucx_common::loopback_or_skip(test)?;
+    Rig::or_skip(hosts, test)
+}
+
+/// Removes `rig` and checks that nothing of the job is left: no process on any of its
+/// hosts, none of its namespaces.
+fn nothing_left(rig: Rig) {
+    let left = rig.processes_left();
+    assert!(left.is_empty(), "processes left on the hosts: {left:?}");
+    let hosts = rig.hosts.clone();
+    drop(rig);
+    let out = Command::new("ip").args(["netns", "list"]).output();
+    let list = String::from_utf8_lossy(&out.expect("ip netns list").stdout).into_owned();
+    for h in hosts {
+        assert!(!list.contains(&h), "namespace {h} is left: {list}");
+    }
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// Where the rank that kills itself writes when it did.
+fn kill_time_file(token: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("amrq-test-killed-{token}"))
+}
+
+// ---------------------------------------------------------------- a rank killed
+
+/// After a barrier, the last rank records the time and kills itself (SIGKILL: no
+/// goodbye, no cleanup); the others wait for messages that never come, as a program
+/// would, checking their peers.
+fn last_rank_dies(c: ClusterConduit) -> Result<(), String> {
+    c.barrier().map_err(|e| e.to_string())?;
+    if c.rank() == c.size() - 1 {
+        let token = std::env::var("AMRQ_TEST_TOKEN").unwrap_or_default();
+        std::fs::write(kill_time_file(&token), now_ns().to_string()).map_err(|e| e.to_string())?;
+        // SAFETY: signalling this process.
+        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+    }
+    let set = c.poll_set(&[0]).map_err(|e| e.to_string())?;
+    let since = Instant::now();
+    while since.elapsed() < Duration::from_secs(60) {
+        c.check_peers().map_err(|e| e.to_string())?;
+        c.wait_for_arrival(&set, Duration::from_millis(100))
+            .map_err(|e| e.to_string())?;
+    }
+    Err("no failure seen in 60 s".into())
+}
+
+#[test]
+fn a_rank_killed_on_another_host_ends_the_job_within_5_s_naming_it_and_its_host() {
+    as_rank(last_rank_dies);
+    let test = "a_rank_killed_on_another_host_ends_the_job_within_5_s_naming_it_and_its_host";
+    let Some(rig) = rig_for(test, 2) else { return };
+    let token = token();
+    let hosts = Hosts::new(&rig.host_list(2), Rig::EXEC, Some(&rig::address(0)));
+    let mut l = Launcher::new(4);
+    l.hosts = Some(hosts.expect("hosts"));
+    l.verbose = false;
+    l.timeout = Some(Duration::from_secs(120));
+    l.env = Rig::ucx_env();
+    l.env.push(("AMRQ_TEST_TOKEN".into(), token.clone()));
+    let exe = std::env::current_exe().expect("test binary");
+    let out = l
+        .run(exe.as_os_str(), &child_args(test))
+        .expect("job starts");
+    let ended = now_ns();
+    let killed: u128 = std::fs::read_to_string(kill_time_file(&token))
+        .expect("rank 3 said when it died")
+        .parse()
+        .expect("a time");
+    let _ = std::fs::remove_file(kill_time_file(&token));
+    let took = Duration::from_nanos((ended - killed) as u64);
+    assert_eq!(out.code, 128 + libc::SIGKILL, "{out:?}");
+    let f = out.failure.expect("a failure");
+    assert_eq!(f.rank, Some(3), "{f:?}");
+    assert!(
+        f.cause.contains("signal 9") && f.cause.contains(&rig.hosts[1]),
+        "the failure names neither the signal nor the host: {f:?}"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "the job ended {took:?} after the kill"
+    );
+    eprintln!(
+        "the job ended {took:?} after rank 3 was killed: rank 3 {}",
+        f.cause
+    );
+    nothing_left(rig);
+}
+
+// ---------------------------------------------------------------- a wrong key
+
+/// Every rank sends one frame to every other and receives one from each.
+fn hello(c: ClusterConduit) -> Result<(), String> {
+    let (me, n) = (c.rank(), c.size());
+    for d in (0..n).filter(|&d| d != me) {
+        let m = Message {
+            tag: 1,
+            args: &[me as u64],
+            ..Message::default()
+        };
+        loop {
+            match c.try_send(d, 0, &m) {
+                Ok(()) => break,
+                Err(ConduitError::Busy) => std::thread::yield_now(),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+    let mut from = vec![false; n];
+    let since = Instant::now();
+    while from.iter().filter(|&&f| f).count() < n - 1 {
+        c.drain(0, 16, |f| {
+            from[f.source()] = f.args() == [f.source() as u64];
+            Ok::<(), ConduitError>(())
+        })
+        .map_err(|e| e.to_string())?;
+        if since.elapsed() > Duration::from_secs(30) {
+            return Err(format!("heard from {from:?} in 30 s"));
+        }
+    }
+    c.barrier().map_err(|e| e.to_string())
+}
+
+/// Starts rank `rank` of a 2-rank job by hand on `host` (the environment `amrun`
+/// would give it, with `key`), its standard error captured.
+fn start_rank(
+    test: &str,
+    host: &str,
+    rank: usize,
+    key: &str,
+    at: &str,
+    extra: &[(&str, &str)],
+) -> Child {
+    let exe = std::env::current_exe().expect("test binary");
+    Command::new("ip")
+        .args(["netns", "exec", host])
+        .arg(exe)
+        .args(child_args(test))
+        .envs(Rig::ucx_env())
+        .envs([
+            ("AMRQ_RANK", rank.to_string().as_str()),
+            ("AMRQ_SIZE", "2"),
+            ("AMRQ_JOB_ID", "wrong-key-test"),
+            ("AMRQ_JOB_KEY", key),
+            ("AMRQ_RENDEZVOUS", at),
+            ("AMRQ_HOST", host),
+        ])
+        .envs(extra.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("a rank starts")
+}
+
+#[test]
+fn a_process_with_a_wrong_key_is_refused_at_the_rendezvous_and_the_job_goes_on() {
+    as_rank(hello);
+    let test = "a_process_with_a_wrong_key_is_refused_at_the_rendezvous_and_the_job_goes_on";
+    let Some(rig) = rig_for(test, 2) else { return };
+    let token = token();
+    let at = format!("{}:{}", rig::address(0), 47000 + std::process::id() % 1000);
+    let key = amrq::bootstrap::JobKey::random().expect("key").to_string();
+    let wrong = amrq::bootstrap::JobKey::random().expect("key").to_string();
+    let env = [("AMRQ_TEST_TOKEN", token.as_str())];
+    let zero = start_rank(test, &rig.hosts[0], 0, &key, &at, &env);
+    let intruder = start_rank(test, &rig.hosts[1], 1, &wrong, &at, &env)
+        .wait_with_output()
+        .expect("the intruder ends");
+    let err = String::from_utf8_lossy(&intruder.stderr);
+    assert_eq!(intruder.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("refused rank 1") && err.contains("not job wrong-key-test's key"),
+        "the intruder's error does not say why it was refused: {err}"
+    );
+    eprintln!("the intruder was told: {}", err.trim());
+    let one = start_rank(test, &rig.hosts[1], 1, &key, &at, &env);
+    for (r, child) in [zero, one].into_iter().enumerate() {
+        let out = child.wait_with_output().expect("a rank ends");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "rank {r} failed: {err}");
+    }
+    all_ran(&token, 2);
+    nothing_left(rig);
+}
+
+// ---------------------------------------------------------------- no rendezvous
+
+#[test]
+fn an_unreachable_rendezvous_is_a_clear_error_within_the_attach_timeout() {
+    as_rank(hello);
+    let test = "an_unreachable_rendezvous_is_a_clear_error_within_the_attach_timeout";
+    let Some(rig) = rig_for(test, 2) else { return };
+    // An address on the rig's network where no host is.
+    let at = "169.254.77.99:47999";
+    let key = amrq::bootstrap::JobKey::random().expect("key").to_string();
+    let since = Instant::now();
+    let extra = [("AMRQ_ATTACH_TIMEOUT", "3")];
+    let out = start_rank(test, &rig.hosts[1], 1, &key, at, &extra)
+        .wait_with_output()
+        .expect("the rank ends");
+    let took = since.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(at) && err.contains("TCP") && err.contains("AMRQ_ATTACH_TIMEOUT"),
+        "the error does not name the rendezvous and the setting: {err}"
+    );
+    eprintln!("after {took:?}: {}", err.trim());
+    assert!(
+        took < Duration::from_secs(8),
+        "the rank gave up after {took:?}, not about 3 s"
+    );
+    nothing_left(rig);
+}
