@@ -21,6 +21,7 @@ pub mod array;
 pub mod clock;
 pub mod files;
 pub mod fixture;
+pub mod hosts;
 pub mod interrupts;
 pub mod loaded;
 pub mod peers;

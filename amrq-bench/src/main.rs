@@ -38,7 +38,7 @@ struct Cli {
     gasnet: Option<PathBuf>,
 }
 
-#[derive(Subcommand, Debug, Clone, Copy)]
+#[derive(Subcommand, Debug, Clone)]
 enum Bench {
     #[command(flatten)]
     Job(Job),
@@ -46,6 +46,28 @@ enum Bench {
     Peers,
     /// Everything, with a progress bar; the report goes to --out (default results/).
     All,
+    /// Between two hosts: amrq (cluster conduit) and ucx_perftest over the same link,
+    /// alternating in rounds; the report goes to --out/hosts.md if given.
+    Hosts(HostsArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct HostsArgs {
+    /// The two hosts, `A,B` (rank 0 and the ucx_perftest server on A).
+    #[arg(long)]
+    hosts: String,
+    /// The command that runs a command on a host, `{host}` in it.
+    #[arg(long, default_value = "ssh {host}")]
+    exec: String,
+    /// The first host's address that the second reaches (default: its name).
+    #[arg(long)]
+    rendezvous: Option<String>,
+    /// Rounds, each amrq then UCX.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// (internal) Start amrq's job of one round.
+    #[arg(long, hide = true)]
+    job: bool,
 }
 
 fn fail(why: &str) -> ! {
@@ -56,14 +78,22 @@ fn fail(why: &str) -> ! {
 fn main() {
     let cli = Cli::parse();
     // A launcher's variables, even incomplete ones, mean a job around us.
-    if !matches!(cli.bench, Bench::Job(_)) && !matches!(amrq::bootstrap::env::detect(), Ok(None)) {
+    let placed = !matches!(amrq::bootstrap::env::detect(), Ok(None));
+    if let (Bench::Hosts(_), true) = (&cli.bench, placed) {
+        match amrq_bench::hosts::rank_part(cli.quick) {
+            Ok(()) => std::process::exit(0),
+            Err(e) => fail(&e),
+        }
+    }
+    if !matches!(cli.bench, Bench::Job(_)) && placed {
         // Its children would inherit the job's environment and join it.
         fail("`all` and `peers` start their own jobs: run them directly, not under amrun, mpirun or srun");
     }
-    match cli.bench {
+    match cli.bench.clone() {
         Bench::Job(job) => run_job(&cli, job),
         Bench::Peers => peers(&cli),
         Bench::All => all(&cli),
+        Bench::Hosts(h) => hosts(&cli, &h),
     }
 }
 
@@ -142,5 +172,54 @@ fn all(cli: &Cli) {
             println!("report: {}", out.join("summary.md").display());
         }
         Err(e) => fail(&e),
+    }
+}
+
+/// `hosts`: rounds of amrq and UCX between two hosts (or, with `--job`, amrq's job of
+/// one round: one rank on each host).
+fn hosts(cli: &Cli, h: &HostsArgs) {
+    use amrq_bench::hosts::{amrq_round, report, ucx_round, Link};
+    let names: Vec<String> = h.hosts.split(',').map(|n| n.trim().to_string()).collect();
+    let [a, b] = names.as_slice() else {
+        fail(&format!("--hosts {}: give two hosts, A,B", h.hosts))
+    };
+    let address = h.rendezvous.clone().unwrap_or_else(|| a.clone());
+    if h.job {
+        let list = format!("{a}:1,{b}:1");
+        let hosts = amrq::launch::Hosts::new(&list, &h.exec, Some(&address))
+            .unwrap_or_else(|e| fail(&e.to_string()));
+        let mut l = amrq::launch::Launcher::new(2);
+        l.hosts = Some(hosts);
+        l.verbose = false;
+        l.timeout = Some(std::time::Duration::from_secs(240));
+        let exe = std::env::current_exe().unwrap_or_else(|e| fail(&e.to_string()));
+        let mut args = vec!["hosts".into(), "--hosts".into(), h.hosts.clone().into()];
+        if cli.quick {
+            args.push("--quick".into());
+        }
+        match l.run(exe.as_os_str(), &args) {
+            Ok(out) => std::process::exit(out.code),
+            Err(e) => fail(&e.to_string()),
+        }
+    }
+    let link = Link {
+        hosts: [a.clone(), b.clone()],
+        exec: h.exec.clone(),
+        address,
+    };
+    let mut rounds = Vec::new();
+    for r in 0..h.rounds.max(1) {
+        eprintln!("round {}/{}: amrq, then ucx_perftest", r + 1, h.rounds.max(1));
+        let am = amrq_round(&link, cli.quick).unwrap_or_else(|e| fail(&format!("amrq: {e}")));
+        let ucx = ucx_round(&link, cli.quick).unwrap_or_else(|e| fail(&format!("UCX: {e}")));
+        rounds.push((am, ucx));
+    }
+    let text = report(&link, &rounds);
+    println!("{text}");
+    if let Some(dir) = &cli.out {
+        let path = dir.join("hosts.md");
+        if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &text)) {
+            fail(&format!("{}: {e}", path.display()));
+        }
     }
 }

@@ -56,7 +56,7 @@ impl Peer {
 }
 
 /// Runs `cmd` with a deadline; its stdout, or why it failed.
-fn run(cmd: &mut Command, limit: Duration) -> Result<String, String> {
+pub(crate) fn run(cmd: &mut Command, limit: Duration) -> Result<String, String> {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

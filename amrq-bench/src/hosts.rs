@@ -1,0 +1,276 @@
+//! Between two hosts: amrq's round trip, one-to-one message rate and 64 KiB bandwidth
+//! (Long AMs and puts) over the cluster conduit, and UCX's own `ucx_perftest`
+//! (`ucp_am_lat`, `ucp_am_bw`, `ucp_put_bw`) over the same link with the same UCX
+//! settings, alternating in rounds (amrq, then UCX, each round), so that both see the
+//! same state of a shared machine. Medians over rounds, and the ratios.
+//!
+//! ```text
+//! amrq-bench hosts --hosts h0,h1 --exec 'ip netns exec {host}' --rendezvous 169.254.7.1
+//! ```
+//! runs, per round, `amrq-bench hosts --job …` (which starts one rank on each host with
+//! amrq's launcher: each rank joins, rank 0 measures and prints `hosts: key=value…`),
+//! then a `ucx_perftest` server on the first host and its client on the second, through
+//! the same `--exec` template. `ucx_perftest` prints a one-way latency: doubled here.
+//! Neither side is pinned (a rank on a namespace host is a process like any other).
+
+use crate::peers::{pairs, run, ucx_final};
+use amrq::conduit::cluster::{self, ClusterConduit};
+use amrq::prelude::*;
+use amrq::rma::{Rma, RmaError};
+use std::cell::Cell;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The figures a round measures, in the order of the report: (key, what, unit).
+pub const FIGURES: [(&str, &str, &str); 4] = [
+    ("rtt_ns", "Short round trip", "ns"),
+    ("msgs_per_s", "one-to-one message rate (8 B)", "msgs/s"),
+    ("bw_64k_mib_s", "64 KiB bandwidth, AM (Long)", "MiB/s"),
+    ("put_64k_mib_s", "64 KiB bandwidth, put", "MiB/s"),
+];
+
+/// Bytes of a bulk message.
+const BULK: usize = 64 << 10;
+
+struct State {
+    pong: ReplyHandler,
+    /// Pongs received (rank 0); requests handled (rank 1).
+    count: Cell<u64>,
+}
+
+/// A rank's part: joins the job across hosts; rank 0 measures against rank 1 and prints
+/// one line `hosts: rtt_ns=… msgs_per_s=… bw_64k_mib_s=… put_64k_mib_s=…`, the median
+/// of `batches` timed batches each (after one warm-up).
+pub fn rank_part(quick: bool) -> Result<(), String> {
+    let cfg = Config::from_env().map_err(|e| e.to_string())?;
+    let c = cluster::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout)
+        .map_err(|e| e.to_string())?
+        .ok_or("not started by a launcher across hosts (no AMRQ_RENDEZVOUS)")?;
+    measure(c, quick).map_err(|e| e.to_string())
+}
+
+fn measure(c: ClusterConduit, quick: bool) -> Result<(), RmaError> {
+    let mut table = HandlerTable::new();
+    let pong = table.reply("pong", |s: &State, _| {
+        s.count.set(s.count.get() + 1);
+        Ok(())
+    });
+    let ping = table.request("ping", |s: &State, ctx, _| ctx.reply(s.pong, &[0]));
+    let sink = table.request("sink", |s: &State, _, _| {
+        s.count.set(s.count.get() + 1);
+        Ok(())
+    });
+    let state = State {
+        pong,
+        count: Cell::new(0),
+    };
+    let am = Am::new(c, table, state)?;
+    let rma = Rma::new(&am);
+    let at = rma.alloc_symmetric(BULK, 64)?;
+    am.barrier()?;
+    if am.rank() != 0 {
+        // Rank 1 serves until rank 0 is done.
+        return Ok(am.barrier()?);
+    }
+    let pick = |q: u64, f: u64| if quick { q } else { f };
+    let batches = pick(3, 11) as usize;
+    let s = am.state();
+    // One round trip (the ping after a burst also says the burst was handled: frames
+    // of one pair arrive in order).
+    let round_trip = || -> Result<(), AmError> {
+        let want = s.count.get() + 1;
+        am.request(1, ping, &[0])?;
+        am.wait_until(|s| s.count.get() >= want)
+    };
+    let timed = |per: u64, f: &dyn Fn() -> Result<(), RmaError>| -> Result<f64, RmaError> {
+        let mut samples = Vec::with_capacity(batches);
+        for b in 0..=batches {
+            let t = Instant::now();
+            f()?;
+            if b > 0 {
+                samples.push(t.elapsed().as_secs_f64() / per as f64);
+            }
+        }
+        samples.sort_by(f64::total_cmp);
+        Ok(samples[samples.len() / 2])
+    };
+    let rtt_iters = pick(500, 5_000);
+    let rtt = timed(rtt_iters, &|| {
+        Ok((0..rtt_iters).try_for_each(|_| round_trip())?)
+    })?;
+    let burst = pick(20_000, 200_000);
+    let per_msg = timed(burst, &|| {
+        for i in 0..burst {
+            am.request(1, sink, &[i])?;
+        }
+        Ok(round_trip()?)
+    })?;
+    let bulk = pick(200, 2_000);
+    let data = vec![0x5au8; BULK];
+    let per_long = timed(bulk, &|| {
+        for i in 0..bulk {
+            am.request_long(1, sink, &[i], &data, at)?;
+        }
+        Ok(round_trip()?)
+    })?;
+    let per_put = timed(bulk, &|| {
+        for _ in 0..bulk {
+            rma.put_nbi(1, at, &data)?;
+        }
+        rma.sync_nbi()?;
+        Ok(())
+    })?;
+    let mib_s = |per: f64| BULK as f64 / per / f64::from(1 << 20);
+    println!(
+        "hosts: rtt_ns={:.0} msgs_per_s={:.0} bw_64k_mib_s={:.1} put_64k_mib_s={:.1}",
+        rtt * 1e9,
+        1.0 / per_msg,
+        mib_s(per_long),
+        mib_s(per_put)
+    );
+    Ok(am.barrier()?)
+}
+
+/// Where the two hosts are and how to reach them.
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// The two hosts (rank 0's first).
+    pub hosts: [String; 2],
+    /// The command template that runs a command on a host (`{host}` in it).
+    pub exec: String,
+    /// The first host's address the second reaches (rank 0's rendezvous, the
+    /// `ucx_perftest` server's).
+    pub address: String,
+}
+
+impl Link {
+    /// `program args…` on `host` through the template, with `env` set there.
+    fn on(&self, host: &str, env: &[(String, String)], program: &str, args: &[&str]) -> Command {
+        let words: Vec<String> = self
+            .exec
+            .split_whitespace()
+            .map(|w| w.replace("{host}", host))
+            .collect();
+        let mut c = Command::new(&words[0]);
+        c.args(&words[1..]).arg("env");
+        c.args(env.iter().map(|(k, v)| format!("{k}={v}")));
+        c.arg(program).args(args);
+        c
+    }
+}
+
+/// The `UCX_*` settings of this environment, given to both amrq and `ucx_perftest`.
+pub fn ucx_settings() -> Vec<(String, String)> {
+    std::env::vars().filter(|(k, _)| k.starts_with("UCX_")).collect()
+}
+
+/// One `ucx_perftest` test across the link: (one-way latency µs, MiB/s, msgs/s).
+fn perftest(link: &Link, test: &str, size: usize, iters: u64) -> Result<(f64, f64, f64), String> {
+    let port = (40000 + std::process::id() % 5000).to_string();
+    let env = ucx_settings();
+    let mut server = link
+        .on(&link.hosts[0], &env, "ucx_perftest", &["-p", &port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start ucx_perftest on {}: {e}", link.hosts[0]))?;
+    let (s, n) = (size.to_string(), iters.to_string());
+    let args = [link.address.as_str(), "-p", &port, "-t", test, "-s", &s, "-n", &n];
+    let mut out = Err(format!("{test}: the server did not start"));
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(200));
+        let mut client = link.on(&link.hosts[1], &env, "ucx_perftest", &args);
+        out = run(&mut client, Duration::from_secs(120));
+        if out.is_ok() || !matches!(server.try_wait(), Ok(None)) {
+            break;
+        }
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    ucx_final(&out?).ok_or_else(|| format!("{test}: no Final line"))
+}
+
+/// UCX's figures for one round, under the keys of [`FIGURES`].
+pub fn ucx_round(link: &Link, quick: bool) -> Result<Vec<(String, f64)>, String> {
+    let d = if quick { 10 } else { 1 };
+    let (lat, _, _) = perftest(link, "ucp_am_lat", 8, 50_000 / d)?;
+    let (_, _, rate) = perftest(link, "ucp_am_bw", 8, 1_000_000 / d)?;
+    let (_, bw, _) = perftest(link, "ucp_am_bw", BULK, 20_000 / d)?;
+    let (_, put, _) = perftest(link, "ucp_put_bw", BULK, 20_000 / d)?;
+    Ok(vec![
+        ("rtt_ns".into(), 2.0 * lat * 1e3),
+        ("msgs_per_s".into(), rate),
+        ("bw_64k_mib_s".into(), bw),
+        ("put_64k_mib_s".into(), put),
+    ])
+}
+
+/// amrq's figures for one round: runs `amrq-bench hosts --job …` and reads rank 0's line.
+pub fn amrq_round(link: &Link, quick: bool) -> Result<Vec<(String, f64)>, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find amrq-bench: {e}"))?;
+    let mut c = Command::new(exe);
+    c.args(["hosts", "--job", "--hosts", &link.hosts.join(",")])
+        .args(["--exec", &link.exec, "--rendezvous", &link.address]);
+    if quick {
+        c.arg("--quick");
+    }
+    let out = run(&mut c, Duration::from_secs(300))?;
+    let v = pairs(&out, "hosts");
+    match v.len() == FIGURES.len() {
+        true => Ok(v),
+        false => Err(format!("rank 0 printed no figures: {out}")),
+    }
+}
+
+/// The median of `v` (sorted in place); NaN if empty.
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The report of `rounds` rounds: per figure the medians, the ratio amrq/UCX (for the
+/// round trip, UCX/amrq: above 1 is amrq ahead), each round's values, and the goals.
+pub fn report(link: &Link, rounds: &[(Vec<(String, f64)>, Vec<(String, f64)>)]) -> String {
+    let get = |v: &[(String, f64)], k: &str| v.iter().find(|(n, _)| n == k).map(|p| p.1);
+    let settings: Vec<String> = ucx_settings()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let mut s = format!(
+        "# amrq and UCX between two hosts\n\nHosts {} and {} ({} rounds, alternating amrq, \
+         then `ucx_perftest`; {}; neither pinned).\n\n\
+         | figure | amrq | UCX (`ucx_perftest`) | amrq vs UCX | goal |\n|---|---|---|---|---|\n",
+        link.hosts[0],
+        link.hosts[1],
+        rounds.len(),
+        if settings.is_empty() {
+            "UCX's own choice of transport".into()
+        } else {
+            settings.join(" ")
+        }
+    );
+    let goals = ["≥ 0.91 (RTT ≤ 1.1× UCX's)", "≥ 1.0", "≥ 0.9", "—"];
+    for ((key, what, unit), goal) in FIGURES.iter().zip(goals) {
+        let mut a: Vec<f64> = rounds.iter().filter_map(|r| get(&r.0, key)).collect();
+        let mut u: Vec<f64> = rounds.iter().filter_map(|r| get(&r.1, key)).collect();
+        let (am, um) = (median(&mut a), median(&mut u));
+        let ratio = if *key == "rtt_ns" { um / am } else { am / um };
+        s.push_str(&format!(
+            "| {what} ({unit}) | {am:.1} | {um:.1} | {ratio:.2}× | {goal} |\n"
+        ));
+    }
+    s.push_str("\nEach round (amrq / UCX):\n\n| round |");
+    for (_, what, _) in FIGURES {
+        s.push_str(&format!(" {what} |"));
+    }
+    s.push_str("\n|---|---|---|---|---|\n");
+    for (i, (a, u)) in rounds.iter().enumerate() {
+        s.push_str(&format!("| {} |", i + 1));
+        for (key, _, _) in FIGURES {
+            let f = |v: Option<f64>| v.map_or("—".into(), |x| format!("{x:.1}"));
+            s.push_str(&format!(" {} / {} |", f(get(a, key)), f(get(u, key))));
+        }
+        s.push('\n');
+    }
+    s
+}
