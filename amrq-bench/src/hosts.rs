@@ -161,7 +161,9 @@ impl Link {
 
 /// The `UCX_*` settings of this environment, given to both amrq and `ucx_perftest`.
 pub fn ucx_settings() -> Vec<(String, String)> {
-    std::env::vars().filter(|(k, _)| k.starts_with("UCX_")).collect()
+    std::env::vars()
+        .filter(|(k, _)| k.starts_with("UCX_"))
+        .collect()
 }
 
 /// One `ucx_perftest` test across the link: (one-way latency µs, MiB/s, msgs/s).
@@ -175,7 +177,17 @@ fn perftest(link: &Link, test: &str, size: usize, iters: u64) -> Result<(f64, f6
         .spawn()
         .map_err(|e| format!("cannot start ucx_perftest on {}: {e}", link.hosts[0]))?;
     let (s, n) = (size.to_string(), iters.to_string());
-    let args = [link.address.as_str(), "-p", &port, "-t", test, "-s", &s, "-n", &n];
+    let args = [
+        link.address.as_str(),
+        "-p",
+        &port,
+        "-t",
+        test,
+        "-s",
+        &s,
+        "-n",
+        &n,
+    ];
     let mut out = Err(format!("{test}: the server did not start"));
     for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(200));

@@ -209,7 +209,11 @@ fn hosts(cli: &Cli, h: &HostsArgs) {
     };
     let mut rounds = Vec::new();
     for r in 0..h.rounds.max(1) {
-        eprintln!("round {}/{}: amrq, then ucx_perftest", r + 1, h.rounds.max(1));
+        eprintln!(
+            "round {}/{}: amrq, then ucx_perftest",
+            r + 1,
+            h.rounds.max(1)
+        );
         let am = amrq_round(&link, cli.quick).unwrap_or_else(|e| fail(&format!("amrq: {e}")));
         let ucx = ucx_round(&link, cli.quick).unwrap_or_else(|e| fail(&format!("UCX: {e}")));
         rounds.push((am, ucx));

@@ -49,6 +49,8 @@ pub struct UcxConduit {
     pub(super) epoch: Cell<u64>,
     pub(super) boot: Boot,
     pub(super) segment: super::start::SegmentMemory,
+    /// Per (channel, peer): the credit at which this rank last asked for more.
+    pub(super) asked: Vec<Cell<u64>>,
     pub(super) segment_bytes: usize,
 }
 
@@ -200,7 +202,15 @@ impl UcxConduit {
         let credit = || self.shared.credits.rings[key].load(Ordering::Relaxed);
         fits(credit()).or_else(|| {
             self.progress();
-            fits(credit())
+            let now = credit();
+            let room = fits(now);
+            // No room: ask the receiver for what it has consumed (it returns credits
+            // in batches otherwise), once per credit value it sent.
+            if room.is_none() && !c.shared && self.asked[key].replace(now) != now {
+                let (dest, me) = (key % self.size, self.rank as u64);
+                let _ = send_now(&self.net, dest, wire::AM_WANT, &[me, ch as u64], &[]);
+            }
+            room
         })
     }
 

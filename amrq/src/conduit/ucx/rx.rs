@@ -55,6 +55,8 @@ struct RingCredit {
     sent: u64,
     /// Frames that found the ring full, in order.
     held: VecDeque<Held>,
+    /// Its sender found no room: return what is consumed, however little.
+    wanted: bool,
 }
 
 /// The local queues and their bookkeeping (behind the mutex of [`Shared`]).
@@ -172,6 +174,7 @@ impl Shared {
             wire::AM_CREDIT => self.on_credit(header),
             wire::AM_COLL => self.on_coll(header),
             wire::AM_BYE => self.on_bye(header),
+            wire::AM_WANT => self.on_want(header),
             _ => {}
         }
     }
@@ -195,6 +198,14 @@ impl Shared {
         // ORDERING: Relaxed: a credit publishes no data, only room in the peer's ring.
         if let Some(a) = slot {
             a.fetch_max(value, Ordering::Relaxed);
+        }
+    }
+
+    /// A sender asks for the credits of its ring of a channel.
+    fn on_want(&self, header: &[u8]) {
+        let w: Vec<u64> = wire::words(header).collect();
+        if let (Some(&src), Some(&ch)) = (w.first(), w.get(1)) {
+            self.local().want(src, ch);
         }
     }
 
@@ -384,6 +395,18 @@ impl Local {
         self.held > 0
     }
 
+    /// Source `src` found no room in its ring of channel `ch` (per-sender rings; a
+    /// shared ring returns its charges as they are consumed).
+    pub fn want(&mut self, src: u64, ch: u64) {
+        let (src, ch) = (src as usize, ch as usize);
+        if src >= self.size || ch >= self.layout.channels() {
+            return;
+        }
+        let key = ch * self.size + src;
+        self.rings[key].wanted = true;
+        self.dirty.push(key);
+    }
+
     /// The credits due to peers, booked as returned: send each (see [`Due`]), and hand
     /// back to [`Local::unsent`] those that could not go now. (No UCX call is made
     /// under the lock of the local queues: the worker's own lock is held around the
@@ -404,8 +427,12 @@ impl Local {
             // peer reuses the room only after this credit crosses the network.
             let head = ring.head().load(Ordering::Relaxed);
             let r = &mut self.rings[key];
+            let unreturned = head.wrapping_sub(r.returned);
+            // Returned in batches (a credit is a message of its own on the network),
+            // or at once when the sender found no room (it asked: `want`).
             let batch = (self.layout.slots(ch) / 4).max(1);
-            if head.wrapping_sub(r.returned) >= batch || (head == r.tail && head != r.returned) {
+            if unreturned >= batch || (r.wanted && unreturned != 0) {
+                r.wanted = false;
                 due.push(Due {
                     peer: src,
                     what: ch as u64,
@@ -417,7 +444,7 @@ impl Local {
                 });
                 r.returned = head;
             }
-            if r.returned != r.tail || !r.held.is_empty() {
+            if r.returned != r.tail || !r.held.is_empty() || r.wanted {
                 self.dirty.push(key);
             }
         }

@@ -154,6 +154,7 @@ pub fn open_on(
         (wire::AM_CREDIT, on_header::<{ wire::AM_CREDIT }>),
         (wire::AM_COLL, on_header::<{ wire::AM_COLL }>),
         (wire::AM_BYE, on_header::<{ wire::AM_BYE }>),
+        (wire::AM_WANT, on_header::<{ wire::AM_WANT }>),
     ] {
         let p = sys::ucp_am_handler_param_t {
             field_mask: sys::UCP_AM_HANDLER_PARAM_FIELD_ID
@@ -222,6 +223,7 @@ impl Opened {
             net: Arc::new(self.net),
             shared: self.shared,
             tx: (0..n).map(|_| Cell::new(0)).collect(),
+            asked: (0..n).map(|_| Cell::new(u64::MAX)).collect(),
             tag_on_sent: (0..self.size).map(|_| Cell::new(0)).collect(),
             tag_on_buffers: self.tag_on_buffers,
             pending: RefCell::new(Vec::new()),
@@ -274,7 +276,7 @@ unsafe extern "C" fn on_frame(
 }
 
 /// The callback of the conduit's own messages (AM id `ID`: credits, collectives,
-/// goodbyes), whose header is all they carry.
+/// goodbyes, requests for credits), whose header is all they carry.
 unsafe extern "C" fn on_header<const ID: u32>(
     arg: *mut c_void,
     header: *const c_void,

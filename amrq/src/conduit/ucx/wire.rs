@@ -10,6 +10,7 @@
 //!   credit  AM 1   w0 = source, w1 = what (a channel, or TAG_ON_FREED), w2 = value
 //!   coll    AM 2   w0 = source, w1 = epoch, w2 = value
 //!   bye     AM 3   w0 = source
+//!   want    AM 4   w0 = source, w1 = channel (a sender found no room: return credits)
 //! ```
 
 use crate::conduit::ring::MAX_ARGS;
@@ -22,6 +23,8 @@ pub const AM_CREDIT: u32 = 1;
 pub const AM_COLL: u32 = 2;
 /// AM id of a rank's goodbye: it sends nothing after it.
 pub const AM_BYE: u32 = 3;
+/// AM id of a sender's request for the credits of a ring it found full.
+pub const AM_WANT: u32 = 4;
 
 /// A credit's `what` for Tag-On blocks freed (not a channel).
 pub const TAG_ON_FREED: u64 = u64::MAX;
