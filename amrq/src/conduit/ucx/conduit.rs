@@ -71,11 +71,9 @@ impl std::fmt::Debug for UcxConduit {
 /// Progresses the worker, moves held frames into rings with room, and returns the
 /// credits due (with sends that complete at once; what cannot go now goes next time).
 pub(super) fn pump(net: &Net, shared: &Shared) {
-    for _ in 0..64 {
-        if !net.progress() {
-            break;
-        }
-    }
+    // Once: a second call to see that nothing more came is a system call (tcp's
+    // epoll_wait) on the round trip's path, and one call reads what the socket holds.
+    net.progress();
     let due = {
         let mut local = shared.local();
         if local.holds() {
@@ -393,18 +391,29 @@ impl Conduit for UcxConduit {
         (self.segment.base(), self.segment_bytes)
     }
 
+    // Frames already in the local queues are served first: progress (a system call
+    // over tcp) only when they are empty, so that no extra call sits between a frame's
+    // arrival and its handler.
     fn peek(&self, ch: Channel) -> Result<Option<MemFrame<'_>>, ConduitError> {
+        if let Some(f) = self.me.peek(ch)? {
+            return Ok(Some(f));
+        }
         self.progress();
         self.me.peek(ch)
     }
 
-    fn drain<E, F>(&self, ch: Channel, budget: usize, f: F) -> Result<usize, E>
+    fn drain<E, F>(&self, ch: Channel, budget: usize, mut f: F) -> Result<usize, E>
     where
         E: From<ConduitError>,
         F: FnMut(&MemFrame<'_>) -> Result<(), E>,
     {
-        self.progress();
-        self.me.drain(ch, budget, f)
+        match self.me.drain(ch, budget, &mut f)? {
+            0 => {
+                self.progress();
+                self.me.drain(ch, budget, f)
+            }
+            n => Ok(n),
+        }
     }
 
     fn arm_arrival(&self, set: &PollSet) -> Result<Arming<'_>, ConduitError> {
