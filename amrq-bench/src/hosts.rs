@@ -11,7 +11,8 @@
 //! amrq's launcher: each rank joins, rank 0 measures and prints `hosts: key=value…`),
 //! then a `ucx_perftest` server on the first host and its client on the second, through
 //! the same `--exec` template. `ucx_perftest` prints a one-way latency: doubled here.
-//! Neither side is pinned (a rank on a namespace host is a process like any other).
+//! Unpinned by default (a rank on a namespace host is a process like any other); with
+//! `--pin`, rank 0 and the server on core 0, rank 1 and the client on core 1.
 
 use crate::peers::{pairs, run, ucx_final};
 use amrq::conduit::cluster::{self, ClusterConduit};
@@ -29,6 +30,9 @@ pub const FIGURES: [(&str, &str, &str); 4] = [
     ("put_64k_mib_s", "64 KiB bandwidth, put", "MiB/s"),
 ];
 
+/// Set (by `--pin`) for the ranks of amrq's job: rank r runs on core r.
+const PIN: &str = "AMRQ_BENCH_PIN";
+
 /// Bytes of a bulk message.
 const BULK: usize = 64 << 10;
 
@@ -42,6 +46,13 @@ struct State {
 /// one line `hosts: rtt_ns=… msgs_per_s=… bw_64k_mib_s=… put_64k_mib_s=…`, the median
 /// of `batches` timed batches each (after one warm-up).
 pub fn rank_part(quick: bool) -> Result<(), String> {
+    if std::env::var_os(PIN).is_some() {
+        let rank: usize = std::env::var("AMRQ_RANK")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(0);
+        amrq::util::affinity::pin_to_core(rank).map_err(|e| e.to_string())?;
+    }
     let cfg = Config::from_env().map_err(|e| e.to_string())?;
     let c = cluster::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout)
         .map_err(|e| e.to_string())?
@@ -141,18 +152,25 @@ pub struct Link {
     /// The first host's address the second reaches (rank 0's rendezvous, the
     /// `ucx_perftest` server's).
     pub address: String,
+    /// Pin the first host's side to core 0, the second's to core 1.
+    pub pin: bool,
 }
 
 impl Link {
-    /// `program args…` on `host` through the template, with `env` set there.
-    fn on(&self, host: &str, env: &[(String, String)], program: &str, args: &[&str]) -> Command {
+    /// `program args…` on the `side`th host through the template, with `env` set
+    /// there (and on core `side` if pinned).
+    fn on(&self, side: usize, env: &[(String, String)], program: &str, args: &[&str]) -> Command {
         let words: Vec<String> = self
             .exec
             .split_whitespace()
-            .map(|w| w.replace("{host}", host))
+            .map(|w| w.replace("{host}", &self.hosts[side]))
             .collect();
         let mut c = Command::new(&words[0]);
-        c.args(&words[1..]).arg("env");
+        c.args(&words[1..]);
+        if self.pin {
+            c.args(["taskset", "-c", &side.to_string()]);
+        }
+        c.arg("env");
         c.args(env.iter().map(|(k, v)| format!("{k}={v}")));
         c.arg(program).args(args);
         c
@@ -171,7 +189,7 @@ fn perftest(link: &Link, test: &str, size: usize, iters: u64) -> Result<(f64, f6
     let port = (40000 + std::process::id() % 5000).to_string();
     let env = ucx_settings();
     let mut server = link
-        .on(&link.hosts[0], &env, "ucx_perftest", &["-p", &port])
+        .on(0, &env, "ucx_perftest", &["-p", &port])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -191,7 +209,7 @@ fn perftest(link: &Link, test: &str, size: usize, iters: u64) -> Result<(f64, f6
     let mut out = Err(format!("{test}: the server did not start"));
     for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(200));
-        let mut client = link.on(&link.hosts[1], &env, "ucx_perftest", &args);
+        let mut client = link.on(1, &env, "ucx_perftest", &args);
         out = run(&mut client, Duration::from_secs(120));
         if out.is_ok() || !matches!(server.try_wait(), Ok(None)) {
             break;
@@ -226,6 +244,9 @@ pub fn amrq_round(link: &Link, quick: bool) -> Result<Vec<(String, f64)>, String
     if quick {
         c.arg("--quick");
     }
+    if link.pin {
+        c.env(PIN, "1");
+    }
     let out = run(&mut c, Duration::from_secs(300))?;
     let v = pairs(&out, "hosts");
     match v.len() == FIGURES.len() {
@@ -250,7 +271,7 @@ pub fn report(link: &Link, rounds: &[(Vec<(String, f64)>, Vec<(String, f64)>)]) 
         .collect();
     let mut s = format!(
         "# amrq and UCX between two hosts\n\nHosts {} and {} ({} rounds, alternating amrq, \
-         then `ucx_perftest`; {}; neither pinned).\n\n\
+         then `ucx_perftest`; {}; {}).\n\n\
          | figure | amrq | UCX (`ucx_perftest`) | amrq vs UCX | goal |\n|---|---|---|---|---|\n",
         link.hosts[0],
         link.hosts[1],
@@ -259,6 +280,11 @@ pub fn report(link: &Link, rounds: &[(Vec<(String, f64)>, Vec<(String, f64)>)]) 
             "UCX's own choice of transport".into()
         } else {
             settings.join(" ")
+        },
+        if link.pin {
+            "each side pinned: rank 0 and the server on core 0, rank 1 and the client on core 1"
+        } else {
+            "neither side pinned"
         }
     );
     let goals = ["≥ 0.91 (RTT ≤ 1.1× UCX's)", "≥ 1.0", "≥ 0.9", "—"];

@@ -65,6 +65,10 @@ struct HostsArgs {
     /// Rounds, each amrq then UCX.
     #[arg(long, default_value_t = 5)]
     rounds: usize,
+    /// Pin the first host's side (rank 0, the ucx_perftest server) to core 0 and the
+    /// second's to core 1.
+    #[arg(long)]
+    pin: bool,
     /// (internal) Start amrq's job of one round.
     #[arg(long, hide = true)]
     job: bool,
@@ -206,6 +210,7 @@ fn hosts(cli: &Cli, h: &HostsArgs) {
         hosts: [a.clone(), b.clone()],
         exec: h.exec.clone(),
         address,
+        pin: h.pin,
     };
     let mut rounds = Vec::new();
     for r in 0..h.rounds.max(1) {
