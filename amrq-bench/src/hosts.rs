@@ -221,7 +221,7 @@ fn perftest(link: &Link, test: &str, size: usize, iters: u64) -> Result<(f64, f6
 }
 
 /// UCX's figures for one round, under the keys of [`FIGURES`].
-pub fn ucx_round(link: &Link, quick: bool) -> Result<Vec<(String, f64)>, String> {
+pub fn ucx_round(link: &Link, quick: bool) -> Result<Figures, String> {
     let d = if quick { 10 } else { 1 };
     let (lat, _, _) = perftest(link, "ucp_am_lat", 8, 50_000 / d)?;
     let (_, _, rate) = perftest(link, "ucp_am_bw", 8, 1_000_000 / d)?;
@@ -236,7 +236,7 @@ pub fn ucx_round(link: &Link, quick: bool) -> Result<Vec<(String, f64)>, String>
 }
 
 /// amrq's figures for one round: runs `amrq-bench hosts --job …` and reads rank 0's line.
-pub fn amrq_round(link: &Link, quick: bool) -> Result<Vec<(String, f64)>, String> {
+pub fn amrq_round(link: &Link, quick: bool) -> Result<Figures, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find amrq-bench: {e}"))?;
     let mut c = Command::new(exe);
     c.args(["hosts", "--job", "--hosts", &link.hosts.join(",")])
@@ -255,6 +255,9 @@ pub fn amrq_round(link: &Link, quick: bool) -> Result<Vec<(String, f64)>, String
     }
 }
 
+/// One side's figures of one round, under the keys of [`FIGURES`].
+pub type Figures = Vec<(String, f64)>;
+
 /// The median of `v` (sorted in place); NaN if empty.
 pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -263,7 +266,7 @@ pub fn median(v: &mut [f64]) -> f64 {
 
 /// The report of `rounds` rounds: per figure the medians, the ratio amrq/UCX (for the
 /// round trip, UCX/amrq: above 1 is amrq ahead), each round's values, and the goals.
-pub fn report(link: &Link, rounds: &[(Vec<(String, f64)>, Vec<(String, f64)>)]) -> String {
+pub fn report(link: &Link, rounds: &[(Figures, Figures)]) -> String {
     let get = |v: &[(String, f64)], k: &str| v.iter().find(|(n, _)| n == k).map(|p| p.1);
     let settings: Vec<String> = ucx_settings()
         .iter()

@@ -53,7 +53,8 @@ fn fail(e: &dyn std::fmt::Display) -> ! {
 
 fn rank_main(conduit: cluster::ClusterConduit, iters: u64) -> Result<(), AmError> {
     let (me, n) = (conduit.rank(), conduit.size());
-    let host = std::env::var("AMRQ_HOST").unwrap_or_default();
+    let place = amrq::bootstrap::env::detect().ok().flatten();
+    let host = place.map(|p| p.host).unwrap_or_default();
     let lanes: Vec<String> = (0..n)
         .filter(|&p| p != me)
         .map(|p| match conduit.route(p) {

@@ -262,3 +262,80 @@ fn an_unreachable_rendezvous_is_a_clear_error_within_the_attach_timeout() {
     );
     nothing_left(rig);
 }
+
+// ---------------------------------------------------------------- mpirun across hosts
+
+/// Open MPI's `mpirun`, run on the first host, starts two ranks there and two on the
+/// second through an rsh agent that enters the host's namespace (as `ssh` would reach
+/// another machine); the ranks find rank 0 through a rendezvous file, tell their hosts
+/// apart by `mpirun`'s daemon on each (the namespaces share the kernel's host name), and
+/// share memory inside each host. Not a failure test: it lives here for the cluster
+/// conduit's rank part. Skipped where mpirun is not installed.
+#[test]
+fn mpirun_starts_a_job_across_namespace_hosts_with_a_rendezvous_file() {
+    let test = "mpirun_starts_a_job_across_namespace_hosts_with_a_rendezvous_file";
+    as_rank(|c| {
+        if c.local_ranks().len() != 2 {
+            return Err(format!(
+                "{:?} share this host's memory, not 2 ranks",
+                c.local_ranks()
+            ));
+        }
+        hello(c)
+    });
+    let Some(mpirun) = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("mpirun"))
+            .find(|p| p.is_file())
+    }) else {
+        eprintln!("{test}: skipped: mpirun is not installed (Debian: apt-get install openmpi-bin)");
+        return;
+    };
+    let Some(rig) = rig_for(test, 2) else { return };
+    let token = token();
+    let dir = std::env::temp_dir().join(format!("amrq-mpirun-{token}"));
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let agent = dir.join("agent");
+    let script = format!(
+        "#!/bin/sh\n# mpirun's rsh agent: ADDRESS COMMAND... runs COMMAND on that namespace host\n\
+         host=$1; shift\ncase \"$host\" in\n  {}) ns={} ;;\n  {}) ns={} ;;\n  *) echo \"agent: unknown host $host\" >&2; exit 1 ;;\nesac\nexec ip netns exec \"$ns\" sh -c \"$*\"\n",
+        rig::address(0),
+        rig.hosts[0],
+        rig::address(1),
+        rig.hosts[1]
+    );
+    std::fs::write(&agent, script).expect("the agent");
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("executable");
+    let rendezvous = format!("AMRQ_RENDEZVOUS=file:{}", dir.join("rdv").display());
+    let hosts = format!("{}:2,{}:2", rig::address(0), rig::address(1));
+    let out = Command::new("ip")
+        .args(["netns", "exec", &rig.hosts[0]])
+        .arg(mpirun)
+        .args(["--host", &hosts, "-n", "4", "--bind-to", "none"])
+        .args(["--mca", "plm_rsh_agent", &agent.display().to_string()])
+        .args(["--mca", "oob_tcp_if_include", rig::DEVICE])
+        .args([
+            "-x",
+            "UCX_TLS=tcp",
+            "-x",
+            &format!("UCX_NET_DEVICES={}", rig::DEVICE),
+        ])
+        .args(["-x", &rendezvous, "-x", &format!("AMRQ_TEST_TOKEN={token}")])
+        .args(["-x", "AMRQ_ATTACH_TIMEOUT=60"])
+        .arg(std::env::current_exe().expect("test binary"))
+        .args(child_args(test))
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("mpirun runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "mpirun failed: {err}");
+    all_ran(&token, 4);
+    assert!(
+        !dir.join("rdv").exists(),
+        "rank 0 removes the rendezvous file"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    nothing_left(rig);
+}

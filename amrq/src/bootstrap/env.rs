@@ -53,7 +53,8 @@ pub struct Place {
     /// Which launcher said so.
     pub launcher: &'static str,
     /// This rank's host: [`ENV_HOST`], else the launcher's name for it (`PMIX_HOSTNAME`
-    /// under Open MPI, `SLURMD_NODENAME` under Slurm), else the kernel's host name.
+    /// and the node's daemon under Open MPI, `SLURMD_NODENAME` under Slurm), else the
+    /// kernel's host name.
     /// Ranks with the same host share memory in a job across hosts, so it must come
     /// from the launcher: network namespaces share the kernel's host name.
     pub host: String,
@@ -159,15 +160,27 @@ fn place(
         key,
         launcher,
         host: var(ENV_HOST)
-            .or_else(|| LAUNCHER_HOSTS.iter().find_map(|k| var(k)))
+            .or_else(launcher_host)
             .unwrap_or_else(host_name),
         rendezvous: var(ENV_RENDEZVOUS),
     }))
 }
 
-/// Where launchers other than `amrun` name the host they started a rank on: Open
-/// MPI's PMIx server (`mpirun --host` names), Slurm's node name.
-const LAUNCHER_HOSTS: [&str; 2] = ["PMIX_HOSTNAME", "SLURMD_NODENAME"];
+/// The host a launcher other than `amrun` started this rank on. Open MPI: the node's
+/// name from its PMIx server, and which of `mpirun`'s daemons (one per node) started
+/// the rank, which tells apart nodes that share a name (network namespaces of one
+/// machine); Slurm: its node name.
+fn launcher_host() -> Option<String> {
+    if let Some(name) = var("PMIX_HOSTNAME") {
+        let daemon = var("OMPI_MCA_orte_local_daemon_uri")
+            .and_then(|u| u.split(';').next().map(str::to_string));
+        return Some(match daemon {
+            Some(d) => format!("{name}/daemon-{d}"),
+            None => name,
+        });
+    }
+    var("SLURMD_NODENAME")
+}
 
 /// The kernel's name for this host.
 fn host_name() -> String {
