@@ -141,6 +141,12 @@ pub fn detect() -> Result<Option<Place>, BootError> {
     Ok(None)
 }
 
+/// [`detect`] for a job across hosts: the place if a launcher put this process in one
+/// ([`ENV_RENDEZVOUS`] is set), `Ok(None)` otherwise.
+pub fn detect_across_hosts() -> Result<Option<Place>, BootError> {
+    Ok(detect()?.filter(|p| p.rendezvous.is_some()))
+}
+
 fn place(
     rank: usize,
     size: usize,

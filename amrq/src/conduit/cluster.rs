@@ -24,7 +24,7 @@ use super::combined::Combined;
 use super::mem::MemConduit;
 use super::ucx::{self, SegmentMemory, UcxConduit};
 use super::{Conduit, ConduitError, ConduitSpec, Rank};
-use crate::bootstrap::env::{detect, Place};
+use crate::bootstrap::env::{detect_across_hosts, Place};
 use crate::bootstrap::Boot;
 use std::time::Duration;
 
@@ -48,12 +48,9 @@ pub fn joined(
     settings: &[(String, String)],
     timeout: Duration,
 ) -> Result<Option<ClusterConduit>, ConduitError> {
-    match detect()? {
-        Some(place) if place.rendezvous.is_some() => {
-            join(&place, spec, settings, timeout).map(Some)
-        }
-        _ => Ok(None),
-    }
+    detect_across_hosts()?
+        .map(|place| join(&place, spec, settings, timeout))
+        .transpose()
 }
 
 /// Joins the job `place` across hosts (see the module doc).

@@ -13,7 +13,7 @@ use super::rx::Shared;
 use super::sys::{self, ucs_status_t};
 use super::waker::FdWaker;
 use super::wire;
-use crate::bootstrap::env::{detect, Place};
+use crate::bootstrap::env::{detect_across_hosts, Place};
 use crate::bootstrap::rendezvous::Terms;
 use crate::bootstrap::{Boot, NetJob, ShmJob, ThreadsBoot};
 use crate::conduit::mem::{HeapRegion, MemConduit, Parts, RegionLayout, RegionOwner};
@@ -341,12 +341,9 @@ pub fn joined(
     settings: &[(String, String)],
     timeout: Duration,
 ) -> Result<Option<UcxConduit>, ConduitError> {
-    match detect()? {
-        Some(place) if place.rendezvous.is_some() => {
-            join(&place, spec, settings, timeout).map(Some)
-        }
-        _ => Ok(None),
-    }
+    detect_across_hosts()?
+        .map(|place| join(&place, spec, settings, timeout))
+        .transpose()
 }
 
 /// Joins the job `place` across hosts over UCX: forms the job at rank 0's rendezvous
