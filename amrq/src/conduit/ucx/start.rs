@@ -347,7 +347,9 @@ pub fn joined(
 }
 
 /// Joins the job `place` across hosts over UCX: forms the job at rank 0's rendezvous
-/// (`place.rendezvous`), opens this rank's endpoint, and wires it up ([`wire_up`]).
+/// (`place.rendezvous`), opens this rank's endpoint, exchanges the cards, connects
+/// to every rank and waits until all are connected (a barrier), so that a peer this
+/// rank cannot reach is an error here, naming it, its host and address.
 pub fn join(
     place: &Place,
     spec: &ConduitSpec,
