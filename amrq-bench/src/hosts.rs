@@ -17,6 +17,7 @@
 use crate::peers::{pairs, run, ucx_final};
 use amrq::conduit::cluster::{self, ClusterConduit};
 use amrq::prelude::*;
+use amrq::reference::median;
 use amrq::rma::{Rma, RmaError};
 use std::cell::Cell;
 use std::process::{Command, Stdio};
@@ -102,8 +103,7 @@ fn measure(c: ClusterConduit, quick: bool) -> Result<(), RmaError> {
                 samples.push(t.elapsed().as_secs_f64() / per as f64);
             }
         }
-        samples.sort_by(f64::total_cmp);
-        Ok(samples[samples.len() / 2])
+        Ok(median(&mut samples))
     };
     let rtt_iters = pick(500, 5_000);
     let rtt = timed(rtt_iters, &|| {
@@ -257,12 +257,6 @@ pub fn amrq_round(link: &Link, quick: bool) -> Result<Figures, String> {
 
 /// One side's figures of one round, under the keys of [`FIGURES`].
 pub type Figures = Vec<(String, f64)>;
-
-/// The median of `v` (sorted in place); NaN if empty.
-pub fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
 
 /// The report of `rounds` rounds: per figure the medians, the ratio amrq/UCX (for the
 /// round trip, UCX/amrq: above 1 is amrq ahead), each round's values, and the goals.

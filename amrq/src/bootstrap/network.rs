@@ -97,19 +97,26 @@ fn read_wire<const N: usize>(s: &mut TcpStream) -> io::Result<Wire<N>> {
     Ok(Wire::from(b))
 }
 
-/// The table as bytes: per rank its host, address and blob, each length-prefixed.
-fn encode(entries: &[Entry]) -> Vec<u8> {
+/// `fields`, each length-prefixed, one after the other (read back by [`split`]).
+fn join_fields<'a>(fields: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut b = Vec::new();
-    for e in entries {
-        for f in [e.host.as_bytes(), e.address.as_bytes(), &e.blob] {
-            b.extend_from_slice(&(f.len() as u32).to_le_bytes());
-            b.extend_from_slice(f);
-        }
+    for f in fields {
+        b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        b.extend_from_slice(f);
     }
     b
 }
 
-/// Exactly `n` length-prefixed fields of `b`; `None` if malformed.
+/// The table as bytes: per rank its host, address and blob (see [`join_fields`]).
+fn encode(entries: &[Entry]) -> Vec<u8> {
+    join_fields(
+        entries
+            .iter()
+            .flat_map(|e| [e.host.as_bytes(), e.address.as_bytes(), &e.blob]),
+    )
+}
+
+/// Exactly `n` fields of `b` as [`join_fields`] wrote them; `None` if malformed.
 fn split(mut b: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
     let fields = (0..n)
         .map(|_| {
@@ -266,11 +273,7 @@ impl NetJob {
                 all[r] = read_blob(s).map_err(|e| lost(r, e))?;
             }
         }
-        let mut bytes = Vec::new();
-        for b in &all {
-            bytes.extend_from_slice(&(b.len() as u32).to_le_bytes());
-            bytes.extend_from_slice(b);
-        }
+        let bytes = join_fields(all.iter().map(Vec::as_slice));
         for (r, link) in links.iter_mut().enumerate() {
             if let Some(s) = link {
                 send_blob(s, &bytes).map_err(|e| lost(r, e))?;
@@ -575,7 +578,7 @@ fn join(
     deadline: Instant,
 ) -> Result<Formed, BootError> {
     let mut s = connect(addrs, t, rank, deadline)?;
-    let addr = s.peer_addr().map_or(addrs[0], |a| a);
+    let addr = s.peer_addr().unwrap_or(addrs[0]);
     let _ = s.set_nodelay(true);
     let remaining = deadline
         .saturating_duration_since(Instant::now())

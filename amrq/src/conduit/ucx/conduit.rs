@@ -203,10 +203,13 @@ impl UcxConduit {
             let now = credit();
             let room = fits(now);
             // No room: ask the receiver for what it has consumed (it returns credits
-            // in batches otherwise), once per credit value it sent.
-            if room.is_none() && !c.shared && self.asked[key].replace(now) != now {
+            // in batches otherwise), once per credit value it sent; a request that
+            // could not go now is tried again on the next look.
+            if room.is_none() && !c.shared && self.asked[key].get() != now {
                 let (dest, me) = (key % self.size, self.rank as u64);
-                let _ = send_now(&self.net, dest, wire::AM_WANT, &[me, ch as u64], &[]);
+                if send_now(&self.net, dest, wire::AM_WANT, &[me, ch as u64], &[]).is_ok() {
+                    self.asked[key].set(now);
+                }
             }
             room
         })
