@@ -4,14 +4,18 @@
 //! ```text
 //! cargo run --release --example stream [-- --quick] [--iters N] [--batches B] [--ring-slots S] [--threads] [--json]
 //! ```
-//! Two ranks as processes (or threads with `--threads`) pinned to cores 0 and 1. Rank 0
-//! prints last, after both finished: `stream: msgs_per_s=…` (median over batches; a
-//! batch ends when rank 1 has run every handler).
+//! Two ranks as processes (or threads with `--threads`) pinned to cores 0 and 1. Each
+//! batch of AMs alternates with a batch of the raw stream ([`amrq::reference::RawStream`]:
+//! a plain SPSC ring of 1024 slots, no amrq code) between the same two cores. Rank 0
+//! prints last, after both finished:
+//! `stream: msgs_per_s=… raw_msgs_per_s=… ratio=… batch_ratio=…` (medians over batches;
+//! an AM batch ends when rank 1 has run every handler; `ratio` is amrq's median over
+//! the raw stream's, `batch_ratio` the median of the per-batch ratios).
 
 mod common;
 
 use amrq::prelude::*;
-use amrq::reference::median;
+use amrq::reference::{median, RawStream, RAW_STREAM_BYTES};
 use std::cell::Cell;
 use std::time::Instant;
 
@@ -32,6 +36,7 @@ struct State {
     out_of_order: Cell<u64>,
     done: ReplyHandler,
     acked: Cell<u64>,
+    finished: Cell<u64>,
 }
 
 fn main() {
@@ -51,6 +56,14 @@ fn rank_main(
     use amrq::conduit::Conduit;
     let (iters, batches) = o.run.or(o.common.quick, (1_000_000, 10_000_000), (5, 11));
     common::two_ranks("stream", conduit.size());
+    let (seg, len) = conduit.mapped_segment(1).expect("rank 1 exists");
+    assert!(
+        len >= RAW_STREAM_BYTES,
+        "segment too small for the raw reference"
+    );
+    // SAFETY: rank 1's segment is mapped by both ranks, page aligned and zeroed at
+    // creation; this program uses its first bytes for the raw stream only.
+    let raw = unsafe { RawStream::in_memory(seg) };
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
         s.acked.set(m.arg(0)?);
@@ -65,6 +78,7 @@ fn rank_main(
         Ok(())
     });
     let finish = table.request("finish", |s: &State, ctx, _m| {
+        s.finished.set(s.finished.get() + 1);
         ctx.reply(s.done, &[s.count.get()])
     });
     let state = State {
@@ -72,12 +86,14 @@ fn rank_main(
         out_of_order: Cell::new(0),
         done,
         acked: Cell::new(0),
+        finished: Cell::new(0),
     };
     let am = Am::new(conduit, table, state)?;
-    let mut rates = Vec::new();
+    let (mut rates, mut raw_rates) = (Vec::new(), Vec::new());
     let mut sent = 0u64;
     for b in 0..=batches {
         if am.rank() == 0 {
+            let r = raw.send(b * iters, iters);
             let t = Instant::now();
             for _ in 0..iters {
                 sent += 1;
@@ -89,12 +105,17 @@ fn rank_main(
             am.wait_until(|s| s.acked.get() >= sent)?;
             if b > 0 {
                 rates.push(iters as f64 / t.elapsed().as_secs_f64());
+                raw_rates.push(r);
             }
         } else {
-            // `finish` is served by the next batch's wait or by the barrier. `>=`: a
-            // wait round handles up to 64 requests, and the next batch's may be among
-            // them.
-            am.wait_until(|s| s.count.get() >= (b + 1) * iters)?;
+            if raw.receive(b * iters, iters) != 0 {
+                return Err(AmError::BadRuntimeMessage {
+                    source_rank: 0,
+                    what: "the raw stream's memory is not shared",
+                });
+            }
+            // Rank 0 waits for the answer to `finish` before its next raw batch.
+            am.wait_until(|s| s.finished.get() > b)?;
         }
     }
     am.barrier()?;
@@ -105,6 +126,9 @@ fn rank_main(
         });
     }
     if am.rank() == 0 {
+        let mut per_batch: Vec<f64> = rates.iter().zip(&raw_rates).map(|(a, r)| a / r).collect();
+        let batch_ratio = median(&mut per_batch);
+        let raw_rate = median(&mut raw_rates);
         let rate = median(&mut rates);
         let how = if o.common.threads {
             "threads"
@@ -122,7 +146,20 @@ fn rank_main(
             rates[0] / 1e6,
             rates[rates.len() - 1] / 1e6
         );
-        common::summary("stream", o.common.json, &[("msgs_per_s", rate)]);
+        println!(
+            "raw one-way stream (SPSC ring, 1024 slots, head every 256): median {:.1} M msgs/s",
+            raw_rate / 1e6
+        );
+        common::summary(
+            "stream",
+            o.common.json,
+            &[
+                ("msgs_per_s", rate),
+                ("raw_msgs_per_s", raw_rate),
+                ("ratio", rate / raw_rate),
+                ("batch_ratio", batch_ratio),
+            ],
+        );
     }
     Ok(())
 }

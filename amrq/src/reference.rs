@@ -1,9 +1,12 @@
 //! Hardware references measured in the same run as amrq's figures (DESIGN.md,
-//! "Conventions"): the raw cache-line round trip between two pinned ranks.
+//! "Conventions"): the raw cache-line round trip and the raw one-way stream between two
+//! pinned ranks. No amrq code runs in either.
 //!
-//! The raw round trip ping-pongs a flag over 256 rotating pairs of cache lines in one
-//! mapping, each side spinning tightly (no `pause`) — rotating, because which physical lines are used moves the figure by up to
-//! 40 % (ANCHORS.md) — and reports a median over batches.
+//! - [`RawPingPong`] ping-pongs a flag over 256 rotating pairs of cache lines in one
+//!   mapping, each side spinning tightly (no `pause`) — rotating, because which physical
+//!   lines are used moves the figure by up to 40 % (ANCHORS.md).
+//! - [`RawStream`] streams 64-byte slots one way through a plain SPSC ring: the design
+//!   of the C reference's `stream_spsc N1024 K256` row (`../shared/proto/amproto.c`).
 
 use crate::sync::{AtomicU64, Ordering};
 
@@ -70,6 +73,142 @@ impl RawPingPong {
             // ORDERING: pairs with the Acquire load in `initiate`.
             self.pong[k].0.store(i, Ordering::Release);
         }
+    }
+}
+
+/// Slots of the raw stream's ring.
+pub const STREAM_SLOTS: usize = 1024;
+/// Slots the raw stream's consumer takes between two publications of its head.
+pub const STREAM_PUBLISH_EVERY: u64 = 256;
+
+/// One slot of the raw stream: a sequence word (position + 1 once written) and two
+/// args, on a cache line of its own.
+#[repr(C, align(64))]
+struct StreamSlot {
+    seq: AtomicU64,
+    args: [AtomicU64; 2],
+}
+
+/// The shared memory of a raw one-way stream: the consumer's published head on its
+/// own line pair, then [`STREAM_SLOTS`] one-line slots. `#[repr(C)]` and all zero at
+/// rest, so it can be placed in memory shared by two processes
+/// ([`RawStream::in_memory`]).
+///
+/// ```text
+///  0        128       192       256                     128 + 64·1024
+///  | head … | slot 0  | slot 1  | …                     |
+///             seq args[0] args[1] (pad)
+/// ```
+///
+/// The producer writes a slot's two args, then its sequence word (Release); it reads
+/// the head only when its cached copy says the ring is full. The consumer spins on
+/// each slot's sequence word (Acquire), reads and checks the two args, and publishes
+/// its head every [`STREAM_PUBLISH_EVERY`] slots. No handler, no dispatch: the limit a
+/// one-way message stream between the two cores can reach.
+#[repr(C)]
+pub struct RawStream {
+    head: Line,
+    slots: [StreamSlot; STREAM_SLOTS],
+}
+
+/// Bytes a [`RawStream`] takes.
+pub const RAW_STREAM_BYTES: usize = std::mem::size_of::<RawStream>();
+#[cfg(not(amrq_loom))]
+const _: () = {
+    assert!(std::mem::size_of::<StreamSlot>() == 64);
+    assert!(RAW_STREAM_BYTES == 128 + 64 * STREAM_SLOTS);
+    assert!(std::mem::align_of::<RawStream>() == 128);
+};
+
+/// The second arg of message `i`: what the consumer checks it against.
+#[inline(always)]
+fn stream_mix(i: u64) -> u64 {
+    i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5555
+}
+
+impl RawStream {
+    /// A fresh ring on the heap (ranks as threads).
+    ///
+    /// ```
+    /// use amrq::reference::RawStream;
+    /// let s = RawStream::new();
+    /// std::thread::scope(|t| {
+    ///     t.spawn(|| assert_eq!(s.receive(0, 5000), 0));
+    ///     assert!(s.send(0, 5000) > 0.0);
+    /// });
+    /// ```
+    pub fn new() -> Box<Self> {
+        Box::new(Self {
+            head: Line(AtomicU64::new(0)),
+            slots: std::array::from_fn(|_| StreamSlot {
+                seq: AtomicU64::new(0),
+                args: [AtomicU64::new(0), AtomicU64::new(0)],
+            }),
+        })
+    }
+
+    /// The ring at `p`, in memory both ranks map (ranks as processes).
+    ///
+    /// # Safety
+    /// `p` is 128-byte aligned, valid for [`RAW_STREAM_BYTES`] bytes for `'a`, zeroed
+    /// before either rank first uses it, and used for nothing else meanwhile.
+    pub unsafe fn in_memory<'a>(p: std::ptr::NonNull<u8>) -> &'a Self {
+        // SAFETY: the caller's guarantee; all-zero bytes are valid atomics.
+        unsafe { &*p.as_ptr().cast::<Self>() }
+    }
+
+    /// The producer's side: messages `base .. base + n`, then waits until the consumer
+    /// has taken them all; returns messages per second. The consumer runs
+    /// [`RawStream::receive`] with the same `base` and `n`; `base` continues where the
+    /// last call on the same ring ended (0 on a fresh ring).
+    pub fn send(&self, base: u64, n: u64) -> f64 {
+        let t = std::time::Instant::now();
+        // ORDERING: Acquire pairs with the consumer's Release store of its head: its
+        // reads of the slots it handed back happen before we overwrite them.
+        let mut cached_head = self.head.0.load(Ordering::Acquire);
+        for i in base..base + n {
+            while i - cached_head >= STREAM_SLOTS as u64 {
+                // ORDERING: as above.
+                cached_head = self.head.0.load(Ordering::Acquire);
+            }
+            let s = &self.slots[i as usize % STREAM_SLOTS];
+            s.args[0].store(i, Ordering::Relaxed);
+            s.args[1].store(stream_mix(i), Ordering::Relaxed);
+            // ORDERING: Release publishes the args above; pairs with the consumer's
+            // Acquire load of the sequence word.
+            s.seq.store(i + 1, Ordering::Release);
+        }
+        // ORDERING: Acquire pairs with the consumer's last Release store of its head.
+        while self.head.0.load(Ordering::Acquire) != base + n {
+            std::hint::spin_loop();
+        }
+        n as f64 / t.elapsed().as_secs_f64()
+    }
+
+    /// The consumer's side of [`RawStream::send`]: takes messages `base .. base + n`,
+    /// checking each one's args; returns how many were wrong (0 unless the memory is
+    /// shared wrongly).
+    pub fn receive(&self, base: u64, n: u64) -> u64 {
+        let mut bad = 0;
+        for i in base..base + n {
+            let s = &self.slots[i as usize % STREAM_SLOTS];
+            // ORDERING: Acquire pairs with the producer's Release store of the sequence
+            // word: the args written before it are visible.
+            while s.seq.load(Ordering::Acquire) != i + 1 {}
+            let (a, b) = (
+                s.args[0].load(Ordering::Relaxed),
+                s.args[1].load(Ordering::Relaxed),
+            );
+            bad += u64::from(a != i || b != stream_mix(i));
+            if (i + 1) % STREAM_PUBLISH_EVERY == 0 {
+                // ORDERING: Release orders our reads of the slots before the producer's
+                // reuse; pairs with its Acquire loads of the head.
+                self.head.0.store(i + 1, Ordering::Release);
+            }
+        }
+        // ORDERING: as above; also tells the producer the batch is done.
+        self.head.0.store(base + n, Ordering::Release);
+        bad
     }
 }
 
