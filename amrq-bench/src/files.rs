@@ -103,8 +103,10 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
     );
     let _ = writeln!(
         s,
-        "| messages/s one-to-one | {} | | |",
-        show(fig(r, "one-to-one", "msgs_per_s"))
+        "| messages/s one-to-one / raw one-way stream (SPSC ring, no handler) | {} | {} | {} |",
+        show(fig(r, "one-to-one", "msgs_per_s")),
+        show(fig(r, "one-to-one", "raw_msgs_per_s")),
+        show(fig(r, "one-to-one", "ratio"))
     );
     let big = |name: &str| -> Option<f64> {
         let se = outcome(r, "array")?

@@ -13,11 +13,13 @@
 //! | [`interrupts`] | hold/release toggle, overhead per message vs arrival interval |
 //! | [`signature`] | bursts of k sends with Δ of computation: LogP's o_s, o_r, g, L |
 //! | [`stream`] | one-way time and streaming per size; the peers' bandwidths; the barrier |
+//! | [`budget`] | instructions per message of the fast paths under callgrind, by task (AM paper Table 2), and the CI guard |
 //! | [`peers`] | Open MPI, `ucx_perftest` and GASNet-EX's tests, as a table |
 //! | [`suite`] | `all`: every benchmark, then the peers; [`results`] what it produced, [`files`] the report and plots written from it |
 
 pub mod analysis;
 pub mod array;
+pub mod budget;
 pub mod clock;
 pub mod files;
 pub mod fixture;

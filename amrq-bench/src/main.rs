@@ -49,6 +49,30 @@ enum Bench {
     /// Between two hosts: amrq (cluster conduit) and ucx_perftest over the same link,
     /// alternating in rounds; the report goes to --out/hosts.md if given.
     Hosts(HostsArgs),
+    /// Instructions per message of the fast paths (callgrind on `rq_loop`), by task as
+    /// in the AM paper's Table 2; the Markdown goes to --out/budget.md if given.
+    Budget(BudgetArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct BudgetArgs {
+    /// The `rq_loop` example to measure (default: target/release/examples/rq_loop
+    /// beside this binary; `cargo build --release --examples` builds it).
+    #[arg(long)]
+    rq_loop: Option<PathBuf>,
+    /// Iterations of the shorter of the two runs per mode.
+    #[arg(long, default_value_t = 100_000)]
+    iters: u64,
+    /// Fail if a mode's total exceeds the figure committed in this file (`key total`
+    /// per line) by more than --tolerance.
+    #[arg(long)]
+    check: Option<PathBuf>,
+    /// Allowed growth over a committed figure, in percent.
+    #[arg(long, default_value_t = 2.0)]
+    tolerance: f64,
+    /// Also list, per mode, the instructions charged to each function.
+    #[arg(long)]
+    by_function: bool,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -98,6 +122,7 @@ fn main() {
         Bench::Peers => peers(&cli),
         Bench::All => all(&cli),
         Bench::Hosts(h) => hosts(&cli, &h),
+        Bench::Budget(b) => budget(&cli, &b),
     }
 }
 
@@ -229,6 +254,58 @@ fn hosts(cli: &Cli, h: &HostsArgs) {
         let path = dir.join("hosts.md");
         if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &text)) {
             fail(&format!("{}: {e}", path.display()));
+        }
+    }
+}
+
+/// `budget`: each mode's breakdown, a summary line of the totals, and the guard.
+fn budget(cli: &Cli, b: &BudgetArgs) {
+    use amrq_bench::budget::{self, MODES};
+    let rq_loop = b
+        .rq_loop
+        .clone()
+        .or_else(budget::default_rq_loop)
+        .unwrap_or_else(|| {
+            fail("no rq_loop: build it with `cargo build --release --examples`, or pass --rq-loop")
+        });
+    let mut text = String::from(
+        "Instructions per iteration under callgrind (difference of two runs, N and 2N iterations), charged to the tasks of the AM paper's Table 2 (see `amrq-bench/src/budget.rs`).\n\n",
+    );
+    let mut totals = std::collections::BTreeMap::new();
+    for mode in MODES {
+        let m = budget::measure(&rq_loop, mode, b.iters).unwrap_or_else(|e| fail(&e));
+        text += &budget::table(mode, &m);
+        if b.by_function {
+            let mut v: Vec<_> = m.by_function.iter().collect();
+            v.sort_by(|x, y| y.1.total_cmp(x.1));
+            for (name, n) in v {
+                text += &format!("    {n:7.1}  {name}\n");
+            }
+        }
+        text += "\n";
+        totals.insert(mode.key.to_string(), m.total());
+    }
+    if let Some(dir) = &cli.out {
+        let path = dir.join("budget.md");
+        if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &text)) {
+            fail(&format!("{}: {e}", path.display()));
+        }
+    }
+    if !cli.json {
+        println!("{text}");
+    }
+    let kv: Vec<(&str, f64)> = totals.iter().map(|(k, &v)| (k.as_str(), v)).collect();
+    println!("{}", amrq::summary::line("budget", cli.json, &kv));
+    if let Some(file) = &b.check {
+        let committed = std::fs::read_to_string(file)
+            .map_err(|e| format!("{}: {e}", file.display()))
+            .and_then(|t| budget::parse_figures(&t))
+            .unwrap_or_else(|e| fail(&e));
+        match budget::check(&committed, &totals, b.tolerance / 100.0) {
+            Ok(notes) => notes
+                .iter()
+                .for_each(|n| eprintln!("amrq-bench budget: {n}")),
+            Err(e) => fail(&e),
         }
     }
 }

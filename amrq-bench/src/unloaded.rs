@@ -6,7 +6,8 @@
 //!   alternating batches; with more ranks, *round-trip-ranks* pings each in turn.
 //! - *one-to-one*: rank 0 pipelines 1024 requests to rank 1, then waits for a reply
 //!   that acknowledges all of them (one ring per pair is FIFO: when rank 1 handles the
-//!   last request, it has handled the 1024); the time per message.
+//!   last request, it has handled the 1024); the time per message, beside the raw
+//!   one-way stream of the same two ranks ([`RawStream`]) in alternating batches.
 //! - *one-to-two*: rank 0 sends 1024 requests to ranks 1 and 2 alternately: the send
 //!   overhead, without the receiver's pace.
 //! - *two-to-one*: ranks 1 and 2 have each put 1024 requests into rank 0's queues;
@@ -18,7 +19,7 @@ use crate::Params;
 use amrq::conduit::mem::MemConduit;
 use amrq::conduit::Conduit;
 use amrq::prelude::*;
-use amrq::reference::{RawPingPong, RAW_PINGPONG_BYTES};
+use amrq::reference::{RawPingPong, RawStream, RAW_PINGPONG_BYTES, RAW_STREAM_BYTES};
 
 /// Messages per burst (the paper's 1024).
 pub const BURST: u64 = 1024;
@@ -119,15 +120,27 @@ pub fn round_trip_ranks(c: MemConduit, p: &Params) -> Result<Option<Outcome>, Am
     }))
 }
 
-/// *one-to-one*: `ns_per_msg` and `msgs_per_s` on rank 0 (`None` elsewhere).
+/// *one-to-one*: `ns_per_msg`, `msgs_per_s`, `raw_msgs_per_s` and `ratio` (the
+/// median of the per-batch ratios of the two rates) on rank 0 (`None` elsewhere).
 pub fn one_to_one(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
     require_ranks(&c, "one-to-one", 2, false)?;
+    let (seg, len) = c.mapped_segment(1).expect("rank 1 exists");
+    assert!(
+        len >= RAW_STREAM_BYTES,
+        "segment too small for the raw reference"
+    );
+    // SAFETY: rank 1's segment is mapped by both ranks and zeroed at creation; this
+    // benchmark uses its first bytes only for the raw reference.
+    let raw = unsafe { RawStream::in_memory(seg) };
     let b = BenchAm::new(c)?;
     let bursts = p.pick(20, 200);
-    let (mut per_msg, mut rate) = (Vec::new(), Vec::new());
+    let raw_n = bursts * BURST;
+    let (mut per_msg, mut rate, mut raw_rate, mut ratio) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for batch in 0..=p.batches as u64 {
         b.am.barrier()?;
         if b.rank() == 0 {
+            let r = raw.send(batch * raw_n, raw_n);
             let t = p.clock.start();
             for _ in 0..bursts {
                 for _ in 0..BURST - 1 {
@@ -141,8 +154,15 @@ pub fn one_to_one(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError>
             if batch > 0 {
                 per_msg.push(ns);
                 rate.push(1e9 / ns);
+                raw_rate.push(r);
+                ratio.push(1e9 / ns / r);
             }
         } else {
+            if raw.receive(batch * raw_n, raw_n) != 0 {
+                return Err(crate::fixture::bench_error(
+                    "one-to-one: the raw stream's memory is not shared",
+                ));
+            }
             b.wait_count((batch + 1) * bursts * BURST)?;
         }
     }
@@ -152,6 +172,8 @@ pub fn one_to_one(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError>
         o.figures = vec![
             Figure::of("ns_per_msg", &mut per_msg),
             Figure::of("msgs_per_s", &mut rate),
+            Figure::of("raw_msgs_per_s", &mut raw_rate),
+            Figure::of("ratio", &mut ratio),
         ];
         o
     }))

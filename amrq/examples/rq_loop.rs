@@ -6,6 +6,10 @@
 //! - `--am`: a whole Short AM round trip to itself: request, poll (the request handler
 //!   replies), poll (the reply handler runs). The software cost of a round trip, both
 //!   sides, without the cache-line transfers;
+//! - `--am-oneway`: a one-word Short AM request to itself and one `Am::poll` that runs
+//!   its handler (which counts it): the per-message cost of AM paper Table 2, send and
+//!   receive + dispatch; with `--burst K`, K requests, then polls until all K ran (the
+//!   per-message cost of a stream, where the receive loop takes frames in a row);
 //! - `--empty-poll`: `Am::poll` when nothing has arrived;
 //! - `--one-poll`: an empty One-poll over 1, 8 and 64 queues, with 1 and 8 ranks (the
 //!   receiver idle, its doorbell armed), next to a plain scan of the same queues;
@@ -18,7 +22,8 @@
 //! ```text
 //! cargo run --release --example rq_loop [-- --quick] [--am] [--iters N] [--json]
 //! ```
-//! Last line: `rq_loop: ns_per_frame=…` or `am_loop: ns_per_round_trip=…` (medians).
+//! Last line: `rq_loop: ns_per_frame=…`, `am_loop: ns_per_round_trip=…` or
+//! `am_oneway: ns_per_message=…` (medians).
 
 mod common;
 
@@ -38,6 +43,12 @@ struct Args {
     /// A whole Short AM round trip to itself.
     #[arg(long, group = "mode")]
     am: bool,
+    /// One-word Short AMs to itself, each sent and handled (per message).
+    #[arg(long, group = "mode")]
+    am_oneway: bool,
+    /// With `--am-oneway`: requests sent before polling them all.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=128))]
+    burst: u64,
     /// An empty `Am::poll`.
     #[arg(long, group = "mode")]
     empty_poll: bool,
@@ -59,6 +70,8 @@ fn main() {
     let o = <Args as clap::Parser>::parse();
     if o.am {
         am_loop(&o)
+    } else if o.am_oneway {
+        am_oneway(&o)
     } else if o.empty_poll {
         empty_poll(&o)
     } else if o.one_poll {
@@ -296,6 +309,67 @@ fn am_rank(
         per_batch.push(t.elapsed().as_nanos() as f64 / iters as f64);
     }
     Ok(per_batch)
+}
+
+/// One rank's one-way loop: `burst` requests to itself, then polls until their
+/// handlers ran; returns ns per message of each batch.
+#[inline(never)]
+fn oneway_rank(
+    conduit: amrq::conduit::mem::MemConduit,
+    iters: u64,
+    batches: u64,
+    burst: u64,
+) -> Result<Vec<f64>, AmError> {
+    let mut table = HandlerTable::new();
+    let count = table.request("count", |s: &Cell<u64>, _ctx, m| {
+        s.set(s.get() + m.arg(0)?);
+        Ok(())
+    });
+    let am = Am::new(conduit, table, Cell::new(0))?;
+    let mut per_batch = Vec::new();
+    let mut sent = 0u64;
+    for _ in 0..batches {
+        let t = Instant::now();
+        for _ in 0..iters / burst {
+            for _ in 0..burst {
+                am.request(0, count, &[1])?;
+            }
+            sent += burst;
+            while am.state().get() < sent {
+                am.poll()?;
+            }
+        }
+        per_batch.push(t.elapsed().as_nanos() as f64 / (iters / burst * burst) as f64);
+    }
+    if am.state().get() != sent {
+        common::fail("a request was handled twice");
+    }
+    Ok(per_batch)
+}
+
+#[inline(never)]
+fn am_oneway(o: &Args) {
+    let iters = o
+        .iters
+        .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
+    let (batches, burst) = (o.batches.max(1), o.burst);
+    let out = amrq::threads::run(1, &Config::default(), |conduit| {
+        oneway_rank(conduit, iters, batches, burst)
+    });
+    let mut v = match out {
+        Ok(mut v) => v
+            .swap_remove(0)
+            .unwrap_or_else(|e| common::fail(&e.to_string())),
+        Err(e) => common::fail(&e.to_string()),
+    };
+    println!(
+        "one rank, one-word Short AM request to itself and its handler, bursts of {burst}, {batches} batches of {iters}"
+    );
+    common::summary(
+        "am_oneway",
+        o.common.json,
+        &[("ns_per_message", median(&mut v))],
+    );
 }
 
 #[inline(never)]

@@ -2,7 +2,7 @@
 //! the runtime's own barrier.
 
 use super::barrier::{Barrier, TAG_BARRIER};
-use super::handlers::{Entry, FIRST_USER_TAG};
+use super::handlers::FIRST_USER_TAG;
 use super::payload::Payload;
 use super::{AmError, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
 use crate::conduit::mem::MemConduit;
@@ -542,18 +542,23 @@ impl<S, C: Conduit> Am<S, C> {
 
     #[inline(always)]
     fn dispatch(&self, q: QueueId, tag: u16, msg: Msg<'_>) -> Result<(), AmError> {
-        let is_request = q == QueueId::AM_REQUEST;
-        match self.table.get(tag) {
-            Some(Entry::Request(h)) if is_request => h(
-                &self.state,
-                ReqCtx {
-                    am: self,
-                    source: msg.source,
-                },
-                msg,
-            ),
-            Some(Entry::Reply(h)) if !is_request => h(&self.state, msg),
-            _ => self.dispatch_other(is_request, tag, msg),
+        if q == QueueId::AM_REQUEST {
+            match self.table.request_fn(tag) {
+                Some(h) => h(
+                    &self.state,
+                    ReqCtx {
+                        am: self,
+                        source: msg.source,
+                    },
+                    msg,
+                ),
+                None => self.dispatch_other(true, tag, msg),
+            }
+        } else {
+            match self.table.reply_fn(tag) {
+                Some(h) => h(&self.state, msg),
+                None => self.dispatch_other(false, tag, msg),
+            }
         }
     }
 
@@ -569,7 +574,7 @@ impl<S, C: Conduit> Am<S, C> {
             true => (QueueId::AM_REQUEST, "request"),
             false => (QueueId::AM_REPLY, "reply"),
         };
-        let kind = match self.table.get(tag) {
+        let kind = match self.table.kind(tag) {
             Some(_) => FaultKind::WrongHandlerKind {
                 id: tag,
                 name: self.table.name(tag),

@@ -36,9 +36,11 @@ impl ReplyHandler {
     }
 }
 
-pub(crate) enum Entry<S, C: Conduit> {
-    Request(RequestFn<S, C>),
-    Reply(ReplyFn<S>),
+/// What kind of handler a tag names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Request,
+    Reply,
 }
 
 /// The handlers of a job. Register the same handlers in the same order on every rank
@@ -56,7 +58,12 @@ pub(crate) enum Entry<S, C: Conduit> {
 /// ```
 pub struct HandlerTable<S, C: Conduit = MemConduit> {
     names: Vec<&'static str>,
-    entries: Vec<Entry<S, C>>,
+    kinds: Vec<Kind>,
+    /// Request handlers indexed by tag (the runtime's tags and reply handlers' are
+    /// `None`): dispatch is one bounds check and one load, whatever a peer sent.
+    requests: Vec<Option<RequestFn<S, C>>>,
+    /// Reply handlers indexed by tag, likewise.
+    replies: Vec<Option<ReplyFn<S>>>,
 }
 
 impl<S, C: Conduit> Default for HandlerTable<S, C> {
@@ -76,24 +83,27 @@ impl<S, C: Conduit> std::fmt::Debug for HandlerTable<S, C> {
 impl<S, C: Conduit> HandlerTable<S, C> {
     /// An empty table.
     pub fn new() -> Self {
+        let none = usize::from(FIRST_USER_TAG);
         Self {
             names: Vec::new(),
-            entries: Vec::new(),
+            kinds: Vec::new(),
+            requests: vec![None; none],
+            replies: vec![None; none],
         }
     }
 
     /// Handlers registered.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.kinds.len()
     }
 
     /// True if no handler is registered.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.kinds.is_empty()
     }
 
     fn next_tag(&self) -> u16 {
-        let tag = self.entries.len() + usize::from(FIRST_USER_TAG);
+        let tag = self.kinds.len() + usize::from(FIRST_USER_TAG);
         u16::try_from(tag).expect("a handler table holds at most 65535 handlers")
     }
 
@@ -104,7 +114,9 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     pub fn request(&mut self, name: &'static str, f: RequestFn<S, C>) -> RequestHandler {
         let tag = self.next_tag();
         self.names.push(name);
-        self.entries.push(Entry::Request(f));
+        self.kinds.push(Kind::Request);
+        self.requests.push(Some(f));
+        self.replies.push(None);
         RequestHandler(tag)
     }
 
@@ -115,7 +127,9 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     pub fn reply(&mut self, name: &'static str, f: ReplyFn<S>) -> ReplyHandler {
         let tag = self.next_tag();
         self.names.push(name);
-        self.entries.push(Entry::Reply(f));
+        self.kinds.push(Kind::Reply);
+        self.requests.push(None);
+        self.replies.push(Some(f));
         ReplyHandler(tag)
     }
 
@@ -127,10 +141,10 @@ impl<S, C: Conduit> HandlerTable<S, C> {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         };
-        for (name, e) in self.names.iter().zip(&self.entries) {
-            eat(match e {
-                Entry::Request(_) => b'Q',
-                Entry::Reply(_) => b'P',
+        for (name, k) in self.names.iter().zip(&self.kinds) {
+            eat(match k {
+                Kind::Request => b'Q',
+                Kind::Reply => b'P',
             });
             name.bytes().for_each(&mut eat);
             eat(0);
@@ -138,10 +152,23 @@ impl<S, C: Conduit> HandlerTable<S, C> {
         h
     }
 
-    #[inline(always)]
-    pub(crate) fn get(&self, tag: u16) -> Option<&Entry<S, C>> {
-        self.entries
+    /// The kind of handler `tag` names, if any.
+    pub(crate) fn kind(&self, tag: u16) -> Option<Kind> {
+        self.kinds
             .get(usize::from(tag.checked_sub(FIRST_USER_TAG)?))
+            .copied()
+    }
+
+    /// The request handler of `tag`, if it names one.
+    #[inline(always)]
+    pub(crate) fn request_fn(&self, tag: u16) -> Option<RequestFn<S, C>> {
+        self.requests.get(usize::from(tag)).copied().flatten()
+    }
+
+    /// The reply handler of `tag`, if it names one.
+    #[inline(always)]
+    pub(crate) fn reply_fn(&self, tag: u16) -> Option<ReplyFn<S>> {
+        self.replies.get(usize::from(tag)).copied().flatten()
     }
 
     pub(crate) fn name(&self, tag: u16) -> &'static str {

@@ -88,6 +88,8 @@ pub(super) struct RxRing {
     /// Each frame's first arg word is the conduit's, not the user's: it names the
     /// sender on a shared ring, the channel on the interrupt channel's rings.
     pub(super) hidden: bool,
+    /// `permitted` and not `hidden`: an Express frame is handed out as it is.
+    pub(super) plain: bool,
 }
 
 #[repr(align(128))]
@@ -262,12 +264,15 @@ impl RxChannel {
     /// The first sender, from the cursor on (round-robin), whose ring has a frame.
     #[inline(always)]
     pub(super) fn next_ready(&self) -> Option<usize> {
-        let c = self.cursor.get();
-        let (before, after) = self.rings.split_at(c);
-        match after.iter().position(RxRing::ready) {
-            Some(i) => Some(c + i),
-            None => before.iter().position(RxRing::ready),
+        let n = self.rings.len();
+        let mut s = self.cursor.get();
+        for _ in 0..n {
+            if self.rings.get(s).is_some_and(RxRing::ready) {
+                return Some(s);
+            }
+            s = if s + 1 >= n { 0 } else { s + 1 };
         }
+        None
     }
 
     /// A frame was taken from sender `s`: stay on its ring for up to `FAIR_BURST`
@@ -292,4 +297,4 @@ impl RxChannel {
 
 /// Frames taken in a row from one sender's ring before the next sender gets the first
 /// look: draining a stream without re-checking idle rings, yet fair to every sender.
-const FAIR_BURST: u32 = 32;
+pub(super) const FAIR_BURST: u32 = 32;

@@ -10,7 +10,7 @@ use crate::conduit::ring::{
 };
 use crate::conduit::{
     Armed, Arming, AtomicOp, Caps, Channel, Conduit, ConduitError, ConduitSpec, Fault, FaultKind,
-    Faults, Message, PollSet, Rank, ReceivedFrame, Started,
+    Faults, Message, PollSet, Rank, Started,
 };
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
@@ -28,7 +28,7 @@ impl MemConduit {
     /// enqueue and `read_queue` in `rq_loop` under callgrind, 282 against 249: the frame
     /// was copied).
     #[inline(always)]
-    fn take<'a>(
+    pub(super) fn take<'a>(
         &'a self,
         chan: &'a RxChannel,
         s: usize,
@@ -285,7 +285,7 @@ impl MemConduit {
     }
 
     #[cold]
-    fn no_channel(&self, ch: Channel) -> ConduitError {
+    pub(super) fn no_channel(&self, ch: Channel) -> ConduitError {
         ConduitError::NoSuchChannel {
             channel: ch,
             channels: self.rx.len(),
@@ -457,36 +457,12 @@ impl Conduit for MemConduit {
     }
 
     #[inline(always)]
-    fn drain<E, F>(&self, ch: Channel, budget: usize, mut f: F) -> Result<usize, E>
+    fn drain<E, F>(&self, ch: Channel, budget: usize, f: F) -> Result<usize, E>
     where
         E: From<ConduitError>,
         F: FnMut(&MemFrame<'_>) -> Result<(), E>,
     {
-        let Some(chan) = self.rx.get(ch) else {
-            return Err(self.no_channel(ch).into());
-        };
-        if chan.outstanding.get() {
-            return Err(ConduitError::FrameOutstanding { channel: ch }.into());
-        }
-        let mut done = 0;
-        while done < budget {
-            let Some(s) = chan.next_ready() else {
-                if chan.moved {
-                    return Err(ConduitError::DeliveredByInterrupts { channel: ch }.into());
-                }
-                break;
-            };
-            let frame = match self.take(chan, s, ch) {
-                Ok(Some(frame)) => frame,
-                Ok(None) => continue, // a pad, or a dropped frame: look again
-                Err(e) => return Err(e.into()),
-            };
-            let result = f(&frame);
-            frame.release();
-            done += 1;
-            result?;
-        }
-        Ok(done)
+        self.drain_frames(ch, budget, f)
     }
 
     fn poll_set(&self, channels: &[Channel]) -> Result<PollSet, ConduitError> {

@@ -170,13 +170,18 @@ impl MemConduit {
                 });
             }
             let rings = (0..if shared { 1 } else { ranks })
-                .map(|src| RxRing {
-                    // SAFETY: as above.
-                    ring: unsafe { layout.ring(base, ch, rank, src) },
-                    cons: Local::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
-                    broken: Cell::new(false),
-                    permitted: shared || who.allows(src),
-                    hidden: shared || interrupt_channel == Some(ch),
+                .map(|src| {
+                    let permitted = shared || who.allows(src);
+                    let hidden = shared || interrupt_channel == Some(ch);
+                    RxRing {
+                        // SAFETY: as above.
+                        ring: unsafe { layout.ring(base, ch, rank, src) },
+                        cons: Local::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
+                        broken: Cell::new(false),
+                        permitted,
+                        hidden,
+                        plain: permitted && !hidden,
+                    }
                 })
                 .collect();
             rx.push(RxChannel {

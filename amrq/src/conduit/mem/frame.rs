@@ -130,6 +130,33 @@ impl<'a> MemFrame<'a> {
     }
 }
 
+impl<'a> MemFrame<'a> {
+    /// The Express frame `p` at the head of plain ring `s` of `chan`, handed out by
+    /// `drain` (which marks the channel once for all its frames).
+    #[inline(always)]
+    pub(super) fn express(chan: &'a RxChannel, r: &'a RxRing, s: Rank, p: Peeked) -> Self {
+        let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
+        Self {
+            chan,
+            ring: r,
+            source: s,
+            base,
+            // SAFETY: the payload offset of an Express frame lies inside its slot.
+            payload: (unsafe { base.add(p.payload_offset()) }, 0),
+            peeked: p,
+        }
+    }
+
+    /// Hands the frame's slots back to the producer, leaving the channel's mark alone
+    /// (`drain`, which does not drop the frame).
+    #[inline(always)]
+    pub(super) fn release_slots(&self) {
+        self.ring
+            .cons
+            .with(|c| c.release(&self.ring.ring, &self.peeked));
+    }
+}
+
 impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
     #[inline(always)]
     fn source(&self) -> Rank {
@@ -182,9 +209,7 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
             drop(self.keep());
             return;
         }
-        self.ring
-            .cons
-            .with(|c| c.release(&self.ring.ring, &self.peeked));
+        self.release_slots();
         // `self` drops here and clears the channel's outstanding mark.
     }
     #[inline(always)]

@@ -17,6 +17,7 @@
 //! | `endpoint.rs` | [`MemConduit`]: one rank's endpoint, built from [`Parts`] |
 //! | `channels.rs` | the per-ring states of an endpoint: send side, receive side, the round-robin scan of a channel |
 //! | `conduit.rs` | the [`Conduit`](crate::conduit::Conduit) implementation: send checks, receive checks, One-poll, sleeping |
+//! | `receive.rs` | the receive loop of `drain`: ring by ring, Express frames on plain rings handed out after one test |
 //! | `one_sided.rs` | put, get and atomics: copies into mapped segments, processor atomics |
 //! | `frame.rs` | [`MemFrame`], a received frame in place, and the checks of its payload |
 //! | `tag_on.rs` | [`TagOnPool`], the receiver-side blocks of Tag-On messages |
@@ -28,6 +29,7 @@ mod endpoint;
 mod frame;
 mod interrupts;
 mod one_sided;
+mod receive;
 mod region;
 mod tag_on;
 #[cfg(test)]

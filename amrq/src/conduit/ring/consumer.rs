@@ -2,7 +2,8 @@
 //! in batches.
 
 use super::layout::{
-    frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS,
+    frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, EXPRESS_ARGS, FLAG_LONG, FLAG_PAD,
+    FLAG_TAG_ON, MAX_ARGS,
 };
 use super::memory::RingMemory;
 use super::{max_frame_slots, Corrupt};
@@ -164,6 +165,32 @@ impl Consumer {
             header,
             slots,
         }))
+    }
+
+    /// The frame at the head, which [`Consumer::ready`] has just seen, if it is Express:
+    /// one slot, no payload, at most [`EXPRESS_ARGS`] args, no pad, Long or Tag-On flag
+    /// (the common case, told by one mask and one compare). `None`: look with
+    /// [`Consumer::take_ready`].
+    #[inline(always)]
+    pub fn take_express<M: RingMemory>(&self, mem: &M) -> Option<Peeked> {
+        const NOT_EXPRESS: u64 = FrameHeader {
+            len: u32::MAX,
+            tag: 0,
+            nargs: 0,
+            flags: FLAG_PAD | FLAG_LONG | FLAG_TAG_ON,
+        }
+        .pack();
+        // SAFETY: `ready` saw the sequence word say the producer published this slot.
+        let w = unsafe { mem.read_header(self.head & (self.nslots - 1)) };
+        let header = FrameHeader::unpack(w);
+        if w & NOT_EXPRESS != 0 || header.nargs as usize > EXPRESS_ARGS {
+            return None;
+        }
+        Some(Peeked {
+            position: self.head,
+            header,
+            slots: 1,
+        })
     }
 
     /// Copies the args of `f` out of the ring (the conduits borrow them in place instead).
