@@ -321,12 +321,7 @@ type Profile = (HashMap<u64, u64>, HashMap<u64, String>);
 
 /// Self cost per instruction address of `rq_loop args --batches 1 --iters iters` under
 /// callgrind, with the mangled function each address belongs to.
-fn profile(
-    rq_loop: &Path,
-    args: &[&str],
-    iters: u64,
-    tmp: &Path,
-) -> Result<Profile, String> {
+fn profile(rq_loop: &Path, args: &[&str], iters: u64, tmp: &Path) -> Result<Profile, String> {
     let file = tmp.join(format!("callgrind.{iters}.out"));
     run(Command::new("valgrind")
         .args([
