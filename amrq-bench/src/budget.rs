@@ -108,7 +108,7 @@ const TABLE: &[(&str, Side, Task)] = {
         ("doorbell::ring", Send, Notify),
         // Receive.
         ("Consumer::ready", Receive, Ring),
-        ("Consumer::take_express", Receive, Ring),
+        ("Consumer::take_express", Receive, Protection),
         ("Consumer::take_ready", Receive, Protection),
         ("Consumer::peek", Receive, Ring),
         ("Consumer::release", Receive, Ring),
