@@ -231,6 +231,8 @@ impl Budget {
 ///            "amrq::conduit::mem::endpoint::MemConduit::try_send");
 /// assert_eq!(clean_name("amrq::conduit::mem::receive::<impl amrq::conduit::mem::endpoint::MemConduit>::look"),
 ///            "amrq::conduit::mem::endpoint::MemConduit::look");
+/// assert_eq!(clean_name("amrq::conduit::mem::conduit::<impl amrq::conduit::api::Conduit for amrq::conduit::mem::endpoint::MemConduit>::drain"),
+///            "amrq::conduit::mem::endpoint::MemConduit::drain");
 /// ```
 pub fn clean_name(raw: &str) -> String {
     // `<T as Trait>::rest` → `T::rest` (at the start only: that is how impls print).
@@ -243,18 +245,15 @@ pub fn clean_name(raw: &str) -> String {
             s = format!("{ty}{rest}");
         }
     }
-    // `module::<impl T>::f` → `T::f`.
+    // `module::<impl T>::f` and `module::<impl Trait for T>::f` → `T::f`: the module
+    // only says where the impl is written.
     while let Some(i) = s.find("<impl ") {
         let Some(close) = matching_close(&s[i + 1..]) else {
             break;
         };
-        let ty = s[i + 6..i + 1 + close].to_string();
-        s.replace_range(i..i + 2 + close, &ty);
-        if let Some(j) = s[..i].rfind("::") {
-            // Drop the module path before the impl: the type's own path follows.
-            let start = s[..j].rfind(' ').map_or(0, |k| k + 1);
-            s.replace_range(start..j + 2, "");
-        }
+        let inner = &s[i + 6..i + 1 + close];
+        let ty = inner.rsplit(" for ").next().unwrap_or(inner);
+        s = format!("{ty}{}", &s[i + 2 + close..]);
     }
     let mut out = String::new();
     let mut depth = 0;

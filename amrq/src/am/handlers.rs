@@ -58,7 +58,6 @@ pub(crate) enum Kind {
 /// ```
 pub struct HandlerTable<S, C: Conduit = MemConduit> {
     names: Vec<&'static str>,
-    kinds: Vec<Kind>,
     /// Request handlers indexed by tag (the runtime's tags and reply handlers' are
     /// `None`): dispatch is one bounds check and one load, whatever a peer sent.
     requests: Vec<Option<RequestFn<S, C>>>,
@@ -86,7 +85,6 @@ impl<S, C: Conduit> HandlerTable<S, C> {
         let none = usize::from(FIRST_USER_TAG);
         Self {
             names: Vec::new(),
-            kinds: Vec::new(),
             requests: vec![None; none],
             replies: vec![None; none],
         }
@@ -94,16 +92,16 @@ impl<S, C: Conduit> HandlerTable<S, C> {
 
     /// Handlers registered.
     pub fn len(&self) -> usize {
-        self.kinds.len()
+        self.names.len()
     }
 
     /// True if no handler is registered.
     pub fn is_empty(&self) -> bool {
-        self.kinds.is_empty()
+        self.names.is_empty()
     }
 
     fn next_tag(&self) -> u16 {
-        let tag = self.kinds.len() + usize::from(FIRST_USER_TAG);
+        let tag = self.names.len() + usize::from(FIRST_USER_TAG);
         u16::try_from(tag).expect("a handler table holds at most 65535 handlers")
     }
 
@@ -114,7 +112,6 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     pub fn request(&mut self, name: &'static str, f: RequestFn<S, C>) -> RequestHandler {
         let tag = self.next_tag();
         self.names.push(name);
-        self.kinds.push(Kind::Request);
         self.requests.push(Some(f));
         self.replies.push(None);
         RequestHandler(tag)
@@ -127,7 +124,6 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     pub fn reply(&mut self, name: &'static str, f: ReplyFn<S>) -> ReplyHandler {
         let tag = self.next_tag();
         self.names.push(name);
-        self.kinds.push(Kind::Reply);
         self.requests.push(None);
         self.replies.push(Some(f));
         ReplyHandler(tag)
@@ -141,10 +137,11 @@ impl<S, C: Conduit> HandlerTable<S, C> {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         };
-        for (name, k) in self.names.iter().zip(&self.kinds) {
-            eat(match k {
-                Kind::Request => b'Q',
-                Kind::Reply => b'P',
+        for (i, name) in self.names.iter().enumerate() {
+            let tag = (i + usize::from(FIRST_USER_TAG)) as u16; // `next_tag` bounds it
+            eat(match self.kind(tag) {
+                Some(Kind::Request) => b'Q',
+                _ => b'P',
             });
             name.bytes().for_each(&mut eat);
             eat(0);
@@ -154,9 +151,11 @@ impl<S, C: Conduit> HandlerTable<S, C> {
 
     /// The kind of handler `tag` names, if any.
     pub(crate) fn kind(&self, tag: u16) -> Option<Kind> {
-        self.kinds
-            .get(usize::from(tag.checked_sub(FIRST_USER_TAG)?))
-            .copied()
+        if self.request_fn(tag).is_some() {
+            Some(Kind::Request)
+        } else {
+            self.reply_fn(tag).map(|_| Kind::Reply)
+        }
     }
 
     /// The request handler of `tag`, if it names one.

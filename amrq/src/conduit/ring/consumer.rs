@@ -136,16 +136,11 @@ impl Consumer {
     pub fn take_ready<M: RingMemory>(&mut self, mem: &M) -> Result<Option<Peeked>, Corrupt> {
         let idx = self.head & (self.nslots - 1);
         // SAFETY: `ready` saw the sequence word say the producer published this slot.
-        let header = FrameHeader::unpack(unsafe { mem.read_header(idx) });
-        if header.len == 0 && header.nargs as usize <= EXPRESS_ARGS && header.flags & FLAG_PAD == 0
-        {
-            // Express: one slot, nothing more to check.
-            return Ok(Some(Peeked {
-                position: self.head,
-                header,
-                slots: 1,
-            }));
+        let word = unsafe { mem.read_header(idx) };
+        if let Some(p) = self.express(word) {
+            return Ok(Some(p)); // one slot, nothing more to check
         }
+        let header = FrameHeader::unpack(word);
         if header.flags & FLAG_PAD != 0 {
             if u64::from(header.len) != self.nslots - idx {
                 return Err(self.corrupt("pad frame does not end at the ring's end"));
@@ -169,10 +164,17 @@ impl Consumer {
 
     /// The frame at the head, which [`Consumer::ready`] has just seen, if it is Express:
     /// one slot, no payload, at most [`EXPRESS_ARGS`] args, no pad, Long or Tag-On flag
-    /// (the common case, told by one mask and one compare). `None`: look with
-    /// [`Consumer::take_ready`].
+    /// (the common case, told by one mask and one compare). `None`: the other checks
+    /// of [`Consumer::take_ready`], which starts with this one.
     #[inline(always)]
     pub fn take_express<M: RingMemory>(&self, mem: &M) -> Option<Peeked> {
+        // SAFETY: `ready` saw the sequence word say the producer published this slot.
+        self.express(unsafe { mem.read_header(self.head & (self.nslots - 1)) })
+    }
+
+    /// The frame at the head, whose header word is `w`, if it is Express.
+    #[inline(always)]
+    fn express(&self, w: u64) -> Option<Peeked> {
         const NOT_EXPRESS: u64 = FrameHeader {
             len: u32::MAX,
             tag: 0,
@@ -180,8 +182,6 @@ impl Consumer {
             flags: FLAG_PAD | FLAG_LONG | FLAG_TAG_ON,
         }
         .pack();
-        // SAFETY: `ready` saw the sequence word say the producer published this slot.
-        let w = unsafe { mem.read_header(self.head & (self.nslots - 1)) };
         let header = FrameHeader::unpack(w);
         if w & NOT_EXPRESS != 0 || header.nargs as usize > EXPRESS_ARGS {
             return None;
