@@ -450,13 +450,10 @@ impl<C: Conduit> Rq<C> {
             if last_look {
                 return Err(ConduitError::AllPeersLeft.into());
             }
-            let left = match timeout {
-                Some(t) if start.elapsed() >= t => {
-                    return Err(RqError::Timeout {
-                        waited: start.elapsed(),
-                    })
-                }
-                Some(t) => t - start.elapsed(),
+            // One reading of the clock: two could straddle the deadline.
+            let left = match timeout.map(|t| (t, start.elapsed())) {
+                Some((t, waited)) if waited >= t => return Err(RqError::Timeout { waited }),
+                Some((t, waited)) => t - waited,
                 None => crate::util::SLEEP_BACKSTOP,
             };
             if backoff.is_yielding() {
