@@ -454,6 +454,28 @@ pub trait Conduit {
         E: From<ConduitError>,
         F: FnMut(&Self::Frame<'_>) -> Result<(), E>;
 
+    /// True if a [`Conduit::drain`] of local channel `ch` would now take nothing and
+    /// change nothing: a cheap look for pollers that find most channels idle. `false`
+    /// promises nothing (the default: drain and see).
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use amrq::conduit::Conduit;
+    /// amrq::threads::run(1, &Config::default(), |c| {
+    ///     let ch = amrq::rq::QueueId::AM_REQUEST.index();
+    ///     assert!(c.quiet(ch));
+    ///     let msg = amrq::conduit::Message { tag: 7, flags: 0, args: &[1], payload: &[] };
+    ///     c.try_send(0, ch, &msg).unwrap();
+    ///     assert!(!c.quiet(ch));
+    /// })
+    /// .unwrap();
+    /// ```
+    #[inline(always)]
+    fn quiet(&self, ch: Channel) -> bool {
+        let _ = ch;
+        false
+    }
+
     /// The idle end of a blocking wait: returns when a frame may have arrived on one of
     /// `set`'s channels, or after `timeout` at most (a backstop: the caller checks its
     /// condition and peers, then waits again). Channels whose senders ring the

@@ -313,6 +313,10 @@ impl<L: Conduit + 'static, R: Conduit + 'static> Conduit for Combined<L, R> {
         }
     }
 
+    fn quiet(&self, ch: Channel) -> bool {
+        self.local.quiet(ch) && self.remote.quiet(ch)
+    }
+
     fn drain<E, F>(&self, ch: Channel, budget: usize, mut f: F) -> Result<usize, E>
     where
         E: From<ConduitError>,

@@ -574,12 +574,15 @@ impl<C: Conduit> Rq<C> {
     ///     Ok(())
     /// }).unwrap();
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn poll_queue<E, F>(&self, q: QueueId, budget: usize, f: F) -> Result<usize, E>
     where
         E: From<ConduitError>,
         F: FnMut(&C::Frame<'_>) -> Result<(), E>,
     {
+        if self.conduit.quiet(q.0) {
+            return Ok(0);
+        }
         self.conduit.drain(q.0, budget, f)
     }
 

@@ -238,9 +238,23 @@ impl RxRing {
     pub(super) fn ready(&self) -> bool {
         self.cons.with(|c| c.ready(&self.ring)) && !self.broken.get()
     }
+
+    /// Nothing readable and nothing to publish (see [`Consumer::quiet`]).
+    #[inline(always)]
+    pub(super) fn quiet(&self) -> bool {
+        self.cons.with(|c| c.quiet(&self.ring))
+    }
 }
 
 impl RxChannel {
+    /// A drain would take nothing and change nothing: no frame out, and every ring
+    /// (at least one) [`RxRing::quiet`]. (A moved channel has no rings: its drain
+    /// reports the move.)
+    #[inline(always)]
+    pub(super) fn quiet(&self) -> bool {
+        !self.outstanding.get() && !self.rings.is_empty() && self.rings.iter().all(RxRing::quiet)
+    }
+
     /// What stays behind of a channel whose receive side moved to another view.
     pub(super) fn moved() -> Self {
         Self {

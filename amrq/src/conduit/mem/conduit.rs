@@ -457,6 +457,11 @@ impl Conduit for MemConduit {
     }
 
     #[inline(always)]
+    fn quiet(&self, ch: Channel) -> bool {
+        self.rx.get(ch).is_some_and(RxChannel::quiet)
+    }
+
+    #[inline(always)]
     fn drain<E, F>(&self, ch: Channel, budget: usize, f: F) -> Result<usize, E>
     where
         E: From<ConduitError>,

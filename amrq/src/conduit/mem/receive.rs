@@ -12,19 +12,13 @@ use super::{MemConduit, MemFrame};
 use crate::conduit::{Channel, ConduitError, ReceivedFrame};
 use std::mem::ManuallyDrop;
 
-/// What a look at one ring found.
-enum Look<'a> {
-    /// A frame, checked, to hand out.
-    Frame(MemFrame<'a>),
-    /// A pad or a frame that was dropped: look at the same ring again.
-    Again,
-    /// Nothing readable (or a ring closed for corruption).
-    Empty,
-}
-
 impl MemConduit {
     /// Runs `f` on up to `budget` frames of channel `ch`, releasing each after it;
     /// returns how many ran. `f`'s error ends the loop after its frame was released.
+    ///
+    /// Pollers look first whether the channel is [quiet](RxChannel::quiet). A ring left for another reason than being found empty (fairness, the
+    /// budget, an error) gets its head published then, so that a quiet ring never hides
+    /// slots the producer may be waiting for.
     #[inline(always)]
     pub(super) fn drain_frames<E, F>(
         &self,
@@ -48,38 +42,50 @@ impl MemConduit {
         let (mut done, mut idle) = (0, 0);
         let mut out = Ok(());
         while done < budget {
-            match self.look(chan, s, ch) {
-                Look::Frame(frame) => {
-                    // Not dropped: its drop would clear the channel's mark.
-                    let frame = ManuallyDrop::new(frame);
-                    let result = f(&frame);
-                    if frame.is_tag_on() {
-                        // Its block is freed with it (see `release`).
-                        ManuallyDrop::into_inner(frame).release();
-                        chan.outstanding.set(true);
-                    } else {
-                        frame.release_slots();
-                    }
-                    done += 1;
-                    idle = 0;
-                    burst += 1;
-                    if burst >= FAIR_BURST {
-                        (s, burst) = (if s + 1 == n { 0 } else { s + 1 }, 0);
-                    }
-                    if let Err(e) = result {
-                        out = Err(e);
-                        break;
-                    }
+            let r = &chan.rings[s];
+            // SAFETY: only ring code runs while the consumer state is borrowed.
+            let c = unsafe { r.cons.get() };
+            if !c.ready(&r.ring) || r.broken.get() {
+                idle += 1;
+                if idle >= n {
+                    break;
                 }
-                Look::Again => {}
-                Look::Empty => {
-                    idle += 1;
-                    if idle >= n {
-                        break;
-                    }
-                    (s, burst) = (if s + 1 == n { 0 } else { s + 1 }, 0);
-                }
+                (s, burst) = (if s + 1 == n { 0 } else { s + 1 }, 0);
+                continue;
             }
+            // Whether `f` succeeded; its error goes to `out` (moved only on that path).
+            let ok = match if r.plain {
+                c.take_express(&r.ring)
+            } else {
+                None
+            } {
+                Some(p) => {
+                    // Not dropped: its drop would clear the channel's mark.
+                    let result = f(&ManuallyDrop::new(MemFrame::express(chan, r, s, p)));
+                    // SAFETY: as above; `f` has returned, and the frame with it.
+                    unsafe { r.cons.get() }.release_one(&r.ring);
+                    result.map_err(|e| out = Err(e)).is_ok()
+                }
+                None => match self.run_slowly(chan, s, ch, &mut f) {
+                    Some(result) => result.map_err(|e| out = Err(e)).is_ok(),
+                    None => continue, // a pad, or a frame dropped: look again
+                },
+            };
+            done += 1;
+            idle = 0;
+            burst += 1;
+            if !ok {
+                r.cons.with(|c| c.publish_if_behind(&r.ring));
+                break;
+            }
+            if burst >= FAIR_BURST {
+                r.cons.with(|c| c.publish_if_behind(&r.ring));
+                (s, burst) = (if s + 1 == n { 0 } else { s + 1 }, 0);
+            }
+        }
+        if done == budget {
+            let r = &chan.rings[s];
+            r.cons.with(|c| c.publish_if_behind(&r.ring));
         }
         chan.cursor.set(s);
         chan.burst.set(burst);
@@ -100,29 +106,30 @@ impl MemConduit {
         }
     }
 
-    /// A look at ring `s` of `chan` (`s` < its number of rings).
-    #[inline(always)]
-    fn look<'a>(&'a self, chan: &'a RxChannel, s: usize, ch: Channel) -> Look<'a> {
-        let r = &chan.rings[s];
-        // SAFETY: only ring code runs while the consumer state is borrowed.
-        let c = unsafe { r.cons.get() };
-        if !c.ready(&r.ring) || r.broken.get() {
-            return Look::Empty;
-        }
-        if r.plain {
-            if let Some(p) = c.take_express(&r.ring) {
-                return Look::Frame(MemFrame::express(chan, r, s, p));
-            }
-        }
-        self.look_slowly(chan, s, ch)
-    }
-
-    /// [`MemConduit::look`] at a frame that is not Express on a plain ring: every check.
+    /// Runs `f` on the frame at the head of ring `s` of `chan`, which is readable and not
+    /// Express on a plain ring, after every check, and releases it; `None` for a pad or
+    /// a frame dropped.
     #[inline(never)]
-    fn look_slowly<'a>(&'a self, chan: &'a RxChannel, s: usize, ch: Channel) -> Look<'a> {
-        match self.take(chan, s, ch) {
-            Ok(Some(frame)) => Look::Frame(frame),
-            _ => Look::Again,
+    fn run_slowly<E, F>(
+        &self,
+        chan: &RxChannel,
+        s: usize,
+        ch: Channel,
+        f: &mut F,
+    ) -> Option<Result<(), E>>
+    where
+        F: FnMut(&MemFrame<'_>) -> Result<(), E>,
+    {
+        // Not dropped: its drop would clear the channel's mark.
+        let frame = ManuallyDrop::new(self.take(chan, s, ch).ok().flatten()?);
+        let result = f(&frame);
+        if frame.is_tag_on() {
+            // Its block is freed with it (see `release`).
+            ManuallyDrop::into_inner(frame).release();
+            chan.outstanding.set(true);
+        } else {
+            frame.release_slots();
         }
+        Some(result)
     }
 }

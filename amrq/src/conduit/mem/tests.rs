@@ -290,3 +290,48 @@ proptest::proptest! {
         }
     }
 }
+
+/// `quiet` says that a drain would take nothing and change nothing: not while a frame
+/// waits, nor while the head has moved unpublished (a `peek` and release leave it so),
+/// nor while a frame is out.
+#[test]
+fn a_channel_is_quiet_only_when_a_drain_would_do_nothing() {
+    let eps = crate::conduit::threads::endpoints(2, &[16]).unwrap();
+    let (rx, tx) = (&eps[0], &eps[1]);
+    assert!(rx.quiet(0));
+    tx.try_send(0, 0, &short(&[1])).unwrap();
+    assert!(!rx.quiet(0), "a frame waits");
+    rx.peek(0).unwrap().expect("the frame").release();
+    assert!(!rx.quiet(0), "the head moved and is not published");
+    let nothing = rx.drain(0, 8, |_| Ok::<(), ConduitError>(())).unwrap();
+    assert_eq!(nothing, 0);
+    assert!(rx.quiet(0), "the empty drain published the head");
+    tx.try_send(0, 0, &short(&[2])).unwrap();
+    let f = rx.peek(0).unwrap().expect("the frame");
+    assert!(!rx.quiet(0), "a frame is out");
+    f.release();
+}
+
+/// A drain that stops at its budget publishes its head: the sender, which sees room
+/// only through the published head, gets every slot back with no further poll.
+#[test]
+fn a_drain_cut_short_by_its_budget_hands_its_slots_back() {
+    let eps = crate::conduit::threads::endpoints(2, &[16]).unwrap();
+    let (rx, tx) = (&eps[0], &eps[1]);
+    let mut sent = 0;
+    while tx.try_send(0, 0, &short(&[sent])).is_ok() {
+        sent += 1;
+    }
+    assert_eq!(sent, 16);
+    let mut seen = Vec::new();
+    let took = rx.drain(0, 15, |f| {
+        seen.push(f.args()[0]);
+        Ok::<(), ConduitError>(())
+    });
+    assert_eq!(took.unwrap(), 15, "15 of 16, a budget past the last batch");
+    assert_eq!(seen, (0..15).collect::<Vec<u64>>());
+    for i in 0..15 {
+        tx.try_send(0, 0, &short(&[i]))
+            .unwrap_or_else(|e| panic!("slot {i} of the 15 released: {e}"));
+    }
+}

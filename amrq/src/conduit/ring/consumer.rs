@@ -46,7 +46,8 @@ impl Peeked {
 pub struct Consumer {
     head: u64,
     published: u64,
-    nslots: u64,
+    /// Slots − 1: the head's slot is `head & mask`.
+    mask: u64,
     batch: u64,
 }
 
@@ -57,7 +58,7 @@ impl Consumer {
         Self {
             head: start,
             published: start,
-            nslots,
+            mask: nslots - 1,
             batch: if batch == 0 { 1 } else { batch },
         }
     }
@@ -77,7 +78,7 @@ impl Consumer {
 
     /// Slots of its ring.
     pub const fn nslots(&self) -> u64 {
-        self.nslots
+        self.mask + 1
     }
 
     /// Slots consumed between two publications of the head.
@@ -98,13 +99,22 @@ impl Consumer {
     pub fn ready<M: RingMemory>(&mut self, mem: &M) -> bool {
         // ORDERING: Acquire pairs with the Release store of the sequence word in
         // `Producer::try_push` / `publish_pad` (the frame is then read by `peek`).
-        if mem.seq(self.head & (self.nslots - 1)).load(Acquire) == self.head.wrapping_add(1) {
+        if mem.seq(self.head & self.mask).load(Acquire) == self.head.wrapping_add(1) {
             return true;
         }
         if self.head != self.published {
             self.publish(mem);
         }
         false
+    }
+
+    /// True if no frame is readable at the head and the head is published: nothing to
+    /// do here, not even a store (for scans that find most rings idle). `false` says
+    /// only that [`Consumer::ready`] has work: a frame, or a head to publish.
+    #[inline(always)]
+    pub fn quiet<M: RingMemory>(&self, mem: &M) -> bool {
+        self.head == self.published
+            && mem.seq(self.head & self.mask).load(Relaxed) != self.head.wrapping_add(1)
     }
 
     /// The next readable frame, `Ok(None)` if the ring is empty. Pad frames are skipped.
@@ -134,7 +144,7 @@ impl Consumer {
     /// Acquire, so there is no need to load the sequence word a second time.
     #[inline(always)]
     pub fn take_ready<M: RingMemory>(&mut self, mem: &M) -> Result<Option<Peeked>, Corrupt> {
-        let idx = self.head & (self.nslots - 1);
+        let idx = self.head & self.mask;
         // SAFETY: `ready` saw the sequence word say the producer published this slot.
         let word = unsafe { mem.read_header(idx) };
         if let Some(p) = self.express(word) {
@@ -142,7 +152,7 @@ impl Consumer {
         }
         let header = FrameHeader::unpack(word);
         if header.flags & FLAG_PAD != 0 {
-            if u64::from(header.len) != self.nslots - idx {
+            if u64::from(header.len) != self.nslots() - idx {
                 return Err(self.corrupt("pad frame does not end at the ring's end"));
             }
             self.advance(mem, u64::from(header.len));
@@ -152,7 +162,7 @@ impl Consumer {
             return Err(self.corrupt("more than 8 args"));
         }
         let slots = frame_slots(header.nargs as usize, header.len as usize);
-        if slots > max_frame_slots(self.nslots) || idx + slots > self.nslots {
+        if slots > max_frame_slots(self.nslots()) || idx + slots > self.nslots() {
             return Err(self.corrupt("frame longer than the ring allows"));
         }
         Ok(Some(Peeked {
@@ -169,7 +179,7 @@ impl Consumer {
     #[inline(always)]
     pub fn take_express<M: RingMemory>(&self, mem: &M) -> Option<Peeked> {
         // SAFETY: `ready` saw the sequence word say the producer published this slot.
-        self.express(unsafe { mem.read_header(self.head & (self.nslots - 1)) })
+        self.express(unsafe { mem.read_header(self.head & self.mask) })
     }
 
     /// The frame at the head, whose header word is `w`, if it is Express.
@@ -198,7 +208,7 @@ impl Consumer {
         let mut bytes = [0u8; MAX_ARGS * 8];
         let n = f.header.nargs as usize * 8;
         // SAFETY: `f` is the frame peeked last and not released: its slots are ours.
-        unsafe { mem.read_bytes(f.index(self.nslots), ARGS_OFFSET, &mut bytes[..n]) };
+        unsafe { mem.read_bytes(f.index(self.nslots()), ARGS_OFFSET, &mut bytes[..n]) };
         let mut args = [0u64; MAX_ARGS];
         for (a, c) in args.iter_mut().zip(bytes.chunks_exact(8)) {
             *a = u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
@@ -210,14 +220,14 @@ impl Consumer {
     pub fn read_payload<M: RingMemory>(&self, mem: &M, f: &Peeked, dst: &mut [u8]) {
         debug_assert_eq!(dst.len(), f.header.len as usize);
         // SAFETY: as in `read_args`.
-        unsafe { mem.read_bytes(f.index(self.nslots), f.payload_offset(), dst) };
+        unsafe { mem.read_bytes(f.index(self.nslots()), f.payload_offset(), dst) };
     }
 
     /// Hands the frame `f` (the one [`Consumer::peek`] returned last) back to the producer.
     #[inline(always)]
     pub fn release<M: RingMemory>(&mut self, mem: &M, f: &Peeked) {
         debug_assert_eq!(f.position, self.head);
-        let idx = f.index(self.nslots);
+        let idx = f.index(self.nslots());
         // Args and payload overwrote the later slots' sequence words: give each back a
         // value from this lap so it cannot match a later position.
         for j in 1..f.slots {
@@ -225,6 +235,21 @@ impl Consumer {
                 .store(f.position.wrapping_add(j + 1), Relaxed);
         }
         self.advance(mem, f.slots);
+    }
+
+    /// [`Consumer::release`] of the one-slot frame at the head (an Express frame).
+    #[inline(always)]
+    pub fn release_one<M: RingMemory>(&mut self, mem: &M) {
+        self.advance(mem, 1);
+    }
+
+    /// Publishes the head if slots were consumed since the last publication: for a
+    /// reader that leaves a ring before finding it empty.
+    #[inline(always)]
+    pub fn publish_if_behind<M: RingMemory>(&mut self, mem: &M) {
+        if self.head != self.published {
+            self.publish(mem);
+        }
     }
 
     #[inline(always)]

@@ -79,7 +79,8 @@ mod raw {
     #[derive(Debug, Clone, Copy)]
     pub struct RawRing {
         base: NonNull<u8>,
-        nslots: u64,
+        /// Slots − 1 (a power of two less one): indexing masks with it.
+        mask: u64,
     }
 
     // SAFETY: a RawRing is an address plus a length; the ring protocol (not Rust
@@ -102,7 +103,10 @@ mod raw {
         pub unsafe fn new(base: NonNull<u8>, nslots: u64) -> Self {
             debug_assert!(nslots.is_power_of_two() && nslots >= 2);
             debug_assert!(base.as_ptr() as usize % CTL_BYTES == 0);
-            Self { base, nslots }
+            Self {
+                base,
+                mask: nslots - 1,
+            }
         }
 
         /// Writes the initial control word and sequence words for a ring whose first
@@ -114,7 +118,7 @@ mod raw {
 
         #[inline(always)]
         fn slot(&self, idx: u64) -> *mut u8 {
-            debug_assert!(idx < self.nslots);
+            debug_assert!(idx <= self.mask);
             // SAFETY: idx < nslots keeps the result inside the ring (see `new`).
             unsafe {
                 self.base
@@ -157,7 +161,7 @@ mod raw {
     impl RingMemory for RawRing {
         #[inline(always)]
         fn nslots(&self) -> u64 {
-            self.nslots
+            self.mask + 1
         }
 
         #[inline(always)]
