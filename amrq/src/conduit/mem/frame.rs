@@ -90,8 +90,8 @@ pub struct MemFrame<'a> {
     pub(super) chan: &'a RxChannel,
     pub(super) ring: &'a RxRing,
     pub(super) source: Rank,
-    /// The frame's first slot.
-    pub(super) base: *const u8,
+    /// The frame's user args (after the hidden word, if the ring has one) and how many.
+    pub(super) args: (*const u64, usize),
     /// Its payload: in the ring, or for a Long frame in this rank's segment.
     pub(super) payload: (*const u8, usize),
     pub(super) peeked: Peeked,
@@ -119,11 +119,16 @@ impl<'a> MemFrame<'a> {
         payload: (*const u8, usize),
     ) -> Self {
         chan.outstanding.set(true);
+        let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
+        let hidden = usize::from(r.hidden);
+        // SAFETY: the consumer checked that the frame's args lie inside the ring, and
+        // `take` that a hidden-word ring's frame has its hidden word.
+        let args = unsafe { base.add(ARGS_OFFSET).cast::<u64>().add(hidden) };
         Self {
             chan,
             ring: r,
             source,
-            base: r.ring.slot_ptr(p.index(r.ring.nslots())),
+            args: (args, usize::from(p.header.nargs) - hidden),
             payload,
             peeked: p,
         }
@@ -136,13 +141,14 @@ impl<'a> MemFrame<'a> {
     #[inline(always)]
     pub(super) fn express(chan: &'a RxChannel, r: &'a RxRing, s: Rank, p: Peeked) -> Self {
         let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
+        // SAFETY: an Express frame's args start inside its slot.
+        let args = unsafe { base.add(ARGS_OFFSET) };
         Self {
             chan,
             ring: r,
             source: s,
-            base,
-            // SAFETY: the payload offset of an Express frame lies inside its slot.
-            payload: (unsafe { base.add(p.payload_offset()) }, 0),
+            args: (args.cast(), usize::from(p.header.nargs)),
+            payload: (args, 0), // none (any address in the frame will do)
             peeked: p,
         }
     }
@@ -180,19 +186,12 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
     }
     #[inline(always)]
     fn args(&self) -> &[u64] {
-        // The first word of a hidden-word ring is the conduit's, not the user's.
-        let hidden = usize::from(self.ring.hidden);
         // SAFETY: the consumer checked that nargs ≤ 8 and that the frame lies inside the
-        // ring (and `take` that a shared ring's frame has its hidden word); its slots
-        // stay ours (the producer cannot reuse them) until `release`, which consumes
-        // `self` and so ends this borrow. The args start 16 bytes into a 64-byte
-        // aligned slot: aligned for u64.
-        unsafe {
-            std::slice::from_raw_parts(
-                self.base.add(ARGS_OFFSET).cast::<u64>().add(hidden),
-                self.peeked.header.nargs as usize - hidden,
-            )
-        }
+        // ring (and `take` that a shared ring's frame has its hidden word, which `args`
+        // skips); its slots stay ours (the producer cannot reuse them) until `release`,
+        // which consumes `self` and so ends this borrow. The args start 16 bytes into a
+        // 64-byte aligned slot: aligned for u64.
+        unsafe { std::slice::from_raw_parts(self.args.0, self.args.1) }
     }
     #[inline(always)]
     fn payload(&self) -> &[u8] {
@@ -219,7 +218,7 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
         let index = if self.is_tag_on() {
             // SAFETY: the payload offset lies inside the frame, which is ours until the
             // release below.
-            let inline = unsafe { self.base.add(self.peeked.payload_offset()) };
+            let inline = unsafe { self.first_slot().add(self.peeked.payload_offset()) };
             // `tag_on_payload` checked the index when the frame was taken.
             inline_pair(inline, &self.peeked).map(|(i, _)| i)
         } else {
@@ -249,7 +248,13 @@ impl MemFrame<'_> {
         }
         // SAFETY: as in `args`: the frame is ours until `release`, and `take` checked
         // that it has its hidden word.
-        unsafe { self.base.add(ARGS_OFFSET).cast::<u64>().read() }
+        unsafe { self.first_slot().add(ARGS_OFFSET).cast::<u64>().read() }
+    }
+
+    /// The frame's first slot.
+    fn first_slot(&self) -> *const u8 {
+        let r = &self.ring.ring;
+        r.slot_ptr(self.peeked.index(r.nslots()))
     }
 }
 

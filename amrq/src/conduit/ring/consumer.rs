@@ -2,8 +2,7 @@
 //! in batches.
 
 use super::layout::{
-    frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, EXPRESS_ARGS, FLAG_LONG, FLAG_PAD,
-    FLAG_TAG_ON, MAX_ARGS,
+    frame_slots, is_express, payload_offset, FrameHeader, ARGS_OFFSET, FLAG_PAD, MAX_ARGS,
 };
 use super::memory::RingMemory;
 use super::{max_frame_slots, Corrupt};
@@ -173,7 +172,7 @@ impl Consumer {
     }
 
     /// The frame at the head, which [`Consumer::ready`] has just seen, if it is Express:
-    /// one slot, no payload, at most [`EXPRESS_ARGS`] args, no pad, Long or Tag-On flag
+    /// one slot, no payload, at most [`EXPRESS_ARGS`](super::EXPRESS_ARGS) args, no pad, Long or Tag-On flag
     /// (the common case, told by one mask and one compare). `None`: the other checks
     /// of [`Consumer::take_ready`], which starts with this one.
     #[inline(always)]
@@ -185,20 +184,12 @@ impl Consumer {
     /// The frame at the head, whose header word is `w`, if it is Express.
     #[inline(always)]
     fn express(&self, w: u64) -> Option<Peeked> {
-        const NOT_EXPRESS: u64 = FrameHeader {
-            len: u32::MAX,
-            tag: 0,
-            nargs: 0,
-            flags: FLAG_PAD | FLAG_LONG | FLAG_TAG_ON,
-        }
-        .pack();
-        let header = FrameHeader::unpack(w);
-        if w & NOT_EXPRESS != 0 || header.nargs as usize > EXPRESS_ARGS {
+        if !is_express(w) {
             return None;
         }
         Some(Peeked {
             position: self.head,
-            header,
+            header: FrameHeader::unpack(w),
             slots: 1,
         })
     }

@@ -113,6 +113,42 @@ impl FrameHeader {
     }
 }
 
+/// True if `w` is the header word of an Express frame: no payload, at most
+/// [`EXPRESS_ARGS`] args, none of the pad, Long and Tag-On flags (so one slot).
+///
+/// One rotate, one mask and one compare: rotated by 32 bits, the word has `len` on top,
+/// then `flags`, then `nargs`, then `tag`; masked to `len`, the three flags and `nargs`,
+/// it is at most "`nargs` = [`EXPRESS_ARGS`]" exactly when `len` and the flags are zero
+/// and `nargs` is small enough (the tests hold it to the field-by-field definition).
+///
+/// ```
+/// use amrq::conduit::ring::{is_express, FrameHeader};
+/// assert!(is_express(FrameHeader { tag: 9, nargs: 6, flags: 1, len: 0 }.pack()));
+/// assert!(!is_express(FrameHeader { nargs: 7, ..Default::default() }.pack()));
+/// assert!(!is_express(FrameHeader { len: 1, ..Default::default() }.pack()));
+/// ```
+#[inline(always)]
+pub const fn is_express(w: u64) -> bool {
+    const fn key(w: u64) -> u64 {
+        w.rotate_left(32)
+    }
+    const MASK: u64 = key(FrameHeader {
+        len: u32::MAX,
+        tag: 0,
+        nargs: u8::MAX,
+        flags: FLAG_PAD | FLAG_LONG | FLAG_TAG_ON,
+    }
+    .pack());
+    const MAX: u64 = key(FrameHeader {
+        len: 0,
+        tag: 0,
+        nargs: EXPRESS_ARGS as u8,
+        flags: 0,
+    }
+    .pack());
+    key(w) & MASK <= MAX
+}
+
 /// Slots taken by a frame with `nargs` args and `len` payload bytes.
 ///
 /// ```

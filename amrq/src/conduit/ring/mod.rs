@@ -52,8 +52,9 @@ mod shared;
 
 pub use consumer::{Consumer, Peeked};
 pub use layout::{
-    frame_slots, payload_offset, FrameHeader, RingCtl, Slot, ARGS_OFFSET, CTL_BYTES, EXPRESS_ARGS,
-    FLAG_LONG, FLAG_PAD, FLAG_TAG_ON, HEADER_OFFSET, MAX_ARGS, SLOT_BYTES, USER_FLAGS,
+    frame_slots, is_express, payload_offset, FrameHeader, RingCtl, Slot, ARGS_OFFSET, CTL_BYTES,
+    EXPRESS_ARGS, FLAG_LONG, FLAG_PAD, FLAG_TAG_ON, HEADER_OFFSET, MAX_ARGS, SLOT_BYTES,
+    USER_FLAGS,
 };
 #[cfg(not(amrq_loom))]
 pub use memory::RawRing;

@@ -138,6 +138,30 @@ fn full_ring_refuses_without_writing() {
     assert!(p.try_push(&h.ring, FrameHeader::default(), &[8], &[]));
 }
 
+/// `is_express`'s one compare agrees with the field-by-field definition for every
+/// `nargs` and `flags` byte, lengths at both ends and between, and any tag.
+#[test]
+fn the_express_test_is_the_field_by_field_definition() {
+    for nargs in 0..=u8::MAX {
+        for flags in 0..=u8::MAX {
+            for len in [0, 1, 48, 1 << 16, 1 << 31, u32::MAX] {
+                for tag in [0, 1, u16::MAX] {
+                    let h = FrameHeader {
+                        len,
+                        tag,
+                        nargs,
+                        flags,
+                    };
+                    let by_fields = len == 0
+                        && usize::from(nargs) <= EXPRESS_ARGS
+                        && flags & (FLAG_PAD | FLAG_LONG | FLAG_TAG_ON) == 0;
+                    assert_eq!(is_express(h.pack()), by_fields, "{h:?}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn express_frame_takes_one_slot() {
     assert_eq!(frame_slots(0, 0), 1);
