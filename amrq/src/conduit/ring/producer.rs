@@ -33,7 +33,8 @@ pub(crate) fn init<M: RingMemory>(mem: &M, start: u64) {
 pub struct Producer {
     tail: u64,
     cached_head: u64,
-    nslots: u64,
+    /// Slots − 1: the tail's slot is `tail & mask`.
+    mask: u64,
 }
 
 impl Producer {
@@ -42,7 +43,7 @@ impl Producer {
         Self {
             tail: start,
             cached_head: start,
-            nslots,
+            mask: nslots - 1,
         }
     }
 
@@ -55,7 +56,7 @@ impl Producer {
     /// cached view says there is not enough room.
     #[inline(always)]
     fn has_room<M: RingMemory>(&mut self, mem: &M, need: u64) -> bool {
-        if self.tail.wrapping_sub(self.cached_head) + need <= self.nslots {
+        if self.tail.wrapping_sub(self.cached_head) + need <= self.mask + 1 {
             return true;
         }
         self.refresh_head(mem, need)
@@ -68,13 +69,13 @@ impl Producer {
         // `Consumer::publish`: the consumer's reads of the slots it handed back (and its
         // restores of their sequence words) happen before we overwrite them.
         self.cached_head = mem.head().load(Acquire);
-        self.tail.wrapping_sub(self.cached_head) + need <= self.nslots
+        self.tail.wrapping_sub(self.cached_head) + need <= self.mask + 1
     }
 
     /// True if a frame of `nargs` args and `len` payload bytes fits now; the next
     /// `try_push` of such a frame then succeeds (only this producer takes room).
     pub fn has_room_for<M: RingMemory>(&mut self, mem: &M, nargs: usize, len: usize) -> bool {
-        let need = tail_after(self.tail, self.nslots, nargs, len).wrapping_sub(self.tail);
+        let need = tail_after(self.tail, self.mask + 1, nargs, len).wrapping_sub(self.tail);
         self.has_room(mem, need)
     }
 
@@ -93,15 +94,12 @@ impl Producer {
     ) -> bool {
         debug_assert!(args.len() <= MAX_ARGS);
         let k = frame_slots(args.len(), payload.len());
-        debug_assert!(k <= super::max_frame_slots(self.nslots));
-        let mask = self.nslots - 1;
+        debug_assert!(k <= super::max_frame_slots(self.mask + 1));
+        let mask = self.mask;
         let idx = self.tail & mask;
-        // A frame never wraps: pad to the end of the ring first if it would.
-        let pad = if idx + k > self.nslots {
-            self.nslots - idx
-        } else {
-            0
-        };
+        // A frame never wraps: pad to the end of the ring first if it would. (Its last
+        // slot past the mask, so that a one-slot frame's test folds away.)
+        let pad = if idx + (k - 1) > mask { mask + 1 - idx } else { 0 };
         if !self.has_room(mem, pad + k) {
             return false;
         }
@@ -114,7 +112,7 @@ impl Producer {
         // Prefetch for ownership only slots that are already free: prefetching a slot
         // the consumer still reads would steal its line.
         let ahead = self.tail.wrapping_add(PREFETCH_AHEAD);
-        if ahead.wrapping_sub(self.cached_head) <= self.nslots {
+        if ahead.wrapping_sub(self.cached_head) <= mask + 1 {
             mem.prefetch_for_write(ahead & mask);
         }
         true
