@@ -41,8 +41,8 @@ impl MemConduit {
         let (mut s, mut burst) = (chan.cursor.get(), chan.burst.get());
         let (mut done, mut idle) = (0, 0);
         let mut out = Ok(());
+        let mut r = &chan.rings[s];
         while done < budget {
-            let r = &chan.rings[s];
             // SAFETY: only ring code runs while the consumer state is borrowed.
             let c = unsafe { r.cons.get() };
             if !c.ready(&r.ring) || r.broken.get() {
@@ -51,6 +51,7 @@ impl MemConduit {
                     break;
                 }
                 (s, burst) = (if s + 1 == n { 0 } else { s + 1 }, 0);
+                r = &chan.rings[s];
                 continue;
             }
             // Whether `f` succeeded; its error goes to `out` (moved only on that path).
@@ -81,10 +82,10 @@ impl MemConduit {
             if burst >= FAIR_BURST {
                 r.cons.with(|c| c.publish_if_behind(&r.ring));
                 (s, burst) = (if s + 1 == n { 0 } else { s + 1 }, 0);
+                r = &chan.rings[s];
             }
         }
         if done == budget {
-            let r = &chan.rings[s];
             r.cons.with(|c| c.publish_if_behind(&r.ring));
         }
         chan.cursor.set(s);

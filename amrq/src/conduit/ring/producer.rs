@@ -99,7 +99,11 @@ impl Producer {
         let idx = self.tail & mask;
         // A frame never wraps: pad to the end of the ring first if it would. (Its last
         // slot past the mask, so that a one-slot frame's test folds away.)
-        let pad = if idx + (k - 1) > mask { mask + 1 - idx } else { 0 };
+        let pad = if idx + (k - 1) > mask {
+            mask + 1 - idx
+        } else {
+            0
+        };
         if !self.has_room(mem, pad + k) {
             return false;
         }
