@@ -58,11 +58,24 @@ pub(crate) enum Kind {
 /// ```
 pub struct HandlerTable<S, C: Conduit = MemConduit> {
     names: Vec<&'static str>,
-    /// Request handlers indexed by tag (the runtime's tags and reply handlers' are
-    /// `None`): dispatch is one bounds check and one load, whatever a peer sent.
-    requests: Vec<Option<RequestFn<S, C>>>,
+    /// Request handlers indexed by tag (the runtime's tags, reply handlers' and unused
+    /// tags are `None`): one entry per possible tag, so dispatch is one load and no
+    /// bounds check, whatever a peer sent. (The 512 KiB are allocated zeroed: only the
+    /// pages of registered tags are ever touched.)
+    requests: Box<[Option<RequestFn<S, C>>; TAGS]>,
     /// Reply handlers indexed by tag, likewise.
-    replies: Vec<Option<ReplyFn<S>>>,
+    replies: Box<[Option<ReplyFn<S>>; TAGS]>,
+}
+
+/// Tags a frame header can carry.
+const TAGS: usize = 1 << u16::BITS;
+
+/// A table of `TAGS` entries, all `None`.
+fn empty_table<T: Copy>() -> Box<[Option<T>; TAGS]> {
+    match vec![None; TAGS].into_boxed_slice().try_into() {
+        Ok(table) => table,
+        Err(_) => unreachable!("a vector of TAGS entries"),
+    }
 }
 
 impl<S, C: Conduit> Default for HandlerTable<S, C> {
@@ -82,11 +95,10 @@ impl<S, C: Conduit> std::fmt::Debug for HandlerTable<S, C> {
 impl<S, C: Conduit> HandlerTable<S, C> {
     /// An empty table.
     pub fn new() -> Self {
-        let none = usize::from(FIRST_USER_TAG);
         Self {
             names: Vec::new(),
-            requests: vec![None; none],
-            replies: vec![None; none],
+            requests: empty_table(),
+            replies: empty_table(),
         }
     }
 
@@ -112,8 +124,7 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     pub fn request(&mut self, name: &'static str, f: RequestFn<S, C>) -> RequestHandler {
         let tag = self.next_tag();
         self.names.push(name);
-        self.requests.push(Some(f));
-        self.replies.push(None);
+        self.requests[usize::from(tag)] = Some(f);
         RequestHandler(tag)
     }
 
@@ -124,8 +135,7 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     pub fn reply(&mut self, name: &'static str, f: ReplyFn<S>) -> ReplyHandler {
         let tag = self.next_tag();
         self.names.push(name);
-        self.requests.push(None);
-        self.replies.push(Some(f));
+        self.replies[usize::from(tag)] = Some(f);
         ReplyHandler(tag)
     }
 
@@ -161,13 +171,13 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     /// The request handler of `tag`, if it names one.
     #[inline(always)]
     pub(crate) fn request_fn(&self, tag: u16) -> Option<RequestFn<S, C>> {
-        self.requests.get(usize::from(tag)).copied().flatten()
+        self.requests[usize::from(tag)]
     }
 
     /// The reply handler of `tag`, if it names one.
     #[inline(always)]
     pub(crate) fn reply_fn(&self, tag: u16) -> Option<ReplyFn<S>> {
-        self.replies.get(usize::from(tag)).copied().flatten()
+        self.replies[usize::from(tag)]
     }
 
     pub(crate) fn name(&self, tag: u16) -> &'static str {
