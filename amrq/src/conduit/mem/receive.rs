@@ -16,9 +16,9 @@ impl MemConduit {
     /// Runs `f` on up to `budget` frames of channel `ch`, releasing each after it;
     /// returns how many ran. `f`'s error ends the loop after its frame was released.
     ///
-    /// Pollers look first whether the channel is [quiet](RxChannel::quiet). A ring left for another reason than being found empty (fairness, the
-    /// budget, an error) gets its head published then, so that a quiet ring never hides
-    /// slots the producer may be waiting for.
+    /// Pollers look first whether the channel is [quiet](RxChannel::quiet). A ring left
+    /// before it was found empty (fairness, the budget, an error) gets its head
+    /// published then: its producer sees the room at once, not at the next poll.
     #[inline(always)]
     pub(super) fn drain_frames<E, F>(
         &self,
