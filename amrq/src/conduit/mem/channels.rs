@@ -4,7 +4,8 @@
 
 use super::{Doorbell, TagOnPool};
 use crate::conduit::ring::{
-    Consumer, FrameHeader, Producer, RawRing, SharedProducer, MAX_ARGS, USER_FLAGS,
+    Consumer, FrameHeader, Peeked, Producer, RawRing, RingMemory, SharedProducer, MAX_ARGS,
+    USER_FLAGS,
 };
 use crate::conduit::{Channel, ConduitError, Message, Rank};
 use std::cell::{Cell, UnsafeCell};
@@ -243,6 +244,18 @@ impl RxRing {
     #[inline(always)]
     pub(super) fn quiet(&self) -> bool {
         self.cons.with(|c| c.quiet(&self.ring))
+    }
+
+    /// Publishes the head if slots were read since (see [`Consumer::publish_if_behind`]).
+    #[inline(always)]
+    pub(super) fn publish_if_behind(&self) {
+        self.cons.with(|c| c.publish_if_behind(&self.ring));
+    }
+
+    /// The first slot of frame `p` of this ring.
+    #[inline(always)]
+    pub(super) fn slot_of(&self, p: &Peeked) -> *const u8 {
+        self.ring.slot_ptr(p.index(self.ring.nslots()))
     }
 }
 

@@ -5,9 +5,7 @@
 use super::channels::{with_hidden_word, RxChannel, RxRing, TxRing};
 use super::frame::{close_ring, drop_frame, hidden_word, inline_pair, tag_on_payload};
 use super::{MemConduit, MemFrame};
-use crate::conduit::ring::{
-    FrameHeader, Peeked, RingMemory, FLAG_LONG, FLAG_TAG_ON, MAX_ARGS, USER_FLAGS,
-};
+use crate::conduit::ring::{FrameHeader, Peeked, FLAG_LONG, FLAG_TAG_ON, MAX_ARGS, USER_FLAGS};
 use crate::conduit::{
     Armed, Arming, AtomicOp, Caps, Channel, Conduit, ConduitError, ConduitSpec, Fault, FaultKind,
     Faults, Message, PollSet, Rank, Started,
@@ -105,7 +103,7 @@ impl MemConduit {
         source: Rank,
         p: &Peeked,
     ) -> Result<(*const u8, usize), FaultKind> {
-        let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
+        let base = r.slot_of(p);
         // SAFETY: the consumer checked that the frame, payload included, lies in the ring.
         let inline = unsafe { base.add(p.payload_offset()) };
         if p.header.flags & (FLAG_LONG | FLAG_TAG_ON) == 0 {

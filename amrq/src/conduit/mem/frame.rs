@@ -3,7 +3,7 @@
 
 use super::channels::{RxChannel, RxRing};
 use super::TagOnPool;
-use crate::conduit::ring::{Peeked, RingMemory, ARGS_OFFSET, FLAG_LONG, FLAG_TAG_ON, USER_FLAGS};
+use crate::conduit::ring::{Peeked, ARGS_OFFSET, FLAG_LONG, FLAG_TAG_ON, USER_FLAGS};
 use crate::conduit::{Channel, Fault, FaultKind, FaultLog, Rank, ReceivedFrame, TagOnData};
 
 /// The (index, length) inline payload of a Long or Tag-On frame, if it is 16 bytes.
@@ -39,7 +39,7 @@ pub(super) fn hidden_word(r: &RxRing, p: &Peeked) -> Option<u64> {
     if p.header.nargs == 0 {
         return None;
     }
-    let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
+    let base = r.slot_of(p);
     // SAFETY: the consumer checked that the frame and its args lie in the ring, and
     // the frame is ours until released; args are 8-byte aligned in a slot.
     Some(unsafe { base.add(ARGS_OFFSET).cast::<u64>().read() })
@@ -119,7 +119,7 @@ impl<'a> MemFrame<'a> {
         payload: (*const u8, usize),
     ) -> Self {
         chan.outstanding.set(true);
-        let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
+        let base = r.slot_of(&p);
         let hidden = usize::from(r.hidden);
         // SAFETY: the consumer checked that the frame's args lie inside the ring, and
         // `take` that a hidden-word ring's frame has its hidden word.
@@ -140,7 +140,7 @@ impl<'a> MemFrame<'a> {
     /// `drain` (which marks the channel once for all its frames).
     #[inline(always)]
     pub(super) fn express(chan: &'a RxChannel, r: &'a RxRing, s: Rank, p: Peeked) -> Self {
-        let base = r.ring.slot_ptr(p.index(r.ring.nslots()));
+        let base = r.slot_of(&p);
         // SAFETY: an Express frame's args start inside its slot.
         let args = unsafe { base.add(ARGS_OFFSET) };
         Self {
@@ -218,7 +218,11 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
         let index = if self.is_tag_on() {
             // SAFETY: the payload offset lies inside the frame, which is ours until the
             // release below.
-            let inline = unsafe { self.first_slot().add(self.peeked.payload_offset()) };
+            let inline = unsafe {
+                self.ring
+                    .slot_of(&self.peeked)
+                    .add(self.peeked.payload_offset())
+            };
             // `tag_on_payload` checked the index when the frame was taken.
             inline_pair(inline, &self.peeked).map(|(i, _)| i)
         } else {
@@ -248,13 +252,13 @@ impl MemFrame<'_> {
         }
         // SAFETY: as in `args`: the frame is ours until `release`, and `take` checked
         // that it has its hidden word.
-        unsafe { self.first_slot().add(ARGS_OFFSET).cast::<u64>().read() }
-    }
-
-    /// The frame's first slot.
-    fn first_slot(&self) -> *const u8 {
-        let r = &self.ring.ring;
-        r.slot_ptr(self.peeked.index(r.nslots()))
+        unsafe {
+            self.ring
+                .slot_of(&self.peeked)
+                .add(ARGS_OFFSET)
+                .cast::<u64>()
+                .read()
+        }
     }
 }
 

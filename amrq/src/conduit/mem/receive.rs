@@ -43,9 +43,7 @@ impl MemConduit {
         let mut out = Ok(());
         let mut r = &chan.rings[s];
         while done < budget {
-            // SAFETY: only ring code runs while the consumer state is borrowed.
-            let c = unsafe { r.cons.get() };
-            if !c.ready(&r.ring) || r.broken.get() {
+            if !r.ready() {
                 idle += 1;
                 if idle >= n {
                     break;
@@ -54,6 +52,8 @@ impl MemConduit {
                 r = &chan.rings[s];
                 continue;
             }
+            // SAFETY: only ring code runs while the consumer state is borrowed.
+            let c = unsafe { r.cons.get() };
             // Whether `f` succeeded; its error goes to `out` (moved only on that path).
             let ok = match if r.plain {
                 c.take_express(&r.ring)
@@ -76,17 +76,17 @@ impl MemConduit {
             idle = 0;
             burst += 1;
             if !ok {
-                r.cons.with(|c| c.publish_if_behind(&r.ring));
+                r.publish_if_behind();
                 break;
             }
             if burst >= FAIR_BURST {
-                r.cons.with(|c| c.publish_if_behind(&r.ring));
+                r.publish_if_behind();
                 (s, burst) = (if s + 1 == n { 0 } else { s + 1 }, 0);
                 r = &chan.rings[s];
             }
         }
         if done == budget {
-            r.cons.with(|c| c.publish_if_behind(&r.ring));
+            r.publish_if_behind();
         }
         chan.cursor.set(s);
         chan.burst.set(burst);

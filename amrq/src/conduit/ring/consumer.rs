@@ -101,9 +101,7 @@ impl Consumer {
         if mem.seq(self.head & self.mask).load(Acquire) == self.head.wrapping_add(1) {
             return true;
         }
-        if self.head != self.published {
-            self.publish(mem);
-        }
+        self.publish_if_behind(mem);
         false
     }
 
