@@ -3,6 +3,7 @@
 use super::payload::Payload;
 use super::{Am, AmError, ReplyHandler};
 use crate::conduit::{Conduit, Rank};
+use crate::rq::QueueId;
 
 /// An arriving message, borrowed in place from the queue.
 ///
@@ -130,10 +131,16 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     }
 
     /// Sends a Short reply. Waits for room if needed, running only reply handlers.
-    #[inline]
+    #[inline(always)]
     pub fn reply(self, handler: ReplyHandler, args: &[u64]) -> Result<(), AmError> {
-        self.am
-            .send_reply(self.source, handler, args, Payload::Inline(&[]))
+        let empty = Payload::Inline(&[]);
+        if self
+            .am
+            .enqueue(self.source, QueueId::AM_REPLY, handler.0, args, empty)?
+        {
+            return Ok(());
+        }
+        self.am.reply_when_room(self.source, handler, args)
     }
 
     /// Sends a Medium reply (payload up to [`Am::max_medium`] bytes).

@@ -196,14 +196,45 @@ impl<S, C: Conduit> Am<S, C> {
 
     /// Sends a Short request (0–8 args) to `dest`, waiting for room if needed (running
     /// handlers meanwhile).
-    #[inline]
+    #[inline(always)]
     pub fn request(
         &self,
         dest: Rank,
         handler: RequestHandler,
         args: &[u64],
     ) -> Result<(), AmError> {
-        self.send_request(dest, handler.0, args, Payload::Inline(&[]))
+        let empty = Payload::Inline(&[]);
+        if self.enqueue(dest, QueueId::AM_REQUEST, handler.0, args, empty)? {
+            return Ok(());
+        }
+        self.request_when_room(dest, handler.0, args)
+    }
+
+    /// [`Am::send_when_room`] for a Short request. Its own function, with arguments that
+    /// all fit registers: had the inlined send built the retry's `Payload` for it, the
+    /// stores would sit in the store buffer on every send, and a sender whose slot
+    /// stores wait for their cache lines runs as many sends ahead as the buffer holds
+    /// stores (the stream halved with a dozen more per send).
+    #[cold]
+    #[inline(never)]
+    fn request_when_room(&self, dest: Rank, tag: u16, args: &[u64]) -> Result<(), AmError> {
+        let empty = Payload::Inline(&[]);
+        self.send_when_room(dest, QueueId::AM_REQUEST, tag, args, empty, Self::poll)
+    }
+
+    /// [`Am::request_when_room`] for a Short reply.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn reply_when_room(
+        &self,
+        dest: Rank,
+        h: ReplyHandler,
+        args: &[u64],
+    ) -> Result<(), AmError> {
+        let empty = Payload::Inline(&[]);
+        self.send_when_room(dest, QueueId::AM_REPLY, h.0, args, empty, |am| {
+            am.drain(QueueId::AM_REPLY, REPLY_BUDGET)
+        })
     }
 
     /// Sends a Medium request: args plus a payload of up to [`Am::max_medium`] bytes.
@@ -241,7 +272,7 @@ impl<S, C: Conduit> Am<S, C> {
 
     /// One attempt to enqueue into queue `q` of `dest`; `Ok(false)` if full.
     #[inline(always)]
-    fn enqueue(
+    pub(crate) fn enqueue(
         &self,
         dest: Rank,
         q: QueueId,
