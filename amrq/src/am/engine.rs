@@ -211,10 +211,11 @@ impl<S, C: Conduit> Am<S, C> {
     }
 
     /// [`Am::send_when_room`] for a Short request. Its own function, with arguments that
-    /// all fit registers: had the inlined send built the retry's `Payload` for it, the
-    /// stores would sit in the store buffer on every send, and a sender whose slot
-    /// stores wait for their cache lines runs as many sends ahead as the buffer holds
-    /// stores (the stream halved with a dozen more per send).
+    /// all fit registers, so that the inlined send does not build the retry's `Payload`
+    /// on every send (3 stores and instructions fewer per send under callgrind). A
+    /// sender whose slot stores wait for their cache lines runs only as many sends
+    /// ahead as the store buffer holds stores: 16 more stack stores per send slowed
+    /// the stream's sender from 28 to 71 ns.
     #[cold]
     #[inline(never)]
     fn request_when_room(&self, dest: Rank, tag: u16, args: &[u64]) -> Result<(), AmError> {
@@ -232,9 +233,21 @@ impl<S, C: Conduit> Am<S, C> {
         args: &[u64],
     ) -> Result<(), AmError> {
         let empty = Payload::Inline(&[]);
-        self.send_when_room(dest, QueueId::AM_REPLY, h.0, args, empty, |am| {
-            am.drain(QueueId::AM_REPLY, REPLY_BUDGET)
-        })
+        self.send_when_room(
+            dest,
+            QueueId::AM_REPLY,
+            h.0,
+            args,
+            empty,
+            Self::poll_replies,
+        )
+    }
+
+    /// What a rank waiting for room for a reply runs: only reply handlers, which never
+    /// send, so this wait cannot grow into a cycle of ranks each waiting for the next
+    /// (the request/reply rule).
+    fn poll_replies(&self) -> Result<usize, AmError> {
+        self.drain(QueueId::AM_REPLY, REPLY_BUDGET)
     }
 
     /// Sends a Medium request: args plus a payload of up to [`Am::max_medium`] bytes.
@@ -333,11 +346,14 @@ impl<S, C: Conduit> Am<S, C> {
         if self.enqueue(dest, QueueId::AM_REPLY, h.0, args, payload)? {
             return Ok(());
         }
-        // Only replies: their handlers never send, so this wait cannot grow into a cycle
-        // of ranks each waiting for the next (the request/reply rule).
-        self.send_when_room(dest, QueueId::AM_REPLY, h.0, args, payload, |am| {
-            am.drain(QueueId::AM_REPLY, REPLY_BUDGET)
-        })
+        self.send_when_room(
+            dest,
+            QueueId::AM_REPLY,
+            h.0,
+            args,
+            payload,
+            Self::poll_replies,
+        )
     }
 
     /// Retries a send into queue `q` of `dest` until there is room, running `poll`
