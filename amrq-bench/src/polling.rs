@@ -67,8 +67,8 @@ fn unsuccessful(
     iters: u64,
     poll: impl Fn() -> bool,
 ) -> Result<Figure, AmError> {
-    for _ in 0..100 {
-        poll(); // the One-poll doorbell arms after a few dozen empty polls
+    for _ in 0..20_000 {
+        poll(); // the One-poll doorbell arms after 8 Ki ring looks (`membarrier`) or 32 polls
     }
     let mut v = Vec::new();
     for _ in 0..p.batches {

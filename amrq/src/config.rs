@@ -41,6 +41,11 @@ pub struct Config {
     /// answer) before it gives up with an error. Environment: `AMRQ_ATTACH_TIMEOUT`
     /// (seconds).
     pub attach_timeout: std::time::Duration,
+    /// How the doorbell handshake between a sender and a receiver that may sleep
+    /// fences: asymmetric (the default: `membarrier` when a receiver arms, nothing per
+    /// send) or symmetric (a locked instruction per send). Environment:
+    /// `AMRQ_DOORBELL_FENCE`.
+    pub doorbell_fence: crate::conduit::doorbell::DoorbellFence,
 }
 
 /// Where a setting's value came from (for `amrun --print-config`).
@@ -62,6 +67,7 @@ impl Default for Config {
             tag_on_bytes: 4096,
             interrupt_slots: 0,
             attach_timeout: std::time::Duration::from_secs(60),
+            doorbell_fence: Default::default(),
         }
     }
 }
@@ -85,8 +91,8 @@ pub fn parse_size(s: &str) -> Option<usize> {
 }
 
 impl Config {
-    /// The defaults, overridden by `AMRQ_RING_SLOTS`, `AMRQ_SEGMENT_SIZE` and
-    /// `AMRQ_ATTACH_TIMEOUT` when set.
+    /// The defaults, overridden by `AMRQ_RING_SLOTS`, `AMRQ_SEGMENT_SIZE`,
+    /// `AMRQ_ATTACH_TIMEOUT` and `AMRQ_DOORBELL_FENCE` when set.
     /// Unreadable values are an error that names the variable.
     pub fn from_env() -> Result<Self, String> {
         let mut c = Self::default();
@@ -111,11 +117,14 @@ impl Config {
                     format!("AMRQ_ATTACH_TIMEOUT={v}: expected seconds such as 60 or 0.5")
                 })?;
         }
+        if let Ok(v) = std::env::var("AMRQ_DOORBELL_FENCE") {
+            c.doorbell_fence = v.parse().map_err(|e| format!("AMRQ_DOORBELL_FENCE={e}"))?;
+        }
         Ok(c)
     }
 
     /// Where each setting of [`Config::from_env`] comes from.
-    pub fn sources() -> [(&'static str, Source); 3] {
+    pub fn sources() -> [(&'static str, Source); 4] {
         let src = |k: &str| {
             if std::env::var_os(k).is_some() {
                 Source::Env
@@ -127,6 +136,7 @@ impl Config {
             ("AMRQ_RING_SLOTS", src("AMRQ_RING_SLOTS")),
             ("AMRQ_SEGMENT_SIZE", src("AMRQ_SEGMENT_SIZE")),
             ("AMRQ_ATTACH_TIMEOUT", src("AMRQ_ATTACH_TIMEOUT")),
+            ("AMRQ_DOORBELL_FENCE", src("AMRQ_DOORBELL_FENCE")),
         ]
     }
 
@@ -176,6 +186,7 @@ impl Config {
             tag_on_buffers: self.tag_on_buffers,
             tag_on_bytes: self.tag_on_bytes,
             segment_bytes: self.segment_bytes,
+            doorbell_fence: self.doorbell_fence,
             remedy: format!(
                 "lower each rank's registered segment with AMRQ_SEGMENT_SIZE or the AM ring size with AMRQ_RING_SLOTS (now {} slots)",
                 self.am_ring_slots

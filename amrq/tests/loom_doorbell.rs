@@ -33,12 +33,12 @@ fn run(sleeper: bool) -> (Arc<Bell>, bool, u32) {
     let s = b.clone();
     let sender = loom::thread::spawn(move || {
         s.seq.store(1, Ordering::Release);
-        if ring(&s.armed, &s.summary, &s.sleepers, BIT) {
+        if ring(&s.armed, &s.summary, &s.sleepers, BIT, false) {
             s.wake.fetch_add(1, Ordering::Release);
         }
     });
     let w = b.wake.load(Ordering::Acquire);
-    arm(&b.armed, sleeper.then_some(&b.sleepers), BIT);
+    arm(&b.armed, sleeper.then_some(&b.sleepers), BIT, 0);
     let saw = b.seq.load(Ordering::Acquire) == 1;
     sender.join().unwrap();
     (b, saw, w)
@@ -69,14 +69,14 @@ fn two_senders_one_claimed_wake_up_no_frame_slept_through() {
                 let s = b.clone();
                 loom::thread::spawn(move || {
                     s.seq.fetch_or(frame, Ordering::Release);
-                    if ring(&s.armed, &s.summary, &s.sleepers, BIT) {
+                    if ring(&s.armed, &s.summary, &s.sleepers, BIT, false) {
                         s.wake.fetch_add(1, Ordering::Release);
                     }
                 })
             })
             .collect();
         let w = b.wake.load(Ordering::Acquire);
-        arm(&b.armed, Some(&b.sleepers), BIT);
+        arm(&b.armed, Some(&b.sleepers), BIT, 0);
         let seen = b.seq.load(Ordering::Acquire);
         for s in senders {
             s.join().unwrap();

@@ -2,9 +2,11 @@
 
 #![cfg(not(amrq_loom))]
 
+use amrq::conduit::doorbell::DoorbellFence;
 use amrq::conduit::{ConduitError, ReceivedFrame};
 use amrq::prelude::*;
 use amrq::rq::Dequeued;
+use std::time::Duration;
 
 #[test]
 fn full_queue_returns_false_and_loses_nothing() {
@@ -208,6 +210,27 @@ fn one_poll_through_its_armed_path_loses_nothing() {
     let (cfg, _) = one_poll::config();
     let out = amrq::threads::run(2, &cfg, |c| one_poll::armed_bursts(c, 2000)).unwrap();
     assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+}
+
+#[test]
+fn one_poll_loses_nothing_that_arrives_around_its_arm_point() {
+    let runs = [
+        (
+            DoorbellFence::Asymmetric,
+            10_000,
+            Duration::from_micros(200),
+        ),
+        (DoorbellFence::Symmetric, 200_000, Duration::from_micros(2)),
+    ];
+    for (fence, frames, max_pause) in runs {
+        let (mut cfg, _) = one_poll::config();
+        cfg.doorbell_fence = fence;
+        let out = amrq::threads::run(2, &cfg, |c| {
+            one_poll::arrivals_around_the_arm_point(c, frames, max_pause)
+        })
+        .unwrap();
+        assert!(out.iter().all(|r| r.is_ok()), "{fence:?}: {out:?}");
+    }
 }
 
 #[test]

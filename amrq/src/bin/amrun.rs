@@ -189,6 +189,7 @@ mod cli {
             let value = match name {
                 "AMRQ_RING_SLOTS" => format!("{} slots", cfg.am_ring_slots),
                 "AMRQ_ATTACH_TIMEOUT" => format!("{:?}", cfg.attach_timeout),
+                "AMRQ_DOORBELL_FENCE" => format!("{:?}", cfg.doorbell_fence).to_lowercase(),
                 _ => format!("{} bytes", cfg.segment_bytes),
             };
             let from = match src {

@@ -4,8 +4,58 @@
 //! publishes a frame fences, then rings (sets the summary bit, and wakes a sleeper) only
 //! if the channel is armed. The two fences make it a Dekker handshake: either the
 //! sender sees the arm, or the receiver's last look sees the frame. Never both missed.
+//!
+//! The fences are symmetric (a locked instruction on each side) or asymmetric: senders
+//! send often and receivers arm rarely, so where `membarrier(2)` works the receiver's
+//! arm issues it ([`crate::util::membarrier`]), which puts a full barrier into every
+//! running thread of the job, and the sender's fence is only a compiler barrier. On a
+//! streaming sender the locked instruction cost ~20 ns per message (it waits for the
+//! store buffer to drain); the system call costs the arming receiver ~10 µs. Which bits
+//! of a receiver are armed that way is in its doorbell ([`crate::conduit::mem::Doorbell`]'s
+//! `heavy`), so a sender decides per channel, and a job whose processes differ (one
+//! cannot register) stays correct: a sender leaves its fence out only if it is a target
+//! of the receiver's `membarrier` and the receiver issues one.
 
 use crate::sync::{fence, AtomicU64, Ordering};
+use std::sync::atomic::compiler_fence;
+
+/// How a job's doorbell handshakes fence (see the module doc). Environment:
+/// `AMRQ_DOORBELL_FENCE` (`asymmetric` or `symmetric`).
+///
+/// ```
+/// use amrq::conduit::doorbell::DoorbellFence;
+/// assert_eq!(DoorbellFence::default(), DoorbellFence::Asymmetric);
+/// assert_eq!("symmetric".parse(), Ok(DoorbellFence::Symmetric));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DoorbellFence {
+    /// Receivers issue `membarrier` when they arm; senders need no fence instruction
+    /// (where `membarrier` works; elsewhere, as `Symmetric`).
+    #[default]
+    Asymmetric,
+    /// A locked instruction on each side: on every send, and on every arm.
+    Symmetric,
+}
+
+impl std::str::FromStr for DoorbellFence {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "asymmetric" => Ok(Self::Asymmetric),
+            "symmetric" => Ok(Self::Symmetric),
+            _ => Err(format!("{s}: expected asymmetric or symmetric")),
+        }
+    }
+}
+
+impl DoorbellFence {
+    /// True if this process may leave out its side of the fence, and issue the heavy
+    /// side: asymmetric, and this process registered for `membarrier`.
+    #[cfg(not(amrq_loom))]
+    pub fn asymmetric_here(self) -> bool {
+        self == Self::Asymmetric && crate::util::membarrier::register()
+    }
+}
 
 /// Sender side, right after publishing a frame on the channel of doorbell bit `bit`:
 /// sets the bit in `summary` if the receiver armed it; returns true if the receiver
@@ -14,12 +64,30 @@ use crate::sync::{fence, AtomicU64, Ordering};
 /// the receiver asleep, one makes the wake-up syscall, and the others, until the
 /// receiver arms again, do not (on an oversubscribed host, a woken receiver may not run
 /// for a while, and every send would otherwise pay a syscall meanwhile).
+///
+/// `light`: this process is registered for `membarrier` and the receiver issues one when
+/// it arms `bit` (see the module doc); then no fence instruction is needed here.
 #[inline(always)]
-pub fn ring(armed: &AtomicU64, summary: &AtomicU64, sleepers: &AtomicU64, bit: u64) -> bool {
-    // ORDERING: a SeqCst fence between the frame's Release store (just done) and the
-    // load of `armed`; pairs with the receiver's SeqCst fence in `arm` (Dekker). One
-    // locked instruction.
-    fence(Ordering::SeqCst);
+pub fn ring(
+    armed: &AtomicU64,
+    summary: &AtomicU64,
+    sleepers: &AtomicU64,
+    bit: u64,
+    light: bool,
+) -> bool {
+    if light {
+        // ORDERING: the frame's Release store (just done) stays before the load of
+        // `armed` in program order; the receiver's `membarrier` in `arm` runs a full
+        // barrier on this thread at some point of that order (asymmetric Dekker): the
+        // store is before it, so the receiver's last look sees the frame, or both are
+        // after it, so the load sees the arm.
+        compiler_fence(Ordering::SeqCst);
+    } else {
+        // ORDERING: a SeqCst fence between the frame's Release store (just done) and
+        // the load of `armed`; pairs with the receiver's SeqCst fence in `arm`
+        // (Dekker). One locked instruction.
+        fence(Ordering::SeqCst);
+    }
     if armed.load(Ordering::Relaxed) & bit == 0 {
         return false;
     }
@@ -34,9 +102,10 @@ pub fn ring(armed: &AtomicU64, summary: &AtomicU64, sleepers: &AtomicU64, bit: u
 
 /// Receiver side, before its last look at the channels of `bits`: arms them (and marks
 /// it a sleeper, if `sleepers` is given). Returns the bits this call armed (others were
-/// armed already).
+/// armed already). `heavy`: the bits whose senders may leave their fence out (the
+/// receiver's doorbell says so); arming one of them issues `membarrier`.
 #[inline(always)]
-pub fn arm(armed: &AtomicU64, sleepers: Option<&AtomicU64>, bits: u64) -> u64 {
+pub fn arm(armed: &AtomicU64, sleepers: Option<&AtomicU64>, bits: u64, heavy: u64) -> u64 {
     if let Some(s) = sleepers {
         s.fetch_or(bits, Ordering::Relaxed);
     }
@@ -44,5 +113,16 @@ pub fn arm(armed: &AtomicU64, sleepers: Option<&AtomicU64>, bits: u64) -> u64 {
     // ORDERING: SeqCst fence between arming and the look that follows; pairs with the
     // senders' SeqCst fence in `ring` (Dekker).
     fence(Ordering::SeqCst);
+    if mine & heavy != 0 {
+        // ORDERING: pairs with the light senders' compiler barrier in `ring`: a full
+        // barrier on each of their threads, after the arm above and before the look
+        // that follows. Bits armed before (not `mine`) had theirs when they were armed,
+        // and have stayed armed since. (Loom cannot model it: its models pass no heavy
+        // bits, and the stress tests in `tests/common/one_poll.rs` cover this side.)
+        #[cfg(not(amrq_loom))]
+        crate::util::membarrier::global_expedited();
+        #[cfg(amrq_loom)]
+        unreachable!("the loom models run the symmetric handshake");
+    }
     mine
 }

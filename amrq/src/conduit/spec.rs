@@ -115,6 +115,8 @@ pub struct ConduitSpec {
     pub tag_on_bytes: usize,
     /// Bytes of each rank's registered segment.
     pub segment_bytes: usize,
+    /// How doorbell handshakes fence.
+    pub doorbell_fence: super::doorbell::DoorbellFence,
     /// What the user changes to lower the memory a job needs, named by setup errors
     /// that run out of it (the layer that reads the settings knows their names).
     pub remedy: String,
@@ -130,6 +132,7 @@ impl ConduitSpec {
             tag_on_buffers: 8,
             tag_on_bytes: 4096,
             segment_bytes: 64 << 10,
+            doorbell_fence: Default::default(),
             remedy: "lower the segment or ring sizes".into(),
         }
     }

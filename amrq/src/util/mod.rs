@@ -3,6 +3,7 @@
 pub mod affinity;
 pub mod backoff;
 pub mod futex;
+pub mod membarrier;
 pub(crate) mod prefetch;
 pub mod shm;
 

@@ -98,3 +98,82 @@ pub fn armed_bursts(c: MemConduit, bursts: u64) -> Result<(), String> {
     }
     am.barrier().map_err(e)
 }
+
+/// Rank 0 sends `frames` frames over the three queues, each after a pseudo-random pause
+/// below `max_pause` (a quarter of them back to back), so that arrivals land before
+/// rank 1's One-poll arms its doorbell, while it arms, and after: One-poll arms after 32
+/// empty polls with symmetric fences, and after 8 Ki ring looks (some tens of µs) with
+/// the asymmetric ones, whose `membarrier` then takes ~10 µs. Rank 1 takes them with One-poll alone: each
+/// exactly once and in order per queue, none left unseen for a second (a sender that
+/// missed the arm and a receiver whose last look missed the frame would leave it
+/// there), and the armed path taken for a good share of them.
+pub fn arrivals_around_the_arm_point(
+    c: MemConduit,
+    frames: u64,
+    max_pause: Duration,
+) -> Result<(), String> {
+    let (_, qs) = config();
+    let rq = amrq::rq::Rq::new(c);
+    let set = rq.poll_set(&qs).map_err(|e| e.to_string())?;
+    let mut next = [0u64; 3];
+    if rq.rank() == 0 {
+        let mut lcg = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..frames {
+            lcg = lcg
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            if lcg >> 62 != 0 {
+                let pause = (lcg >> 33) % max_pause.as_nanos() as u64;
+                let until = Instant::now() + Duration::from_nanos(pause);
+                while Instant::now() < until {}
+            }
+            let q = (i % 3) as usize;
+            while !rq
+                .enqueue(1, qs[q], &[next[q]], &[])
+                .map_err(|e| e.to_string())?
+            {}
+            next[q] += 1;
+        }
+    } else {
+        // Frames found on a poll that followed an armed one: noticed through the summary.
+        let (mut got, mut after_armed, mut last) = (0, 0, Instant::now());
+        let mut polls = 0u32;
+        while got < frames {
+            let was_armed = rq.conduit().one_poll_armed() != 0;
+            match rq.one_poll(&set).map_err(|e| e.to_string())? {
+                Some((q, f)) => {
+                    let i = qs.iter().position(|&x| x == q).ok_or("unknown queue")?;
+                    if f.args() != [next[i]] {
+                        return Err(format!(
+                            "queue {i}: got {:?}, expected {}",
+                            f.args(),
+                            next[i]
+                        ));
+                    }
+                    next[i] += 1;
+                    f.release();
+                    got += 1;
+                    after_armed += u64::from(was_armed);
+                    last = Instant::now();
+                }
+                // The clock now and then: reading it costs more than a poll.
+                None if {
+                    polls = polls.wrapping_add(1);
+                    polls % 1024 == 0 && last.elapsed() > Duration::from_secs(1)
+                } =>
+                {
+                    return Err(format!(
+                        "{got} of {frames} frames seen: a doorbell was lost"
+                    ));
+                }
+                None => {}
+            }
+        }
+        if after_armed < frames / 40 {
+            return Err(format!(
+                "only {after_armed} of {frames} frames came while armed"
+            ));
+        }
+    }
+    rq.conduit().barrier().map_err(|e| e.to_string())
+}

@@ -60,6 +60,10 @@ pub(super) struct TxRing {
     pub(super) notify_bit: u64,
     /// The receiver's doorbell.
     pub(super) doorbell: *const Doorbell,
+    /// `notify_bit` if this process is a target of the receivers' `membarrier`, else 0:
+    /// it leaves out its fence if the receiver arms the bit with one (the doorbell's
+    /// `heavy` bits).
+    pub(super) light_bit: u64,
     /// The receiver's Tag-On pool for this sender, and where the next claim looks.
     pub(super) pool: TagOnPool,
     pub(super) pool_cursor: Cell<usize>,
@@ -224,7 +228,9 @@ impl TxRing {
     pub(super) fn ring_doorbell(&self) {
         // SAFETY: the doorbell is inside the region the owner keeps alive; atomic only.
         let d = unsafe { &*self.doorbell };
-        if crate::conduit::doorbell::ring(&d.armed, &d.summary, &d.sleepers, self.notify_bit) {
+        let light = d.heavy.load(Ordering::Relaxed) & self.light_bit != 0;
+        if crate::conduit::doorbell::ring(&d.armed, &d.summary, &d.sleepers, self.notify_bit, light)
+        {
             // ORDERING: Release pairs with the sleeper's Acquire load of `wake` before
             // it sleeps; the futex wake ends its sleep.
             d.wake.fetch_add(1, Ordering::Release);

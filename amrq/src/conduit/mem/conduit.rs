@@ -14,8 +14,14 @@ use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 
 /// Empty polls in a row before One-poll arms the doorbell (ANCHORS.md: "after many
-/// empty polls it arms a ring").
+/// empty polls it arms a ring"), where arming costs a locked instruction.
 const ARM_AFTER: u32 = 32;
+/// Where arming issues `membarrier` (~10 µs while a peer runs): ring looks (empty polls
+/// × channels polled) in a row before One-poll arms: some 30–50 µs of idle polling on
+/// the development VM, so that arming costs at most about a quarter of the idle time
+/// before it. Arming after 32 polls, a receiver fed every few µs spent most of its time
+/// in the system call.
+const ARM_AFTER_LOOKS_HEAVY: usize = 8 << 10;
 
 impl MemConduit {
     /// The frame at the head of ring `s` of `chan`, which `next_ready` saw, checked and
@@ -510,7 +516,11 @@ impl Conduit for MemConduit {
         let idle = idle.saturating_add(1);
         self.one_poll_state.set((armed, idle));
         if all_notify && idle >= ARM_AFTER && armed & bits != bits {
-            crate::conduit::doorbell::arm(&d.armed, None, bits);
+            let heavy = d.heavy.load(Ordering::Relaxed);
+            if heavy & bits != 0 && (idle as usize) * channels.len() < ARM_AFTER_LOOKS_HEAVY {
+                return Ok(None);
+            }
+            crate::conduit::doorbell::arm(&d.armed, None, bits, heavy);
             armed |= bits;
             self.one_poll_state.set((armed, idle));
             for &ch in channels {

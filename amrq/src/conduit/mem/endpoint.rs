@@ -11,6 +11,7 @@ use crate::conduit::ring::{
 use crate::conduit::{Caps, Channel, ChannelCaps, ConduitSpec, Delivery, Rank};
 use std::cell::Cell;
 use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Keeps the memory of the rings and segments alive for as long as an endpoint uses it.
@@ -136,8 +137,13 @@ impl MemConduit {
             .map(|src| unsafe { layout.tag_on_pool(base, rank, src) })
             .collect();
         let mut rx = Vec::with_capacity(channels);
+        let asymmetric = spec.doorbell_fence.asymmetric_here();
         for (ch, c) in spec.channels.iter().enumerate() {
             let (who, slots, shared) = (&c.senders, c.slots, c.shared);
+            let notify_bit = match c.rings_doorbell() {
+                true => ConduitSpec::doorbell_bit(ch),
+                false => 0,
+            };
             for dest in 0..ranks {
                 let prod = if shared {
                     Tx::Shared {
@@ -157,13 +163,10 @@ impl MemConduit {
                     // The interrupt channel carries flagged frames of other channels
                     // only (`send_flagged` writes it): no frame is sent into it directly.
                     permitted: who.allows(rank) && interrupt_channel != Some(ch),
-                    notify_bit: if c.rings_doorbell() {
-                        ConduitSpec::doorbell_bit(ch)
-                    } else {
-                        0
-                    },
+                    notify_bit,
                     // SAFETY: caller guarantees `base` is a live region of `layout`.
                     doorbell: unsafe { layout.doorbell(base, dest) },
+                    light_bit: if asymmetric { notify_bit } else { 0 },
                     // SAFETY: as above.
                     pool: unsafe { layout.tag_on_pool(base, dest, rank) },
                     pool_cursor: Cell::new(0),
@@ -223,6 +226,22 @@ impl MemConduit {
             },
             interrupt_channel,
         };
+        // SAFETY: as above.
+        let doorbell = unsafe { layout.doorbell(base, rank) };
+        if asymmetric {
+            // The channels this rank arms with `membarrier`: all that ring its doorbell
+            // but the Interrupt ones (armed by the progress thread after every
+            // interrupt: their senders keep their fence, and it pays no system call).
+            let heavy = spec
+                .channels
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.rings_doorbell() && c.delivery != Delivery::Interrupt)
+                .fold(0, |bits, (ch, _)| bits | ConduitSpec::doorbell_bit(ch));
+            // Relaxed: a sender that reads the bits before this store fences (safe
+            // either way); this rank arms only after it, in program order.
+            doorbell.heavy.store(heavy, Ordering::Relaxed);
+        }
         Self {
             rank,
             size: ranks,
@@ -231,8 +250,7 @@ impl MemConduit {
             rx: rx.into_boxed_slice(),
             segments: segments.into_boxed_slice(),
             segment_bytes,
-            // SAFETY: as above.
-            doorbell: unsafe { layout.doorbell(base, rank) },
+            doorbell,
             one_poll_state: Cell::new((0, 0)),
             boot,
             faults: crate::conduit::FaultLog::new(rank),

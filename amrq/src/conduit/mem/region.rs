@@ -53,11 +53,20 @@ const _: () = {
 ///
 /// Bit `ch % 64` stands for channel `ch`: One-poll channels sharing a bit only cost a
 /// scan; an Interrupt channel has its bit to itself ([`ConduitSpec::check`]).
+///
+/// ```text
+///   0 armed     8 heavy     16 … 127 (pad)        senders read this line on every send
+/// 128 summary 136 wake 140 (pad) 144 sleepers …   senders write it only when armed
+/// ```
 #[repr(C, align(128))]
 pub struct Doorbell {
     /// Channels armed by the receiver (written by it, read by senders).
     pub armed: crate::sync::AtomicU64,
-    _pad: [u8; 120],
+    /// Channels whose arming issues `membarrier`, so that their senders leave out their
+    /// fence (the asymmetric handshake of [`crate::conduit::doorbell`]). Written once
+    /// by the receiver before it first arms, read by senders with `armed`.
+    pub heavy: crate::sync::AtomicU64,
+    _pad: [u8; 112],
     /// Channels on which a frame arrived while armed (set by senders, cleared by the
     /// receiver).
     pub summary: crate::sync::AtomicU64,
@@ -84,7 +93,12 @@ impl Doorbell {
         let w = self.wake.load(Ordering::Acquire);
         (
             w,
-            crate::conduit::doorbell::arm(&self.armed, Some(&self.sleepers), bits),
+            crate::conduit::doorbell::arm(
+                &self.armed,
+                Some(&self.sleepers),
+                bits,
+                self.heavy.load(Ordering::Relaxed),
+            ),
         )
     }
 
@@ -105,6 +119,7 @@ impl Doorbell {
 const DOORBELL_BYTES: usize = 256;
 const _: () = {
     assert!(std::mem::size_of::<Doorbell>() == DOORBELL_BYTES);
+    assert!(std::mem::offset_of!(Doorbell, heavy) == 8);
     assert!(std::mem::offset_of!(Doorbell, summary) == 128);
     assert!(std::mem::offset_of!(Doorbell, wake) == 136);
     assert!(std::mem::offset_of!(Doorbell, sleepers) == 144);
