@@ -4,7 +4,7 @@
 //!   waits in a conduit barrier, which sends no frames): `Am::poll` (requests and
 //!   replies), `Rq::read_queue` on the request queue and on the reply queue alone,
 //!   `Am::wait_until` whose condition already holds (it returns without polling), a
-//!   poll then that wait (`poll_wait`), and `Rq::one_poll` over 1 and 8 queues (the
+//!   poll then that wait (`poll_wait`), and `Rq::one_poll` over 1, 8 and 64 queues (the
 //!   receiver idle, its doorbell armed).
 //! - *Successful poll* (§6.1.2): rank 1 sends 1024 requests with a delay Δ between
 //!   sends; rank 0 polls until it has handled all, counting its polls. The time per
@@ -22,7 +22,7 @@ use amrq::prelude::*;
 use amrq::rq::QueueId;
 
 /// One-poll queues the polling benchmark needs in the job's configuration.
-pub const ONE_POLL_QUEUES: usize = 8;
+pub const ONE_POLL_QUEUES: usize = 64;
 
 /// Adds the [`ONE_POLL_QUEUES`] probe queues to `cfg`.
 pub fn configure(cfg: &mut Config) {
@@ -97,7 +97,8 @@ pub fn polling(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
         .map(|i| QueueId::new(QueueId::FIRST_USER + i))
         .collect();
     let one = b.am.rq().poll_set(&probes[..1])?;
-    let eight = b.am.rq().poll_set(&probes)?;
+    let eight = b.am.rq().poll_set(&probes[..8])?;
+    let all = b.am.rq().poll_set(&probes)?;
     let rq = b.am.rq();
     let mut o = Outcome::new("polling", 2, p.clock.overhead_ns());
     barrier()?;
@@ -123,6 +124,9 @@ pub fn polling(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
         })?);
         f.push(unsuccessful("one_poll_8", p, iters, || {
             matches!(rq.one_poll(&eight), Ok(None))
+        })?);
+        f.push(unsuccessful("one_poll_64", p, iters, || {
+            matches!(rq.one_poll(&all), Ok(None))
         })?);
     }
     barrier()?;

@@ -402,7 +402,7 @@ impl<C: Conduit> Rq<C> {
     ///     Ok(())
     /// }).unwrap();
     /// ```
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::type_complexity)]
     pub fn one_poll(&self, set: &PollSet) -> Result<Option<(QueueId, C::Frame<'_>)>, RqError> {
         Ok(self.conduit.one_poll(set)?.map(|(ch, f)| (QueueId(ch), f)))

@@ -24,6 +24,50 @@ const ARM_AFTER: u32 = 32;
 const ARM_AFTER_LOOKS_HEAVY: usize = 8 << 10;
 
 impl MemConduit {
+    /// One-poll past the armed check of [`Conduit::one_poll`]: a frame arrived on an
+    /// armed set (disarm it, then scan), or the set is not armed (scan, and arm it once
+    /// idle long enough).
+    #[inline]
+    fn one_poll_scan(
+        &self,
+        set: &PollSet,
+    ) -> Result<Option<(Channel, MemFrame<'_>)>, ConduitError> {
+        let (bits, all_notify, channels) = (set.bits, set.all_notify, &set.channels[..]);
+        let d = self.doorbell();
+        let (mut armed, idle) = self.one_poll_state.get();
+        if all_notify && armed & bits == bits {
+            d.armed.fetch_and(!bits, Ordering::Relaxed);
+            d.summary.fetch_and(!bits, Ordering::Relaxed);
+            armed &= !bits;
+            self.one_poll_state.set((armed, 0));
+        }
+        for &ch in channels {
+            if let Some(f) = self.peek(ch)? {
+                self.one_poll_state.set((armed, 0));
+                return Ok(Some((ch, f)));
+            }
+        }
+        let idle = idle.saturating_add(1);
+        self.one_poll_state.set((armed, idle));
+        if all_notify && idle >= ARM_AFTER && armed & bits != bits {
+            let heavy = d.heavy.load(Ordering::Relaxed);
+            if heavy & bits != 0 && (idle as usize) * channels.len() < ARM_AFTER_LOOKS_HEAVY {
+                return Ok(None);
+            }
+            crate::conduit::doorbell::arm(&d.armed, None, bits, heavy);
+            armed |= bits;
+            self.one_poll_state.set((armed, idle));
+            for &ch in channels {
+                if let Some(f) = self.peek(ch)? {
+                    d.armed.fetch_and(!bits, Ordering::Relaxed);
+                    self.one_poll_state.set((armed & !bits, 0));
+                    return Ok(Some((ch, f)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// The frame at the head of ring `s` of `chan`, which `next_ready` saw, checked and
     /// handed out; `None` if it was a pad, or a frame a correct peer never sends
     /// (dropped and recorded against its sender; a corrupt header closes the ring).
@@ -490,48 +534,18 @@ impl Conduit for MemConduit {
         Ok(set)
     }
 
-    #[inline]
+    /// Idle and armed, it reads one word, inline in the caller; everything else is
+    /// [`MemConduit::one_poll_scan`].
+    #[inline(always)]
     fn one_poll(&self, set: &PollSet) -> Result<Option<(Channel, MemFrame<'_>)>, ConduitError> {
-        let (bits, all_notify, channels) = (set.bits, set.all_notify, &set.channels[..]);
-        // SAFETY: this rank's doorbell, inside the region the owner keeps alive.
-        let d = unsafe { &*self.doorbell };
-        let (mut armed, idle) = self.one_poll_state.get();
-        if all_notify && armed & bits == bits {
+        if set.all_notify && self.one_poll_state.get().0 & set.bits == set.bits {
             // Idle and armed: one word says whether anything arrived.
             // ORDERING: Acquire pairs with the senders' Release fetch_or in `ring_doorbell`.
-            if d.summary.load(Ordering::Acquire) & bits == 0 {
+            if self.doorbell().summary.load(Ordering::Acquire) & set.bits == 0 {
                 return Ok(None);
             }
-            d.armed.fetch_and(!bits, Ordering::Relaxed);
-            d.summary.fetch_and(!bits, Ordering::Relaxed);
-            armed &= !bits;
-            self.one_poll_state.set((armed, 0));
         }
-        for &ch in channels {
-            if let Some(f) = self.peek(ch)? {
-                self.one_poll_state.set((armed, 0));
-                return Ok(Some((ch, f)));
-            }
-        }
-        let idle = idle.saturating_add(1);
-        self.one_poll_state.set((armed, idle));
-        if all_notify && idle >= ARM_AFTER && armed & bits != bits {
-            let heavy = d.heavy.load(Ordering::Relaxed);
-            if heavy & bits != 0 && (idle as usize) * channels.len() < ARM_AFTER_LOOKS_HEAVY {
-                return Ok(None);
-            }
-            crate::conduit::doorbell::arm(&d.armed, None, bits, heavy);
-            armed |= bits;
-            self.one_poll_state.set((armed, idle));
-            for &ch in channels {
-                if let Some(f) = self.peek(ch)? {
-                    d.armed.fetch_and(!bits, Ordering::Relaxed);
-                    self.one_poll_state.set((armed & !bits, 0));
-                    return Ok(Some((ch, f)));
-                }
-            }
-        }
-        Ok(None)
+        self.one_poll_scan(set)
     }
 
     fn arm_arrival(&self, set: &PollSet) -> Result<Arming<'_>, ConduitError> {
