@@ -205,16 +205,15 @@ impl Interrupts {
     }
 
     /// Enters a critical section (see [`Hold`]). No system call when uncontended.
-    #[inline]
+    #[inline(always)]
     pub fn hold(&self) -> Hold<'_> {
         let a = &*self.atomicity;
         a.held.store(true, Ordering::Relaxed);
-        if a.asymmetric {
-            // The progress thread's membarrier orders this store for it.
-            std::sync::atomic::compiler_fence(Ordering::SeqCst);
-        } else {
-            // ORDERING: pairs with the SeqCst fence in `enter_handlers`.
-            std::sync::atomic::fence(Ordering::SeqCst);
+        // The progress thread's membarrier orders this store for it (asymmetric);
+        // otherwise a fence, out of line so that the common case falls through.
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        if !a.asymmetric {
+            symmetric_fence();
         }
         // A batch of handlers already running finishes first.
         // ORDERING: Acquire pairs with the Release stores of `running`.
@@ -231,22 +230,28 @@ impl Interrupts {
 }
 
 impl Drop for Hold<'_> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         let a = self.atomicity;
         // ORDERING: Release: the section's effects happen before handlers that run
         // after it; pairs with the progress thread's loads after its barrier.
         a.held.store(false, Ordering::Release);
-        if a.asymmetric {
-            std::sync::atomic::compiler_fence(Ordering::SeqCst);
-        } else {
-            // ORDERING: pairs with the SeqCst fence in `enter_handlers`.
-            std::sync::atomic::fence(Ordering::SeqCst);
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        if !a.asymmetric {
+            symmetric_fence();
         }
         if a.pending.load(Ordering::Relaxed) {
-            self.run_deferred();
+            Hold::run_deferred(a);
         }
     }
+}
+
+/// The owner's fence of a section's start and end where `membarrier` is missing.
+#[cold]
+#[inline(never)]
+fn symmetric_fence() {
+    // ORDERING: pairs with the SeqCst fence in `enter_handlers`.
+    std::sync::atomic::fence(Ordering::SeqCst);
 }
 
 impl Hold<'_> {
@@ -255,8 +260,7 @@ impl Hold<'_> {
     /// re-enabled), then let the progress thread go on.
     #[cold]
     #[inline(never)]
-    fn run_deferred(&self) {
-        let a = self.atomicity;
+    fn run_deferred(a: &Atomicity) {
         a.pending.store(false, Ordering::Relaxed);
         if let Some(run) = &a.run_deferred {
             run();
