@@ -535,7 +535,7 @@ impl Conduit for MemConduit {
     }
 
     /// Idle and armed, it reads one word, inline in the caller; everything else is
-    /// [`MemConduit::one_poll_scan`].
+    /// `MemConduit::one_poll_scan`.
     #[inline(always)]
     fn one_poll(&self, set: &PollSet) -> Result<Option<(Channel, MemFrame<'_>)>, ConduitError> {
         if set.all_notify && self.one_poll_state.get().0 & set.bits == set.bits {
