@@ -138,8 +138,8 @@ fn empty_one_poll(o: &Args, ranks: usize, queues: usize, armed: bool) -> f64 {
         .poll_set(&ids)
         .unwrap_or_else(|e| common::fail(&e.to_string()));
     let poll = || matches!(rq.one_poll(&set), Ok(None));
-    for _ in 0..100 {
-        poll(); // go idle: the doorbell arms after a few dozen empty polls
+    for _ in 0..20_000 {
+        poll(); // go idle: the doorbell arms after 8 Ki ring looks (`membarrier`) or 32 polls
     }
     if armed && rq.conduit().one_poll_armed() == 0 {
         common::fail("the doorbell did not arm");

@@ -137,7 +137,7 @@ impl MemConduit {
             .map(|src| unsafe { layout.tag_on_pool(base, rank, src) })
             .collect();
         let mut rx = Vec::with_capacity(channels);
-        let asymmetric = spec.doorbell_fence.asymmetric_here();
+        let asymmetric = spec.doorbell_fence.asymmetric_here(ranks);
         for (ch, c) in spec.channels.iter().enumerate() {
             let (who, slots, shared) = (&c.senders, c.slots, c.shared);
             let notify_bit = match c.rings_doorbell() {
