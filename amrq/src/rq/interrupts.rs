@@ -23,7 +23,7 @@
 
 use crate::conduit::{ConduitError, InterruptAlarm, InterruptChannels, ReceivedFrame};
 use crate::rq::QueueId;
-use crate::util::futex;
+use crate::util::{futex, membarrier};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -31,9 +31,6 @@ use std::time::Duration;
 /// Most frames the owner's thread handles at the end of a section that deferred them
 /// (the progress thread takes the rest).
 const DEFERRED_BUDGET: usize = 256;
-
-const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
-const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
 /// The Interrupt channels and the program's handler, behind one lock: the progress
 /// thread drains them, and so does the owner when it ends a section that deferred
@@ -95,18 +92,13 @@ impl std::fmt::Debug for Atomicity {
     }
 }
 
-fn membarrier(cmd: libc::c_int) -> bool {
-    // SAFETY: membarrier takes two integers and touches no memory of ours.
-    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0, 0) == 0 }
-}
-
 impl Atomicity {
     /// Progress thread: may handlers run now? If not, the owner holds: sleep until it
     /// releases (or a short backstop) and say no.
     fn enter_handlers(&self) -> bool {
         self.running.store(true, Ordering::Relaxed);
         if self.asymmetric {
-            membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+            membarrier::private_expedited();
         } else {
             // ORDERING: SeqCst fence pairs with the owner's SeqCst fence in `hold`.
             std::sync::atomic::fence(Ordering::SeqCst);
@@ -121,7 +113,7 @@ impl Atomicity {
         let w = self.released.load(Ordering::Acquire);
         self.pending.store(true, Ordering::Relaxed);
         if self.asymmetric {
-            membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+            membarrier::private_expedited();
         } else {
             // ORDERING: pairs with the owner's SeqCst fence in `Hold::drop`.
             std::sync::atomic::fence(Ordering::SeqCst);
@@ -164,7 +156,7 @@ impl Interrupts {
         R: InterruptChannels,
         H: FnMut(QueueId, usize, &[u64], &[u8]) + Send + 'static,
     {
-        let asymmetric = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+        let asymmetric = membarrier::register_private();
         let (alarm, rank) = (rx.alarm(), rx.rank());
         let served = Arc::new(Mutex::new(Served { rx, handler }));
         let s = served.clone();

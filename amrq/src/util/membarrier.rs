@@ -3,7 +3,8 @@
 //! thread of every *registered* process execute a full memory barrier, so that the
 //! threads on the frequent side (its senders) need no fence instruction of their own —
 //! only a compiler barrier. Folly's `asymmetricHeavyBarrier` and liburcu's
-//! `urcu-memb` flavour make the same trade.
+//! `urcu-memb` flavour make the same trade. The GLOBAL commands serve the doorbell
+//! between processes, the PRIVATE ones the `hold` sections within one.
 //!
 //! Measured on the development VM (2 vCPUs): ~10 µs per call while a registered peer
 //! runs on the other core (an IPI), ~0.5 µs when none runs; the locked instruction it
@@ -15,6 +16,8 @@ use std::sync::OnceLock;
 const CMD_QUERY: libc::c_long = 0;
 const CMD_GLOBAL_EXPEDITED: libc::c_long = 1 << 1;
 const CMD_REGISTER_GLOBAL_EXPEDITED: libc::c_long = 1 << 2;
+const CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
+const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
 
 fn membarrier(cmd: libc::c_long) -> libc::c_long {
     // SAFETY: membarrier takes two integer arguments and touches no memory of ours.
@@ -70,4 +73,27 @@ pub fn global_expedited() {
          set AMRQ_DOORBELL_FENCE=symmetric to run without it",
         std::io::Error::last_os_error()
     );
+}
+
+/// Registers this process for [`private_expedited`]; true if the kernel accepts (the
+/// `hold` sections of [`Interrupts`](crate::rq::Interrupts) then need no fence).
+///
+/// ```
+/// let _ = amrq::util::membarrier::register_private();
+/// ```
+pub fn register_private() -> bool {
+    membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) == 0
+}
+
+/// The heavy side within this process: returns once every running thread of it has
+/// executed a full memory barrier. Only after [`register_private`] answered true, when
+/// it cannot fail.
+///
+/// ```
+/// if amrq::util::membarrier::register_private() {
+///     amrq::util::membarrier::private_expedited();
+/// }
+/// ```
+pub fn private_expedited() {
+    membarrier(CMD_PRIVATE_EXPEDITED);
 }
