@@ -140,7 +140,8 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
         {
             return Ok(());
         }
-        self.am.reply_when_room(self.source, handler, args)
+        self.am
+            .short_when_room(self.source, QueueId::AM_REPLY, handler.0, args)
     }
 
     /// Sends a Medium reply (payload up to [`Am::max_medium`] bytes).

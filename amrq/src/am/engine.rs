@@ -207,40 +207,31 @@ impl<S, C: Conduit> Am<S, C> {
         if self.enqueue(dest, QueueId::AM_REQUEST, handler.0, args, empty)? {
             return Ok(());
         }
-        self.request_when_room(dest, handler.0, args)
+        self.short_when_room(dest, QueueId::AM_REQUEST, handler.0, args)
     }
 
-    /// [`Am::send_when_room`] for a Short request. Its own function, with arguments that
-    /// all fit registers, so that the inlined send does not build the retry's `Payload`
-    /// on every send (3 stores and instructions fewer per send under callgrind). A
-    /// sender whose slot stores wait for their cache lines runs only as many sends
-    /// ahead as the store buffer holds stores: 16 more stack stores per send slowed
-    /// the stream's sender from 28 to 71 ns.
+    /// [`Am::send_when_room`] for a Short request or reply (queue `q`), polling what
+    /// that queue's sender may run while it waits. Its own function, with arguments
+    /// that all fit registers, so that the inlined send does not build the retry's
+    /// `Payload` on every send (3 stores and instructions fewer per send under
+    /// callgrind). A sender whose slot stores wait for their cache lines runs only as
+    /// many sends ahead as the store buffer holds stores: 16 more stack stores per send
+    /// slowed the stream's sender from 28 to 71 ns.
     #[cold]
     #[inline(never)]
-    fn request_when_room(&self, dest: Rank, tag: u16, args: &[u64]) -> Result<(), AmError> {
-        let empty = Payload::Inline(&[]);
-        self.send_when_room(dest, QueueId::AM_REQUEST, tag, args, empty, Self::poll)
-    }
-
-    /// [`Am::request_when_room`] for a Short reply.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn reply_when_room(
+    pub(crate) fn short_when_room(
         &self,
         dest: Rank,
-        h: ReplyHandler,
+        q: QueueId,
+        tag: u16,
         args: &[u64],
     ) -> Result<(), AmError> {
         let empty = Payload::Inline(&[]);
-        self.send_when_room(
-            dest,
-            QueueId::AM_REPLY,
-            h.0,
-            args,
-            empty,
-            Self::poll_replies,
-        )
+        let poll: fn(&Self) -> Result<usize, AmError> = match q == QueueId::AM_REPLY {
+            true => Self::poll_replies,
+            false => Self::poll,
+        };
+        self.send_when_room(dest, q, tag, args, empty, poll)
     }
 
     /// What a rank waiting for room for a reply runs: only reply handlers, which never
