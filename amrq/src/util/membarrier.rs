@@ -76,7 +76,7 @@ pub fn global_expedited() {
 }
 
 /// Registers this process for [`private_expedited`]; true if the kernel accepts (the
-/// `hold` sections of [`Interrupts`](crate::rq::Interrupts) then need no fence).
+/// `hold` sections of Remote Queues' interrupts then need no fence).
 ///
 /// ```
 /// let _ = amrq::util::membarrier::register_private();
