@@ -530,6 +530,10 @@ fn a_blocking_wait_sleeps_until_a_message_arrives() {
             Ok(())
         });
         let am = Am::new(conduit, table, Cell::new(0))?;
+        // Both clocks start as the barrier lets the ranks go, so the waiting rank's
+        // clock cannot start after the sender's first sleep has begun by more than a
+        // wake-up.
+        am.barrier()?;
         let (wall, cpu) = (std::time::Instant::now(), thread_cpu());
         for k in 1..=ROUNDS {
             if am.rank() == 0 {
@@ -543,7 +547,12 @@ fn a_blocking_wait_sleeps_until_a_message_arrives() {
         Ok((wall.elapsed(), thread_cpu() - cpu))
     });
     let (wall, cpu) = all_ok(out)[1];
-    assert!(wall >= std::time::Duration::from_millis(20 * ROUNDS));
+    // The sender slept 20 ms before each message; one round of slack covers the
+    // waiting rank leaving the barrier late.
+    assert!(
+        wall >= std::time::Duration::from_millis(20 * (ROUNDS - 1)),
+        "the waiting rank saw {ROUNDS} messages sent 20 ms apart in {wall:?}"
+    );
     // Spinning through the waits would use all of `wall`; sleeping uses the bounded
     // spin before each sleep and a look per backstop wake-up.
     assert!(
