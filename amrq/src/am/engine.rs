@@ -519,17 +519,50 @@ impl<S, C: Conduit> Am<S, C> {
     /// Drains up to `budget` frames of queue `q`; returns how many were taken.
     #[inline(always)]
     fn drain(&self, q: QueueId, budget: usize) -> Result<usize, AmError> {
-        self.rq.poll_queue(q, budget, |frame| {
-            let msg = Msg {
-                source: frame.source(),
-                args: frame.args(),
-                payload: frame.payload(),
-            };
-            match self.dispatch(q, frame.tag(), msg) {
-                Ok(()) => Ok(()),
-                Err(e) => self.contain(q, e),
+        // One closure per queue, so that which table to look in is known where the
+        // closure is compiled, not read back from its captures per frame (13
+        // instructions per one-word AM under callgrind).
+        match q == QueueId::AM_REQUEST {
+            true => self.rq.poll_queue(q, budget, |frame| {
+                self.dispatch_request(frame).or_else(|e| self.contain(q, e))
+            }),
+            false => self.rq.poll_queue(q, budget, |frame| {
+                self.dispatch_reply(frame).or_else(|e| self.contain(q, e))
+            }),
+        }
+    }
+
+    /// Runs the request handler `frame` names.
+    #[inline(always)]
+    fn dispatch_request(&self, frame: &C::Frame<'_>) -> Result<(), AmError> {
+        let msg = Self::msg_of(frame);
+        match self.table.request_fn(frame.tag()) {
+            Some(h) => {
+                let source = msg.source;
+                h(&self.state, ReqCtx { am: self, source }, msg)
             }
-        })
+            None => self.dispatch_other(true, frame.tag(), msg),
+        }
+    }
+
+    /// Runs the reply handler `frame` names.
+    #[inline(always)]
+    fn dispatch_reply(&self, frame: &C::Frame<'_>) -> Result<(), AmError> {
+        let msg = Self::msg_of(frame);
+        match self.table.reply_fn(frame.tag()) {
+            Some(h) => h(&self.state, msg),
+            None => self.dispatch_other(false, frame.tag(), msg),
+        }
+    }
+
+    /// What a handler is handed of `frame`.
+    #[inline(always)]
+    fn msg_of<'f>(frame: &'f C::Frame<'_>) -> Msg<'f> {
+        Msg {
+            source: frame.source(),
+            args: frame.args(),
+            payload: frame.payload(),
+        }
     }
 
     /// A handler's error: a peer's fault is recorded against it (the message is
@@ -576,28 +609,6 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     pub fn faults(&self) -> crate::conduit::Faults {
         self.rq.faults()
-    }
-
-    #[inline(always)]
-    fn dispatch(&self, q: QueueId, tag: u16, msg: Msg<'_>) -> Result<(), AmError> {
-        if q == QueueId::AM_REQUEST {
-            match self.table.request_fn(tag) {
-                Some(h) => h(
-                    &self.state,
-                    ReqCtx {
-                        am: self,
-                        source: msg.source,
-                    },
-                    msg,
-                ),
-                None => self.dispatch_other(true, tag, msg),
-            }
-        } else {
-            match self.table.reply_fn(tag) {
-                Some(h) => h(&self.state, msg),
-                None => self.dispatch_other(false, tag, msg),
-            }
-        }
     }
 
     #[cold]
