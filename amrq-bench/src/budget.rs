@@ -140,6 +140,7 @@ const TABLE: &[(&str, Side, Task)] = {
         ("HandlerTable::get", Receive, Dispatch),
         ("Am::contain", Receive, Dispatch),
         ("Am::poll", Receive, Scheduling),
+        ("Am::poll_queues", Receive, Scheduling),
         ("Am::drain", Receive, Scheduling),
         ("Am::wait_until", Receive, Scheduling),
         ("Am::wait_round", Receive, Scheduling),

@@ -10,7 +10,8 @@
 //!   its handler (which counts it): the per-message cost of AM paper Table 2, send and
 //!   receive + dispatch; with `--burst K`, K requests, then polls until all K ran (the
 //!   per-message cost of a stream, where the receive loop takes frames in a row);
-//! - `--empty-poll`: `Am::poll` when nothing has arrived;
+//! - `--empty-poll`: `Am::poll` when nothing has arrived: idle long (the queues armed,
+//!   as One-poll arms its own), and within 1000 polls of a message (every ring looked at);
 //! - `--one-poll`: an empty One-poll over 1, 8 and 64 queues, with 1 and 8 ranks (the
 //!   receiver idle, its doorbell armed), next to a plain scan of the same queues;
 //! - `--hold`: entering and leaving an uncontended `hold_interrupts` section while a
@@ -90,25 +91,60 @@ fn empty_poll(o: &Args) {
         20_000_000
     });
     let batches = o.batches.max(1);
-    let mut one =
-        threads::endpoints(1, &[256, 256]).unwrap_or_else(|e| common::fail(&e.to_string()));
-    let am = Am::new(one.remove(0), HandlerTable::<()>::new(), ())
-        .unwrap_or_else(|e| common::fail(&e.to_string()));
-    let mut v = Vec::new();
-    for _ in 0..batches {
-        let t = Instant::now();
-        for _ in 0..iters {
-            if am.poll().unwrap_or(1) != 0 {
-                common::fail("a poll found something in empty queues");
+    let out = amrq::threads::run(1, &Config::default(), |c| -> Result<_, AmError> {
+        let mut table = HandlerTable::new();
+        let count = table.request("count", |s: &Cell<u64>, _ctx, _m| {
+            s.set(s.get() + 1);
+            Ok(())
+        });
+        let am = Am::new(c, table, Cell::new(0))?;
+        let empty = || match am.poll() {
+            Ok(0) => Ok(()),
+            Ok(_) => common::fail("a poll found something in empty queues"),
+            Err(e) => Err(e),
+        };
+        // Idle long, the queues are armed: one word per poll.
+        let mut armed = Vec::new();
+        for _ in 0..batches {
+            let t = Instant::now();
+            for _ in 0..iters {
+                empty()?;
             }
+            armed.push(t.elapsed().as_nanos() as f64 / iters as f64);
         }
-        v.push(t.elapsed().as_nanos() as f64 / iters as f64);
-    }
+        // Right after a message (fewer empty polls in a row than arm the queues):
+        // every ring is looked at.
+        let mut busy = Vec::new();
+        const AFTER: u64 = 1000;
+        for _ in 0..batches {
+            let mut ns = 0;
+            for _ in 0..(iters / AFTER).max(1) {
+                am.request(0, count, &[])?;
+                if am.poll()? != 1 {
+                    common::fail("the request did not run");
+                }
+                let t = Instant::now();
+                for _ in 0..AFTER {
+                    empty()?;
+                }
+                ns += t.elapsed().as_nanos();
+            }
+            busy.push(ns as f64 / ((iters / AFTER).max(1) * AFTER) as f64);
+        }
+        Ok((median(&mut armed), median(&mut busy)))
+    });
+    let (armed, busy) = match out.map(|mut v| v.remove(0)) {
+        Ok(Ok(figures)) => figures,
+        Ok(Err(e)) => common::fail(&e.to_string()),
+        Err(e) => common::fail(&e.to_string()),
+    };
     println!("one rank, Am::poll on empty request and reply queues, {batches} batches of {iters}");
+    println!("  idle long (queues armed):          {armed:.2} ns");
+    println!("  within {} polls of a message:     {busy:.2} ns", 1000);
     common::summary(
         "empty_poll",
         o.common.json,
-        &[("ns_per_poll", median(&mut v))],
+        &[("ns_per_poll", armed), ("busy_ns_per_poll", busy)],
     );
 }
 

@@ -533,6 +533,16 @@ fn one_poll_armed_path_as_processes() {
 }
 
 #[test]
+fn am_poll_arm_point_as_processes() {
+    rank_of(&Config::default(), |c| {
+        one_poll::am_poll_around_the_arm_point(c, 10_000, Duration::from_micros(200))
+    });
+    let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let out = self_launch("am_poll_arm_point_as_processes", 2);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+#[test]
 fn one_poll_arm_point_as_processes() {
     let (cfg, _) = one_poll::config();
     rank_of(&cfg, |c| {

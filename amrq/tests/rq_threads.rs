@@ -213,6 +213,21 @@ fn one_poll_through_its_armed_path_loses_nothing() {
 }
 
 #[test]
+fn am_poll_loses_nothing_that_arrives_around_its_arm_point() {
+    for fence in [DoorbellFence::Asymmetric, DoorbellFence::Symmetric] {
+        let cfg = Config {
+            doorbell_fence: fence,
+            ..Config::default()
+        };
+        let out = amrq::threads::run(2, &cfg, |c| {
+            one_poll::am_poll_around_the_arm_point(c, 10_000, Duration::from_micros(200))
+        })
+        .unwrap();
+        assert!(out.iter().all(|r| r.is_ok()), "{fence:?}: {out:?}");
+    }
+}
+
+#[test]
 fn one_poll_loses_nothing_that_arrives_around_its_arm_point() {
     let runs = [
         (

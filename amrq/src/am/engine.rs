@@ -420,10 +420,25 @@ impl<S, C: Conduit> Am<S, C> {
     /// dropped and recorded as its sender's fault ([`Am::faults`]); it is not an error
     /// of this call, which goes on with the next message. An error a handler returns
     /// for other reasons is returned, after its message was removed.
-    #[inline]
+    ///
+    /// A rank that has polled in vain a long while (thousands of polls) arms its AM
+    /// queues, as One-poll does: then an empty poll reads one word, and the first
+    /// message disarms them.
+    #[inline(always)]
     pub fn poll(&self) -> Result<usize, AmError> {
+        if self.rq.conduit().nothing_arrived(&self.am_queues) {
+            return Ok(0); // inline in the caller's loop: a few instructions
+        }
+        self.poll_queues()
+    }
+
+    /// [`Am::poll`] past the armed check: drains the queues.
+    #[inline(never)]
+    fn poll_queues(&self) -> Result<usize, AmError> {
         let replies = self.drain(QueueId::AM_REPLY, REPLY_BUDGET)?;
-        Ok(replies + self.drain(QueueId::AM_REQUEST, REQUEST_BUDGET)?)
+        let took = replies + self.drain(QueueId::AM_REQUEST, REQUEST_BUDGET)?;
+        self.rq.conduit().polled(&self.am_queues, took);
+        Ok(took)
     }
 
     /// Polls until `done(state)` holds. Spins a bounded time between empty polls, then

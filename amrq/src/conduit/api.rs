@@ -610,6 +610,37 @@ pub trait Conduit {
     #[allow(clippy::type_complexity)]
     fn one_poll(&self, set: &PollSet) -> Result<Option<(Channel, Self::Frame<'_>)>, ConduitError>;
 
+    /// True if none of `set`'s channels can hold a frame: polls reported to
+    /// [`Conduit::polled`] found them empty long enough that the set was armed, and no
+    /// sender has rung since. One load on an idle receiver; `false` promises nothing
+    /// (the default: look at the channels).
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use amrq::conduit::Conduit;
+    /// amrq::threads::run(1, &Config::default(), |c| {
+    ///     let set = c.poll_set(&[amrq::rq::QueueId::AM_REQUEST.index()]).unwrap();
+    ///     assert!(!c.nothing_arrived(&set)); // not armed yet
+    ///     while !c.nothing_arrived(&set) {
+    ///         c.polled(&set, 0); // empty polls, until the set is armed
+    ///     }
+    /// })
+    /// .unwrap();
+    /// ```
+    #[inline(always)]
+    fn nothing_arrived(&self, set: &PollSet) -> bool {
+        let _ = set;
+        false
+    }
+
+    /// Tells the conduit that a look at all of `set`'s channels, made because
+    /// [`Conduit::nothing_arrived`] said false, took `took` frames: it disarms a set
+    /// that rang, and arms one found empty long enough. Default: nothing.
+    #[inline(always)]
+    fn polled(&self, set: &PollSet, took: usize) {
+        let _ = (set, took);
+    }
+
     /// Frames of local channel `ch` this conduit dropped undelivered: from a rank not
     /// allowed to send there (a sender that bypassed its own check), or naming memory
     /// outside this rank's segment or pool. Each is also in [`Conduit::faults`].

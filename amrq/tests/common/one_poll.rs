@@ -129,18 +129,9 @@ pub fn arrivals_around_the_arm_point(
     let set = rq.poll_set(&qs).map_err(|e| e.to_string())?;
     let mut next = [0u64; 3];
     if rq.rank() == 0 {
-        let mut lcg = 0x2545_f491_4f6c_dd1du64;
+        let mut pauses = Pauses::new(max_pause);
         for i in 0..frames {
-            lcg = lcg
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let pause = match lcg >> 60 {
-                0..=3 => Duration::ZERO,
-                4 => max_pause * 10, // past the arm point however slow the polls
-                _ => Duration::from_nanos((lcg >> 20) % max_pause.as_nanos() as u64),
-            };
-            let until = Instant::now() + pause;
-            while Instant::now() < until {}
+            pauses.spin();
             let q = (i % 3) as usize;
             while !rq
                 .enqueue(1, qs[q], &[next[q]], &[])
@@ -181,4 +172,107 @@ pub fn arrivals_around_the_arm_point(
         }
     }
     rq.conduit().barrier().map_err(|e| e.to_string())
+}
+
+/// The sender's pauses of the arm-point tests: pseudo-random, below `max`, a quarter
+/// of them none, one in 16 ten times `max` (past the arm point however slow the polls).
+struct Pauses {
+    lcg: u64,
+    max: Duration,
+}
+
+impl Pauses {
+    fn new(max: Duration) -> Self {
+        Self {
+            lcg: 0x2545_f491_4f6c_dd1d,
+            max,
+        }
+    }
+
+    /// Spins through the next pause.
+    fn spin(&mut self) {
+        self.lcg = self
+            .lcg
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let pause = match self.lcg >> 60 {
+            0..=3 => Duration::ZERO,
+            4 => self.max * 10,
+            _ => Duration::from_nanos((self.lcg >> 20) % self.max.as_nanos() as u64),
+        };
+        let until = Instant::now() + pause;
+        while Instant::now() < until {}
+    }
+}
+
+/// What `Am::poll`'s receiver has seen: the next number expected, and the first
+/// message out of order.
+pub struct Seen {
+    next: Cell<u64>,
+    wrong: Cell<Option<(u64, u64)>>,
+}
+
+/// `Am::poll` arms the AM queues after some thousands of empty polls (as One-poll
+/// does; with asymmetric fences, after 8 Ki ring looks and a `membarrier`). Rank 0
+/// sends `messages` one-word requests with the pauses of
+/// [`arrivals_around_the_arm_point`]; rank 1 runs them by `Am::poll` alone: each exactly
+/// once and in order, none left unseen for a second, and a good share of them noticed
+/// through the armed word.
+pub fn am_poll_around_the_arm_point(
+    c: MemConduit,
+    messages: u64,
+    max_pause: Duration,
+) -> Result<(), String> {
+    let e = |e: AmError| e.to_string();
+    let mut table = HandlerTable::new();
+    let count = table.request("count", |s: &Seen, _ctx, m| {
+        let k = m.arg(0)?;
+        if k != s.next.get() && s.wrong.get().is_none() {
+            s.wrong.set(Some((k, s.next.get())));
+        }
+        s.next.set(k + 1);
+        Ok(())
+    });
+    let seen = Seen {
+        next: Cell::new(0),
+        wrong: Cell::new(None),
+    };
+    let am = Am::new(c, table, seen).map_err(e)?;
+    if am.rank() == 0 {
+        let mut pauses = Pauses::new(max_pause);
+        for k in 0..messages {
+            pauses.spin();
+            am.request(1, count, &[k]).map_err(e)?;
+        }
+    } else {
+        let (mut after_armed, mut last, mut polls) = (0, Instant::now(), 0u32);
+        while am.state().next.get() < messages {
+            let was_armed = am.rq().conduit().one_poll_armed() != 0;
+            match am.poll().map_err(e)? {
+                0 => {
+                    // The clock now and then: reading it costs more than a poll.
+                    polls = polls.wrapping_add(1);
+                    if polls % 1024 == 0 && last.elapsed() > Duration::from_secs(1) {
+                        return Err(format!(
+                            "{} of {messages} messages seen: a doorbell was lost",
+                            am.state().next.get()
+                        ));
+                    }
+                }
+                n => {
+                    after_armed += u64::from(was_armed) * n as u64;
+                    last = Instant::now();
+                }
+            }
+            if let Some((got, expected)) = am.state().wrong.get() {
+                return Err(format!("message {got} ran when {expected} was next"));
+            }
+        }
+        if after_armed < messages / 100 {
+            return Err(format!(
+                "only {after_armed} of {messages} messages came while armed"
+            ));
+        }
+    }
+    am.barrier().map_err(e)
 }

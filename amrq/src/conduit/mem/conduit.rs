@@ -1,6 +1,7 @@
 //! The [`Conduit`] implementation of the ring conduit: sends (checks, then a push on
 //! the ring to the destination), receives (the round-robin scan, then the checks a
-//! frame passes before it is handed out) and One-poll.
+//! frame passes before it is handed out) and One-poll, whose arming of an idle set's
+//! doorbell bits also serves other pollers ([`Conduit::polled`]).
 
 use super::channels::{with_hidden_word, RxChannel, RxRing, TxRing};
 use super::frame::{close_ring, drop_frame, hidden_word, inline_pair, tag_on_payload};
@@ -22,6 +23,12 @@ const ARM_AFTER: u32 = 32;
 /// before it. Arming after 32 polls, a receiver fed every few µs spent most of its time
 /// in the system call.
 const ARM_AFTER_LOOKS_HEAVY: usize = 8 << 10;
+/// Empty polls in a row before `Am::poll`'s set is armed (where arming issues
+/// `membarrier`, also `ARM_AFTER_LOOKS_HEAVY`): later than One-poll, because a program
+/// that spins on `Am::poll` while it waits for a reply makes some 30–300 empty polls
+/// per round trip, and an armed set costs the reply's sender an atomic on the
+/// receiver's doorbell line, and the receiver two to disarm.
+pub(super) const POLL_ARM_AFTER: u32 = 2 << 10;
 
 impl MemConduit {
     /// One-poll past the armed check of [`Conduit::one_poll`]: a frame arrived on an
@@ -32,16 +39,8 @@ impl MemConduit {
         &self,
         set: &PollSet,
     ) -> Result<Option<(Channel, MemFrame<'_>)>, ConduitError> {
-        let (bits, all_notify, channels) = (set.bits, set.all_notify, &set.channels[..]);
-        let d = self.doorbell();
-        let (mut armed, idle) = self.one_poll_state.get();
-        if all_notify && armed & bits == bits {
-            d.armed.fetch_and(!bits, Ordering::Relaxed);
-            d.summary.fetch_and(!bits, Ordering::Relaxed);
-            armed &= !bits;
-            self.one_poll_state.set((armed, 0));
-        }
-        for &ch in channels {
+        let (armed, idle) = self.one_poll_state.get();
+        for &ch in &set.channels {
             if let Some(f) = self.peek(ch)? {
                 self.one_poll_state.set((armed, 0));
                 return Ok(Some((ch, f)));
@@ -49,23 +48,59 @@ impl MemConduit {
         }
         let idle = idle.saturating_add(1);
         self.one_poll_state.set((armed, idle));
-        if all_notify && idle >= ARM_AFTER && armed & bits != bits {
-            let heavy = d.heavy.load(Ordering::Relaxed);
-            if heavy & bits != 0 && (idle as usize) * channels.len() < ARM_AFTER_LOOKS_HEAVY {
-                return Ok(None);
-            }
-            crate::conduit::doorbell::arm(&d.armed, None, bits, heavy);
-            armed |= bits;
-            self.one_poll_state.set((armed, idle));
-            for &ch in channels {
+        if self.arm_if_idle(set, armed, idle, ARM_AFTER) {
+            for &ch in &set.channels {
                 if let Some(f) = self.peek(ch)? {
-                    d.armed.fetch_and(!bits, Ordering::Relaxed);
-                    self.one_poll_state.set((armed & !bits, 0));
+                    self.disarm(set, armed | set.bits);
                     return Ok(Some((ch, f)));
                 }
             }
         }
         Ok(None)
+    }
+
+    /// [`Conduit::polled`] after `POLL_ARM_AFTER` empty polls in a row: arms the set.
+    #[inline(never)]
+    fn polled_idle(&self, set: &PollSet) {
+        let (armed, idle) = self.one_poll_state.get();
+        let idle = idle.saturating_add(1);
+        self.one_poll_state.set((armed, idle));
+        if self.arm_if_idle(set, armed, idle, POLL_ARM_AFTER)
+            && !set.channels.iter().all(|&ch| self.quiet(ch))
+        {
+            // A frame came before the arm: the look after it saw what the summary will
+            // not tell.
+            self.disarm(set, armed | set.bits);
+        }
+    }
+
+    /// Arms `set` (all of whose channels ring the doorbell) if it was found empty
+    /// `idle` times in a row, `after` at least (and, where arming issues `membarrier`,
+    /// for `ARM_AFTER_LOOKS_HEAVY` ring looks). True if it armed it: the caller looks
+    /// at the channels once more, and disarms if a frame is there.
+    fn arm_if_idle(&self, set: &PollSet, armed: u64, idle: u32, after: u32) -> bool {
+        if !set.all_notify || armed & set.bits == set.bits || idle < after {
+            return false;
+        }
+        let d = self.doorbell();
+        let heavy = d.heavy.load(Ordering::Relaxed);
+        if heavy & set.bits != 0 && (idle as usize) * set.channels.len() < ARM_AFTER_LOOKS_HEAVY {
+            return false;
+        }
+        crate::conduit::doorbell::arm(&d.armed, None, set.bits, heavy);
+        self.one_poll_state.set((armed | set.bits, idle));
+        true
+    }
+
+    /// Disarms `set`, `armed` being the bits armed now: a sender rang it, or the look
+    /// after arming found a frame.
+    #[cold]
+    #[inline(never)]
+    fn disarm(&self, set: &PollSet, armed: u64) {
+        let d = self.doorbell();
+        d.armed.fetch_and(!set.bits, Ordering::Relaxed);
+        d.summary.fetch_and(!set.bits, Ordering::Relaxed);
+        self.one_poll_state.set((armed & !set.bits, 0));
     }
 
     /// The frame at the head of ring `s` of `chan`, which `next_ready` saw, checked and
@@ -538,14 +573,42 @@ impl Conduit for MemConduit {
     /// `MemConduit::one_poll_scan`.
     #[inline(always)]
     fn one_poll(&self, set: &PollSet) -> Result<Option<(Channel, MemFrame<'_>)>, ConduitError> {
-        if set.all_notify && self.one_poll_state.get().0 & set.bits == set.bits {
-            // Idle and armed: one word says whether anything arrived.
-            // ORDERING: Acquire pairs with the senders' Release fetch_or in `ring_doorbell`.
-            if self.doorbell().summary.load(Ordering::Acquire) & set.bits == 0 {
-                return Ok(None);
-            }
+        if self.nothing_arrived(set) {
+            return Ok(None);
         }
         self.one_poll_scan(set)
+    }
+
+    /// Armed (every channel rings the doorbell, and the set was armed when idle): one
+    /// word says whether anything arrived. If it did, the set is disarmed here.
+    #[inline(always)]
+    fn nothing_arrived(&self, set: &PollSet) -> bool {
+        let armed = self.one_poll_state.get().0;
+        if armed & set.bits != set.bits || !set.all_notify {
+            return false;
+        }
+        // ORDERING: Acquire pairs with the senders' Release fetch_or in `ring_doorbell`.
+        if self.doorbell().summary.load(Ordering::Acquire) & set.bits == 0 {
+            return true;
+        }
+        self.disarm(set, armed); // it rang: look at the channels until idle again
+        false
+    }
+
+    /// Inline: the count of empty polls, and a test when frames came; arming out of
+    /// line.
+    #[inline(always)]
+    fn polled(&self, set: &PollSet, took: usize) {
+        let (armed, idle) = self.one_poll_state.get();
+        if took > 0 {
+            if idle != 0 {
+                self.one_poll_state.set((armed, 0));
+            }
+        } else if idle < POLL_ARM_AFTER - 1 {
+            self.one_poll_state.set((armed, idle + 1));
+        } else if set.all_notify && armed & set.bits != set.bits {
+            self.polled_idle(set);
+        }
     }
 
     fn arm_arrival(&self, set: &PollSet) -> Result<Arming<'_>, ConduitError> {

@@ -265,8 +265,9 @@ impl MemConduit {
         self.segments.get(rank).map(|&p| (p, self.segment_bytes))
     }
 
-    /// The doorbell bits One-poll has armed (nonzero once an idle receiver polls one
-    /// word instead of its rings). For tests and measurements.
+    /// The doorbell bits One-poll, or a poller through [`Conduit::polled`](crate::conduit::Conduit::polled)
+    /// (`Am::poll`), has armed: nonzero once an idle receiver polls one word instead of
+    /// its rings. For tests and measurements.
     pub fn one_poll_armed(&self) -> u64 {
         self.one_poll_state.get().0
     }

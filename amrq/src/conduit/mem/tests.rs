@@ -335,3 +335,47 @@ fn a_drain_cut_short_by_its_budget_hands_its_slots_back() {
             .unwrap_or_else(|e| panic!("slot {i} of the 15 released: {e}"));
     }
 }
+
+/// A poller's set is armed once idle long enough (`polled` with nothing taken), and
+/// then `nothing_arrived` answers from the doorbell's summary: a frame sent just before
+/// the arm is seen by the look that follows it (the set is disarmed), one sent after
+/// rings the summary; either way `nothing_arrived` never hides a frame.
+#[test]
+fn an_armed_poll_set_never_hides_a_frame() {
+    let spec = ConduitSpec::new(vec![ChannelSpec::new(16).notify(true)]);
+    // Symmetric fences: the test runs no second thread for `membarrier` to reach.
+    let spec = ConduitSpec {
+        doorbell_fence: crate::conduit::doorbell::DoorbellFence::Symmetric,
+        ..spec
+    };
+    let eps = crate::conduit::threads::endpoints_for(2, &spec).unwrap();
+    let (rx, tx) = (&eps[0], &eps[1]);
+    let set = rx.poll_set(&[0]).unwrap();
+    let arm = |before_arm: bool| {
+        let mut polls = 0;
+        while rx.one_poll_armed() == 0 {
+            if before_arm && polls == super::conduit::POLL_ARM_AFTER - 1 {
+                tx.try_send(0, 0, &short(&[1])).unwrap(); // lands before the arm
+            }
+            rx.polled(&set, 0);
+            polls += 1;
+            if polls > 1 << 20 {
+                return false; // the look after the arm saw the frame: disarmed
+            }
+        }
+        true
+    };
+    // Sent after the arm: the summary tells.
+    assert!(arm(false));
+    assert!(rx.nothing_arrived(&set));
+    tx.try_send(0, 0, &short(&[2])).unwrap();
+    assert!(!rx.nothing_arrived(&set), "the sender rang the summary");
+    assert_eq!(rx.one_poll_armed(), 0, "ringing disarmed the set");
+    let took = rx.drain(0, 8, |_| Ok::<(), ConduitError>(())).unwrap();
+    assert_eq!(took, 1);
+    rx.polled(&set, took);
+    // Sent just before the arm: the look after it sees the frame and disarms.
+    assert!(!arm(true), "armed over a frame no sender will ring for");
+    assert!(!rx.nothing_arrived(&set));
+    assert_eq!(rx.drain(0, 8, |_| Ok::<(), ConduitError>(())).unwrap(), 1);
+}
