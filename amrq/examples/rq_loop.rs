@@ -84,6 +84,10 @@ fn main() {
     }
 }
 
+/// Empty polls timed after each message of `rq_loop --empty-poll`'s busy case: fewer
+/// than arm the queues.
+const AFTER: u64 = 1000;
+
 fn empty_poll(o: &Args) {
     let iters = o.iters.unwrap_or(if o.common.quick {
         2_000_000
@@ -115,7 +119,6 @@ fn empty_poll(o: &Args) {
         // Right after a message (fewer empty polls in a row than arm the queues):
         // every ring is looked at.
         let mut busy = Vec::new();
-        const AFTER: u64 = 1000;
         for _ in 0..batches {
             let mut ns = 0;
             for _ in 0..(iters / AFTER).max(1) {
@@ -140,7 +143,7 @@ fn empty_poll(o: &Args) {
     };
     println!("one rank, Am::poll on empty request and reply queues, {batches} batches of {iters}");
     println!("  idle long (queues armed):          {armed:.2} ns");
-    println!("  within {} polls of a message:     {busy:.2} ns", 1000);
+    println!("  within {AFTER} polls of a message:     {busy:.2} ns");
     common::summary(
         "empty_poll",
         o.common.json,

@@ -31,9 +31,8 @@ const ARM_AFTER_LOOKS_HEAVY: usize = 8 << 10;
 pub(super) const POLL_ARM_AFTER: u32 = 2 << 10;
 
 impl MemConduit {
-    /// One-poll past the armed check of [`Conduit::one_poll`]: a frame arrived on an
-    /// armed set (disarm it, then scan), or the set is not armed (scan, and arm it once
-    /// idle long enough).
+    /// One-poll past the armed check of [`Conduit::one_poll`] (which has disarmed a set
+    /// that rang): scan, and arm the set once idle long enough.
     #[inline]
     fn one_poll_scan(
         &self,
