@@ -2,7 +2,8 @@
 //! `results.csv` (every figure and data point, one per row), `summary.md` (tables
 //! shaped like the paper's) and `plots/*.svg|png`.
 
-use crate::peers::{speedup, tag, METRICS};
+use crate::peers::table::row;
+use crate::peers::{Status, METRICS};
 use crate::plots::Chart;
 use crate::report::{Outcome, Point};
 use crate::results::Results;
@@ -123,68 +124,24 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         show(big("memcpy (reference)")),
         show(fig(r, "array", "put_vs_memcpy"))
     );
-    for p in r.peers.iter().skip(1) {
+    for c in &r.peers.comparisons {
         let ups: Vec<String> = METRICS
             .iter()
             .filter_map(|(k, label, _)| {
-                let v = r.table.get(&format!("{}_{k}_speedup", tag(&p.name)))?;
-                Some(format!("{label}: {}×", plain(v.median)))
+                let v = row(c, k)?;
+                Some(format!("{label}: {}×", plain(v.speedup.median)))
             })
             .collect();
-        let text = match &p.missing {
-            Some(why) => format!("missing ({why})"),
-            None if ups.is_empty() => "ran, no comparable metric".into(),
-            None => ups.join("; "),
+        let text = match &c.status {
+            Status::Missing(why) => format!("missing ({why})"),
+            Status::Failed { round, why, .. } => format!("**failed** in round {round}: {why}"),
+            Status::Ran => ups.join("; "),
         };
-        let _ = writeln!(s, "| amrq speed-up over {} | | | {text} |", p.name);
+        let _ = writeln!(s, "| amrq speed-up over {} | | | {text} |", c.name);
     }
 
-    s += "\n## amrq and its peers (same machine, same run)\n\n";
-    s +=
-        "Speed-up: peer time / amrq time, or amrq rate / peer rate; above 1 means amrq is faster. \
-amrq and the peers run one after the other: on a VM that moves its CPUs between placements (which \
-changes a cache-line round trip by up to 2×), the ratios move between runs; amrq's raw cache-line \
-round trip in this run is in the headline for scale.\n\n";
-    let ran: Vec<_> = r.peers.iter().filter(|p| p.missing.is_none()).collect();
-    let mut head = String::from("| metric |");
-    let mut rule = String::from("|---|");
-    for p in &ran {
-        head += &format!(" {} |", p.name);
-        rule += "---|";
-    }
-    for p in ran.iter().skip(1) {
-        head += &format!(" speed-up over {} |", p.name);
-        rule += "---|";
-    }
-    let _ = writeln!(s, "{head}\n{rule}");
-    for (key, label, _) in METRICS {
-        let mut row = format!("| {label} |");
-        for p in &ran {
-            row += &format!(" {} |", show(p.get(key)));
-        }
-        let a = ran.first().and_then(|p| p.get(key));
-        for p in ran.iter().skip(1) {
-            let v = a.zip(p.get(key)).map(|(a, v)| speedup(key, a, v));
-            row += &format!(" {} |", v.map_or("–".into(), |v| format!("{}×", plain(v))));
-        }
-        let _ = writeln!(s, "{row}");
-    }
-    for p in &r.peers {
-        match &p.missing {
-            Some(why) => {
-                let _ = writeln!(s, "\n- **{}**: missing: {why}", p.name);
-            }
-            None => {
-                let _ = writeln!(
-                    s,
-                    "\n- **{}**: `{}` {}",
-                    p.name,
-                    p.command,
-                    p.detail.join("; ")
-                );
-            }
-        }
-    }
+    s += "\n## amrq and its peers (same machine, same run, alternating)\n\n";
+    s += &crate::peers::markdown(&r.peers);
 
     s += "\n## Unloaded network (Liu & Culler §5.1.1, Table 1)\n\n| benchmark | ns per message |\n|---|---|\n";
     for (name, key, what) in [
@@ -280,6 +237,12 @@ round trip in this run is in the headline for scale.\n\n";
         show(fig(r, "signature", "l_ns")),
         show(fig(r, "signature", "rtt_ns"))
     );
+    s += "\nDerived as the LogP signature papers do: o_s is the slope of the time of a whole burst over short bursts (the ring has room), g its slope over long ones (the ring full), both at Δ = 0, so that a burst's start cost (the one clock reading, the first send's cold cache line) is charged to neither; o_r is measured on the receiving side (requests that have all arrived, handled by polling); L = rtt/2 − o_s − o_r. Each timed interval's clock cost is subtracted once.\n";
+    for n in outcome(r, "signature").map_or(&[][..], |o| &o.notes[..]) {
+        if n.contains("does not fit") {
+            let _ = writeln!(s, "\n**{n}**");
+        }
+    }
 
     s += "\n## One-way time and streaming (Begel et al. §6.1, Figure 6-1)\n\n| bytes | one-way (ns) | streaming (MB/s) |\n|---|---|---|\n";
     if let Some(o) = outcome(r, "stream") {
@@ -383,19 +346,24 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
     }
     let peers: Vec<(String, Vec<Point>)> = r
         .peers
+        .comparisons
         .iter()
-        .skip(1)
-        .filter(|p| p.missing.is_none())
-        .map(|p| {
+        .filter(|c| c.status == Status::Ran)
+        .map(|c| {
             let pts = METRICS
                 .iter()
                 .enumerate()
                 .filter_map(|(i, (k, _, _))| {
-                    let v = r.table.get(&format!("{}_{k}_speedup", tag(&p.name)))?;
-                    Some(Point::of(i as f64, &mut [v.median]))
+                    let f = row(c, k)?.speedup;
+                    Some(Point {
+                        x: i as f64,
+                        median: f.median,
+                        min: f.min,
+                        max: f.max,
+                    })
                 })
                 .collect();
-            (format!("speed-up over {}", p.name), pts)
+            (format!("speed-up over {}", c.name), pts)
         })
         .collect();
     let chart = |file, title, x_label, y_label, log_x, log_y, curves| Chart {

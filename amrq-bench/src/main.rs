@@ -33,16 +33,22 @@ struct Cli {
     /// Write results here (`all`: the report; the others: append JSON to DIR/NAME.json).
     #[arg(long, global = true)]
     out: Option<PathBuf>,
-    /// A directory with GASNet-EX's testam, testsmall, testlarge, testbarrier (smp conduit).
+    /// A directory with GASNet-EX's testam, testlarge, testbarrier (smp conduit;
+    /// amrq-bench/peers/build-gasnet.sh builds them from a GASNet-EX source tree).
     #[arg(long, global = true)]
     gasnet: Option<PathBuf>,
+    /// Rounds of the peers' comparison, amrq before each peer in every round
+    /// (default 5, or 2 with --quick).
+    #[arg(long, global = true)]
+    peer_rounds: Option<usize>,
 }
 
 #[derive(Subcommand, Debug, Clone)]
 enum Bench {
     #[command(flatten)]
     Job(Job),
-    /// Open MPI, UCX and GASNet-EX beside amrq: one table.
+    /// Open MPI, UCX and GASNet-EX beside amrq, alternating in rounds: the table on
+    /// stdout, each peer's raw output in --out/peers (default results/peers).
     Peers,
     /// Everything, with a progress bar; the report goes to --out (default results/).
     All,
@@ -172,19 +178,30 @@ fn emit(cli: &Cli, o: &Outcome) -> Result<(), String> {
     Ok(())
 }
 
-/// `peers`: amrq's figures (round-trip, one-to-one, stream, array as child jobs), the peers,
-/// and the table.
+/// `peers`: rounds of amrq and each peer; the table on stdout, then the notes and the
+/// summary line.
 fn peers(cli: &Cli) {
-    let outcomes = suite::run_jobs(
-        &[Job::RoundTrip, Job::OneToOne, Job::Stream, Job::Array],
+    let out = cli.out.clone().unwrap_or_else(|| PathBuf::from("results"));
+    let rounds = cli.peer_rounds.unwrap_or(suite::peer_rounds(cli.quick));
+    let p = suite::run_peers(
         cli.quick,
+        rounds,
+        cli.gasnet.as_deref(),
+        Some(out.join("peers")),
+        |what| eprintln!("peers: {what}"),
     )
     .unwrap_or_else(|e| fail(&e));
-    let work = std::env::temp_dir().join(format!("amrq-bench-peers-{}", std::process::id()));
-    let mut all = vec![suite::amrq_peer(&outcomes)];
-    all.extend(suite::run_peers(&work, cli.quick, cli.gasnet.as_deref()));
-    let _ = std::fs::remove_dir_all(&work);
-    let table = amrq_bench::peers::table(&all[0], &all[1..], Clock::calibrate().overhead_ns());
+    let table = amrq_bench::peers::table(&p, Clock::calibrate().overhead_ns());
+    let rounds_json = out.join("peers").join("rounds.json");
+    let json = serde_json::to_string_pretty(&p).unwrap_or_default();
+    if let Err(e) =
+        std::fs::create_dir_all(out.join("peers")).and_then(|()| std::fs::write(&rounds_json, json))
+    {
+        fail(&format!("{}: {e}", rounds_json.display()));
+    }
+    if !cli.json {
+        println!("{}", amrq_bench::peers::text(&p));
+    }
     if let Err(e) = emit(cli, &table) {
         fail(&e)
     }
@@ -195,8 +212,10 @@ fn all(cli: &Cli) {
         eprintln!("amrq-bench: `all` runs each benchmark on its own rank count; --ranks is ignored (run a benchmark alone to choose it)");
     }
     let out = cli.out.clone().unwrap_or_else(|| PathBuf::from("results"));
-    match suite::all(cli.quick, &out, cli.gasnet.as_deref()) {
+    let rounds = cli.peer_rounds.unwrap_or(suite::peer_rounds(cli.quick));
+    match suite::all(cli.quick, rounds, &out, cli.gasnet.as_deref()) {
         Ok(r) => {
+            println!("{}", amrq_bench::peers::text(&r.peers));
             println!("{}", r.table.text());
             println!("report: {}", out.join("summary.md").display());
         }

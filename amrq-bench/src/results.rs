@@ -1,7 +1,7 @@
 //! What `amrq-bench all` produced: every job's outcome, the peers, and the machine they
 //! ran on. The report (`files`) is written from it; `results.json` is it.
 
-use crate::peers::Peer;
+use crate::peers::Peers;
 use crate::report::Outcome;
 use std::process::Command;
 
@@ -14,8 +14,8 @@ pub struct Results {
     pub quick: bool,
     /// Each job's outcome (a failed job has an outcome with only a note).
     pub outcomes: Vec<Outcome>,
-    /// amrq's side of the peers table and each peer.
-    pub peers: Vec<Peer>,
+    /// amrq and its peers, in rounds.
+    pub peers: Peers,
     /// The peers table.
     pub table: Outcome,
 }

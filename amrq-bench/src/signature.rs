@@ -18,9 +18,15 @@ use amrq::prelude::*;
 /// Δ between sends, ns.
 const DELTAS: [f64; 4] = [0.0, 50.0, 200.0, 1000.0];
 
-/// Requests rank 1 leaves in rank 0's ring for the receive overhead (fits the
-/// default ring of 256 slots).
-const ARRIVED: u64 = 128;
+/// The ring to each peer, in slots (the job sets it): a burst longer than this fills
+/// it, so the bursts of at least twice this length give the gap.
+pub const RING_SLOTS: u64 = 256;
+
+/// The longest burst that gives the send overhead (the ring always has room).
+const SHORT: usize = 16;
+
+/// Requests rank 1 leaves in rank 0's ring for the receive overhead (fit in the ring).
+const ARRIVED: u64 = RING_SLOTS / 2;
 
 /// *signature*: the burst series per Δ, `rtt_ns`, and `o_s_ns`, `o_r_ns`, `g_ns`, `l_ns`.
 pub fn signature(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
@@ -122,16 +128,27 @@ pub fn signature(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> 
         .iter()
         .map(|p| (p.x as usize, p.median))
         .collect();
-    if let Some(logp) = derive_logp(&burst, rtt.median, o_r.median) {
+    let long = 2 * RING_SLOTS as usize;
+    if let Some(logp) = derive_logp(&burst, SHORT, long, rtt.median, o_r.median) {
         o.figures.push(Figure::single("o_s_ns", logp.o_s));
         o.figures.push(o_r);
         o.figures.push(Figure::single("g_ns", logp.g));
         o.figures.push(Figure::single("l_ns", logp.l));
+        let negative: Vec<&str> = [("o_s", logp.o_s), ("g", logp.g), ("L", logp.l)]
+            .iter()
+            .filter(|p| p.1 < 0.0)
+            .map(|p| p.0)
+            .collect();
+        if !negative.is_empty() {
+            o.notes.push(format!(
+                "the LogP model does not fit this run: {} came out negative (the overheads overlapped the transfer, or the VM changed placement between the bursts and the round trip)",
+                negative.join(", ")
+            ));
+        }
     }
     o.figures.push(rtt);
-    o.notes.push(
-        "o_s: a burst of one at Δ = 0; g: the longest bursts at Δ = 0; L = rtt/2 − o_s − o_r (negative when overheads overlap the transfer)"
-            .into(),
-    );
+    o.notes.push(format!(
+        "o_s: slope of the burst time over bursts of k ≤ {SHORT} at Δ = 0; g: its slope over k ≥ {long} (the {RING_SLOTS}-slot ring full); o_r: requests that have all arrived, handled; L = rtt/2 − o_s − o_r. The clock is read once per timed interval and its cost subtracted once; a burst's fixed start cost falls into the fit's intercept"
+    ));
     Ok(Some(o))
 }

@@ -2,7 +2,7 @@
 //! needs its own rank count and configuration), then the peers, then the report.
 
 use crate::clock::Clock;
-use crate::peers::{self, Peer};
+use crate::peers::{self, Peers};
 use crate::report::Outcome;
 use crate::results::{Machine, Results};
 use crate::{array, interrupts, loaded, polling, signature, stream, unloaded, Params};
@@ -120,6 +120,7 @@ impl Job {
                 cfg.segment_bytes = cfg.segment_bytes.max(array::SEGMENT_BYTES);
             }
             Job::Polling => polling::configure(cfg),
+            Job::Signature => cfg.am_ring_slots = signature::RING_SLOTS,
             Job::Interrupts => {
                 return Queues {
                     irq: Some(interrupts::configure(cfg)),
@@ -202,7 +203,7 @@ fn progress(done: usize, total: usize, what: &str) {
     let width = 24;
     let filled = done * width / total.max(1);
     eprint!(
-        "\r[{}{}] {done}/{total} {what:<24}",
+        "\r[{}{}] {done}/{total} {what:<40}",
         "#".repeat(filled),
         ".".repeat(width - filled)
     );
@@ -220,7 +221,7 @@ fn put_64k(outcomes: &[Outcome]) -> Option<f64> {
 }
 
 /// amrq's figures for the peers table, from the outcomes of a run.
-pub fn amrq_peer(outcomes: &[Outcome]) -> Peer {
+pub fn amrq_figures(outcomes: &[Outcome]) -> Vec<(String, f64)> {
     let find = |job: &str, key: &str| {
         outcomes
             .iter()
@@ -228,7 +229,7 @@ pub fn amrq_peer(outcomes: &[Outcome]) -> Peer {
             .and_then(|o| o.get(key))
             .map(|f| f.median)
     };
-    let values = [
+    [
         ("rtt_ns", find("round-trip", "round_trip_ns")),
         ("msgs_per_s", find("one-to-one", "msgs_per_s")),
         ("bw_64k_mb_s", find("stream", "bw_64k_mb_s")),
@@ -238,27 +239,51 @@ pub fn amrq_peer(outcomes: &[Outcome]) -> Peer {
     ]
     .into_iter()
     .filter_map(|(k, v)| Some((k.to_string(), v.filter(|v| v.is_finite())?)))
-    .collect();
-    Peer {
-        name: "amrq".into(),
-        missing: None,
-        values,
-        command: "amrq-bench round-trip, one-to-one, stream, array".into(),
-        detail: Vec::new(),
+    .collect()
+}
+
+/// The jobs that give amrq's side of the peers table.
+pub const PEER_JOBS: [Job; 4] = [Job::RoundTrip, Job::OneToOne, Job::Stream, Job::Array];
+
+/// Rounds of the peers' comparison by default: 5, or 2 with `quick`.
+pub fn peer_rounds(quick: bool) -> usize {
+    if quick {
+        2
+    } else {
+        5
     }
 }
 
-/// Runs the peers (not amrq).
-pub fn run_peers(work: &Path, quick: bool, gasnet: Option<&Path>) -> Vec<Peer> {
-    vec![
-        peers::open_mpi(work, quick),
-        peers::ucx(quick),
-        peers::gasnet(gasnet),
-    ]
+/// The peers in `rounds` rounds, amrq ([`PEER_JOBS`] as child jobs) before each;
+/// raw output in `raw` (`<report>/peers`), progress on stderr through `progress`.
+pub fn run_peers(
+    quick: bool,
+    rounds: usize,
+    gasnet: Option<&Path>,
+    raw: Option<PathBuf>,
+    progress: impl FnMut(&str),
+) -> Result<Peers, String> {
+    let work = std::env::temp_dir().join(format!("amrq-bench-peers-{}", std::process::id()));
+    let setup = peers::Setup {
+        quick,
+        rounds,
+        gasnet: gasnet.map(Path::to_path_buf),
+        work: work.clone(),
+        raw,
+    };
+    let amrq = || run_jobs(&PEER_JOBS, quick).map(|o| amrq_figures(&o));
+    let p = peers::measure(&setup, amrq, progress);
+    let _ = std::fs::remove_dir_all(&work);
+    p
 }
 
 /// `amrq-bench all`: every job, the peers, then the report in `out`.
-pub fn all(quick: bool, out: &Path, gasnet: Option<&Path>) -> Result<Results, String> {
+pub fn all(
+    quick: bool,
+    rounds: usize,
+    out: &Path,
+    gasnet: Option<&Path>,
+) -> Result<Results, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find amrq-bench: {e}"))?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let total = JOBS.len() + 2;
@@ -267,13 +292,13 @@ pub fn all(quick: bool, out: &Path, gasnet: Option<&Path>) -> Result<Results, St
         progress(i, total, job.name());
         outcomes.push(run_job(&exe, job, quick));
     }
-    progress(JOBS.len(), total, "peers");
-    let work: PathBuf = out.join("peers-build");
-    let mut peers = vec![amrq_peer(&outcomes)];
-    peers.extend(run_peers(&work, quick, gasnet));
-    let _ = std::fs::remove_dir_all(&work);
+    let raw = out.join("peers");
+    let _ = std::fs::remove_dir_all(&raw); // an earlier run's files are not this run's
+    let peers = run_peers(quick, rounds, gasnet, Some(raw), |what| {
+        progress(JOBS.len(), total, &format!("peers {what}"))
+    })?;
     let timer = Clock::calibrate().overhead_ns();
-    let table = peers::table(&peers[0], &peers[1..], timer);
+    let table = peers::table(&peers, timer);
     progress(JOBS.len() + 1, total, "report");
     let results = Results {
         machine: Machine::here(),

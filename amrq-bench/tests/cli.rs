@@ -2,6 +2,7 @@
 //! the summary line, JSON that reads back, and `all`'s report files; missing peers
 //! are reported as missing; a wrong rank count is refused with a message.
 
+use amrq_bench::peers::Status;
 use amrq_bench::report::Outcome;
 use amrq_bench::results::Results;
 use amrq_bench::suite::{Job, JOBS};
@@ -129,17 +130,46 @@ fn all_runs_every_benchmark_and_writes_the_report() {
     for (job, o) in JOBS.iter().zip(&r.outcomes) {
         check_outcome(*job, o);
     }
-    // amrq first, then every peer: measured, or missing with the reason.
-    let names: Vec<&str> = r.peers.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["amrq", "Open MPI", "UCX", "GASNet-EX"]);
-    assert_eq!(r.peers[0].values.len(), amrq_bench::peers::METRICS.len());
-    for p in &r.peers[1..] {
-        match &p.missing {
-            Some(why) => assert!(!why.is_empty()),
-            None => assert!(!p.values.is_empty(), "{} ran without figures", p.name),
+    // Every peer: measured in every round (amrq before it), or missing with the
+    // reason; a peer that ran and failed fails the test.
+    let names: Vec<&str> = r
+        .peers
+        .comparisons
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(names, ["Open MPI", "UCX", "GASNet-EX"]);
+    for run in &r.peers.amrq {
+        assert_eq!(run.len(), amrq_bench::peers::METRICS.len(), "{run:?}");
+    }
+    for c in &r.peers.comparisons {
+        match &c.status {
+            Status::Missing(why) => assert!(!why.is_empty()),
+            Status::Failed { .. } => panic!("{} failed: {:?}", c.name, c.status),
+            Status::Ran => {
+                assert_eq!(c.rounds.len(), r.peers.rounds, "{}", c.name);
+                for round in &c.rounds {
+                    for key in &c.expects {
+                        assert!(round.peer.iter().any(|(k, _)| k == key), "{} {key}", c.name);
+                    }
+                    for f in &round.files {
+                        assert!(dir.join(f).is_file(), "raw output {f}");
+                    }
+                }
+            }
         }
     }
-    assert!(r.peers[3].missing.as_deref().unwrap().contains("--gasnet"));
+    let gasnet = &r.peers.comparisons[2];
+    assert!(matches!(&gasnet.status, Status::Missing(why) if why.contains("--gasnet")));
+    // stdout: the peers table, then the summary line.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let table = text
+        .find("amrq and its peers:")
+        .expect("the peers table on stdout");
+    assert!(
+        table < text.find("peers: amrq_rtt_ns").expect("the summary line"),
+        "{text}"
+    );
     let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
     assert!(csv.starts_with("benchmark,series,key_or_x,median,min,max\n"));
     assert!(
@@ -177,28 +207,101 @@ fn all_runs_every_benchmark_and_writes_the_report() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn missing_peers_are_reported_as_missing() {
-    let empty = std::env::temp_dir().join(format!("amrq-bench-nopath-{}", std::process::id()));
+/// A stand-in for a GASNet-EX build: `testam`, `testlarge` and `testbarrier` scripts
+/// that print `fixture`'s files (the real output of GASNet-EX 2025.8.0, or another
+/// directory's).
+fn fake_gasnet(dir: &Path, fixture: &str) {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(fixture);
+    std::fs::create_dir_all(dir).unwrap();
+    for test in ["testam", "testlarge", "testbarrier"] {
+        let script = format!(
+            "#!/bin/sh\nexec /bin/cat '{}'\n",
+            fixtures.join(format!("{test}.out")).display()
+        );
+        let path = dir.join(test);
+        std::fs::write(&path, script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// `peers --quick` with nothing on the PATH and a GASNet-EX stand-in: the table, the
+/// notes and the summary line (in that order) on stdout; raw output under --out.
+fn peers_without_path(gasnet: &Path, out: &Path) -> (String, Vec<(String, f64)>) {
+    let empty = out.join("empty-path");
     std::fs::create_dir_all(&empty).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_amrq-bench"))
-        .args(["peers", "--quick"])
+    let o = Command::new(env!("CARGO_BIN_EXE_amrq-bench"))
+        .args(["peers", "--quick", "--peer-rounds", "2", "--gasnet"])
+        .arg(gasnet)
+        .arg("--out")
+        .arg(out)
         .env("PATH", &empty)
         .env("AMRQ_SEGMENT_SIZE", "16M")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let text = String::from_utf8_lossy(&out.stdout);
-    for peer in ["Open MPI: missing", "UCX: missing", "GASNet-EX: missing"] {
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let table = text.find("amrq and its peers:").expect("the table");
+    assert!(
+        table < text.find("\npeers: ").expect("the summary line"),
+        "{text}"
+    );
+    (text, pairs(&o.stdout, "peers"))
+}
+
+#[test]
+fn missing_peers_are_reported_as_missing_and_gasnet_output_fills_its_row() {
+    let dir = std::env::temp_dir().join(format!("amrq-bench-nopath-{}", std::process::id()));
+    fake_gasnet(&dir.join("gasnet"), "gasnet-2025.8.0-smp");
+    let (text, p) = peers_without_path(&dir.join("gasnet"), &dir);
+    for peer in ["Open MPI: missing", "UCX: missing"] {
         assert!(text.contains(peer), "{text}");
     }
-    let p = pairs(&out.stdout, "peers");
     assert!(p.iter().any(|(k, _)| k == "amrq_rtt_ns"), "{p:?}");
     assert!(
-        !p.iter().any(|(k, _)| k.contains("speedup")),
-        "a missing peer has no ratio"
+        !p.iter()
+            .any(|(k, _)| k.starts_with("ucx") || k.starts_with("open_mpi")),
+        "a missing peer has no figure"
     );
-    let _ = std::fs::remove_dir_all(&empty);
+    // GASNet-EX's real output gives every metric, in both rounds (no `cc` on this
+    // PATH: its ranks are not pinned, and the notes say so).
+    let value = |k: &str| p.iter().find(|(x, _)| x == k).map(|&(_, v)| v);
+    assert_eq!(value("gasnet_ex_rtt_ns"), Some(325.0));
+    assert_eq!(value("gasnet_ex_barrier_ns"), Some(138.0));
+    for (key, _, _) in amrq_bench::peers::METRICS {
+        assert!(
+            value(&format!("gasnet_ex_{key}_speedup")).is_some(),
+            "{key}: {p:?}"
+        );
+    }
+    assert!(text.contains("GASNet-EX: ranks not pinned"), "{text}");
+    for round in 1..=2 {
+        let raw = dir.join(format!("peers/gasnet_ex-round{round}-1-testam.txt"));
+        let raw = std::fs::read_to_string(&raw).expect("raw output saved");
+        assert!(raw.contains("AMShort     ping-pong roundtrip ReqRep"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A peer that ran but printed nothing the parser reads has failed: said so, with
+/// the lines it could not read, and no figure of it in the table.
+#[test]
+fn a_peer_that_ran_without_figures_is_a_failure_with_its_lines() {
+    let dir = std::env::temp_dir().join(format!("amrq-bench-silent-{}", std::process::id()));
+    fake_gasnet(&dir.join("gasnet"), "guessed-format");
+    let (text, p) = peers_without_path(&dir.join("gasnet"), &dir);
+    assert!(
+        text.contains("GASNet-EX: FAILED in round 1: no figure for rtt_ns"),
+        "{text}"
+    );
+    assert!(
+        text.contains("A: ping-pong round-trip Request   :  0.012 seconds"),
+        "{text}"
+    );
+    assert!(!p.iter().any(|(k, _)| k.starts_with("gasnet")), "{p:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

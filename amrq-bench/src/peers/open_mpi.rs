@@ -1,0 +1,101 @@
+//! Open MPI: this crate's `peers/mpi_bench.c`, built with `mpicc` and run on 2 ranks
+//! bound to cores, in the fastest shared-memory set-up measured on this machine kind.
+
+use super::{installed, pairs, run, run_output, Failure, Measured, Raw};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The metrics `mpi_bench.c` has a test for (MPI has no put row here).
+pub const EXPECTS: [&str; 5] = [
+    "rtt_ns",
+    "msgs_per_s",
+    "bw_64k_mb_s",
+    "bw_1m_mb_s",
+    "barrier_ns",
+];
+
+const ARGS: [&str; 11] = [
+    "--allow-run-as-root",
+    "-np",
+    "2",
+    "--bind-to",
+    "core",
+    "--mca",
+    "pml",
+    "ob1",
+    "--mca",
+    "btl",
+    "self,vader",
+];
+const NO_CMA: [&str; 3] = ["--mca", "btl_vader_single_copy_mechanism", "none"];
+
+/// A built `mpi_bench`.
+#[derive(Debug, Clone)]
+pub struct OpenMpi {
+    bin: PathBuf,
+    /// `mpirun --version`'s first line.
+    pub version: String,
+}
+
+impl OpenMpi {
+    /// Builds `mpi_bench.c` into `work`; why not, if Open MPI is not there.
+    pub fn prepare(work: &Path) -> Result<Self, String> {
+        if !installed("mpicc") || !installed("mpirun") {
+            return Err(
+                "mpicc/mpirun not found (Debian: apt-get install openmpi-bin libopenmpi-dev)"
+                    .into(),
+            );
+        }
+        let src = work.join("mpi_bench.c");
+        let bin = work.join("mpi_bench");
+        std::fs::create_dir_all(work)
+            .and_then(|()| std::fs::write(&src, include_str!("../../peers/mpi_bench.c")))
+            .map_err(|e| format!("{}: {e}", work.display()))?;
+        let mut cc = Command::new("mpicc");
+        cc.arg("-O2").arg("-o").arg(&bin).arg(&src);
+        run(&mut cc, Duration::from_secs(120)).map_err(|e| format!("mpicc failed: {e}"))?;
+        let version = run(
+            Command::new("mpirun").arg("--version"),
+            Duration::from_secs(30),
+        )
+        .ok()
+        .and_then(|o| o.lines().next().map(str::to_string))
+        .unwrap_or_default();
+        Ok(Self { bin, version })
+    }
+
+    /// How a round runs, for the report.
+    pub fn how(&self, quick: bool) -> String {
+        format!(
+            "`mpirun {} {} mpi_bench{}`",
+            ARGS.join(" "),
+            NO_CMA.join(" "),
+            if quick { " quick" } else { "" },
+        )
+    }
+
+    /// One round: the `mpi:` line's figures, or the failure with what it printed.
+    pub fn run(&self, quick: bool, raw: &Raw) -> Result<Measured, Failure> {
+        let mut cmd = Command::new("mpirun");
+        cmd.args(ARGS)
+            .args(NO_CMA)
+            .arg(&self.bin)
+            .args(quick.then_some("quick"));
+        let out = run_output(&mut cmd, Duration::from_secs(300));
+        let files: Vec<String> = raw
+            .save("mpi_bench", &self.how(quick), &out)
+            .into_iter()
+            .collect();
+        if let Some(f) = Failure::of(&out, &files) {
+            return Err(f);
+        }
+        let values = pairs(&out.stdout, "mpi");
+        Failure::lacking(&EXPECTS, &values, out.lines(), &files)?;
+        Ok(Measured {
+            values,
+            files,
+            notes: Vec::new(),
+        })
+    }
+}

@@ -1,0 +1,255 @@
+//! The peers' figures as a table: per peer and metric, amrq's median, the peer's
+//! median, and the median of the per-round ratios with their spread. The same table
+//! three ways: an [`Outcome`] (the summary line and `results.json`), text for stdout,
+//! and Markdown for the report.
+
+use super::{speedup, Comparison, Peers, Status, METRICS};
+use crate::report::{Figure, Outcome};
+use amrq::summary::plain;
+use std::fmt::Write;
+
+/// The tag of a peer's figures (`Open MPI` → `open_mpi`).
+///
+/// ```
+/// assert_eq!(amrq_bench::peers::table::tag("GASNet-EX"), "gasnet_ex");
+/// ```
+pub fn tag(name: &str) -> String {
+    name.to_lowercase().replace([' ', '-'], "_")
+}
+
+/// One metric of one comparison, over its rounds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// amrq's figure over the rounds of this comparison.
+    pub amrq: Figure,
+    /// The peer's.
+    pub peer: Figure,
+    /// The per-round ratios (amrq's speed-up; above 1: amrq faster).
+    pub speedup: Figure,
+    /// Rounds that gave both sides.
+    pub rounds: usize,
+}
+
+fn value(v: &[(String, f64)], key: &str) -> Option<f64> {
+    v.iter()
+        .find(|(k, _)| k == key)
+        .map(|&(_, x)| x)
+        .filter(|x| x.is_finite())
+}
+
+/// Metric `key` of a comparison that ran: each side's median and the median of the
+/// per-round ratios (`None` if the peer did not run or has no test for it).
+///
+/// ```
+/// use amrq_bench::peers::{table::row, Comparison, Round, Status};
+/// let round = |a: f64, p: f64| Round {
+///     amrq: vec![("rtt_ns".into(), a)],
+///     peer: vec![("rtt_ns".into(), p)],
+///     files: vec![],
+/// };
+/// let c = Comparison {
+///     name: "X".into(),
+///     status: Status::Ran,
+///     how: String::new(),
+///     notes: vec![],
+///     expects: vec!["rtt_ns".into()],
+///     // The VM's placement changed between rounds: both sides moved.
+///     rounds: vec![round(100.0, 300.0), round(200.0, 500.0), round(150.0, 420.0)],
+///     failed_files: vec![],
+/// };
+/// let r = row(&c, "rtt_ns").unwrap();
+/// assert_eq!((r.amrq.median, r.peer.median), (150.0, 420.0));
+/// assert_eq!((r.speedup.median, r.speedup.min, r.speedup.max), (2.8, 2.5, 3.0));
+/// ```
+pub fn row(c: &Comparison, key: &str) -> Option<Row> {
+    if c.status != Status::Ran {
+        return None;
+    }
+    let (mut a, mut p, mut r) = (Vec::new(), Vec::new(), Vec::new());
+    for round in &c.rounds {
+        if let (Some(x), Some(y)) = (value(&round.amrq, key), value(&round.peer, key)) {
+            a.push(x);
+            p.push(y);
+            r.push(speedup(key, x, y));
+        }
+    }
+    (!r.is_empty()).then(|| Row {
+        rounds: r.len(),
+        amrq: Figure::of(key, &mut a),
+        peer: Figure::of(key, &mut p),
+        speedup: Figure::of(key, &mut r),
+    })
+}
+
+/// amrq's figure for `key` over all its runs.
+fn amrq_figure(p: &Peers, key: &str) -> Option<Figure> {
+    let mut v: Vec<f64> = p.amrq.iter().filter_map(|r| value(r, key)).collect();
+    (!v.is_empty()).then(|| Figure::of(format!("amrq_{key}"), &mut v))
+}
+
+/// The peers as an outcome: `amrq_<metric>` (all of amrq's runs), `<peer>_<metric>`
+/// and `<peer>_<metric>_speedup` (the median of the per-round ratios, spread in
+/// min/max); missing and failed peers in the notes.
+pub fn table(p: &Peers, timer_ns: f64) -> Outcome {
+    let mut o = Outcome::new("peers", 2, timer_ns);
+    for (key, _, _) in METRICS {
+        o.figures.extend(amrq_figure(p, key));
+    }
+    for c in &p.comparisons {
+        let t = tag(&c.name);
+        match &c.status {
+            Status::Missing(why) => o.notes.push(format!("{}: missing: {why}", c.name)),
+            Status::Failed { round, why, unread } => o.notes.push(format!(
+                "{}: FAILED in round {round}: {why}; lines it could not read: {}",
+                c.name,
+                unread.join(" | ")
+            )),
+            Status::Ran => {
+                for (key, _, _) in METRICS {
+                    match row(c, key) {
+                        Some(r) => {
+                            o.figures.push(Figure {
+                                key: format!("{t}_{key}"),
+                                ..r.peer
+                            });
+                            o.figures.push(Figure {
+                                key: format!("{t}_{key}_speedup"),
+                                ..r.speedup
+                            });
+                        }
+                        None => o.notes.push(format!("{}: no {key} test", c.name)),
+                    }
+                }
+                o.notes
+                    .push(format!("{}: {} rounds, {}", c.name, c.rounds.len(), c.how));
+                o.notes
+                    .extend(c.notes.iter().map(|n| format!("{}: {n}", c.name)));
+            }
+        }
+    }
+    o
+}
+
+/// `×` ratio with its spread: `2.41× [2.20 … 2.63]`.
+fn ratio(f: &Figure) -> String {
+    format!("{}× [{} … {}]", plain(f.median), plain(f.min), plain(f.max))
+}
+
+/// The words above every table.
+fn preface(p: &Peers) -> String {
+    format!(
+        "amrq and its peers: {} rounds, each running amrq before every peer; a speed-up is the median of the per-round ratios [min … max] (peer time / amrq time, or amrq rate / peer rate; above 1: amrq faster)",
+        p.rounds
+    )
+}
+
+/// The table for stdout: a block per peer.
+pub fn text(p: &Peers) -> String {
+    let mut s = preface(p) + "\n";
+    for c in &p.comparisons {
+        match &c.status {
+            Status::Missing(why) => {
+                let _ = writeln!(s, "\n{}: missing: {why}", c.name);
+            }
+            Status::Failed { round, why, unread } => {
+                let _ = writeln!(s, "\n{}: FAILED in round {round}: {why}", c.name);
+                let _ = writeln!(s, "  lines it could not read:");
+                for l in unread {
+                    let _ = writeln!(s, "    {l}");
+                }
+                for f in &c.failed_files {
+                    let _ = writeln!(s, "  raw output: {f}");
+                }
+            }
+            Status::Ran => {
+                let _ = writeln!(s, "\n{} ({} rounds)", c.name, c.rounds.len());
+                let _ = writeln!(
+                    s,
+                    "  {:<36} {:>12} {:>12}  speed-up",
+                    "metric", "amrq", c.name
+                );
+                for (key, label, _) in METRICS {
+                    let _ = match row(c, key) {
+                        Some(r) => writeln!(
+                            s,
+                            "  {label:<36} {:>12} {:>12}  {}",
+                            plain(r.amrq.median),
+                            plain(r.peer.median),
+                            ratio(&r.speedup)
+                        ),
+                        None => writeln!(s, "  {label:<36} {:>12} {:>12}", "", "no test"),
+                    };
+                }
+            }
+        }
+    }
+    s
+}
+
+/// The report's section: a table per peer, how it ran, and links to its raw output.
+pub fn markdown(p: &Peers) -> String {
+    let mut s = preface(p)
+        + ". A placement change of the VM between rounds moves both sides of a ratio alike.\n";
+    for c in &p.comparisons {
+        let _ = writeln!(s, "\n### {}\n", c.name);
+        match &c.status {
+            Status::Missing(why) => {
+                let _ = writeln!(s, "Missing: {why}.");
+            }
+            Status::Failed { round, why, unread } => {
+                let _ = writeln!(
+                    s,
+                    "**Failed** in round {round}: {why}. Lines it could not read:\n\n```\n{}\n```",
+                    unread.join("\n")
+                );
+                let links: Vec<String> = c
+                    .failed_files
+                    .iter()
+                    .map(|f| format!("[{f}]({f})"))
+                    .collect();
+                let _ = writeln!(s, "\nRaw output: {}.", links.join(", "));
+            }
+            Status::Ran => {
+                let _ = writeln!(
+                    s,
+                    "| metric | amrq | {} | speed-up (median of {} rounds) | spread (min … max) |\n|---|---|---|---|---|",
+                    c.name,
+                    c.rounds.len()
+                );
+                for (key, label, _) in METRICS {
+                    let _ = match row(c, key) {
+                        Some(r) => writeln!(
+                            s,
+                            "| {label} | {} | {} | {}× | {} … {} |",
+                            plain(r.amrq.median),
+                            plain(r.peer.median),
+                            plain(r.speedup.median),
+                            plain(r.speedup.min),
+                            plain(r.speedup.max)
+                        ),
+                        None => writeln!(s, "| {label} | | no test | | |"),
+                    };
+                }
+                let _ = writeln!(s, "\nHow it ran: {}.", c.how);
+                for n in &c.notes {
+                    let _ = writeln!(s, "{n}.");
+                }
+                let links: Vec<String> = c
+                    .rounds
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, r)| {
+                        r.files.iter().map(move |f| {
+                            let name = f.rsplit('/').next().unwrap_or(f);
+                            format!("[round {}: {name}]({f})", i + 1)
+                        })
+                    })
+                    .collect();
+                if !links.is_empty() {
+                    let _ = writeln!(s, "\nRaw output: {}.", links.join(", "));
+                }
+            }
+        }
+    }
+    s
+}

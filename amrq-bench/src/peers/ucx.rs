@@ -1,0 +1,156 @@
+//! UCX: `ucx_perftest` over shared memory (`UCX_TLS=sm,self`), a server on rank 1's
+//! core and a client on rank 0's: AM latency (`ucp_am_lat`, one-way: doubled for the
+//! round trip), AM bandwidth and message rate (`ucp_am_bw`), put bandwidth
+//! (`ucp_put_bw`). It has no barrier test.
+
+use super::{installed, run_output, Failure, Measured, Output, Raw, MIB};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The metrics `ucx_perftest` has a test for.
+pub const EXPECTS: [&str; 5] = [
+    "rtt_ns",
+    "msgs_per_s",
+    "bw_64k_mb_s",
+    "bw_1m_mb_s",
+    "put_64k_mb_s",
+];
+
+/// The `Final:` line of `ucx_perftest`: (median one-way latency µs, bandwidth MiB/s,
+/// message rate msg/s), overall figures.
+///
+/// ```
+/// let out = "Final:  100000  0.206  0.206  0.206  37.08  37.08  4860031  4860031\n";
+/// assert_eq!(amrq_bench::peers::ucx_final(out), Some((0.206, 37.08, 4860031.0)));
+/// ```
+pub fn ucx_final(out: &str) -> Option<(f64, f64, f64)> {
+    let line = out.lines().find(|l| l.trim_start().starts_with("Final:"))?;
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    (v.len() >= 8).then(|| (v[1], v[5], v[7]))
+}
+
+/// `ucx_perftest` with its server and client pinned as amrq's ranks 1 and 0.
+#[derive(Debug, Clone)]
+pub struct Ucx {
+    cores: [usize; 2],
+}
+
+/// The tests of a round: (test, bytes, iterations in a full run).
+const TESTS: [(&str, usize, u64); 5] = [
+    ("ucp_am_lat", 8, 200_000),
+    ("ucp_am_bw", 8, 2_000_000),
+    ("ucp_am_bw", 64 << 10, 20_000),
+    ("ucp_am_bw", 1 << 20, 2_000),
+    ("ucp_put_bw", 64 << 10, 20_000),
+];
+
+impl Ucx {
+    /// Why not, if `ucx_perftest` is not there.
+    pub fn prepare() -> Result<Self, String> {
+        if !installed("ucx_perftest") || !installed("taskset") {
+            return Err("ucx_perftest not found (Debian: apt-get install ucx-utils)".into());
+        }
+        let cores = amrq::util::affinity::allowed_cores();
+        let core = |i: usize| cores.get(i % cores.len().max(1)).copied().unwrap_or(0);
+        Ok(Self {
+            cores: [core(0), core(1)],
+        })
+    }
+
+    /// How a round runs, for the report.
+    pub fn how(&self, quick: bool) -> String {
+        let d = if quick { 10 } else { 1 };
+        let tests: Vec<String> = TESTS
+            .iter()
+            .map(|&(t, s, n)| format!("`-t {t} -s {s} -n {}`", n / d))
+            .collect();
+        format!(
+            "UCX_TLS=sm,self ucx_perftest, server on core {}, client on core {}: {}; the round trip is twice the median one-way latency",
+            self.cores[1],
+            self.cores[0],
+            tests.join(", ")
+        )
+    }
+
+    /// One test: a server, then the client (retried while the server starts).
+    fn test(&self, test: &str, size: usize, iters: u64) -> Output {
+        let failed = |why: String| Output {
+            failed: Some(why),
+            ..Output::default()
+        };
+        let port = match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+            Ok(a) => a.port().to_string(),
+            Err(e) => return failed(format!("no free port: {e}")),
+        };
+        let pin = |core: usize, args: &[&str]| {
+            let mut c = Command::new("taskset");
+            c.args(["-c", &core.to_string(), "ucx_perftest"])
+                .args(args)
+                .env("UCX_TLS", "sm,self");
+            c
+        };
+        let server = pin(self.cores[1], &["-p", &port])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let mut server = match server {
+            Ok(s) => s,
+            Err(e) => return failed(format!("cannot start the ucx_perftest server: {e}")),
+        };
+        let (s, n) = (size.to_string(), iters.to_string());
+        let client = ["127.0.0.1", "-p", &port, "-t", test, "-s", &s, "-n", &n];
+        let mut out = failed(format!("{test}: the server did not start"));
+        for _ in 0..10 {
+            std::thread::sleep(Duration::from_millis(300));
+            out = run_output(&mut pin(self.cores[0], &client), Duration::from_secs(120));
+            if out.failed.is_none() || !matches!(server.try_wait(), Ok(None)) {
+                break;
+            }
+        }
+        let _ = server.kill();
+        let _ = server.wait();
+        out
+    }
+
+    /// One round: the five tests, each one's raw output saved.
+    pub fn run(&self, quick: bool, raw: &Raw) -> Result<Measured, Failure> {
+        let d = if quick { 10 } else { 1 };
+        let mut m = Measured::default();
+        let mut got = Vec::new();
+        for &(test, size, n) in &TESTS {
+            let out = self.test(test, size, n / d);
+            let name = format!("{test}-{size}");
+            m.files.extend(raw.save(
+                &name,
+                &format!("ucx_perftest -t {test} -s {size} -n {}", n / d),
+                &out,
+            ));
+            if let Some(f) = Failure::of(&out, &m.files) {
+                return Err(f);
+            }
+            match ucx_final(&out.stdout) {
+                Some(f) => got.push(f),
+                None => {
+                    return Err(Failure {
+                        why: format!("{test} -s {size}: no `Final:` line"),
+                        unread: out.lines(),
+                        files: m.files,
+                    })
+                }
+            }
+        }
+        // One (latency µs, MiB/s, msgs/s) per test of TESTS, in its order.
+        m.values = vec![
+            ("rtt_ns".into(), 2.0 * got[0].0 * 1e3),
+            ("msgs_per_s".into(), got[1].2),
+            ("bw_64k_mb_s".into(), got[2].1 * MIB / 1e6),
+            ("bw_1m_mb_s".into(), got[3].1 * MIB / 1e6),
+            ("put_64k_mb_s".into(), got[4].1 * MIB / 1e6),
+        ];
+        Ok(m)
+    }
+}
