@@ -8,11 +8,12 @@
  *   barrier_ns    MPI_Barrier
  *
  * Each figure is the median of BATCHES timed batches (one warm-up first); rank 0
- * prints one line: `mpi: key=value ...`.
+ * prints one line: `mpi: key=value ...`. A test name (rtt, rate, bw, barrier) runs
+ * that test alone, so that amrq-bench can run amrq's same measurement just before.
  * Built and run by `amrq-bench peers`: mpicc -O2, mpirun -np 2 --bind-to core, with
  * the fastest shared-memory set-up measured here (ob1 + vader, no single-copy
  * mechanism: CMA moves 64 KiB at ~8 GB/s on this VM, plain copies at ~20 GB/s).
- * Argument "quick": fewer iterations. */
+ * Arguments: [quick] [rtt|rate|bw|barrier]; "quick": fewer iterations. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,34 +81,55 @@ int main(int argc, char **argv) {
         if (rank == 0) fprintf(stderr, "mpi_bench runs on 2 ranks, not %d\n", size);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    int quick = 0;
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "quick") == 0)
+            quick = 1;
+        else if (!strcmp(argv[i], "rtt") || !strcmp(argv[i], "rate") || !strcmp(argv[i], "bw") ||
+                 !strcmp(argv[i], "barrier"))
+            only = argv[i];
+        else {
+            if (rank == 0) fprintf(stderr, "mpi_bench: unknown argument %s\n", argv[i]);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+#define RUNS(test) (!only || strcmp(only, test) == 0)
     int div = quick ? 10 : 1;
     char *buf = malloc(1 << 20);
     MPI_Request *req = malloc(BURST * sizeof *req);
     memset(buf, 1, 1 << 20);
     double rtt[BATCHES], rate[BATCHES], bw64[BATCHES], bw1m[BATCHES], bar[BATCHES];
     for (int b = -1; b < BATCHES; b++) {
-        double r = pingpong(50000 / div, buf);
-        double m = stream(BURST * 20 / div, 8, WINDOW, buf, req);
-        double w = stream(2048 / div, 64 << 10, WINDOW, buf, req);
-        double v = stream(256 / div, 1 << 20, WINDOW / 4, buf, req);
-        int iters = 20000 / div;
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t = MPI_Wtime();
-        for (int i = 0; i < iters; i++) MPI_Barrier(MPI_COMM_WORLD);
-        double x = (MPI_Wtime() - t) / iters;
+        double r = RUNS("rtt") ? pingpong(50000 / div, buf) : 0;
+        double m = RUNS("rate") ? stream(BURST * 20 / div, 8, WINDOW, buf, req) : 0;
+        double w = RUNS("bw") ? stream(2048 / div, 64 << 10, WINDOW, buf, req) : 0;
+        double v = RUNS("bw") ? stream(256 / div, 1 << 20, WINDOW / 4, buf, req) : 0;
+        double x = 0;
+        if (RUNS("barrier")) {
+            int iters = 20000 / div;
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t = MPI_Wtime();
+            for (int i = 0; i < iters; i++) MPI_Barrier(MPI_COMM_WORLD);
+            x = (MPI_Wtime() - t) / iters;
+        }
         if (b >= 0) {
             rtt[b] = r * 1e9;
-            rate[b] = 1.0 / m;
-            bw64[b] = (64 << 10) / w / 1e6;
-            bw1m[b] = (1 << 20) / v / 1e6;
+            rate[b] = m > 0 ? 1.0 / m : 0;
+            bw64[b] = w > 0 ? (64 << 10) / w / 1e6 : 0;
+            bw1m[b] = v > 0 ? (1 << 20) / v / 1e6 : 0;
             bar[b] = x * 1e9;
         }
     }
-    if (rank == 0)
-        printf("mpi: rtt_ns=%.1f msgs_per_s=%.0f bw_64k_mb_s=%.1f bw_1m_mb_s=%.1f barrier_ns=%.1f\n",
-               median(rtt, BATCHES), median(rate, BATCHES), median(bw64, BATCHES),
-               median(bw1m, BATCHES), median(bar, BATCHES));
+    if (rank == 0) {
+        printf("mpi:");
+        if (RUNS("rtt")) printf(" rtt_ns=%.1f", median(rtt, BATCHES));
+        if (RUNS("rate")) printf(" msgs_per_s=%.0f", median(rate, BATCHES));
+        if (RUNS("bw"))
+            printf(" bw_64k_mb_s=%.1f bw_1m_mb_s=%.1f", median(bw64, BATCHES), median(bw1m, BATCHES));
+        if (RUNS("barrier")) printf(" barrier_ns=%.1f", median(bar, BATCHES));
+        printf("\n");
+    }
     free(req);
     free(buf);
     MPI_Finalize();

@@ -242,8 +242,28 @@ pub fn amrq_figures(outcomes: &[Outcome]) -> Vec<(String, f64)> {
     .collect()
 }
 
-/// The jobs that give amrq's side of the peers table.
-pub const PEER_JOBS: [Job; 4] = [Job::RoundTrip, Job::OneToOne, Job::Stream, Job::Array];
+/// The jobs that give amrq's figures of `metrics` (keys of [`peers::METRICS`]).
+///
+/// ```
+/// use amrq_bench::suite::{peer_jobs, Job};
+/// assert_eq!(peer_jobs(&["bw_64k_mb_s", "barrier_ns"]), [Job::Stream]);
+/// assert_eq!(peer_jobs(&["rtt_ns", "msgs_per_s"]), [Job::RoundTrip, Job::OneToOne]);
+/// ```
+pub fn peer_jobs(metrics: &[&str]) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for m in metrics {
+        let job = match *m {
+            "rtt_ns" => Job::RoundTrip,
+            "msgs_per_s" => Job::OneToOne,
+            "put_64k_mb_s" => Job::Array,
+            _ => Job::Stream,
+        };
+        if !jobs.contains(&job) {
+            jobs.push(job);
+        }
+    }
+    jobs
+}
 
 /// Rounds of the peers' comparison by default: 5, or 2 with `quick`.
 pub fn peer_rounds(quick: bool) -> usize {
@@ -254,7 +274,8 @@ pub fn peer_rounds(quick: bool) -> usize {
     }
 }
 
-/// The peers in `rounds` rounds, amrq ([`PEER_JOBS`] as child jobs) before each;
+/// The peers in `rounds` rounds, amrq (the [`peer_jobs`] as child jobs) before each
+/// part of each peer's round;
 /// raw output in `raw` (`<report>/peers`), progress on stderr through `progress`.
 pub fn run_peers(
     quick: bool,
@@ -271,7 +292,11 @@ pub fn run_peers(
         work: work.clone(),
         raw,
     };
-    let amrq = || run_jobs(&PEER_JOBS, quick).map(|o| amrq_figures(&o));
+    let amrq = |metrics: &[&str]| {
+        let mut v = amrq_figures(&run_jobs(&peer_jobs(metrics), quick)?);
+        v.retain(|(k, _)| metrics.contains(&k.as_str()));
+        Ok(v)
+    };
     let p = peers::measure(&setup, amrq, progress);
     let _ = std::fs::remove_dir_all(&work);
     p

@@ -4,9 +4,11 @@
 //! build of them ([`gasnet`]).
 //!
 //! A run is made of rounds: amrq, Open MPI, amrq, UCX, amrq, GASNet-EX, and again
-//! ([`rounds`]). Each peer's figure in a round is compared with amrq's figure measured
-//! just before it, so a placement change of the VM (which moves a cache-line round trip
-//! by 2× and more for minutes) touches both sides of a ratio alike; the table reports
+//! ([`rounds`]); within a peer's turn, amrq measures the same metrics just before each
+//! of the peer's tests. Each peer's figure in a round is compared with amrq's figure
+//! measured just before it, so a placement change of the VM (which moves a cache-line
+//! round trip by 2× and more, at times within seconds) most often touches both sides
+//! of a ratio alike, and the median over the rounds discards the rest; the table reports
 //! per metric the median of the per-round ratios with their spread, beside each side's
 //! median ([`mod@table`]). A ratio is amrq's speed-up (peer time / amrq time, or amrq rate
 //! / peer rate): above 1 means amrq is faster.
@@ -18,6 +20,7 @@
 
 pub mod gasnet;
 pub mod open_mpi;
+pub mod placement;
 pub mod rounds;
 pub mod table;
 pub mod ucx;

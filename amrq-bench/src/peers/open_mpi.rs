@@ -6,14 +6,17 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// The metrics `mpi_bench.c` has a test for (MPI has no put row here).
-pub const EXPECTS: [&str; 5] = [
-    "rtt_ns",
-    "msgs_per_s",
-    "bw_64k_mb_s",
-    "bw_1m_mb_s",
-    "barrier_ns",
+/// The tests of `mpi_bench.c`, one run each, and the metrics each gives (MPI has no
+/// put row here).
+const TESTS: [(&str, &[&str]); 4] = [
+    ("rtt", &["rtt_ns"]),
+    ("rate", &["msgs_per_s"]),
+    ("bw", &["bw_64k_mb_s", "bw_1m_mb_s"]),
+    ("barrier", &["barrier_ns"]),
 ];
+
+/// The metrics of each run of a round.
+pub const PARTS: [&[&str]; 4] = [TESTS[0].1, TESTS[1].1, TESTS[2].1, TESTS[3].1];
 
 const ARGS: [&str; 11] = [
     "--allow-run-as-root",
@@ -68,30 +71,38 @@ impl OpenMpi {
     /// How a round runs, for the report.
     pub fn how(&self, quick: bool) -> String {
         format!(
-            "`mpirun {} {} mpi_bench{}`",
+            "`mpirun {} {} mpi_bench{} TEST` for TEST in rtt, rate, bw, barrier",
             ARGS.join(" "),
             NO_CMA.join(" "),
             if quick { " quick" } else { "" },
         )
     }
 
-    /// One round: the `mpi:` line's figures, or the failure with what it printed.
-    pub fn run(&self, quick: bool, raw: &Raw) -> Result<Measured, Failure> {
+    /// Run `part` of a round (a test of [`PARTS`]): its `mpi:` line's figures, or the
+    /// failure with what it printed.
+    pub fn run(&self, part: usize, quick: bool, raw: &Raw) -> Result<Measured, Failure> {
+        let (test, expects) = TESTS[part];
         let mut cmd = Command::new("mpirun");
         cmd.args(ARGS)
             .args(NO_CMA)
             .arg(&self.bin)
-            .args(quick.then_some("quick"));
+            .args(quick.then_some("quick"))
+            .arg(test);
         let out = run_output(&mut cmd, Duration::from_secs(300));
+        let command = format!(
+            "mpirun {} {} mpi_bench {test}",
+            ARGS.join(" "),
+            NO_CMA.join(" ")
+        );
         let files: Vec<String> = raw
-            .save("mpi_bench", &self.how(quick), &out)
+            .save(&format!("mpi_bench-{test}"), &command, &out)
             .into_iter()
             .collect();
         if let Some(f) = Failure::of(&out, &files) {
             return Err(f);
         }
         let values = pairs(&out.stdout, "mpi");
-        Failure::lacking(&EXPECTS, &values, out.lines(), &files)?;
+        Failure::lacking(expects, &values, out.lines(), &files)?;
         Ok(Measured {
             values,
             files,

@@ -1,8 +1,13 @@
-//! Rounds: amrq, then a peer, then amrq, then the next peer, …, repeated. Each peer's
-//! figures of a round are paired with amrq's figures measured just before them.
+//! Rounds: amrq, then a peer, then amrq, then the next peer, …, repeated. A peer's
+//! round is made of parts (a test run each: GASNet-EX's `testam` round trip, UCX's
+//! `ucp_am_bw` at 64 KiB, …), and amrq measures the same metrics just before each
+//! part: on this VM the cores' placement can change within seconds, and a second
+//! between the two sides of a ratio is far less likely to straddle a change than the
+//! length of a whole round.
 
 use super::gasnet::Gasnet;
 use super::open_mpi::OpenMpi;
+use super::placement::raw_round_trip_ns;
 use super::ucx::Ucx;
 use super::{Failure, Measured, Raw};
 use std::path::PathBuf;
@@ -35,6 +40,9 @@ pub struct Round {
     pub peer: Vec<(String, f64)>,
     /// The peer's raw output, relative to the report directory.
     pub files: Vec<String>,
+    /// Per metric, the raw cache-line round trip (ns) probed just before amrq's
+    /// measurement and just after the peer's ([`super::placement`]).
+    pub placements: Vec<(String, f64, f64)>,
 }
 
 /// amrq against one peer.
@@ -90,11 +98,20 @@ enum Contender {
 }
 
 impl Contender {
-    fn run(&self, quick: bool, raw: &Raw) -> Result<Measured, Failure> {
+    /// The metrics of each part of a round.
+    fn parts(&self) -> &'static [&'static [&'static str]] {
         match self {
-            Contender::OpenMpi(p) => p.run(quick, raw),
-            Contender::Ucx(p) => p.run(quick, raw),
-            Contender::Gasnet(p) => p.run(quick, raw),
+            Contender::OpenMpi(_) => &super::open_mpi::PARTS,
+            Contender::Ucx(_) => &super::ucx::PARTS,
+            Contender::Gasnet(_) => &super::gasnet::PARTS,
+        }
+    }
+
+    fn run(&self, part: usize, quick: bool, raw: &Raw) -> Result<Measured, Failure> {
+        match self {
+            Contender::OpenMpi(p) => p.run(part, quick, raw),
+            Contender::Ucx(p) => p.run(part, quick, raw),
+            Contender::Gasnet(p) => p.run(part, quick, raw),
         }
     }
 }
@@ -103,7 +120,7 @@ impl Contender {
 /// run, or why it is missing.
 fn entry<P>(
     name: &str,
-    expects: &[&str],
+    parts: &[&[&str]],
     prepared: Result<(String, Vec<String>, P), String>,
     wrap: fn(P) -> Contender,
 ) -> (Comparison, Option<Contender>) {
@@ -112,7 +129,7 @@ fn entry<P>(
         status: Status::Ran,
         how: String::new(),
         notes: Vec::new(),
-        expects: expects.iter().map(|s| s.to_string()).collect(),
+        expects: parts.concat().iter().map(|s| s.to_string()).collect(),
         rounds: Vec::new(),
         failed_files: Vec::new(),
     };
@@ -130,30 +147,31 @@ fn entry<P>(
 }
 
 /// Prepares every peer (building what needs building), then runs the rounds: before
-/// each peer's turn, `amrq()` measures amrq. `progress` hears what runs next. If no
-/// peer can run, amrq is measured once, for its own column.
+/// each part of a peer's round, `amrq(metrics)` measures amrq's figures of the same
+/// metrics. `progress` hears what runs next. If no peer can run, amrq is measured
+/// once (every metric), for its own column.
 pub fn measure(
     s: &Setup,
-    mut amrq: impl FnMut() -> Result<Vec<(String, f64)>, String>,
+    mut amrq: impl FnMut(&[&str]) -> Result<Vec<(String, f64)>, String>,
     mut progress: impl FnMut(&str),
 ) -> Result<Peers, String> {
     let q = s.quick;
     let mut list = vec![
         entry(
             "Open MPI",
-            &super::open_mpi::EXPECTS,
+            &super::open_mpi::PARTS,
             OpenMpi::prepare(&s.work).map(|p| (p.how(q), vec![p.version.clone()], p)),
             Contender::OpenMpi,
         ),
         entry(
             "UCX",
-            &super::ucx::EXPECTS,
+            &super::ucx::PARTS,
             Ucx::prepare().map(|p| (p.how(q), Vec::new(), p)),
             Contender::Ucx,
         ),
         entry(
             "GASNet-EX",
-            &super::gasnet::EXPECTS,
+            &super::gasnet::PARTS,
             Gasnet::prepare(s.gasnet.as_deref(), &s.work).map(|(p, notes)| (p.how(q), notes, p)),
             Contender::Gasnet,
         ),
@@ -168,36 +186,51 @@ pub fn measure(
                 continue;
             }
             progress(&format!("round {round}/{rounds}: amrq, {}", cmp.name));
-            let a = amrq()?;
-            runs.push(a.clone());
             let raw = Raw::new(s.raw.clone(), &cmp.name, round);
-            match peer.run(s.quick, &raw) {
-                Ok(m) => {
-                    for n in m.notes {
-                        if !cmp.notes.contains(&n) {
-                            cmp.notes.push(n);
+            let mut r = Round {
+                amrq: Vec::new(),
+                peer: Vec::new(),
+                files: Vec::new(),
+                placements: Vec::new(),
+            };
+            for (part, metrics) in peer.parts().iter().enumerate() {
+                let before = raw_round_trip_ns();
+                r.amrq.extend(amrq(metrics)?);
+                let ran = peer.run(part, s.quick, &raw);
+                let after = raw_round_trip_ns();
+                r.placements
+                    .extend(metrics.iter().map(|m| (m.to_string(), before, after)));
+                match ran {
+                    Ok(m) => {
+                        r.peer.extend(m.values);
+                        r.files.extend(m.files);
+                        for n in m.notes {
+                            if !cmp.notes.contains(&n) {
+                                cmp.notes.push(n);
+                            }
                         }
                     }
-                    cmp.rounds.push(Round {
-                        amrq: a,
-                        peer: m.values,
-                        files: m.files,
-                    });
+                    Err(f) => {
+                        cmp.status = Status::Failed {
+                            round,
+                            why: f.why,
+                            unread: f.unread,
+                        };
+                        cmp.failed_files = r.files.iter().chain(&f.files).cloned().collect();
+                        break;
+                    }
                 }
-                Err(f) => {
-                    cmp.status = Status::Failed {
-                        round,
-                        why: f.why,
-                        unread: f.unread,
-                    };
-                    cmp.failed_files = f.files;
-                }
+            }
+            if cmp.status == Status::Ran {
+                runs.push(r.amrq.clone());
+                cmp.rounds.push(r);
             }
         }
     }
     if runs.is_empty() {
         progress("amrq");
-        runs.push(amrq()?);
+        let all: Vec<&str> = super::METRICS.iter().map(|m| m.0).collect();
+        runs.push(amrq(&all)?);
     }
     Ok(Peers {
         rounds,

@@ -3,7 +3,7 @@
 //! three ways: an [`Outcome`] (the summary line and `results.json`), text for stdout,
 //! and Markdown for the report.
 
-use super::{speedup, Comparison, Peers, Status, METRICS};
+use super::{placement, speedup, Comparison, Peers, Status, METRICS};
 use crate::report::{Figure, Outcome};
 use amrq::summary::plain;
 use std::fmt::Write;
@@ -26,7 +26,22 @@ pub struct Row {
     pub peer: Figure,
     /// The per-round ratios (amrq's speed-up; above 1: amrq faster).
     pub speedup: Figure,
-    /// Rounds that gave both sides.
+    /// Rounds that gave a ratio.
+    pub rounds: usize,
+    /// Rounds left out: the placement changed between amrq's side and the peer's.
+    pub straddled: usize,
+    /// The ratios per placement, when the rounds saw more than one.
+    pub by_placement: Vec<Placed>,
+}
+
+/// The ratios of a metric at one placement of the cores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placed {
+    /// The raw cache-line round trips of this placement's rounds, ns (min, max).
+    pub raw_rtt_ns: (f64, f64),
+    /// amrq's speed-up at this placement.
+    pub speedup: Figure,
+    /// Rounds at this placement.
     pub rounds: usize,
 }
 
@@ -38,14 +53,16 @@ fn value(v: &[(String, f64)], key: &str) -> Option<f64> {
 }
 
 /// Metric `key` of a comparison that ran: each side's median and the median of the
-/// per-round ratios (`None` if the peer did not run or has no test for it).
+/// per-round ratios (`None` if the peer did not run or has no test for it). A round
+/// whose placement probes straddle a change gives no ratio.
 ///
 /// ```
 /// use amrq_bench::peers::{table::row, Comparison, Round, Status};
-/// let round = |a: f64, p: f64| Round {
+/// let round = |a: f64, p: f64, before: f64, after: f64| Round {
 ///     amrq: vec![("rtt_ns".into(), a)],
 ///     peer: vec![("rtt_ns".into(), p)],
 ///     files: vec![],
+///     placements: vec![("rtt_ns".into(), before, after)],
 /// };
 /// let c = Comparison {
 ///     name: "X".into(),
@@ -53,32 +70,97 @@ fn value(v: &[(String, f64)], key: &str) -> Option<f64> {
 ///     how: String::new(),
 ///     notes: vec![],
 ///     expects: vec!["rtt_ns".into()],
-///     // The VM's placement changed between rounds: both sides moved.
-///     rounds: vec![round(100.0, 300.0), round(200.0, 500.0), round(150.0, 420.0)],
+///     rounds: vec![
+///         round(100.0, 300.0, 50.0, 52.0),
+///         round(500.0, 1000.0, 600.0, 590.0), // both sides slower: the cores moved apart
+///         round(150.0, 420.0, 50.0, 51.0),
+///         round(100.0, 900.0, 50.0, 600.0), // the cores moved mid-way: left out
+///     ],
 ///     failed_files: vec![],
 /// };
 /// let r = row(&c, "rtt_ns").unwrap();
-/// assert_eq!((r.amrq.median, r.peer.median), (150.0, 420.0));
-/// assert_eq!((r.speedup.median, r.speedup.min, r.speedup.max), (2.8, 2.5, 3.0));
+/// assert_eq!((r.rounds, r.straddled), (3, 1));
+/// assert_eq!((r.speedup.median, r.speedup.min, r.speedup.max), (2.8, 2.0, 3.0));
+/// assert_eq!(r.by_placement.len(), 2);
+/// assert_eq!(r.by_placement[0].raw_rtt_ns, (50.0, 50.0));
+/// assert_eq!(r.by_placement[0].speedup.median, 2.9);
+/// assert_eq!(r.by_placement[1].speedup.median, 2.0);
 /// ```
 pub fn row(c: &Comparison, key: &str) -> Option<Row> {
     if c.status != Status::Ran {
         return None;
     }
-    let (mut a, mut p, mut r) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut a, mut p, mut r, mut at) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut straddled = 0;
     for round in &c.rounds {
-        if let (Some(x), Some(y)) = (value(&round.amrq, key), value(&round.peer, key)) {
-            a.push(x);
-            p.push(y);
-            r.push(speedup(key, x, y));
+        let (Some(x), Some(y)) = (value(&round.amrq, key), value(&round.peer, key)) else {
+            continue;
+        };
+        let (before, after) = round
+            .placements
+            .iter()
+            .find(|(k, _, _)| k == key)
+            .map_or((f64::NAN, f64::NAN), |&(_, b, a)| (b, a));
+        if placement::straddled(before, after) {
+            straddled += 1;
+            continue;
         }
+        a.push(x);
+        p.push(y);
+        r.push(speedup(key, x, y));
+        at.push(before);
     }
-    (!r.is_empty()).then(|| Row {
+    if r.is_empty() {
+        return None;
+    }
+    let classes = placement::classes(&at);
+    let by_placement = if classes.len() > 1 {
+        classes
+            .iter()
+            .map(|&(lo, hi)| {
+                let mut v: Vec<f64> = r
+                    .iter()
+                    .zip(&at)
+                    .filter(|(_, &x)| x >= lo && x <= hi)
+                    .map(|(&q, _)| q)
+                    .collect();
+                Placed {
+                    raw_rtt_ns: (lo, hi),
+                    rounds: v.len(),
+                    speedup: Figure::of(key, &mut v),
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Some(Row {
         rounds: r.len(),
+        straddled,
+        by_placement,
         amrq: Figure::of(key, &mut a),
         peer: Figure::of(key, &mut p),
         speedup: Figure::of(key, &mut r),
     })
+}
+
+/// `~150 ns: 1.70× (3), ~560 ns: 1.45× (2)`, and the rounds left out.
+fn placements(r: &Row) -> String {
+    let mut parts: Vec<String> = r
+        .by_placement
+        .iter()
+        .map(|p| {
+            let n = (p.raw_rtt_ns.0 + p.raw_rtt_ns.1) / 2.0;
+            format!("~{n:.0} ns: {}× ({})", plain(p.speedup.median), p.rounds)
+        })
+        .collect();
+    if r.straddled > 0 {
+        parts.push(format!(
+            "{} straddled a placement change, left out",
+            r.straddled
+        ));
+    }
+    parts.join(", ")
 }
 
 /// amrq's figure for `key` over all its runs.
@@ -138,7 +220,7 @@ fn ratio(f: &Figure) -> String {
 /// The words above every table.
 fn preface(p: &Peers) -> String {
     format!(
-        "amrq and its peers: {} rounds, each running amrq before every peer; a speed-up is the median of the per-round ratios [min … max] (peer time / amrq time, or amrq rate / peer rate; above 1: amrq faster)",
+        "amrq and its peers: {} rounds, amrq measuring the same metrics just before each test of every peer; a speed-up is the median of the per-round ratios [min … max] (peer time / amrq time, or amrq rate / peer rate; above 1: amrq faster)",
         p.rounds
     )
 }
@@ -179,6 +261,14 @@ pub fn text(p: &Peers) -> String {
                         ),
                         None => writeln!(s, "  {label:<36} {:>12} {:>12}", "", "no test"),
                     };
+                    if let Some(r) = row(c, key).filter(|r| !placements(r).is_empty()) {
+                        let _ = writeln!(
+                            s,
+                            "  {:<36} by placement (raw round trip): {}",
+                            "",
+                            placements(&r)
+                        );
+                    }
                 }
             }
         }
@@ -212,7 +302,7 @@ pub fn markdown(p: &Peers) -> String {
             Status::Ran => {
                 let _ = writeln!(
                     s,
-                    "| metric | amrq | {} | speed-up (median of {} rounds) | spread (min … max) |\n|---|---|---|---|---|",
+                    "| metric | amrq | {} | speed-up (median of {} rounds) | spread (min … max) | by placement (raw cache-line round trip: speed-up, rounds) |\n|---|---|---|---|---|---|",
                     c.name,
                     c.rounds.len()
                 );
@@ -220,14 +310,15 @@ pub fn markdown(p: &Peers) -> String {
                     let _ = match row(c, key) {
                         Some(r) => writeln!(
                             s,
-                            "| {label} | {} | {} | {}× | {} … {} |",
+                            "| {label} | {} | {} | {}× | {} … {} | {} |",
                             plain(r.amrq.median),
                             plain(r.peer.median),
                             plain(r.speedup.median),
                             plain(r.speedup.min),
-                            plain(r.speedup.max)
+                            plain(r.speedup.max),
+                            placements(&r)
                         ),
-                        None => writeln!(s, "| {label} | | no test | | |"),
+                        None => writeln!(s, "| {label} | | no test | | | |"),
                     };
                 }
                 let _ = writeln!(s, "\nHow it ran: {}.", c.how);

@@ -7,13 +7,13 @@ use super::{installed, run_output, Failure, Measured, Output, Raw, MIB};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// The metrics `ucx_perftest` has a test for.
-pub const EXPECTS: [&str; 5] = [
-    "rtt_ns",
-    "msgs_per_s",
-    "bw_64k_mb_s",
-    "bw_1m_mb_s",
-    "put_64k_mb_s",
+/// The metric of each test of a round (one `ucx_perftest` run each).
+pub const PARTS: [&[&str]; 5] = [
+    &["rtt_ns"],
+    &["msgs_per_s"],
+    &["bw_64k_mb_s"],
+    &["bw_1m_mb_s"],
+    &["put_64k_mb_s"],
 ];
 
 /// The `Final:` line of `ucx_perftest`: (median one-way latency µs, bandwidth MiB/s,
@@ -39,7 +39,7 @@ pub struct Ucx {
     cores: [usize; 2],
 }
 
-/// The tests of a round: (test, bytes, iterations in a full run).
+/// The tests of a round: (test, bytes, iterations in a full run), as [`PARTS`].
 const TESTS: [(&str, usize, u64); 5] = [
     ("ucp_am_lat", 8, 200_000),
     ("ucp_am_bw", 8, 2_000_000),
@@ -116,41 +116,36 @@ impl Ucx {
         out
     }
 
-    /// One round: the five tests, each one's raw output saved.
-    pub fn run(&self, quick: bool, raw: &Raw) -> Result<Measured, Failure> {
+    /// Test `part` of a round ([`PARTS`]), its raw output saved: its figure, or the
+    /// failure with what it printed.
+    pub fn run(&self, part: usize, quick: bool, raw: &Raw) -> Result<Measured, Failure> {
         let d = if quick { 10 } else { 1 };
-        let mut m = Measured::default();
-        let mut got = Vec::new();
-        for &(test, size, n) in &TESTS {
-            let out = self.test(test, size, n / d);
-            let name = format!("{test}-{size}");
-            m.files.extend(raw.save(
-                &name,
-                &format!("ucx_perftest -t {test} -s {size} -n {}", n / d),
-                &out,
-            ));
-            if let Some(f) = Failure::of(&out, &m.files) {
-                return Err(f);
-            }
-            match ucx_final(&out.stdout) {
-                Some(f) => got.push(f),
-                None => {
-                    return Err(Failure {
-                        why: format!("{test} -s {size}: no `Final:` line"),
-                        unread: out.lines(),
-                        files: m.files,
-                    })
-                }
-            }
+        let (test, size, n) = TESTS[part];
+        let out = self.test(test, size, n / d);
+        let command = format!("ucx_perftest -t {test} -s {size} -n {}", n / d);
+        let files: Vec<String> = raw
+            .save(&format!("{test}-{size}"), &command, &out)
+            .into_iter()
+            .collect();
+        if let Some(f) = Failure::of(&out, &files) {
+            return Err(f);
         }
-        // One (latency µs, MiB/s, msgs/s) per test of TESTS, in its order.
-        m.values = vec![
-            ("rtt_ns".into(), 2.0 * got[0].0 * 1e3),
-            ("msgs_per_s".into(), got[1].2),
-            ("bw_64k_mb_s".into(), got[2].1 * MIB / 1e6),
-            ("bw_1m_mb_s".into(), got[3].1 * MIB / 1e6),
-            ("put_64k_mb_s".into(), got[4].1 * MIB / 1e6),
-        ];
-        Ok(m)
+        let Some((lat_us, mib_s, rate)) = ucx_final(&out.stdout) else {
+            return Err(Failure {
+                why: format!("{test} -s {size}: no `Final:` line"),
+                unread: out.lines(),
+                files,
+            });
+        };
+        let value = match PARTS[part][0] {
+            "rtt_ns" => 2.0 * lat_us * 1e3,
+            "msgs_per_s" => rate,
+            _ => mib_s * MIB / 1e6,
+        };
+        Ok(Measured {
+            values: vec![(PARTS[part][0].to_string(), value)],
+            files,
+            notes: Vec::new(),
+        })
     }
 }
