@@ -321,12 +321,40 @@ impl Gasnet {
                 }
             }
         }
+        m.notes.extend(version(&out.stdout));
         let (r, unread) = readings(&out.stdout);
         m.values = metrics(&r);
         m.values.retain(|(k, _)| PARTS[part].contains(&k.as_str()));
         Failure::lacking(PARTS[part], &m.values, unread, &m.files)?;
         Ok(m)
     }
+}
+
+/// The release and conduit a GASNet test says it was built as, from its banner
+/// (`=====> testam nprocs=2 config=RELEASE=2025.8.0,SPEC=0.19,CONDUIT=SMP(…),…`).
+///
+/// ```
+/// let out = "=====> testam nprocs=2 config=RELEASE=2025.8.0,SPEC=0.19,CONDUIT=SMP(SMP-2.1/SMP-2.1),THREADMODEL=SEQ,SEGMENT=FAST compiler=GNU/12.2.0\n";
+/// assert_eq!(
+///     amrq_bench::peers::gasnet::version(out).as_deref(),
+///     Some("GASNet-EX RELEASE=2025.8.0 CONDUIT=SMP(SMP-2.1/SMP-2.1) THREADMODEL=SEQ")
+/// );
+/// ```
+pub fn version(out: &str) -> Option<String> {
+    let config = out
+        .lines()
+        .find(|l| l.starts_with("=====>"))?
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("config="))?;
+    let fields: Vec<&str> = config
+        .split(',')
+        .filter(|f| {
+            ["RELEASE=", "CONDUIT=", "THREADMODEL="]
+                .iter()
+                .any(|k| f.starts_with(k))
+        })
+        .collect();
+    (!fields.is_empty()).then(|| format!("GASNet-EX {}", fields.join(" ")))
 }
 
 /// Builds `pin_ranks.so` into `work` with `cc`.
