@@ -279,7 +279,7 @@ pub fn text(p: &Peers) -> String {
 /// The report's section: a table per peer, how it ran, and links to its raw output.
 pub fn markdown(p: &Peers) -> String {
     let mut s = preface(p)
-        + ". A placement change of the VM between rounds moves both sides of a ratio alike.\n";
+        + ". The raw cache-line round trip between the two cores is probed before amrq's side of each pair and after the peer's: a pair whose probes differ by more than 1.5× straddled a placement change of the VM and gives no ratio; where the rounds saw more than one placement, the speed-up at each is given too (a software-bound peer's figure moves less with the placement than amrq's, so the ratio depends on it).\n";
     for c in &p.comparisons {
         let _ = writeln!(s, "\n### {}\n", c.name);
         match &c.status {
