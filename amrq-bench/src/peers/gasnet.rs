@@ -199,7 +199,7 @@ pub fn metrics(r: &[Reading]) -> Vec<(String, f64)> {
     .collect()
 }
 
-/// The metrics of each run of a round, as [`RUNS`]: GASNet-EX has a test for all.
+/// The metrics of each run of a round (`RUNS`, in order): GASNet-EX has a test for all.
 pub const PARTS: [&[&str]; 4] = [
     &["rtt_ns", "msgs_per_s"],
     &["bw_64k_mb_s", "bw_1m_mb_s"],
@@ -285,7 +285,7 @@ impl Gasnet {
         )
     }
 
-    /// Run `part` of a round ([`RUNS`]), its raw output saved: its metrics, or the
+    /// Run `part` of a round (a run of [`PARTS`]), its raw output saved: its metrics, or the
     /// failure with the lines that could not be read.
     pub fn run(&self, part: usize, quick: bool, raw: &Raw) -> Result<Measured, Failure> {
         let (test, args, full, q) = RUNS[part];
