@@ -19,7 +19,7 @@
 //! testsmall is not run: its blocking puts and gets of 1 B … 2 KiB are loads and
 //! stores into the mapped segment (6–30 ns), and amrq's table has no such row.
 
-use super::{run_output, Failure, Measured, Raw, MIB};
+use super::{build_c, run_output, Failure, Measured, Raw, MIB};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -360,18 +360,17 @@ pub fn version(out: &str) -> Option<String> {
 
 /// Builds `pin_ranks.so` into `work` with `cc`.
 fn build_pin(work: &Path) -> Result<PathBuf, String> {
-    let src = work.join("pin_ranks.c");
-    let lib = work.join("pin_ranks.so");
-    std::fs::create_dir_all(work)
-        .and_then(|()| std::fs::write(&src, include_str!("../../peers/pin_ranks.c")))
-        .map_err(|e| format!("{}: {e}", work.display()))?;
-    let mut cc = Command::new("cc");
-    cc.args(["-O2", "-shared", "-fPIC", "-o"])
-        .arg(&lib)
-        .arg(&src)
-        .arg("-lpthread");
-    super::run(&mut cc, Duration::from_secs(60)).map_err(|e| format!("cc failed: {e}"))?;
-    Ok(lib)
+    let source = include_str!("../../peers/pin_ranks.c");
+    let flags = ["-O2", "-shared", "-fPIC"];
+    build_c(
+        work,
+        "pin_ranks",
+        source,
+        "cc",
+        &flags,
+        "pin_ranks.so",
+        &["-lpthread"],
+    )
 }
 
 #[cfg(test)]

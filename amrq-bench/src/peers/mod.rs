@@ -195,6 +195,40 @@ impl Raw {
     }
 }
 
+impl Raw {
+    /// Saves `out` as [`Raw::save`] does: the files written, or the failure (with
+    /// its lines and files) if the process failed.
+    pub fn keep(&self, run: &str, command: &str, out: &Output) -> Result<Vec<String>, Failure> {
+        let files: Vec<String> = self.save(run, command, out).into_iter().collect();
+        match Failure::of(out, &files) {
+            Some(f) => Err(f),
+            None => Ok(files),
+        }
+    }
+}
+
+/// Writes `source` to `work/<name>.c` and builds it with `compiler flags… -o
+/// work/<out> work/<name>.c libs…`; the built file, or why not.
+pub(crate) fn build_c(
+    work: &std::path::Path,
+    name: &str,
+    source: &str,
+    compiler: &str,
+    flags: &[&str],
+    out: &str,
+    libs: &[&str],
+) -> Result<PathBuf, String> {
+    let src = work.join(format!("{name}.c"));
+    let bin = work.join(out);
+    std::fs::create_dir_all(work)
+        .and_then(|()| std::fs::write(&src, source))
+        .map_err(|e| format!("{}: {e}", work.display()))?;
+    let mut cc = Command::new(compiler);
+    cc.args(flags).arg("-o").arg(&bin).arg(&src).args(libs);
+    run(&mut cc, Duration::from_secs(120)).map_err(|e| format!("{compiler} failed: {e}"))?;
+    Ok(bin)
+}
+
 /// What one round of a peer measured.
 #[derive(Debug, Clone, Default)]
 pub struct Measured {

@@ -1,7 +1,7 @@
 //! Open MPI: this crate's `peers/mpi_bench.c`, built with `mpicc` and run on 2 ranks
 //! bound to cores, in the fastest shared-memory set-up measured on this machine kind.
 
-use super::{installed, pairs, run, run_output, Failure, Measured, Raw};
+use super::{build_c, installed, pairs, run, run_output, Failure, Measured, Raw};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -50,14 +50,16 @@ impl OpenMpi {
                     .into(),
             );
         }
-        let src = work.join("mpi_bench.c");
-        let bin = work.join("mpi_bench");
-        std::fs::create_dir_all(work)
-            .and_then(|()| std::fs::write(&src, include_str!("../../peers/mpi_bench.c")))
-            .map_err(|e| format!("{}: {e}", work.display()))?;
-        let mut cc = Command::new("mpicc");
-        cc.arg("-O2").arg("-o").arg(&bin).arg(&src);
-        run(&mut cc, Duration::from_secs(120)).map_err(|e| format!("mpicc failed: {e}"))?;
+        let source = include_str!("../../peers/mpi_bench.c");
+        let bin = build_c(
+            work,
+            "mpi_bench",
+            source,
+            "mpicc",
+            &["-O2"],
+            "mpi_bench",
+            &[],
+        )?;
         let version = run(
             Command::new("mpirun").arg("--version"),
             Duration::from_secs(30),
@@ -94,13 +96,7 @@ impl OpenMpi {
             ARGS.join(" "),
             NO_CMA.join(" ")
         );
-        let files: Vec<String> = raw
-            .save(&format!("mpi_bench-{test}"), &command, &out)
-            .into_iter()
-            .collect();
-        if let Some(f) = Failure::of(&out, &files) {
-            return Err(f);
-        }
+        let files = raw.keep(&format!("mpi_bench-{test}"), &command, &out)?;
         let values = pairs(&out.stdout, "mpi");
         Failure::lacking(expects, &values, out.lines(), &files)?;
         Ok(Measured {

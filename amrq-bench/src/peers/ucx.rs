@@ -123,13 +123,7 @@ impl Ucx {
         let (test, size, n) = TESTS[part];
         let out = self.test(test, size, n / d);
         let command = format!("ucx_perftest -t {test} -s {size} -n {}", n / d);
-        let files: Vec<String> = raw
-            .save(&format!("{test}-{size}"), &command, &out)
-            .into_iter()
-            .collect();
-        if let Some(f) = Failure::of(&out, &files) {
-            return Err(f);
-        }
+        let files = raw.keep(&format!("{test}-{size}"), &command, &out)?;
         let Some((lat_us, mib_s, rate)) = ucx_final(&out.stdout) else {
             return Err(Failure {
                 why: format!("{test} -s {size}: no `Final:` line"),
