@@ -28,7 +28,8 @@ pub struct Row {
     pub speedup: Figure,
     /// Rounds that gave a ratio.
     pub rounds: usize,
-    /// Rounds left out: the placement changed between amrq's side and the peer's.
+    /// Rounds whose placement changed between amrq's side and the peer's: left out,
+    /// unless every round did (then `straddled == rounds` and all are kept).
     pub straddled: usize,
     /// The ratios per placement, when the rounds saw more than one.
     pub by_placement: Vec<Placed>,
@@ -90,21 +91,27 @@ pub fn row(c: &Comparison, key: &str) -> Option<Row> {
     if c.status != Status::Ran {
         return None;
     }
+    // (amrq, peer, placement probed before, straddled) per round with both sides.
+    let pairs: Vec<(f64, f64, f64, bool)> = c
+        .rounds
+        .iter()
+        .filter_map(|round| {
+            let x = value(&round.amrq, key)?;
+            let y = value(&round.peer, key)?;
+            let (before, after) = round
+                .placements
+                .iter()
+                .find(|(k, _, _)| k == key)
+                .map_or((f64::NAN, f64::NAN), |&(_, b, a)| (b, a));
+            Some((x, y, before, placement::straddled(before, after)))
+        })
+        .collect();
+    let straddled = pairs.iter().filter(|q| q.3).count();
+    // If every round straddled a change, the ratio mixes placements: given, and said.
+    let every = straddled == pairs.len();
+    let kept = pairs.iter().filter(|q| every || !q.3);
     let (mut a, mut p, mut r, mut at) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut straddled = 0;
-    for round in &c.rounds {
-        let (Some(x), Some(y)) = (value(&round.amrq, key), value(&round.peer, key)) else {
-            continue;
-        };
-        let (before, after) = round
-            .placements
-            .iter()
-            .find(|(k, _, _)| k == key)
-            .map_or((f64::NAN, f64::NAN), |&(_, b, a)| (b, a));
-        if placement::straddled(before, after) {
-            straddled += 1;
-            continue;
-        }
+    for &(x, y, before, _) in kept {
         a.push(x);
         p.push(y);
         r.push(speedup(key, x, y));
@@ -114,7 +121,7 @@ pub fn row(c: &Comparison, key: &str) -> Option<Row> {
         return None;
     }
     let classes = placement::classes(&at);
-    let by_placement = if classes.len() > 1 {
+    let by_placement = if classes.len() > 1 && !every {
         classes
             .iter()
             .map(|&(lo, hi)| {
@@ -154,7 +161,9 @@ fn placements(r: &Row) -> String {
             format!("~{n:.0} ns: {}× ({})", plain(p.speedup.median), p.rounds)
         })
         .collect();
-    if r.straddled > 0 {
+    if r.straddled == r.rounds {
+        parts.push("every round straddled a placement change: the ratio mixes placements".into());
+    } else if r.straddled > 0 {
         parts.push(format!(
             "{} straddled a placement change, left out",
             r.straddled
@@ -343,4 +352,77 @@ pub fn markdown(p: &Peers) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::peers::Round;
+
+    fn comparison(rounds: Vec<Round>) -> Comparison {
+        Comparison {
+            name: "X".into(),
+            status: Status::Ran,
+            how: String::new(),
+            notes: vec![],
+            expects: vec!["rtt_ns".into()],
+            rounds,
+            failed_files: vec![],
+        }
+    }
+
+    fn round(a: f64, p: f64, before: f64, after: f64) -> Round {
+        Round {
+            amrq: vec![("rtt_ns".into(), a)],
+            peer: vec![("rtt_ns".into(), p)],
+            files: vec![],
+            placements: vec![("rtt_ns".into(), before, after)],
+        }
+    }
+
+    /// If every round straddled a placement change, the figures are still given,
+    /// and the text says the ratio mixes placements.
+    #[test]
+    fn a_metric_whose_every_round_straddled_is_given_and_said() {
+        let c = comparison(vec![
+            round(100.0, 300.0, 50.0, 600.0),
+            round(500.0, 600.0, 600.0, 50.0),
+        ]);
+        let r = row(&c, "rtt_ns").expect("a row");
+        assert_eq!((r.rounds, r.straddled), (2, 2));
+        assert_eq!(r.peer.median, 450.0);
+        assert!(placements(&r).contains("every round straddled"));
+        let t = text(&Peers {
+            rounds: 2,
+            amrq: vec![],
+            comparisons: vec![c],
+        });
+        assert!(t.contains("every round straddled"), "{t}");
+    }
+
+    /// A failed peer has no row, even with rounds before its failure.
+    #[test]
+    fn a_failed_peer_has_no_row() {
+        let mut c = comparison(vec![round(100.0, 300.0, 50.0, 50.0)]);
+        c.status = Status::Failed {
+            round: 2,
+            why: "no figure".into(),
+            unread: vec!["x".into()],
+        };
+        assert!(row(&c, "rtt_ns").is_none());
+        let o = table(
+            &Peers {
+                rounds: 2,
+                amrq: vec![],
+                comparisons: vec![c],
+            },
+            1.0,
+        );
+        assert!(o.figures.is_empty());
+        assert!(
+            o.notes[0].contains("FAILED in round 2: no figure"),
+            "{:?}",
+            o.notes
+        );
+    }
 }
