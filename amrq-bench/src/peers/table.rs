@@ -29,8 +29,10 @@ pub struct Row {
     /// Rounds that gave a ratio.
     pub rounds: usize,
     /// Rounds whose placement changed between amrq's side and the peer's: left out,
-    /// unless every round did (then `straddled == rounds` and all are kept).
+    /// unless every round did (then all are kept, and `mixed`).
     pub straddled: usize,
+    /// Every round straddled a placement change: the ratio mixes placements.
+    pub mixed: bool,
     /// The ratios per placement, when the rounds saw more than one.
     pub by_placement: Vec<Placed>,
 }
@@ -144,6 +146,7 @@ pub fn row(c: &Comparison, key: &str) -> Option<Row> {
     Some(Row {
         rounds: r.len(),
         straddled,
+        mixed: every,
         by_placement,
         amrq: Figure::of(key, &mut a),
         peer: Figure::of(key, &mut p),
@@ -161,7 +164,7 @@ fn placements(r: &Row) -> String {
             format!("~{n:.0} ns: {}× ({})", plain(p.speedup.median), p.rounds)
         })
         .collect();
-    if r.straddled == r.rounds {
+    if r.mixed {
         parts.push("every round straddled a placement change: the ratio mixes placements".into());
     } else if r.straddled > 0 {
         parts.push(format!(
@@ -389,7 +392,7 @@ mod tests {
             round(500.0, 600.0, 600.0, 50.0),
         ]);
         let r = row(&c, "rtt_ns").expect("a row");
-        assert_eq!((r.rounds, r.straddled), (2, 2));
+        assert_eq!((r.rounds, r.straddled, r.mixed), (2, 2, true));
         assert_eq!(r.peer.median, 450.0);
         assert!(placements(&r).contains("every round straddled"));
         let t = text(&Peers {
@@ -398,6 +401,19 @@ mod tests {
             comparisons: vec![c],
         });
         assert!(t.contains("every round straddled"), "{t}");
+    }
+
+    /// One round of two straddled: left out, and said so (not "every round").
+    #[test]
+    fn a_straddled_round_is_left_out_and_counted() {
+        let c = comparison(vec![
+            round(100.0, 300.0, 50.0, 52.0),
+            round(100.0, 900.0, 50.0, 600.0),
+        ]);
+        let r = row(&c, "rtt_ns").expect("a row");
+        assert_eq!((r.rounds, r.straddled, r.mixed), (1, 1, false));
+        assert_eq!(r.speedup.median, 3.0);
+        assert_eq!(placements(&r), "1 straddled a placement change, left out");
     }
 
     /// A failed peer has no row, even with rounds before its failure.
