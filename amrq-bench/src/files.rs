@@ -237,11 +237,9 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         show(fig(r, "signature", "l_ns")),
         show(fig(r, "signature", "rtt_ns"))
     );
-    s += "\nDerived as the LogP signature papers do: o_s is the slope of the time of a whole burst over short bursts (the ring has room), g its slope over long ones (the ring full), both at Δ = 0, so that a burst's start cost (the one clock reading, the first send's cold cache line) is charged to neither; o_r is measured on the receiving side (requests that have all arrived, handled by polling); L = rtt/2 − o_s − o_r. Each timed interval's clock cost is subtracted once.\n";
+    // How the parameters were derived, and whether the model fits, as the job said.
     for n in outcome(r, "signature").map_or(&[][..], |o| &o.notes[..]) {
-        if n.contains("does not fit") {
-            let _ = writeln!(s, "\n**{n}**");
-        }
+        let _ = writeln!(s, "\n{n}.");
     }
 
     s += "\n## One-way time and streaming (Begel et al. §6.1, Figure 6-1)\n\n| bytes | one-way (ns) | streaming (MB/s) |\n|---|---|---|\n";

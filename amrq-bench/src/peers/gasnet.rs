@@ -19,7 +19,7 @@
 //! testsmall is not run: its blocking puts and gets of 1 B … 2 KiB are loads and
 //! stores into the mapped segment (6–30 ns), and amrq's table has no such row.
 
-use super::{build_c, run_output, Failure, Measured, Raw, MIB};
+use super::{build_c, rank_cores, run_output, Failure, Measured, Raw, MIB};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -56,9 +56,9 @@ fn testam_line(line: &str) -> Option<Reading> {
     }
     let (head, tail) = rest.rsplit_once(':')?;
     let w: Vec<&str> = tail.split_whitespace().collect();
-    let (["sec", "us"], [_, _]) = ([*w.get(1)?, *w.get(3)?], [w[0], w[2]]) else {
+    if w.get(1) != Some(&"sec") || w.get(3) != Some(&"us") {
         return None;
-    };
+    }
     w[0].parse::<f64>().ok()?;
     let us = w[2].parse().ok()?;
     let bytes_per_s = match (w.get(4), w.get(5)) {
@@ -242,8 +242,6 @@ impl Gasnet {
                 ));
             }
         }
-        let cores = amrq::util::affinity::allowed_cores();
-        let core = |i: usize| cores.get(i % cores.len().max(1)).copied().unwrap_or(0);
         let mut notes = Vec::new();
         let pin = match build_pin(work) {
             Ok(p) => Some(p),
@@ -256,7 +254,7 @@ impl Gasnet {
             Self {
                 dir: dir.to_path_buf(),
                 pin,
-                cores: [core(0), core(1)],
+                cores: rank_cores(),
             },
             notes,
         ))
@@ -302,12 +300,10 @@ impl Gasnet {
         }
         let out = run_output(&mut cmd, Duration::from_secs(300));
         let name = format!("{}-{test}", part + 1);
-        let mut m = Measured::default();
-        m.files
-            .extend(raw.save(&name, &format!("{test} {args}"), &out));
-        if let Some(f) = Failure::of(&out, &m.files) {
-            return Err(f);
-        }
+        let mut m = Measured {
+            files: raw.keep(&name, &format!("{test} {args}"), &out)?,
+            ..Measured::default()
+        };
         if self.pin.is_some() {
             for (rank, core) in self.cores.iter().enumerate() {
                 let said = format!("amrq-pin: rank {rank} pid ");

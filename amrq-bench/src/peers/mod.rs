@@ -130,6 +130,14 @@ pub(crate) fn run(cmd: &mut Command, limit: Duration) -> Result<String, String> 
     }
 }
 
+/// The cores of amrq's ranks 0 and 1 (its launcher pins rank k to the k-th core this
+/// process may use), where a peer's two sides are pinned too.
+fn rank_cores() -> [usize; 2] {
+    let cores = amrq::util::affinity::allowed_cores();
+    let core = |i: usize| cores.get(i % cores.len().max(1)).copied().unwrap_or(0);
+    [core(0), core(1)]
+}
+
 /// Whether `program` is on the PATH.
 fn installed(program: &str) -> bool {
     std::env::var_os("PATH")
@@ -193,9 +201,7 @@ impl Raw {
                 .map_or("peers".into(), |d| d.to_string_lossy())
         ))
     }
-}
 
-impl Raw {
     /// Saves `out` as [`Raw::save`] does: the files written, or the failure (with
     /// its lines and files) if the process failed.
     pub fn keep(&self, run: &str, command: &str, out: &Output) -> Result<Vec<String>, Failure> {

@@ -154,6 +154,16 @@ pub fn row(c: &Comparison, key: &str) -> Option<Row> {
     })
 }
 
+/// Why a comparison that ran has no row for `key`: the peer has no test for it, or
+/// (a peer that ran has every figure it has a test for) amrq gave none.
+fn absent(c: &Comparison, key: &str) -> &'static str {
+    if c.expects.iter().any(|k| k == key) {
+        "no figure from amrq"
+    } else {
+        "no test"
+    }
+}
+
 /// `~150 ns: 1.70× (3), ~560 ns: 1.45× (2)`, and the rounds left out.
 fn placements(r: &Row) -> String {
     let mut parts: Vec<String> = r
@@ -211,7 +221,9 @@ pub fn table(p: &Peers, timer_ns: f64) -> Outcome {
                                 ..r.speedup
                             });
                         }
-                        None => o.notes.push(format!("{}: no {key} test", c.name)),
+                        None => o
+                            .notes
+                            .push(format!("{}: {key}: {}", c.name, absent(c, key))),
                     }
                 }
                 o.notes
@@ -263,23 +275,20 @@ pub fn text(p: &Peers) -> String {
                     "metric", "amrq", c.name
                 );
                 for (key, label, _) in METRICS {
-                    let _ = match row(c, key) {
-                        Some(r) => writeln!(
-                            s,
-                            "  {label:<36} {:>12} {:>12}  {}",
-                            plain(r.amrq.median),
-                            plain(r.peer.median),
-                            ratio(&r.speedup)
-                        ),
-                        None => writeln!(s, "  {label:<36} {:>12} {:>12}", "", "no test"),
+                    let Some(r) = row(c, key) else {
+                        let _ = writeln!(s, "  {label:<36} {:>12} {:>12}", "", absent(c, key));
+                        continue;
                     };
-                    if let Some(r) = row(c, key).filter(|r| !placements(r).is_empty()) {
-                        let _ = writeln!(
-                            s,
-                            "  {:<36} by placement (raw round trip): {}",
-                            "",
-                            placements(&r)
-                        );
+                    let _ = writeln!(
+                        s,
+                        "  {label:<36} {:>12} {:>12}  {}",
+                        plain(r.amrq.median),
+                        plain(r.peer.median),
+                        ratio(&r.speedup)
+                    );
+                    let at = placements(&r);
+                    if !at.is_empty() {
+                        let _ = writeln!(s, "  {:<36} by placement (raw round trip): {at}", "");
                     }
                 }
             }
@@ -330,7 +339,7 @@ pub fn markdown(p: &Peers) -> String {
                             plain(r.speedup.max),
                             placements(&r)
                         ),
-                        None => writeln!(s, "| {label} | | no test | | | |"),
+                        None => writeln!(s, "| {label} | | {} | | | |", absent(c, key)),
                     };
                 }
                 let _ = writeln!(s, "\nHow it ran: {}.", c.how);

@@ -3,7 +3,7 @@
 //! round trip), AM bandwidth and message rate (`ucp_am_bw`), put bandwidth
 //! (`ucp_put_bw`). It has no barrier test.
 
-use super::{installed, run_output, Failure, Measured, Output, Raw, MIB};
+use super::{installed, rank_cores, run_output, Failure, Measured, Output, Raw, MIB};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -54,10 +54,8 @@ impl Ucx {
         if !installed("ucx_perftest") || !installed("taskset") {
             return Err("ucx_perftest not found (Debian: apt-get install ucx-utils)".into());
         }
-        let cores = amrq::util::affinity::allowed_cores();
-        let core = |i: usize| cores.get(i % cores.len().max(1)).copied().unwrap_or(0);
         Ok(Self {
-            cores: [core(0), core(1)],
+            cores: rank_cores(),
         })
     }
 
