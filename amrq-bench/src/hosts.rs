@@ -14,13 +14,14 @@
 //! Unpinned by default (a rank on a namespace host is a process like any other); with
 //! `--pin`, rank 0 and the server on core 0, rank 1 and the client on core 1.
 
+use crate::peers::ucx::server_then_client;
 use crate::peers::{pairs, run, ucx_final};
 use amrq::conduit::cluster::{self, ClusterConduit};
 use amrq::prelude::*;
 use amrq::reference::median;
 use amrq::rma::{Rma, RmaError};
 use std::cell::Cell;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The figures a round measures, in the order of the report: (key, what, unit).
@@ -188,12 +189,6 @@ pub fn ucx_settings() -> Vec<(String, String)> {
 fn perftest(link: &Link, test: &str, size: usize, iters: u64) -> Result<(f64, f64, f64), String> {
     let port = (40000 + std::process::id() % 5000).to_string();
     let env = ucx_settings();
-    let mut server = link
-        .on(0, &env, "ucx_perftest", &["-p", &port])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start ucx_perftest on {}: {e}", link.hosts[0]))?;
     let (s, n) = (size.to_string(), iters.to_string());
     let args = [
         link.address.as_str(),
@@ -206,18 +201,16 @@ fn perftest(link: &Link, test: &str, size: usize, iters: u64) -> Result<(f64, f6
         "-n",
         &n,
     ];
-    let mut out = Err(format!("{test}: the server did not start"));
-    for _ in 0..20 {
-        std::thread::sleep(Duration::from_millis(200));
-        let mut client = link.on(1, &env, "ucx_perftest", &args);
-        out = run(&mut client, Duration::from_secs(120));
-        if out.is_ok() || !matches!(server.try_wait(), Ok(None)) {
-            break;
-        }
+    let out = server_then_client(link.on(0, &env, "ucx_perftest", &["-p", &port]), || {
+        link.on(1, &env, "ucx_perftest", &args)
+    });
+    if let Some(why) = out.failed {
+        return Err(format!(
+            "{test} between {} and {}: {why}",
+            link.hosts[0], link.hosts[1]
+        ));
     }
-    let _ = server.kill();
-    let _ = server.wait();
-    ucx_final(&out?).ok_or_else(|| format!("{test}: no Final line"))
+    ucx_final(&out.stdout).ok_or_else(|| format!("{test}: no Final line"))
 }
 
 /// UCX's figures for one round, under the keys of [`FIGURES`].

@@ -15,11 +15,13 @@
 //! | [`stream`] | one-way time and streaming per size; the peers' bandwidths; the barrier |
 //! | [`budget`] | instructions per message of the fast paths under callgrind, by task (AM paper Table 2), and the CI guard |
 //! | [`peers`] | Open MPI, `ucx_perftest` and GASNet-EX's tests, as a table |
+//! | [`child`] | a child process with a deadline (every program the suite starts) |
 //! | [`suite`] | `all`: every benchmark, then the peers; [`results`] what it produced, [`files`] the report and plots written from it |
 
 pub mod analysis;
 pub mod array;
 pub mod budget;
+pub mod child;
 pub mod clock;
 pub mod files;
 pub mod fixture;

@@ -178,18 +178,22 @@ fn run_job(exe: &Path, job: Job, quick: bool) -> Outcome {
         o.notes.push(format!("failed: {why}"));
         o
     };
-    match cmd.output() {
-        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
+    let out = crate::child::run_output(&mut cmd, job_limit(quick));
+    match out.failed {
+        None => out
+            .stdout
             .lines()
             .find_map(|l| serde_json::from_str::<Outcome>(l).ok())
             .unwrap_or_else(|| failed("no result printed".into())),
-        Ok(out) => failed(format!(
-            "{}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Err(e) => failed(e.to_string()),
+        Some(why) => failed(why),
     }
+}
+
+/// How long a child job may run before it is ended and reported as failed: far
+/// beyond what any job takes (seconds quick, a minute or two in full), so only a hang
+/// reaches it.
+pub fn job_limit(quick: bool) -> std::time::Duration {
+    std::time::Duration::from_secs(if quick { 300 } else { 1200 })
 }
 
 /// Runs `jobs` as child jobs of this program (quietly); their outcomes.
@@ -198,17 +202,23 @@ pub fn run_jobs(jobs: &[Job], quick: bool) -> Result<Vec<Outcome>, String> {
     Ok(jobs.iter().map(|&j| run_job(&exe, j, quick)).collect())
 }
 
-/// A progress line on stderr: `[#####.....] 5/14 array`.
+/// A progress line on stderr: `[#####.....] 5/14 array`, redrawn in place on a
+/// terminal, one line per step otherwise (a CI log shows where a run is).
 fn progress(done: usize, total: usize, what: &str) {
+    use std::io::IsTerminal;
     let width = 24;
     let filled = done * width / total.max(1);
-    eprint!(
-        "\r[{}{}] {done}/{total} {what:<40}",
+    let bar = format!(
+        "[{}{}] {done}/{total} {what:<40}",
         "#".repeat(filled),
         ".".repeat(width - filled)
     );
-    if done == total {
-        eprintln!();
+    if !std::io::stderr().is_terminal() {
+        eprintln!("{}", bar.trim_end());
+    } else if done == total {
+        eprintln!("\r{bar}");
+    } else {
+        eprint!("\r{bar}");
     }
 }
 

@@ -6,15 +6,67 @@ use amrq_bench::peers::Status;
 use amrq_bench::report::Outcome;
 use amrq_bench::results::Results;
 use amrq_bench::suite::{Job, JOBS};
+use std::io::Read;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-fn bench(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_amrq-bench"))
-        .args(args)
-        .env("AMRQ_SEGMENT_SIZE", "1M")
-        .output()
-        .expect("amrq-bench runs")
+/// How long one amrq-bench run may take (`all --quick` takes under a minute here,
+/// debug build): past it the run is killed and the test fails, never hangs CI.
+const WATCHDOG: Duration = Duration::from_secs(20 * 60);
+
+/// One measuring run at a time: two would share the two cores.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+/// Runs amrq-bench with `args` (and a 1 MiB segment).
+fn bench(args: &[&str]) -> Output {
+    run(
+        Command::new(env!("CARGO_BIN_EXE_amrq-bench"))
+            .args(args)
+            .env("AMRQ_SEGMENT_SIZE", "1M"),
+        Stdio::piped(),
+    )
+}
+
+/// Runs `cmd` under [`MACHINE`] and [`WATCHDOG`]; what it printed. Its stderr goes to
+/// `stderr`: piped (and returned), or inherited (a CI log shows where a long run is).
+fn run(cmd: &mut Command, stderr: Stdio) -> Output {
+    let _alone = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("amrq-bench runs");
+    let out = read_all(child.stdout.take());
+    let err = read_all(child.stderr.take());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > WATCHDOG {
+            let _ = child.kill();
+            panic!("{cmd:?} still ran after {WATCHDOG:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own.
+fn read_all<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut s = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut s);
+        }
+        s
+    })
 }
 
 /// The `key=value` pairs of the summary line `name: …`, checked well-formed.
@@ -122,7 +174,12 @@ fn starts_with(path: &Path, magic: &[u8]) -> bool {
 #[test]
 fn all_runs_every_benchmark_and_writes_the_report() {
     let dir = std::env::temp_dir().join(format!("amrq-bench-all-{}", std::process::id()));
-    let out = bench(&["all", "--quick", "--out", dir.to_str().unwrap()]);
+    let out = run(
+        Command::new(env!("CARGO_BIN_EXE_amrq-bench"))
+            .args(["all", "--quick", "--out", dir.to_str().unwrap()])
+            .env("AMRQ_SEGMENT_SIZE", "1M"),
+        Stdio::inherit(),
+    );
     assert!(out.status.success(), "{out:?}");
     let r: Results =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
@@ -230,15 +287,16 @@ fn fake_gasnet(dir: &Path, fixture: &str) {
 fn peers_without_path(gasnet: &Path, out: &Path) -> (String, Vec<(String, f64)>) {
     let empty = out.join("empty-path");
     std::fs::create_dir_all(&empty).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_amrq-bench"))
-        .args(["peers", "--quick", "--peer-rounds", "2", "--gasnet"])
-        .arg(gasnet)
-        .arg("--out")
-        .arg(out)
-        .env("PATH", &empty)
-        .env("AMRQ_SEGMENT_SIZE", "16M")
-        .output()
-        .unwrap();
+    let o = run(
+        Command::new(env!("CARGO_BIN_EXE_amrq-bench"))
+            .args(["peers", "--quick", "--peer-rounds", "2", "--gasnet"])
+            .arg(gasnet)
+            .arg("--out")
+            .arg(out)
+            .env("PATH", &empty)
+            .env("AMRQ_SEGMENT_SIZE", "16M"),
+        Stdio::piped(),
+    );
     assert!(o.status.success(), "{o:?}");
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     let table = text.find("amrq and its peers:").expect("the table");
@@ -315,14 +373,15 @@ fn a_wrong_rank_count_is_refused_with_a_message() {
 
 #[test]
 fn all_refuses_to_run_inside_a_job_whose_environment_its_children_would_join() {
-    let out = Command::new(env!("CARGO_BIN_EXE_amrq-bench"))
-        .args(["all", "--quick"])
-        .env("AMRQ_RANK", "0")
-        .env("AMRQ_SIZE", "2")
-        .env("AMRQ_JOB_ID", "amrun-1-0")
-        .env("AMRQ_JOB_KEY", "0123456789abcdef0123456789abcdef")
-        .output()
-        .unwrap();
+    let out = run(
+        Command::new(env!("CARGO_BIN_EXE_amrq-bench"))
+            .args(["all", "--quick"])
+            .env("AMRQ_RANK", "0")
+            .env("AMRQ_SIZE", "2")
+            .env("AMRQ_JOB_ID", "amrun-1-0")
+            .env("AMRQ_JOB_KEY", "0123456789abcdef0123456789abcdef"),
+        Stdio::piped(),
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("run them directly"), "{err}");

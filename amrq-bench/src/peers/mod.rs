@@ -29,8 +29,9 @@ pub use rounds::{measure, Comparison, Peers, Round, Setup, Status};
 pub use table::{markdown, table, tag, text};
 pub use ucx::ucx_final;
 
+pub(crate) use crate::child::{run, run_output, Output};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 /// A metric of the table: key, label, and whether lower is better (a time).
@@ -45,90 +46,6 @@ pub const METRICS: [(&str, &str, bool); 6] = [
 
 /// Bytes in the MB of GASNet-EX's testam and of `ucx_perftest` (2^20).
 pub(crate) const MIB: f64 = 1_048_576.0;
-
-/// What a process printed, and why it failed if it did.
-#[derive(Debug, Clone, Default)]
-pub struct Output {
-    /// Its standard output.
-    pub stdout: String,
-    /// Its standard error.
-    pub stderr: String,
-    /// Why it failed (could not start, timed out, a non-zero exit), if it did.
-    pub failed: Option<String>,
-}
-
-impl Output {
-    /// Its non-empty lines, stdout first, at most 40 (the raw file has them all).
-    pub fn lines(&self) -> Vec<String> {
-        self.stdout
-            .lines()
-            .chain(self.stderr.lines())
-            .filter(|l| !l.trim().is_empty())
-            .take(40)
-            .map(str::to_string)
-            .collect()
-    }
-}
-
-/// Runs `cmd` with a deadline; everything it printed, and why it failed if it did.
-pub(crate) fn run_output(cmd: &mut Command, limit: Duration) -> Output {
-    let mut child = match cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            return Output {
-                failed: Some(format!("cannot start {:?}: {e}", cmd.get_program())),
-                ..Output::default()
-            }
-        }
-    };
-    // Drain the pipes while waiting, so that a chatty child never blocks on them.
-    let out = drain(child.stdout.take());
-    let err = drain(child.stderr.take());
-    let start = std::time::Instant::now();
-    let failed = loop {
-        match child.try_wait() {
-            Ok(Some(s)) if s.success() => break None,
-            Ok(Some(s)) => break Some(s.to_string()),
-            Ok(None) if start.elapsed() > limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break Some(format!("timed out after {limit:?}"));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => break Some(e.to_string()),
-        }
-    };
-    let mut o = Output {
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-        failed,
-    };
-    if let Some(why) = &mut o.failed {
-        let tail: Vec<&str> = o.stderr.lines().rev().take(3).collect();
-        *why = format!("{:?}: {why} ({})", cmd.get_program(), tail.join(" / "));
-    }
-    o
-}
-
-/// Reads a pipe to its end on a thread of its own.
-fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut s = Vec::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_end(&mut s);
-        }
-        String::from_utf8_lossy(&s).into_owned()
-    })
-}
-
-/// Runs `cmd` with a deadline; its stdout, or why it failed.
-pub(crate) fn run(cmd: &mut Command, limit: Duration) -> Result<String, String> {
-    let o = run_output(cmd, limit);
-    match o.failed {
-        None => Ok(o.stdout),
-        Some(why) => Err(why),
-    }
-}
 
 /// The cores of amrq's ranks 0 and 1 (its launcher pins rank k to the k-th core this
 /// process may use), where a peer's two sides are pinned too.

@@ -15,14 +15,15 @@ use amrq::util::affinity::{allowed_cores, pin_to_core};
 pub const STRADDLE: f64 = 1.5;
 
 /// The raw cache-line round trip between the first two cores this process may use,
-/// ns (median of 5 batches of 2000); NaN with fewer than two cores.
+/// ns (median of 5 batches of 400: under a millisecond, and a few seconds at worst
+/// where the two threads get one core between them); NaN with fewer than two cores.
 pub fn raw_round_trip_ns() -> f64 {
     let cores = allowed_cores();
     let [a, b, ..] = cores[..] else {
         return f64::NAN;
     };
     const BATCHES: u64 = 5;
-    const ITERS: u64 = 2000;
+    const ITERS: u64 = 400;
     let lines = RawPingPong::new();
     let lines = &*lines;
     std::thread::scope(|s| {

@@ -185,7 +185,6 @@ pub fn measure(
             if cmp.status != Status::Ran {
                 continue;
             }
-            progress(&format!("round {round}/{rounds}: amrq, {}", cmp.name));
             let raw = Raw::new(s.raw.clone(), &cmp.name, round);
             let mut r = Round {
                 amrq: Vec::new(),
@@ -194,6 +193,8 @@ pub fn measure(
                 placements: Vec::new(),
             };
             for (part, metrics) in peer.parts().iter().enumerate() {
+                let what = metrics.join(", ");
+                progress(&format!("round {round}/{rounds}: amrq, {}: {what}", cmp.name));
                 let before = raw_round_trip_ns();
                 r.amrq.extend(amrq(metrics)?);
                 let ran = peer.run(part, s.quick, &raw);

@@ -5,7 +5,37 @@
 
 use super::{installed, rank_cores, run_output, Failure, Measured, Output, Raw, MIB};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How long one `ucx_perftest` client may run.
+const CLIENT_LIMIT: Duration = Duration::from_secs(120);
+
+/// Starts `ucx_perftest`'s `server`, then runs a `client()` against it, again while
+/// the server is still starting (a client that fails at once, the server running); a
+/// client that ran and failed or timed out is not retried. The client's output.
+pub(crate) fn server_then_client(mut server: Command, client: impl Fn() -> Command) -> Output {
+    let server = crate::child::tied(&mut server)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let mut server = match server {
+        Ok(s) => s,
+        Err(e) => return Output::failure(format!("cannot start the ucx_perftest server: {e}")),
+    };
+    let mut out = Output::failure("the ucx_perftest server did not start".into());
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(300));
+        let start = Instant::now();
+        out = run_output(&mut client(), CLIENT_LIMIT);
+        let at_once = start.elapsed() < Duration::from_secs(5);
+        if out.failed.is_none() || !at_once || !matches!(server.try_wait(), Ok(None)) {
+            break;
+        }
+    }
+    crate::child::kill_group(&server);
+    let _ = server.wait();
+    out
+}
 
 /// The metric of each test of a round (one `ucx_perftest` run each).
 pub const PARTS: [&[&str]; 5] = [
@@ -74,15 +104,11 @@ impl Ucx {
         )
     }
 
-    /// One test: a server, then the client (retried while the server starts).
+    /// One test: a server on rank 1's core, then the client on rank 0's.
     fn test(&self, test: &str, size: usize, iters: u64) -> Output {
-        let failed = |why: String| Output {
-            failed: Some(why),
-            ..Output::default()
-        };
         let port = match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
             Ok(a) => a.port().to_string(),
-            Err(e) => return failed(format!("no free port: {e}")),
+            Err(e) => return Output::failure(format!("no free port: {e}")),
         };
         let pin = |core: usize, args: &[&str]| {
             let mut c = Command::new("taskset");
@@ -91,27 +117,11 @@ impl Ucx {
                 .env("UCX_TLS", "sm,self");
             c
         };
-        let server = pin(self.cores[1], &["-p", &port])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let mut server = match server {
-            Ok(s) => s,
-            Err(e) => return failed(format!("cannot start the ucx_perftest server: {e}")),
-        };
         let (s, n) = (size.to_string(), iters.to_string());
         let client = ["127.0.0.1", "-p", &port, "-t", test, "-s", &s, "-n", &n];
-        let mut out = failed(format!("{test}: the server did not start"));
-        for _ in 0..10 {
-            std::thread::sleep(Duration::from_millis(300));
-            out = run_output(&mut pin(self.cores[0], &client), Duration::from_secs(120));
-            if out.failed.is_none() || !matches!(server.try_wait(), Ok(None)) {
-                break;
-            }
-        }
-        let _ = server.kill();
-        let _ = server.wait();
-        out
+        server_then_client(pin(self.cores[1], &["-p", &port]), || {
+            pin(self.cores[0], &client)
+        })
     }
 
     /// Test `part` of a round ([`PARTS`]), its raw output saved: its figure, or the
