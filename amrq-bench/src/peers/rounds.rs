@@ -194,7 +194,10 @@ pub fn measure(
             };
             for (part, metrics) in peer.parts().iter().enumerate() {
                 let what = metrics.join(", ");
-                progress(&format!("round {round}/{rounds}: amrq, {}: {what}", cmp.name));
+                progress(&format!(
+                    "round {round}/{rounds}: amrq, {}: {what}",
+                    cmp.name
+                ));
                 let before = raw_round_trip_ns();
                 r.amrq.extend(amrq(metrics)?);
                 let ran = peer.run(part, s.quick, &raw);
