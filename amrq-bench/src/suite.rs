@@ -185,7 +185,7 @@ fn run_job(exe: &Path, job: Job, quick: bool) -> Outcome {
             .lines()
             .find_map(|l| serde_json::from_str::<Outcome>(l).ok())
             .unwrap_or_else(|| failed("no result printed".into())),
-        Some(why) => failed(why),
+        Some(why) => failed(format!("{why}; its stderr: {}", out.stderr.trim())),
     }
 }
 
