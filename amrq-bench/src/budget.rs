@@ -108,6 +108,8 @@ const TABLE: &[(&str, Side, Task)] = {
         ("doorbell::ring", Send, Notify),
         // Receive.
         ("Consumer::ready", Receive, Ring),
+        ("Consumer::look", Receive, Ring),
+        ("is_express", Receive, Protection),
         ("Consumer::take_express", Receive, Protection),
         ("Consumer::take_ready", Receive, Protection),
         ("Consumer::peek", Receive, Ring),

@@ -9,6 +9,7 @@
 
 use super::channels::{RxChannel, FAIR_BURST};
 use super::{MemConduit, MemFrame};
+use crate::conduit::ring::Look;
 use crate::conduit::{Channel, ConduitError, ReceivedFrame};
 use std::mem::ManuallyDrop;
 
@@ -43,7 +44,9 @@ impl MemConduit {
         let mut out = Ok(());
         let mut r = &chan.rings[s];
         while done < budget {
-            if !r.ready() {
+            // SAFETY: only ring code runs while the consumer state is borrowed.
+            let look = unsafe { r.cons.get() }.look(&r.ring);
+            if matches!(look, Look::Empty) || r.broken.get() {
                 idle += 1;
                 if idle >= n {
                     break;
@@ -52,13 +55,10 @@ impl MemConduit {
                 r = &chan.rings[s];
                 continue;
             }
-            // SAFETY: only ring code runs while the consumer state is borrowed.
-            let c = unsafe { r.cons.get() };
             // Whether `f` succeeded; its error goes to `out` (moved only on that path).
-            let ok = match if r.plain {
-                c.take_express(&r.ring)
-            } else {
-                None
+            let ok = match match look {
+                Look::Express(p) if r.plain => Some(p),
+                _ => None,
             } {
                 Some(p) => {
                     // Not dropped: its drop would clear the channel's mark.

@@ -34,6 +34,17 @@ impl Peeked {
     }
 }
 
+/// What [`Consumer::look`] found at the head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    /// Nothing readable.
+    Empty,
+    /// An Express frame (one slot, at most `EXPRESS_ARGS` args, no payload).
+    Express(Peeked),
+    /// Another frame, or a pad: [`Consumer::take_ready`] reads it.
+    Other,
+}
+
 /// The consumer's private state. Lives in the receiving rank.
 ///
 /// ```
@@ -177,6 +188,33 @@ impl Consumer {
     pub fn take_express<M: RingMemory>(&self, mem: &M) -> Option<Peeked> {
         // SAFETY: `ready` saw the sequence word say the producer published this slot.
         self.express(unsafe { mem.read_header(self.head & self.mask) })
+    }
+
+    /// What is at the head, in one look (for receive loops): [`Look::Express`] with the
+    /// frame when it is Express, [`Look::Other`] when a frame or pad of another kind is
+    /// readable (then [`Consumer::take_ready`]), [`Look::Empty`] otherwise, having
+    /// published the head as [`Consumer::ready`] does. The head and the slot's address
+    /// are read once, before the Acquire load, and used after it.
+    #[inline(always)]
+    pub fn look<M: RingMemory>(&mut self, mem: &M) -> Look {
+        let head = self.head;
+        let idx = head & self.mask;
+        // ORDERING: as in `ready`: Acquire pairs with the producer's Release store of
+        // the sequence word.
+        if mem.seq(idx).load(Acquire) != head.wrapping_add(1) {
+            self.publish_if_behind(mem);
+            return Look::Empty;
+        }
+        // SAFETY: the sequence word says the producer published this slot.
+        let w = unsafe { mem.read_header(idx) };
+        if !is_express(w) {
+            return Look::Other;
+        }
+        Look::Express(Peeked {
+            position: head,
+            header: FrameHeader::unpack(w),
+            slots: 1,
+        })
     }
 
     /// The frame at the head, whose header word is `w`, if it is Express.

@@ -50,7 +50,7 @@ mod memory;
 mod producer;
 mod shared;
 
-pub use consumer::{Consumer, Peeked};
+pub use consumer::{Consumer, Look, Peeked};
 pub use layout::{
     frame_slots, is_express, payload_offset, FrameHeader, RingCtl, Slot, ARGS_OFFSET, CTL_BYTES,
     EXPRESS_ARGS, FLAG_LONG, FLAG_PAD, FLAG_TAG_ON, HEADER_OFFSET, MAX_ARGS, SLOT_BYTES,

@@ -370,3 +370,44 @@ fn shared_ring_three_producers_exactly_once_in_order() {
         assert_eq!(c.peek(&ring), Ok(None));
     });
 }
+
+/// `look` agrees with `ready` and `take_ready`: empty, then an Express frame (handed
+/// out whole and released in one slot), then frames that are not Express (payload,
+/// seven args), which it leaves to `take_ready`.
+#[test]
+fn look_tells_express_frames_from_others_and_publishes_when_empty() {
+    let h = HeapRing::new(8, 0);
+    let mut p = Producer::new(8, 0);
+    let mut c = Consumer::new(8, 0, 2);
+    assert_eq!(c.look(&h.ring), Look::Empty);
+    let header = FrameHeader {
+        tag: 7,
+        ..Default::default()
+    };
+    assert!(p.try_push(&h.ring, header, &[1, 2], &[]));
+    let Look::Express(f) = c.look(&h.ring) else {
+        panic!("an Express frame")
+    };
+    assert_eq!(
+        (f.position, f.slots, f.header.tag, f.header.nargs),
+        (0, 1, 7, 2)
+    );
+    assert_eq!(&c.read_args(&h.ring, &f)[..2], &[1, 2]);
+    c.release_one(&h.ring);
+    assert!(p.try_push(&h.ring, header, &[], &[9]));
+    assert!(p.try_push(&h.ring, header, &[0; 7], &[]));
+    for _ in 0..2 {
+        assert_eq!(c.look(&h.ring), Look::Other);
+        let f = c
+            .take_ready(&h.ring)
+            .expect("not corrupt")
+            .expect("a frame");
+        c.release(&h.ring, &f);
+    }
+    assert_eq!(c.look(&h.ring), Look::Empty);
+    // Empty, it published its head: the producer sees every slot free.
+    assert_eq!(
+        h.ring.head().load(std::sync::atomic::Ordering::Acquire),
+        c.head()
+    );
+}
