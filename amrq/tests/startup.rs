@@ -285,23 +285,14 @@ fn fault_job() {
             return Err("rank 1's own error".to_string());
         }
         if what == "leave" {
-            if c.rank() != 0 {
-                return match marker::mark_ran(c.rank()) {
-                    true => Ok(()),
-                    false => Err("cannot leave word that this rank ran".to_string()),
-                };
-            }
-            // Rank 0 checks its peers while they leave and exit.
-            while !(c.peer_left(1) && c.peer_left(2)) {
+            // Ranks 1 and 2 leave at once; rank 0 checks its peers while they do.
+            while c.rank() == 0 && !(c.peer_left(1) && c.peer_left(2)) {
                 c.check_peers().map_err(|e| e.to_string())?;
             }
-            return match marker::mark_ran(0) {
-                true => Ok(()),
-                false => Err("cannot leave word that this rank ran".to_string()),
-            };
+        } else {
+            c.barrier()
+                .map_err(|e| format!("{e} (after {} ms)", start.elapsed().as_millis()))?;
         }
-        c.barrier()
-            .map_err(|e| format!("{e} (after {} ms)", start.elapsed().as_millis()))?;
         match marker::mark_ran(c.rank()) {
             true => Ok(()),
             false => Err("cannot leave word that this rank ran".to_string()),
