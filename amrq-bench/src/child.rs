@@ -111,7 +111,8 @@ pub fn run_output(cmd: &mut Command, limit: Duration) -> Output {
         failed: None,
     };
     if let Some(why) = failed {
-        let tail: Vec<&str> = o.stderr.lines().rev().take(3).collect();
+        let lines: Vec<&str> = o.stderr.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(3)..]; // its last words, in order
         o.failed = Some(format!(
             "{:?}: {why} ({})",
             cmd.get_program(),
@@ -123,6 +124,14 @@ pub fn run_output(cmd: &mut Command, limit: Duration) -> Output {
 
 /// `cmd`, set to start in a process group of its own (ended by [`kill_group`]) and to
 /// die with the calling thread, even if this process is killed.
+///
+/// ```
+/// use amrq_bench::child::{kill_group, tied};
+/// use std::os::unix::process::ExitStatusExt;
+/// let mut c = tied(std::process::Command::new("sleep").arg("60")).spawn().unwrap();
+/// kill_group(&c);
+/// assert_eq!(c.wait().unwrap().signal(), Some(9));
+/// ```
 pub fn tied(cmd: &mut Command) -> &mut Command {
     cmd.process_group(0);
     // SAFETY: the closure runs in the child between fork and exec and makes one
@@ -135,7 +144,8 @@ pub fn tied(cmd: &mut Command) -> &mut Command {
     }
 }
 
-/// Kills the process group of `child`, started [`tied`]: it and what it started.
+/// Kills the process group of `child`, started [`tied`]: it and what it started (see
+/// [`tied`] for an example).
 pub fn kill_group(child: &std::process::Child) {
     // The group's id is the child's pid; the group lives while any member does, so the
     // id cannot name another group while a member of ours is left to signal.

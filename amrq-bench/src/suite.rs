@@ -192,6 +192,11 @@ fn run_job(exe: &Path, job: Job, quick: bool) -> Outcome {
 /// How long a child job may run before it is ended and reported as failed: far
 /// beyond what any job takes (seconds quick, a minute or two in full), so only a hang
 /// reaches it.
+///
+/// ```
+/// use amrq_bench::suite::job_limit;
+/// assert!(job_limit(true) < job_limit(false));
+/// ```
 pub fn job_limit(quick: bool) -> std::time::Duration {
     std::time::Duration::from_secs(if quick { 300 } else { 1200 })
 }
