@@ -532,16 +532,25 @@ impl<S, C: Conduit> Am<S, C> {
     }
 
     /// Drains up to `budget` frames of queue `q`; returns how many were taken.
+    ///
+    /// The reply queue, empty in most polls, is first asked whether it is quiet (a few
+    /// loads); the request queue is drained at once: its drain finds an empty ring in
+    /// a look, and a poll that has a request to run saves the quiet scan before it
+    /// (callgrind: 28 instructions fewer per AM round trip, 22 per one-way AM; the
+    /// `pingpong` example's ratio to raw fell from a median of 1.074 to 1.043 at the
+    /// ~145 ns placement, 6 pairs of runs alternating, 5 in its favour).
     #[inline(always)]
     fn drain(&self, q: QueueId, budget: usize) -> Result<usize, AmError> {
+        let conduit = self.rq.conduit();
         // One closure per queue, so that which table to look in is known where the
         // closure is compiled, not read back from its captures per frame (13
         // instructions per one-word AM under callgrind).
         match q == QueueId::AM_REQUEST {
-            true => self.rq.poll_queue(q, budget, |frame| {
+            true => conduit.drain(q.index(), budget, |frame| {
                 self.dispatch_request(frame).or_else(|e| self.contain(q, e))
             }),
-            false => self.rq.poll_queue(q, budget, |frame| {
+            false if conduit.quiet(q.index()) => Ok(0),
+            false => conduit.drain(q.index(), budget, |frame| {
                 self.dispatch_reply(frame).or_else(|e| self.contain(q, e))
             }),
         }
