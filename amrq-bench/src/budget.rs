@@ -110,7 +110,6 @@ const TABLE: &[(&str, Side, Task)] = {
         ("Consumer::ready", Receive, Ring),
         ("Consumer::look", Receive, Ring),
         ("is_express", Receive, Protection),
-        ("Consumer::take_express", Receive, Protection),
         ("Consumer::take_ready", Receive, Protection),
         ("Consumer::peek", Receive, Ring),
         ("Consumer::release", Receive, Ring),

@@ -489,6 +489,22 @@ fn rank_faults() -> Vec<String> {
     v
 }
 
+/// A job of [`fault_job`] doing `what` in `mode` (`label` in failures): every rank
+/// exits 0 within `limit` and says it ran; how it ended.
+fn runs_cleanly(mode: Mode, what: &str, limit: Duration, label: &str) -> Ended {
+    let job = start(mode, what, &[]);
+    let token = job.token.clone();
+    let ended = job.end(limit, None);
+    assert!(
+        ended.statuses.iter().all(|s| s.success()),
+        "{label}: {:?} {:?}",
+        ended.statuses,
+        ended.stderr
+    );
+    marker::all_ran(&token, 3);
+    ended
+}
+
 #[test]
 fn a_job_without_faults_runs_in_every_mode() {
     let _g = one_at_a_time();
@@ -496,16 +512,12 @@ fn a_job_without_faults_runs_in_every_mode() {
         if mode == Mode::Mpirun && !have_mpirun() {
             continue;
         }
-        let job = start(mode, "barrier", &[]);
-        let token = job.token.clone();
-        let ended = job.end(Duration::from_secs(30), None);
-        assert!(
-            ended.statuses.iter().all(|s| s.success()),
-            "{mode:?}: {:?} {:?}",
-            ended.statuses,
-            ended.stderr
+        let ended = runs_cleanly(
+            mode,
+            "barrier",
+            Duration::from_secs(30),
+            &format!("{mode:?}"),
         );
-        marker::all_ran(&token, 3);
         nothing_left(&ended, &format!("{mode:?}"));
     }
 }
@@ -615,16 +627,8 @@ fn survivors_name_the_rank_whose_program_failed_and_its_error() {
 fn peers_that_leave_while_a_survivor_checks_are_not_taken_for_dead() {
     let _g = one_at_a_time();
     for i in 0..100 {
-        let job = start(Mode::SelfLaunch, "leave", &[]);
-        let token = job.token.clone();
-        let ended = job.end(Duration::from_secs(20), None);
-        assert!(
-            ended.statuses.iter().all(|s| s.success()),
-            "job {i}: {:?} {:?}",
-            ended.statuses,
-            ended.stderr
-        );
-        marker::all_ran(&token, 3);
+        let leave = Duration::from_secs(20);
+        runs_cleanly(Mode::SelfLaunch, "leave", leave, &format!("job {i}"));
     }
 }
 

@@ -56,18 +56,15 @@ impl MemConduit {
                 continue;
             }
             // Whether `f` succeeded; its error goes to `out` (moved only on that path).
-            let ok = match match look {
-                Look::Express(p) if r.plain => Some(p),
-                _ => None,
-            } {
-                Some(p) => {
+            let ok = match look {
+                Look::Express(p) if r.plain => {
                     // Not dropped: its drop would clear the channel's mark.
                     let result = f(&ManuallyDrop::new(MemFrame::express(chan, r, s, p)));
                     // SAFETY: as above; `f` has returned, and the frame with it.
                     unsafe { r.cons.get() }.release_one(&r.ring);
                     result.map_err(|e| out = Err(e)).is_ok()
                 }
-                None => match self.run_slowly(chan, s, ch, &mut f) {
+                _ => match self.run_slowly(chan, s, ch, &mut f) {
                     Some(result) => result.map_err(|e| out = Err(e)).is_ok(),
                     None => continue, // a pad, or a frame dropped: look again
                 },

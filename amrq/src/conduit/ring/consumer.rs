@@ -155,7 +155,7 @@ impl Consumer {
         let idx = self.head & self.mask;
         // SAFETY: `ready` saw the sequence word say the producer published this slot.
         let word = unsafe { mem.read_header(idx) };
-        if let Some(p) = self.express(word) {
+        if let Some(p) = Self::express(self.head, word) {
             return Ok(Some(p)); // one slot, nothing more to check
         }
         let header = FrameHeader::unpack(word);
@@ -180,16 +180,6 @@ impl Consumer {
         }))
     }
 
-    /// The frame at the head, which [`Consumer::ready`] has just seen, if it is Express:
-    /// one slot, no payload, at most [`EXPRESS_ARGS`](super::EXPRESS_ARGS) args, no pad, Long or Tag-On flag
-    /// (the common case, told by one mask and one compare). `None`: the other checks
-    /// of [`Consumer::take_ready`], which starts with this one.
-    #[inline(always)]
-    pub fn take_express<M: RingMemory>(&self, mem: &M) -> Option<Peeked> {
-        // SAFETY: `ready` saw the sequence word say the producer published this slot.
-        self.express(unsafe { mem.read_header(self.head & self.mask) })
-    }
-
     /// What is at the head, in one look (for receive loops): [`Look::Express`] with the
     /// frame when it is Express, [`Look::Other`] when a frame or pad of another kind is
     /// readable (then [`Consumer::take_ready`]), [`Look::Empty`] otherwise, having
@@ -206,25 +196,22 @@ impl Consumer {
             return Look::Empty;
         }
         // SAFETY: the sequence word says the producer published this slot.
-        let w = unsafe { mem.read_header(idx) };
-        if !is_express(w) {
-            return Look::Other;
+        match Self::express(head, unsafe { mem.read_header(idx) }) {
+            Some(p) => Look::Express(p),
+            None => Look::Other,
         }
-        Look::Express(Peeked {
-            position: head,
-            header: FrameHeader::unpack(w),
-            slots: 1,
-        })
     }
 
-    /// The frame at the head, whose header word is `w`, if it is Express.
+    /// The frame at `head`, whose header word is `w`, if it is Express: one slot, no
+    /// payload, at most [`EXPRESS_ARGS`](super::EXPRESS_ARGS) args, no pad, Long or
+    /// Tag-On flag (the common case, told by one mask and one compare).
     #[inline(always)]
-    fn express(&self, w: u64) -> Option<Peeked> {
+    fn express(head: u64, w: u64) -> Option<Peeked> {
         if !is_express(w) {
             return None;
         }
         Some(Peeked {
-            position: self.head,
+            position: head,
             header: FrameHeader::unpack(w),
             slots: 1,
         })
