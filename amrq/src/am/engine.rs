@@ -435,8 +435,16 @@ impl<S, C: Conduit> Am<S, C> {
     /// [`Am::poll`] past the armed check: drains the queues.
     #[inline(never)]
     fn poll_queues(&self) -> Result<usize, AmError> {
-        let replies = self.drain(QueueId::AM_REPLY, REPLY_BUDGET)?;
-        let took = replies + self.drain(QueueId::AM_REQUEST, REQUEST_BUDGET)?;
+        let (rep, req) = (QueueId::AM_REPLY, QueueId::AM_REQUEST);
+        let took = self.rq.conduit().drain_both(
+            (rep.index(), REPLY_BUDGET),
+            |frame| self.dispatch_reply(frame).or_else(|e| self.contain(rep, e)),
+            (req.index(), REQUEST_BUDGET),
+            |frame| {
+                self.dispatch_request(frame)
+                    .or_else(|e| self.contain(req, e))
+            },
+        )?;
         self.rq.conduit().polled(&self.am_queues, took);
         Ok(took)
     }

@@ -454,6 +454,51 @@ pub trait Conduit {
         E: From<ConduitError>,
         F: FnMut(&Self::Frame<'_>) -> Result<(), E>;
 
+    /// Two [`Conduit::drain`]s in one call: up to `first.1` frames of local channel
+    /// `first.0` through `on_first`, then up to `second.1` of `second.0` through
+    /// `on_second` (not looked at if `on_first` failed); returns how many ran in all.
+    /// A conduit pays its set-up once for both (the AM poll: replies, then requests).
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use amrq::conduit::{Conduit, ConduitError, ReceivedFrame};
+    /// amrq::threads::run(1, &Config::default(), |c| {
+    ///     let (a, b) = (QueueId::AM_REPLY.index(), QueueId::AM_REQUEST.index());
+    ///     let msg = |tag| amrq::conduit::Message { tag, flags: 0, args: &[1], payload: &[] };
+    ///     c.try_send(0, b, &msg(7)).unwrap();
+    ///     c.try_send(0, a, &msg(9)).unwrap();
+    ///     let tags = std::cell::RefCell::new(vec![]);
+    ///     let took = c.drain_both::<ConduitError, _, _>(
+    ///         (a, 8),
+    ///         |f| Ok(tags.borrow_mut().push(f.tag())),
+    ///         (b, 8),
+    ///         |f| Ok(tags.borrow_mut().push(f.tag())),
+    ///     );
+    ///     assert_eq!(took, Ok(2));
+    ///     assert_eq!(tags.into_inner(), [9, 7]); // the first channel first
+    /// })
+    /// .unwrap();
+    /// ```
+    #[inline(always)]
+    fn drain_both<E, F1, F2>(
+        &self,
+        first: (Channel, usize),
+        on_first: F1,
+        second: (Channel, usize),
+        on_second: F2,
+    ) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F1: FnMut(&Self::Frame<'_>) -> Result<(), E>,
+        F2: FnMut(&Self::Frame<'_>) -> Result<(), E>,
+    {
+        let took = match self.quiet(first.0) {
+            true => 0,
+            false => self.drain(first.0, first.1, on_first)?,
+        };
+        Ok(took + self.drain(second.0, second.1, on_second)?)
+    }
+
     /// True if a [`Conduit::drain`] of local channel `ch` would now take nothing and
     /// change nothing: a cheap look for pollers that find most channels idle. `false`
     /// promises nothing (the default: drain and see).

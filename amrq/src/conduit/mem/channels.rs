@@ -93,8 +93,9 @@ pub(super) struct RxRing {
     /// Each frame's first arg word is the conduit's, not the user's: it names the
     /// sender on a shared ring, the channel on the interrupt channel's rings.
     pub(super) hidden: bool,
-    /// `permitted` and not `hidden`: an Express frame is handed out as it is.
-    pub(super) plain: bool,
+    /// `permitted`, not `hidden` and not `broken`: an Express frame is handed out as it
+    /// is.
+    pub(super) plain: Cell<bool>,
 }
 
 #[repr(align(128))]

@@ -552,6 +552,22 @@ impl Conduit for MemConduit {
         self.drain_frames(ch, budget, f)
     }
 
+    #[inline(always)]
+    fn drain_both<E, F1, F2>(
+        &self,
+        first: (Channel, usize),
+        on_first: F1,
+        second: (Channel, usize),
+        on_second: F2,
+    ) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F1: FnMut(&MemFrame<'_>) -> Result<(), E>,
+        F2: FnMut(&MemFrame<'_>) -> Result<(), E>,
+    {
+        self.drain_both_frames(first, on_first, second, on_second)
+    }
+
     fn poll_set(&self, channels: &[Channel]) -> Result<PollSet, ConduitError> {
         let mut set = PollSet {
             channels: channels.to_vec(),

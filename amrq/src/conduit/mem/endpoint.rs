@@ -183,7 +183,7 @@ impl MemConduit {
                         broken: Cell::new(false),
                         permitted,
                         hidden,
-                        plain: permitted && !hidden,
+                        plain: Cell::new(permitted && !hidden),
                     }
                 })
                 .collect();

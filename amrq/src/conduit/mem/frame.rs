@@ -76,6 +76,7 @@ pub(super) fn close_ring(
 ) {
     let r = &chan.rings[s];
     r.broken.set(true);
+    r.plain.set(false);
     r.ring.close();
     faults.record(Fault {
         source: chan.sender(s),

@@ -1,13 +1,15 @@
 //! The receive loop of a channel: [`MemConduit::drain`](crate::conduit::Conduit::drain)
 //! takes frames ring by ring, as many in a row from one sender's ring as fairness
-//! allows, and hands each to the caller in place.
+//! allows, and hands each to the caller in place. [`Conduit::drain_both`](crate::conduit::Conduit::drain_both) runs the same
+//! loop over two channels in one call (the AM poll: replies, then requests), with the
+//! first channel's scan left out when all its rings are quiet.
 //!
 //! The common frame — Express (one slot, no payload, at most six args) on a per-pair
 //! ring whose sender may send here — is handed out after one sequence-word load and one
 //! test of its header; anything else goes through the full checks of `take`, out of line.
 //! The channel is marked as having a frame out once per call, not per frame.
 
-use super::channels::{RxChannel, FAIR_BURST};
+use super::channels::{RxChannel, RxRing, FAIR_BURST};
 use super::{MemConduit, MemFrame};
 use crate::conduit::ring::Look;
 use crate::conduit::{Channel, ConduitError, ReceivedFrame};
@@ -34,61 +36,141 @@ impl MemConduit {
         let Some(chan) = self.rx.get(ch) else {
             return Err(self.no_channel(ch).into());
         };
-        let n = chan.rings.len();
-        if chan.outstanding.get() || n == 0 {
+        if chan.outstanding.get() || chan.rings.is_empty() {
             return Self::nothing_to_drain(chan, ch).map_err(Into::into);
         }
-        chan.outstanding.set(true);
-        let (mut s, mut burst) = (chan.cursor.get(), chan.burst.get());
-        let (mut done, mut idle) = (0, 0);
         let mut out = Ok(());
-        let mut r = &chan.rings[s];
-        while done < budget {
-            // SAFETY: only ring code runs while the consumer state is borrowed.
-            let look = unsafe { r.cons.get() }.look(&r.ring);
-            if matches!(look, Look::Empty) || r.broken.get() {
-                idle += 1;
-                if idle >= n {
-                    break;
-                }
-                (s, burst) = (if s + 1 == n { 0 } else { s + 1 }, 0);
-                r = &chan.rings[s];
-                continue;
-            }
-            // Whether `f` succeeded; its error goes to `out` (moved only on that path).
-            let ok = match look {
-                Look::Express(p) if r.plain => {
-                    // Not dropped: its drop would clear the channel's mark.
-                    let result = f(&ManuallyDrop::new(MemFrame::express(chan, r, s, p)));
-                    // SAFETY: as above; `f` has returned, and the frame with it.
-                    unsafe { r.cons.get() }.release_one(&r.ring);
-                    result.map_err(|e| out = Err(e)).is_ok()
-                }
-                _ => match self.run_slowly(chan, s, ch, &mut f) {
-                    Some(result) => result.map_err(|e| out = Err(e)).is_ok(),
-                    None => continue, // a pad, or a frame dropped: look again
-                },
-            };
-            done += 1;
-            idle = 0;
-            burst += 1;
-            if !ok {
-                r.publish_if_behind();
-                break;
-            }
-            if burst >= FAIR_BURST {
-                r.publish_if_behind();
-                (s, burst) = (if s + 1 == n { 0 } else { s + 1 }, 0);
-                r = &chan.rings[s];
-            }
-        }
-        if done == budget {
-            r.publish_if_behind();
-        }
-        chan.cursor.set(s);
-        chan.burst.set(burst);
+        chan.outstanding.set(true);
+        let done = self.scan(chan, ch, budget, &mut f, &mut out);
         chan.outstanding.set(false);
         out.map(|()| done)
+    }
+
+    /// Drains channel `a` (up to `budget_a` frames, through `fa`), then channel `b` (up
+    /// to `budget_b`, through `fb`), with the set-up of one call: the AM poll's scan of
+    /// its reply then request rings. Each ring visited gives up to [`FAIR_BURST`]
+    /// frames in a row; a scan that runs out of budget starts its next call at the
+    /// ring after the last one it served, so every sender is served in turn.
+    #[inline(always)]
+    pub(super) fn drain_both_frames<E, FA, FB>(
+        &self,
+        (a, budget_a): (Channel, usize),
+        mut fa: FA,
+        (b, budget_b): (Channel, usize),
+        mut fb: FB,
+    ) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        FA: FnMut(&MemFrame<'_>) -> Result<(), E>,
+        FB: FnMut(&MemFrame<'_>) -> Result<(), E>,
+    {
+        let (Some(ca), Some(cb)) = (self.rx.get(a), self.rx.get(b)) else {
+            return self.drain_each((a, budget_a), fa, (b, budget_b), fb);
+        };
+        if ca.outstanding.get()
+            || cb.outstanding.get()
+            || ca.rings.is_empty()
+            || cb.rings.is_empty()
+        {
+            return self.drain_each((a, budget_a), fa, (b, budget_b), fb);
+        }
+        let mut out = Ok(());
+        let mut done = 0;
+        if !ca.rings.iter().all(RxRing::quiet) {
+            ca.outstanding.set(true);
+            done = self.scan(ca, a, budget_a, &mut fa, &mut out);
+            ca.outstanding.set(false);
+        }
+        if out.is_ok() {
+            // Not marked before: a request handler waiting for room to reply drains
+            // the replies.
+            cb.outstanding.set(true);
+            done += self.scan(cb, b, budget_b, &mut fb, &mut out);
+            cb.outstanding.set(false);
+        }
+        out.map(|()| done)
+    }
+
+    /// [`Self::drain_both_frames`] of channels without rings or with a frame out: two
+    /// drains, which say why they take nothing.
+    #[cold]
+    #[inline(never)]
+    fn drain_each<E, FA, FB>(
+        &self,
+        (a, budget_a): (Channel, usize),
+        fa: FA,
+        (b, budget_b): (Channel, usize),
+        fb: FB,
+    ) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        FA: FnMut(&MemFrame<'_>) -> Result<(), E>,
+        FB: FnMut(&MemFrame<'_>) -> Result<(), E>,
+    {
+        let took = self.drain_frames(a, budget_a, fa)?;
+        Ok(took + self.drain_frames(b, budget_b, fb)?)
+    }
+
+    /// Runs `f` on up to `budget` frames of `chan` (channel `ch`, marked as having a
+    /// frame out by the caller, at least one ring), ring by ring from its cursor, up to
+    /// [`FAIR_BURST`] in a row from each, until the budget is spent or every ring was
+    /// last found empty; the first error of `f` goes to `out` and ends the scan.
+    /// Returns how many ran.
+    #[inline(always)]
+    fn scan<E, F>(
+        &self,
+        chan: &RxChannel,
+        ch: Channel,
+        budget: usize,
+        f: &mut F,
+        out: &mut Result<(), E>,
+    ) -> usize
+    where
+        F: FnMut(&MemFrame<'_>) -> Result<(), E>,
+    {
+        let n = chan.rings.len();
+        let (mut s, mut done, mut idle) = (chan.cursor.get(), 0, 0);
+        loop {
+            let r = &chan.rings[s];
+            let mut burst = 0;
+            let emptied = loop {
+                // SAFETY: only ring code runs while the consumer state is borrowed.
+                let ok = match unsafe { r.cons.get() }.look(&r.ring) {
+                    Look::Empty => break true,
+                    // `plain` is cleared when the ring is closed as corrupt.
+                    Look::Express(p) if r.plain.get() => {
+                        // Not dropped: its drop would clear the channel's mark.
+                        let result = f(&ManuallyDrop::new(MemFrame::express(chan, r, s, p)));
+                        // SAFETY: as above; `f` has returned, and the frame with it.
+                        unsafe { r.cons.get() }.release_one(&r.ring);
+                        result.map_err(|e| *out = Err(e)).is_ok()
+                    }
+                    _ if r.broken.get() => break true,
+                    _ => match self.run_slowly(chan, s, ch, f) {
+                        Some(result) => result.map_err(|e| *out = Err(e)).is_ok(),
+                        None => continue, // a pad, or a frame dropped: look again
+                    },
+                };
+                done += 1;
+                burst += 1;
+                if !ok {
+                    r.publish_if_behind();
+                    chan.cursor.set(s);
+                    return done;
+                }
+                if burst == FAIR_BURST || done == budget {
+                    r.publish_if_behind();
+                    break false;
+                }
+            };
+            idle = if emptied { idle + 1 } else { 0 };
+            s = if s + 1 == n { 0 } else { s + 1 };
+            if idle == n || done == budget {
+                break;
+            }
+        }
+        chan.cursor.set(s);
+        done
     }
 
     /// Why `drain` of channel `ch` takes nothing: a frame of it is out, or its receive
