@@ -140,6 +140,7 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
         {
             return Ok(());
         }
+        let args = super::ShortArgs::of(args);
         self.am
             .short_when_room(self.source, QueueId::AM_REPLY, handler.0, args)
     }

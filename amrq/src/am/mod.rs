@@ -33,7 +33,7 @@ pub use engine::Am;
 pub use error::AmError;
 pub use handlers::{HandlerTable, ReplyFn, ReplyHandler, RequestFn, RequestHandler};
 pub use ops::OpId;
-pub(crate) use payload::Payload;
+pub(crate) use payload::{Payload, ShortArgs};
 pub use segment_alloc::SegmentAllocator;
 pub(crate) use segment_service::{
     packed_headers, BLOCK_HEADER, TAG_ATOMIC, TAG_GET, TAG_GET_PACKED, TAG_PUT, TAG_PUT_PACKED,

@@ -1,4 +1,5 @@
-//! What follows the args of an outgoing message.
+//! What an outgoing message carries: its args by value for the retry of a Short send,
+//! and what follows them.
 
 /// What follows the args of a message.
 #[derive(Debug, Clone, Copy)]
@@ -7,4 +8,30 @@ pub(crate) enum Payload<'a> {
     Inline(&'a [u8]),
     /// Deposited at an offset of the destination's registered segment (Long).
     Long(&'a [u8], usize),
+}
+
+/// The args of a Short send, by value: what its out-of-line retry is handed, so that
+/// the inlined send never puts the caller's args in memory for it (a slice would: each
+/// such store takes a store-buffer entry of a sender that is waiting for its slots'
+/// cache lines, and slowed the `stream` example's sender).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ShortArgs {
+    words: [u64; crate::conduit::ring::MAX_ARGS],
+    n: usize,
+}
+
+impl ShortArgs {
+    /// `args`, of which a conduit took at most `MAX_ARGS` (it refuses more).
+    #[inline(always)]
+    pub(crate) fn of(args: &[u64]) -> Self {
+        let mut words = [0; crate::conduit::ring::MAX_ARGS];
+        let n = args.len().min(words.len());
+        words[..n].copy_from_slice(&args[..n]);
+        Self { words, n }
+    }
+
+    /// The args.
+    pub(crate) fn as_slice(&self) -> &[u64] {
+        &self.words[..self.n]
+    }
 }

@@ -121,12 +121,11 @@ pub(super) struct RxChannel {
 #[inline(never)]
 fn shared_push(
     ring: &RawRing,
-    (prod, tail, me): (&mut SharedProducer, *const crate::sync::AtomicU64, u64),
+    (prod, tail): (&mut SharedProducer, *const crate::sync::AtomicU64),
     header: FrameHeader,
-    args: &[u64],
+    (words, n): ([u64; MAX_ARGS], usize),
     payload: &[u8],
 ) -> bool {
-    let (words, n) = with_hidden_word(me, args);
     // SAFETY: the tail word is inside the region the owner keeps alive.
     let tail = unsafe { &*tail };
     prod.try_push(ring, tail, header, &words[..n], payload)
@@ -152,7 +151,9 @@ impl TxRing {
         match unsafe { self.prod.get() } {
             Tx::Own(p) => p.try_push(&self.ring, header, args, payload),
             Tx::Shared { prod, tail, me } => {
-                shared_push(&self.ring, (prod, *tail, *me), header, args, payload)
+                // The words by value: a slice would keep the caller's args in memory.
+                let words = with_hidden_word(*me, args);
+                shared_push(&self.ring, (prod, *tail), header, words, payload)
             }
         }
     }

@@ -219,11 +219,11 @@ impl MemConduit {
     /// every send makes (rank, channel, args, permission).
     fn sender(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> Result<&TxRing, ConduitError> {
         if dest >= self.size || ch >= self.rx.len() {
-            return Err(self.check_send(dest, ch, msg));
+            return Err(self.check_send(dest, ch, msg.args.len(), msg.payload.len()));
         }
         let t = &self.tx[ch * self.size + dest];
         if msg.args.len() > t.max_args {
-            return Err(self.check_send(dest, ch, msg));
+            return Err(self.check_send(dest, ch, msg.args.len(), msg.payload.len()));
         }
         if !t.permitted {
             return Err(self.not_permitted(ch));
@@ -268,11 +268,11 @@ impl MemConduit {
         if long.is_none() && !tag_on {
             let t = self.sender(dest, ch, &Message { args: &[], ..*msg })?;
             if msg.args.len() > MAX_ARGS || msg.payload.len() > self.caps.channels[ch].max_payload {
-                return Err(self.check_send(dest, ch, msg));
+                return Err(self.check_send(dest, ch, msg.args.len(), msg.payload.len()));
             }
             if msg.flags & Message::INTERRUPT == 0 {
                 return match msg.args.len() > t.max_args {
-                    true => Err(self.check_send(dest, ch, msg)),
+                    true => Err(self.check_send(dest, ch, msg.args.len(), msg.payload.len())),
                     false => Ok(()),
                 };
             }
@@ -375,7 +375,9 @@ impl MemConduit {
     }
 
     #[cold]
-    fn check_send(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> ConduitError {
+    /// Why a send of `nargs` args and `len` payload bytes to `dest` on `ch` is refused
+    /// (lengths, not the message: a send whose args live in registers keeps them there).
+    fn check_send(&self, dest: Rank, ch: Channel, nargs: usize, len: usize) -> ConduitError {
         if dest >= self.size {
             ConduitError::NoSuchRank {
                 rank: dest,
@@ -386,14 +388,14 @@ impl MemConduit {
                 channel: ch,
                 channels: self.rx.len(),
             }
-        } else if msg.args.len() > self.caps.channels[ch].max_args {
+        } else if nargs > self.caps.channels[ch].max_args {
             ConduitError::TooManyArgs {
-                nargs: msg.args.len(),
+                nargs,
                 max: self.caps.channels[ch].max_args,
             }
         } else {
             ConduitError::PayloadTooLarge {
-                len: msg.payload.len(),
+                len,
                 max: self.caps.channels[ch].max_payload,
                 channel: ch,
             }
@@ -428,7 +430,7 @@ impl Conduit for MemConduit {
             && msg.args.len() <= MAX_ARGS
             && (msg.payload.is_empty() || msg.payload.len() <= self.caps.channels[ch].max_payload);
         if !ok {
-            return Err(self.check_send(dest, ch, msg));
+            return Err(self.check_send(dest, ch, msg.args.len(), msg.payload.len()));
         }
         let t = &self.tx[ch * self.size + dest];
         if !t.permitted {
@@ -443,7 +445,7 @@ impl Conduit for MemConduit {
             return self.send_flagged(dest, ch, header, msg);
         }
         if msg.args.len() > t.max_args {
-            return Err(self.check_send(dest, ch, msg)); // the hidden word of a shared ring
+            return Err(self.check_send(dest, ch, msg.args.len(), msg.payload.len())); // the hidden word of a shared ring
         }
         if t.push(header, msg.args, msg.payload) {
             if t.notify_bit != 0 {
