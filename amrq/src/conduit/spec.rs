@@ -64,6 +64,12 @@ impl ChannelSpec {
     }
 
     /// One ring per receiver shared by all senders (`true`) or one per sender.
+    ///
+    /// A per-sender ring confines a faulty sender's damage to its own frames. A shared
+    /// ring trusts its senders with each other's frames: each can write anywhere in it,
+    /// and a frame whose header claims more slots than its sender reserved hides the
+    /// frames reserved after it (the receiver checks what a header can say, not which
+    /// sender wrote which slot).
     pub fn shared(mut self, shared: bool) -> Self {
         self.shared = shared;
         self

@@ -445,7 +445,8 @@ impl Conduit for MemConduit {
             return self.send_flagged(dest, ch, header, msg);
         }
         if msg.args.len() > t.max_args {
-            return Err(self.check_send(dest, ch, msg.args.len(), msg.payload.len())); // the hidden word of a shared ring
+            return Err(self.check_send(dest, ch, msg.args.len(), msg.payload.len()));
+            // the hidden word of a shared ring
         }
         if t.push(header, msg.args, msg.payload) {
             if t.notify_bit != 0 {
