@@ -95,10 +95,10 @@ fn rank_main(
         if am.rank() == 0 {
             let r = raw.send(b * iters, iters);
             let t = Instant::now();
-            for _ in 0..iters {
-                sent += 1;
-                am.request(1, count, &[sent])?;
+            for i in sent + 1..=sent + iters {
+                am.request(1, count, &[i])?;
             }
+            sent += iters;
             // The batch ends when rank 1 has handled everything: it answers `finish`
             // only after the counts before it (one ring, in order).
             am.request(1, finish, &[])?;
