@@ -1,8 +1,9 @@
 //! The receive loop of a channel: [`MemConduit::drain`](crate::conduit::Conduit::drain)
 //! takes frames ring by ring, as many in a row from one sender's ring as fairness
-//! allows, and hands each to the caller in place. [`Conduit::drain_both`](crate::conduit::Conduit::drain_both) runs the same
-//! loop over two channels in one call (the AM poll: replies, then requests), with the
-//! first channel's scan left out when all its rings are quiet.
+//! allows, and hands each to the caller in place.
+//! [`Conduit::drain_both`](crate::conduit::Conduit::drain_both) runs the same loop over
+//! two channels in one call (the AM poll: replies, then requests), with the first
+//! channel's scan left out when all its rings are quiet.
 //!
 //! The common frame — Express (one slot, no payload, at most six args) on a per-pair
 //! ring whose sender may send here — is handed out after one sequence-word load and one
@@ -128,6 +129,9 @@ impl MemConduit {
     where
         F: FnMut(&MemFrame<'_>) -> Result<(), E>,
     {
+        if budget == 0 {
+            return 0;
+        }
         let n = chan.rings.len();
         let (mut s, mut done, mut idle) = (chan.cursor.get(), 0, 0);
         loop {

@@ -379,3 +379,37 @@ fn an_armed_poll_set_never_hides_a_frame() {
     assert!(!rx.nothing_arrived(&set));
     assert_eq!(rx.drain(0, 8, |_| Ok::<(), ConduitError>(())).unwrap(), 1);
 }
+
+/// A drain takes at most its budget, whatever waits: none for 0, and across senders a
+/// budget smaller than what waits leaves the rest for the next call, in order.
+#[test]
+fn a_drain_takes_at_most_its_budget() {
+    let eps = crate::conduit::threads::endpoints(3, &[16]).unwrap();
+    for i in 0..3 {
+        eps[1].try_send(0, 0, &short(&[i])).unwrap();
+        eps[2].try_send(0, 0, &short(&[10 + i])).unwrap();
+    }
+    let take = |budget| {
+        let mut seen = Vec::new();
+        let n = eps[0]
+            .drain(0, budget, |f| -> Result<(), ConduitError> {
+                seen.push(f.args()[0]);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(n, seen.len());
+        seen
+    };
+    assert!(take(0).is_empty());
+    let mut all = take(4);
+    assert_eq!(all.len(), 4);
+    all.extend(take(usize::MAX));
+    let from = |low: bool| {
+        all.iter()
+            .copied()
+            .filter(|&a| (a < 10) == low)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!((from(true), from(false)), (vec![0, 1, 2], vec![10, 11, 12]));
+    assert!(take(8).is_empty());
+}
