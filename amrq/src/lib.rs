@@ -59,6 +59,8 @@ pub mod rma;
 #[cfg(not(amrq_loom))]
 pub mod rq;
 #[cfg(not(amrq_loom))]
+pub mod splitc;
+#[cfg(not(amrq_loom))]
 pub mod summary;
 #[cfg(not(amrq_loom))]
 pub mod threads;

@@ -21,6 +21,7 @@ const LAYERS: &[&str] = &[
     "am",
     "rma",
     "coll",
+    "splitc",
 ];
 
 /// The layer of a crate-root module: its index in [`LAYERS`], or the top.

@@ -37,4 +37,5 @@ pub(crate) use payload::{Payload, ShortArgs};
 pub use segment_alloc::SegmentAllocator;
 pub(crate) use segment_service::{
     packed_headers, BLOCK_HEADER, TAG_ATOMIC, TAG_GET, TAG_GET_PACKED, TAG_PUT, TAG_PUT_PACKED,
+    TAG_STORE,
 };

@@ -12,6 +12,7 @@
 //! | `ATOMIC` (op, kind, offset, a, b) | the atomic on its segment's word | `ATOMIC_DONE` (op, status, old) |
 //! | `PUT_PACKED` Medium (op, blocks) + (offset, len)… + bytes | scatters the blocks into its segment | `PUT_DONE` (op, status) |
 //! | `GET_PACKED` Medium (op, blocks, at) + (offset, len)… | gathers the blocks | `GET_DATA` Medium (op, status, at) + bytes |
+//! | `STORE` Long (counter + 1 or 0) | the payload is already in its segment; adds its length to the counter | none |
 //!
 //! Replies land in the origin's table of operations (`ops.rs`). Nothing a peer sends
 //! can make a handler write or read outside this rank's segment: every range is
@@ -31,6 +32,7 @@ pub(crate) const TAG_ATOMIC: u16 = 5;
 const TAG_ATOMIC_DONE: u16 = 6;
 pub(crate) const TAG_PUT_PACKED: u16 = 7;
 pub(crate) const TAG_GET_PACKED: u16 = 8;
+pub(crate) const TAG_STORE: u16 = 9;
 
 /// A block of a segment: (offset, len).
 type Block = (usize, usize);
@@ -167,6 +169,21 @@ impl<S, C: Conduit> Am<S, C> {
                 match (atomic, self.own_word(msg.arg(2)?)) {
                     (Some(a), Some(w)) => reply(TAG_ATOMIC_DONE, &[op()?, OK, a.apply(w)], &[])?,
                     _ => reply(TAG_ATOMIC_DONE, &[op()?, REFUSED, 0], &[])?,
+                }
+            }
+            (TAG_STORE, true) => {
+                // No reply (Split-C's store): a counter the target does not have is
+                // the sender's fault, recorded as such.
+                if let Some(off) = msg.arg(0)?.checked_sub(1) {
+                    let Some(w) = self.own_word(off) else {
+                        return Err(AmError::BadRuntimeMessage {
+                            source_rank: msg.source(),
+                            what: "a store's counter is outside the segment or misaligned",
+                        });
+                    };
+                    // ORDERING: Release: the store's bytes (in place before this frame
+                    // was published) are seen by whoever reads the count with Acquire.
+                    w.fetch_add(msg.payload().len() as u64, Ordering::Release);
                 }
             }
             (TAG_PUT_PACKED, true) => {

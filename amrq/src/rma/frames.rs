@@ -16,7 +16,7 @@
 use super::RmaError;
 use crate::am::{
     packed_headers, Am, AmError, OpId, Payload, BLOCK_HEADER, TAG_ATOMIC, TAG_GET, TAG_GET_PACKED,
-    TAG_PUT, TAG_PUT_PACKED,
+    TAG_PUT, TAG_PUT_PACKED, TAG_STORE,
 };
 use crate::conduit::{AtomicOp, Conduit, Rank};
 
@@ -34,6 +34,19 @@ pub(super) fn put<S, C: Conduit>(
     let c = counter.map_or(0, |c| c as u64 + 1);
     let sent = am.send_request(dest, TAG_PUT, &[op.word(), c], Payload::Long(data, offset));
     am.op_sent(op, sent)
+}
+
+/// Puts `data` at `offset` of `dest`'s segment (a Long request) and has `dest` add its
+/// length to the u64 at `counter` of its segment; no reply (Split-C's store).
+pub(super) fn store<S, C: Conduit>(
+    am: &Am<S, C>,
+    dest: Rank,
+    offset: usize,
+    data: &[u8],
+    counter: usize,
+) -> Result<(), AmError> {
+    let c = counter as u64 + 1;
+    am.send_request(dest, TAG_STORE, &[c], Payload::Long(data, offset))
 }
 
 /// Reads `len` bytes at `offset` of `src`'s segment, in Medium replies of at most

@@ -231,6 +231,8 @@ pub struct Rma<'a, S, C: Conduit = MemConduit> {
     /// Implicit (`*_nbi`) operations completed, and those still in flight.
     nbi_done: Cell<u64>,
     nbi_ops: RefCell<Vec<Pending>>,
+    /// Implicit gets into this rank's segment through frames: (operation, offset, len).
+    nbi_gets: RefCell<Vec<(OpId, usize, usize)>>,
 }
 
 impl<S, C: Conduit> std::fmt::Debug for Rma<'_, S, C> {
@@ -284,6 +286,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
             segment_bytes,
             nbi_done: Cell::new(0),
             nbi_ops: RefCell::new(Vec::new()),
+            nbi_gets: RefCell::new(Vec::new()),
         }
     }
 
@@ -558,10 +561,64 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         Ok(())
     }
 
+    /// Implicit-handle get into this rank's own segment: `len` bytes at `offset` of
+    /// `rank`'s segment are at byte `at` of this rank's after the next
+    /// [`Rma::sync_nbi`] (Split-C's split-phase `get`). Unlike [`Rma::get_nbi`], it
+    /// stays in flight through frames too: its destination outlives any call.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::over_frames(&am);
+    ///     let at = rma.alloc_symmetric(16, 8)?;
+    ///     rma.put_slice(am.rank(), at, &[am.rank() as u64 + 1])?;
+    ///     am.barrier()?;
+    ///     rma.get_local_nbi(1 - am.rank(), at, 8, at + 8)?; // the peer's word, to my 2nd
+    ///     rma.sync_nbi()?;
+    ///     let mut got = [0u64; 2];
+    ///     rma.get_slice(am.rank(), at, &mut got)?;
+    ///     assert_eq!(got[1], 2 - am.rank() as u64);
+    ///     am.barrier()?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn get_local_nbi(
+        &self,
+        rank: Rank,
+        offset: usize,
+        len: usize,
+        at: usize,
+    ) -> Result<(), RmaError> {
+        self.target(rank, offset, len)?;
+        let me = self.am.rank();
+        self.target(me, at, len)?;
+        if !self.direct {
+            frames::medium_room(self.am)?;
+            let op = frames::get(self.am, rank, offset, len)?;
+            self.nbi_gets.borrow_mut().push((op, at, len));
+            return Ok(());
+        }
+        // SAFETY: `at + len` lies in this rank's segment (checked above), which lives as
+        // long as the conduit: a get left in flight writes there until `sync_nbi`
+        // completes it, and no reference to those bytes is handed out meanwhile.
+        let started = unsafe {
+            let to = self.am.segment().0.as_ptr().add(at);
+            self.conduit().get_nb(rank, offset, to, len)
+        };
+        match Pending::of(started.map_err(rma_error)?) {
+            Some(op) => self.nbi_ops.borrow_mut().push(op),
+            None => self.nbi_done.set(self.nbi_done.get() + 1),
+        }
+        Ok(())
+    }
+
     /// Waits until every implicit-handle operation of this rank is complete; returns
     /// how many completed since the last call.
     pub fn sync_nbi(&self) -> Result<u64, RmaError> {
         let ops = std::mem::take(&mut *self.nbi_ops.borrow_mut());
+        let gets = std::mem::take(&mut *self.nbi_gets.borrow_mut());
         let mut done = self.nbi_done.replace(0);
         let mut first_error = None;
         for op in ops {
@@ -572,7 +629,62 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
                 }
             }
         }
+        let mut buf = Vec::new();
+        for (op, at, len) in gets {
+            buf.resize(len, 0);
+            match self.am.op_wait(op, &mut buf) {
+                Ok(_) => {
+                    // SAFETY: `at + len` lies in this rank's segment (checked when the
+                    // get started); `buf` is ours and cannot overlap it.
+                    unsafe {
+                        let to = self.am.segment().0.as_ptr().add(at);
+                        std::ptr::copy_nonoverlapping(buf.as_ptr(), to, len);
+                    }
+                    done += 1;
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e.into());
+                }
+            }
+        }
         first_error.map_or(Ok(done), Err)
+    }
+
+    /// Puts `data` at `offset` of `rank`'s segment and adds its length to the u64 at
+    /// `counter` (8-aligned) of that segment, with no reply (Split-C's `store`): the
+    /// target learns that the bytes are in place from the count, read with Acquire.
+    /// Through the conduit the bytes and the count are in place when it returns;
+    /// through frames the request is on its way, and the target counts it when it
+    /// serves it (in any of its polls or waits), so the sender need do nothing more.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::over_frames(&am);
+    ///     let (count, data) = (rma.alloc_symmetric(8, 8)?, rma.alloc_symmetric(24, 8)?);
+    ///     rma.put_counted(1 - am.rank(), data, &[7u8; 24], count)?;
+    ///     am.wait_until(|_| rma.load(am.rank(), count).is_ok_and(|n| n == 24))?;
+    ///     am.barrier()?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn put_counted(
+        &self,
+        rank: Rank,
+        offset: usize,
+        data: &[u8],
+        counter: usize,
+    ) -> Result<(), RmaError> {
+        self.target(rank, offset, data.len())?;
+        self.word(rank, counter)?;
+        if self.direct && self.direct_atomics {
+            self.put(rank, offset, data)?;
+            self.fetch_add(rank, counter, data.len() as u64)?;
+            return Ok(());
+        }
+        Ok(frames::store(self.am, rank, offset, data, counter)?)
     }
 
     /// Applies `op` to the u64 at `offset` (8-byte aligned) of `rank`'s segment and

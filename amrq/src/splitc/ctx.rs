@@ -1,0 +1,436 @@
+//! The context a Split-C program runs with: `MYPROC`, `PROCS`, and the operations on
+//! global pointers and spread arrays.
+
+use super::{GlobalPtr, Layout, SplitCError, SpreadArray};
+use crate::am::Am;
+use crate::conduit::mem::MemConduit;
+use crate::conduit::{Conduit, Rank};
+use crate::rma::{Rma, Word};
+use crate::util::Backoff;
+use std::cell::{Cell, RefCell};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// One rank's view of the global address space (Split-C's runtime): reads, writes,
+/// split-phase gets and puts, stores, spread arrays, barriers.
+///
+/// A pointer to this rank's own segment is accessed by a plain copy in memory, whatever
+/// the path (Begel et al. §5.3); others go through [`Rma`]: a copy into the mapped
+/// segment on one host ([`SplitC::new`] where the conduit maps peers' segments), AM
+/// frames served by the owner elsewhere, or everywhere with [`SplitC::over_frames`].
+///
+/// ```
+/// use amrq::prelude::*;
+/// use amrq::splitc::{Layout, SplitC, SplitCError};
+/// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<f64, SplitCError> {
+///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+///     let sc = SplitC::new(&am)?;
+///     let a = sc.all_spread_malloc::<f64>(30, Layout::Cyclic)?;
+///     for i in a.local_indices(sc.my_proc()) {
+///         sc.write(a.at(i), i as f64)?; // local: a plain store
+///     }
+///     sc.barrier()?;
+///     let mut sum = 0.0;
+///     for i in 0..a.len() {
+///         sum += sc.read(a.at(i))?; // a third of them local, the rest remote
+///     }
+///     sc.barrier()?;
+///     Ok(sum)
+/// })
+/// .unwrap();
+/// assert!(out.iter().all(|s| *s.as_ref().unwrap() == 435.0));
+/// ```
+pub struct SplitC<'a, S, C: Conduit = MemConduit> {
+    rma: Rma<'a, S, C>,
+    me: Rank,
+    procs: usize,
+    /// This rank's segment: where a local pointer's access is a plain copy.
+    segment: (NonNull<u8>, usize),
+    /// The store counter (bytes stored into this rank), then one word per rank: what
+    /// each has stored here, written by it in `all_store_sync`. Same offset on every
+    /// rank.
+    counters: usize,
+    /// Bytes this rank has stored into each rank, since the start.
+    stored_to: RefCell<Vec<u64>>,
+    /// Bytes of the store counter `store_sync` and `all_store_sync` have accounted for.
+    accounted: Cell<u64>,
+    /// Gets and puts started since the last `sync`.
+    started: Cell<usize>,
+}
+
+impl<S, C: Conduit> std::fmt::Debug for SplitC<'_, S, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SplitC")
+            .field("my_proc", &self.me)
+            .field("procs", &self.procs)
+            .field("direct", &self.rma.is_direct(self.me))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, S, C: Conduit> SplitC<'a, S, C> {
+    /// Collective: Split-C on `am`'s rank, remote accesses through mapped memory where
+    /// the conduit maps peers' segments (the direct path), as AM frames elsewhere.
+    /// Allocates its store counters symmetrically (`8 · (PROCS + 1)` bytes per rank).
+    pub fn new(am: &'a Am<S, C>) -> Result<Self, SplitCError> {
+        Self::with(Rma::new(am))
+    }
+
+    /// Collective: [`SplitC::new`] whose remote accesses all go as AM frames (the
+    /// message path, as on a network), even to mapped peers: for comparing the two
+    /// paths on one host.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use amrq::splitc::{GlobalPtr, SplitC, SplitCError};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let sc = SplitC::over_frames(&am)?;
+    ///     assert!(!sc.is_direct());
+    ///     let at = sc.rma().alloc_symmetric(8, 8)?;
+    ///     let peer = GlobalPtr::<u64>::new(1 - sc.my_proc(), at);
+    ///     sc.write(peer, 7)?; // a request, acknowledged once the bytes are in place
+    ///     sc.barrier()?;
+    ///     assert_eq!(sc.read(peer.on(sc.my_proc()))?, 7);
+    ///     sc.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn over_frames(am: &'a Am<S, C>) -> Result<Self, SplitCError> {
+        Self::with(Rma::over_frames(am))
+    }
+
+    fn with(rma: Rma<'a, S, C>) -> Result<Self, SplitCError> {
+        let am = rma.am();
+        let procs = am.size();
+        let bytes = 8 * (procs + 1);
+        let counters = rma.alloc_symmetric(bytes, 8)?;
+        // The allocator may hand out memory a previous user wrote: zero ours, and let
+        // every rank finish that before anyone stores.
+        rma.put(am.rank(), counters, &vec![0; bytes])?;
+        am.barrier()?;
+        Ok(Self {
+            me: am.rank(),
+            procs,
+            segment: am.segment(),
+            counters,
+            stored_to: RefCell::new(vec![0; procs]),
+            accounted: Cell::new(0),
+            started: Cell::new(0),
+            rma,
+        })
+    }
+
+    /// This rank (Split-C's `MYPROC`).
+    pub fn my_proc(&self) -> Rank {
+        self.me
+    }
+
+    /// Ranks in the job (Split-C's `PROCS`).
+    pub fn procs(&self) -> usize {
+        self.procs
+    }
+
+    /// True if remote accesses go through mapped memory rather than as AM frames.
+    pub fn is_direct(&self) -> bool {
+        self.rma.is_direct(self.me)
+    }
+
+    /// True if `p` is in this rank's own segment (its accesses are plain copies).
+    pub fn is_local<T: Word>(&self, p: GlobalPtr<T>) -> bool {
+        p.rank() == self.me
+    }
+
+    /// The one-sided operations below (allocation, atomics, strided transfers).
+    pub fn rma(&self) -> &Rma<'a, S, C> {
+        &self.rma
+    }
+
+    /// The AM layer below.
+    pub fn am(&self) -> &'a Am<S, C> {
+        self.rma.am()
+    }
+
+    /// The value at `p` (a blocking read: returns when the value is here).
+    pub fn read<T: Word>(&self, p: GlobalPtr<T>) -> Result<T, SplitCError> {
+        // SAFETY: every bit pattern, zeros too, is a value of a `Word` type.
+        let mut v: T = unsafe { std::mem::zeroed() };
+        self.bulk_read(p, std::slice::from_mut(&mut v))?;
+        Ok(v)
+    }
+
+    /// Writes `v` at `p` (a blocking write: returns when it is in place).
+    pub fn write<T: Word>(&self, p: GlobalPtr<T>, v: T) -> Result<(), SplitCError> {
+        self.bulk_write(p, std::slice::from_ref(&v))
+    }
+
+    /// Reads `dst.len()` elements from `src` on (Split-C's `bulk_read`).
+    pub fn bulk_read<T: Word>(&self, src: GlobalPtr<T>, dst: &mut [T]) -> Result<(), SplitCError> {
+        if !self.is_local(src) {
+            return Ok(self.rma.get_slice(src.rank(), src.offset(), dst)?);
+        }
+        let from = self.local(src.offset(), std::mem::size_of_val(dst))?;
+        // SAFETY: `local` checked the range lies in this rank's segment, which lives as
+        // long as the job; `dst` is ours and cannot overlap it (a segment is never lent
+        // out as a slice). Bytes a peer may be writing meanwhile are copied as they are
+        // (any bit pattern is a `Word` value), as RMA's own copies do.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                from.as_ptr(),
+                dst.as_mut_ptr().cast::<u8>(),
+                std::mem::size_of_val(dst),
+            )
+        };
+        Ok(())
+    }
+
+    /// Writes the elements of `src` at `dst` on (Split-C's `bulk_write`).
+    pub fn bulk_write<T: Word>(&self, dst: GlobalPtr<T>, src: &[T]) -> Result<(), SplitCError> {
+        if !self.is_local(dst) {
+            return Ok(self.rma.put_slice(dst.rank(), dst.offset(), src)?);
+        }
+        self.copy_in(dst.offset(), crate::rma::bytes_of(src))
+    }
+
+    /// Split-phase get (Split-C's `dst := *src`): starts copying the element at `src`
+    /// to `dst`, which must be in this rank's segment ([`SplitCError::NotLocal`]
+    /// otherwise); the value is there after [`SplitC::sync`].
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use amrq::splitc::{Layout, SplitC, SplitCError};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let sc = SplitC::over_frames(&am)?;
+    ///     let a = sc.all_spread_malloc::<u32>(4, Layout::Cyclic)?; // 2 per rank
+    ///     let me = sc.my_proc();
+    ///     sc.write(a.at(me), 10 + me as u32)?;
+    ///     sc.barrier()?;
+    ///     let (mine, theirs) = (a.at(me + 2), a.at(1 - me));
+    ///     sc.get(mine, theirs)?; // in flight while this rank computes
+    ///     assert_eq!(sc.sync()?, 1);
+    ///     assert_eq!(sc.read(mine)?, 11 - me as u32);
+    ///     sc.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn get<T: Word>(&self, dst: GlobalPtr<T>, src: GlobalPtr<T>) -> Result<(), SplitCError> {
+        self.bulk_get(dst, src, 1)
+    }
+
+    /// Split-phase get of `n` elements from `src` on to `dst` on, in this rank's
+    /// segment (Split-C's `bulk_get`); in place after [`SplitC::sync`].
+    pub fn bulk_get<T: Word>(
+        &self,
+        dst: GlobalPtr<T>,
+        src: GlobalPtr<T>,
+        n: usize,
+    ) -> Result<(), SplitCError> {
+        if !self.is_local(dst) {
+            return Err(SplitCError::NotLocal {
+                rank: dst.rank(),
+                me: self.me,
+            });
+        }
+        let len = GlobalPtr::<T>::bytes(n);
+        if self.is_local(src) {
+            let from = self.local(src.offset(), len)?;
+            let to = self.local(dst.offset(), len)?;
+            // SAFETY: both ranges lie in this rank's segment (checked); `copy` allows
+            // them to overlap.
+            unsafe { std::ptr::copy(from.as_ptr(), to.as_ptr(), len) };
+        } else {
+            self.rma
+                .get_local_nbi(src.rank(), src.offset(), len, dst.offset())?;
+        }
+        self.started.set(self.started.get() + 1);
+        Ok(())
+    }
+
+    /// Split-phase put (Split-C's `*dst := v`): `v` is at `dst` after
+    /// [`SplitC::sync`].
+    pub fn put<T: Word>(&self, dst: GlobalPtr<T>, v: T) -> Result<(), SplitCError> {
+        self.bulk_put(dst, std::slice::from_ref(&v))
+    }
+
+    /// Split-phase put of the elements of `src` at `dst` on (Split-C's `bulk_put`);
+    /// `src` may be reused when it returns, the data is in place after
+    /// [`SplitC::sync`].
+    pub fn bulk_put<T: Word>(&self, dst: GlobalPtr<T>, src: &[T]) -> Result<(), SplitCError> {
+        if self.is_local(dst) {
+            self.copy_in(dst.offset(), crate::rma::bytes_of(src))?;
+        } else {
+            let bytes = crate::rma::bytes_of(src);
+            self.rma.put_nbi(dst.rank(), dst.offset(), bytes)?;
+        }
+        self.started.set(self.started.get() + 1);
+        Ok(())
+    }
+
+    /// Waits until this rank's gets and puts are complete (Split-C's `sync`); returns
+    /// how many there were (0: nothing was pending).
+    pub fn sync(&self) -> Result<usize, SplitCError> {
+        let n = self.started.replace(0);
+        if n > 0 {
+            self.rma.sync_nbi()?;
+        }
+        Ok(n)
+    }
+
+    /// Store (Split-C's `*dst :- v`): writes `v` at `dst` with no reply; the owner
+    /// learns of it by counting bytes ([`SplitC::store_sync`],
+    /// [`SplitC::all_store_sync`]).
+    pub fn store<T: Word>(&self, dst: GlobalPtr<T>, v: T) -> Result<(), SplitCError> {
+        self.bulk_store(dst, std::slice::from_ref(&v))
+    }
+
+    /// Store of the elements of `src` at `dst` on (Split-C's `bulk_store`).
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use amrq::splitc::{Layout, SplitC, SplitCError};
+    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<Vec<u64>, SplitCError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let sc = SplitC::new(&am)?;
+    ///     let a = sc.all_spread_malloc::<u64>(9, Layout::BlockCyclic(3))?; // 3 per rank
+    ///     let (me, right) = (sc.my_proc(), (sc.my_proc() + 1) % 3);
+    ///     sc.bulk_store(a.at(3 * right), &[me as u64; 3])?; // into the right neighbour
+    ///     sc.store_sync(24)?; // the left neighbour's 3 words are here
+    ///     let mut got = vec![0; 3];
+    ///     sc.bulk_read(a.at(3 * me), &mut got)?;
+    ///     sc.all_store_sync()?;
+    ///     Ok(got)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out[1].as_ref().unwrap(), &[0, 0, 0]);
+    /// ```
+    pub fn bulk_store<T: Word>(&self, dst: GlobalPtr<T>, src: &[T]) -> Result<(), SplitCError> {
+        let bytes = crate::rma::bytes_of(src);
+        if self.is_local(dst) {
+            self.copy_in(dst.offset(), bytes)?;
+            // ORDERING: Release, after the bytes: pairs with the Acquire load of the
+            // count in `stored_here`.
+            self.own_counter(0)
+                .fetch_add(bytes.len() as u64, Ordering::Release);
+        } else {
+            let (rank, at) = (dst.rank(), dst.offset());
+            self.rma.put_counted(rank, at, bytes, self.counters)?;
+        }
+        self.stored_to.borrow_mut()[dst.rank()] += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Waits until `bytes` more bytes have been stored into this rank than earlier
+    /// `store_sync`s and `all_store_sync`s accounted for (Split-C's `store_sync`),
+    /// serving requests meanwhile.
+    pub fn store_sync(&self, bytes: u64) -> Result<(), SplitCError> {
+        let target = self.accounted.get() + bytes;
+        self.wait_stored(target)?;
+        self.accounted.set(target);
+        Ok(())
+    }
+
+    /// Collective: returns once every store any rank has made is in place (Split-C's
+    /// `all_store_sync`): each rank tells each other how much it has stored there, waits
+    /// until that much has arrived, then all meet in a barrier.
+    pub fn all_store_sync(&self) -> Result<(), SplitCError> {
+        let me = self.me as u64;
+        for (rank, &n) in self.stored_to.borrow().iter().enumerate() {
+            let word = self.counters + 8 * (1 + me as usize);
+            self.rma.put_slice(rank, word, &[n])?;
+        }
+        self.barrier()?;
+        let expected: u64 = (0..self.procs)
+            .map(|r| self.own_counter(1 + r).load(Ordering::Acquire))
+            .sum();
+        self.wait_stored(expected)?;
+        self.accounted.set(expected);
+        self.barrier()
+    }
+
+    /// Waits until every rank has called it, serving others' requests meanwhile.
+    pub fn barrier(&self) -> Result<(), SplitCError> {
+        Ok(self.am().barrier()?)
+    }
+
+    /// Collective: a spread array of `len` elements laid out by `layout`, its local part
+    /// at the same offset on every rank (Split-C's `all_spread_malloc`). Every rank
+    /// calls it with the same arguments, in the same order as its other symmetric
+    /// allocations.
+    pub fn all_spread_malloc<T: Word>(
+        &self,
+        len: usize,
+        layout: Layout,
+    ) -> Result<SpreadArray<T>, SplitCError> {
+        let shape = SpreadArray::<T>::new(0, len, layout, self.procs);
+        let bytes = shape.local_bytes().max(1);
+        let base = self.rma.alloc_symmetric(bytes, std::mem::align_of::<T>())?;
+        Ok(SpreadArray::new(base, len, layout, self.procs))
+    }
+
+    /// Collective: frees a spread array of [`SplitC::all_spread_malloc`] on every rank.
+    pub fn all_spread_free<T: Word>(&self, a: SpreadArray<T>) -> Result<(), SplitCError> {
+        self.barrier()?; // nobody still reads or writes it
+        Ok(self.rma.free(a.base())?)
+    }
+
+    /// Bytes stored into this rank so far, by every rank, both paths.
+    fn stored_here(&self) -> u64 {
+        // ORDERING: Acquire pairs with the Release (or AcqRel) additions of the count
+        // after the bytes: direct stores' atomic add, the store handler's, local ones.
+        self.own_counter(0).load(Ordering::Acquire)
+    }
+
+    /// Polls until `target` bytes have been stored here. Spins a bounded time, then
+    /// yields (a direct store rings no doorbell to sleep on), checking the peers.
+    fn wait_stored(&self, target: u64) -> Result<(), SplitCError> {
+        let am = self.am();
+        let mut backoff = Backoff::new();
+        while self.stored_here() < target {
+            if am.poll()? > 0 {
+                backoff.reset();
+                continue;
+            }
+            if backoff.is_yielding() {
+                am.rq().conduit().check_peers()?;
+            }
+            backoff.snooze();
+        }
+        Ok(())
+    }
+
+    /// Word `i` of this rank's counters: 0 the store count, 1 + r what rank r said it
+    /// stored here.
+    fn own_counter(&self, i: usize) -> &AtomicU64 {
+        let at = self.counters + 8 * i;
+        debug_assert!(i <= self.procs && at + 8 <= self.segment.1);
+        // SAFETY: the counters were allocated 8-aligned in this rank's segment, which
+        // lives as long as the job, with room for `procs + 1` words; every rank accesses
+        // them atomically only (RMA atomics, puts of whole words before a barrier).
+        unsafe { &*self.segment.0.as_ptr().add(at).cast::<AtomicU64>() }
+    }
+
+    /// Copies `bytes` to `offset` of this rank's segment.
+    fn copy_in(&self, offset: usize, bytes: &[u8]) -> Result<(), SplitCError> {
+        let to = self.local(offset, bytes.len())?;
+        // SAFETY: as in `bulk_read`, the other way.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), to.as_ptr(), bytes.len()) };
+        Ok(())
+    }
+
+    /// `len` bytes at `offset` of this rank's segment, checked to lie inside it.
+    fn local(&self, offset: usize, len: usize) -> Result<NonNull<u8>, SplitCError> {
+        let (base, bytes) = self.segment;
+        if offset.checked_add(len).is_none_or(|end| end > bytes) {
+            return Err(crate::rma::RmaError::OutOfSegment {
+                rank: self.me,
+                offset,
+                len,
+                segment_bytes: bytes,
+            }
+            .into());
+        }
+        // SAFETY: `offset + len <= bytes`: inside the segment.
+        Ok(unsafe { base.add(offset) })
+    }
+}

@@ -1,0 +1,321 @@
+#![cfg(not(amrq_loom))]
+
+//! The Split-C layer against models: spread-array indexing against a direct count;
+//! random reads and writes, and random puts, stores and gets, on 1–4 ranks, on the
+//! direct and the message path, against a copy of the array each rank keeps; store
+//! counting with several storers; a get through frames held until `sync`; misuse.
+
+use amrq::prelude::*;
+use amrq::rma::RmaError;
+use amrq::splitc::{GlobalPtr, Layout, SplitC, SplitCError, SpreadArray};
+
+/// Every index has one home, distinct from every other's, inside the local part its
+/// rank allocates; the local indices of the ranks partition the array, in order.
+#[test]
+fn spread_indexing_is_a_bijection_onto_the_local_parts() {
+    for procs in 1..=5 {
+        for len in [0, 1, 7, 30, 64, 101] {
+            for layout in [
+                Layout::Cyclic,
+                Layout::BlockCyclic(3),
+                Layout::BlockCyclic(64),
+            ] {
+                let a = SpreadArray::<u32>::new(128, len, layout, procs);
+                let mut homes = std::collections::HashSet::new();
+                let mut per_rank = vec![Vec::new(); procs];
+                for i in 0..len {
+                    let p = a.at(i);
+                    assert_eq!(p.rank(), a.owner(i));
+                    assert!(p.offset() >= 128 && p.offset() + 4 <= 128 + a.local_bytes());
+                    assert!(homes.insert(p), "{i} shares a home: {layout:?} {procs}");
+                    per_rank[p.rank()].push(i);
+                }
+                assert_eq!(a.get(len), None);
+                for (r, mine) in per_rank.iter().enumerate() {
+                    assert_eq!(a.local_indices(r).collect::<Vec<_>>(), *mine);
+                    assert_eq!(a.local_len(r), mine.len());
+                    // In increasing order in the segment too.
+                    let offs: Vec<usize> = mine.iter().map(|&i| a.at(i).offset()).collect();
+                    assert!(offs.windows(2).all(|w| w[0] < w[1]));
+                }
+                assert_eq!(a.local_len(procs), 0);
+                assert_eq!(a.local_indices(procs).count(), 0);
+            }
+        }
+    }
+}
+
+#[test]
+#[should_panic(expected = "out of bounds")]
+fn a_spread_index_past_the_end_panics_like_a_slice() {
+    SpreadArray::<u8>::new(0, 4, Layout::Cyclic, 2).at(4);
+}
+
+/// A small deterministic generator, so that every rank draws the same operations.
+fn next(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// Rounds of random writes, each rank to its own share of indices, then random reads
+/// of any index, bulk and single, checked against the value the model says was last
+/// written there; on the direct and the message path.
+fn random_reads_and_writes(procs: usize, frames: bool) {
+    const LEN: usize = 97;
+    let out = amrq::threads::run(procs, &Config::default(), |c| -> Result<(), SplitCError> {
+        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+        let sc = match frames {
+            true => SplitC::over_frames(&am)?,
+            false => SplitC::new(&am)?,
+        };
+        let a = sc.all_spread_malloc::<u64>(LEN, Layout::BlockCyclic(4))?;
+        let mut model = vec![0u64; LEN];
+        let mut seed = 0x9e37_79b9_7f4a_7c15;
+        for round in 1..=4u64 {
+            // Each index is written by rank (index mod procs) this round: no two ranks
+            // write the same element between barriers.
+            for (i, m) in model.iter_mut().enumerate() {
+                let v = next(&mut seed) ^ round;
+                *m = v;
+                if i % procs == sc.my_proc() {
+                    sc.write(a.at(i), v)?;
+                }
+            }
+            sc.barrier()?;
+            for _ in 0..40 {
+                let i = (next(&mut seed) as usize) % LEN;
+                assert_eq!(sc.read(a.at(i))?, model[i], "index {i}, round {round}");
+            }
+            // A bulk read of each rank's whole local part.
+            for r in 0..procs {
+                let mine: Vec<usize> = a.local_indices(r).collect();
+                let mut got = vec![0u64; mine.len()];
+                if let Some(&first) = mine.first() {
+                    sc.bulk_read(a.at(first), &mut got)?;
+                }
+                let want: Vec<u64> = mine.iter().map(|&i| model[i]).collect();
+                assert_eq!(got, want, "rank {r}'s part, round {round}");
+            }
+            sc.barrier()?;
+        }
+        // A bulk write of a run inside one rank's part, read back by everyone.
+        if sc.my_proc() == procs - 1 {
+            let target = a.at(a.local_indices(0).next().unwrap_or(0));
+            sc.bulk_write(target, &[1, 2, 3])?;
+        }
+        sc.barrier()?;
+        let mut got = [0u64; 3];
+        sc.bulk_read(a.at(0), &mut got)?;
+        assert_eq!(got, [1, 2, 3]);
+        sc.all_spread_free(a)
+    })
+    .unwrap();
+    assert!(out.iter().all(Result::is_ok), "{out:?}");
+}
+
+#[test]
+fn reads_and_writes_match_a_model_on_the_direct_path() {
+    for procs in 1..=4 {
+        random_reads_and_writes(procs, false);
+    }
+}
+
+#[test]
+fn reads_and_writes_match_a_model_on_the_message_path() {
+    for procs in 1..=4 {
+        random_reads_and_writes(procs, true);
+    }
+}
+
+/// A pointer outside a segment is a typed error on both paths, local and remote.
+#[test]
+fn a_pointer_out_of_the_segment_is_refused() {
+    for frames in [false, true] {
+        let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
+            let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+            let sc = match frames {
+                true => SplitC::over_frames(&am)?,
+                false => SplitC::new(&am)?,
+            };
+            let past = am.segment().1;
+            for rank in 0..2 {
+                let p = GlobalPtr::<u32>::new(rank, past - 2);
+                let outside = |r| matches!(r, Err(SplitCError::Rma(RmaError::OutOfSegment { .. })));
+                assert!(outside(sc.read(p).map(drop)));
+                assert!(outside(sc.write(p, 1)));
+            }
+            sc.barrier()
+        })
+        .unwrap();
+        assert!(out.iter().all(Result::is_ok), "{out:?}");
+    }
+}
+
+/// Rounds in which each element is written by its writer with a random one of write,
+/// put and store (single or bulk), completed by `sync` and `all_store_sync`; then every
+/// rank gets random elements into its own scratch part, completed by `sync`, and
+/// checks them against the model; on 1–4 ranks, both paths.
+fn random_split_phase(procs: usize, frames: bool) {
+    const LEN: usize = 61;
+    const SCRATCH: usize = 16;
+    let out = amrq::threads::run(procs, &Config::default(), |c| -> Result<(), SplitCError> {
+        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+        let sc = match frames {
+            true => SplitC::over_frames(&am)?,
+            false => SplitC::new(&am)?,
+        };
+        let me = sc.my_proc();
+        let a = sc.all_spread_malloc::<u64>(LEN, Layout::BlockCyclic(5))?;
+        let scratch = sc.all_spread_malloc::<u64>(procs * SCRATCH, Layout::BlockCyclic(SCRATCH))?;
+        let mine = |j: usize| scratch.at(me * SCRATCH + j);
+        let mut model = vec![0u64; LEN];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for round in 1..=5u64 {
+            let mut i = 0;
+            while i < LEN {
+                // Runs of 1–3 elements, all by one writer (the run's first index).
+                let run = (1 + next(&mut seed) as usize % 3).min(LEN - i);
+                let how = next(&mut seed) % 3;
+                let vals: Vec<u64> = (0..run).map(|_| next(&mut seed) ^ round).collect();
+                model[i..i + run].copy_from_slice(&vals);
+                let writer = i % procs;
+                // A run may cross into another rank's part: element by element then.
+                let contiguous = (i..i + run).all(|k| a.at(k) == a.at(i) + (k - i));
+                if writer == me {
+                    for (k, chunk) in match contiguous {
+                        true => vec![(i, &vals[..])],
+                        false => (0..run).map(|d| (i + d, &vals[d..d + 1])).collect(),
+                    } {
+                        match how {
+                            0 => sc.bulk_write(a.at(k), chunk)?,
+                            1 => sc.bulk_put(a.at(k), chunk)?,
+                            _ => sc.bulk_store(a.at(k), chunk)?,
+                        }
+                    }
+                }
+                i += run;
+            }
+            sc.sync()?;
+            sc.all_store_sync()?;
+            for _ in 0..3 {
+                let picks: Vec<usize> = (0..SCRATCH)
+                    .map(|_| next(&mut seed) as usize % LEN)
+                    .collect();
+                for (j, &k) in picks.iter().enumerate() {
+                    sc.get(mine(j), a.at(k))?;
+                }
+                assert_eq!(sc.sync()?, SCRATCH);
+                for (j, &k) in picks.iter().enumerate() {
+                    assert_eq!(sc.read(mine(j))?, model[k], "element {k}, round {round}");
+                }
+            }
+            // A bulk get of a whole block of another rank's part.
+            let from = a.at(5 * ((me + 1) % procs));
+            sc.bulk_get(mine(0), from, 5)?;
+            sc.sync()?;
+            let mut got = [0u64; 5];
+            sc.bulk_read(mine(0), &mut got)?;
+            let first = 5 * ((me + 1) % procs);
+            let want: Vec<u64> = (first..first + 5)
+                .map(|k| model.get(k).copied().unwrap_or(0))
+                .collect();
+            if first + 5 <= LEN {
+                assert_eq!(got.to_vec(), want, "bulk get, round {round}");
+            }
+            sc.barrier()?;
+        }
+        assert_eq!(sc.sync()?, 0, "nothing pending");
+        let remote = GlobalPtr::<u64>::new((me + 1) % procs, a.at(0).offset());
+        if procs > 1 {
+            assert_eq!(
+                sc.get(remote, a.at(0)),
+                Err(SplitCError::NotLocal {
+                    rank: remote.rank(),
+                    me
+                })
+            );
+        }
+        sc.barrier()
+    })
+    .unwrap();
+    assert!(out.iter().all(Result::is_ok), "{out:?}");
+}
+
+#[test]
+fn split_phase_operations_and_stores_match_a_model_on_the_direct_path() {
+    for procs in 1..=4 {
+        random_split_phase(procs, false);
+    }
+}
+
+#[test]
+fn split_phase_operations_and_stores_match_a_model_on_the_message_path() {
+    for procs in 1..=4 {
+        random_split_phase(procs, true);
+    }
+}
+
+/// Every other rank stores into rank 0 at once; rank 0's `store_sync` of the total
+/// returns with every value in place, on both paths, and later `all_store_sync`s agree.
+#[test]
+fn store_sync_counts_stores_from_several_ranks() {
+    const EACH: usize = 50;
+    for frames in [false, true] {
+        let out = amrq::threads::run(4, &Config::default(), |c| -> Result<(), SplitCError> {
+            let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+            let sc = match frames {
+                true => SplitC::over_frames(&am)?,
+                false => SplitC::new(&am)?,
+            };
+            let (me, procs) = (sc.my_proc(), sc.procs());
+            let a = sc.all_spread_malloc::<u32>(
+                procs * procs * EACH,
+                Layout::BlockCyclic(procs * EACH),
+            )?;
+            // Rank 0's part: `EACH` words from each rank, at `r * EACH`.
+            if me != 0 {
+                for k in 0..EACH {
+                    sc.store(a.at(me * EACH + k), (me * 1000 + k) as u32)?;
+                }
+            } else {
+                sc.store_sync(((procs - 1) * EACH * 4) as u64)?;
+                for r in 1..procs {
+                    for k in 0..EACH {
+                        assert_eq!(sc.read(a.at(r * EACH + k))?, (r * 1000 + k) as u32);
+                    }
+                }
+            }
+            sc.all_store_sync()?;
+            sc.all_store_sync() // nothing new: returns at once
+        })
+        .unwrap();
+        assert!(out.iter().all(Result::is_ok), "{out:?}");
+    }
+}
+
+/// On the message path a get is really split-phase: its destination is untouched until
+/// `sync` (the reply's bytes wait in the operation's slot), then holds the value.
+#[test]
+fn a_get_through_frames_lands_at_sync() {
+    let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
+        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+        let sc = SplitC::over_frames(&am)?;
+        let a = sc.all_spread_malloc::<u64>(4, Layout::Cyclic)?;
+        let me = sc.my_proc();
+        sc.write(a.at(me), 100 + me as u64)?;
+        sc.write(a.at(me + 2), 0)?;
+        sc.barrier()?;
+        sc.get(a.at(me + 2), a.at(1 - me))?;
+        for _ in 0..100 {
+            am.poll()?; // the reply may arrive and be taken: it still waits for sync
+        }
+        assert_eq!(sc.read(a.at(me + 2))?, 0);
+        assert_eq!(sc.sync()?, 1);
+        assert_eq!(sc.read(a.at(me + 2))?, 101 - me as u64);
+        sc.barrier()
+    })
+    .unwrap();
+    assert!(out.iter().all(Result::is_ok), "{out:?}");
+}
