@@ -46,6 +46,11 @@ pub struct Config {
     /// send) or symmetric (a locked instruction per send). Environment:
     /// `AMRQ_DOORBELL_FENCE`.
     pub doorbell_fence: crate::conduit::doorbell::DoorbellFence,
+    /// The Split-C entry points ([`splitc_main`](crate::spmd::splitc_main),
+    /// [`splitc_threads`](crate::spmd::splitc_threads)) send every remote access as AM
+    /// frames, even to mapped peers: the message path a network takes, on one host.
+    /// Environment: `AMRQ_SPLITC_FRAMES` (`1` or `0`).
+    pub splitc_frames: bool,
 }
 
 /// Where a setting's value came from (for `amrun --print-config`).
@@ -68,6 +73,7 @@ impl Default for Config {
             interrupt_slots: 0,
             attach_timeout: std::time::Duration::from_secs(60),
             doorbell_fence: Default::default(),
+            splitc_frames: false,
         }
     }
 }
@@ -92,7 +98,7 @@ pub fn parse_size(s: &str) -> Option<usize> {
 
 impl Config {
     /// The defaults, overridden by `AMRQ_RING_SLOTS`, `AMRQ_SEGMENT_SIZE`,
-    /// `AMRQ_ATTACH_TIMEOUT` and `AMRQ_DOORBELL_FENCE` when set.
+    /// `AMRQ_ATTACH_TIMEOUT`, `AMRQ_DOORBELL_FENCE` and `AMRQ_SPLITC_FRAMES` when set.
     /// Unreadable values are an error that names the variable.
     pub fn from_env() -> Result<Self, String> {
         let mut c = Self::default();
@@ -120,11 +126,18 @@ impl Config {
         if let Ok(v) = std::env::var("AMRQ_DOORBELL_FENCE") {
             c.doorbell_fence = v.parse().map_err(|e| format!("AMRQ_DOORBELL_FENCE={e}"))?;
         }
+        if let Ok(v) = std::env::var("AMRQ_SPLITC_FRAMES") {
+            c.splitc_frames = match v.trim() {
+                "1" | "true" => true,
+                "0" | "false" => false,
+                _ => return Err(format!("AMRQ_SPLITC_FRAMES={v}: expected 1 or 0")),
+            };
+        }
         Ok(c)
     }
 
     /// Where each setting of [`Config::from_env`] comes from.
-    pub fn sources() -> [(&'static str, Source); 4] {
+    pub fn sources() -> [(&'static str, Source); 5] {
         let src = |k: &str| {
             if std::env::var_os(k).is_some() {
                 Source::Env
@@ -137,6 +150,7 @@ impl Config {
             ("AMRQ_SEGMENT_SIZE", src("AMRQ_SEGMENT_SIZE")),
             ("AMRQ_ATTACH_TIMEOUT", src("AMRQ_ATTACH_TIMEOUT")),
             ("AMRQ_DOORBELL_FENCE", src("AMRQ_DOORBELL_FENCE")),
+            ("AMRQ_SPLITC_FRAMES", src("AMRQ_SPLITC_FRAMES")),
         ]
     }
 

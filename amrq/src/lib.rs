@@ -61,6 +61,8 @@ pub mod rq;
 #[cfg(not(amrq_loom))]
 pub mod splitc;
 #[cfg(not(amrq_loom))]
+pub mod spmd;
+#[cfg(not(amrq_loom))]
 pub mod summary;
 #[cfg(not(amrq_loom))]
 pub mod threads;

@@ -5,8 +5,10 @@
 //! direct and the message path, against a copy of the array each rank keeps; store
 //! counting with several storers; a get through frames held until `sync`; misuse.
 
+use amrq::conduit::mem::MemConduit;
+use amrq::conduit::Conduit;
 use amrq::prelude::*;
-use amrq::rma::RmaError;
+use amrq::rma::{Rma, RmaError};
 use amrq::splitc::{GlobalPtr, Layout, SplitC, SplitCError, SpreadArray};
 
 /// Every index has one home, distinct from every other's, inside the local part its
@@ -66,10 +68,11 @@ fn random_reads_and_writes(procs: usize, frames: bool) {
     const LEN: usize = 97;
     let out = amrq::threads::run(procs, &Config::default(), |c| -> Result<(), SplitCError> {
         let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-        let sc = match frames {
-            true => SplitC::over_frames(&am)?,
-            false => SplitC::new(&am)?,
+        let rma = match frames {
+            true => Rma::over_frames(&am),
+            false => Rma::new(&am),
         };
+        let sc = SplitC::new(&rma)?;
         let a = sc.all_spread_malloc::<u64>(LEN, Layout::BlockCyclic(4))?;
         let mut model = vec![0u64; LEN];
         let mut seed = 0x9e37_79b9_7f4a_7c15;
@@ -135,10 +138,11 @@ fn a_pointer_out_of_the_segment_is_refused() {
     for frames in [false, true] {
         let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
             let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-            let sc = match frames {
-                true => SplitC::over_frames(&am)?,
-                false => SplitC::new(&am)?,
+            let rma = match frames {
+                true => Rma::over_frames(&am),
+                false => Rma::new(&am),
             };
+            let sc = SplitC::new(&rma)?;
             let past = am.segment().1;
             for rank in 0..2 {
                 let p = GlobalPtr::<u32>::new(rank, past - 2);
@@ -158,14 +162,23 @@ fn a_pointer_out_of_the_segment_is_refused() {
 /// rank gets random elements into its own scratch part, completed by `sync`, and
 /// checks them against the model; on 1–4 ranks, both paths.
 fn random_split_phase(procs: usize, frames: bool) {
+    let out =
+        amrq::threads::run(procs, &Config::default(), |c| split_phase_rank(c, frames)).unwrap();
+    assert!(out.iter().all(Result::is_ok), "{out:?}");
+}
+
+/// One rank's part of [`random_split_phase`].
+fn split_phase_rank(c: MemConduit, frames: bool) -> Result<(), SplitCError> {
     const LEN: usize = 61;
     const SCRATCH: usize = 16;
-    let out = amrq::threads::run(procs, &Config::default(), |c| -> Result<(), SplitCError> {
+    let procs = c.size();
+    {
         let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-        let sc = match frames {
-            true => SplitC::over_frames(&am)?,
-            false => SplitC::new(&am)?,
+        let rma = match frames {
+            true => Rma::over_frames(&am),
+            false => Rma::new(&am),
         };
+        let sc = SplitC::new(&rma)?;
         let me = sc.my_proc();
         let a = sc.all_spread_malloc::<u64>(LEN, Layout::BlockCyclic(5))?;
         let scratch = sc.all_spread_malloc::<u64>(procs * SCRATCH, Layout::BlockCyclic(SCRATCH))?;
@@ -238,9 +251,7 @@ fn random_split_phase(procs: usize, frames: bool) {
             );
         }
         sc.barrier()
-    })
-    .unwrap();
-    assert!(out.iter().all(Result::is_ok), "{out:?}");
+    }
 }
 
 #[test]
@@ -265,10 +276,11 @@ fn store_sync_counts_stores_from_several_ranks() {
     for frames in [false, true] {
         let out = amrq::threads::run(4, &Config::default(), |c| -> Result<(), SplitCError> {
             let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-            let sc = match frames {
-                true => SplitC::over_frames(&am)?,
-                false => SplitC::new(&am)?,
+            let rma = match frames {
+                true => Rma::over_frames(&am),
+                false => Rma::new(&am),
             };
+            let sc = SplitC::new(&rma)?;
             let (me, procs) = (sc.my_proc(), sc.procs());
             let a = sc.all_spread_malloc::<u32>(
                 procs * procs * EACH,
@@ -301,7 +313,8 @@ fn store_sync_counts_stores_from_several_ranks() {
 fn a_get_through_frames_lands_at_sync() {
     let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
         let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-        let sc = SplitC::over_frames(&am)?;
+        let rma = Rma::over_frames(&am);
+        let sc = SplitC::new(&rma)?;
         let a = sc.all_spread_malloc::<u64>(4, Layout::Cyclic)?;
         let me = sc.my_proc();
         sc.write(a.at(me), 100 + me as u64)?;
@@ -318,4 +331,43 @@ fn a_get_through_frames_lands_at_sync() {
     })
     .unwrap();
     assert!(out.iter().all(Result::is_ok), "{out:?}");
+}
+
+#[path = "common/marker.rs"]
+mod marker;
+
+/// The split-phase model again with the ranks as processes started by `amrun` (3 ranks;
+/// the message path when `AMRQ_SPLITC_FRAMES` says so), each leaving word that it ran.
+fn split_phase_as_processes(test: &str, frames: bool) {
+    let cfg = Config::default();
+    marker::run_rank(amrq::launch::joined(&cfg), |c| {
+        split_phase_rank(c, std::env::var("AMRQ_SPLITC_FRAMES").as_deref() == Ok("1"))
+    });
+    let token = marker::token();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_amrun"))
+        .env("AMRQ_TEST_TOKEN", &token)
+        .env("AMRQ_SPLITC_FRAMES", if frames { "1" } else { "0" })
+        .args(["-n", "3", "--bind", "none", "--timeout", "120"])
+        .arg(std::env::current_exe().expect("test binary"))
+        .args(marker::child_args(test))
+        .status()
+        .expect("amrun starts");
+    assert!(status.success(), "{status}");
+    marker::all_ran(&token, 3);
+}
+
+#[test]
+fn split_phase_matches_a_model_as_processes_on_the_direct_path() {
+    split_phase_as_processes(
+        "split_phase_matches_a_model_as_processes_on_the_direct_path",
+        false,
+    );
+}
+
+#[test]
+fn split_phase_matches_a_model_as_processes_on_the_message_path() {
+    split_phase_as_processes(
+        "split_phase_matches_a_model_as_processes_on_the_message_path",
+        true,
+    );
 }

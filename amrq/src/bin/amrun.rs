@@ -190,6 +190,10 @@ mod cli {
                 "AMRQ_RING_SLOTS" => format!("{} slots", cfg.am_ring_slots),
                 "AMRQ_ATTACH_TIMEOUT" => format!("{:?}", cfg.attach_timeout),
                 "AMRQ_DOORBELL_FENCE" => format!("{:?}", cfg.doorbell_fence).to_lowercase(),
+                "AMRQ_SPLITC_FRAMES" => match cfg.splitc_frames {
+                    true => "Split-C over AM frames".into(),
+                    false => "Split-C direct where mapped".into(),
+                },
                 _ => format!("{} bytes", cfg.segment_bytes),
             };
             let from = match src {

@@ -3,6 +3,7 @@
 
 use super::{GlobalPtr, Layout, SplitCError, SpreadArray};
 use crate::am::Am;
+use crate::coll::Coll;
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{Conduit, Rank};
 use crate::rma::{Rma, Word};
@@ -17,14 +18,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// A pointer to this rank's own segment is accessed by a plain copy in memory, whatever
 /// the path (Begel et al. §5.3); others go through [`Rma`]: a copy into the mapped
 /// segment on one host ([`SplitC::new`] where the conduit maps peers' segments), AM
-/// frames served by the owner elsewhere, or everywhere with [`SplitC::over_frames`].
+/// frames served by the owner elsewhere, or everywhere over
+/// [`Rma::over_frames`].
 ///
 /// ```
 /// use amrq::prelude::*;
 /// use amrq::splitc::{Layout, SplitC, SplitCError};
 /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<f64, SplitCError> {
 ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-///     let sc = SplitC::new(&am)?;
+///     let rma = amrq::rma::Rma::new(&am);
+///     let sc = SplitC::new(&rma)?;
 ///     let a = sc.all_spread_malloc::<f64>(30, Layout::Cyclic)?;
 ///     for i in a.local_indices(sc.my_proc()) {
 ///         sc.write(a.at(i), i as f64)?; // local: a plain store
@@ -40,8 +43,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// .unwrap();
 /// assert!(out.iter().all(|s| *s.as_ref().unwrap() == 435.0));
 /// ```
-pub struct SplitC<'a, S, C: Conduit = MemConduit> {
-    rma: Rma<'a, S, C>,
+pub struct SplitC<'r, 'a, S, C: Conduit = MemConduit> {
+    rma: &'r Rma<'a, S, C>,
+    /// Barriers' company: reductions, scans, broadcasts.
+    coll: Coll<'r, 'a, S, C>,
     me: Rank,
     procs: usize,
     /// This rank's segment: where a local pointer's access is a plain copy.
@@ -56,9 +61,11 @@ pub struct SplitC<'a, S, C: Conduit = MemConduit> {
     accounted: Cell<u64>,
     /// Gets and puts started since the last `sync`.
     started: Cell<usize>,
+    /// When the context was made: the origin of [`SplitC::seconds`].
+    start: std::time::Instant,
 }
 
-impl<S, C: Conduit> std::fmt::Debug for SplitC<'_, S, C> {
+impl<S, C: Conduit> std::fmt::Debug for SplitC<'_, '_, S, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SplitC")
             .field("my_proc", &self.me)
@@ -68,26 +75,24 @@ impl<S, C: Conduit> std::fmt::Debug for SplitC<'_, S, C> {
     }
 }
 
-impl<'a, S, C: Conduit> SplitC<'a, S, C> {
-    /// Collective: Split-C on `am`'s rank, remote accesses through mapped memory where
-    /// the conduit maps peers' segments (the direct path), as AM frames elsewhere.
-    /// Allocates its store counters symmetrically (`8 · (PROCS + 1)` bytes per rank).
-    pub fn new(am: &'a Am<S, C>) -> Result<Self, SplitCError> {
-        Self::with(Rma::new(am))
-    }
-
-    /// Collective: [`SplitC::new`] whose remote accesses all go as AM frames (the
-    /// message path, as on a network), even to mapped peers: for comparing the two
-    /// paths on one host.
+impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
+    /// Collective: Split-C on `rma`'s rank, remote accesses by `rma`'s path: through
+    /// mapped memory where the conduit maps peers' segments ([`Rma::new`], the direct
+    /// path), as AM frames otherwise or with [`Rma::over_frames`] (the message path, as
+    /// on a network, for comparing the two on one host). Allocates its store counters
+    /// (`8 · (PROCS + 1)` bytes per rank) and the collectives' mailbox
+    /// ([`Coll::new`]) symmetrically.
     ///
     /// ```
     /// use amrq::prelude::*;
+    /// use amrq::rma::Rma;
     /// use amrq::splitc::{GlobalPtr, SplitC, SplitCError};
     /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
     ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let sc = SplitC::over_frames(&am)?;
+    ///     let rma = Rma::over_frames(&am);
+    ///     let sc = SplitC::new(&rma)?;
     ///     assert!(!sc.is_direct());
-    ///     let at = sc.rma().alloc_symmetric(8, 8)?;
+    ///     let at = rma.alloc_symmetric(8, 8)?;
     ///     let peer = GlobalPtr::<u64>::new(1 - sc.my_proc(), at);
     ///     sc.write(peer, 7)?; // a request, acknowledged once the bytes are in place
     ///     sc.barrier()?;
@@ -96,19 +101,15 @@ impl<'a, S, C: Conduit> SplitC<'a, S, C> {
     /// })
     /// .unwrap();
     /// ```
-    pub fn over_frames(am: &'a Am<S, C>) -> Result<Self, SplitCError> {
-        Self::with(Rma::over_frames(am))
-    }
-
-    fn with(rma: Rma<'a, S, C>) -> Result<Self, SplitCError> {
+    pub fn new(rma: &'r Rma<'a, S, C>) -> Result<Self, SplitCError> {
         let am = rma.am();
         let procs = am.size();
         let bytes = 8 * (procs + 1);
         let counters = rma.alloc_symmetric(bytes, 8)?;
         // The allocator may hand out memory a previous user wrote: zero ours, and let
-        // every rank finish that before anyone stores.
+        // every rank finish that before anyone stores (`Coll::new` ends in a barrier).
         rma.put(am.rank(), counters, &vec![0; bytes])?;
-        am.barrier()?;
+        let coll = Coll::new(rma)?;
         Ok(Self {
             me: am.rank(),
             procs,
@@ -117,7 +118,9 @@ impl<'a, S, C: Conduit> SplitC<'a, S, C> {
             stored_to: RefCell::new(vec![0; procs]),
             accounted: Cell::new(0),
             started: Cell::new(0),
+            start: std::time::Instant::now(),
             rma,
+            coll,
         })
     }
 
@@ -142,8 +145,71 @@ impl<'a, S, C: Conduit> SplitC<'a, S, C> {
     }
 
     /// The one-sided operations below (allocation, atomics, strided transfers).
-    pub fn rma(&self) -> &Rma<'a, S, C> {
-        &self.rma
+    pub fn rma(&self) -> &'r Rma<'a, S, C> {
+        self.rma
+    }
+
+    /// The collectives below (gather, exchange, …).
+    pub fn coll(&self) -> &Coll<'r, 'a, S, C> {
+        &self.coll
+    }
+
+    /// Wall-clock seconds since this context was made (Split-C's timers), for timing
+    /// phases of a program.
+    pub fn seconds(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// Collective: `v` combined over every rank with `op` (associative and
+    /// commutative), on every rank (Split-C's `all_reduce_to_all`).
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use amrq::{coll, rma::Rma, splitc::{SplitC, SplitCError}};
+    /// let out = amrq::threads::run(4, &Config::default(), |c| -> Result<(u64, u64, u64), SplitCError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let sc = SplitC::new(&rma)?;
+    ///     let me = sc.my_proc() as u64;
+    ///     Ok((sc.all_reduce(me, coll::sum)?, sc.all_reduce(me, coll::max)?, sc.all_scan(me + 1, 0, coll::sum)?))
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out[3], Ok((6, 3, 10)));
+    /// assert_eq!(out[1], Ok((6, 3, 3)));
+    /// ```
+    pub fn all_reduce<T: Word>(&self, v: T, op: impl Fn(T, T) -> T) -> Result<T, SplitCError> {
+        let mut data = [v];
+        self.coll.allreduce(&mut data, op)?;
+        Ok(data[0])
+    }
+
+    /// Collective: [`SplitC::all_reduce`] element by element over a slice.
+    pub fn all_reduce_slice<T: Word>(
+        &self,
+        data: &mut [T],
+        op: impl Fn(T, T) -> T,
+    ) -> Result<(), SplitCError> {
+        Ok(self.coll.allreduce(data, op)?)
+    }
+
+    /// Collective: the inclusive prefix of `v` along the ranks (rank r gets
+    /// `v0 op … op vr`; Split-C's `all_scan`); `identity` is `op`'s (0 for a sum).
+    pub fn all_scan<T: Word>(
+        &self,
+        v: T,
+        identity: T,
+        op: impl Fn(T, T) -> T,
+    ) -> Result<T, SplitCError> {
+        let mut data = [v];
+        self.coll.scan(&mut data, true, identity, op)?;
+        Ok(data[0])
+    }
+
+    /// Collective: rank `root`'s `v`, on every rank (Split-C's `all_bcast`).
+    pub fn broadcast<T: Word>(&self, root: Rank, v: T) -> Result<T, SplitCError> {
+        let mut data = [v];
+        self.coll.broadcast(root, &mut data)?;
+        Ok(data[0])
     }
 
     /// The AM layer below.
@@ -201,7 +267,8 @@ impl<'a, S, C: Conduit> SplitC<'a, S, C> {
     /// use amrq::splitc::{Layout, SplitC, SplitCError};
     /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
     ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let sc = SplitC::over_frames(&am)?;
+    ///     let rma = amrq::rma::Rma::over_frames(&am);
+    ///     let sc = SplitC::new(&rma)?;
     ///     let a = sc.all_spread_malloc::<u32>(4, Layout::Cyclic)?; // 2 per rank
     ///     let me = sc.my_proc();
     ///     sc.write(a.at(me), 10 + me as u32)?;
@@ -291,7 +358,8 @@ impl<'a, S, C: Conduit> SplitC<'a, S, C> {
     /// use amrq::splitc::{Layout, SplitC, SplitCError};
     /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<Vec<u64>, SplitCError> {
     ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let sc = SplitC::new(&am)?;
+    ///     let rma = amrq::rma::Rma::new(&am);
+    ///     let sc = SplitC::new(&rma)?;
     ///     let a = sc.all_spread_malloc::<u64>(9, Layout::BlockCyclic(3))?; // 3 per rank
     ///     let (me, right) = (sc.my_proc(), (sc.my_proc() + 1) % 3);
     ///     sc.bulk_store(a.at(3 * right), &[me as u64; 3])?; // into the right neighbour

@@ -11,8 +11,9 @@
 //!   `store_sync`/`all_store_sync`, the bulk forms of all of them, `all_spread_malloc`,
 //!   barriers. A pointer into the rank's own segment is a plain copy; others take the
 //!   direct path (a copy into the mapped segment) or the message path (AM frames the
-//!   owner serves), by what the conduit can do or as forced by
-//!   [`SplitC::over_frames`].
+//!   owner serves), by the [`Rma`](crate::rma::Rma) it is made over: what the conduit
+//!   can do, or frames forced by [`Rma::over_frames`](crate::rma::Rma::over_frames).
+//!   Reductions, scans and broadcasts through [`coll`](crate::coll), and a timer.
 //!
 //! How each operation completes, by path (Begel et al. §4–5):
 //!

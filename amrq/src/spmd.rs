@@ -1,0 +1,92 @@
+//! SPMD entry points: one closure run on every rank with a Split-C context, as Split-C's
+//! `splitc_main` is — as processes (started on its own, by `amrun`, `mpirun` or `srun`)
+//! or as threads of one process.
+
+use crate::am::{Am, HandlerTable};
+use crate::conduit::mem::MemConduit;
+use crate::config::Config;
+use crate::rma::Rma;
+use crate::splitc::{SplitC, SplitCError};
+
+/// The context a rank's Split-C program gets from the entry points.
+pub type Context<'r, 'a> = SplitC<'r, 'a, (), MemConduit>;
+
+/// Runs `rank_main` on one rank's context, over the path `config` asks for, and ends
+/// with a barrier (no rank leaves while another may still read its memory).
+fn on_rank<R, E: From<SplitCError>>(
+    conduit: MemConduit,
+    config: &Config,
+    rank_main: impl FnOnce(&Context<'_, '_>) -> Result<R, E>,
+) -> Result<R, E> {
+    let am = Am::new(conduit, HandlerTable::new(), ()).map_err(SplitCError::from)?;
+    let rma = match config.splitc_frames {
+        true => Rma::over_frames(&am),
+        false => Rma::new(&am),
+    };
+    let sc = SplitC::new(&rma)?;
+    let out = rank_main(&sc)?;
+    sc.barrier()?;
+    Ok(out)
+}
+
+/// Runs `rank_main` on every rank of a job of `ranks` processes, each with its Split-C
+/// context (`MYPROC`, `PROCS`, the operations), and never returns: as
+/// [`launch::launch`](crate::launch::launch), started on its own the program starts
+/// its ranks, started by `amrun`, `mpirun` or `srun` it is one of them. A rank exits 0
+/// when `rank_main` returns `Ok` (after a last barrier), else the job fails naming it.
+/// [`Config::splitc_frames`] sends every remote access as AM frames.
+///
+/// ```no_run
+/// use amrq::splitc::Layout;
+/// amrq::spmd::splitc_main(4, &amrq::Config::default(), |sc| -> Result<(), amrq::splitc::SplitCError> {
+///     let a = sc.all_spread_malloc::<f64>(1000, Layout::Cyclic)?;
+///     for i in a.local_indices(sc.my_proc()) {
+///         sc.write(a.at(i), i as f64)?;
+///     }
+///     let mine: f64 = a.local_indices(sc.my_proc()).map(|i| i as f64).sum();
+///     let total = sc.all_reduce(mine, amrq::coll::sum)?;
+///     if sc.my_proc() == 0 {
+///         println!("sum = {total}");
+///     }
+///     Ok(())
+/// });
+/// ```
+pub fn splitc_main<E, F>(ranks: usize, config: &Config, rank_main: F) -> !
+where
+    E: std::fmt::Display + From<SplitCError>,
+    F: FnOnce(&Context<'_, '_>) -> Result<(), E>,
+{
+    crate::launch::launch(ranks, config, |conduit| on_rank(conduit, config, rank_main))
+}
+
+/// [`splitc_main`] with the ranks as threads of this process (pinned one per core when
+/// they fit); returns each rank's result, in rank order.
+///
+/// ```
+/// use amrq::splitc::{Layout, SplitCError};
+/// let sums = amrq::spmd::splitc_threads(3, &amrq::Config::default(), |sc| -> Result<u64, SplitCError> {
+///     let a = sc.all_spread_malloc::<u64>(30, Layout::BlockCyclic(4))?;
+///     for i in a.local_indices(sc.my_proc()) {
+///         sc.store(a.at((i + 1) % a.len()), i as u64)?; // into whichever rank holds i + 1
+///     }
+///     sc.all_store_sync()?;
+///     let mine: u64 = a.local_indices(sc.my_proc()).map(|i| sc.read(a.at(i))).sum::<Result<_, _>>()?;
+///     sc.all_reduce(mine, amrq::coll::sum)
+/// })
+/// .unwrap();
+/// assert!(sums.into_iter().all(|s| s == Ok(435)));
+/// ```
+pub fn splitc_threads<R, E, F>(
+    ranks: usize,
+    config: &Config,
+    rank_main: F,
+) -> Result<Vec<Result<R, E>>, crate::threads::RunError>
+where
+    R: Send,
+    E: Send + From<SplitCError>,
+    F: Fn(&Context<'_, '_>) -> Result<R, E> + Sync,
+{
+    crate::threads::run(ranks, config, |conduit| {
+        on_rank(conduit, config, &rank_main)
+    })
+}
