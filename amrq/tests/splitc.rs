@@ -3,7 +3,8 @@
 //! The Split-C layer against models: spread-array indexing against a direct count;
 //! random reads and writes, and random puts, stores and gets, on 1–4 ranks, on the
 //! direct and the message path, against a copy of the array each rank keeps; store
-//! counting with several storers; a get through frames held until `sync`; misuse.
+//! counting with several storers; a get through frames held until `sync`; atomic
+//! procedures under contention; misuse.
 
 use amrq::conduit::mem::MemConduit;
 use amrq::conduit::Conduit;
@@ -370,4 +371,87 @@ fn split_phase_matches_a_model_as_processes_on_the_message_path() {
         "split_phase_matches_a_model_as_processes_on_the_message_path",
         true,
     );
+}
+
+/// Four ranks each add 1, 300 times, to every element of a small spread array through
+/// an atomic procedure, on both paths: every element ends at exactly 1200, and each
+/// value a procedure answered (the element before) was seen once per element.
+#[test]
+fn atomic_procedures_sum_exactly_under_contention() {
+    const TIMES: u64 = 300;
+    for frames in [false, true] {
+        let out = amrq::threads::run(4, &Config::default(), |c| -> Result<(), SplitCError> {
+            let mut t = HandlerTable::<()>::new();
+            let inc = t.request("inc", |_, ctx, m| {
+                let old = amrq::splitc::update_local(&ctx, m.arg(0)?, |v: u64| v + 1)?;
+                ctx.reply_value(old)
+            });
+            let am = Am::new(c, t, ())?;
+            let rma = match frames {
+                true => Rma::over_frames(&am),
+                false => Rma::new(&am),
+            };
+            let sc = SplitC::new(&rma)?;
+            let a = sc.all_spread_malloc::<u64>(6, Layout::Cyclic)?;
+            for i in a.local_indices(sc.my_proc()) {
+                sc.write(a.at(i), 0)?;
+            }
+            sc.barrier()?;
+            let mut seen = vec![Vec::new(); a.len()];
+            for _ in 0..TIMES {
+                for (i, s) in seen.iter_mut().enumerate() {
+                    s.push(sc.atomic(inc, a.at(i), &[])?);
+                }
+            }
+            sc.barrier()?;
+            for (i, s) in seen.iter().enumerate() {
+                assert_eq!(sc.read(a.at(i))?, 4 * TIMES, "element {i}");
+                assert!(s.windows(2).all(|w| w[0] < w[1]), "answers grow: {s:?}");
+            }
+            // Every old value 0..1200 was answered to exactly one rank, per element.
+            let mut all = vec![0u64; a.len() * (4 * TIMES) as usize];
+            for (i, s) in seen.iter().enumerate() {
+                for &v in s {
+                    all[i * (4 * TIMES) as usize + v as usize] += 1;
+                }
+            }
+            sc.all_reduce_slice(&mut all, amrq::coll::sum)?;
+            assert!(all.iter().all(|&k| k == 1));
+            sc.barrier()
+        })
+        .unwrap();
+        assert!(out.iter().all(Result::is_ok), "{out:?}");
+    }
+}
+
+/// `reply_value` in a handler of a plain request is a typed error; a call naming a
+/// handler that fails is refused, and the poll that ran it reports the failure as the
+/// caller's fault when it is one (a missing arg).
+#[test]
+fn calls_are_refused_clearly() {
+    let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
+        let mut t = HandlerTable::<std::cell::Cell<Option<AmError>>>::new();
+        let plain = t.request("plain", |s, ctx, _m| {
+            s.set(ctx.reply_value(1).err());
+            Ok(())
+        });
+        let needs_arg = t.request("needs_arg", |_, ctx, m| ctx.reply_value(m.arg(3)?));
+        let am = Am::new(c, t, std::cell::Cell::new(None))?;
+        let peer = 1 - am.rank();
+        am.request(peer, plain, &[])?;
+        am.wait_until(|s| {
+            let e = s.take();
+            let done = e.is_some();
+            if let Some(e) = e {
+                assert_eq!(e, AmError::NotACall);
+            }
+            done
+        })?;
+        assert_eq!(am.call(peer, needs_arg, &[1]), Err(AmError::RemoteRefused));
+        am.barrier()?;
+        assert_eq!(am.faults().of(peer), 1);
+        Ok(())
+    })
+    .unwrap();
+    assert!(out.iter().all(Result::is_ok), "{out:?}");
 }

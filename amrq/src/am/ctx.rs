@@ -130,6 +130,12 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
         self.source
     }
 
+    /// This rank's registered segment (first byte, length), for a handler that works
+    /// on it (the Split-C layer's atomic procedures, for instance).
+    pub fn segment(&self) -> (std::ptr::NonNull<u8>, usize) {
+        self.am.segment()
+    }
+
     /// Sends a Short reply. Waits for room if needed, running only reply handlers.
     #[inline(always)]
     pub fn reply(self, handler: ReplyHandler, args: &[u64]) -> Result<(), AmError> {

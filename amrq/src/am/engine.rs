@@ -40,8 +40,8 @@ const _: () = assert!(super::segment_service::TAG_GET_PACKED < FIRST_USER_TAG);
 /// ```
 pub struct Am<S, C: Conduit = MemConduit> {
     rq: Rq<C>,
-    table: HandlerTable<S, C>,
-    state: S,
+    pub(super) table: HandlerTable<S, C>,
+    pub(super) state: S,
     /// The runtime's barrier.
     barrier: Barrier,
     /// Replies taken in a row by waits without a look at the requests.
@@ -53,6 +53,9 @@ pub struct Am<S, C: Conduit = MemConduit> {
     /// Where this rank's segment is allocated: one allocator per segment, whatever
     /// uses it (every `Rma` over this `Am` shares it).
     segment_alloc: std::cell::RefCell<super::SegmentAllocator>,
+    /// While a handler serves a call ([`Am::call`]): `Some`, with the value it answered.
+    /// Handlers do not nest (a handler cannot send requests), so one is enough.
+    pub(super) call_value: Cell<Option<Option<u64>>>,
 }
 
 impl<S, C: Conduit> std::fmt::Debug for Am<S, C> {
@@ -96,6 +99,7 @@ impl<S, C: Conduit> Am<S, C> {
             state,
             barrier: Barrier::new(conduit_size),
             reply_streak: Cell::new(0),
+            call_value: Cell::new(None),
         })
     }
 
@@ -646,7 +650,7 @@ impl<S, C: Conduit> Am<S, C> {
 
     #[cold]
     fn dispatch_other(&self, is_request: bool, tag: u16, msg: Msg<'_>) -> Result<(), AmError> {
-        if self.serve_one_sided(is_request, tag, msg)? {
+        if self.serve_one_sided(is_request, tag, msg)? || self.serve_call(is_request, tag, msg)? {
             return Ok(());
         }
         if tag == TAG_BARRIER && is_request {

@@ -28,6 +28,10 @@ pub enum AmError {
         "the target refused a one-sided operation (address outside its segment, or misaligned)"
     )]
     RemoteRefused,
+    /// [`ReqCtx::reply_value`](super::ReqCtx::reply_value) in a handler of a request
+    /// sent with `request`, not [`Am::call`](super::Am::call): nobody waits for a value.
+    #[error("reply_value answers a request sent with Am::call; this one was sent with request (use ReqCtx::reply)")]
+    NotACall,
     /// `barrier_notify` while this rank's previous barrier has not completed.
     #[error("this rank entered a barrier that has not completed: call barrier_wait (or barrier_try until true) first")]
     BarrierInProgress,

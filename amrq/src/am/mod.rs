@@ -19,6 +19,7 @@
 //!   handler may run while a request handler waits to reply.
 
 mod barrier;
+mod call;
 mod ctx;
 mod engine;
 mod error;
@@ -28,6 +29,7 @@ mod payload;
 mod segment_alloc;
 mod segment_service;
 
+pub use call::CALL_ARGS;
 pub use ctx::{Msg, ReqCtx};
 pub use engine::Am;
 pub use error::AmError;

@@ -2,7 +2,7 @@
 //! global pointers and spread arrays.
 
 use super::{GlobalPtr, Layout, SplitCError, SpreadArray};
-use crate::am::Am;
+use crate::am::{Am, AmError, ReqCtx, RequestHandler};
 use crate::coll::Coll;
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{Conduit, Rank};
@@ -416,6 +416,57 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
         self.barrier()
     }
 
+    /// Runs atomic procedure `proc` (a request handler of the `Am`'s table) at the owner
+    /// of `at`, with `at`'s byte offset as its arg 0 and `args` after (at most
+    /// [`CALL_ARGS`](crate::am::CALL_ARGS) − 1), and returns the value it answered
+    /// ([`ReqCtx::reply_value`](crate::am::ReqCtx::reply_value), or 0): Split-C's
+    /// atomic functions. It runs atomically with respect to the owner's other handlers
+    /// (not to direct reads and writes of the element); [`update_local`] changes the
+    /// element in it.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use amrq::rma::Rma;
+    /// use amrq::splitc::{update_local, GlobalPtr, SplitC, SplitCError};
+    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<f64, SplitCError> {
+    ///     let mut t = HandlerTable::<()>::new();
+    ///     // element += arg 1 (an f64's bits); answers the element before.
+    ///     let add = t.request("add", |_, ctx, m| {
+    ///         let x = f64::from_bits(m.arg(1)?);
+    ///         let old = update_local(&ctx, m.arg(0)?, |v: f64| v + x)?;
+    ///         ctx.reply_value(old.to_bits())
+    ///     });
+    ///     let am = Am::new(c, t, ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let sc = SplitC::new(&rma)?;
+    ///     let at = GlobalPtr::<f64>::new(0, rma.alloc_symmetric(8, 8)?);
+    ///     sc.atomic(add, at, &[2.5f64.to_bits()])?; // every rank adds 2.5 at rank 0
+    ///     sc.barrier()?;
+    ///     sc.read(at)
+    /// })
+    /// .unwrap();
+    /// assert!(out.into_iter().all(|v| v == Ok(7.5)));
+    /// ```
+    pub fn atomic<T: Word>(
+        &self,
+        proc: RequestHandler,
+        at: GlobalPtr<T>,
+        args: &[u64],
+    ) -> Result<u64, SplitCError> {
+        let mut words = [0u64; crate::am::CALL_ARGS];
+        let n = 1 + args.len();
+        if n > words.len() {
+            return Err(crate::conduit::ConduitError::TooManyArgs {
+                nargs: args.len(),
+                max: words.len() - 1,
+            }
+            .into());
+        }
+        words[0] = at.offset() as u64;
+        words[1..n].copy_from_slice(args);
+        Ok(self.am().call(at.rank(), proc, &words[..n])?)
+    }
+
     /// Waits until every rank has called it, serving others' requests meanwhile.
     pub fn barrier(&self) -> Result<(), SplitCError> {
         Ok(self.am().barrier()?)
@@ -500,5 +551,36 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
         }
         // SAFETY: `offset + len <= bytes`: inside the segment.
         Ok(unsafe { base.add(offset) })
+    }
+}
+
+/// In an atomic procedure ([`SplitC::atomic`]) at the element's owner: replaces the `T`
+/// at byte `offset` of this rank's segment (the call's arg 0) by `f` of it, and returns
+/// the element before. An offset outside the segment is the caller's fault
+/// ([`AmError::BadRuntimeMessage`], recorded against it).
+pub fn update_local<T: Word, S, C: Conduit>(
+    ctx: &ReqCtx<'_, S, C>,
+    offset: u64,
+    f: impl FnOnce(T) -> T,
+) -> Result<T, AmError> {
+    let (base, bytes) = ctx.segment();
+    let size = std::mem::size_of::<T>();
+    let inside = usize::try_from(offset)
+        .ok()
+        .filter(|&o| o.checked_add(size).is_some_and(|end| end <= bytes));
+    let Some(off) = inside else {
+        return Err(AmError::BadRuntimeMessage {
+            source_rank: ctx.source(),
+            what: "an atomic procedure's element is outside this rank's segment",
+        });
+    };
+    // SAFETY: `off + size` lies in this rank's segment (checked), which lives as long as
+    // the job; unaligned accesses, since a spread array's element need not be aligned
+    // for `T`. Handlers run one at a time, so no other handler touches it meanwhile.
+    unsafe {
+        let p = base.as_ptr().add(off).cast::<T>();
+        let old = p.read_unaligned();
+        p.write_unaligned(f(old));
+        Ok(old)
     }
 }

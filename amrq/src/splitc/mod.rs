@@ -13,7 +13,8 @@
 //!   direct path (a copy into the mapped segment) or the message path (AM frames the
 //!   owner serves), by the [`Rma`](crate::rma::Rma) it is made over: what the conduit
 //!   can do, or frames forced by [`Rma::over_frames`](crate::rma::Rma::over_frames).
-//!   Reductions, scans and broadcasts through [`coll`](crate::coll), and a timer.
+//!   Reductions, scans and broadcasts through [`coll`](crate::coll), a timer, and
+//!   atomic procedures ([`SplitC::atomic`]: a handler run at an element's owner).
 //!
 //! How each operation completes, by path (Begel et al. §4–5):
 //!
@@ -39,7 +40,7 @@ mod ptr;
 mod spread;
 
 pub use crate::rma::Word;
-pub use ctx::SplitC;
+pub use ctx::{update_local, SplitC};
 pub use error::SplitCError;
 pub use ptr::GlobalPtr;
 pub use spread::{Layout, SpreadArray};

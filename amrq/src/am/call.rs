@@ -1,0 +1,154 @@
+//! Calls: a request handler run at the target whose answer comes back to the caller
+//! (Split-C's atomic functions; an RPC on Active Messages). The request is a runtime
+//! frame naming the user's handler, served like any request, so the handler runs
+//! atomically with respect to the target's other handlers; the runtime replies once it
+//! has returned, with the value it gave [`ReqCtx::reply_value`] (or 0).
+//!
+//! | request (args) | at the target | reply (args) |
+//! |---|---|---|
+//! | `CALL` (op, handler, args…) | runs the handler on the args | `CALL_DONE` (op, status, value) |
+
+use super::handlers::FIRST_USER_TAG;
+use super::ops::{Landed, OK, REFUSED};
+use super::payload::Payload;
+use super::{Am, AmError, Msg, ReplyHandler, ReqCtx, RequestHandler};
+use crate::conduit::{Conduit, ConduitError, Rank};
+
+pub(super) const TAG_CALL: u16 = 10;
+pub(super) const TAG_CALL_DONE: u16 = 11;
+const _: () = assert!(TAG_CALL_DONE < FIRST_USER_TAG);
+
+/// Args a call carries for the user: two words go to the runtime.
+pub const CALL_ARGS: usize = crate::conduit::ring::MAX_ARGS - 2;
+
+impl<S, C: Conduit> Am<S, C> {
+    /// Runs request handler `handler` at `dest` on `args` (at most [`CALL_ARGS`]) and
+    /// returns the value it answered with ([`ReqCtx::reply_value`]; 0 if it answered
+    /// nothing), running handlers while it waits. The handler runs atomically with
+    /// respect to `dest`'s other handlers. [`AmError::RemoteRefused`] if `dest` has no
+    /// such handler or the handler failed.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// let out = amrq::threads::run(2, &Config::default(), |c| -> Result<u64, AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     // Adds to this rank's counter; answers the value before.
+    ///     let add = t.request("add", |n: &Cell<u64>, ctx, m| {
+    ///         let old = n.replace(n.get() + m.arg(0)?);
+    ///         ctx.reply_value(old)
+    ///     });
+    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     let before = am.call(0, add, &[5])?; // both ranks add 5 at rank 0
+    ///     am.barrier()?;
+    ///     assert_eq!(am.rank() != 0 || am.state().get() == 10, true);
+    ///     Ok(before)
+    /// })
+    /// .unwrap();
+    /// let mut befores: Vec<u64> = out.into_iter().map(Result::unwrap).collect();
+    /// befores.sort();
+    /// assert_eq!(befores, [0, 5]);
+    /// ```
+    pub fn call(&self, dest: Rank, handler: RequestHandler, args: &[u64]) -> Result<u64, AmError> {
+        if args.len() > CALL_ARGS {
+            return Err(ConduitError::TooManyArgs {
+                nargs: args.len(),
+                max: CALL_ARGS,
+            }
+            .into());
+        }
+        let op = self.op_open(dest, 1, 0);
+        let mut words = [0u64; crate::conduit::ring::MAX_ARGS];
+        words[0] = op.word();
+        words[1] = u64::from(handler.0);
+        words[2..2 + args.len()].copy_from_slice(args);
+        let sent = self.send_request(
+            dest,
+            TAG_CALL,
+            &words[..2 + args.len()],
+            Payload::Inline(&[]),
+        );
+        let op = self.op_sent(op, sent)?;
+        self.op_wait(op, &mut [])
+    }
+
+    /// Serves a call or lands its answer; `false` if `tag` is not one of theirs.
+    pub(super) fn serve_call(
+        &self,
+        is_request: bool,
+        tag: u16,
+        msg: Msg<'_>,
+    ) -> Result<bool, AmError> {
+        match (tag, is_request) {
+            (TAG_CALL, true) => self.run_call(msg).map(|()| true),
+            (TAG_CALL_DONE, false) => self
+                .land_reply(&msg, Landed::Value(msg.arg(2)?))
+                .map(|()| true),
+            _ => Ok(false),
+        }
+    }
+
+    /// Runs the handler a call names and answers it, whatever the handler did: its
+    /// value, or refused (no such request handler, or it failed; its error is then
+    /// handled as any handler's).
+    fn run_call(&self, msg: Msg<'_>) -> Result<(), AmError> {
+        let (op, id) = (msg.arg(0)?, msg.arg(1)?);
+        let handler = u16::try_from(id)
+            .ok()
+            .filter(|&t| t >= FIRST_USER_TAG)
+            .and_then(|t| self.table.request_fn(t));
+        let answer = |status: u64, value: u64| {
+            let args = [op, status, value];
+            self.send_reply(
+                msg.source(),
+                ReplyHandler(TAG_CALL_DONE),
+                &args,
+                Payload::Inline(&[]),
+            )
+        };
+        let Some(h) = handler else {
+            answer(REFUSED, 0)?;
+            return Err(AmError::BadRuntimeMessage {
+                source_rank: msg.source(),
+                what: "a call names no request handler of this rank",
+            });
+        };
+        let inner = Msg {
+            source: msg.source(),
+            args: &msg.args()[2..],
+            payload: msg.payload(),
+        };
+        self.call_value.set(Some(None)); // serving a call, no value yet
+        let ran = h(
+            &self.state,
+            ReqCtx {
+                am: self,
+                source: msg.source(),
+            },
+            inner,
+        );
+        let value = self.call_value.take().flatten();
+        match ran {
+            Ok(()) => answer(OK, value.unwrap_or(0)),
+            Err(e) => {
+                answer(REFUSED, 0)?;
+                Err(e)
+            }
+        }
+    }
+}
+
+impl<S, C: Conduit> ReqCtx<'_, S, C> {
+    /// Answers the call this handler serves with `value` ([`Am::call`] returns it);
+    /// the runtime sends it once the handler returns. [`AmError::NotACall`] for a
+    /// request sent with [`Am::request`], which has no caller waiting for a value.
+    pub fn reply_value(self, value: u64) -> Result<(), AmError> {
+        match self.am.call_value.get() {
+            Some(_) => {
+                self.am.call_value.set(Some(Some(value)));
+                Ok(())
+            }
+            None => Err(AmError::NotACall),
+        }
+    }
+}
