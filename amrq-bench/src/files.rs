@@ -257,6 +257,29 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         }
     }
 
+    s += "\n## Split-C micro-benchmarks (Begel et al. Figure 6-3; 4-byte int)\n\n\
+ns per operation, 2 ranks; direct path: copies into mapped segments; message path: AM \
+frames served by the owner. get and put are issued back to back and completed by one \
+`sync`; stores are counted by the target. Two-way: both ranks at once.\n\n";
+    s += "| operation | direct, one-way | direct, two-way | frames, one-way | frames, two-way |\n|---|---|---|---|---|\n";
+    for op in ["read", "write", "get", "put", "store"] {
+        let at =
+            |path: &str, way: &str| show(fig(r, "splitc", &format!("{path}_{op}_{way}_way_ns")));
+        let _ = writeln!(
+            s,
+            "| {op} | {} | {} | {} | {} |",
+            at("direct", "one"),
+            at("direct", "two"),
+            at("frames", "one"),
+            at("frames", "two")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nMessage path, one-way: store / put = {} (the paper: about 0.5, no reply); bulk forms from 4 B to 4 KiB in the plots.",
+        show(fig(r, "splitc", "store_over_put"))
+    );
+
     s += "\n## Plots\n\n";
     for c in charts(r) {
         let _ = writeln!(
@@ -455,6 +478,24 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
             false,
             false,
             curves("traverse", &|n| n.contains("arrays"), &id),
+        ),
+        chart(
+            "splitc_bulk_direct",
+            "Split-C bulk operations, direct path (Begel et al. Figure 6-4)",
+            "bytes",
+            "ns per operation",
+            true,
+            true,
+            curves("splitc", &|n| n.ends_with("direct path"), &id),
+        ),
+        chart(
+            "splitc_bulk_frames",
+            "Split-C bulk operations, message path (Begel et al. Figure 6-4)",
+            "bytes",
+            "ns per operation",
+            true,
+            true,
+            curves("splitc", &|n| n.ends_with("frames path"), &id),
         ),
         Chart {
             categories: &PEER_LABELS,

@@ -34,6 +34,7 @@ pub mod polling;
 pub mod report;
 pub mod results;
 pub mod signature;
+pub mod splitc;
 pub mod stream;
 pub mod suite;
 pub mod unloaded;

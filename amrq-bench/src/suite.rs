@@ -5,7 +5,7 @@ use crate::clock::Clock;
 use crate::peers::{self, Peers};
 use crate::report::Outcome;
 use crate::results::{Machine, Results};
-use crate::{array, interrupts, loaded, polling, signature, stream, unloaded, Params};
+use crate::{array, interrupts, loaded, polling, signature, splitc, stream, unloaded, Params};
 use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
 use amrq::rq::QueueId;
@@ -42,10 +42,12 @@ pub enum Job {
     Signature,
     /// One-way time and streaming bandwidth per size, and the barrier (2 ranks).
     Stream,
+    /// Begel et al.'s Split-C micro-benchmarks, direct and message path (2 ranks).
+    Splitc,
 }
 
 /// Every job, in the order `all` runs them.
-pub const JOBS: [Job; 13] = [
+pub const JOBS: [Job; 14] = [
     Job::RoundTrip,
     Job::OneToOne,
     Job::OneToTwo,
@@ -59,6 +61,7 @@ pub const JOBS: [Job; 13] = [
     Job::Interrupts,
     Job::Signature,
     Job::Stream,
+    Job::Splitc,
 ];
 
 /// Queues a job's configuration added.
@@ -84,6 +87,7 @@ impl Job {
             Job::Interrupts => "interrupts",
             Job::Signature => "signature",
             Job::Stream => "stream",
+            Job::Splitc => "splitc",
         }
     }
 
@@ -152,6 +156,7 @@ impl Job {
             }
             Job::Signature => signature::signature(c, p),
             Job::Stream => stream::stream(c, p),
+            Job::Splitc => splitc::splitc(c, p),
         }
     }
 }

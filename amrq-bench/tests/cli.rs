@@ -109,6 +109,13 @@ fn required(job: Job) -> &'static [&'static str] {
         Job::Interrupts => &["hold_ns", "deferred_handler_ns"],
         Job::Signature => &["o_s_ns", "o_r_ns", "g_ns", "l_ns", "rtt_ns"],
         Job::Stream => &["one_way_8b_ns", "bw_64k_mb_s", "bw_1m_mb_s", "barrier_ns"],
+        Job::Splitc => &[
+            "direct_read_one_way_ns",
+            "direct_store_two_way_ns",
+            "frames_get_one_way_ns",
+            "frames_store_one_way_ns",
+            "store_over_put",
+        ],
     }
 }
 
@@ -237,6 +244,7 @@ fn all_runs_every_benchmark_and_writes_the_report() {
         "## Array transfer",
         "## LogP signature",
         "## Polling",
+        "## Split-C micro-benchmarks",
     ] {
         assert!(md.contains(section), "no {section}");
     }
@@ -249,6 +257,8 @@ fn all_runs_every_benchmark_and_writes_the_report() {
         "traverse_steps",
         "one_way_time",
         "streaming_bandwidth",
+        "splitc_bulk_direct",
+        "splitc_bulk_frames",
     ] {
         assert!(
             starts_with(&dir.join(format!("plots/{chart}.svg")), b"<svg"),

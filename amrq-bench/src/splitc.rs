@@ -1,0 +1,174 @@
+//! Begel et al.'s Split-C micro-benchmarks on amrq's Split-C layer (`amrq::splitc`), on
+//! the direct path (copies into mapped segments) and on the message path (AM frames,
+//! `Rma::over_frames`), 2 ranks:
+//!
+//! - *Figure 6-3*: read, write, get, put and store of one 4-byte int, ns per operation
+//!   over `reps` of them (10,000; 1,000 with `quick`), one-way (rank 0 issues, rank 1
+//!   serves) and two-way (both issue to each other at once; rank 0's time). `read` and
+//!   `write` block each; `get` and `put` are all issued, then one `sync`; `store`s are
+//!   all issued, then `all_store_sync` (the target counts them).
+//! - *Figure 6-4*: the bulk forms, one-way, from 4 B to 4 KiB.
+//!
+//! Figures `{direct,frames}_{op}_{one,two}_way_ns`, and `store_over_put` (message path,
+//! one-way: the paper's store ≈ half a put), each the median over the batches.
+
+use crate::fixture::{bench_error, require_ranks};
+use crate::report::{Figure, Outcome, Point, Series};
+use crate::Params;
+use amrq::conduit::mem::MemConduit;
+use amrq::prelude::*;
+use amrq::rma::{Rma, RmaError};
+use amrq::splitc::{GlobalPtr, Layout, SplitC, SplitCError};
+
+/// u32 elements of each rank's part: room for the largest bulk transfer (4 KiB).
+const PART: usize = 1024;
+
+/// The operations of Figures 6-3 and 6-4.
+const OPS: [&str; 5] = ["read", "write", "get", "put", "store"];
+
+/// The AM error a Split-C error came from, or one that says what it was.
+fn am_error(e: SplitCError) -> AmError {
+    match e {
+        SplitCError::Rma(RmaError::Am(e)) => e,
+        other => bench_error(format!("splitc: {other}")),
+    }
+}
+
+/// Runs `n` operations `op` of `len` u32 each from this rank's part to `peer`'s, and
+/// for gets and puts their `sync`.
+fn run_op(
+    sc: &SplitC<'_, '_, ()>,
+    op: &str,
+    (mine, theirs): (GlobalPtr<u32>, GlobalPtr<u32>),
+    len: usize,
+    n: u64,
+) -> Result<(), SplitCError> {
+    let mut buf = vec![7u32; len];
+    for _ in 0..n {
+        match op {
+            "read" => sc.bulk_read(theirs, &mut buf)?,
+            "write" => sc.bulk_write(theirs, &buf)?,
+            "get" => sc.bulk_get(mine, theirs, len)?,
+            "put" => sc.bulk_put(theirs, &buf)?,
+            _ => sc.bulk_store(theirs, &buf)?,
+        }
+    }
+    if matches!(op, "get" | "put") {
+        sc.sync()?;
+    }
+    Ok(())
+}
+
+/// One batch of `op`: rank 0 issues (rank 1 too when `two_way`) and ends in a barrier;
+/// a rank that only serves polls without sleeping until that barrier completes. Stores
+/// are complete at the barrier (they precede it in the target's queue, or were copied
+/// before it on the direct path); their target then accounts them with `store_sync`.
+/// ns per operation on rank 0, the barrier included.
+fn batch(
+    sc: &SplitC<'_, '_, ()>,
+    p: &Params,
+    op: &str,
+    parts: (GlobalPtr<u32>, GlobalPtr<u32>),
+    len: usize,
+    (n, two_way): (u64, bool),
+) -> Result<Option<f64>, SplitCError> {
+    sc.barrier()?;
+    let me = sc.my_proc();
+    let t = p.clock.start();
+    if me == 0 || two_way {
+        run_op(sc, op, parts, len, n)?;
+        sc.barrier()?;
+    } else {
+        let am = sc.am();
+        am.barrier_notify()?;
+        while !am.barrier_try()? {}
+    }
+    let ns = p.clock.since(t) / n as f64;
+    if op == "store" && (me == 1 || two_way) {
+        sc.store_sync(n * 4 * len as u64)?;
+    }
+    Ok((me == 0).then_some(ns))
+}
+
+/// Medians over the batches of `op` (one warm-up batch first); rank 0 only.
+fn measure(
+    sc: &SplitC<'_, '_, ()>,
+    p: &Params,
+    op: &str,
+    parts: (GlobalPtr<u32>, GlobalPtr<u32>),
+    len: usize,
+    run: (u64, bool),
+) -> Result<Vec<f64>, SplitCError> {
+    let mut v = Vec::new();
+    for b in 0..=p.batches {
+        if let Some(ns) = batch(sc, p, op, parts, len, run)? {
+            if b > 0 {
+                v.push(ns);
+            }
+        }
+    }
+    Ok(v)
+}
+
+/// Both figures on one path: the Figure 6-3 figures and the Figure 6-4 series.
+fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), SplitCError> {
+    let rma = match frames {
+        true => Rma::over_frames(am),
+        false => Rma::new(am),
+    };
+    let sc = SplitC::new(&rma)?;
+    let a = sc.all_spread_malloc::<u32>(2 * PART, Layout::BlockCyclic(PART))?;
+    let me = sc.my_proc();
+    let parts = (a.at(me * PART), a.at((1 - me) * PART));
+    let name = if frames { "frames" } else { "direct" };
+    let reps = p.pick(1_000, 10_000);
+    for op in OPS {
+        for two_way in [false, true] {
+            let mut v = measure(&sc, p, op, parts, 1, (reps, two_way))?;
+            if me == 0 {
+                let way = if two_way { "two" } else { "one" };
+                o.figures
+                    .push(Figure::of(format!("{name}_{op}_{way}_way_ns"), &mut v));
+            }
+        }
+    }
+    let bulk_reps = p.pick(200, 2_000);
+    for op in OPS {
+        let mut points = Vec::new();
+        for len in [1, 4, 16, 64, 256, PART] {
+            let mut v = measure(&sc, p, op, parts, len, (bulk_reps, false))?;
+            if me == 0 {
+                points.push(Point::of((4 * len) as f64, &mut v));
+            }
+        }
+        o.series.push(Series {
+            name: format!("bulk {op}, {name} path"),
+            x: "bytes".into(),
+            y: "ns per operation".into(),
+            points,
+        });
+    }
+    sc.all_spread_free(a)
+}
+
+/// *splitc*: Figures 6-3 and 6-4 of Begel et al. on both paths (2 ranks).
+pub fn splitc(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
+    require_ranks(&c, "splitc", 2, false)?;
+    let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    let mut o = Outcome::new("splitc", 2, p.clock.overhead_ns());
+    for frames in [false, true] {
+        path(&am, p, frames, &mut o).map_err(am_error)?;
+    }
+    am.barrier()?;
+    if am.rank() != 0 {
+        return Ok(None);
+    }
+    let fig = |k: &str| o.figures.iter().find(|f| f.key == k).map(|f| f.median);
+    if let (Some(s), Some(p)) = (fig("frames_store_one_way_ns"), fig("frames_put_one_way_ns")) {
+        o.figures.push(Figure::single("store_over_put", s / p));
+    }
+    o.notes.push(
+        "per operation over a batch that ends in a barrier; get and put: all issued, then one sync; store: all issued (counted by the target after); two-way: both ranks at once, rank 0's time".into(),
+    );
+    Ok(Some(o))
+}
