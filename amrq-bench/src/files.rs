@@ -279,6 +279,14 @@ frames served by the owner. get and put are issued back to back and completed by
         "\nMessage path, one-way: store / put = {} (the paper: about 0.5, no reply); bulk forms from 4 B to 4 KiB in the plots.",
         show(fig(r, "splitc", "store_over_put"))
     );
+    let _ = writeln!(
+        s,
+        "Direct path: a read of an int its owner has just written (a ping-pong of reads) {} ns, against the raw cache-line round trip {} ns of the same run: {}× (goal ≤ 1.2×); 10,000 stores then `all_store_sync`: {} stores/s (goal ≥ 50 M).",
+        show(fig(r, "splitc", "read_rtt_ns")),
+        show(fig(r, "splitc", "raw_rtt_ns")),
+        show(fig(r, "splitc", "read_rtt_ratio")),
+        show(fig(r, "splitc", "stores_10k_per_s"))
+    );
 
     s += "\n## Plots\n\n";
     for c in charts(r) {

@@ -10,13 +10,17 @@
 //! - *Figure 6-4*: the bulk forms, one-way, from 4 B to 4 KiB.
 //!
 //! Figures `{direct,frames}_{op}_{one,two}_way_ns`, and `store_over_put` (message path,
-//! one-way: the paper's store ≈ half a put), each the median over the batches.
+//! one-way: the paper's store ≈ half a put), each the median over the batches. Also
+//! the goals on the direct path: `read_rtt_ratio` (a read of an int its owner
+//! has just written, as a ping-pong of reads, against the raw cache-line round trip of
+//! the same run) and `stores_10k_per_s` (10,000 stores, then `all_store_sync`).
 
 use crate::fixture::{bench_error, require_ranks};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
 use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
+use amrq::reference::{RawPingPong, RAW_PINGPONG_BYTES};
 use amrq::rma::{Rma, RmaError};
 use amrq::splitc::{GlobalPtr, Layout, SplitC, SplitCError};
 
@@ -151,11 +155,102 @@ fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), Sp
     sc.all_spread_free(a)
 }
 
-/// *splitc*: Figures 6-3 and 6-4 of Begel et al. on both paths (2 ranks).
+/// The goals on the direct path: a read of an int its owner has just written
+/// (a ping-pong of reads: each rank writes its own element, then reads the other's
+/// until it sees the same value; round trip i uses line pair i mod 256 of each side,
+/// as the raw reference does), beside the raw cache-line round trip in alternating
+/// batches (`read_rtt_ns`, `raw_rtt_ns`, `read_rtt_ratio`); and 10,000 stores to the
+/// other rank then `all_store_sync` (`stores_10k_per_s`).
+fn goals(am: &Am<()>, p: &Params, o: &mut Outcome) -> Result<(), SplitCError> {
+    let rma = Rma::new(am);
+    let sc = SplitC::new(&rma)?;
+    let me = sc.my_proc();
+    // One element per 128-byte line pair, rotating over as many as the raw reference
+    // uses, so that both touch the same number of lines.
+    const STRIDE: usize = 16;
+    let lines = amrq::reference::LINE_PAIRS;
+    let pp =
+        sc.all_spread_malloc::<u64>(2 * lines * STRIDE, Layout::BlockCyclic(lines * STRIDE))?;
+    let raw_at = rma.alloc_symmetric(RAW_PINGPONG_BYTES, 128)?;
+    if me == 0 {
+        rma.put(0, raw_at, &vec![0; RAW_PINGPONG_BYTES])?;
+    }
+    let zeros = vec![0u64; lines * STRIDE];
+    sc.bulk_write(pp.at(me * lines * STRIDE), &zeros)?;
+    sc.barrier()?;
+    let (seg, _) =
+        am.rq().conduit().mapped_segment(0).ok_or_else(|| {
+            SplitCError::from(bench_error("splitc: rank 0's segment is not mapped"))
+        })?;
+    // SAFETY: `raw_at` is a 128-aligned symmetric allocation of RAW_PINGPONG_BYTES in
+    // rank 0's segment, mapped by both ranks, zeroed above before the barrier, and used
+    // for nothing else.
+    let raw = unsafe { RawPingPong::in_memory(seg.add(raw_at)) };
+    let element = |rank: usize, i: u64| pp.at((rank * lines + i as usize % lines) * STRIDE);
+    let iters = p.pick(2_000, 20_000);
+    let (mut read_ns, mut raw_ns, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    for batch in 0..=p.batches as u64 {
+        let base = batch * iters;
+        sc.barrier()?;
+        let r = match me {
+            0 => raw.initiate(base, iters),
+            _ => {
+                raw.respond(base, iters);
+                0.0
+            }
+        };
+        sc.barrier()?;
+        let t = p.clock.start();
+        for i in base + 1..=base + iters {
+            let (mine, theirs) = (element(me, i), element(1 - me, i));
+            if me == 0 {
+                sc.write(mine, i)?;
+            }
+            while sc.read(theirs)? != i {}
+            if me == 1 {
+                sc.write(mine, i)?;
+            }
+        }
+        let a = p.clock.since(t) / iters as f64;
+        if me == 0 && batch > 0 {
+            read_ns.push(a);
+            raw_ns.push(r);
+            ratio.push(a / r);
+        }
+    }
+    let n = 10_000u64;
+    let mut rate = Vec::new();
+    let part = sc.all_spread_malloc::<u32>(2 * PART, Layout::BlockCyclic(PART))?;
+    for batch in 0..=p.batches {
+        sc.barrier()?;
+        let t = p.clock.start();
+        if me == 0 {
+            for k in 0..n {
+                sc.store(part.at(PART + k as usize % PART), k as u32)?;
+            }
+        }
+        sc.all_store_sync()?;
+        if me == 0 && batch > 0 {
+            rate.push(n as f64 * 1e9 / p.clock.since(t));
+        }
+    }
+    if me == 0 {
+        o.figures.push(Figure::of("read_rtt_ns", &mut read_ns));
+        o.figures.push(Figure::of("raw_rtt_ns", &mut raw_ns));
+        o.figures.push(Figure::of("read_rtt_ratio", &mut ratio));
+        o.figures.push(Figure::of("stores_10k_per_s", &mut rate));
+    }
+    sc.all_spread_free(part)?;
+    sc.all_spread_free(pp)
+}
+
+/// *splitc*: Figures 6-3 and 6-4 of Begel et al. on both paths, and the goals
+/// on the direct path (2 ranks).
 pub fn splitc(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
     require_ranks(&c, "splitc", 2, false)?;
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
     let mut o = Outcome::new("splitc", 2, p.clock.overhead_ns());
+    goals(&am, p, &mut o).map_err(am_error)?;
     for frames in [false, true] {
         path(&am, p, frames, &mut o).map_err(am_error)?;
     }

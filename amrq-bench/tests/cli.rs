@@ -115,6 +115,8 @@ fn required(job: Job) -> &'static [&'static str] {
             "frames_get_one_way_ns",
             "frames_store_one_way_ns",
             "store_over_put",
+            "read_rtt_ratio",
+            "stores_10k_per_s",
         ],
     }
 }
