@@ -6,7 +6,8 @@
 //!   over `reps` of them (10,000; 1,000 with `quick`), one-way (rank 0 issues, rank 1
 //!   serves) and two-way (both issue to each other at once; rank 0's time). `read` and
 //!   `write` block each; `get` and `put` are all issued, then one `sync`; `store`s are
-//!   all issued, then `all_store_sync` (the target counts them).
+//!   all issued (the target counts them after). Each batch ends in a barrier, timed; a
+//!   rank that only serves polls without sleeping meanwhile.
 //! - *Figure 6-4*: the bulk forms, one-way, from 4 B to 4 KiB.
 //!
 //! Figures `{direct,frames}_{op}_{one,two}_way_ns`, and `store_over_put` (message path,
