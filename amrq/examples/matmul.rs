@@ -20,6 +20,7 @@ mod common;
 use amrq::coll;
 use amrq::splitc::{Layout, SpreadArray};
 use amrq::spmd::Context;
+use common::SplitCError as Error;
 
 /// Rows of A and C.
 const N: usize = 128;
@@ -40,9 +41,6 @@ struct Args {
     r: Option<usize>,
 }
 
-/// What a rank's program can fail with: the layer's errors, or a wrong result.
-type Error = Box<dyn std::error::Error + Send + Sync>;
-
 fn main() {
     let o = <Args as clap::Parser>::parse();
     let cfg = amrq::Config::from_env().unwrap_or_else(|e| common::fail(&e));
@@ -54,15 +52,9 @@ fn main() {
         ));
     }
     let shape = Shape { m: o.m, r };
-    if o.common.threads {
-        let out = amrq::spmd::splitc_threads(o.ranks, &cfg, |sc| program(sc, shape, o.common.json))
-            .unwrap_or_else(|e| common::fail(&e.to_string()));
-        match out.into_iter().find_map(Result::err) {
-            None => std::process::exit(0),
-            Some(e) => common::fail(&e.to_string()),
-        }
-    }
-    amrq::spmd::splitc_main(o.ranks, &cfg, |sc| program(sc, shape, o.common.json))
+    common::run_splitc(&o.common, o.ranks, &cfg, |sc| {
+        program(sc, shape, o.common.json)
+    })
 }
 
 /// Columns of B and C per rank, and columns of A in all.

@@ -17,8 +17,7 @@ use amrq::coll;
 use amrq::splitc::Layout;
 use amrq::spmd::Context;
 
-/// What a rank's program can fail with: the layer's errors, or a wrong result.
-type Error = Box<dyn std::error::Error + Send + Sync>;
+use common::SplitCError as Error;
 
 /// A spread array shifted with stores, then with gets.
 #[derive(clap::Parser)]
@@ -39,15 +38,7 @@ fn main() {
     let n = o
         .len
         .unwrap_or(if o.common.quick { 1 << 14 } else { 1 << 20 });
-    if o.common.threads {
-        let out = amrq::spmd::splitc_threads(o.ranks, &cfg, |sc| program(sc, n, o.common.json))
-            .unwrap_or_else(|e| common::fail(&e.to_string()));
-        match out.into_iter().find_map(Result::err) {
-            None => std::process::exit(0),
-            Some(e) => common::fail(&e.to_string()),
-        }
-    }
-    amrq::spmd::splitc_main(o.ranks, &cfg, |sc| program(sc, n, o.common.json))
+    common::run_splitc(&o.common, o.ranks, &cfg, |sc| program(sc, n, o.common.json))
 }
 
 /// Every rank's program (Split-C's `splitc_main` body).

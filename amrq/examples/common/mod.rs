@@ -75,3 +75,25 @@ where
     }
     amrq::launch::launch(ranks, cfg, rank_main)
 }
+
+/// What a Split-C example's program can fail with: the layer's errors, or a wrong
+/// result.
+pub type SplitCError = Box<dyn std::error::Error + Send + Sync>;
+
+/// [`run_ranks`] for a Split-C program: `program` runs on every rank with its context
+/// (`amrq::spmd::splitc_main`, or `splitc_threads` with `--threads`). Never returns.
+pub fn run_splitc<F>(o: &Common, ranks: usize, cfg: &amrq::Config, program: F) -> !
+where
+    F: Fn(&amrq::spmd::Context<'_, '_>) -> Result<(), SplitCError> + Sync,
+{
+    if o.threads {
+        match amrq::spmd::splitc_threads(ranks, cfg, &program) {
+            Ok(results) => match results.into_iter().find_map(Result::err) {
+                None => std::process::exit(0),
+                Some(e) => fail(&e.to_string()),
+            },
+            Err(e) => fail(&e.to_string()),
+        }
+    }
+    amrq::spmd::splitc_main(ranks, cfg, program)
+}
