@@ -40,7 +40,8 @@ fn am_error(e: SplitCError) -> AmError {
 }
 
 /// Runs `n` operations `op` of `len` u32 each from this rank's part to `peer`'s, and
-/// for gets and puts their `sync`.
+/// for gets and puts their `sync`. The operation is chosen once, outside the timed
+/// loop, so that its name is not compared per operation.
 fn run_op(
     sc: &SplitC<'_, '_, ()>,
     op: &str,
@@ -49,14 +50,12 @@ fn run_op(
     n: u64,
 ) -> Result<(), SplitCError> {
     let mut buf = vec![7u32; len];
-    for _ in 0..n {
-        match op {
-            "read" => sc.bulk_read(theirs, &mut buf)?,
-            "write" => sc.bulk_write(theirs, &buf)?,
-            "get" => sc.bulk_get(mine, theirs, len)?,
-            "put" => sc.bulk_put(theirs, &buf)?,
-            _ => sc.bulk_store(theirs, &buf)?,
-        }
+    match op {
+        "read" => (0..n).try_for_each(|_| sc.bulk_read(theirs, &mut buf))?,
+        "write" => (0..n).try_for_each(|_| sc.bulk_write(theirs, &buf))?,
+        "get" => (0..n).try_for_each(|_| sc.bulk_get(mine, theirs, len))?,
+        "put" => (0..n).try_for_each(|_| sc.bulk_put(theirs, &buf))?,
+        _ => (0..n).try_for_each(|_| sc.bulk_store(theirs, &buf))?,
     }
     if matches!(op, "get" | "put") {
         sc.sync()?;
