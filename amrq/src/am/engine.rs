@@ -443,12 +443,9 @@ impl<S, C: Conduit> Am<S, C> {
         let (rep, req) = (QueueId::AM_REPLY, QueueId::AM_REQUEST);
         let took = self.rq.conduit().drain_both(
             (rep.index(), REPLY_BUDGET),
-            |frame| self.dispatch_reply(frame).or_else(|e| self.contain(rep, e)),
+            |frame| self.run_reply(frame),
             (req.index(), REQUEST_BUDGET),
-            |frame| {
-                self.dispatch_request(frame)
-                    .or_else(|e| self.contain(req, e))
-            },
+            |frame| self.run_request(frame),
         )?;
         self.rq.conduit().polled(&self.am_queues, took);
         Ok(took)
@@ -559,14 +556,24 @@ impl<S, C: Conduit> Am<S, C> {
         // closure is compiled, not read back from its captures per frame (13
         // instructions per one-word AM under callgrind).
         match q == QueueId::AM_REQUEST {
-            true => conduit.drain(q.index(), budget, |frame| {
-                self.dispatch_request(frame).or_else(|e| self.contain(q, e))
-            }),
+            true => conduit.drain(q.index(), budget, |frame| self.run_request(frame)),
             false if conduit.quiet(q.index()) => Ok(0),
-            false => conduit.drain(q.index(), budget, |frame| {
-                self.dispatch_reply(frame).or_else(|e| self.contain(q, e))
-            }),
+            false => conduit.drain(q.index(), budget, |frame| self.run_reply(frame)),
         }
+    }
+
+    /// Runs the request handler `frame` names; a peer's fault is contained.
+    #[inline(always)]
+    fn run_request(&self, frame: &C::Frame<'_>) -> Result<(), AmError> {
+        self.dispatch_request(frame)
+            .or_else(|e| self.contain(QueueId::AM_REQUEST, e))
+    }
+
+    /// Runs the reply handler `frame` names; a peer's fault is contained.
+    #[inline(always)]
+    fn run_reply(&self, frame: &C::Frame<'_>) -> Result<(), AmError> {
+        self.dispatch_reply(frame)
+            .or_else(|e| self.contain(QueueId::AM_REPLY, e))
     }
 
     /// Runs the request handler `frame` names.
