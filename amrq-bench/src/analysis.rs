@@ -91,6 +91,88 @@ pub fn least_squares(points: &[(f64, f64)]) -> (f64, f64) {
     (my - b * mx, b)
 }
 
+/// What getting one column of A costs, for the matrix multiply's model (the AM paper's
+/// Figure 6, in LogP terms but for a column-sized message: the signature's o, g and L are
+/// for one word), in nanoseconds, measured in the same run and on the same path as the
+/// multiply.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ColumnGet {
+    /// The latency: a blocking get of one column (`2 (o_s + L + o_r)` plus the
+    /// column's transfer), while the owner does the same, as in the multiply.
+    pub latency: f64,
+    /// The gap: time per column of gets issued back to back, one way (the link's
+    /// capacity for columns).
+    pub gap: f64,
+    /// The processor's time per column when both ranks get from each other back to
+    /// back: issuing, serving the peer's get and taking in the reply (the `o`s and the
+    /// copies a rank cannot overlap with its computation).
+    pub overhead: f64,
+}
+
+/// The model's prediction for one m.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MatmulPrediction {
+    /// Flop rate with split-phase gets over the rate of the kernel alone.
+    pub efficiency: f64,
+    /// The same with a blocking read per column.
+    pub blocking_efficiency: f64,
+    /// The fraction of the link's capacity (one column per `gap`) in use.
+    pub network_use: f64,
+}
+
+/// The matrix multiply's model (AM paper §2.3, Figure 6): per column of A a rank
+/// computes for `compute` ns (m DAXPYs of N), and the split-phase loop overlaps the
+/// next column's get with that computation. A fraction `remote` of the columns
+/// ((P − 1)/P: the others are the rank's own) are got from a peer; an own column costs
+/// only its computation (its copy, tens of ns, is left out). For a remote column, on
+/// the message path (`polls`: how often per column the owner polls, its `sync`
+/// included) an iteration takes the longer of
+/// - the processor's work, `compute + overhead` (the communication the processor does
+///   itself cannot overlap), and
+/// - the get's latency plus the wait for the owner's next poll, at worst the
+///   computation between two of its polls: `latency + compute / polls`.
+///
+/// On the direct path (`polls` = `None`) the requester copies the column itself, so
+/// nothing overlaps: `compute + latency`, as blocking. The blocking loop takes
+/// `compute + latency`. Efficiency is `compute` over the average iteration; network
+/// use is the gaps of the remote columns over it.
+///
+/// ```
+/// use amrq_bench::analysis::{matmul_model, ColumnGet};
+/// let get = ColumnGet { latency: 1000.0, gap: 300.0, overhead: 200.0 };
+/// // Little computation, every column remote: the latency shows (1000 + 100).
+/// let small = matmul_model(&get, 100.0, Some(1), 1.0);
+/// assert!((small.efficiency - 100.0 / 1100.0).abs() < 1e-12);
+/// // Much: computation-bound, only the overhead shows.
+/// let large = matmul_model(&get, 8000.0, Some(2), 1.0);
+/// assert!((large.efficiency - 8000.0 / 8200.0).abs() < 1e-12);
+/// assert!((large.blocking_efficiency - 8000.0 / 9000.0).abs() < 1e-12);
+/// assert!((large.network_use - 300.0 / 8200.0).abs() < 1e-12);
+/// // The direct path overlaps nothing.
+/// assert_eq!(matmul_model(&get, 8000.0, None, 1.0).efficiency, large.blocking_efficiency);
+/// // Two ranks: half the columns are local.
+/// let half = matmul_model(&get, 100.0, Some(1), 0.5);
+/// assert!((half.efficiency - 100.0 / 600.0).abs() < 1e-12);
+/// ```
+pub fn matmul_model(
+    get: &ColumnGet,
+    compute: f64,
+    polls: Option<usize>,
+    remote: f64,
+) -> MatmulPrediction {
+    let blocking = compute + get.latency;
+    let split = match polls {
+        Some(n) => (compute + get.overhead).max(get.latency + compute / n.max(1) as f64),
+        None => blocking,
+    };
+    let average = |remote_ns: f64| remote * remote_ns + (1.0 - remote) * compute;
+    MatmulPrediction {
+        efficiency: compute / average(split),
+        blocking_efficiency: compute / average(blocking),
+        network_use: remote * get.gap / average(split),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -288,6 +288,8 @@ frames served by the owner. get and put are issued back to back and completed by
         show(fig(r, "splitc", "stores_10k_per_s"))
     );
 
+    matmul_section(&mut s, r);
+
     s += "\n## Plots\n\n";
     for c in charts(r) {
         let _ = writeln!(
@@ -336,6 +338,59 @@ const PEER_LABELS: [&str; 6] = [
     "barrier",
 ];
 const _: () = assert!(PEER_LABELS.len() == METRICS.len());
+
+/// The matrix multiply's section: efficiency per m on both paths, measured and
+/// modelled, the column costs the model took, and the crossovers.
+fn matmul_section(s: &mut String, r: &Results) {
+    *s += "\n## Matrix multiply (AM paper §2.3, Figures 4–6)\n\n\
+C = A·B, N = 128, m columns of B and C per rank, R·m constant, 2 ranks; efficiency: the \
+kernel alone's time over the multiply's, per batch (split-phase gets overlapping the \
+DAXPYs, or a blocking read per column); model: `analysis::matmul_model` fed with the \
+column get's costs measured in the same run.\n\n";
+    *s += "| m | direct | direct, blocking | direct, model | frames | frames, blocking | frames, model | frames network use (model) |\n|---|---|---|---|---|---|---|---|\n";
+    let Some(o) = outcome(r, "matmul") else {
+        return;
+    };
+    let curve = |name: &str| o.series.iter().find(|c| c.name == name);
+    let at = |name: &str, x: f64| {
+        curve(name).and_then(|c| c.points.iter().find(|p| p.x == x).map(|p| p.median))
+    };
+    let ms = curve("efficiency, split-phase, direct path").map_or(&[][..], |c| &c.points[..]);
+    for x in ms.iter().map(|p| p.x) {
+        let row: Vec<String> = [
+            "efficiency, split-phase, direct path",
+            "efficiency, blocking, direct path",
+            "model, split-phase, direct path",
+            "efficiency, split-phase, frames path",
+            "efficiency, blocking, frames path",
+            "model, split-phase, frames path",
+        ]
+        .iter()
+        .map(|n| show(at(n, x)))
+        .collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} ({}) |",
+            plain(x),
+            row.join(" | "),
+            show(at("network use, frames path", x)),
+            show(at("network use, model, frames path", x))
+        );
+    }
+    let f = |k: &str| show(o.get(k).map(|f| f.median));
+    for path in ["direct", "frames"] {
+        let _ = writeln!(
+            s,
+            "\n{path} path: a column get (1 KiB) takes {} ns unloaded, {} ns with both ranks getting; gap {} ns, processor overhead {} ns per column. Crossover (efficiency ≥ 0.9): m = {} measured, m = {} modelled.",
+            f(&format!("{path}_column_unloaded_latency_ns")),
+            f(&format!("{path}_column_latency_ns")),
+            f(&format!("{path}_column_gap_ns")),
+            f(&format!("{path}_column_overhead_ns")),
+            f(&format!("{path}_crossover_m")),
+            f(&format!("{path}_model_crossover_m")),
+        );
+    }
+}
 
 /// The charts of a report.
 pub fn charts(r: &Results) -> Vec<Chart<'static>> {
@@ -504,6 +559,41 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
             true,
             true,
             curves("splitc", &|n| n.ends_with("frames path"), &id),
+        ),
+        chart(
+            "matmul_direct",
+            "Matrix multiply, direct path: flop rate / the kernel alone's (AM paper Figure 5)",
+            "m (columns of C per rank)",
+            "efficiency",
+            true,
+            false,
+            curves(
+                "matmul",
+                &|n| n.ends_with("direct path") && !n.starts_with("network"),
+                &id,
+            ),
+        ),
+        chart(
+            "matmul_frames",
+            "Matrix multiply, message path: flop rate / the kernel alone's (AM paper Figure 5)",
+            "m (columns of C per rank)",
+            "efficiency",
+            true,
+            false,
+            curves(
+                "matmul",
+                &|n| n.ends_with("frames path") && !n.starts_with("network"),
+                &id,
+            ),
+        ),
+        chart(
+            "matmul_network",
+            "Matrix multiply: network use, measured and modelled",
+            "m (columns of C per rank)",
+            "fraction of the column rate",
+            true,
+            false,
+            curves("matmul", &|n| n.starts_with("network"), &id),
         ),
         Chart {
             categories: &PEER_LABELS,

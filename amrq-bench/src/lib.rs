@@ -28,6 +28,7 @@ pub mod fixture;
 pub mod hosts;
 pub mod interrupts;
 pub mod loaded;
+pub mod matmul;
 pub mod peers;
 pub mod plots;
 pub mod polling;

@@ -5,7 +5,9 @@ use crate::clock::Clock;
 use crate::peers::{self, Peers};
 use crate::report::Outcome;
 use crate::results::{Machine, Results};
-use crate::{array, interrupts, loaded, polling, signature, splitc, stream, unloaded, Params};
+use crate::{
+    array, interrupts, loaded, matmul, polling, signature, splitc, stream, unloaded, Params,
+};
 use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
 use amrq::rq::QueueId;
@@ -44,10 +46,12 @@ pub enum Job {
     Stream,
     /// Begel et al.'s Split-C micro-benchmarks, direct and message path (2 ranks).
     Splitc,
+    /// The AM paper's matrix multiply against its model, direct and message path (2 ranks).
+    Matmul,
 }
 
 /// Every job, in the order `all` runs them.
-pub const JOBS: [Job; 14] = [
+pub const JOBS: [Job; 15] = [
     Job::RoundTrip,
     Job::OneToOne,
     Job::OneToTwo,
@@ -62,6 +66,7 @@ pub const JOBS: [Job; 14] = [
     Job::Signature,
     Job::Stream,
     Job::Splitc,
+    Job::Matmul,
 ];
 
 /// Queues a job's configuration added.
@@ -88,6 +93,7 @@ impl Job {
             Job::Signature => "signature",
             Job::Stream => "stream",
             Job::Splitc => "splitc",
+            Job::Matmul => "matmul",
         }
     }
 
@@ -123,6 +129,7 @@ impl Job {
             Job::Array | Job::ArrayTwoToOne | Job::Ring | Job::Traverse | Job::Stream => {
                 cfg.segment_bytes = cfg.segment_bytes.max(array::SEGMENT_BYTES);
             }
+            Job::Matmul => cfg.segment_bytes = cfg.segment_bytes.max(matmul::SEGMENT_BYTES),
             Job::Polling => polling::configure(cfg),
             Job::Signature => cfg.am_ring_slots = signature::RING_SLOTS,
             Job::Interrupts => {
@@ -157,6 +164,7 @@ impl Job {
             Job::Signature => signature::signature(c, p),
             Job::Stream => stream::stream(c, p),
             Job::Splitc => splitc::splitc(c, p),
+            Job::Matmul => matmul::matmul(c, p),
         }
     }
 }

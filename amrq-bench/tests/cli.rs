@@ -118,6 +118,13 @@ fn required(job: Job) -> &'static [&'static str] {
             "read_rtt_ratio",
             "stores_10k_per_s",
         ],
+        Job::Matmul => &[
+            "direct_column_latency_ns",
+            "frames_column_gap_ns",
+            "frames_column_overhead_ns",
+            "direct_efficiency_m512",
+            "frames_efficiency_m512",
+        ],
     }
 }
 

@@ -344,6 +344,38 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
         Ok(n)
     }
 
+    /// Serves what has arrived (Split-C's `splitc_poll`): peers' gets, puts, stores
+    /// and atomic procedures on the message path; returns how many messages ran.
+    /// Every communication call polls; a long computation calls this now and then,
+    /// so that a peer's get is answered while this rank computes rather than at its
+    /// next `sync` (that is what lets the peer overlap). An empty poll is a few
+    /// instructions.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use amrq::rma::Rma;
+    /// use amrq::splitc::{SplitC, SplitCError};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::over_frames(&am);
+    ///     let sc = SplitC::new(&rma)?;
+    ///     let mut x = 0.0f64;
+    ///     for i in 0..1000 {
+    ///         x += (i as f64).sqrt(); // a long computation …
+    ///         if i % 100 == 0 {
+    ///             sc.poll()?; // … that answers its peers now and then
+    ///         }
+    ///     }
+    ///     assert!(x > 0.0);
+    ///     sc.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
+    #[inline]
+    pub fn poll(&self) -> Result<usize, SplitCError> {
+        Ok(self.rma.am().poll()?)
+    }
+
     /// Store (Split-C's `*dst :- v`): writes `v` at `dst` with no reply; the owner
     /// learns of it by counting bytes ([`SplitC::store_sync`],
     /// [`SplitC::all_store_sync`]).
