@@ -11,20 +11,24 @@ use crate::splitc::{SplitC, SplitCError};
 /// The context a rank's Split-C program gets from the entry points.
 pub type Context<'r, 'a> = SplitC<'r, 'a, (), MemConduit>;
 
-/// Runs `rank_main` on one rank's context, over the path `config` asks for, and ends
-/// with a barrier (no rank leaves while another may still read its memory).
-fn on_rank<R, E: From<SplitCError>>(
+/// Runs `rank_main` on one rank's context, with the handlers `register` adds (its
+/// result passed on), over the path `config` asks for, and ends with a barrier (no
+/// rank leaves while another may still read its memory).
+fn on_rank<H, R, E: From<SplitCError>>(
     conduit: MemConduit,
     config: &Config,
-    rank_main: impl FnOnce(&Context<'_, '_>) -> Result<R, E>,
+    register: impl FnOnce(&mut HandlerTable<()>) -> H,
+    rank_main: impl FnOnce(&Context<'_, '_>, H) -> Result<R, E>,
 ) -> Result<R, E> {
-    let am = Am::new(conduit, HandlerTable::new(), ()).map_err(SplitCError::from)?;
+    let mut table = HandlerTable::new();
+    let handlers = register(&mut table);
+    let am = Am::new(conduit, table, ()).map_err(SplitCError::from)?;
     let rma = match config.splitc_frames {
         true => Rma::over_frames(&am),
         false => Rma::new(&am),
     };
     let sc = SplitC::new(&rma)?;
-    let out = rank_main(&sc)?;
+    let out = rank_main(&sc, handlers)?;
     sc.barrier()?;
     Ok(out)
 }
@@ -56,7 +60,49 @@ where
     E: std::fmt::Display + From<SplitCError>,
     F: FnOnce(&Context<'_, '_>) -> Result<(), E>,
 {
-    crate::launch::launch(ranks, config, |conduit| on_rank(conduit, config, rank_main))
+    splitc_main_with(ranks, config, |_| (), |sc, ()| rank_main(sc))
+}
+
+/// [`splitc_main`] with handlers of the program's own, for atomic procedures
+/// ([`SplitC::atomic`]): every rank calls `register` on its handler table, in the same
+/// order so that the ids agree, and `rank_main` gets what it returned (the ids).
+///
+/// ```no_run
+/// use amrq::splitc::{update_local, GlobalPtr, SplitCError};
+/// amrq::spmd::splitc_main_with(
+///     4,
+///     &amrq::Config::default(),
+///     |t| {
+///         // element += arg 1; answers the element before
+///         t.request("add", |_, ctx, m| {
+///             let old = update_local(&ctx, m.arg(0)?, |v: u64| v + m.arg(1).unwrap_or(0))?;
+///             ctx.reply_value(old)
+///         })
+///     },
+///     |sc, add| -> Result<(), SplitCError> {
+///         let at = GlobalPtr::<u64>::new(0, sc.rma().alloc_symmetric(8, 8)?);
+///         let before = sc.atomic(add, at, &[1])?; // rank 0 adds atomically
+///         sc.barrier()?;
+///         if sc.my_proc() == 0 {
+///             println!("I came after {before} others; now {}", sc.read(at)?);
+///         }
+///         Ok(())
+///     },
+/// );
+/// ```
+pub fn splitc_main_with<H, E, F>(
+    ranks: usize,
+    config: &Config,
+    register: impl FnOnce(&mut HandlerTable<()>) -> H,
+    rank_main: F,
+) -> !
+where
+    E: std::fmt::Display + From<SplitCError>,
+    F: FnOnce(&Context<'_, '_>, H) -> Result<(), E>,
+{
+    crate::launch::launch(ranks, config, |conduit| {
+        on_rank(conduit, config, register, rank_main)
+    })
 }
 
 /// [`splitc_main`] with the ranks as threads of this process (pinned one per core when
@@ -86,7 +132,46 @@ where
     E: Send + From<SplitCError>,
     F: Fn(&Context<'_, '_>) -> Result<R, E> + Sync,
 {
+    splitc_threads_with(ranks, config, |_| (), |sc, ()| rank_main(sc))
+}
+
+/// [`splitc_threads`] with handlers of the program's own, as [`splitc_main_with`].
+///
+/// ```
+/// use amrq::splitc::{update_local, GlobalPtr, SplitCError};
+/// let out = amrq::spmd::splitc_threads_with(
+///     3,
+///     &amrq::Config::default(),
+///     |t| {
+///         t.request("inc", |_, ctx, m| {
+///             let old = update_local(&ctx, m.arg(0)?, |v: u64| v + 1)?;
+///             ctx.reply_value(old)
+///         })
+///     },
+///     |sc, inc| -> Result<u64, SplitCError> {
+///         let at = GlobalPtr::<u64>::new(1, sc.rma().alloc_symmetric(8, 8)?);
+///         for _ in 0..100 {
+///             sc.atomic(inc, at, &[])?; // on rank 1, atomically
+///         }
+///         sc.barrier()?;
+///         sc.read(at)
+///     },
+/// )
+/// .unwrap();
+/// assert!(out.into_iter().all(|n| n == Ok(300)));
+/// ```
+pub fn splitc_threads_with<H, R, E, F>(
+    ranks: usize,
+    config: &Config,
+    register: impl Fn(&mut HandlerTable<()>) -> H + Sync,
+    rank_main: F,
+) -> Result<Vec<Result<R, E>>, crate::threads::RunError>
+where
+    R: Send,
+    E: Send + From<SplitCError>,
+    F: Fn(&Context<'_, '_>, H) -> Result<R, E> + Sync,
+{
     crate::threads::run(ranks, config, |conduit| {
-        on_rank(conduit, config, &rank_main)
+        on_rank(conduit, config, &register, &rank_main)
     })
 }

@@ -369,52 +369,107 @@ fn split_phase_matches_a_model_as_processes_on_the_message_path() {
     );
 }
 
-/// Four ranks each add 1, 300 times, to every element of a small spread array through
-/// an atomic procedure, on both paths: every element ends at exactly 1200, and each
-/// value a procedure answered (the element before) was seen once per element.
+/// Registers the atomic procedure of the contention tests: element += 1, answering
+/// the element before.
+fn register_inc(t: &mut HandlerTable<()>) -> amrq::am::RequestHandler {
+    t.request("inc", |_, ctx, m| {
+        let old = amrq::splitc::update_local(&ctx, m.arg(0)?, |v: u64| v + 1)?;
+        ctx.reply_value(old)
+    })
+}
+
+/// Every rank adds 1, `times` times, to every element of a small spread array through
+/// the atomic procedure `inc`: every element ends at exactly PROCS · times, and each
+/// value a procedure answered (the element before) was answered once per element.
+fn contended_sums(
+    sc: &amrq::spmd::Context<'_, '_>,
+    inc: amrq::am::RequestHandler,
+    times: u64,
+) -> Result<(), SplitCError> {
+    let total = sc.procs() as u64 * times;
+    let a = sc.all_spread_malloc::<u64>(6, Layout::Cyclic)?;
+    for i in a.local_indices(sc.my_proc()) {
+        sc.write(a.at(i), 0)?;
+    }
+    sc.barrier()?;
+    let mut seen = vec![Vec::new(); a.len()];
+    for _ in 0..times {
+        for (i, s) in seen.iter_mut().enumerate() {
+            s.push(sc.atomic(inc, a.at(i), &[])?);
+        }
+    }
+    sc.barrier()?;
+    for (i, s) in seen.iter().enumerate() {
+        assert_eq!(sc.read(a.at(i))?, total, "element {i}");
+        assert!(s.windows(2).all(|w| w[0] < w[1]), "answers grow: {s:?}");
+    }
+    let mut all = vec![0u64; a.len() * total as usize];
+    for (i, s) in seen.iter().enumerate() {
+        for &v in s {
+            all[i * total as usize + v as usize] += 1;
+        }
+    }
+    sc.all_reduce_slice(&mut all, amrq::coll::sum)?;
+    assert!(all.iter().all(|&k| k == 1), "an answer twice or never");
+    sc.all_spread_free(a)
+}
+
+/// Four threads contend through `splitc_threads_with`, on both paths.
 #[test]
 fn atomic_procedures_sum_exactly_under_contention() {
-    const TIMES: u64 = 300;
     for frames in [false, true] {
-        let out = amrq::threads::run(4, &Config::default(), |c| -> Result<(), SplitCError> {
-            let mut t = HandlerTable::<()>::new();
-            let inc = t.request("inc", |_, ctx, m| {
-                let old = amrq::splitc::update_local(&ctx, m.arg(0)?, |v: u64| v + 1)?;
-                ctx.reply_value(old)
-            });
-            let am = Am::new(c, t, ())?;
-            let rma = path(&am, frames);
-            let sc = SplitC::new(&rma)?;
-            let a = sc.all_spread_malloc::<u64>(6, Layout::Cyclic)?;
-            for i in a.local_indices(sc.my_proc()) {
-                sc.write(a.at(i), 0)?;
-            }
-            sc.barrier()?;
-            let mut seen = vec![Vec::new(); a.len()];
-            for _ in 0..TIMES {
-                for (i, s) in seen.iter_mut().enumerate() {
-                    s.push(sc.atomic(inc, a.at(i), &[])?);
-                }
-            }
-            sc.barrier()?;
-            for (i, s) in seen.iter().enumerate() {
-                assert_eq!(sc.read(a.at(i))?, 4 * TIMES, "element {i}");
-                assert!(s.windows(2).all(|w| w[0] < w[1]), "answers grow: {s:?}");
-            }
-            // Every old value 0..1200 was answered to exactly one rank, per element.
-            let mut all = vec![0u64; a.len() * (4 * TIMES) as usize];
-            for (i, s) in seen.iter().enumerate() {
-                for &v in s {
-                    all[i * (4 * TIMES) as usize + v as usize] += 1;
-                }
-            }
-            sc.all_reduce_slice(&mut all, amrq::coll::sum)?;
-            assert!(all.iter().all(|&k| k == 1));
-            sc.barrier()
+        let cfg = Config {
+            splitc_frames: frames,
+            ..Config::default()
+        };
+        let out = amrq::spmd::splitc_threads_with(4, &cfg, register_inc, |sc, inc| {
+            assert_eq!(sc.is_direct(), !frames);
+            contended_sums(sc, inc, 300)
         })
         .unwrap();
         assert!(out.iter().all(Result::is_ok), "{out:?}");
     }
+}
+
+/// Three processes started by `amrun` contend through `splitc_main_with` (the message
+/// path when `AMRQ_SPLITC_FRAMES` says so), each leaving word that it ran.
+fn atomic_procedures_as_processes(test: &str, frames: bool) {
+    if std::env::var_os("AMRQ_TEST_TOKEN").is_some() {
+        let cfg = Config::from_env().expect("the job's configuration");
+        amrq::spmd::splitc_main_with(3, &cfg, register_inc, |sc, inc| {
+            assert_eq!(sc.is_direct(), !cfg.splitc_frames);
+            contended_sums(sc, inc, 200)?;
+            assert!(marker::mark_ran(sc.my_proc()), "could not leave word");
+            Ok::<_, SplitCError>(())
+        });
+    }
+    let token = marker::token();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_amrun"))
+        .env("AMRQ_TEST_TOKEN", &token)
+        .env("AMRQ_SPLITC_FRAMES", if frames { "1" } else { "0" })
+        .args(["-n", "3", "--bind", "none", "--timeout", "120"])
+        .arg(std::env::current_exe().expect("test binary"))
+        .args(marker::child_args(test))
+        .status()
+        .expect("amrun starts");
+    assert!(status.success(), "{status}");
+    marker::all_ran(&token, 3);
+}
+
+#[test]
+fn atomic_procedures_sum_exactly_as_processes_on_the_direct_path() {
+    atomic_procedures_as_processes(
+        "atomic_procedures_sum_exactly_as_processes_on_the_direct_path",
+        false,
+    );
+}
+
+#[test]
+fn atomic_procedures_sum_exactly_as_processes_on_the_message_path() {
+    atomic_procedures_as_processes(
+        "atomic_procedures_sum_exactly_as_processes_on_the_message_path",
+        true,
+    );
 }
 
 /// `reply_value` in a handler of a plain request is a typed error; a call naming a
