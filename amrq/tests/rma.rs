@@ -160,6 +160,50 @@ fn handles_and_sync_nbi_complete_every_operation_once_through_frames() {
     all_ok(out);
 }
 
+/// Implicit gets through frames land straight in the getter's segment, in pieces when
+/// longer than a Medium reply: every byte in place at `sync_nbi`, nothing around it
+/// touched, however many gets a round has; a destination outside the segment is
+/// refused before anything is sent.
+#[test]
+fn implicit_gets_through_frames_land_every_piece_in_place() {
+    let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+        let rma = Rma::over_frames(&am);
+        let len = 3 * am.max_medium() + 5; // four replies
+        let src = rma.alloc_symmetric(len, 8)?;
+        let dst = rma.alloc_symmetric(3 * len + 2, 8)?;
+        let pattern: Vec<u8> = (0..len).map(|i| (i * 7 + am.rank()) as u8).collect();
+        rma.put(am.rank(), src, &pattern)?;
+        rma.put(am.rank(), dst, &vec![0xee; 3 * len + 2])?;
+        am.barrier()?;
+        let peer = 1 - am.rank();
+        for round in 0..3 {
+            for k in 0..=round {
+                rma.get_local_nbi(peer, src, len, dst + 1 + k * len)?;
+            }
+            assert_eq!(rma.sync_nbi()?, round as u64 + 1);
+        }
+        let mut got = vec![0u8; 3 * len + 2];
+        rma.get(am.rank(), dst, &mut got)?;
+        let want: Vec<u8> = (0..len).map(|i| (i * 7 + peer) as u8).collect();
+        assert_eq!(
+            (got[0], got[3 * len + 1]),
+            (0xee, 0xee),
+            "a byte around was touched"
+        );
+        for k in 0..3 {
+            assert!(got[1 + k * len..1 + (k + 1) * len] == want[..], "get {k}");
+        }
+        assert!(matches!(
+            rma.get_local_nbi(peer, src, len, usize::MAX - 8),
+            Err(RmaError::OutOfSegment { .. })
+        ));
+        am.barrier()?;
+        Ok(())
+    });
+    all_ok(out);
+}
+
 /// Arguments that once panicked (a division by zero, an overflow) or corrupted state:
 /// each is now a typed error, and the job goes on.
 #[test]

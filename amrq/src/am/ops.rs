@@ -3,7 +3,9 @@
 //!
 //! Each operation has a slot until its replies are in; a get's bytes land in a buffer
 //! the slot owns (reused from operation to operation), copied out when the program
-//! collects the result, so no reply ever writes into memory the program may have let go.
+//! collects the result, so no reply ever writes into memory the program may have let go
+//! — or, for a get into this rank's own segment (which stays mapped as long as the
+//! conduit), straight at their place there, with no copy in between.
 
 use super::{Am, AmError, Msg};
 use crate::conduit::{Conduit, ConduitError, Rank};
@@ -40,6 +42,10 @@ struct OpSlot {
     live: bool,
     pending: usize,
     refused: bool,
+    /// Bytes the replies bring, in all.
+    len: usize,
+    /// Where they land: the slot's buffer, or this offset of the rank's own segment.
+    land: Option<usize>,
     data: Vec<u8>,
     value: u64,
 }
@@ -52,7 +58,7 @@ pub(super) struct Ops {
 }
 
 impl Ops {
-    fn open(&mut self, target: Rank, pending: usize, data_len: usize) -> OpId {
+    fn open(&mut self, target: Rank, pending: usize, len: usize, land: Option<usize>) -> OpId {
         let i = self.free.pop().unwrap_or_else(|| {
             self.slots.push(OpSlot::default());
             self.slots.len() - 1
@@ -60,8 +66,11 @@ impl Ops {
         let s = &mut self.slots[i];
         s.generation = s.generation.wrapping_add(1);
         (s.live, s.target, s.pending, s.refused, s.value) = (true, target, pending, false, 0);
+        (s.len, s.land) = (len, land);
         s.data.clear();
-        s.data.resize(data_len, 0);
+        if land.is_none() {
+            s.data.resize(len, 0);
+        }
         OpId {
             slot: i,
             generation: s.generation,
@@ -104,7 +113,23 @@ impl<S, C: Conduit> Am<S, C> {
     /// Opens an operation that awaits `replies` replies from `target` and collects
     /// `data_len` bytes.
     pub(crate) fn op_open(&self, target: Rank, replies: usize, data_len: usize) -> OpId {
-        self.ops.borrow_mut().open(target, replies, data_len)
+        self.ops.borrow_mut().open(target, replies, data_len, None)
+    }
+
+    /// Opens a get whose `len` bytes land at offset `at` of this rank's own segment as
+    /// the replies come (no copy through the slot); `None` if that range is not inside
+    /// the segment.
+    pub(crate) fn op_open_landing(
+        &self,
+        target: Rank,
+        replies: usize,
+        len: usize,
+        at: usize,
+    ) -> Option<OpId> {
+        let inside = at
+            .checked_add(len)
+            .is_some_and(|end| end <= self.segment().1);
+        inside.then(|| self.ops.borrow_mut().open(target, replies, len, Some(at)))
     }
 
     /// `op` if its request went out; otherwise its slot is given back and the error
@@ -156,13 +181,22 @@ impl<S, C: Conduit> Am<S, C> {
         match landed {
             Landed::Status => {}
             Landed::Bytes { .. } if !ok => {}
-            Landed::Bytes { at, bytes } => match at
-                .checked_add(bytes.len())
-                .and_then(|end| slot.data.get_mut(at..end))
-            {
-                Some(d) => d.copy_from_slice(bytes),
-                None => slot.refused = true,
-            },
+            Landed::Bytes { at, bytes } => {
+                let end = at.checked_add(bytes.len()).filter(|&end| end <= slot.len);
+                match (end, slot.land) {
+                    (None, _) => slot.refused = true,
+                    (Some(end), None) => slot.data[at..end].copy_from_slice(bytes),
+                    // SAFETY: `base .. base + slot.len` lies in this rank's segment
+                    // (`op_open_landing` checked it), mapped as long as the conduit,
+                    // and `at .. end` inside that range; `bytes` is a frame's payload,
+                    // which cannot overlap the segment. No reference to those bytes is
+                    // handed out while the get is in flight.
+                    (Some(_), Some(base)) => unsafe {
+                        let to = self.segment().0.as_ptr().add(base + at);
+                        std::ptr::copy_nonoverlapping(bytes.as_ptr(), to, bytes.len());
+                    },
+                }
+            }
             Landed::Value(v) => slot.value = v,
         }
         slot.pending -= 1;

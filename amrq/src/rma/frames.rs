@@ -50,16 +50,27 @@ pub(super) fn store<S, C: Conduit>(
 }
 
 /// Reads `len` bytes at `offset` of `src`'s segment, in Medium replies of at most
-/// [`Am::max_medium`] bytes; [`Am::op_wait`] returns them.
+/// [`Am::max_medium`] bytes: [`Am::op_wait`] returns them, or with `land` they land at
+/// that offset of this rank's own segment (the caller checked the range).
 pub(super) fn get<S, C: Conduit>(
     am: &Am<S, C>,
     src: Rank,
-    offset: usize,
-    len: usize,
+    (offset, len): (usize, usize),
+    land: Option<usize>,
 ) -> Result<OpId, AmError> {
     let chunk = am.max_medium().max(1); // the caller checked `medium_room`
     let pieces = len.div_ceil(chunk).max(1);
-    let op = am.op_open(src, pieces, len);
+    let op = match land {
+        None => am.op_open(src, pieces, len),
+        Some(at) => am.op_open_landing(src, pieces, len, at).ok_or(
+            crate::conduit::ConduitError::OutOfSegment {
+                rank: am.rank(),
+                offset: at,
+                len,
+                segment_bytes: am.segment().1,
+            },
+        )?,
+    };
     for k in 0..pieces {
         let at = k * chunk;
         let n = chunk.min(len - at);

@@ -231,8 +231,6 @@ pub struct Rma<'a, S, C: Conduit = MemConduit> {
     /// Implicit (`*_nbi`) operations completed, and those still in flight.
     nbi_done: Cell<u64>,
     nbi_ops: RefCell<Vec<Pending>>,
-    /// Implicit gets into this rank's segment through frames: (operation, offset, len).
-    nbi_gets: RefCell<Vec<(OpId, usize, usize)>>,
 }
 
 impl<S, C: Conduit> std::fmt::Debug for Rma<'_, S, C> {
@@ -286,7 +284,6 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
             segment_bytes,
             nbi_done: Cell::new(0),
             nbi_ops: RefCell::new(Vec::new()),
-            nbi_gets: RefCell::new(Vec::new()),
         }
     }
 
@@ -407,7 +404,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         if !self.direct {
             self.target(rank, offset, buf.len())?;
             frames::medium_room(self.am)?;
-            let op = frames::get(self.am, rank, offset, buf.len())?;
+            let op = frames::get(self.am, rank, (offset, buf.len()), None)?;
             return Ok(Some(Pending::Frames(op)));
         }
         // SAFETY: `buf` is borrowed by this call's caller, which completes an operation
@@ -596,8 +593,9 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         self.target(me, at, len)?;
         if !self.direct {
             frames::medium_room(self.am)?;
-            let op = frames::get(self.am, rank, offset, len)?;
-            self.nbi_gets.borrow_mut().push((op, at, len));
+            // The replies land at `at` as they come: nothing to copy at `sync_nbi`.
+            let op = frames::get(self.am, rank, (offset, len), Some(at))?;
+            self.nbi_ops.borrow_mut().push(Pending::Frames(op));
             return Ok(());
         }
         // SAFETY: `at + len` lies in this rank's segment (checked above), which lives as
@@ -617,11 +615,10 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// Waits until every implicit-handle operation of this rank is complete; returns
     /// how many completed since the last call.
     pub fn sync_nbi(&self) -> Result<u64, RmaError> {
-        let ops = std::mem::take(&mut *self.nbi_ops.borrow_mut());
-        let gets = std::mem::take(&mut *self.nbi_gets.borrow_mut());
+        let mut ops = std::mem::take(&mut *self.nbi_ops.borrow_mut());
         let mut done = self.nbi_done.replace(0);
         let mut first_error = None;
-        for op in ops {
+        for op in ops.drain(..) {
             match self.collect(op, &mut []) {
                 Ok(_) => done += 1,
                 Err(e) => {
@@ -629,23 +626,10 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
                 }
             }
         }
-        let mut buf = Vec::new();
-        for (op, at, len) in gets {
-            buf.resize(len, 0);
-            match self.am.op_wait(op, &mut buf) {
-                Ok(_) => {
-                    // SAFETY: `at + len` lies in this rank's segment (checked when the
-                    // get started); `buf` is ours and cannot overlap it.
-                    unsafe {
-                        let to = self.am.segment().0.as_ptr().add(at);
-                        std::ptr::copy_nonoverlapping(buf.as_ptr(), to, len);
-                    }
-                    done += 1;
-                }
-                Err(e) => {
-                    first_error.get_or_insert(e.into());
-                }
-            }
+        // Keep the list's room for the next round (nothing was added meanwhile).
+        let mut list = self.nbi_ops.borrow_mut();
+        if list.is_empty() {
+            *list = ops;
         }
         first_error.map_or(Ok(done), Err)
     }
