@@ -560,8 +560,10 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
 
     /// Implicit-handle get into this rank's own segment: `len` bytes at `offset` of
     /// `rank`'s segment are at byte `at` of this rank's after the next
-    /// [`Rma::sync_nbi`] (Split-C's split-phase `get`). Unlike [`Rma::get_nbi`], it
-    /// stays in flight through frames too: its destination outlives any call.
+    /// [`Rma::sync_nbi`] (Split-C's split-phase `get`); until then they may hold the
+    /// old bytes, the new or some of each. Unlike [`Rma::get_nbi`], it stays in flight
+    /// through frames too: its destination outlives any call, so each reply writes
+    /// its bytes there as it is taken in.
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};

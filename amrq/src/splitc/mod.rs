@@ -21,7 +21,7 @@
 //! | operation | direct path (mapped segments) | message path (AM frames) | complete |
 //! |---|---|---|---|
 //! | `read`, `write` | a copy | a request, waited for | on return |
-//! | `get` | a copy into this rank's segment | a request; its reply's bytes land at `sync` | after `sync` |
+//! | `get` | a copy into this rank's segment | a request; its reply writes the bytes in place when this rank polls it in | after `sync` |
 //! | `put` | a copy | a Long request; its reply acks | after `sync` |
 //! | `store` | a copy, then an atomic add of its length to the target's store counter | a Long request the target counts; no reply | when the target's `store_sync` counts it |
 //!
