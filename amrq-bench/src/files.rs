@@ -288,6 +288,7 @@ frames served by the owner. get and put are issued back to back and completed by
         show(fig(r, "splitc", "stores_10k_per_s"))
     );
 
+    splitc_shapes(&mut s, r);
     matmul_section(&mut s, r);
 
     s += "\n## Plots\n\n";
@@ -338,6 +339,61 @@ const PEER_LABELS: [&str; 6] = [
     "barrier",
 ];
 const _: () = assert!(PEER_LABELS.len() == METRICS.len());
+
+/// Begel et al.'s three shapes (Figure 6-3), each stated with the figures it rests on
+/// and whether it holds in this run.
+fn splitc_shapes(s: &mut String, r: &Results) {
+    let f = |k: &str| fig(r, "splitc", k);
+    let holds = |ok: Option<bool>| match ok {
+        Some(true) => "holds",
+        Some(false) => "does not hold",
+        None => "not measured",
+    };
+    *s += "\nThe paper's shapes, in this run:\n\n";
+    // 1. Direct path: within a small multiple of the raw round trip.
+    let slowest = ["read", "write", "get", "put", "store"]
+        .iter()
+        .filter_map(|op| Some((*op, f(&format!("direct_{op}_one_way_ns"))?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let raw = f("raw_rtt_ns");
+    let crossing = f("read_rtt_ratio");
+    let _ = writeln!(
+        s,
+        "- Shared-memory path, every operation within a small multiple (here: 2×) of the raw cache-line round trip: {}. The slowest one-way operation, `{}`, takes {} ns per operation issued back to back; a read that really crosses between the cores (its owner has just written the line) takes {}× the raw round trip.",
+        holds(slowest.zip(raw).zip(crossing).map(|((o, raw), x)| o.1 <= 2.0 * raw && x <= 2.0)),
+        slowest.map_or("–", |o| o.0),
+        show(slowest.map(|o| o.1)),
+        show(crossing)
+    );
+    // 2. Message path: store about half a put.
+    let ratio = f("store_over_put");
+    let _ = writeln!(
+        s,
+        "- Message path, a store about half the cost of a put (no reply; the issue asks ≤ 0.6×): {} at {}×.",
+        holds(ratio.map(|x| x <= 0.6)),
+        show(ratio)
+    );
+    // 3. Message path: two-way doubles get, put and store.
+    let doubling: Vec<(&str, Option<f64>)> = ["get", "put", "store"]
+        .iter()
+        .map(|op| {
+            let one = f(&format!("frames_{op}_one_way_ns"));
+            let two = f(&format!("frames_{op}_two_way_ns"));
+            (*op, one.zip(two).map(|(a, b)| b / a))
+        })
+        .collect();
+    let all: Option<Vec<f64>> = doubling.iter().map(|d| d.1).collect();
+    let _ = writeln!(
+        s,
+        "- Message path, two-way about doubles get, put and store (each rank serves the other's requests too; here: at least 1.5×): {}, two-way / one-way = {}.",
+        holds(all.map(|v| v.iter().all(|&x| x >= 1.5))),
+        doubling
+            .iter()
+            .map(|(op, x)| format!("{op} {}", show(*x)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
 
 /// The matrix multiply's section: efficiency per m on both paths, measured and
 /// modelled, the column costs the model took, and the crossovers.
