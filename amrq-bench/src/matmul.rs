@@ -5,15 +5,18 @@
 //! the columns of A one after another, its own first, and does m DAXPYs with each.
 //!
 //! The paper sweeps m from 1 to 32 with R = 262144/M on 128 ranks, so that every m does
-//! the same work. Here R·m is constant too, 16,384 (4,096 with `quick`), so that A fits
-//! a segment, and m goes up to 256 to find where the message path turns
-//! computation-bound.
+//! the same work. Here R·m is constant too, 8,192 (4,096 with `quick`), so that A (8 MiB
+//! at m = 1) mostly stays in the caches: at small m the kernel streams A, and with a
+//! footprint beyond the caches the ratios measured memory rather than the multiply.
+//! m goes up to 512 to find where the message path turns computation-bound.
 //!
 //! Per m, each batch runs three variants, their order rotating from batch to batch:
 //! - split-phase: get the next column while doing the DAXPYs of this one, polling
 //!   between DAXPYs so that the peer's get is answered meanwhile;
 //! - blocking: a read per column, then its DAXPYs;
-//! - the same kernel alone, on a local copy of A.
+//! - the same kernel alone, on a local copy of A (every rank at once, as they compute
+//!   in the multiply: one at a time, the other's spinning slowed it where the two
+//!   vCPUs are SMT siblings).
 //!
 //! A variant's time is the slowest rank's. Its efficiency is the kernel alone's time
 //! over its own, a ratio taken within the batch. The warm-up batch checks both C's
@@ -44,9 +47,9 @@ use amrq::splitc::{Layout, SplitC, SplitCError, SpreadArray};
 /// Rows of A and C.
 const N: usize = 128;
 
-/// The segment the job asks for: A's part at m = 1 (R·m = 32,768 columns of 1 KiB over
-/// 2 ranks: 16 MiB), with room for the buffers and the probe.
-pub const SEGMENT_BYTES: usize = 32 << 20;
+/// The segment the job asks for: A's part at m = 1 (R·m = 8,192 columns of 1 KiB over
+/// 2 ranks: 4 MiB), with room for the buffers and the probe.
+pub const SEGMENT_BYTES: usize = 16 << 20;
 
 /// Columns of B and C per rank.
 const MS: [usize; 10] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
@@ -276,7 +279,7 @@ fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), Sp
     let sc = SplitC::new(&rma)?;
     let name = if frames { "frames" } else { "direct" };
     let (get, unloaded) = probe(&sc, p)?;
-    let work = p.pick(8_192, 32_768) as usize;
+    let work = p.pick(4_096, 8_192) as usize;
     let mut curves: [Vec<Point>; 6] = Default::default();
     let (mut crossover, mut model_crossover) = (None, None);
     for m in MS {
@@ -391,7 +394,7 @@ pub fn matmul(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
     }
     o.notes.push(format!(
         "N = {N}, R·m = {} (the same work at every m), 2 ranks; efficiency: the kernel alone's time over the variant's, per batch; crossover: the least m with efficiency ≥ {COMPUTE_BOUND}",
-        p.pick(8_192, 32_768)
+        p.pick(4_096, 8_192)
     ));
     Ok(Some(o))
 }

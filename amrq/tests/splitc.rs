@@ -3,10 +3,10 @@
 //! The Split-C layer against models: spread-array indexing against a direct count;
 //! random reads and writes, and random puts, stores and gets, on 1–4 and 8 ranks, on the
 //! direct and the message path, against a copy of the array each rank keeps; store
-//! counting with several storers; a get through frames held until `sync`; atomic
-//! procedures under contention; misuse.
+//! counting with several storers; a get through frames complete at `sync`; atomic
+//! procedures under contention; misuse; the split-phase model again over the UCX
+//! conduit (the network path: tcp on the loopback device).
 
-use amrq::conduit::mem::MemConduit;
 use amrq::conduit::Conduit;
 use amrq::prelude::*;
 use amrq::rma::{Rma, RmaError};
@@ -55,7 +55,7 @@ fn a_spread_index_past_the_end_panics_like_a_slice() {
 }
 
 /// The RMA of the path a test runs on: AM frames, or what the conduit offers (direct).
-fn path<S>(am: &Am<S>, frames: bool) -> Rma<'_, S> {
+fn path<S, C: Conduit>(am: &Am<S, C>, frames: bool) -> Rma<'_, S, C> {
     match frames {
         true => Rma::over_frames(am),
         false => Rma::new(am),
@@ -171,12 +171,12 @@ fn random_split_phase(procs: usize, frames: bool) {
 }
 
 /// One rank's part of [`random_split_phase`].
-fn split_phase_rank(c: MemConduit, frames: bool) -> Result<(), SplitCError> {
+fn split_phase_rank<C: Conduit>(c: C, frames: bool) -> Result<(), SplitCError> {
     const LEN: usize = 61;
     const SCRATCH: usize = 16;
     let procs = c.size();
     {
-        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+        let am = Am::new(c, HandlerTable::<(), C>::new(), ())?;
         let rma = path(&am, frames);
         let sc = SplitC::new(&rma)?;
         let me = sc.my_proc();
@@ -505,4 +505,29 @@ fn calls_are_refused_clearly() {
     })
     .unwrap();
     assert!(out.iter().all(Result::is_ok), "{out:?}");
+}
+
+#[path = "common/ucx.rs"]
+mod ucx_common;
+
+/// The split-phase model on 3 ranks over the UCX conduit (threads, tcp on the loopback
+/// device): through what the conduit offers for one-sided operations, and through AM
+/// frames. Skipped, saying so, where UCX is not installed.
+#[test]
+fn split_phase_matches_a_model_over_the_network_conduit() {
+    let Some(settings) = ucx_common::loopback_or_skip("split_phase over UCX") else {
+        return;
+    };
+    for frames in [false, true] {
+        let spec = Config::default().conduit_spec();
+        let eps = amrq::conduit::ucx::threads(3, &spec, &settings).expect("a UCX job over tcp");
+        let out: Vec<_> = std::thread::scope(|s| {
+            let hs: Vec<_> = eps
+                .into_iter()
+                .map(|c| s.spawn(move || split_phase_rank(c, frames)))
+                .collect();
+            hs.into_iter().map(|h| h.join().expect("rank")).collect()
+        });
+        assert!(out.iter().all(Result::is_ok), "frames: {frames}: {out:?}");
+    }
 }
