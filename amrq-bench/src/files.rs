@@ -30,9 +30,22 @@ pub fn write_report(r: &Results, out: &Path) -> Result<(), String> {
 /// One row per figure and per data point:
 /// `benchmark,series,key_or_x,median,min,max`.
 pub fn csv(r: &Results) -> String {
+    csv_of(r.outcomes.iter().chain([&r.table]))
+}
+
+/// [`csv`] of any outcomes (`amrq-apps` writes its report with it too).
+///
+/// ```
+/// use amrq_bench::report::{Figure, Outcome};
+/// let mut o = Outcome::new("transpose", 2, 0.0);
+/// o.figures.push(Figure::single("am_mb_s", 1.5));
+/// let text = amrq_bench::files::csv_of([&o]);
+/// assert!(text.lines().nth(1) == Some("transpose,,am_mb_s,1.5,1.5,1.5"));
+/// ```
+pub fn csv_of<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> String {
     let mut s = String::from("benchmark,series,key_or_x,median,min,max\n");
     let quote = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
-    for o in r.outcomes.iter().chain([&r.table]) {
+    for o in outcomes {
         for f in &o.figures {
             let _ = writeln!(s, "{},,{},{},{},{}", o.name, f.key, f.median, f.min, f.max);
         }

@@ -336,13 +336,9 @@ fn a_get_through_frames_is_complete_at_sync() {
 #[path = "common/marker.rs"]
 mod marker;
 
-/// The split-phase model again with the ranks as processes started by `amrun` (3 ranks;
-/// the message path when `AMRQ_SPLITC_FRAMES` says so), each leaving word that it ran.
-fn split_phase_as_processes(test: &str, frames: bool) {
-    let cfg = Config::default();
-    marker::run_rank(amrq::launch::joined(&cfg), |c| {
-        split_phase_rank(c, std::env::var("AMRQ_SPLITC_FRAMES").as_deref() == Ok("1"))
-    });
+/// Runs this test binary's `test` as 3 processes started by `amrun` (the message path
+/// when `frames`), and checks that each rank ran its part.
+fn as_three_processes(test: &str, frames: bool) {
     let token = marker::token();
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_amrun"))
         .env("AMRQ_TEST_TOKEN", &token)
@@ -354,6 +350,16 @@ fn split_phase_as_processes(test: &str, frames: bool) {
         .expect("amrun starts");
     assert!(status.success(), "{status}");
     marker::all_ran(&token, 3);
+}
+
+/// The split-phase model again with the ranks as processes started by `amrun` (3 ranks;
+/// the message path when `AMRQ_SPLITC_FRAMES` says so), each leaving word that it ran.
+fn split_phase_as_processes(test: &str, frames: bool) {
+    let cfg = Config::default();
+    marker::run_rank(amrq::launch::joined(&cfg), |c| {
+        split_phase_rank(c, std::env::var("AMRQ_SPLITC_FRAMES").as_deref() == Ok("1"))
+    });
+    as_three_processes(test, frames);
 }
 
 #[test]
@@ -446,17 +452,7 @@ fn atomic_procedures_as_processes(test: &str, frames: bool) {
             Ok::<_, SplitCError>(())
         });
     }
-    let token = marker::token();
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_amrun"))
-        .env("AMRQ_TEST_TOKEN", &token)
-        .env("AMRQ_SPLITC_FRAMES", if frames { "1" } else { "0" })
-        .args(["-n", "3", "--bind", "none", "--timeout", "120"])
-        .arg(std::env::current_exe().expect("test binary"))
-        .args(marker::child_args(test))
-        .status()
-        .expect("amrun starts");
-    assert!(status.success(), "{status}");
-    marker::all_ran(&token, 3);
+    as_three_processes(test, frames);
 }
 
 #[test]

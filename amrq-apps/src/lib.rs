@@ -1,0 +1,86 @@
+//! The papers' applications on amrq, each a program a user can learn from, checked
+//! against a sequential reference, measured the way its paper measured it:
+//!
+//! | module | application | paper |
+//! |---|---|---|
+//! | [`transpose`] | all-to-all exchange of blocks as barrier-separated permutations, five variants | Remote Queues §4, Figure 12 |
+//!
+//! The binary `amrq-apps` runs each as a subcommand (`--ranks N`, `--threads`,
+//! `--quick`, `--check`, `--json`; the summary line last) and `amrq-apps all` runs them
+//! all and writes a report ([`report`]).
+
+pub mod report;
+pub mod transpose;
+
+use amrq::conduit::mem::MemConduit;
+use amrq_bench::report::Outcome;
+
+/// What an application's rank can fail with.
+pub type AppError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Flags every application takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Common {
+    /// Ranks (processes, or threads with --threads); more than the cores share them.
+    #[arg(long, default_value_t = 2)]
+    pub ranks: usize,
+    /// Run the ranks as threads of one process instead of processes.
+    #[arg(long)]
+    pub threads: bool,
+    /// A short run (seconds), as CI runs it.
+    #[arg(long)]
+    pub quick: bool,
+    /// Check every batch's result against the sequential reference, not only the
+    /// first's.
+    #[arg(long)]
+    pub check: bool,
+    /// Print the outcome as one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Whether `ranks` outnumber this host's cores (then they share them, and the outcome
+/// says so in a note).
+///
+/// ```
+/// assert!(!amrq_apps::oversubscribed(1));
+/// ```
+pub fn oversubscribed(ranks: usize) -> bool {
+    ranks > amrq::util::affinity::host_cores().max(1)
+}
+
+/// Runs `rank_main` on `o.ranks` ranks (processes, self-launched or joining `amrun`'s
+/// job, or threads), prints the outcome rank 0 returns — its text, or its JSON with
+/// `--json` — and exits: 0 if every rank succeeded, else 1 naming the failure.
+pub fn run_job<F>(o: &Common, cfg: &amrq::Config, rank_main: F) -> !
+where
+    F: Fn(MemConduit) -> Result<Option<Outcome>, AppError> + Sync,
+{
+    let json = o.json;
+    let rank = |c: MemConduit| -> Result<(), String> {
+        let out = rank_main(c).map_err(|e| e.to_string())?;
+        if let Some(out) = out {
+            match json {
+                true => println!("{}", out.json()),
+                false => print!("{}", out.text()),
+            }
+        }
+        Ok(())
+    };
+    if o.threads {
+        match amrq::threads::run(o.ranks, cfg, rank) {
+            Ok(results) => match results.into_iter().find_map(Result::err) {
+                None => std::process::exit(0),
+                Some(e) => fail(&e),
+            },
+            Err(e) => fail(&e.to_string()),
+        }
+    }
+    amrq::launch::launch(o.ranks, cfg, rank)
+}
+
+/// Says what went wrong and exits with status 1.
+pub fn fail(why: &str) -> ! {
+    eprintln!("error: {why}");
+    std::process::exit(1)
+}

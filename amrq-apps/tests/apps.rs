@@ -1,0 +1,80 @@
+//! Every application checked on 1–4 ranks, as processes and as threads (each run checks
+//! every batch's result against the sequential reference and fails on a wrong byte),
+//! and `all --quick` writing its report.
+
+use amrq_bench::report::Outcome;
+use std::process::Command;
+use std::time::Duration;
+
+/// Runs `amrq-apps args…`; its outcome (rank 0's JSON line), after asserting success.
+fn run(args: &[&str]) -> Option<Outcome> {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_amrq-apps"));
+    cmd.args(args);
+    let out = amrq_bench::child::run_output(&mut cmd, Duration::from_secs(300));
+    assert!(
+        out.failed.is_none(),
+        "amrq-apps {args:?}: {:?}\n{}",
+        out.failed,
+        out.stderr
+    );
+    out.stdout
+        .lines()
+        .find_map(|l| serde_json::from_str::<Outcome>(l).ok())
+}
+
+#[test]
+fn the_transpose_is_right_on_1_to_4_ranks_as_processes_and_threads() {
+    for ranks in 1..=4 {
+        for threads in [false, true] {
+            let n = ranks.to_string();
+            let mut args = vec!["transpose", "--quick", "--check", "--json", "--ranks", &n];
+            if threads {
+                args.push("--threads");
+            }
+            let o = run(&args).unwrap_or_else(|| panic!("{args:?}: no outcome"));
+            assert_eq!((o.name.as_str(), o.ranks), ("transpose", ranks));
+            if ranks > 1 {
+                for v in amrq_apps::transpose::VARIANTS {
+                    let f = o.get(&format!("{}_mb_s", v.name())).expect("a bandwidth");
+                    assert!(f.median > 0.0 && f.median.is_finite(), "{args:?}: {f:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_chunk_larger_than_a_message_is_refused_with_the_remedy() {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_amrq-apps"));
+    cmd.args(["transpose", "--quick", "--threads", "--chunk", "1000000"]);
+    let out = amrq_bench::child::run_output(&mut cmd, Duration::from_secs(60));
+    assert!(out.failed.is_some());
+    assert!(out.stderr.contains("lower --chunk"), "{}", out.stderr);
+}
+
+#[test]
+fn all_quick_writes_the_report() {
+    let dir = std::env::temp_dir().join(format!("amrq-apps-test-{}", std::process::id()));
+    let d = dir.to_str().expect("a UTF-8 path");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_amrq-apps"));
+    cmd.args(["all", "--quick", "--out", d]);
+    let out = amrq_bench::child::run_output(&mut cmd, Duration::from_secs(300));
+    assert!(out.failed.is_none(), "{:?}\n{}", out.failed, out.stderr);
+    let summary = std::fs::read_to_string(dir.join("summary.md")).expect("summary.md");
+    for ranks in [2, 4, 8] {
+        let marked = match amrq_apps::oversubscribed(ranks) {
+            true => format!("| {ranks} (oversubscribed) |"),
+            false => format!("| {ranks} |"),
+        };
+        assert!(summary.contains(&marked), "no row {marked}:\n{summary}");
+    }
+    let all: Vec<Outcome> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).expect("json"))
+            .expect("outcomes");
+    assert_eq!(all.len(), 3);
+    assert!(std::fs::metadata(dir.join("plots/transpose.svg")).is_ok());
+    assert!(std::fs::read_to_string(dir.join("results.csv"))
+        .expect("csv")
+        .contains("transpose,,am_mb_s"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
