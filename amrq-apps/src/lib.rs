@@ -4,13 +4,16 @@
 //! | module | application | paper |
 //! |---|---|---|
 //! | [`transpose`] | all-to-all exchange of blocks as barrier-separated permutations, five variants | Remote Queues §4, Figure 12 |
+//! | [`trisolve`] | sparse triangular solve, message-driven, received three ways ([`matrix`]: the factors) | Remote Queues §3.2.5, Figure 9 |
 //!
 //! The binary `amrq-apps` runs each as a subcommand (`--ranks N`, `--threads`,
 //! `--quick`, `--check`, `--json`; the summary line last) and `amrq-apps all` runs them
 //! all and writes a report ([`report`]).
 
+pub mod matrix;
 pub mod report;
 pub mod transpose;
+pub mod trisolve;
 
 use amrq::conduit::mem::MemConduit;
 use amrq_bench::report::Outcome;

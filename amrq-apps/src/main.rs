@@ -1,6 +1,8 @@
 //! `amrq-apps`: the papers' applications on amrq, one subcommand each, and `all`.
 
-use amrq_apps::{transpose, Common};
+use amrq::config::{Delivery, QueueSpec};
+use amrq_apps::matrix::{Lower, PAPER};
+use amrq_apps::{transpose, trisolve, Common};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -24,6 +26,18 @@ enum App {
         /// Bytes per chunk (one message).
         #[arg(long, default_value_t = 256)]
         chunk: usize,
+    },
+    /// Remote Queues §3.2.5: sparse triangular solve (interrupts, handlers, inlined).
+    Trisolve {
+        #[command(flatten)]
+        common: Common,
+        /// The paper's factor to imitate (synthetic, same size): bcsprw05, bcsprw06 or
+        /// bcsprw10.
+        #[arg(long, default_value = "bcsprw05")]
+        matrix: String,
+        /// A Matrix Market file to solve instead (its lower triangle).
+        #[arg(long)]
+        file: Option<PathBuf>,
     },
     /// Every application at 2, 4 and 8 ranks, then the report.
     All {
@@ -58,27 +72,78 @@ fn main() {
             };
             amrq_apps::run_job(&common, &cfg, |c| transpose::rank_main(c, q, shape))
         }
+        App::Trisolve {
+            common,
+            matrix,
+            file,
+        } => {
+            let (name, l) = load(&matrix, file.as_deref());
+            let mut cfg = amrq::Config::from_env().unwrap_or_else(|e| amrq_apps::fail(&e));
+            let queues = trisolve::Queues {
+                poll: cfg.add_queue(trisolve::QUEUE_SLOTS),
+                interrupt: cfg.add(
+                    QueueSpec::new("trisolve_interrupts", trisolve::QUEUE_SLOTS)
+                        .delivery(Delivery::Interrupt),
+                ),
+            };
+            let shape = trisolve::Shape {
+                reps: if common.quick { 4 } else { 32 },
+                batches: if common.quick { 5 } else { 21 },
+                check: common.check,
+            };
+            amrq_apps::run_job(&common, &cfg, |c| {
+                trisolve::rank_main(c, queues, (&name, &l), shape)
+            })
+        }
         App::All { quick, out } => all(quick, &out),
     }
+}
+
+/// The factor to solve: a Matrix Market file, or a synthetic one of a paper's sizes.
+fn load(matrix: &str, file: Option<&std::path::Path>) -> (String, Lower) {
+    if let Some(f) = file {
+        let text = std::fs::read_to_string(f)
+            .unwrap_or_else(|e| amrq_apps::fail(&format!("{}: {e}", f.display())));
+        let l = Lower::from_matrix_market(&text)
+            .unwrap_or_else(|e| amrq_apps::fail(&format!("{}: {e}", f.display())));
+        return (f.display().to_string(), l);
+    }
+    let Some(&(name, n, nnz)) = PAPER.iter().find(|m| m.0 == matrix) else {
+        let names: Vec<&str> = PAPER.iter().map(|m| m.0).collect();
+        amrq_apps::fail(&format!("--matrix {matrix}: one of {}", names.join(", ")))
+    };
+    (
+        format!("{name} (synthetic)"),
+        Lower::power_grid_like(n, nnz, n as u64),
+    )
 }
 
 /// Runs every application as a child job, at each rank count, and writes the report.
 fn all(quick: bool, out: &std::path::Path) {
     let exe = std::env::current_exe().unwrap_or_else(|e| amrq_apps::fail(&e.to_string()));
     let mut outcomes = Vec::new();
+    let mut runs: Vec<(&str, Vec<String>)> = Vec::new();
     for ranks in [2, 4, 8] {
+        runs.push(("transpose", vec!["--ranks".into(), ranks.to_string()]));
+    }
+    for (m, _, _) in PAPER {
+        for ranks in [2, 4] {
+            let args = vec![
+                "--matrix".into(),
+                m.into(),
+                "--ranks".into(),
+                ranks.to_string(),
+            ];
+            runs.push(("trisolve", args));
+        }
+    }
+    for (app, args) in runs {
         let mut cmd = Command::new(&exe);
-        cmd.args([
-            "transpose",
-            "--json",
-            "--check",
-            "--ranks",
-            &ranks.to_string(),
-        ]);
+        cmd.args([app, "--json", "--check"]).args(&args);
         if quick {
             cmd.arg("--quick");
         }
-        eprintln!("amrq-apps: transpose on {ranks} ranks");
+        eprintln!("amrq-apps: {app} {}", args.join(" "));
         let run = amrq_bench::child::run_output(&mut cmd, Duration::from_secs(600));
         let parsed = run
             .stdout
@@ -87,7 +152,8 @@ fn all(quick: bool, out: &std::path::Path) {
         outcomes.push(match (run.failed, parsed) {
             (None, Some(o)) => o,
             (why, _) => {
-                let mut o = amrq_bench::report::Outcome::new("transpose", ranks, 0.0);
+                let ranks = args.last().and_then(|r| r.parse().ok()).unwrap_or(0);
+                let mut o = amrq_bench::report::Outcome::new(app, ranks, 0.0);
                 let why = why.unwrap_or_else(|| "no result printed".into());
                 o.notes
                     .push(format!("failed: {why}; its stderr: {}", run.stderr.trim()));

@@ -1,6 +1,7 @@
 //! Every application checked on 1–4 ranks, as processes and as threads (each run checks
-//! every batch's result against the sequential reference and fails on a wrong byte),
-//! and `all --quick` writing its report.
+//! every batch's result against the sequential reference and fails on a wrong value),
+//! a Matrix Market file solved and a bad one refused, and `all --quick` writing its
+//! report.
 
 use amrq_bench::report::Outcome;
 use std::process::Command;
@@ -44,6 +45,75 @@ fn the_transpose_is_right_on_1_to_4_ranks_as_processes_and_threads() {
 }
 
 #[test]
+fn the_triangular_solve_is_right_on_1_to_4_ranks_as_processes_and_threads() {
+    for ranks in 1..=4 {
+        for threads in [false, true] {
+            let n = ranks.to_string();
+            let mut args = vec!["trisolve", "--quick", "--check", "--json", "--ranks", &n];
+            if threads {
+                args.push("--threads");
+            }
+            let o = run(&args).unwrap_or_else(|| panic!("{args:?}: no outcome"));
+            assert_eq!((o.name.as_str(), o.ranks), ("trisolve", ranks));
+            for m in amrq_apps::trisolve::MODES {
+                let f = o.get(&format!("{}_us", m.name())).expect("a time");
+                assert!(f.median > 0.0 && f.median.is_finite(), "{args:?}: {f:?}");
+            }
+        }
+    }
+}
+
+/// A Matrix Market file is solved as given (its lower triangle), and checked; a file
+/// that is not one is refused with what is wrong.
+#[test]
+fn a_matrix_market_file_is_solved_and_a_bad_one_refused() {
+    let dir = std::env::temp_dir().join(format!("amrq-apps-mm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let good = dir.join("grid.mtx");
+    // A 40-node chain with a few long links, symmetric: the solve uses the lower half.
+    let mut text = String::from("%%MatrixMarket matrix coordinate real symmetric\n40 40 79\n");
+    for i in 1..=40 {
+        text += &format!("{i} {i} 4\n");
+    }
+    for i in 2..=40 {
+        text += &format!("{i} {} -1\n", i - 1);
+    }
+    std::fs::write(&good, text).expect("write");
+    let path = good.to_str().expect("UTF-8");
+    let o = run(&[
+        "trisolve",
+        "--quick",
+        "--check",
+        "--json",
+        "--ranks",
+        "3",
+        "--threads",
+        "--file",
+        path,
+    ])
+    .expect("an outcome");
+    assert!(o.notes.iter().any(|n| n.starts_with(path)), "{:?}", o.notes);
+    let bad = dir.join("bad.mtx");
+    std::fs::write(&bad, "hello\n").expect("write");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_amrq-apps"));
+    cmd.args([
+        "trisolve",
+        "--quick",
+        "--threads",
+        "--file",
+        bad.to_str().expect("UTF-8"),
+    ]);
+    let out = amrq_bench::child::run_output(&mut cmd, Duration::from_secs(60));
+    assert!(out.failed.is_some());
+    assert!(
+        out.stderr.contains("not a coordinate Matrix Market file"),
+        "{}",
+        out.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_chunk_larger_than_a_message_is_refused_with_the_remedy() {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_amrq-apps"));
     cmd.args(["transpose", "--quick", "--threads", "--chunk", "1000000"]);
@@ -71,7 +141,11 @@ fn all_quick_writes_the_report() {
     let all: Vec<Outcome> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).expect("json"))
             .expect("outcomes");
-    assert_eq!(all.len(), 3);
+    assert_eq!(all.len(), 9, "3 transposes and 6 solves");
+    assert!(
+        summary.contains("| bcsprw10 (synthetic) | 2 |"),
+        "{summary}"
+    );
     assert!(std::fs::metadata(dir.join("plots/transpose.svg")).is_ok());
     assert!(std::fs::read_to_string(dir.join("results.csv"))
         .expect("csv")

@@ -528,6 +528,7 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
         log_y,
         curves,
         categories: &[],
+        parity: false,
     };
     let mut v = vec![
         chart(
@@ -666,6 +667,7 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
         ),
         Chart {
             categories: &PEER_LABELS,
+            parity: true,
             ..chart(
                 "peers",
                 "amrq's speed-up over its peers (same run; above 1: amrq faster)",

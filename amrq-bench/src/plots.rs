@@ -27,8 +27,10 @@ pub struct Chart<'a> {
     /// (name, points) per curve; each point's spread is drawn as an error bar.
     pub curves: Vec<(String, Vec<Point>)>,
     /// Empty: lines. Otherwise grouped bars, one group per category at x = its index,
-    /// one bar per curve, and a line at y = 1 (parity, for ratios).
+    /// one bar per curve.
     pub categories: &'a [&'a str],
+    /// A line at y = 1 (parity, for ratios).
+    pub parity: bool,
 }
 
 fn register_font() {
@@ -194,8 +196,8 @@ impl Chart<'_> {
                 }))
                 .map_err(err)?;
         }
-        if bars {
-            let n = self.categories.len() as f64;
+        if self.parity {
+            let n = self.categories.len().max(1) as f64;
             chart
                 .draw_series(LineSeries::new(
                     vec![(-0.5, 1.0), (n - 0.5, 1.0)],

@@ -123,6 +123,34 @@ impl<S, C: Conduit> Am<S, C> {
         &self.rq
     }
 
+    /// Starts the progress thread of the job's Interrupt queues
+    /// ([`Rq::start_interrupts`]) under an AM layer, which owns the queues: the AM queues
+    /// stay with this thread's polls.
+    ///
+    /// ```
+    /// use amrq::{config::{Delivery, QueueSpec}, prelude::*};
+    /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
+    /// let mut cfg = Config::default();
+    /// let alarms = cfg.add(QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt));
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), AmError> {
+    ///     let mut am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let seen = Arc::new(AtomicU64::new(0));
+    ///     let s = seen.clone();
+    ///     let _intr = am
+    ///         .start_interrupts(move |_q, _src, args, _p| { s.fetch_add(args[0], Ordering::Relaxed); })
+    ///         .expect("an Interrupt queue");
+    ///     am.rq().enqueue(0, alarms, &[5], &[])?;
+    ///     while seen.load(Ordering::Relaxed) != 5 {} // no poll: the handler ran anyway
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn start_interrupts<H>(&mut self, handler: H) -> Option<crate::rq::Interrupts>
+    where
+        H: FnMut(QueueId, Rank, &[u64], &[u8]) + Send + 'static,
+    {
+        self.rq.start_interrupts(handler)
+    }
+
     /// The allocator of this rank's registered segment: one per segment, shared by
     /// everything that allocates in it (every `Rma` over this `Am`).
     ///
