@@ -28,6 +28,14 @@ fn factor(o: &Outcome) -> &str {
         .unwrap_or("?")
 }
 
+/// A rank count for a table, marked when the ranks outnumber the cores.
+fn ranks_cell(ranks: usize) -> String {
+    match crate::oversubscribed(ranks) {
+        true => format!("{ranks} (oversubscribed)"),
+        false => ranks.to_string(),
+    }
+}
+
 fn fig(o: &Outcome, key: &str) -> Option<f64> {
     o.get(key).map(|f| f.median)
 }
@@ -66,11 +74,7 @@ bandwidth matching halved bandwidth.\n\n";
                 },
             );
         }
-        let marked = if crate::oversubscribed(o.ranks) {
-            format!("{} (oversubscribed)", o.ranks)
-        } else {
-            o.ranks.to_string()
-        };
+        let marked = ranks_cell(o.ranks);
         let _ = writeln!(
             s,
             "| {marked} | {} | {} |",
@@ -144,11 +148,7 @@ sizes of the Harwell–Boeing ones (`amrq_apps::matrix`).\n\n";
                 .map_or("–".into(), |(b, a)| format!("{:.2}×", b / a))
         };
         let name = factor(o);
-        let marked = if crate::oversubscribed(o.ranks) {
-            format!("{} (oversubscribed)", o.ranks)
-        } else {
-            o.ranks.to_string()
-        };
+        let marked = ranks_cell(o.ranks);
         let _ = writeln!(
             s,
             "| {name} | {marked} | {} | {} | {} | {} | {} | {} |",
@@ -178,23 +178,35 @@ against a few ns of arithmetic per row.\n";
     }
 }
 
+/// A bar chart's curves: per run, a bar for each of `names` (at x = its index), the
+/// figure `{name}_{unit}`; each curve labelled by `label`.
+fn bars(
+    runs: &[&Outcome],
+    names: &[&str],
+    unit: &str,
+    label: impl Fn(&Outcome) -> String,
+) -> Vec<(String, Vec<Point>)> {
+    runs.iter()
+        .map(|o| {
+            let pts = names
+                .iter()
+                .enumerate()
+                .filter_map(|(i, n)| Some(Point::at(i as f64, o.get(&format!("{n}_{unit}"))?)))
+                .collect();
+            (label(o), pts)
+        })
+        .collect()
+}
+
 /// Writes the report of `outcomes` into `out`.
 pub fn write(outcomes: &[Outcome], quick: bool, out: &Path) -> Result<(), String> {
     let w = |name: &str, text: &str| {
         std::fs::write(out.join(name), text).map_err(|e| format!("{}: {e}", out.display()))
     };
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let run = if quick { "quick (`--quick`)" } else { "full" };
     let m = amrq_bench::results::Machine::here();
-    let mut s = format!(
-        "# amrq-apps report\n\n{} · {} · {} cores · {} GiB · Linux {} · amrq {} · {} run\n",
-        m.date,
-        m.cpu,
-        m.cores,
-        m.memory_gib,
-        m.kernel,
-        m.amrq,
-        if quick { "quick" } else { "full" }
-    );
+    let mut s = format!("# amrq-apps report\n\n{}\n", m.line(run));
     let transposes: Vec<&Outcome> = outcomes.iter().filter(|o| o.name == "transpose").collect();
     transpose_section(&mut s, &transposes);
     let solves: Vec<&Outcome> = outcomes.iter().filter(|o| o.name == "trisolve").collect();
@@ -222,25 +234,9 @@ pub fn write(outcomes: &[Outcome], quick: bool, out: &Path) -> Result<(), String
     w("results.json", &json)?;
     w("results.csv", &amrq_bench::files::csv_of(outcomes))?;
     let modes: Vec<&str> = crate::trisolve::MODES.iter().map(|m| m.name()).collect();
-    let curves = solves
-        .iter()
-        .map(|o| {
-            let pts = crate::trisolve::MODES
-                .iter()
-                .enumerate()
-                .filter_map(|(i, m)| {
-                    let f = o.get(&format!("{}_us", m.name()))?;
-                    Some(Point {
-                        x: i as f64,
-                        median: f.median,
-                        min: f.min,
-                        max: f.max,
-                    })
-                })
-                .collect();
-            (format!("{}, {} ranks", factor(o), o.ranks), pts)
-        })
-        .collect();
+    let curves = bars(&solves, &modes, "us", |o| {
+        format!("{}, {} ranks", factor(o), o.ranks)
+    });
     Chart {
         file: "trisolve",
         title: "Sparse triangular solve: µs per solve by mode (Remote Queues Figure 9)",
@@ -254,25 +250,9 @@ pub fn write(outcomes: &[Outcome], quick: bool, out: &Path) -> Result<(), String
     }
     .write(&out.join("plots"))?;
     let labels: Vec<&str> = VARIANTS.iter().map(|v| v.name()).collect();
-    let curves = transposes
-        .iter()
-        .map(|o| {
-            let pts = VARIANTS
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| {
-                    let f = o.get(&format!("{}_mb_s", v.name()))?;
-                    Some(Point {
-                        x: i as f64,
-                        median: f.median,
-                        min: f.min,
-                        max: f.max,
-                    })
-                })
-                .collect();
-            (format!("{} ranks", o.ranks), pts)
-        })
-        .collect();
+    let curves = bars(&transposes, &labels, "mb_s", |o| {
+        format!("{} ranks", o.ranks)
+    });
     Chart {
         file: "transpose",
         title: "Transpose ladder: bandwidth per variant (Remote Queues Figure 12)",

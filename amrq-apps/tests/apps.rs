@@ -23,20 +23,22 @@ fn run(args: &[&str]) -> Option<Outcome> {
         .find_map(|l| serde_json::from_str::<Outcome>(l).ok())
 }
 
-#[test]
-fn the_transpose_is_right_on_1_to_4_ranks_as_processes_and_threads() {
+/// Runs `app --quick --check` on 1–4 ranks, as processes and as threads, and checks
+/// that each outcome is its and has a positive, finite `{name}_{unit}` for each of
+/// `names` (with more than one rank when `crossing`: nothing crosses on one).
+fn on_1_to_4_ranks(app: &str, names: &[&str], unit: &str, crossing: bool) {
     for ranks in 1..=4 {
         for threads in [false, true] {
             let n = ranks.to_string();
-            let mut args = vec!["transpose", "--quick", "--check", "--json", "--ranks", &n];
+            let mut args = vec![app, "--quick", "--check", "--json", "--ranks", &n];
             if threads {
                 args.push("--threads");
             }
             let o = run(&args).unwrap_or_else(|| panic!("{args:?}: no outcome"));
-            assert_eq!((o.name.as_str(), o.ranks), ("transpose", ranks));
-            if ranks > 1 {
-                for v in amrq_apps::transpose::VARIANTS {
-                    let f = o.get(&format!("{}_mb_s", v.name())).expect("a bandwidth");
+            assert_eq!((o.name.as_str(), o.ranks), (app, ranks));
+            if ranks > 1 || !crossing {
+                for name in names {
+                    let f = o.get(&format!("{name}_{unit}")).expect("a figure");
                     assert!(f.median > 0.0 && f.median.is_finite(), "{args:?}: {f:?}");
                 }
             }
@@ -45,22 +47,21 @@ fn the_transpose_is_right_on_1_to_4_ranks_as_processes_and_threads() {
 }
 
 #[test]
+fn the_transpose_is_right_on_1_to_4_ranks_as_processes_and_threads() {
+    let names: Vec<&str> = amrq_apps::transpose::VARIANTS
+        .iter()
+        .map(|v| v.name())
+        .collect();
+    on_1_to_4_ranks("transpose", &names, "mb_s", true);
+}
+
+#[test]
 fn the_triangular_solve_is_right_on_1_to_4_ranks_as_processes_and_threads() {
-    for ranks in 1..=4 {
-        for threads in [false, true] {
-            let n = ranks.to_string();
-            let mut args = vec!["trisolve", "--quick", "--check", "--json", "--ranks", &n];
-            if threads {
-                args.push("--threads");
-            }
-            let o = run(&args).unwrap_or_else(|| panic!("{args:?}: no outcome"));
-            assert_eq!((o.name.as_str(), o.ranks), ("trisolve", ranks));
-            for m in amrq_apps::trisolve::MODES {
-                let f = o.get(&format!("{}_us", m.name())).expect("a time");
-                assert!(f.median > 0.0 && f.median.is_finite(), "{args:?}: {f:?}");
-            }
-        }
-    }
+    let names: Vec<&str> = amrq_apps::trisolve::MODES
+        .iter()
+        .map(|m| m.name())
+        .collect();
+    on_1_to_4_ranks("trisolve", &names, "us", false);
 }
 
 /// A Matrix Market file is solved as given (its lower triangle), and checked; a file

@@ -91,17 +91,8 @@ pub fn markdown(r: &Results) -> String {
     let m = &r.machine;
     let mut s = String::new();
     let _ = writeln!(s, "# amrq-bench report\n");
-    let _ = writeln!(
-        s,
-        "{} · {} · {} cores · {} GiB · Linux {} · amrq {} · {} run\n",
-        m.date,
-        m.cpu,
-        m.cores,
-        m.memory_gib,
-        m.kernel,
-        m.amrq,
-        if r.quick { "quick (`--quick`)" } else { "full" }
-    );
+    let run = if r.quick { "quick (`--quick`)" } else { "full" };
+    let _ = writeln!(s, "{}\n", m.line(run));
     s += "Every figure is the median of repeated timed batches (spread in `results.json` and \
 `results.csv`), with the cost of reading the clock subtracted. Ranks are processes of this host \
 on shared memory, pinned one per core when they fit; a benchmark with more ranks than cores says \
@@ -506,15 +497,7 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
             let pts = METRICS
                 .iter()
                 .enumerate()
-                .filter_map(|(i, (k, _, _))| {
-                    let f = row(c, k)?.speedup;
-                    Some(Point {
-                        x: i as f64,
-                        median: f.median,
-                        min: f.min,
-                        max: f.max,
-                    })
-                })
+                .filter_map(|(i, (k, _, _))| Some(Point::at(i as f64, &row(c, k)?.speedup)))
                 .collect();
             (format!("speed-up over {}", c.name), pts)
         })

@@ -88,7 +88,17 @@ impl Point {
     /// assert_eq!((p.x, p.median, p.min, p.max), (8.0, 5.0, 4.0, 9.0));
     /// ```
     pub fn of(x: f64, samples: &mut [f64]) -> Self {
-        let f = Figure::of("", samples);
+        Self::at(x, &Figure::of("", samples))
+    }
+
+    /// Figure `f`'s median and spread at `x` (a bar of a chart).
+    ///
+    /// ```
+    /// use amrq_bench::report::{Figure, Point};
+    /// let p = Point::at(2.0, &Figure::of("k", &mut [3.0, 1.0, 2.0]));
+    /// assert_eq!((p.x, p.median, p.min, p.max), (2.0, 2.0, 1.0, 3.0));
+    /// ```
+    pub fn at(x: f64, f: &Figure) -> Self {
         Self {
             x,
             median: f.median,

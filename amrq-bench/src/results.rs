@@ -38,6 +38,20 @@ pub struct Machine {
 }
 
 impl Machine {
+    /// The report's line about the run: date, CPU, cores, memory, kernel, amrq, and
+    /// `run` (what kind of run).
+    ///
+    /// ```
+    /// let m = amrq_bench::results::Machine::here();
+    /// assert!(m.line("quick").ends_with("quick run"));
+    /// ```
+    pub fn line(&self, run: &str) -> String {
+        format!(
+            "{} · {} · {} cores · {} GiB · Linux {} · amrq {} · {run} run",
+            self.date, self.cpu, self.cores, self.memory_gib, self.kernel, self.amrq
+        )
+    }
+
     /// Reads this machine's description.
     pub fn here() -> Self {
         let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
