@@ -82,6 +82,28 @@ where
     amrq::launch::launch(o.ranks, cfg, rank)
 }
 
+/// Runs `rank_main` as one rank of a job that `amrun --hosts` started over the cluster
+/// conduit (shared memory between the ranks of a host, UCX between hosts), prints the
+/// outcome rank 0 returns as [`run_job`] does, and exits.
+pub fn run_on_hosts<F>(o: &Common, cfg: &amrq::Config, rank_main: F) -> !
+where
+    F: FnOnce(amrq::conduit::cluster::ClusterConduit) -> Result<Option<Outcome>, AppError>,
+{
+    use amrq::conduit::cluster;
+    let c = match cluster::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout) {
+        Ok(Some(c)) => c,
+        Ok(None) => fail("--hosts: start it with amrun --hosts (no AMRQ_RENDEZVOUS found)"),
+        Err(e) => fail(&e.to_string()),
+    };
+    match rank_main(c) {
+        Ok(Some(out)) if o.json => println!("{}", out.json()),
+        Ok(Some(out)) => print!("{}", out.text()),
+        Ok(None) => {}
+        Err(e) => fail(&e.to_string()),
+    }
+    std::process::exit(0)
+}
+
 /// Says what went wrong and exits with status 1.
 pub fn fail(why: &str) -> ! {
     eprintln!("error: {why}");

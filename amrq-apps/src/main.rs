@@ -26,6 +26,10 @@ enum App {
         /// Bytes per chunk (one message).
         #[arg(long, default_value_t = 256)]
         chunk: usize,
+        /// Be a rank of a job `amrun --hosts` started (the cluster conduit: shared
+        /// memory inside a host, UCX between hosts); --ranks is amrun's then.
+        #[arg(long)]
+        hosts: bool,
     },
     /// Remote Queues §3.2.5: sparse triangular solve (interrupts, handlers, inlined).
     Trisolve {
@@ -54,10 +58,17 @@ fn main() {
     let cli = <Cli as clap::Parser>::parse();
     match cli.app {
         App::Transpose {
-            common,
+            mut common,
             block,
             chunk,
+            hosts,
         } => {
+            if hosts {
+                common.ranks = std::env::var("AMRQ_SIZE")
+                    .ok()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(common.ranks);
+            }
             let mut cfg = amrq::Config::from_env().unwrap_or_else(|e| amrq_apps::fail(&e));
             let q = cfg.add_queue(transpose::QUEUE_SLOTS);
             let shape = transpose::Shape {
@@ -70,6 +81,9 @@ fn main() {
                 batches: if common.quick { 5 } else { 21 },
                 check: common.check,
             };
+            if hosts {
+                amrq_apps::run_on_hosts(&common, &cfg, |c| transpose::rank_main(c, q, shape))
+            }
             amrq_apps::run_job(&common, &cfg, |c| transpose::rank_main(c, q, shape))
         }
         App::Trisolve {

@@ -31,7 +31,6 @@
 
 use crate::AppError;
 use amrq::am::{Am, AmError, HandlerTable, RequestHandler};
-use amrq::conduit::mem::MemConduit;
 use amrq::conduit::{Conduit, ReceivedFrame};
 use amrq::rq::{Kind, QueueId};
 use amrq::util::Backoff;
@@ -138,8 +137,8 @@ fn pattern(src: usize, dst: usize, k: usize) -> u8 {
 }
 
 /// One rank's transpose: its data, the queue and the handler.
-struct Rank<'a> {
-    am: &'a Am<Landing>,
+struct Rank<'a, C: Conduit> {
+    am: &'a Am<Landing, C>,
     q: QueueId,
     land_h: RequestHandler,
     shape: Shape,
@@ -151,7 +150,7 @@ struct Rank<'a> {
     gap_ns: f64,
 }
 
-impl Rank<'_> {
+impl<C: Conduit> Rank<'_, C> {
     /// Drains up to `budget` chunks of the queue into the receive buffer.
     fn drain(&self, budget: usize) -> Result<usize, AppError> {
         let s = self.am.state();
@@ -294,7 +293,7 @@ impl Rank<'_> {
 }
 
 /// The largest of every rank's `v` (a gather through rank 0 and back).
-fn all_max(am: &Am<Landing>, v: f64) -> Result<f64, AppError> {
+fn all_max<C: Conduit>(am: &Am<Landing, C>, v: f64) -> Result<f64, AppError> {
     let all = am
         .rq()
         .conduit()
@@ -304,8 +303,8 @@ fn all_max(am: &Am<Landing>, v: f64) -> Result<f64, AppError> {
 }
 
 /// Registers the landing handler.
-fn table() -> (HandlerTable<Landing>, RequestHandler) {
-    let mut t = HandlerTable::<Landing>::new();
+fn table<C: Conduit>() -> (HandlerTable<Landing, C>, RequestHandler) {
+    let mut t = HandlerTable::<Landing, C>::new();
     let h = t.request("transpose_land", |s, _ctx, m| {
         if land(&mut s.recv.borrow_mut(), m.arg(0)?, m.payload()) {
             s.got.set(s.got.get() + 1);
@@ -317,9 +316,9 @@ fn table() -> (HandlerTable<Landing>, RequestHandler) {
     (t, h)
 }
 
-/// One rank of the transpose job (queue `q` configured on every rank): the outcome on
-/// rank 0.
-pub fn rank_main(c: MemConduit, q: QueueId, shape: Shape) -> Result<Option<Outcome>, AppError> {
+/// One rank of the transpose job (queue `q` configured on every rank), on any conduit
+/// (shared memory on one host, the cluster conduit across hosts): the outcome on rank 0.
+pub fn rank_main<C: Conduit>(c: C, q: QueueId, shape: Shape) -> Result<Option<Outcome>, AppError> {
     let (me, p) = (c.rank(), c.size());
     let (b, chunk) = (shape.block, shape.chunk);
     if chunk == 0 || b == 0 {
