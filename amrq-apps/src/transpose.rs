@@ -18,8 +18,9 @@
 //! (the paper: bandwidth matching removes most of them).
 //!
 //! The gap of bandwidth matching is the bottleneck's time per chunk, measured in the
-//! same run: every rank streams chunks to the next while taking in the previous
-//! one's, and the slowest rank's time per chunk is the gap.
+//! same run: at first every rank streams chunks to the next while taking in the
+//! previous one's (the slowest rank's time per chunk), then, batch after batch, the
+//! time per chunk the `dequeue` variant took.
 //!
 //! Each batch runs every variant once, in an order that rotates from batch to batch.
 //! Each run is `reps` transposes, timed on rank 0: every transpose ends in a barrier,
@@ -101,6 +102,9 @@ pub struct Shape {
     /// Check every batch's result, not only the warm-up's.
     pub check: bool,
 }
+
+/// A pacing wait longer than this yields the core between looks.
+const YIELD_AFTER: std::time::Duration = std::time::Duration::from_micros(5);
 
 /// Slots of the transpose's queue, per sender: room for 64 chunks of 256 bytes.
 pub const QUEUE_SLOTS: u64 = 512;
@@ -214,9 +218,16 @@ impl<C: Conduit> Rank<'_, C> {
         let gap = std::time::Duration::from_nanos(self.gap_ns as u64);
         for k in 0..chunks {
             if v.paced() {
-                // Bandwidth matching: no faster than the receiver takes chunks in.
-                while Instant::now() < next {
-                    self.drain(usize::MAX)?;
+                // Bandwidth matching: no faster than the receiver takes chunks in. A
+                // long wait gives the core away (ranks may outnumber cores).
+                loop {
+                    let now = Instant::now();
+                    if now >= next {
+                        break;
+                    }
+                    if self.drain(usize::MAX)? == 0 && next - now > YIELD_AFTER {
+                        std::thread::yield_now();
+                    }
                 }
                 next += gap;
             }
@@ -359,6 +370,7 @@ pub fn rank_main<C: Conduit>(c: C, q: QueueId, shape: Shape) -> Result<Option<Ou
     let mut failed: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len()];
     let injections = (shape.reps * (p - 1) * b.div_ceil(chunk)).max(1) as f64;
     let bytes = (shape.reps * p * (p - 1) * b) as f64;
+    let mut gaps = Vec::new();
     for batch in 0..=shape.batches {
         let mut ns = [0.0; VARIANTS.len()];
         for k in 0..VARIANTS.len() {
@@ -379,6 +391,13 @@ pub fn rank_main<C: Conduit>(c: C, q: QueueId, shape: Shape) -> Result<Option<Ou
                     .into());
                 }
             }
+        }
+        // Bandwidth matching paces to the rate the tight dequeue loop reached: the
+        // bottleneck's time per chunk, as each rank sent them.
+        let dequeue = VARIANTS.iter().position(|&v| v == Variant::Dequeue);
+        if let Some(d) = dequeue.filter(|_| p > 1) {
+            r.gap_ns = ns[d] / injections;
+            gaps.push(r.gap_ns);
         }
         let seq = sequential_ns(p, b, shape.reps);
         if batch > 0 && me == 0 && p > 1 {
@@ -414,7 +433,7 @@ pub fn rank_main<C: Conduit>(c: C, q: QueueId, shape: Shape) -> Result<Option<Ou
         }
     }
     o.figures.push(Figure::of("sequential_mb_s", &mut seq_bw));
-    o.figures.push(Figure::single("gap_ns", r.gap_ns));
+    o.figures.push(Figure::of("gap_ns", &mut gaps));
     o.notes.push(format!(
         "blocks of {b} B in chunks of {chunk} B, {} transposes per run; bandwidth: bytes between ranks / time (MB/s); *_over_am: the variant's bandwidth over am's, per batch; sequential: the same bytes rearranged by one core; gap: the bottleneck's time per chunk, which bandwidth matching paces to; *_failed_dequeues: the fraction of dequeues between injections that found nothing (rank 0)",
         shape.reps
