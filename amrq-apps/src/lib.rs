@@ -65,7 +65,7 @@ where
         if let Some(out) = out {
             match json {
                 true => println!("{}", out.json()),
-                false => print!("{}", out.text()),
+                false => println!("{}", out.text()),
             }
         }
         Ok(())
@@ -97,7 +97,7 @@ where
     };
     match rank_main(c) {
         Ok(Some(out)) if o.json => println!("{}", out.json()),
-        Ok(Some(out)) => print!("{}", out.text()),
+        Ok(Some(out)) => println!("{}", out.text()),
         Ok(None) => {}
         Err(e) => fail(&e.to_string()),
     }
