@@ -2,7 +2,7 @@
 
 use amrq::config::{Delivery, QueueSpec};
 use amrq_apps::matrix::{Lower, PAPER};
-use amrq_apps::{transpose, trisolve, Common};
+use amrq_apps::{em3d, transpose, trisolve, Common};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -42,6 +42,17 @@ enum App {
         /// A Matrix Market file to solve instead (its lower triangle).
         #[arg(long)]
         file: Option<PathBuf>,
+    },
+    /// Begel et al.'s EM3D on the Split-C layer (read, get, store; direct and message path).
+    Em3d {
+        #[command(flatten)]
+        common: Common,
+        /// E nodes (and H nodes) per rank.
+        #[arg(long, default_value_t = 500)]
+        nodes: usize,
+        /// Fraction of edges to another rank's nodes.
+        #[arg(long, default_value_t = 0.3)]
+        remote: f64,
     },
     /// Every application at 2, 4 and 8 ranks, then the report.
     All {
@@ -109,6 +120,23 @@ fn main() {
                 trisolve::rank_main(c, queues, (&name, &l), shape)
             })
         }
+        App::Em3d {
+            common,
+            nodes,
+            remote,
+        } => {
+            let cfg = amrq::Config::from_env().unwrap_or_else(|e| amrq_apps::fail(&e));
+            if !(0.0..=1.0).contains(&remote) {
+                amrq_apps::fail(&format!("--remote {remote}: a fraction from 0 to 1"));
+            }
+            let shape = em3d::Shape {
+                nodes,
+                remote,
+                iters: if common.quick { 5 } else { 20 },
+                batches: if common.quick { 3 } else { 11 },
+            };
+            amrq_apps::run_job(&common, &cfg, |c| em3d::rank_main(c, shape))
+        }
         App::All { quick, out } => all(quick, &out),
     }
 }
@@ -139,6 +167,9 @@ fn all(quick: bool, out: &std::path::Path) {
     let mut runs: Vec<(&str, Vec<String>)> = Vec::new();
     for ranks in [2, 4, 8] {
         runs.push(("transpose", vec!["--ranks".into(), ranks.to_string()]));
+    }
+    for ranks in [2, 4] {
+        runs.push(("em3d", vec!["--ranks".into(), ranks.to_string()]));
     }
     for (m, _, _) in PAPER {
         for ranks in [2, 4] {

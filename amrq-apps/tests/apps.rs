@@ -23,14 +23,15 @@ fn run(args: &[&str]) -> Option<Outcome> {
         .find_map(|l| serde_json::from_str::<Outcome>(l).ok())
 }
 
-/// Runs `app --quick --check` on 1–4 ranks, as processes and as threads, and checks
+/// Runs `app --quick --check extra…` on 1–4 ranks, as processes and as threads, and checks
 /// that each outcome is its and has a positive, finite `{name}_{unit}` for each of
 /// `names` (with more than one rank when `crossing`: nothing crosses on one).
-fn on_1_to_4_ranks(app: &str, names: &[&str], unit: &str, crossing: bool) {
+fn on_1_to_4_ranks(app: &str, extra: &[&str], names: &[&str], unit: &str, crossing: bool) {
     for ranks in 1..=4 {
         for threads in [false, true] {
             let n = ranks.to_string();
             let mut args = vec![app, "--quick", "--check", "--json", "--ranks", &n];
+            args.extend(extra);
             if threads {
                 args.push("--threads");
             }
@@ -52,7 +53,7 @@ fn the_transpose_is_right_on_1_to_4_ranks_as_processes_and_threads() {
         .iter()
         .map(|v| v.name())
         .collect();
-    on_1_to_4_ranks("transpose", &names, "mb_s", true);
+    on_1_to_4_ranks("transpose", &[], &names, "mb_s", true);
 }
 
 #[test]
@@ -61,7 +62,14 @@ fn the_triangular_solve_is_right_on_1_to_4_ranks_as_processes_and_threads() {
         .iter()
         .map(|m| m.name())
         .collect();
-    on_1_to_4_ranks("trisolve", &names, "us", false);
+    on_1_to_4_ranks("trisolve", &[], &names, "us", false);
+}
+
+#[test]
+fn em3d_is_right_on_1_to_4_ranks_as_processes_and_threads() {
+    let names = ["direct_read", "direct_store", "frames_get", "frames_store"];
+    // Fewer nodes: oversubscribed, a blocking read waits for its owner's turn on a core.
+    on_1_to_4_ranks("em3d", &["--nodes", "100"], &names, "us_per_iter", false);
 }
 
 /// A Matrix Market file is solved as given (its lower triangle), and checked; a file
@@ -142,7 +150,7 @@ fn all_quick_writes_the_report() {
     let all: Vec<Outcome> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).expect("json"))
             .expect("outcomes");
-    assert_eq!(all.len(), 9, "3 transposes and 6 solves");
+    assert_eq!(all.len(), 11, "3 transposes, 2 EM3Ds and 6 solves");
     assert!(
         summary.contains("| bcsprw10 (synthetic) | 2 |"),
         "{summary}"
