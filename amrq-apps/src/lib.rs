@@ -4,6 +4,7 @@
 //! | module | application | paper |
 //! |---|---|---|
 //! | [`transpose`] | all-to-all exchange of blocks as barrier-separated permutations, five variants | Remote Queues §4, Figure 12 |
+//! | [`cg`] | conjugate gradient on a 64×64 Laplacian, halo rows by bulk stores, on both paths | Begel et al. §6, Figure 6-5 |
 //! | [`em3d`] | EM3D on the Split-C layer: fine-grained reads, split-phase gets, ghosts filled by bulk stores, on both paths | Begel et al. §6, Figure 6-5 |
 //! | [`trisolve`] | sparse triangular solve, message-driven, received three ways ([`matrix`]: the factors) | Remote Queues §3.2.5, Figure 9 |
 //!
@@ -11,6 +12,7 @@
 //! `--quick`, `--check`, `--json`; the summary line last) and `amrq-apps all` runs them
 //! all and writes a report ([`report`]).
 
+pub mod cg;
 pub mod em3d;
 pub mod matrix;
 pub mod report;

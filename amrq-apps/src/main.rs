@@ -2,7 +2,7 @@
 
 use amrq::config::{Delivery, QueueSpec};
 use amrq_apps::matrix::{Lower, PAPER};
-use amrq_apps::{em3d, transpose, trisolve, Common};
+use amrq_apps::{cg, em3d, transpose, trisolve, Common};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -53,6 +53,14 @@ enum App {
         /// Fraction of edges to another rank's nodes.
         #[arg(long, default_value_t = 0.3)]
         remote: f64,
+    },
+    /// Begel et al.'s conjugate gradient on the Split-C layer (direct and message path).
+    Cg {
+        #[command(flatten)]
+        common: Common,
+        /// Points per side of the grid.
+        #[arg(long, default_value_t = 64)]
+        grid: usize,
     },
     /// Every application at 2, 4 and 8 ranks, then the report.
     All {
@@ -137,6 +145,15 @@ fn main() {
             };
             amrq_apps::run_job(&common, &cfg, |c| em3d::rank_main(c, shape))
         }
+        App::Cg { common, grid } => {
+            let cfg = amrq::Config::from_env().unwrap_or_else(|e| amrq_apps::fail(&e));
+            let shape = cg::Shape {
+                grid,
+                iters: if common.quick { 20 } else { 100 },
+                batches: if common.quick { 3 } else { 11 },
+            };
+            amrq_apps::run_job(&common, &cfg, |c| cg::rank_main(c, shape))
+        }
         App::All { quick, out } => all(quick, &out),
     }
 }
@@ -170,6 +187,7 @@ fn all(quick: bool, out: &std::path::Path) {
     }
     for ranks in [2, 4] {
         runs.push(("em3d", vec!["--ranks".into(), ranks.to_string()]));
+        runs.push(("cg", vec!["--ranks".into(), ranks.to_string()]));
     }
     for (m, _, _) in PAPER {
         for ranks in [2, 4] {

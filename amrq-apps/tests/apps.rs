@@ -72,6 +72,11 @@ fn em3d_is_right_on_1_to_4_ranks_as_processes_and_threads() {
     on_1_to_4_ranks("em3d", &["--nodes", "100"], &names, "us_per_iter", false);
 }
 
+#[test]
+fn cg_is_right_on_1_to_4_ranks_as_processes_and_threads() {
+    on_1_to_4_ranks("cg", &[], &["direct", "frames"], "us_per_iter", false);
+}
+
 /// A Matrix Market file is solved as given (its lower triangle), and checked; a file
 /// that is not one is refused with what is wrong.
 #[test]
@@ -150,7 +155,7 @@ fn all_quick_writes_the_report() {
     let all: Vec<Outcome> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).expect("json"))
             .expect("outcomes");
-    assert_eq!(all.len(), 11, "3 transposes, 2 EM3Ds and 6 solves");
+    assert_eq!(all.len(), 13, "3 transposes, 2 EM3Ds, 2 CGs and 6 solves");
     assert!(
         summary.contains("| bcsprw10 (synthetic) | 2 |"),
         "{summary}"

@@ -1,0 +1,203 @@
+//! Conjugate gradient (Begel et al. §6, Figure 6-5) on the 5-point Laplacian of a
+//! `grid`×`grid` mesh (64×64: 4,096 unknowns, Begel's size), the grid's rows dealt in
+//! blocks over the ranks. Each iteration sends the search direction's boundary rows to
+//! the neighbouring ranks by bulk `store` (completed by `all_store_sync`: the
+//! store-heavy pattern Begel et al. measure), applies the stencil, and takes two dot
+//! products with `all_reduce`. Every run is checked on every rank against a sequential
+//! CG of the same iterations: the residual and this rank's part of x.
+
+use crate::AppError;
+use amrq::am::{Am, HandlerTable};
+use amrq::coll;
+use amrq::conduit::mem::MemConduit;
+use amrq::conduit::Conduit;
+use amrq::rma::Rma;
+use amrq::splitc::{Layout, SplitC, SpreadArray};
+use amrq_bench::report::{Figure, Outcome};
+use std::time::Instant;
+
+/// The size of the problem and of the measurement.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// Points per side of the grid.
+    pub grid: usize,
+    /// CG iterations per timed run.
+    pub iters: usize,
+    /// Timed batches (one more first, as a warm-up).
+    pub batches: usize,
+}
+
+/// `y = A·x` on rows `lo..hi` of the grid (`x` holds those rows, `above` the row
+/// before, `below` the row after: zero at the grid's edge).
+fn stencil(g: usize, x: &[f64], (above, below): (&[f64], &[f64]), y: &mut [f64]) {
+    let rows = x.len() / g;
+    for r in 0..rows {
+        for c in 0..g {
+            let at = |rr: usize, cc: usize| x[rr * g + cc];
+            let up = if r == 0 { above[c] } else { at(r - 1, c) };
+            let down = if r + 1 == rows {
+                below[c]
+            } else {
+                at(r + 1, c)
+            };
+            let left = if c == 0 { 0.0 } else { at(r, c - 1) };
+            let right = if c + 1 == g { 0.0 } else { at(r, c + 1) };
+            y[r * g + c] = 4.0 * at(r, c) - up - down - left - right;
+        }
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The right-hand side at row `r`, column `c`.
+fn rhs(g: usize, r: usize, c: usize) -> f64 {
+    1.0 + ((r * g + c) % 7) as f64 * 0.1
+}
+
+/// A sequential CG of `iters` iterations: x and the last r·r.
+fn sequential(g: usize, iters: usize) -> (Vec<f64>, f64) {
+    let zero = vec![0.0; g];
+    let b: Vec<f64> = (0..g * g).map(|k| rhs(g, k / g, k % g)).collect();
+    let (mut x, mut r, mut p) = (vec![0.0; g * g], b.clone(), b);
+    let mut q = vec![0.0; g * g];
+    let mut rr = dot(&r, &r);
+    for _ in 0..iters {
+        stencil(g, &p, (&zero, &zero), &mut q);
+        let alpha = rr / dot(&p, &q);
+        for k in 0..g * g {
+            x[k] += alpha * p[k];
+            r[k] -= alpha * q[k];
+        }
+        let next = dot(&r, &r);
+        let beta = next / rr;
+        rr = next;
+        for k in 0..g * g {
+            p[k] = r[k] + beta * p[k];
+        }
+    }
+    (x, rr)
+}
+
+/// This rank's rows of the grid.
+fn rows_of(g: usize, p: usize, rank: usize) -> std::ops::Range<usize> {
+    g * rank / p..g * (rank + 1) / p
+}
+
+/// One CG run on this rank: x (its rows) and the last r·r; ns.
+fn parallel(
+    sc: &SplitC<'_, '_, ()>,
+    g: usize,
+    iters: usize,
+    ghost: &SpreadArray<f64>,
+) -> Result<(Vec<f64>, f64, f64), AppError> {
+    let (me, p) = (sc.my_proc(), sc.procs());
+    let rows = rows_of(g, p, me);
+    let n = rows.len() * g;
+    let b: Vec<f64> = rows
+        .clone()
+        .flat_map(|r| (0..g).map(move |c| rhs(g, r, c)))
+        .collect();
+    let (mut x, mut r, mut pv) = (vec![0.0; n], b.clone(), b);
+    let mut q = vec![0.0; n];
+    let (mut above, mut below) = (vec![0.0; g], vec![0.0; g]);
+    // Ghost rows: slot 0 the row above this rank's block, slot 1 the row below.
+    let slot = |rank: usize, k: usize| ghost.at(rank * 2 * g + k * g);
+    sc.barrier()?;
+    let t = Instant::now();
+    let mut rr = sc.all_reduce(dot(&r, &r), coll::sum)?;
+    for _ in 0..iters {
+        if n > 0 {
+            if me > 0 && !rows_of(g, p, me - 1).is_empty() {
+                sc.bulk_store(slot(me - 1, 1), &pv[..g])?; // my first row: their below
+            }
+            if me + 1 < p && !rows_of(g, p, me + 1).is_empty() {
+                sc.bulk_store(slot(me + 1, 0), &pv[n - g..])?; // my last row: their above
+            }
+        }
+        sc.all_store_sync()?;
+        if me > 0 && rows.start > 0 {
+            sc.bulk_read(slot(me, 0), &mut above)?;
+        }
+        if me + 1 < p && rows.end < g {
+            sc.bulk_read(slot(me, 1), &mut below)?;
+        }
+        stencil(g, &pv, (&above, &below), &mut q);
+        let alpha = rr / sc.all_reduce(dot(&pv, &q), coll::sum)?;
+        for k in 0..n {
+            x[k] += alpha * pv[k];
+            r[k] -= alpha * q[k];
+        }
+        let next = sc.all_reduce(dot(&r, &r), coll::sum)?;
+        let beta = next / rr;
+        rr = next;
+        for k in 0..n {
+            pv[k] = r[k] + beta * pv[k];
+        }
+    }
+    Ok((x, rr, t.elapsed().as_secs_f64() * 1e9))
+}
+
+/// One rank of the CG job: the outcome on rank 0.
+pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppError> {
+    let (me, p, g) = (c.rank(), c.size(), shape.grid.max(2));
+    if p > g {
+        return Err(format!("{p} ranks for {g} grid rows: at most one rank per row").into());
+    }
+    let (want_x, want_rr) = sequential(g, shape.iters);
+    let t0 = Instant::now();
+    std::hint::black_box(sequential(g, shape.iters));
+    let seq_us = t0.elapsed().as_secs_f64() * 1e6 / shape.iters as f64;
+    let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    let mut o = Outcome::new("cg", p, 0.0);
+    let rows = rows_of(g, p, me);
+    for frames in [false, true] {
+        let rma = match frames {
+            true => Rma::over_frames(&am),
+            false => Rma::new(&am),
+        };
+        let sc = SplitC::new(&rma)?;
+        let path = if frames { "frames" } else { "direct" };
+        let ghost = sc.all_spread_malloc::<f64>(p * 2 * g, Layout::BlockCyclic(2 * g))?;
+        let mut per = Vec::new();
+        for batch in 0..=shape.batches {
+            let (x, rr, ns) = parallel(&sc, g, shape.iters, &ghost)?;
+            let mine = &want_x[rows.start * g..rows.end * g];
+            let bad_x = x
+                .iter()
+                .zip(mine)
+                .filter(|(a, b)| (*a - *b).abs() > 1e-9 * b.abs().max(1.0))
+                .count();
+            let bad_rr = (rr - want_rr).abs() > 1e-6 * want_rr.abs().max(1e-300);
+            let bad = sc.all_reduce(bad_x as u64 + u64::from(bad_rr), coll::sum)?;
+            if bad > 0 {
+                return Err(format!(
+                    "cg on the {path} path: {bad} values differ from the sequential CG (r·r {rr:e} against {want_rr:e})"
+                )
+                .into());
+            }
+            if batch > 0 {
+                per.push(ns / shape.iters as f64 / 1e3);
+            }
+        }
+        let mut speedup: Vec<f64> = per.iter().map(|us| seq_us / us).collect();
+        o.figures
+            .push(Figure::of(format!("{path}_us_per_iter"), &mut per));
+        o.figures
+            .push(Figure::of(format!("{path}_speedup"), &mut speedup));
+        sc.all_spread_free(ghost)?;
+    }
+    o.figures
+        .push(Figure::single("sequential_us_per_iter", seq_us));
+    am.barrier()?;
+    if me != 0 {
+        return Ok(None);
+    }
+    o.notes.push(format!(
+        "{g}×{g} grid ({} unknowns), rows in blocks over the ranks, {} iterations per run; µs per iteration (rank 0); every run checked against a sequential CG",
+        g * g,
+        shape.iters
+    ));
+    Ok(Some(o))
+}
