@@ -153,10 +153,7 @@ pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppErro
     let mut o = Outcome::new("cg", p, 0.0);
     let rows = rows_of(g, p, me);
     for frames in [false, true] {
-        let rma = match frames {
-            true => Rma::over_frames(&am),
-            false => Rma::new(&am),
-        };
+        let rma = Rma::new_or_over_frames(&am, frames);
         let sc = SplitC::new(&rma)?;
         let path = if frames { "frames" } else { "direct" };
         let ghost = sc.all_spread_malloc::<f64>(p * 2 * g, Layout::BlockCyclic(2 * g))?;

@@ -298,10 +298,7 @@ pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppErro
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
     let mut o = Outcome::new("em3d", p, 0.0);
     for frames in [false, true] {
-        let rma = match frames {
-            true => Rma::over_frames(&am),
-            false => Rma::new(&am),
-        };
+        let rma = Rma::new_or_over_frames(&am, frames);
         let sc = SplitC::new(&rma)?;
         let path = if frames { "frames" } else { "direct" };
         let block = Layout::BlockCyclic(n);

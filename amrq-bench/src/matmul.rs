@@ -272,10 +272,7 @@ fn probe(sc: &Sc<'_, '_>, p: &Params) -> Result<(ColumnGet, f64), SplitCError> {
 
 /// One path: the probe, then the sweep over m, into `o`.
 fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), SplitCError> {
-    let rma = match frames {
-        true => Rma::over_frames(am),
-        false => Rma::new(am),
-    };
+    let rma = Rma::new_or_over_frames(am, frames);
     let sc = SplitC::new(&rma)?;
     let name = if frames { "frames" } else { "direct" };
     let (get, unloaded) = probe(&sc, p)?;

@@ -116,10 +116,7 @@ fn measure(
 
 /// Both figures on one path: the Figure 6-3 figures and the Figure 6-4 series.
 fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), SplitCError> {
-    let rma = match frames {
-        true => Rma::over_frames(am),
-        false => Rma::new(am),
-    };
+    let rma = Rma::new_or_over_frames(am, frames);
     let sc = SplitC::new(&rma)?;
     let a = sc.all_spread_malloc::<u32>(2 * PART, Layout::BlockCyclic(PART))?;
     let me = sc.my_proc();

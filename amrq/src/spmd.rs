@@ -23,10 +23,7 @@ fn on_rank<H, R, E: From<SplitCError>>(
     let mut table = HandlerTable::new();
     let handlers = register(&mut table);
     let am = Am::new(conduit, table, ()).map_err(SplitCError::from)?;
-    let rma = match config.splitc_frames {
-        true => Rma::over_frames(&am),
-        false => Rma::new(&am),
-    };
+    let rma = Rma::new_or_over_frames(&am, config.splitc_frames);
     let sc = SplitC::new(&rma)?;
     let out = rank_main(&sc, handlers)?;
     sc.barrier()?;

@@ -54,14 +54,6 @@ fn a_spread_index_past_the_end_panics_like_a_slice() {
     SpreadArray::<u8>::new(0, 4, Layout::Cyclic, 2).at(4);
 }
 
-/// The RMA of the path a test runs on: AM frames, or what the conduit offers (direct).
-fn path<S, C: Conduit>(am: &Am<S, C>, frames: bool) -> Rma<'_, S, C> {
-    match frames {
-        true => Rma::over_frames(am),
-        false => Rma::new(am),
-    }
-}
-
 /// A small deterministic generator, so that every rank draws the same operations.
 fn next(x: &mut u64) -> u64 {
     *x ^= *x << 13;
@@ -77,7 +69,7 @@ fn random_reads_and_writes(procs: usize, frames: bool) {
     const LEN: usize = 97;
     let out = amrq::threads::run(procs, &Config::default(), |c| -> Result<(), SplitCError> {
         let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-        let rma = path(&am, frames);
+        let rma = Rma::new_or_over_frames(&am, frames);
         let sc = SplitC::new(&rma)?;
         let a = sc.all_spread_malloc::<u64>(LEN, Layout::BlockCyclic(4))?;
         let mut model = vec![0u64; LEN];
@@ -144,7 +136,7 @@ fn a_pointer_out_of_the_segment_is_refused() {
     for frames in [false, true] {
         let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
             let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-            let rma = path(&am, frames);
+            let rma = Rma::new_or_over_frames(&am, frames);
             let sc = SplitC::new(&rma)?;
             let past = am.segment().1;
             for rank in 0..2 {
@@ -177,7 +169,7 @@ fn split_phase_rank<C: Conduit>(c: C, frames: bool) -> Result<(), SplitCError> {
     let procs = c.size();
     {
         let am = Am::new(c, HandlerTable::<(), C>::new(), ())?;
-        let rma = path(&am, frames);
+        let rma = Rma::new_or_over_frames(&am, frames);
         let sc = SplitC::new(&rma)?;
         let me = sc.my_proc();
         let a = sc.all_spread_malloc::<u64>(LEN, Layout::BlockCyclic(5))?;
@@ -276,7 +268,7 @@ fn store_sync_counts_stores_from_several_ranks() {
     for frames in [false, true] {
         let out = amrq::threads::run(4, &Config::default(), |c| -> Result<(), SplitCError> {
             let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-            let rma = path(&am, frames);
+            let rma = Rma::new_or_over_frames(&am, frames);
             let sc = SplitC::new(&rma)?;
             let (me, procs) = (sc.my_proc(), sc.procs());
             let a = sc.all_spread_malloc::<u32>(

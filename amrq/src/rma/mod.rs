@@ -273,6 +273,28 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         Self::with_paths(am, false, false)
     }
 
+    /// [`Rma::over_frames`] when `frames`, else [`Rma::new`]: for programs that take
+    /// the path as a setting (`Config::splitc_frames`) or compare both.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     for frames in [false, true] {
+    ///         let rma = Rma::new_or_over_frames(&am, frames);
+    ///         assert_eq!(rma.is_direct(1 - am.rank()), !frames); // threads map each other
+    ///     }
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn new_or_over_frames(am: &'a Am<S, C>, frames: bool) -> Self {
+        match frames {
+            true => Self::over_frames(am),
+            false => Self::new(am),
+        }
+    }
+
     fn with_paths(am: &'a Am<S, C>, direct: bool, direct_atomics: bool) -> Self {
         let segment_bytes = am.rq().conduit().caps().segment_bytes;
         Self {

@@ -20,15 +20,6 @@ impl Rand {
     }
 }
 
-/// The one-sided operations of `am`: through frames, or direct on mapped memory.
-fn rma_of(am: &Am<()>, frames: bool) -> Rma<'_, ()> {
-    if frames {
-        Rma::over_frames(am)
-    } else {
-        Rma::new(am)
-    }
-}
-
 /// Bytes of each rank's slice of every symmetric buffer.
 const SLICE: usize = 4096;
 
@@ -40,7 +31,7 @@ const SLICE: usize = 4096;
 /// operations checked.
 pub fn against_a_model(c: MemConduit, ops: usize, frames: bool) -> Result<usize, RmaError> {
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    let rma = rma_of(&am, frames);
+    let rma = Rma::new_or_over_frames(&am, frames);
     let (me, n) = (am.rank(), am.size());
     let buf = rma.alloc_symmetric(n * SLICE, 64)?;
     let mine = buf + me * SLICE;
@@ -105,7 +96,7 @@ pub fn against_a_model(c: MemConduit, ops: usize, frames: bool) -> Result<usize,
 /// a put with a completion counter to every rank. Panics on a wrong total.
 pub fn atomics_from_every_rank(c: MemConduit, k: u64, frames: bool) -> Result<(), RmaError> {
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    let rma = rma_of(&am, frames);
+    let rma = Rma::new_or_over_frames(&am, frames);
     let (me, n) = (am.rank(), am.size() as u64);
     let words = rma.alloc_symmetric(64, 64)?;
     let (add, cas, xor, neg) = (words, words + 8, words + 16, words + 24);
@@ -179,7 +170,7 @@ pub fn indexed_against_a_model(
 ) -> Result<usize, RmaError> {
     use amrq::rma::Strided;
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    let rma = rma_of(&am, frames);
+    let rma = Rma::new_or_over_frames(&am, frames);
     let (me, n) = (am.rank(), am.size());
     let buf = rma.alloc_symmetric(n * SLICE, 64)?;
     let mine = buf + me * SLICE;
