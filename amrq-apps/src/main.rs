@@ -207,30 +207,16 @@ fn all(quick: bool, out: &std::path::Path) {
             cmd.arg("--quick");
         }
         eprintln!("amrq-apps: {app} {}", args.join(" "));
-        let run = amrq_bench::child::run_output(&mut cmd, Duration::from_secs(600));
-        let parsed = run
-            .stdout
-            .lines()
-            .find_map(|l| serde_json::from_str::<amrq_bench::report::Outcome>(l).ok());
-        outcomes.push(match (run.failed, parsed) {
-            (None, Some(o)) => o,
-            (why, _) => {
-                let ranks = args.last().and_then(|r| r.parse().ok()).unwrap_or(0);
-                let mut o = amrq_bench::report::Outcome::new(app, ranks, 0.0);
-                let why = why.unwrap_or_else(|| "no result printed".into());
-                o.notes
-                    .push(format!("failed: {why}; its stderr: {}", run.stderr.trim()));
-                o
-            }
-        });
+        let ranks = args.last().and_then(|r| r.parse().ok()).unwrap_or(0);
+        let limit = Duration::from_secs(600);
+        outcomes.push(amrq_bench::suite::child_outcome(
+            &mut cmd, app, ranks, limit,
+        ));
     }
     if let Err(e) = amrq_apps::report::write(&outcomes, quick, out) {
         amrq_apps::fail(&e);
     }
-    let failed = outcomes
-        .iter()
-        .filter(|o| o.notes.iter().any(|n| n.starts_with("failed")))
-        .count();
+    let failed = outcomes.iter().filter(|o| o.failed()).count();
     println!(
         "apps: runs={} failed={failed} report={}",
         outcomes.len(),

@@ -281,10 +281,7 @@ pub fn write(outcomes: &[Outcome], quick: bool, out: &Path) -> Result<(), String
     em3d_section(&mut s, &em3ds);
     let cgs: Vec<&Outcome> = outcomes.iter().filter(|o| o.name == "cg").collect();
     cg_section(&mut s, &cgs);
-    let failed: Vec<&Outcome> = outcomes
-        .iter()
-        .filter(|o| o.notes.iter().any(|n| n.starts_with("failed")))
-        .collect();
+    let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.failed()).collect();
     if !failed.is_empty() {
         s += "\n## Failed runs\n\n";
         for o in failed {

@@ -188,6 +188,18 @@ impl Outcome {
         }
     }
 
+    /// True if its run failed (a note says so, and why).
+    ///
+    /// ```
+    /// let mut o = amrq_bench::report::Outcome::new("ring", 2, 1.0);
+    /// assert!(!o.failed());
+    /// o.notes.push("failed: no result printed".into());
+    /// assert!(o.failed());
+    /// ```
+    pub fn failed(&self) -> bool {
+        self.notes.iter().any(|n| n.starts_with("failed"))
+    }
+
     /// The figure named `key`, if any.
     pub fn get(&self, key: &str) -> Option<&Figure> {
         self.figures.iter().find(|f| f.key == key)

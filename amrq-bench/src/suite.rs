@@ -186,12 +186,24 @@ fn run_job(exe: &Path, job: Job, quick: bool) -> Outcome {
     if quick {
         cmd.arg("--quick");
     }
+    child_outcome(&mut cmd, job.name(), ranks, job_limit(quick))
+}
+
+/// Runs `cmd` (a job that prints its outcome as a JSON line) within `limit`: the
+/// outcome it printed, or one of `name` on `ranks` ranks whose note says it failed and
+/// why, with its stderr (`amrq-apps all` runs its applications with it too).
+pub fn child_outcome(
+    cmd: &mut Command,
+    name: &str,
+    ranks: usize,
+    limit: std::time::Duration,
+) -> Outcome {
     let failed = |why: String| {
-        let mut o = Outcome::new(job.name(), ranks, 0.0);
+        let mut o = Outcome::new(name, ranks, 0.0);
         o.notes.push(format!("failed: {why}"));
         o
     };
-    let out = crate::child::run_output(&mut cmd, job_limit(quick));
+    let out = crate::child::run_output(cmd, limit);
     match out.failed {
         None => out
             .stdout
