@@ -176,7 +176,7 @@ struct Rank<'s, 'r, 'a> {
     /// Ghost slots, per rank as many as its larger side needs.
     ghost: SpreadArray<f64>,
     ghost_len: usize,
-    sides: [Side; 2],
+    sides: &'s [Side; 2],
 }
 
 impl Rank<'_, '_, '_> {
@@ -203,7 +203,6 @@ impl Rank<'_, '_, '_> {
         sc.bulk_read(mine.at(me * n), &mut vals)?;
         let mut local = vec![0.0; n];
         sc.bulk_read(other.at(me * n), &mut local)?;
-        let mut ghosts = vec![0.0; side.ghosts.len()];
         match v {
             Version::Read => {
                 for (val, es) in vals.iter_mut().zip(&side.edges) {
@@ -238,6 +237,7 @@ impl Rank<'_, '_, '_> {
                 sc.all_store_sync()?;
             }
         }
+        let mut ghosts = vec![0.0; side.ghosts.len()];
         if !ghosts.is_empty() {
             sc.bulk_read(ghost_at(0), &mut ghosts)?;
         }
@@ -284,16 +284,20 @@ pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppErro
     let (me, p, n) = (c.rank(), c.size(), shape.nodes.max(1));
     let e_edges = Edges::new(p, n, shape.remote, 0xe3d);
     let h_edges = Edges::new(p, n, shape.remote, 0x3d3);
-    let sides = || [Side::new(&e_edges, p, n, me), Side::new(&h_edges, p, n, me)];
-    let ghost_len = (0..p)
-        .flat_map(|q| [Side::new(&e_edges, p, n, q), Side::new(&h_edges, p, n, q)])
+    // Every rank's sides: this rank's own, and the ghost slots the largest needs.
+    let sides: Vec<[Side; 2]> = (0..p)
+        .map(|q| [Side::new(&e_edges, p, n, q), Side::new(&h_edges, p, n, q)])
+        .collect();
+    let ghost_len = sides
+        .iter()
+        .flatten()
         .map(|s| s.ghosts.len())
         .max()
         .unwrap_or(0)
         .max(1);
     let want = sequential(&e_edges, &h_edges, shape.iters);
     let t0 = Instant::now();
-    let _ = sequential(&e_edges, &h_edges, shape.iters);
+    std::hint::black_box(sequential(&e_edges, &h_edges, shape.iters));
     let seq_ns = t0.elapsed().as_secs_f64() * 1e9;
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
     let mut o = Outcome::new("em3d", p, 0.0);
@@ -310,7 +314,7 @@ pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppErro
             h: sc.all_spread_malloc(p * n, block)?,
             ghost: sc.all_spread_malloc(p * ghost_len, Layout::BlockCyclic(ghost_len))?,
             ghost_len,
-            sides: sides(),
+            sides: &sides[me],
         };
         let mut per: Vec<Vec<f64>> = vec![Vec::new(); VERSIONS.len()];
         for batch in 0..=shape.batches {
