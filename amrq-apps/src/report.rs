@@ -36,6 +36,11 @@ fn ranks_cell(ranks: usize) -> String {
     }
 }
 
+/// A table cell: the time `key`, and in brackets the speed-up `speedup`.
+fn timed(o: &Outcome, key: &str, speedup: &str) -> String {
+    format!("{} ({}×)", show(fig(o, key)), show(fig(o, speedup)))
+}
+
 fn fig(o: &Outcome, key: &str) -> Option<f64> {
     o.get(key).map(|f| f.median)
 }
@@ -134,13 +139,7 @@ by up to 30 %, inlining the handler adds up to 6 %. The factors are synthetic, w
 sizes of the Harwell–Boeing ones (`amrq_apps::matrix`).\n\n";
     *s += "| factor | ranks | interrupts | handlers | inlined | sequential | polling (handlers) vs interrupts | inlined vs handlers |\n|---|---|---|---|---|---|---|---|\n";
     for o in runs {
-        let cell = |m: &str| {
-            format!(
-                "{} ({}×)",
-                show(fig(o, &format!("{m}_us"))),
-                show(fig(o, &format!("{m}_speedup")))
-            )
-        };
+        let cell = |m: &str| timed(o, &format!("{m}_us"), &format!("{m}_speedup"));
         // How many times faster `a` is than `b`, from the medians.
         let faster = |a: &str, b: &str| {
             fig(o, &format!("{b}_us"))
@@ -241,13 +240,7 @@ neighbours' ghost rows (`bulk_store`, `all_store_sync`) and takes two dot produc
 of the same run.\n\n";
     *s += "| ranks | direct | frames | sequential |\n|---|---|---|---|\n";
     for o in runs {
-        let cell = |path: &str| {
-            format!(
-                "{} ({}×)",
-                show(fig(o, &format!("{path}_us_per_iter"))),
-                show(fig(o, &format!("{path}_speedup")))
-            )
-        };
+        let cell = |p: &str| timed(o, &format!("{p}_us_per_iter"), &format!("{p}_speedup"));
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} |",
