@@ -171,3 +171,21 @@ pub fn require_ranks(c: &MemConduit, name: &str, n: usize, at_least: bool) -> Re
 pub fn bench_error(why: impl Into<String>) -> AmError {
     AmError::Rq(RqError::Conduit(ConduitError::Setup(why.into())))
 }
+
+/// A barrier that polls without ever sleeping until it completes: a rank that only
+/// serves its peers' requests answers each at once, so the requester's timing is not
+/// the server's wake-up.
+///
+/// ```
+/// use amrq::prelude::*;
+/// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+///     amrq_bench::fixture::serving_barrier(&am)
+/// })
+/// .unwrap();
+/// ```
+pub fn serving_barrier<S>(am: &Am<S>) -> Result<(), AmError> {
+    am.barrier_notify()?;
+    while !am.barrier_try()? {}
+    Ok(())
+}

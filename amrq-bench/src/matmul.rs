@@ -35,7 +35,7 @@
 //!   model, and `{path}_efficiency_m{m}` at the largest m.
 
 use crate::analysis::{matmul_model, ColumnGet};
-use crate::fixture::{bench_error, require_ranks};
+use crate::fixture::{bench_error, require_ranks, serving_barrier};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
 use amrq::coll;
@@ -220,9 +220,7 @@ fn timed(
         f()?;
     }
     let ns = p.clock.since(t);
-    let am = sc.am();
-    am.barrier_notify()?;
-    while !am.barrier_try()? {}
+    serving_barrier(sc.am())?;
     sc.all_reduce(if active { ns } else { 0.0 }, coll::max)
 }
 

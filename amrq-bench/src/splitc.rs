@@ -16,7 +16,7 @@
 //! has just written, as a ping-pong of reads, against the raw cache-line round trip of
 //! the same run) and `stores_10k_per_s` (10,000 stores, then `all_store_sync`).
 
-use crate::fixture::{bench_error, require_ranks};
+use crate::fixture::{bench_error, require_ranks, serving_barrier};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
 use amrq::conduit::mem::MemConduit;
@@ -83,9 +83,7 @@ fn batch(
         run_op(sc, op, parts, len, n)?;
         sc.barrier()?;
     } else {
-        let am = sc.am();
-        am.barrier_notify()?;
-        while !am.barrier_try()? {}
+        serving_barrier(sc.am())?;
     }
     let ns = p.clock.since(t) / n as f64;
     if op == "store" && (me == 1 || two_way) {
