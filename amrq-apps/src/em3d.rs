@@ -17,7 +17,7 @@
 //! that rotates from batch to batch. Every rank checks its values after each run
 //! against a sequential EM3D of the whole graph.
 
-use crate::AppError;
+use crate::{next, AppError};
 use amrq::am::{Am, HandlerTable};
 use amrq::conduit::mem::MemConduit;
 use amrq::conduit::Conduit;
@@ -69,13 +69,6 @@ pub struct Shape {
     pub iters: usize,
     /// Timed batches (one more first, as a warm-up).
     pub batches: usize,
-}
-
-fn next(x: &mut u64) -> u64 {
-    *x ^= *x >> 12;
-    *x ^= *x << 25;
-    *x ^= *x >> 27;
-    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
 }
 
 /// One kind's edges: for each node (global index), its neighbours of the other kind

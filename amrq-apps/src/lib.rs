@@ -22,6 +22,15 @@ pub mod trisolve;
 use amrq::conduit::mem::MemConduit;
 use amrq_bench::report::Outcome;
 
+/// A small seeded generator (xorshift64*): every rank that draws from the same seed
+/// builds the same problem.
+pub(crate) fn next(x: &mut u64) -> u64 {
+    *x ^= *x >> 12;
+    *x ^= *x << 25;
+    *x ^= *x >> 27;
+    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+}
+
 /// What an application's rank can fail with.
 pub type AppError = Box<dyn std::error::Error + Send + Sync>;
 

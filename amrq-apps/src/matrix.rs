@@ -10,6 +10,8 @@
 //! the diagonal is one more than the row's absolute sum, so the factor is diagonally
 //! dominant and the solve is well conditioned.
 
+use crate::next;
+
 /// A sparse lower-triangular matrix, by rows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lower {
@@ -25,14 +27,6 @@ pub const PAPER: [(&str, usize, usize); 3] = [
     ("bcsprw06", 1454, 1923),
     ("bcsprw10", 5300, 8271),
 ];
-
-/// A small seeded generator (xorshift64*), so that every rank builds the same matrix.
-fn next(x: &mut u64) -> u64 {
-    *x ^= *x >> 12;
-    *x ^= *x << 25;
-    *x ^= *x >> 27;
-    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-}
 
 impl Lower {
     /// Rows.
