@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | [`transpose`] | all-to-all exchange of blocks as barrier-separated permutations, five variants | Remote Queues §4, Figure 12 |
 //! | [`cg`] | conjugate gradient on a 64×64 Laplacian, halo rows by bulk stores, on both paths | Begel et al. §6, Figure 6-5 |
+//! | [`fft`] | 3-D FFT of a 128³ cube in slabs, the transpose an all-to-all of bulk stores, on both paths | Begel et al. §6, Figure 6-5 |
 //! | [`em3d`] | EM3D on the Split-C layer: fine-grained reads, split-phase gets, ghosts filled by bulk stores, on both paths | Begel et al. §6, Figure 6-5 |
 //! | [`trisolve`] | sparse triangular solve, message-driven, received three ways ([`matrix`]: the factors) | Remote Queues §3.2.5, Figure 9 |
 //!
@@ -14,6 +15,7 @@
 
 pub mod cg;
 pub mod em3d;
+pub mod fft;
 pub mod matrix;
 pub mod report;
 pub mod transpose;
@@ -115,6 +117,20 @@ where
         Err(e) => fail(&e.to_string()),
     }
     std::process::exit(0)
+}
+
+/// Runs `run` on rank 0 while the other ranks wait in a barrier, and returns what it
+/// returns there (0 elsewhere): the sequential reference timed in the same run as the
+/// parallel code, between its batches, with the cores to itself as far as waiting
+/// ranks sleep.
+pub fn on_rank_0_alone<S, C: amrq::conduit::Conduit>(
+    am: &amrq::am::Am<S, C>,
+    run: impl FnOnce() -> f64,
+) -> Result<f64, amrq::am::AmError> {
+    am.barrier()?;
+    let got = if am.rank() == 0 { run() } else { 0.0 };
+    am.barrier()?;
+    Ok(got)
 }
 
 /// Says what went wrong and exits with status 1.

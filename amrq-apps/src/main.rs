@@ -2,7 +2,7 @@
 
 use amrq::config::{Delivery, QueueSpec};
 use amrq_apps::matrix::{Lower, PAPER};
-use amrq_apps::{cg, em3d, transpose, trisolve, Common};
+use amrq_apps::{cg, em3d, fft, transpose, trisolve, Common};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -61,6 +61,14 @@ enum App {
         /// Points per side of the grid.
         #[arg(long, default_value_t = 64)]
         grid: usize,
+    },
+    /// Begel et al.'s 3-D FFT on the Split-C layer: slabs, the transpose by bulk stores.
+    Fft {
+        #[command(flatten)]
+        common: Common,
+        /// Points per side of the cube.
+        #[arg(long, default_value_t = 128)]
+        size: usize,
     },
     /// Every application at 2, 4 and 8 ranks, then the report.
     All {
@@ -153,6 +161,14 @@ fn main() {
                 batches: if common.quick { 3 } else { 11 },
             };
             amrq_apps::run_job(&common, &cfg, |c| cg::rank_main(c, shape))
+        }
+        App::Fft { common, size } => {
+            let cfg = amrq::Config::from_env().unwrap_or_else(|e| amrq_apps::fail(&e));
+            let shape = fft::Shape {
+                n: size,
+                batches: if common.quick { 3 } else { 11 },
+            };
+            amrq_apps::run_job(&common, &cfg, |c| fft::rank_main(c, shape))
         }
         App::All { quick, out } => all(quick, &out),
     }

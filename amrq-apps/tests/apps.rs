@@ -73,6 +73,13 @@ fn em3d_is_right_on_1_to_4_ranks_as_processes_and_threads() {
 }
 
 #[test]
+fn the_3d_fft_is_right_on_1_to_4_ranks_as_processes_and_threads() {
+    // A smaller cube whose side 3 ranks do not divide: uneven slabs.
+    let names = ["direct", "frames"];
+    on_1_to_4_ranks("fft", &["--size", "50"], &names, "ms", false);
+}
+
+#[test]
 fn cg_is_right_on_1_to_4_ranks_as_processes_and_threads() {
     on_1_to_4_ranks("cg", &[], &["direct", "frames"], "us_per_iter", false);
 }
