@@ -2,7 +2,7 @@
 
 use amrq::config::{Delivery, QueueSpec};
 use amrq_apps::matrix::{Lower, PAPER};
-use amrq_apps::{cg, em3d, fft, transpose, trisolve, Common};
+use amrq_apps::{cg, em3d, fft, queens, transpose, trisolve, Common};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -69,6 +69,18 @@ enum App {
         /// Points per side of the cube.
         #[arg(long, default_value_t = 128)]
         size: usize,
+    },
+    /// The AM paper's message-driven execution (TAM): N-Queens, a frame per node of the
+    /// search tree, every spawn and result an Active Message.
+    Queens {
+        #[command(flatten)]
+        common: Common,
+        /// Queens (rows and columns of the board).
+        #[arg(long, default_value_t = 13)]
+        board: u32,
+        /// The row from which a task counts its subtree itself instead of spawning.
+        #[arg(long, default_value_t = 4)]
+        depth: u32,
     },
     /// Every application at 2, 4 and 8 ranks, then the report.
     All {
@@ -169,6 +181,19 @@ fn main() {
                 batches: if common.quick { 3 } else { 11 },
             };
             amrq_apps::run_job(&common, &cfg, |c| fft::rank_main(c, shape))
+        }
+        App::Queens {
+            common,
+            board,
+            depth,
+        } => {
+            let cfg = amrq::Config::from_env().unwrap_or_else(|e| amrq_apps::fail(&e));
+            let shape = queens::Shape {
+                n: board,
+                depth,
+                batches: if common.quick { 3 } else { 11 },
+            };
+            amrq_apps::run_job(&common, &cfg, |c| queens::rank_main(c, shape))
         }
         App::All { quick, out } => all(quick, &out),
     }

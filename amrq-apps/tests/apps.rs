@@ -24,8 +24,8 @@ fn run(args: &[&str]) -> Option<Outcome> {
 }
 
 /// Runs `app --quick --check extra…` on 1–4 ranks, as processes and as threads, and checks
-/// that each outcome is its and has a positive, finite `{name}_{unit}` for each of
-/// `names` (with more than one rank when `crossing`: nothing crosses on one).
+/// that each outcome is its and has a positive, finite `{name}_{unit}` (`{name}` if
+/// `unit` is empty) for each of `names` (with more than one rank when `crossing`: nothing crosses on one).
 fn on_1_to_4_ranks(app: &str, extra: &[&str], names: &[&str], unit: &str, crossing: bool) {
     for ranks in 1..=4 {
         for threads in [false, true] {
@@ -39,7 +39,11 @@ fn on_1_to_4_ranks(app: &str, extra: &[&str], names: &[&str], unit: &str, crossi
             assert_eq!((o.name.as_str(), o.ranks), (app, ranks));
             if ranks > 1 || !crossing {
                 for name in names {
-                    let f = o.get(&format!("{name}_{unit}")).expect("a figure");
+                    let key = match unit {
+                        "" => name.to_string(),
+                        _ => format!("{name}_{unit}"),
+                    };
+                    let f = o.get(&key).expect("a figure");
                     assert!(f.median > 0.0 && f.median.is_finite(), "{args:?}: {f:?}");
                 }
             }
@@ -77,6 +81,18 @@ fn the_3d_fft_is_right_on_1_to_4_ranks_as_processes_and_threads() {
     // A smaller cube whose side 3 ranks do not divide: uneven slabs.
     let names = ["direct", "frames"];
     on_1_to_4_ranks("fft", &["--size", "50"], &names, "ms", false);
+}
+
+#[test]
+fn message_driven_queens_count_right_on_1_to_4_ranks_as_processes_and_threads() {
+    let names = ["msgs_per_s", "compute_fraction"];
+    on_1_to_4_ranks(
+        "queens",
+        &["--board", "10", "--depth", "3"],
+        &names,
+        "",
+        false,
+    );
 }
 
 #[test]
