@@ -79,10 +79,11 @@ enum App {
         #[arg(long, default_value_t = 13)]
         board: u32,
         /// The row from which a task counts its subtree itself instead of spawning.
-        #[arg(long, default_value_t = 4)]
+        #[arg(long, default_value_t = queens::DEPTH)]
         depth: u32,
     },
-    /// Every application at 2, 4 and 8 ranks, then the report.
+    /// Every application at 1, 2 and 4 ranks (the transpose at 2, 4 and 8), then the
+    /// report.
     All {
         /// A short run, as CI runs it.
         #[arg(long)]
@@ -226,12 +227,24 @@ fn all(quick: bool, out: &std::path::Path) {
     for ranks in [2, 4, 8] {
         runs.push(("transpose", vec!["--ranks".into(), ranks.to_string()]));
     }
-    for ranks in [2, 4] {
-        runs.push(("em3d", vec!["--ranks".into(), ranks.to_string()]));
-        runs.push(("cg", vec!["--ranks".into(), ranks.to_string()]));
+    // The speed-up curves: every application on 1, 2 and 4 ranks.
+    for ranks in [1, 2, 4] {
+        for app in ["em3d", "cg", "fft", "queens"] {
+            runs.push((app, vec!["--ranks".into(), ranks.to_string()]));
+        }
+    }
+    // The grain of the message-driven search (the default depth is 4).
+    for depth in [2, 6, 8] {
+        let args = vec![
+            "--depth".into(),
+            depth.to_string(),
+            "--ranks".into(),
+            "2".into(),
+        ];
+        runs.push(("queens", args));
     }
     for (m, _, _) in PAPER {
-        for ranks in [2, 4] {
+        for ranks in [1, 2, 4] {
             let args = vec![
                 "--matrix".into(),
                 m.into(),

@@ -40,6 +40,9 @@ pub struct Shape {
     pub batches: usize,
 }
 
+/// The default cut-off row.
+pub const DEPTH: u32 = 4;
+
 /// The parent of the root's frame.
 const ROOT: u64 = u64::MAX;
 
@@ -420,6 +423,7 @@ pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppErro
     for (name, v) in names.iter().zip(f.iter_mut()) {
         o.figures.push(Figure::of(*name, v));
     }
+    o.figures.push(Figure::single("depth", s.depth.into()));
     am.barrier()?;
     if me != 0 {
         return Ok(None);

@@ -178,12 +178,37 @@ fn all_quick_writes_the_report() {
     let all: Vec<Outcome> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).expect("json"))
             .expect("outcomes");
-    assert_eq!(all.len(), 13, "3 transposes, 2 EM3Ds, 2 CGs and 6 solves");
+    assert_eq!(
+        all.len(),
+        27,
+        "3 transposes; EM3D, CG, FFT and N-Queens on 1, 2, 4 ranks; 3 more N-Queens; 9 solves"
+    );
+    // Every application's speed-up curve has its three points.
+    let curves = summary
+        .split("## Speed-up")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("a speed-up section");
+    for app in [
+        "3-D FFT, direct",
+        "CG, frames",
+        "EM3D by stores, direct",
+        "N-Queens",
+    ] {
+        let row = curves
+            .lines()
+            .find(|l| l.starts_with(&format!("| {app}")))
+            .unwrap_or_else(|| panic!("no speed-up row for {app}:\n{curves}"));
+        assert_eq!(row.matches(" – ").count(), 0, "a point missing: {row}");
+    }
+    assert!(summary.contains("## Message-driven N-Queens"), "{summary}");
     assert!(
         summary.contains("| bcsprw10 (synthetic) | 2 |"),
         "{summary}"
     );
-    assert!(std::fs::metadata(dir.join("plots/transpose.svg")).is_ok());
+    for plot in ["transpose", "trisolve", "speedup", "queens"] {
+        assert!(std::fs::metadata(dir.join(format!("plots/{plot}.svg"))).is_ok());
+    }
     assert!(std::fs::read_to_string(dir.join("results.csv"))
         .expect("csv")
         .contains("transpose,,am_mb_s"));
