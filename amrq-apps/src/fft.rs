@@ -14,7 +14,7 @@
 //!   z ∈ zs(r), [z][y][x]  ──►  every z, y ∈ ys(s), [z][y][x] ──►  y ∈ ys(s), [y][x][z]
 //! ```
 //!
-//! Rank s ends with F(z, y, x) for y ∈ ys(s), laid out [y][x][z]. Every run is checked
+//! Rank s ends with F(z, y, x) for y ∈ ys(s), laid out `[y][x][z]`. Every run is checked
 //! on every rank against the sequential 3-D FFT (the same plane and pencil steps on
 //! the whole array, with no transpose), which a unit test checks against a naive DFT.
 

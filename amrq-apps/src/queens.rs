@@ -119,6 +119,14 @@ struct State {
 }
 
 impl State {
+    /// The state of a search for `n` queens over `ranks` ranks.
+    fn new(n: u32, ranks: usize) -> Self {
+        let s = State::default();
+        s.n.set(n);
+        s.ranks.set(ranks as u64);
+        s
+    }
+
     fn has_work(&self) -> bool {
         !self.tasks.borrow().is_empty()
             || !self.finished.borrow().is_empty()
@@ -195,6 +203,20 @@ struct Inlets {
     spawn: RequestHandler,
     result: RequestHandler,
     done: RequestHandler,
+}
+
+/// The handler table of a search, and its handlers.
+fn table() -> (HandlerTable<State>, Inlets) {
+    let mut t = HandlerTable::<State>::new();
+    let inlets = Inlets {
+        spawn: t.request("queens_spawn", |st, _ctx, m| st.spawned(&m)),
+        result: t.request("queens_result", |st, _ctx, m| st.answered(&m)),
+        done: t.request("queens_done", |st, _ctx, m| {
+            st.done.set(Some(m.arg(0)?));
+            Ok(())
+        }),
+    };
+    (t, inlets)
 }
 
 /// What one search cost one rank, in ns, and what it did.
@@ -334,19 +356,8 @@ pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppErro
     if !(1..=20).contains(&n) {
         return Err(format!("--board {n}: from 1 to 20 queens").into());
     }
-    let mut t = HandlerTable::<State>::new();
-    let inlets = Inlets {
-        spawn: t.request("queens_spawn", |st, _ctx, m| st.spawned(&m)),
-        result: t.request("queens_result", |st, _ctx, m| st.answered(&m)),
-        done: t.request("queens_done", |st, _ctx, m| {
-            st.done.set(Some(m.arg(0)?));
-            Ok(())
-        }),
-    };
-    let state = State::default();
-    state.n.set(n);
-    state.ranks.set(p as u64);
-    let am = Am::new(c, t, state)?;
+    let (t, inlets) = table();
+    let am = Am::new(c, t, State::new(n, p))?;
     let rma = Rma::new(&am);
     let coll = amrq::coll::Coll::new(&rma)?;
     let s = Searcher {
@@ -438,6 +449,33 @@ pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A spawn whose board cannot be or whose parent names no rank, and a result for a
+    /// frame that is not waiting, are counted as faults and change nothing; a good
+    /// spawn is queued.
+    #[test]
+    fn a_peers_bad_messages_are_faults_not_work() {
+        let out = amrq::threads::run(1, &amrq::Config::default(), |c| -> Result<_, AppError> {
+            let (t, inlets) = table();
+            let am = Am::new(c, t, State::new(8, 1))?;
+            let bad_spawns = [
+                [ROOT, 9, 0, 0, 0],      // row past the board
+                [ROOT, 1, 1 << 8, 0, 0], // a column off the board
+                [7 << 32, 1, 1, 2, 0],   // rank 7 of 1
+            ];
+            for args in bad_spawns {
+                am.request(0, inlets.spawn, &args)?;
+            }
+            am.request(0, inlets.result, &[3, 1])?; // no frame 3
+            am.request(0, inlets.spawn, &[ROOT, 1, 1, 2, 0])?;
+            am.wait_until(|st| st.faults.get() + st.tasks.borrow().len() as u64 == 5)?;
+            let st = am.state();
+            let (tasks, finished) = (st.tasks.borrow().len(), st.finished.borrow().len());
+            Ok((st.faults.get(), tasks, finished))
+        })
+        .expect("a job");
+        assert_eq!(out[0].as_ref().expect("no error"), &(4, 1, 0));
+    }
 
     #[test]
     fn the_sequential_count_is_right() {

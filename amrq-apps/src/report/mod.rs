@@ -1,7 +1,7 @@
 //! `amrq-apps all`'s report: `summary.md` (tables shaped like the papers' figures, and
 //! whether each figure's shape holds here), `results.json`, `results.csv` and the plots
 //! (SVG and PNG), from the outcomes of every application run. The sections are in
-//! [`rq`] (Remote Queues' applications), [`splitc`] (Split-C's) and [`tam`] (the
+//! `rq` (Remote Queues' applications), `splitc` (Split-C's) and `tam` (the
 //! message-driven search); the speed-up curves of them all are here.
 
 mod rq;
