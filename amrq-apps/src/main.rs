@@ -254,19 +254,21 @@ fn all(quick: bool, out: &std::path::Path) {
             runs.push(("trisolve", args));
         }
     }
+    let progress = amrq_bench::progress::Progress::new(Some(runs.len()));
     for (app, args) in runs {
+        progress.start(format!("{app} {}", args.join(" ")));
         let mut cmd = Command::new(&exe);
         cmd.args([app, "--json", "--check"]).args(&args);
         if quick {
             cmd.arg("--quick");
         }
-        eprintln!("amrq-apps: {app} {}", args.join(" "));
         let ranks = args.last().and_then(|r| r.parse().ok()).unwrap_or(0);
         let limit = Duration::from_secs(600);
         outcomes.push(amrq_bench::suite::child_outcome(
             &mut cmd, app, ranks, limit,
         ));
     }
+    progress.finish();
     if let Err(e) = amrq_apps::report::write(&outcomes, quick, out) {
         amrq_apps::fail(&e);
     }

@@ -32,6 +32,7 @@ pub mod matmul;
 pub mod peers;
 pub mod plots;
 pub mod polling;
+pub mod progress;
 pub mod report;
 pub mod results;
 pub mod signature;

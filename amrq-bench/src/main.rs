@@ -183,14 +183,16 @@ fn emit(cli: &Cli, o: &Outcome) -> Result<(), String> {
 fn peers(cli: &Cli) {
     let out = cli.out.clone().unwrap_or_else(|| PathBuf::from("results"));
     let rounds = cli.peer_rounds.unwrap_or(suite::peer_rounds(cli.quick));
+    let progress = amrq_bench::progress::Progress::new(None);
     let p = suite::run_peers(
         cli.quick,
         rounds,
         cli.gasnet.as_deref(),
         Some(out.join("peers")),
-        |what| eprintln!("peers: {what}"),
+        |what| progress.note(format!("peers: {what}")),
     )
     .unwrap_or_else(|e| fail(&e));
+    progress.finish();
     let table = amrq_bench::peers::table(&p, Clock::calibrate().overhead_ns());
     let rounds_json = out.join("peers").join("rounds.json");
     let json = serde_json::to_string_pretty(&p).unwrap_or_default();

@@ -232,26 +232,6 @@ pub fn run_jobs(jobs: &[Job], quick: bool) -> Result<Vec<Outcome>, String> {
     Ok(jobs.iter().map(|&j| run_job(&exe, j, quick)).collect())
 }
 
-/// A progress line on stderr: `[#####.....] 5/14 array`, redrawn in place on a
-/// terminal, one line per step otherwise (a CI log shows where a run is).
-fn progress(done: usize, total: usize, what: &str) {
-    use std::io::IsTerminal;
-    let width = 24;
-    let filled = done * width / total.max(1);
-    let bar = format!(
-        "[{}{}] {done}/{total} {what:<40}",
-        "#".repeat(filled),
-        ".".repeat(width - filled)
-    );
-    if !std::io::stderr().is_terminal() {
-        eprintln!("{}", bar.trim_end());
-    } else if done == total {
-        eprintln!("\r{bar}");
-    } else {
-        eprint!("\r{bar}");
-    }
-}
-
 /// amrq's put bandwidth at 64 KiB, double-word aligned (from *array*).
 fn put_64k(outcomes: &[Outcome]) -> Option<f64> {
     let o = outcomes.iter().find(|o| o.name == "array")?;
@@ -351,20 +331,21 @@ pub fn all(
 ) -> Result<Results, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find amrq-bench: {e}"))?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let total = JOBS.len() + 2;
+    let progress = crate::progress::Progress::new(Some(JOBS.len() + 2));
     let mut outcomes = Vec::new();
-    for (i, job) in JOBS.into_iter().enumerate() {
-        progress(i, total, job.name());
+    for job in JOBS {
+        progress.start(job.name());
         outcomes.push(run_job(&exe, job, quick));
     }
     let raw = out.join("peers");
     let _ = std::fs::remove_dir_all(&raw); // an earlier run's files are not this run's
+    progress.start("peers");
     let peers = run_peers(quick, rounds, gasnet, Some(raw), |what| {
-        progress(JOBS.len(), total, &format!("peers {what}"))
+        progress.note(format!("peers: {what}"))
     })?;
     let timer = Clock::calibrate().overhead_ns();
     let table = peers::table(&peers, timer);
-    progress(JOBS.len() + 1, total, "report");
+    progress.start("report");
     let results = Results {
         machine: Machine::here(),
         quick,
@@ -373,6 +354,6 @@ pub fn all(
         table,
     };
     crate::files::write_report(&results, out)?;
-    progress(total, total, "done");
+    progress.finish();
     Ok(results)
 }
