@@ -1,0 +1,75 @@
+/* Short AM round trip between two ranks, beside the raw cache-line round trip measured
+ * in the same run between the same two ranks: the C twin of examples/pingpong.rs, and
+ * the same summary line,
+ *   pingpong: rtt_ns=... raw_rtt_ns=... ratio=... batch_ratio=...
+ * (medians over batches; batch_ratio: the median of each AM batch over the raw batch
+ * just before it). Run it under `amrun -n 2`, or alone (it starts 2 ranks). */
+#include "common.h"
+
+static int PING, PONG;
+
+typedef struct {
+    volatile uint64_t replies; /* rank 0: the last reply's value */
+    volatile uint64_t served;  /* rank 1: requests served */
+} state_t;
+
+static void ping(void *s, amrq_token_t *t, const amrq_msg_t *m) {
+    ((state_t *)s)->served++;
+    amrq_reply(t, PONG, m->args, 1);
+}
+
+static void pong(void *s, const amrq_msg_t *m) { ((state_t *)s)->replies = m->args[0]; }
+
+int main(int argc, char **argv) {
+    int q = quick(argc, argv);
+    uint64_t iters = q ? 20000 : 100000;
+    enum { MAX_BATCHES = 31 };
+    int batches = q ? 11 : MAX_BATCHES;
+    state_t st = {0, 0};
+    amrq_table_t *t = amrq_table_new();
+    CHECK(amrq_table_request(t, "ping", ping, &st, &PING));
+    CHECK(amrq_table_reply(t, "pong", pong, &st, &PONG));
+    amrq_t *am;
+    CHECK(amrq_init(t, 2, &am));
+    if (amrq_size(am) != 2) {
+        fprintf(stderr, "pingpong: needs 2 ranks, not %d\n", amrq_size(am));
+        return 1;
+    }
+    int me = amrq_rank(am);
+    size_t lines;
+    CHECK(amrq_alloc_symmetric(am, amrq_raw_bytes(), 128, &lines));
+    CHECK(amrq_barrier(am));
+    double raw[MAX_BATCHES], rtt[MAX_BATCHES], ratio[MAX_BATCHES];
+    uint64_t base = 0, seq = 0, served = 0;
+    for (int b = 0; b < batches; b++) {
+        double r = 0;
+        CHECK(amrq_raw_rtt_ns(am, lines, base, iters, &r));
+        base += iters;
+        CHECK(amrq_barrier(am));
+        if (me == 0) {
+            double t0 = now_ns();
+            for (uint64_t i = 0; i < iters; i++) {
+                uint64_t v = ++seq;
+                CHECK(amrq_request(am, 1, PING, &v, 1));
+                while (st.replies != v) CHECK(amrq_poll(am, NULL));
+            }
+            raw[b] = r;
+            rtt[b] = (now_ns() - t0) / (double)iters;
+            ratio[b] = rtt[b] / r;
+        } else {
+            /* Counted from the start: requests may run in the barrier before this. */
+            served += iters;
+            while (st.served != served) CHECK(amrq_poll(am, NULL));
+        }
+        CHECK(amrq_barrier(am));
+    }
+    if (me == 0) {
+        double rt = median(rtt, batches), rw = median(raw, batches);
+        double br = median(ratio, batches);
+        printf("AM Short request->reply (C): median %.1f ns; raw %.1f ns\n", rt, rw);
+        printf("pingpong: rtt_ns=%.3f raw_rtt_ns=%.3f ratio=%.3f batch_ratio=%.3f\n", rt, rw,
+               rt / rw, br);
+    }
+    CHECK(amrq_finalize(am));
+    return 0;
+}

@@ -1,0 +1,605 @@
+//! Handlers, start-up and shutdown, Active Messages, polling and the barrier.
+//!
+//! A C handler is a function pointer and a `void *` state. amrq's handler table holds
+//! Rust functions, so each C handler is reached through a trampoline of its own: the
+//! `K`-th request handler registered is `request_trampoline::<K>`, which calls the
+//! `K`-th C function with its state (at most [`MAX_HANDLERS`] of each kind).
+
+use crate::{guard, put_out, slice, AmrqStatus, Failure};
+use amrq::am::{Am, AmError, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
+use amrq::conduit::mem::MemConduit;
+use amrq::conduit::Conduit;
+use amrq::rma::Rma;
+use std::ffi::{c_char, c_int, c_void, CStr};
+
+/// Request handlers, and reply handlers, a program may register.
+pub const MAX_HANDLERS: usize = 64;
+
+/// An arriving message, as a C handler sees it.
+#[repr(C)]
+pub struct AmrqMsg {
+    /// The sender's rank.
+    pub source: u32,
+    /// The args.
+    pub args: *const u64,
+    /// How many args (0–8).
+    pub nargs: usize,
+    /// The payload (Medium), valid during the handler only.
+    pub payload: *const c_void,
+    /// The payload's bytes (0 for Short).
+    pub len: usize,
+}
+
+/// What a request handler replies through (valid during the handler only).
+pub struct AmrqToken<'a> {
+    ctx: Option<ReqCtx<'a, Handlers, MemConduit>>,
+    replies: &'a [ReplyHandler],
+    error: Option<AmError>,
+}
+
+/// A request handler: `state` is what it was registered with.
+pub type AmrqRequestFn =
+    unsafe extern "C" fn(state: *mut c_void, token: *mut AmrqToken<'static>, msg: *const AmrqMsg);
+
+/// A reply handler.
+pub type AmrqReplyFn = unsafe extern "C" fn(state: *mut c_void, msg: *const AmrqMsg);
+
+/// The C handlers (the `Am`'s state).
+pub struct Handlers {
+    requests: Vec<(AmrqRequestFn, *mut c_void)>,
+    replies: Vec<(AmrqReplyFn, *mut c_void)>,
+    reply_ids: Vec<ReplyHandler>,
+}
+
+/// A handler table being filled, before `amrq_init`.
+pub struct AmrqTable {
+    table: HandlerTable<Handlers>,
+    handlers: Handlers,
+    request_ids: Vec<RequestHandler>,
+}
+
+/// A rank of a running job.
+pub struct Amrq {
+    pub(crate) am: &'static Am<Handlers>,
+    pub(crate) rma: &'static Rma<'static, Handlers>,
+    pub(crate) coll: Option<amrq::coll::Coll<'static, 'static, Handlers>>,
+    request_ids: Vec<RequestHandler>,
+}
+
+impl Drop for Amrq {
+    fn drop(&mut self) {
+        self.coll = None;
+        // SAFETY: `rma` and `am` were leaked from boxes by `amrq_init` for this `Amrq`
+        // alone; the collectives that borrowed them are gone, and nothing else does.
+        unsafe {
+            drop(Box::from_raw(std::ptr::from_ref(self.rma).cast_mut()));
+            drop(Box::from_raw(std::ptr::from_ref(self.am).cast_mut()));
+        }
+    }
+}
+
+impl Amrq {
+    /// Records this rank as failed in its job (after a panic).
+    pub(crate) fn fail_job(&self, why: &str) {
+        let c = self.am.rq().conduit();
+        c.boot().mark_failed(c.rank(), why.to_string());
+    }
+}
+
+/// The `Amrq` behind `am`, or an argument error.
+///
+/// # Safety
+/// `am` is null or came from `amrq_init` and was not finalized.
+pub(crate) unsafe fn job<'a>(am: *const Amrq) -> Result<&'a Amrq, Failure> {
+    // SAFETY: the caller's guarantee.
+    unsafe { am.as_ref() }.ok_or_else(|| Failure::argument("a null amrq_t"))
+}
+
+/// [`guard`] for a call on `am`: a panic marks the rank failed in its job.
+///
+/// # Safety
+/// As [`job`].
+pub(crate) unsafe fn on_job(
+    am: *const Amrq,
+    body: impl FnOnce(&Amrq) -> Result<(), Failure>,
+) -> AmrqStatus {
+    // SAFETY: the caller's guarantee.
+    let j = unsafe { am.as_ref() };
+    guard(
+        |why| {
+            if let Some(j) = j {
+                j.fail_job(why);
+            }
+        },
+        || body(j.ok_or_else(|| Failure::argument("a null amrq_t"))?),
+    )
+}
+
+fn msg_of(m: &Msg<'_>) -> AmrqMsg {
+    AmrqMsg {
+        source: m.source() as u32,
+        args: m.args().as_ptr(),
+        nargs: m.args().len(),
+        payload: m.payload().as_ptr().cast(),
+        len: m.payload().len(),
+    }
+}
+
+fn request_trampoline<'a, const K: usize>(
+    s: &'a Handlers,
+    ctx: ReqCtx<'a, Handlers, MemConduit>,
+    m: Msg<'a>,
+) -> Result<(), AmError> {
+    let (f, state) = s.requests[K];
+    let msg = msg_of(&m);
+    let mut token = AmrqToken {
+        ctx: Some(ctx),
+        replies: &s.reply_ids,
+        error: None,
+    };
+    let t: *mut AmrqToken<'_> = &mut token;
+    // SAFETY: `f` is the C function registered as this handler, called with its
+    // state, a token and a message that live until it returns (the token's lifetime
+    // is erased: it is used through `amrq_reply` during the call only).
+    unsafe { f(state, t.cast(), &msg) };
+    token.error.map_or(Ok(()), Err)
+}
+
+fn reply_trampoline<'a, const K: usize>(s: &'a Handlers, m: Msg<'a>) -> Result<(), AmError> {
+    let (f, state) = s.replies[K];
+    let msg = msg_of(&m);
+    // SAFETY: `f` is the C function registered as this handler, called with its
+    // state and a message that lives until it returns.
+    unsafe { f(state, &msg) };
+    Ok(())
+}
+
+/// The trampolines, `MAX_HANDLERS` of each kind.
+macro_rules! trampolines {
+    ($($k:literal)*) => {
+        const REQUESTS: [amrq::am::RequestFn<Handlers, MemConduit>; MAX_HANDLERS] =
+            [$(request_trampoline::<$k>),*];
+        const REPLIES: [amrq::am::ReplyFn<Handlers>; MAX_HANDLERS] =
+            [$(reply_trampoline::<$k>),*];
+    };
+}
+
+trampolines!(
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60
+    61 62 63
+);
+
+/// A new, empty handler table; `amrq_init` takes it (or `amrq_table_free` frees it).
+#[no_mangle]
+pub extern "C" fn amrq_table_new() -> *mut AmrqTable {
+    Box::into_raw(Box::new(AmrqTable {
+        table: HandlerTable::new(),
+        handlers: Handlers {
+            requests: Vec::new(),
+            replies: Vec::new(),
+            reply_ids: Vec::new(),
+        },
+        request_ids: Vec::new(),
+    }))
+}
+
+/// Frees a table that was not given to `amrq_init`.
+///
+/// # Safety
+/// `t` is null or came from `amrq_table_new` and was neither freed nor given to
+/// `amrq_init`.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_table_free(t: *mut AmrqTable) {
+    if !t.is_null() {
+        // SAFETY: the caller's guarantee.
+        drop(unsafe { Box::from_raw(t) });
+    }
+}
+
+/// The name of a handler (kept for the job's life: tables are built once).
+///
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+unsafe fn name_of(name: *const c_char) -> Result<&'static str, Failure> {
+    if name.is_null() {
+        return Err(Failure::argument("a null handler name"));
+    }
+    // SAFETY: the caller's guarantee.
+    let s = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    Ok(Box::leak(s.into_boxed_str()))
+}
+
+/// Registers request handler `f` (called with `state`) as `name`; its id goes to
+/// `*id`. Every rank registers the same handlers in the same order.
+///
+/// # Safety
+/// `t` came from `amrq_table_new`; `name` is a NUL-terminated string; `id` is null or
+/// writable; `f` may be called with `state` from any amrq call that polls.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_table_request(
+    t: *mut AmrqTable,
+    name: *const c_char,
+    f: AmrqRequestFn,
+    state: *mut c_void,
+    id: *mut c_int,
+) -> AmrqStatus {
+    guard(
+        |_| {},
+        || {
+            // SAFETY: the caller's guarantee.
+            let t = unsafe { t.as_mut() }.ok_or_else(|| Failure::argument("a null table"))?;
+            let k = t.handlers.requests.len();
+            if k == MAX_HANDLERS {
+                return Err(Failure::argument(format!(
+                    "more than {MAX_HANDLERS} request handlers"
+                )));
+            }
+            // SAFETY: the caller's guarantee.
+            let h = t.table.request(unsafe { name_of(name) }?, REQUESTS[k]);
+            t.handlers.requests.push((f, state));
+            t.request_ids.push(h);
+            put_out(id, k as c_int);
+            Ok(())
+        },
+    )
+}
+
+/// Registers reply handler `f` (called with `state`) as `name`; its id goes to `*id`.
+///
+/// # Safety
+/// As `amrq_table_request`.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_table_reply(
+    t: *mut AmrqTable,
+    name: *const c_char,
+    f: AmrqReplyFn,
+    state: *mut c_void,
+    id: *mut c_int,
+) -> AmrqStatus {
+    guard(
+        |_| {},
+        || {
+            // SAFETY: the caller's guarantee.
+            let t = unsafe { t.as_mut() }.ok_or_else(|| Failure::argument("a null table"))?;
+            let k = t.handlers.replies.len();
+            if k == MAX_HANDLERS {
+                return Err(Failure::argument(format!(
+                    "more than {MAX_HANDLERS} reply handlers"
+                )));
+            }
+            // SAFETY: the caller's guarantee.
+            let h = t.table.reply(unsafe { name_of(name) }?, REPLIES[k]);
+            t.handlers.replies.push((f, state));
+            t.handlers.reply_ids.push(h);
+            put_out(id, k as c_int);
+            Ok(())
+        },
+    )
+}
+
+/// Starts this rank: joins the job a launcher (`amrun`, `mpirun`, `srun`) placed it in
+/// and meets the other ranks; `*out` is the rank's handle. Started on its own, the
+/// program runs itself as `ranks_if_alone` ranks (the same arguments) and exits with
+/// the job's status, never returning here — or, with `ranks_if_alone` ≤ 1, is a job of
+/// one rank. Takes `t` (freed, whatever the outcome).
+///
+/// # Safety
+/// `t` came from `amrq_table_new` and was neither freed nor given to `amrq_init`;
+/// `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_init(
+    t: *mut AmrqTable,
+    ranks_if_alone: c_int,
+    out: *mut *mut Amrq,
+) -> AmrqStatus {
+    guard(
+        |_| {},
+        || {
+            if t.is_null() || out.is_null() {
+                return Err(Failure::argument("a null table or out pointer"));
+            }
+            // SAFETY: the caller's guarantee.
+            let t = unsafe { Box::from_raw(t) };
+            let job = |e: String| Failure {
+                status: AmrqStatus::Job,
+                message: e,
+            };
+            let cfg = amrq::Config::from_env().map_err(job)?;
+            let conduit = match amrq::launch::joined(&cfg).map_err(|e| job(e.to_string()))? {
+                Some(c) => c,
+                None if ranks_if_alone > 1 => {
+                    let exe = std::env::current_exe().map_err(|e| job(e.to_string()))?;
+                    let args: Vec<_> = std::env::args_os().skip(1).collect();
+                    let launcher = amrq::launch::Launcher::new(ranks_if_alone as usize);
+                    match launcher.run(exe.as_os_str(), &args) {
+                        Ok(o) => std::process::exit(o.code),
+                        Err(e) => return Err(job(e.to_string())),
+                    }
+                }
+                None => amrq::conduit::threads::endpoints_for(1, &cfg.conduit_spec())
+                    .map_err(|e| job(e.to_string()))?
+                    .swap_remove(0),
+            };
+            let AmrqTable {
+                table,
+                handlers,
+                request_ids,
+            } = *t;
+            let am: &'static Am<Handlers> = Box::leak(Box::new(Am::new(conduit, table, handlers)?));
+            let rma: &'static Rma<'static, Handlers> = Box::leak(Box::new(Rma::new(am)));
+            let mut job = Box::new(Amrq {
+                am,
+                rma,
+                coll: None,
+                request_ids,
+            });
+            job.coll = Some(amrq::coll::Coll::new(rma)?);
+            put_out(out, Box::into_raw(job));
+            Ok(())
+        },
+    )
+}
+
+/// Leaves the job after a barrier with the other ranks, and frees `am`.
+///
+/// # Safety
+/// `am` came from `amrq_init` and was not finalized; it is not used after.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_finalize(am: *mut Amrq) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        j.am.barrier()?;
+        // SAFETY: the caller's guarantee: `am` came from `amrq_init` (a box) and is not
+        // used after.
+        drop(unsafe { Box::from_raw(am) });
+        Ok(())
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// This rank's number, from 0 (−1 for a null `am`).
+///
+/// # Safety
+/// `am` is null or came from `amrq_init` and was not finalized.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_rank(am: *const Amrq) -> c_int {
+    // SAFETY: the caller's guarantee.
+    unsafe { job(am) }.map_or(-1, |j| j.am.rank() as c_int)
+}
+
+/// The ranks in the job (−1 for a null `am`).
+///
+/// # Safety
+/// As `amrq_rank`.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_size(am: *const Amrq) -> c_int {
+    // SAFETY: the caller's guarantee.
+    unsafe { job(am) }.map_or(-1, |j| j.am.size() as c_int)
+}
+
+impl Amrq {
+    fn request_id(&self, handler: c_int) -> Result<RequestHandler, Failure> {
+        usize::try_from(handler)
+            .ok()
+            .and_then(|k| self.request_ids.get(k).copied())
+            .ok_or_else(|| Failure::argument(format!("no request handler {handler}")))
+    }
+}
+
+/// Sends a Short request (`nargs` ≤ 8 args) to rank `dest`, waiting for room if the
+/// queue is full (running handlers meanwhile).
+///
+/// # Safety
+/// `am` came from `amrq_init`; `args` points to `nargs` words.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_request(
+    am: *const Amrq,
+    dest: c_int,
+    handler: c_int,
+    args: *const u64,
+    nargs: usize,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        let h = j.request_id(handler)?;
+        // SAFETY: the caller's guarantee: `args` points to `nargs` words.
+        let args = unsafe { slice(args, nargs) }?;
+        Ok(j.am.request(rank_of(dest)?, h, args)?)
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// Sends a Medium request: args and a payload of `len` bytes (at most the queue's
+/// Medium size).
+///
+/// # Safety
+/// As `amrq_request`; `payload` points to `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_request_medium(
+    am: *const Amrq,
+    dest: c_int,
+    handler: c_int,
+    args: *const u64,
+    nargs: usize,
+    payload: *const c_void,
+    len: usize,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        let h = j.request_id(handler)?;
+        // SAFETY: the caller's guarantee: `payload` points to `len` bytes, `args` to
+        // `nargs` words.
+        let (bytes, args) = unsafe { (slice(payload.cast::<u8>(), len)?, slice(args, nargs)?) };
+        Ok(j.am.request_medium(rank_of(dest)?, h, args, bytes)?)
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// A rank number from C.
+pub(crate) fn rank_of(r: c_int) -> Result<usize, Failure> {
+    usize::try_from(r).map_err(|_| Failure::argument(format!("rank {r}")))
+}
+
+/// The reply of the handler `token` was given to, with `args` and, if `len` > 0, a
+/// payload: at most one per request.
+///
+/// # Safety
+/// `token` is the one the running request handler was called with; `args` points to
+/// `nargs` words and `payload` to `len` bytes.
+unsafe fn reply(
+    token: *mut AmrqToken<'static>,
+    handler: c_int,
+    args: *const u64,
+    nargs: usize,
+    payload: (*const c_void, usize),
+) -> AmrqStatus {
+    guard(
+        |_| {},
+        || {
+            // SAFETY: the caller's guarantee.
+            let t = unsafe { token.as_mut() }.ok_or_else(|| Failure::argument("a null token"))?;
+            let h = usize::try_from(handler)
+                .ok()
+                .and_then(|k| t.replies.get(k).copied())
+                .ok_or_else(|| Failure::argument(format!("no reply handler {handler}")))?;
+            let ctx = t
+                .ctx
+                .take()
+                .ok_or_else(|| Failure::argument("this request was replied to already"))?;
+            // SAFETY: the caller's guarantee.
+            let (args, bytes) =
+                unsafe { (slice(args, nargs)?, slice(payload.0.cast(), payload.1)?) };
+            let sent = match bytes.is_empty() {
+                true => ctx.reply(h, args),
+                false => ctx.reply_medium(h, args, bytes),
+            };
+            sent.map_err(|e| {
+                let f = Failure {
+                    status: AmrqStatus::Am,
+                    message: e.to_string(),
+                };
+                t.error = Some(e); // the poll that ran the handler fails with it too
+                f
+            })
+        },
+    )
+}
+
+/// Replies to the request being handled with a Short reply.
+///
+/// # Safety
+/// `token` is the one the running request handler was called with; `args` points to
+/// `nargs` words.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_reply(
+    token: *mut AmrqToken<'static>,
+    handler: c_int,
+    args: *const u64,
+    nargs: usize,
+) -> AmrqStatus {
+    // SAFETY: the caller's guarantee.
+    unsafe { reply(token, handler, args, nargs, (std::ptr::null(), 0)) }
+}
+
+/// Replies with a Medium reply (args and `len` bytes of payload).
+///
+/// # Safety
+/// As `amrq_reply`; `payload` points to `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_reply_medium(
+    token: *mut AmrqToken<'static>,
+    handler: c_int,
+    args: *const u64,
+    nargs: usize,
+    payload: *const c_void,
+    len: usize,
+) -> AmrqStatus {
+    // SAFETY: the caller's guarantee.
+    unsafe { reply(token, handler, args, nargs, (payload, len)) }
+}
+
+/// Runs the handlers of the messages that have arrived; how many ran goes to `*took`
+/// (if not null).
+///
+/// # Safety
+/// `am` came from `amrq_init`; `took` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_poll(am: *const Amrq, took: *mut usize) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        put_out(took, j.am.poll()?);
+        Ok(())
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// Polls until `done(arg)` returns non-zero, spinning a bounded time between empty
+/// polls, then sleeping; fails if a rank of the job fails meanwhile.
+///
+/// # Safety
+/// `am` came from `amrq_init`; `done` may be called with `arg` many times.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_wait_until(
+    am: *const Amrq,
+    done: unsafe extern "C" fn(arg: *mut c_void) -> c_int,
+    arg: *mut c_void,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        // SAFETY: the caller's guarantee.
+        // SAFETY: the caller's guarantee: `done` may be called with `arg`.
+        Ok(j.am.wait_until(|_| unsafe { done(arg) } != 0)?)
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// Waits until every rank has called it (serving requests meanwhile).
+///
+/// # Safety
+/// `am` came from `amrq_init`.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_barrier(am: *const Amrq) -> AmrqStatus {
+    let body = |j: &Amrq| Ok(j.am.barrier()?);
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// Enters the split-phase barrier without waiting.
+///
+/// # Safety
+/// `am` came from `amrq_init`.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_barrier_notify(am: *const Amrq) -> AmrqStatus {
+    let body = |j: &Amrq| Ok(j.am.barrier_notify()?);
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// Whether every rank has entered the barrier (`*done` 1, the barrier over) or not yet
+/// (0); polls once.
+///
+/// # Safety
+/// `am` came from `amrq_init`; `done` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_barrier_try(am: *const Amrq, done: *mut c_int) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        put_out(done, c_int::from(j.am.barrier_try()?));
+        Ok(())
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// Waits for the barrier `amrq_barrier_notify` entered.
+///
+/// # Safety
+/// `am` came from `amrq_init`.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_barrier_wait(am: *const Amrq) -> AmrqStatus {
+    let body = |j: &Amrq| Ok(j.am.barrier_wait()?);
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}

@@ -1,0 +1,170 @@
+//! amrq's C interface: `libamrq_c.so` / `libamrq_c.a` and the header `amrq.h`
+//! (generated from this crate by cbindgen, committed as `amrq-c/include/amrq.h`).
+//!
+//! | C | what | module |
+//! |---|---|---|
+//! | `amrq_table_*`, `amrq_init`, `amrq_finalize`, `amrq_rank`, `amrq_size` | handler registration, start-up (under `amrun`, `mpirun`, `srun`, or self-launched) and shutdown | [`job`] |
+//! | `amrq_request*`, `amrq_reply*`, `amrq_poll`, `amrq_wait_until`, `amrq_barrier*` | Active Messages, Short and Medium; polling; the split-phase barrier | [`job`] |
+//! | `amrq_alloc_symmetric`, `amrq_segment`, `amrq_put*`, `amrq_get*`, `amrq_sync_nbi`, `amrq_fetch_add`, `amrq_allreduce_*`, `amrq_raw_rtt_ns` | one-sided operations, atomics, reductions, the raw reference | [`rma`] |
+//!
+//! Every function returns an [`AmrqStatus`]; on an error, [`amrq_last_error`] says what
+//! went wrong, in words. Nothing unwinds into C: a Rust panic becomes
+//! `AMRQ_STATUS_PANIC`, and the rank is recorded as failed in its job, so that the
+//! other ranks learn of it instead of waiting. C handlers are plain function pointers
+//! with a `void *` state, called from `amrq_poll` (and every call that waits).
+//!
+//! A C program:
+//!
+//! ```c
+//! static void ping(void *state, amrq_token_t *t, const amrq_msg_t *m) {
+//!     uint64_t v = m->args[0] + 1;
+//!     amrq_reply(t, PONG, &v, 1);
+//! }
+//! ...
+//! amrq_table_t *t = amrq_table_new();
+//! amrq_table_request(t, "ping", ping, NULL, &PING);
+//! amrq_table_reply(t, "pong", pong, &got, &PONG);
+//! amrq_t *am;
+//! if (amrq_init(t, 2, &am) != AMRQ_STATUS_OK) { fprintf(stderr, "%s\n", amrq_last_error()); return 1; }
+//! ```
+//!
+//! The examples in `amrq-c/c/` (`pingpong.c`, `ring.c`, `getput.c`) are built by its
+//! Makefile and run by `tests/c_examples.rs` and CI.
+
+pub mod job;
+pub mod rma;
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// What a call of the C interface returns.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AmrqStatus {
+    /// It worked.
+    Ok = 0,
+    /// An argument was wrong: a null pointer, an unknown handler id, too many args.
+    Argument = 1,
+    /// The job could not be started or joined.
+    Job = 2,
+    /// An Active Message operation failed (a dead peer, a full queue that never
+    /// drained, …).
+    Am = 3,
+    /// A one-sided operation failed (an address outside the segment, …).
+    Rma = 4,
+    /// amrq panicked (a bug in amrq): the rank is recorded as failed in its job.
+    Panic = 5,
+}
+
+/// An error of a call: its status and its message.
+pub(crate) struct Failure {
+    status: AmrqStatus,
+    message: String,
+}
+
+impl Failure {
+    pub(crate) fn argument(message: impl Into<String>) -> Self {
+        Failure {
+            status: AmrqStatus::Argument,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<amrq::am::AmError> for Failure {
+    fn from(e: amrq::am::AmError) -> Self {
+        Failure {
+            status: AmrqStatus::Am,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<amrq::rma::RmaError> for Failure {
+    fn from(e: amrq::rma::RmaError) -> Self {
+        Failure {
+            status: AmrqStatus::Rma,
+            message: e.to_string(),
+        }
+    }
+}
+
+thread_local! {
+    /// The message of this thread's last failed call.
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_last_error(message: &str) {
+    let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|l| *l.borrow_mut() = c);
+}
+
+/// What the last call of this thread that failed said, as a NUL-terminated string
+/// (empty if none failed). It stays valid until the next failing call on this thread.
+#[no_mangle]
+pub extern "C" fn amrq_last_error() -> *const c_char {
+    LAST_ERROR.with(|l| l.borrow().as_ptr())
+}
+
+/// Runs the body of a C function: its status, with the message of a failure kept for
+/// [`amrq_last_error`]; a panic caught (and `on_panic` told, to record the rank's
+/// failure in its job).
+pub(crate) fn guard(
+    on_panic: impl FnOnce(&str),
+    body: impl FnOnce() -> Result<(), Failure>,
+) -> AmrqStatus {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => AmrqStatus::Ok,
+        Ok(Err(f)) => {
+            set_last_error(&f.message);
+            f.status
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            let message = format!("amrq panicked (a bug in amrq): {what}");
+            set_last_error(&message);
+            on_panic(&message);
+            AmrqStatus::Panic
+        }
+    }
+}
+
+/// `*p = v` if `p` is not null.
+pub(crate) fn put_out<T>(p: *mut T, v: T) {
+    if !p.is_null() {
+        // SAFETY: the caller passed `p` as a place for the result (documented for each
+        // function), and it is not null.
+        unsafe { p.write(v) };
+    }
+}
+
+/// The slice of `n` items at `p` (empty if `n` is 0, whatever `p` is).
+///
+/// # Safety
+/// If `n > 0`, `p` points to `n` readable items that stay valid and unchanged for `'a`.
+pub(crate) unsafe fn slice<'a, T>(p: *const T, n: usize) -> Result<&'a [T], Failure> {
+    match (n, p.is_null()) {
+        (0, _) => Ok(&[]),
+        (_, true) => Err(Failure::argument("a null pointer for a non-empty array")),
+        // SAFETY: the caller's guarantee.
+        _ => Ok(unsafe { std::slice::from_raw_parts(p, n) }),
+    }
+}
+
+/// The mutable slice of `n` items at `p`.
+///
+/// # Safety
+/// If `n > 0`, `p` points to `n` writable items that nothing else reaches for `'a`.
+pub(crate) unsafe fn slice_mut<'a, T>(p: *mut T, n: usize) -> Result<&'a mut [T], Failure> {
+    match (n, p.is_null()) {
+        (0, _) => Ok(&mut []),
+        (_, true) => Err(Failure::argument("a null pointer for a non-empty array")),
+        // SAFETY: the caller's guarantee.
+        _ => Ok(unsafe { std::slice::from_raw_parts_mut(p, n) }),
+    }
+}

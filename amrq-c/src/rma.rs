@@ -1,0 +1,287 @@
+//! One-sided operations on the ranks' registered segments, remote atomics, reductions,
+//! and the raw reference a C benchmark compares itself with.
+//!
+//! Addresses are byte offsets into a rank's segment; `amrq_alloc_symmetric` gives one
+//! that is the same on every rank, and `amrq_segment` the local address of this rank's.
+
+use crate::job::{on_job, rank_of, Amrq};
+use crate::{put_out, slice, slice_mut, AmrqStatus, Failure};
+use amrq::reference::{RawPingPong, RAW_PINGPONG_BYTES};
+use std::ffi::{c_int, c_void};
+
+/// A reduction's operation.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AmrqOp {
+    /// The sum.
+    Sum = 0,
+    /// The least.
+    Min = 1,
+    /// The greatest.
+    Max = 2,
+}
+
+/// Collective: `len` bytes at the same offset of every rank's segment, aligned to
+/// `align` (a power of two); the offset goes to `*offset`. Every rank calls it with
+/// the same arguments, in the same order as its other symmetric allocations.
+///
+/// # Safety
+/// `am` came from `amrq_init`; `offset` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_alloc_symmetric(
+    am: *const Amrq,
+    len: usize,
+    align: usize,
+    offset: *mut usize,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        put_out(offset, j.rma.alloc_symmetric(len, align)?);
+        Ok(())
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// This rank's segment: its first byte to `*base`, its length to `*len`. C code reads
+/// and writes its own part of symmetric allocations through it.
+///
+/// # Safety
+/// `am` came from `amrq_init`; `base` and `len` are null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_segment(
+    am: *const Amrq,
+    base: *mut *mut c_void,
+    len: *mut usize,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        let (p, n) = j.am.segment();
+        put_out(base, p.as_ptr().cast());
+        put_out(len, n);
+        Ok(())
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// Copies `len` bytes from `src` to `offset` in `rank`'s segment; complete on return.
+///
+/// # Safety
+/// `am` came from `amrq_init`; `src` points to `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_put(
+    am: *const Amrq,
+    rank: c_int,
+    offset: usize,
+    src: *const c_void,
+    len: usize,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        // SAFETY: the caller's guarantee: `src` points to `len` bytes.
+        let src = unsafe { slice(src.cast(), len) }?;
+        Ok(j.rma.put(rank_of(rank)?, offset, src)?)
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// Copies `len` bytes at `offset` in `rank`'s segment into `dst`; complete on return.
+///
+/// # Safety
+/// `am` came from `amrq_init`; `dst` points to `len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_get(
+    am: *const Amrq,
+    rank: c_int,
+    offset: usize,
+    dst: *mut c_void,
+    len: usize,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        // SAFETY: the caller's guarantee: `dst` points to `len` writable bytes.
+        let dst = unsafe { slice_mut(dst.cast(), len) }?;
+        Ok(j.rma.get(rank_of(rank)?, offset, dst)?)
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// `amrq_put` with implicit completion: `src` may be reused on return, and the data
+/// is in place at the target after `amrq_sync_nbi`.
+///
+/// # Safety
+/// As `amrq_put`.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_put_nbi(
+    am: *const Amrq,
+    rank: c_int,
+    offset: usize,
+    src: *const c_void,
+    len: usize,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        // SAFETY: the caller's guarantee: `src` points to `len` bytes.
+        let src = unsafe { slice(src.cast(), len) }?;
+        Ok(j.rma.put_nbi(rank_of(rank)?, offset, src)?)
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// `amrq_get` with implicit completion: `dst` holds the data after `amrq_sync_nbi`,
+/// and must stay valid until then.
+///
+/// # Safety
+/// As `amrq_get`; `dst` stays valid and untouched until `amrq_sync_nbi` returns.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_get_nbi(
+    am: *const Amrq,
+    rank: c_int,
+    offset: usize,
+    dst: *mut c_void,
+    len: usize,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        // SAFETY: the caller's guarantee: `dst` points to `len` writable bytes, valid
+        // until `amrq_sync_nbi`.
+        let dst = unsafe { slice_mut(dst.cast(), len) }?;
+        Ok(j.rma.get_nbi(rank_of(rank)?, offset, dst)?)
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// Waits until every implicit put and get of this rank is complete; how many were
+/// goes to `*done` (if not null).
+///
+/// # Safety
+/// `am` came from `amrq_init`; `done` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_sync_nbi(am: *const Amrq, done: *mut u64) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        put_out(done, j.rma.sync_nbi()?);
+        Ok(())
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// Atomically adds `v` to the 8-byte word at `offset` (8-aligned) in `rank`'s segment;
+/// the word before goes to `*old` (if not null).
+///
+/// # Safety
+/// `am` came from `amrq_init`; `old` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_fetch_add(
+    am: *const Amrq,
+    rank: c_int,
+    offset: usize,
+    v: u64,
+    old: *mut u64,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        put_out(old, j.rma.fetch_add(rank_of(rank)?, offset, v)?);
+        Ok(())
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// Collective: every rank's `data[i]` combined by `op`, on every rank, in place.
+///
+/// # Safety
+/// `am` came from `amrq_init`; `data` points to `n` words, the same `n` on every rank.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_allreduce_u64(
+    am: *const Amrq,
+    data: *mut u64,
+    n: usize,
+    op: AmrqOp,
+) -> AmrqStatus {
+    // SAFETY: the caller's guarantee: `data` points to `n` words.
+    let body = |j: &Amrq| allreduce(j, unsafe { slice_mut(data, n) }?, op);
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// `amrq_allreduce_u64` on doubles.
+///
+/// # Safety
+/// As `amrq_allreduce_u64`.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_allreduce_f64(
+    am: *const Amrq,
+    data: *mut f64,
+    n: usize,
+    op: AmrqOp,
+) -> AmrqStatus {
+    // SAFETY: the caller's guarantee: `data` points to `n` words.
+    let body = |j: &Amrq| allreduce(j, unsafe { slice_mut(data, n) }?, op);
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+fn allreduce<T>(j: &Amrq, data: &mut [T], op: AmrqOp) -> Result<(), Failure>
+where
+    T: amrq::rma::Word + PartialOrd + std::ops::Add<Output = T>,
+{
+    let coll = j
+        .coll
+        .as_ref()
+        .ok_or_else(|| Failure::argument("the job has no collectives"))?;
+    let f = match op {
+        AmrqOp::Sum => amrq::coll::sum::<T>,
+        AmrqOp::Min => amrq::coll::min::<T>,
+        AmrqOp::Max => amrq::coll::max::<T>,
+    };
+    Ok(coll.allreduce(data, f)?)
+}
+
+/// Bytes of the raw reference's lines (`amrq_raw_rtt_ns`).
+#[no_mangle]
+pub extern "C" fn amrq_raw_bytes() -> usize {
+    RAW_PINGPONG_BYTES
+}
+
+/// Collective between ranks 0 and 1 (the others return at once): `iters` raw
+/// cache-line round trips over the lines at `offset` of rank 0's segment (a symmetric
+/// allocation of `amrq_raw_bytes()`, 128-aligned, zeroed, used for nothing else), no
+/// amrq code between them; rank 0 gets ns per round trip in `*ns`. `base` numbers the
+/// round trips: it grows by at least `iters` from one call to the next.
+///
+/// # Safety
+/// `am` came from `amrq_init`; `ns` is null or writable; the lines are as above.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_raw_rtt_ns(
+    am: *const Amrq,
+    offset: usize,
+    base: u64,
+    iters: u64,
+    ns: *mut f64,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        let c = j.am.rq().conduit();
+        let (seg, len) = c
+            .mapped_segment(0)
+            .ok_or_else(|| Failure::argument("rank 0's segment is not mapped here"))?;
+        if offset % 128 != 0
+            || offset
+                .checked_add(RAW_PINGPONG_BYTES)
+                .is_none_or(|e| e > len)
+        {
+            return Err(Failure::argument(format!(
+                "offset {offset}: not 128-aligned, or {RAW_PINGPONG_BYTES} bytes do not fit in the segment"
+            )));
+        }
+        // SAFETY: inside rank 0's mapped segment (checked), 128-aligned, and by the
+        // caller's guarantee zeroed and used for nothing else.
+        let raw = unsafe { RawPingPong::in_memory(seg.add(offset)) };
+        match j.am.rank() {
+            0 => put_out(ns, raw.initiate(base, iters)),
+            1 => raw.respond(base, iters),
+            _ => {}
+        }
+        Ok(())
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}

@@ -1,0 +1,86 @@
+//! The C examples (`amrq-c/c/`), built by their Makefile against the static library
+//! of this build and run as processes under `amrun`: each must succeed and print its
+//! summary line; a C program that misuses the interface gets a status and a message,
+//! not a crash.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// This build's output directory (`target/<profile>`), where cargo put
+/// `libamrq_c.a` and `amrun`.
+fn build_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's path");
+    exe.parent() // deps
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
+}
+
+/// Builds the C examples into a fresh directory; its path.
+fn built() -> PathBuf {
+    let dir = build_dir();
+    let out = std::env::temp_dir().join(format!("amrq-c-examples-{}", std::process::id()));
+    std::fs::create_dir_all(&out).expect("a directory for the examples");
+    let status = Command::new("make")
+        .arg("-C")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/c"))
+        .arg(format!("LIBDIR={}", dir.display()))
+        .arg(format!("OUT={}", out.display()))
+        .status()
+        .expect("make runs (install make and a C compiler)");
+    assert!(status.success(), "the C examples did not build");
+    out
+}
+
+/// Runs `amrun -n ranks program args…`; its stdout, after asserting success.
+fn amrun(ranks: usize, program: &Path, args: &[&str]) -> String {
+    let amrun = build_dir().join("amrun");
+    assert!(
+        amrun.exists(),
+        "{} missing: build the workspace (amrq's amrun feature)",
+        amrun.display()
+    );
+    let out = Command::new(&amrun)
+        .arg("-n")
+        .arg(ranks.to_string())
+        .arg(program)
+        .args(args)
+        .output()
+        .expect("amrun runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{} under amrun -n {ranks}: {:?}\n{stdout}\n{}",
+        program.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The value of `key=` in the line starting with `name:`.
+fn figure(stdout: &str, name: &str, key: &str) -> f64 {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no `{name}:` line in\n{stdout}"));
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key}= in {line}"))
+}
+
+#[test]
+fn the_c_examples_build_and_run_under_amrun() {
+    let dir = built();
+    let out = amrun(2, &dir.join("pingpong"), &["--quick"]);
+    assert!(figure(&out, "pingpong", "rtt_ns") > 0.0);
+    assert!(figure(&out, "pingpong", "raw_rtt_ns") > 0.0);
+    for ranks in [2, 3] {
+        let out = amrun(ranks, &dir.join("ring"), &["--quick"]);
+        assert_eq!(figure(&out, "ring", "ranks"), ranks as f64);
+        let out = amrun(ranks, &dir.join("getput"), &[]);
+        assert_eq!(figure(&out, "getput", "checked"), (2 * 4096 * ranks) as f64);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
