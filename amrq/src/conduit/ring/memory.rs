@@ -34,6 +34,19 @@ pub trait RingMemory {
     /// # Safety
     /// The caller owns every slot touched.
     unsafe fn write_bytes(&self, idx: u64, offset: usize, src: &[u8]);
+    /// Writes the args `words` at [`ARGS_OFFSET`](super::layout::ARGS_OFFSET) of slot
+    /// `idx` (and on through the following slots).
+    ///
+    /// # Safety
+    /// As [`RingMemory::write_bytes`].
+    #[inline(always)]
+    unsafe fn write_args(&self, idx: u64, words: &[u64]) {
+        // SAFETY: the caller's guarantee; u64 has no padding.
+        unsafe {
+            let bytes = std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 8);
+            self.write_bytes(idx, super::layout::ARGS_OFFSET, bytes)
+        }
+    }
     /// Copies the bytes that start at byte `offset` of slot `idx` into `dst`.
     ///
     /// # Safety
@@ -198,6 +211,21 @@ mod raw {
             // SAFETY: the caller owns the slots and the range stays inside the ring.
             unsafe {
                 std::ptr::copy_nonoverlapping(src.as_ptr(), self.slot(idx).add(offset), src.len())
+            }
+        }
+
+        /// A word at a time: at most 8 words, whose count a caller may know only at
+        /// run time (the C interface), where `copy_nonoverlapping` would call `memcpy`.
+        #[inline(always)]
+        unsafe fn write_args(&self, idx: u64, words: &[u64]) {
+            use crate::conduit::ring::layout::ARGS_OFFSET;
+            // SAFETY: the caller owns the slots and the args stay inside the ring; the
+            // args start 8-aligned (slots are 64-byte aligned, ARGS_OFFSET is 16).
+            unsafe {
+                let at = self.slot(idx).add(ARGS_OFFSET).cast::<u64>();
+                for (k, &w) in words.iter().enumerate() {
+                    at.add(k).write(w);
+                }
             }
         }
 

@@ -1,6 +1,6 @@
 //! The producer side: reserve slots against a cached head, write, publish the sequence word.
 
-use super::layout::{frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, FLAG_PAD, MAX_ARGS};
+use super::layout::{frame_slots, payload_offset, FrameHeader, FLAG_PAD, MAX_ARGS};
 use super::memory::RingMemory;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
@@ -184,7 +184,7 @@ pub(super) fn write_frame<M: RingMemory>(
     unsafe {
         mem.write_header(idx, header.pack());
         if !args.is_empty() {
-            mem.write_bytes(idx, ARGS_OFFSET, words_as_bytes(args));
+            mem.write_args(idx, args);
         }
         if !payload.is_empty() {
             mem.write_bytes(idx, payload_offset(args.len()), payload);
@@ -193,11 +193,4 @@ pub(super) fn write_frame<M: RingMemory>(
     // ORDERING: Release publishes every byte of the frame written above; pairs with the
     // Acquire load of the sequence word in `Consumer::peek`.
     mem.seq(idx).store(pos.wrapping_add(1), Release);
-}
-
-/// The bytes of a slice of words (native endian: both ends of a ring are on one host).
-#[inline(always)]
-fn words_as_bytes(w: &[u64]) -> &[u8] {
-    // SAFETY: u64 has no padding and u8 has alignment 1; the length is in bytes.
-    unsafe { std::slice::from_raw_parts(w.as_ptr().cast::<u8>(), std::mem::size_of_val(w)) }
 }
