@@ -212,6 +212,37 @@ unsafe fn name_of(name: *const c_char) -> Result<&'static str, Failure> {
     Ok(Box::leak(s.into_boxed_str()))
 }
 
+/// Registers handler number `count(t)` of a kind as `name` through `add`; its number
+/// goes to `*id`.
+///
+/// # Safety
+/// `t` came from `amrq_table_new`; `name` is a NUL-terminated string; `id` is null or
+/// writable.
+unsafe fn register(
+    t: *mut AmrqTable,
+    name: *const c_char,
+    id: *mut c_int,
+    (kind, count): (&str, fn(&AmrqTable) -> usize),
+    add: impl FnOnce(&mut AmrqTable, &'static str, usize),
+) -> AmrqStatus {
+    guard(
+        |_| {},
+        || {
+            // SAFETY: the caller's guarantee.
+            let t = unsafe { t.as_mut() }.ok_or_else(|| Failure::argument("a null table"))?;
+            let k = count(t);
+            if k == MAX_HANDLERS {
+                let why = format!("more than {MAX_HANDLERS} {kind} handlers");
+                return Err(Failure::argument(why));
+            }
+            // SAFETY: the caller's guarantee.
+            add(t, unsafe { name_of(name) }?, k);
+            put_out(id, k as c_int);
+            Ok(())
+        },
+    )
+}
+
 /// Registers request handler `f` (called with `state`) as `name`; its id goes to
 /// `*id`. Every rank registers the same handlers in the same order.
 ///
@@ -226,25 +257,12 @@ pub unsafe extern "C" fn amrq_table_request(
     state: *mut c_void,
     id: *mut c_int,
 ) -> AmrqStatus {
-    guard(
-        |_| {},
-        || {
-            // SAFETY: the caller's guarantee.
-            let t = unsafe { t.as_mut() }.ok_or_else(|| Failure::argument("a null table"))?;
-            let k = t.handlers.requests.len();
-            if k == MAX_HANDLERS {
-                return Err(Failure::argument(format!(
-                    "more than {MAX_HANDLERS} request handlers"
-                )));
-            }
-            // SAFETY: the caller's guarantee.
-            let h = t.table.request(unsafe { name_of(name) }?, REQUESTS[k]);
-            t.handlers.requests.push((f, state));
-            t.request_ids.push(h);
-            put_out(id, k as c_int);
-            Ok(())
-        },
-    )
+    let add = |t: &mut AmrqTable, name, k: usize| {
+        t.request_ids.push(t.table.request(name, REQUESTS[k]));
+        t.handlers.requests.push((f, state));
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { register(t, name, id, ("request", |t| t.handlers.requests.len()), add) }
 }
 
 /// Registers reply handler `f` (called with `state`) as `name`; its id goes to `*id`.
@@ -259,25 +277,12 @@ pub unsafe extern "C" fn amrq_table_reply(
     state: *mut c_void,
     id: *mut c_int,
 ) -> AmrqStatus {
-    guard(
-        |_| {},
-        || {
-            // SAFETY: the caller's guarantee.
-            let t = unsafe { t.as_mut() }.ok_or_else(|| Failure::argument("a null table"))?;
-            let k = t.handlers.replies.len();
-            if k == MAX_HANDLERS {
-                return Err(Failure::argument(format!(
-                    "more than {MAX_HANDLERS} reply handlers"
-                )));
-            }
-            // SAFETY: the caller's guarantee.
-            let h = t.table.reply(unsafe { name_of(name) }?, REPLIES[k]);
-            t.handlers.replies.push((f, state));
-            t.handlers.reply_ids.push(h);
-            put_out(id, k as c_int);
-            Ok(())
-        },
-    )
+    let add = |t: &mut AmrqTable, name, k: usize| {
+        t.handlers.reply_ids.push(t.table.reply(name, REPLIES[k]));
+        t.handlers.replies.push((f, state));
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { register(t, name, id, ("reply", |t| t.handlers.replies.len()), add) }
 }
 
 /// Starts this rank: joins the job a launcher (`amrun`, `mpirun`, `srun`) placed it in

@@ -4,9 +4,10 @@
 //! Addresses are byte offsets into a rank's segment; `amrq_alloc_symmetric` gives one
 //! that is the same on every rank, and `amrq_segment` the local address of this rank's.
 
-use crate::job::{on_job, rank_of, Amrq};
+use crate::job::{on_job, rank_of, Amrq, Handlers};
 use crate::{put_out, slice, slice_mut, AmrqStatus, Failure};
 use amrq::reference::{RawPingPong, RAW_PINGPONG_BYTES};
+use amrq::rma::{Rma, RmaError};
 use std::ffi::{c_int, c_void};
 
 /// A reduction's operation.
@@ -75,13 +76,8 @@ pub unsafe extern "C" fn amrq_put(
     src: *const c_void,
     len: usize,
 ) -> AmrqStatus {
-    let body = |j: &Amrq| {
-        // SAFETY: the caller's guarantee: `src` points to `len` bytes.
-        let src = unsafe { slice(src.cast(), len) }?;
-        Ok(j.rma.put(rank_of(rank)?, offset, src)?)
-    };
-    // SAFETY: the caller's guarantee.
-    unsafe { on_job(am, body) }
+    // SAFETY: the caller's guarantee (above).
+    unsafe { put_by(am, (rank, offset), src, len, Rma::put) }
 }
 
 /// Copies `len` bytes at `offset` in `rank`'s segment into `dst`; complete on return.
@@ -96,13 +92,8 @@ pub unsafe extern "C" fn amrq_get(
     dst: *mut c_void,
     len: usize,
 ) -> AmrqStatus {
-    let body = |j: &Amrq| {
-        // SAFETY: the caller's guarantee: `dst` points to `len` writable bytes.
-        let dst = unsafe { slice_mut(dst.cast(), len) }?;
-        Ok(j.rma.get(rank_of(rank)?, offset, dst)?)
-    };
-    // SAFETY: the caller's guarantee.
-    unsafe { on_job(am, body) }
+    // SAFETY: the caller's guarantee (above).
+    unsafe { get_by(am, (rank, offset), dst, len, Rma::get) }
 }
 
 /// `amrq_put` with implicit completion: `src` may be reused on return, and the data
@@ -118,13 +109,8 @@ pub unsafe extern "C" fn amrq_put_nbi(
     src: *const c_void,
     len: usize,
 ) -> AmrqStatus {
-    let body = |j: &Amrq| {
-        // SAFETY: the caller's guarantee: `src` points to `len` bytes.
-        let src = unsafe { slice(src.cast(), len) }?;
-        Ok(j.rma.put_nbi(rank_of(rank)?, offset, src)?)
-    };
-    // SAFETY: the caller's guarantee.
-    unsafe { on_job(am, body) }
+    // SAFETY: the caller's guarantee (above).
+    unsafe { put_by(am, (rank, offset), src, len, Rma::put_nbi) }
 }
 
 /// `amrq_get` with implicit completion: `dst` holds the data after `amrq_sync_nbi`,
@@ -140,11 +126,52 @@ pub unsafe extern "C" fn amrq_get_nbi(
     dst: *mut c_void,
     len: usize,
 ) -> AmrqStatus {
+    // SAFETY: the caller's guarantee (above).
+    unsafe { get_by(am, (rank, offset), dst, len, Rma::get_nbi) }
+}
+
+/// A blocking or implicit put: `Rma::put` or `Rma::put_nbi`.
+type PutOp = fn(&Rma<'static, Handlers>, usize, usize, &[u8]) -> Result<(), RmaError>;
+
+/// A blocking or implicit get: `Rma::get` or `Rma::get_nbi`.
+type GetOp = fn(&Rma<'static, Handlers>, usize, usize, &mut [u8]) -> Result<(), RmaError>;
+
+/// A put of the `len` bytes at `src` by `op` (blocking or implicit).
+///
+/// # Safety
+/// `am` came from `amrq_init`; `src` points to `len` bytes.
+unsafe fn put_by(
+    am: *const Amrq,
+    (rank, offset): (c_int, usize),
+    src: *const c_void,
+    len: usize,
+    op: PutOp,
+) -> AmrqStatus {
     let body = |j: &Amrq| {
-        // SAFETY: the caller's guarantee: `dst` points to `len` writable bytes, valid
-        // until `amrq_sync_nbi`.
+        // SAFETY: the caller's guarantee: `src` points to `len` bytes.
+        let src = unsafe { slice(src.cast(), len) }?;
+        Ok(op(j.rma, rank_of(rank)?, offset, src)?)
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// A get into the `len` bytes at `dst` by `op` (blocking or implicit).
+///
+/// # Safety
+/// `am` came from `amrq_init`; `dst` points to `len` writable bytes (valid until
+/// `amrq_sync_nbi` for an implicit get).
+unsafe fn get_by(
+    am: *const Amrq,
+    (rank, offset): (c_int, usize),
+    dst: *mut c_void,
+    len: usize,
+    op: GetOp,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        // SAFETY: the caller's guarantee: `dst` points to `len` writable bytes.
         let dst = unsafe { slice_mut(dst.cast(), len) }?;
-        Ok(j.rma.get_nbi(rank_of(rank)?, offset, dst)?)
+        Ok(op(j.rma, rank_of(rank)?, offset, dst)?)
     };
     // SAFETY: the caller's guarantee.
     unsafe { on_job(am, body) }

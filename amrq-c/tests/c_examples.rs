@@ -16,9 +16,36 @@ fn build_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// Builds `libamrq_c.a` in this build's profile: a test build makes the crate's rlib
+/// only.
+fn build_library(dir: &Path) {
+    let profile = match dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev",
+        Some(p) => p,
+    };
+    let target = dir.parent().expect("target/<profile>");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "-p",
+            "amrq-c",
+            "--lib",
+            "--profile",
+            profile,
+            "--target-dir",
+        ])
+        .arg(target)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "cargo build -p amrq-c --lib failed");
+}
+
 /// Builds the C examples into a fresh directory; its path.
 fn built() -> PathBuf {
     let dir = build_dir();
+    build_library(&dir);
     let out = std::env::temp_dir().join(format!("amrq-c-examples-{}", std::process::id()));
     std::fs::create_dir_all(&out).expect("a directory for the examples");
     let status = Command::new("make")

@@ -11,6 +11,7 @@
 //! | [`am`] | Active Messages on RQ: handler table, request/reply, Short, Medium and Long, barrier |
 //! | [`rma`] | one-sided put/get, remote atomics, completion events, allocation in the registered segments |
 //! | [`coll`] | broadcast, reduce, allreduce, scan, gather, allgather, exchange (the barrier is [`am`]'s) |
+//! | [`splitc`] | Split-C: global pointers, spread arrays, read/write, split-phase get/put, store and `all_store_sync`, atomic procedures ([`spmd`] starts a Split-C program) |
 //!
 //! Above them: [`launch`] starts and watches rank processes (`amrun`, self-launch),
 //! [`threads::run`] runs ranks as threads, [`Config`] holds a job's settings, and
