@@ -34,10 +34,16 @@ typedef enum amrq_status {
   AMRQ_STATUS_RMA = 4,
   // amrq panicked (a bug in amrq): the rank is recorded as failed in its job.
   AMRQ_STATUS_PANIC = 5,
+  // A Remote Queues operation failed (a frame larger than the room given, a dead
+  // peer, …).
+  AMRQ_STATUS_RQ = 6,
 } amrq_status;
 
 // A rank of a running job.
 typedef struct amrq_t amrq_t;
+
+// A set of queues for `amrq_one_poll`, highest priority first.
+typedef struct amrq_poll_set_t amrq_poll_set_t;
 
 // A handler table being filled, before `amrq_init`.
 typedef struct amrq_table_t amrq_table_t;
@@ -66,6 +72,18 @@ typedef void (*amrq_request_fn)(void *state,
 
 // A reply handler.
 typedef void (*amrq_reply_fn)(void *state, const struct amrq_msg_t *msg);
+
+// What `amrq_dequeue` and `amrq_one_poll` copied out of a frame.
+typedef struct amrq_dequeued_t {
+  // The sender's rank.
+  uint32_t source;
+  // The frame's tag.
+  uint16_t tag;
+  // Args copied.
+  size_t nargs;
+  // Payload bytes copied.
+  size_t len;
+} amrq_dequeued_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -328,6 +346,91 @@ enum amrq_status amrq_raw_rtt_ns(const struct amrq_t *am,
                                  uint64_t base,
                                  uint64_t iters,
                                  double *ns);
+
+// Declares queue `name` of `slots` slots per sender (a power of two), armed for
+// One-poll if `one_poll` is non-zero; its id goes to `*id`. Every rank declares the
+// same queues in the same order.
+//
+// # Safety
+// `t` came from `amrq_table_new`; `name` is a NUL-terminated string; `id` is null or
+// writable.
+enum amrq_status amrq_table_queue(struct amrq_table_t *t,
+                                  const char *name,
+                                  uint64_t slots,
+                                  int one_poll,
+                                  int *id);
+
+// Enqueues `args` and `len` bytes of payload into queue `q` of rank `dest`: `*accepted`
+// is 1 if the frame was committed (it will be delivered), 0 if the queue was full
+// (nothing was sent; try again later).
+//
+// # Safety
+// `am` came from `amrq_init`; `args` points to `nargs` words, `payload` to `len`
+// bytes; `accepted` is null or writable.
+enum amrq_status amrq_enqueue(const struct amrq_t *am,
+                              int dest,
+                              int q,
+                              const uint64_t *args,
+                              size_t nargs,
+                              const void *payload,
+                              size_t len,
+                              int *accepted);
+
+// Copies the frame at the head of local queue `q` into `args` (room for `args_cap`)
+// and `buf` (room for `cap` bytes), removes it, and describes it in `*out`; `*got` is
+// 1, or 0 if the queue was empty. A frame larger than the room is left in place, with
+// `AMRQ_STATUS_AM`.
+//
+// # Safety
+// `am` came from `amrq_init`; `args` points to `args_cap` writable words and `buf` to
+// `cap` writable bytes; `out` and `got` are null or writable.
+enum amrq_status amrq_dequeue(const struct amrq_t *am,
+                              int q,
+                              uint64_t *args,
+                              size_t args_cap,
+                              void *buf,
+                              size_t cap,
+                              struct amrq_dequeued_t *out,
+                              int *got);
+
+// Removes the frame at the head of local queue `q` unread: `*removed` is 1, or 0 if the
+// queue was empty.
+//
+// # Safety
+// `am` came from `amrq_init`; `removed` is null or writable.
+enum amrq_status amrq_delete_queue(const struct amrq_t *am, int q, int *removed);
+
+// A set of the `n` queues at `queues` (highest priority first) for `amrq_one_poll`;
+// `*set` is freed by `amrq_poll_set_free`.
+//
+// # Safety
+// `am` came from `amrq_init`; `queues` points to `n` ids; `set` is writable.
+enum amrq_status amrq_poll_set_new(const struct amrq_t *am,
+                                   const int *queues,
+                                   size_t n,
+                                   struct amrq_poll_set_t **set);
+
+// Frees a set of `amrq_poll_set_new`.
+//
+// # Safety
+// `set` is null or came from `amrq_poll_set_new` and was not freed.
+void amrq_poll_set_free(struct amrq_poll_set_t *set);
+
+// One-poll: the frame at the head of the highest-priority queue of `set` that has one
+// is copied out as `amrq_dequeue` does and removed; its queue's id goes to `*which`,
+// or −1 if every queue was empty (one load when the set is armed and idle).
+//
+// # Safety
+// As `amrq_dequeue`; `set` came from `amrq_poll_set_new` on this `am`; `which` is
+// writable.
+enum amrq_status amrq_one_poll(const struct amrq_t *am,
+                               const struct amrq_poll_set_t *set,
+                               uint64_t *args,
+                               size_t args_cap,
+                               void *buf,
+                               size_t cap,
+                               struct amrq_dequeued_t *out,
+                               int *which);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -56,6 +56,15 @@ pub struct AmrqTable {
     table: HandlerTable<Handlers>,
     handlers: Handlers,
     request_ids: Vec<RequestHandler>,
+    queues: Vec<amrq::config::QueueSpec>,
+}
+
+impl AmrqTable {
+    /// Declares a queue (added to the job's configuration by `amrq_init`): its id.
+    pub(crate) fn add_queue(&mut self, spec: amrq::config::QueueSpec) -> c_int {
+        self.queues.push(spec);
+        self.queues.len() as c_int - 1
+    }
 }
 
 /// A rank of a running job.
@@ -64,6 +73,8 @@ pub struct Amrq {
     pub(crate) rma: &'static Rma<'static, Handlers>,
     pub(crate) coll: Option<amrq::coll::Coll<'static, 'static, Handlers>>,
     request_ids: Vec<RequestHandler>,
+    /// The queues the table declared, by their C id.
+    pub(crate) queues: Vec<amrq::rq::QueueId>,
 }
 
 impl Drop for Amrq {
@@ -181,6 +192,7 @@ pub extern "C" fn amrq_table_new() -> *mut AmrqTable {
             reply_ids: Vec::new(),
         },
         request_ids: Vec::new(),
+        queues: Vec::new(),
     }))
 }
 
@@ -312,7 +324,8 @@ pub unsafe extern "C" fn amrq_init(
                 status: AmrqStatus::Job,
                 message: e,
             };
-            let cfg = amrq::Config::from_env().map_err(job)?;
+            let mut cfg = amrq::Config::from_env().map_err(job)?;
+            let queues: Vec<_> = t.queues.iter().map(|q| cfg.add(q.clone())).collect();
             let conduit = match amrq::launch::joined(&cfg).map_err(|e| job(e.to_string()))? {
                 Some(c) => c,
                 None if ranks_if_alone > 1 => {
@@ -332,6 +345,7 @@ pub unsafe extern "C" fn amrq_init(
                 table,
                 handlers,
                 request_ids,
+                ..
             } = *t;
             let am: &'static Am<Handlers> = Box::leak(Box::new(Am::new(conduit, table, handlers)?));
             let rma: &'static Rma<'static, Handlers> = Box::leak(Box::new(Rma::new(am)));
@@ -340,6 +354,7 @@ pub unsafe extern "C" fn amrq_init(
                 rma,
                 coll: None,
                 request_ids,
+                queues,
             });
             job.coll = Some(amrq::coll::Coll::new(rma)?);
             put_out(out, Box::into_raw(job));

@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `amrq_table_*`, `amrq_init`, `amrq_finalize`, `amrq_rank`, `amrq_size` | handler registration, start-up (under `amrun`, `mpirun`, `srun`, or self-launched) and shutdown | [`job`] |
 //! | `amrq_request*`, `amrq_reply*`, `amrq_poll`, `amrq_wait_until`, `amrq_barrier*` | Active Messages, Short and Medium; polling; the split-phase barrier | [`job`] |
+//! | `amrq_table_queue`, `amrq_enqueue`, `amrq_dequeue`, `amrq_delete_queue`, `amrq_poll_set_new`, `amrq_one_poll` | Remote Queues: named queues, enqueue (accepted or full), dequeue, One-poll | [`rq`] |
 //! | `amrq_alloc_symmetric`, `amrq_segment`, `amrq_put*`, `amrq_get*`, `amrq_sync_nbi`, `amrq_fetch_add`, `amrq_allreduce_*`, `amrq_raw_rtt_ns` | one-sided operations, atomics, reductions, the raw reference | [`rma`] |
 //!
 //! Every function returns an [`AmrqStatus`]; on an error, [`amrq_last_error`] says what
@@ -33,6 +34,7 @@
 
 pub mod job;
 pub mod rma;
+pub mod rq;
 
 use std::cell::RefCell;
 use std::ffi::{c_char, CString};
@@ -55,6 +57,9 @@ pub enum AmrqStatus {
     Rma = 4,
     /// amrq panicked (a bug in amrq): the rank is recorded as failed in its job.
     Panic = 5,
+    /// A Remote Queues operation failed (a frame larger than the room given, a dead
+    /// peer, …).
+    Rq = 6,
 }
 
 /// An error of a call: its status and its message.
@@ -85,6 +90,15 @@ impl From<amrq::rma::RmaError> for Failure {
     fn from(e: amrq::rma::RmaError) -> Self {
         Failure {
             status: AmrqStatus::Rma,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<amrq::rq::RqError> for Failure {
+    fn from(e: amrq::rq::RqError) -> Self {
+        Failure {
+            status: AmrqStatus::Rq,
             message: e.to_string(),
         }
     }

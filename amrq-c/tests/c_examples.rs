@@ -17,7 +17,8 @@ fn build_dir() -> PathBuf {
 }
 
 /// Builds `libamrq_c.a` in this build's profile: a test build makes the crate's rlib
-/// only.
+/// only. Every library of the workspace, so that the features are the test build's and
+/// nothing but the static library is made again.
 fn build_library(dir: &Path) {
     let profile = match dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") | None => "dev",
@@ -39,7 +40,7 @@ fn build_library(dir: &Path) {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .status()
         .expect("cargo runs");
-    assert!(status.success(), "cargo build -p amrq-c --lib failed");
+    assert!(status.success(), "cargo build --workspace --lib failed");
 }
 
 /// Builds the C examples into a fresh directory; its path.
@@ -108,6 +109,8 @@ fn the_c_examples_build_and_run_under_amrun() {
         assert_eq!(figure(&out, "ring", "ranks"), ranks as f64);
         let out = amrun(ranks, &dir.join("getput"), &[]);
         assert_eq!(figure(&out, "getput", "checked"), (2 * 4096 * ranks) as f64);
+        let out = amrun(ranks, &dir.join("queues"), &[]);
+        assert_eq!(figure(&out, "queues", "checked"), (2000 * ranks) as f64);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

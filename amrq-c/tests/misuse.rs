@@ -4,6 +4,7 @@
 
 use amrq_c::job::*;
 use amrq_c::rma::*;
+use amrq_c::rq::*;
 use amrq_c::{amrq_last_error, AmrqStatus};
 use std::ffi::{c_void, CStr};
 use std::ptr::{null, null_mut};
@@ -25,6 +26,13 @@ fn bad_arguments_get_a_status_and_a_message() {
     // SAFETY: a table from amrq_table_new, a NUL-terminated name, a writable id.
     let st = unsafe { amrq_table_request(t, c"nothing".as_ptr(), nothing, null_mut(), &mut id) };
     assert_eq!((st, id), (AmrqStatus::Ok, 0));
+    let mut q = -1;
+    // SAFETY: the table, a NUL-terminated name, a writable id.
+    let st = unsafe { amrq_table_queue(t, c"work".as_ptr(), 8, 0, &mut q) };
+    assert_eq!((st, q), (AmrqStatus::Ok, 0));
+    // SAFETY: as above; 12 is not a power of two.
+    let st = unsafe { amrq_table_queue(t, c"odd".as_ptr(), 12, 0, null_mut()) };
+    assert_eq!(st, AmrqStatus::Argument);
     let mut am = null_mut();
     // SAFETY: the table, given once; a writable out pointer.
     let st = unsafe { amrq_init(t, 1, &mut am) };
@@ -74,6 +82,41 @@ fn bad_arguments_get_a_status_and_a_message() {
             AmrqStatus::Ok
         );
         assert_eq!(v[0], 3);
+        // A queue to itself: an unknown id, a frame larger than the room (left in
+        // place), then the frame itself.
+        let (args, payload) = ([7u64, 8], [9u8; 24]);
+        let mut accepted = 0;
+        let (a, p) = (args.as_ptr(), payload.as_ptr().cast());
+        assert_eq!(
+            amrq_enqueue(am, 0, 3, a, 2, p, 24, &mut accepted),
+            AmrqStatus::Argument
+        );
+        assert_eq!(
+            amrq_enqueue(am, 0, q, a, 2, p, 24, &mut accepted),
+            AmrqStatus::Ok
+        );
+        assert_eq!(accepted, 1);
+        let (mut got_args, mut got) = ([0u64; 8], [0u8; 64]);
+        let (mut d, mut took) = (std::mem::zeroed::<AmrqDequeued>(), 0);
+        let (ga, gp) = (got_args.as_mut_ptr(), got.as_mut_ptr().cast());
+        assert_eq!(
+            amrq_dequeue(am, q, ga, 8, gp, 8, &mut d, &mut took),
+            AmrqStatus::Rq
+        );
+        assert!(last_error().contains("24"), "{}", last_error());
+        assert_eq!(
+            amrq_dequeue(am, q, ga, 8, gp, 64, &mut d, &mut took),
+            AmrqStatus::Ok
+        );
+        assert_eq!(
+            (took, d.nargs, d.len, got_args[1], got[23]),
+            (1, 2, 24, 8, 9)
+        );
+        assert_eq!(
+            amrq_dequeue(am, q, ga, 8, gp, 64, &mut d, &mut took),
+            AmrqStatus::Ok
+        );
+        assert_eq!(took, 0);
         assert_eq!(amrq_finalize(am), AmrqStatus::Ok);
     }
 }
