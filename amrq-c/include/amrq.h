@@ -42,6 +42,9 @@ typedef enum amrq_status {
 // A rank of a running job.
 typedef struct amrq_t amrq_t;
 
+// A put or get in flight (`amrq_put_nb`, `amrq_get_nb`), finished by `amrq_wait`.
+typedef struct amrq_handle_t amrq_handle_t;
+
 // A set of queues for `amrq_one_poll`, highest priority first.
 typedef struct amrq_poll_set_t amrq_poll_set_t;
 
@@ -178,6 +181,21 @@ enum amrq_status amrq_request_medium(const struct amrq_t *am,
                                      const void *payload,
                                      size_t len);
 
+// Sends a Long request: `len` bytes of `payload` are written at byte `offset` of
+// `dest`'s segment before its handler runs, which finds them in place (its message's
+// `payload`). Which bytes of a segment a rank may write is the program's protocol.
+//
+// # Safety
+// As `amrq_request_medium`.
+enum amrq_status amrq_request_long(const struct amrq_t *am,
+                                   int dest,
+                                   int handler,
+                                   const uint64_t *args,
+                                   size_t nargs,
+                                   const void *payload,
+                                   size_t len,
+                                   size_t offset);
+
 // Replies to the request being handled with a Short reply.
 //
 // # Safety
@@ -198,6 +216,19 @@ enum amrq_status amrq_reply_medium(struct amrq_token_t *token,
                                    size_t nargs,
                                    const void *payload,
                                    size_t len);
+
+// Replies with a Long reply: `len` bytes of `payload` written at byte `offset` of the
+// requester's segment before its reply handler runs.
+//
+// # Safety
+// As `amrq_reply_medium`.
+enum amrq_status amrq_reply_long(struct amrq_token_t *token,
+                                 int handler,
+                                 const uint64_t *args,
+                                 size_t nargs,
+                                 const void *payload,
+                                 size_t len,
+                                 size_t offset);
 
 // Runs the handlers of the messages that have arrived; how many ran goes to `*took`
 // (if not null).
@@ -311,6 +342,53 @@ enum amrq_status amrq_fetch_add(const struct amrq_t *am,
                                 size_t offset,
                                 uint64_t v,
                                 uint64_t *old);
+
+// Collective: rank `root`'s `len` bytes at `data` into every rank's `data`.
+//
+// # Safety
+// `am` came from `amrq_init`; `data` points to `len` writable bytes, the same `len`
+// on every rank.
+enum amrq_status amrq_broadcast(const struct amrq_t *am, int root, void *data, size_t len);
+
+// `amrq_put` that returns at once with a handle in `*h`: `src` may be reused on
+// return; the data is in place at the target when `amrq_wait(*h)` returns (or
+// `amrq_test` says 1).
+//
+// # Safety
+// As `amrq_put`; `h` is writable.
+enum amrq_status amrq_put_nb(const struct amrq_t *am,
+                             int rank,
+                             size_t offset,
+                             const void *src,
+                             size_t len,
+                             struct amrq_handle_t **h);
+
+// `amrq_get` that returns at once with a handle in `*h`: `dst` holds the data when
+// `amrq_wait(*h)` returns.
+//
+// # Safety
+// As `amrq_get`; `dst` stays valid and untouched until `amrq_wait(*h)` returns; `h`
+// is writable.
+enum amrq_status amrq_get_nb(const struct amrq_t *am,
+                             int rank,
+                             size_t offset,
+                             void *dst,
+                             size_t len,
+                             struct amrq_handle_t **h);
+
+// Whether the operation of `h` is complete: `*done` 1 or 0 (`h` stays valid).
+//
+// # Safety
+// `h` came from `amrq_put_nb` or `amrq_get_nb` and was not waited on; `done` is
+// writable.
+enum amrq_status amrq_test(const struct amrq_handle_t *h, int *done);
+
+// Waits until the operation of `h` is complete, and frees `h`.
+//
+// # Safety
+// `h` came from `amrq_put_nb` or `amrq_get_nb` and was not waited on; it is not used
+// after.
+enum amrq_status amrq_wait(struct amrq_handle_t *h);
 
 // Collective: every rank's `data[i]` combined by `op`, on every rank, in place.
 //

@@ -458,6 +458,35 @@ pub unsafe extern "C" fn amrq_request_medium(
     unsafe { on_job(am, body) }
 }
 
+/// Sends a Long request: `len` bytes of `payload` are written at byte `offset` of
+/// `dest`'s segment before its handler runs, which finds them in place (its message's
+/// `payload`). Which bytes of a segment a rank may write is the program's protocol.
+///
+/// # Safety
+/// As `amrq_request_medium`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // a C signature: pointers and lengths side by side
+pub unsafe extern "C" fn amrq_request_long(
+    am: *const Amrq,
+    dest: c_int,
+    handler: c_int,
+    args: *const u64,
+    nargs: usize,
+    payload: *const c_void,
+    len: usize,
+    offset: usize,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        let h = j.request_id(handler)?;
+        // SAFETY: the caller's guarantee: `payload` points to `len` bytes, `args` to
+        // `nargs` words.
+        let (bytes, args) = unsafe { (slice(payload.cast::<u8>(), len)?, slice(args, nargs)?) };
+        Ok(j.am.request_long(rank_of(dest)?, h, args, bytes, offset)?)
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
 /// A rank number from C.
 pub(crate) fn rank_of(r: c_int) -> Result<usize, Failure> {
     usize::try_from(r).map_err(|_| Failure::argument(format!("rank {r}")))
@@ -474,7 +503,7 @@ unsafe fn reply(
     handler: c_int,
     args: *const u64,
     nargs: usize,
-    payload: (*const c_void, usize),
+    payload: (*const c_void, usize, Option<usize>),
 ) -> AmrqStatus {
     guard(
         |_| {},
@@ -492,9 +521,10 @@ unsafe fn reply(
             // SAFETY: the caller's guarantee.
             let (args, bytes) =
                 unsafe { (slice(args, nargs)?, slice(payload.0.cast(), payload.1)?) };
-            let sent = match bytes.is_empty() {
-                true => ctx.reply(h, args),
-                false => ctx.reply_medium(h, args, bytes),
+            let sent = match (payload.2, bytes.is_empty()) {
+                (Some(offset), _) => ctx.reply_long(h, args, bytes, offset),
+                (None, true) => ctx.reply(h, args),
+                (None, false) => ctx.reply_medium(h, args, bytes),
             };
             sent.map_err(|e| {
                 let f = Failure {
@@ -521,7 +551,7 @@ pub unsafe extern "C" fn amrq_reply(
     nargs: usize,
 ) -> AmrqStatus {
     // SAFETY: the caller's guarantee.
-    unsafe { reply(token, handler, args, nargs, (std::ptr::null(), 0)) }
+    unsafe { reply(token, handler, args, nargs, (std::ptr::null(), 0, None)) }
 }
 
 /// Replies with a Medium reply (args and `len` bytes of payload).
@@ -538,7 +568,27 @@ pub unsafe extern "C" fn amrq_reply_medium(
     len: usize,
 ) -> AmrqStatus {
     // SAFETY: the caller's guarantee.
-    unsafe { reply(token, handler, args, nargs, (payload, len)) }
+    unsafe { reply(token, handler, args, nargs, (payload, len, None)) }
+}
+
+/// Replies with a Long reply: `len` bytes of `payload` written at byte `offset` of the
+/// requester's segment before its reply handler runs.
+///
+/// # Safety
+/// As `amrq_reply_medium`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // a C signature: pointers and lengths side by side
+pub unsafe extern "C" fn amrq_reply_long(
+    token: *mut AmrqToken<'static>,
+    handler: c_int,
+    args: *const u64,
+    nargs: usize,
+    payload: *const c_void,
+    len: usize,
+    offset: usize,
+) -> AmrqStatus {
+    // SAFETY: the caller's guarantee.
+    unsafe { reply(token, handler, args, nargs, (payload, len, Some(offset))) }
 }
 
 /// Runs the handlers of the messages that have arrived; how many ran goes to `*took`

@@ -4,9 +4,9 @@
 //! | C | what | module |
 //! |---|---|---|
 //! | `amrq_table_*`, `amrq_init`, `amrq_finalize`, `amrq_rank`, `amrq_size` | handler registration, start-up (under `amrun`, `mpirun`, `srun`, or self-launched) and shutdown | [`job`] |
-//! | `amrq_request*`, `amrq_reply*`, `amrq_poll`, `amrq_wait_until`, `amrq_barrier*` | Active Messages, Short and Medium; polling; the split-phase barrier | [`job`] |
+//! | `amrq_request*`, `amrq_reply*`, `amrq_poll`, `amrq_wait_until`, `amrq_barrier*` | Active Messages, Short, Medium and Long; polling; the split-phase barrier | [`job`] |
 //! | `amrq_table_queue`, `amrq_enqueue`, `amrq_dequeue`, `amrq_delete_queue`, `amrq_poll_set_new`, `amrq_one_poll` | Remote Queues: named queues, enqueue (accepted or full), dequeue, One-poll | [`rq`] |
-//! | `amrq_alloc_symmetric`, `amrq_segment`, `amrq_put*`, `amrq_get*`, `amrq_sync_nbi`, `amrq_fetch_add`, `amrq_allreduce_*`, `amrq_raw_rtt_ns` | one-sided operations, atomics, reductions, the raw reference | [`rma`] |
+//! | `amrq_alloc_symmetric`, `amrq_segment`, `amrq_put*`, `amrq_get*` (blocking, with handles: `amrq_test`, `amrq_wait`; implicit: `amrq_sync_nbi`), `amrq_fetch_add`, `amrq_broadcast`, `amrq_allreduce_*`, `amrq_raw_rtt_ns` | one-sided operations, atomics, collectives, the raw reference | [`rma`] |
 //!
 //! Every function returns an [`AmrqStatus`]; on an error, [`amrq_last_error`] says what
 //! went wrong, in words. Nothing unwinds into C: a Rust panic becomes

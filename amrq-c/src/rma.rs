@@ -5,7 +5,7 @@
 //! that is the same on every rank, and `amrq_segment` the local address of this rank's.
 
 use crate::job::{on_job, rank_of, Amrq, Handlers};
-use crate::{put_out, slice, slice_mut, AmrqStatus, Failure};
+use crate::{guard, put_out, slice, slice_mut, AmrqStatus, Failure};
 use amrq::reference::{RawPingPong, RAW_PINGPONG_BYTES};
 use amrq::rma::{Rma, RmaError};
 use std::ffi::{c_int, c_void};
@@ -213,6 +213,130 @@ pub unsafe extern "C" fn amrq_fetch_add(
     unsafe { on_job(am, body) }
 }
 
+/// Collective: rank `root`'s `len` bytes at `data` into every rank's `data`.
+///
+/// # Safety
+/// `am` came from `amrq_init`; `data` points to `len` writable bytes, the same `len`
+/// on every rank.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_broadcast(
+    am: *const Amrq,
+    root: c_int,
+    data: *mut c_void,
+    len: usize,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        // SAFETY: the caller's guarantee: `data` points to `len` writable bytes.
+        let bytes = unsafe { slice_mut(data.cast::<u8>(), len) }?;
+        Ok(collectives(j)?.broadcast(rank_of(root)?, bytes)?)
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// The job's collectives.
+fn collectives(j: &Amrq) -> Result<&amrq::coll::Coll<'static, 'static, Handlers>, Failure> {
+    j.coll
+        .as_ref()
+        .ok_or_else(|| Failure::argument("the job has no collectives"))
+}
+
+/// A put or get in flight (`amrq_put_nb`, `amrq_get_nb`), finished by `amrq_wait`.
+pub struct AmrqHandle {
+    handle: amrq::rma::Handle<'static, Handlers>,
+}
+
+/// `amrq_put` that returns at once with a handle in `*h`: `src` may be reused on
+/// return; the data is in place at the target when `amrq_wait(*h)` returns (or
+/// `amrq_test` says 1).
+///
+/// # Safety
+/// As `amrq_put`; `h` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_put_nb(
+    am: *const Amrq,
+    rank: c_int,
+    offset: usize,
+    src: *const c_void,
+    len: usize,
+    h: *mut *mut AmrqHandle,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        // SAFETY: the caller's guarantee: `src` points to `len` bytes.
+        let src = unsafe { slice(src.cast(), len) }?;
+        let handle = j.rma.put_nb(rank_of(rank)?, offset, src)?;
+        put_out(h, Box::into_raw(Box::new(AmrqHandle { handle })));
+        Ok(())
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// `amrq_get` that returns at once with a handle in `*h`: `dst` holds the data when
+/// `amrq_wait(*h)` returns.
+///
+/// # Safety
+/// As `amrq_get`; `dst` stays valid and untouched until `amrq_wait(*h)` returns; `h`
+/// is writable.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_get_nb(
+    am: *const Amrq,
+    rank: c_int,
+    offset: usize,
+    dst: *mut c_void,
+    len: usize,
+    h: *mut *mut AmrqHandle,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        // SAFETY: the caller's guarantee: `dst` points to `len` writable bytes that
+        // stay valid until the handle is waited on (the handle may hold them so long).
+        let dst: &'static mut [u8] = unsafe { slice_mut(dst.cast(), len) }?;
+        let handle = j.rma.get_nb(rank_of(rank)?, offset, dst)?;
+        put_out(h, Box::into_raw(Box::new(AmrqHandle { handle })));
+        Ok(())
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// Whether the operation of `h` is complete: `*done` 1 or 0 (`h` stays valid).
+///
+/// # Safety
+/// `h` came from `amrq_put_nb` or `amrq_get_nb` and was not waited on; `done` is
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_test(h: *const AmrqHandle, done: *mut c_int) -> AmrqStatus {
+    guard(
+        |_| {},
+        || {
+            // SAFETY: the caller's guarantee.
+            let h = unsafe { h.as_ref() }.ok_or_else(|| Failure::argument("a null handle"))?;
+            put_out(done, c_int::from(h.handle.test()));
+            Ok(())
+        },
+    )
+}
+
+/// Waits until the operation of `h` is complete, and frees `h`.
+///
+/// # Safety
+/// `h` came from `amrq_put_nb` or `amrq_get_nb` and was not waited on; it is not used
+/// after.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_wait(h: *mut AmrqHandle) -> AmrqStatus {
+    guard(
+        |_| {},
+        || {
+            if h.is_null() {
+                return Err(Failure::argument("a null handle"));
+            }
+            // SAFETY: the caller's guarantee: a handle from a box, waited on once.
+            let h = unsafe { Box::from_raw(h) };
+            Ok(h.handle.wait()?)
+        },
+    )
+}
+
 /// Collective: every rank's `data[i]` combined by `op`, on every rank, in place.
 ///
 /// # Safety
@@ -251,10 +375,7 @@ fn allreduce<T>(j: &Amrq, data: &mut [T], op: AmrqOp) -> Result<(), Failure>
 where
     T: amrq::rma::Word + PartialOrd + std::ops::Add<Output = T>,
 {
-    let coll = j
-        .coll
-        .as_ref()
-        .ok_or_else(|| Failure::argument("the job has no collectives"))?;
+    let coll = collectives(j)?;
     let f = match op {
         AmrqOp::Sum => amrq::coll::sum::<T>,
         AmrqOp::Min => amrq::coll::min::<T>,

@@ -108,7 +108,7 @@ fn the_c_examples_build_and_run_under_amrun() {
         let out = amrun(ranks, &dir.join("ring"), &["--quick"]);
         assert_eq!(figure(&out, "ring", "ranks"), ranks as f64);
         let out = amrun(ranks, &dir.join("getput"), &[]);
-        assert_eq!(figure(&out, "getput", "checked"), (2 * 4096 * ranks) as f64);
+        assert_eq!(figure(&out, "getput", "checked"), (3 * 4096 * ranks) as f64);
         let out = amrun(ranks, &dir.join("queues"), &[]);
         assert_eq!(figure(&out, "queues", "checked"), (2000 * ranks) as f64);
     }
