@@ -62,7 +62,8 @@ typedef struct amrq_msg_t {
   const uint64_t *args;
   // How many args (0–8).
   size_t nargs;
-  // The payload (Medium), valid during the handler only.
+  // The payload, valid during the handler only: Medium's in the queue, Long's in
+  // this rank's segment, where it stays.
   const void *payload;
   // The payload's bytes (0 for Short).
   size_t len;
@@ -139,7 +140,8 @@ enum amrq_status amrq_table_reply(struct amrq_table_t *t,
 // `out` is writable.
 enum amrq_status amrq_init(struct amrq_table_t *t, int ranks_if_alone, struct amrq_t **out);
 
-// Leaves the job after a barrier with the other ranks, and frees `am`.
+// Leaves the job after a barrier with the other ranks, and frees `am` (also when the
+// barrier failed: its status is returned).
 //
 // # Safety
 // `am` came from `amrq_init` and was not finalized; it is not used after.

@@ -24,7 +24,8 @@ pub struct AmrqMsg {
     pub args: *const u64,
     /// How many args (0–8).
     pub nargs: usize,
-    /// The payload (Medium), valid during the handler only.
+    /// The payload, valid during the handler only: Medium's in the queue, Long's in
+    /// this rank's segment, where it stays.
     pub payload: *const c_void,
     /// The payload's bytes (0 for Short).
     pub len: usize,
@@ -363,21 +364,29 @@ pub unsafe extern "C" fn amrq_init(
     )
 }
 
-/// Leaves the job after a barrier with the other ranks, and frees `am`.
+/// Leaves the job after a barrier with the other ranks, and frees `am` (also when the
+/// barrier failed: its status is returned).
 ///
 /// # Safety
 /// `am` came from `amrq_init` and was not finalized; it is not used after.
 #[no_mangle]
 pub unsafe extern "C" fn amrq_finalize(am: *mut Amrq) -> AmrqStatus {
-    let body = |j: &Amrq| {
-        j.am.barrier()?;
-        // SAFETY: the caller's guarantee: `am` came from `amrq_init` (a box) and is not
-        // used after.
+    let body = |j: &Amrq| Ok(j.am.barrier()?);
+    // SAFETY: the caller's guarantee.
+    let met = unsafe { on_job(am, body) };
+    if am.is_null() {
+        return met;
+    }
+    let free = || {
+        // SAFETY: the caller's guarantee: `am` came from `amrq_init` (a box); no
+        // reference to it is left, and it is not used after.
         drop(unsafe { Box::from_raw(am) });
         Ok(())
     };
-    // SAFETY: the caller's guarantee.
-    unsafe { on_job(am, body) }
+    match (met, guard(|_| {}, free)) {
+        (AmrqStatus::Ok, freed) => freed,
+        (met, _) => met,
+    }
 }
 
 /// This rank's number, from 0 (−1 for a null `am`).
