@@ -431,14 +431,8 @@ pub unsafe extern "C" fn amrq_request(
     args: *const u64,
     nargs: usize,
 ) -> AmrqStatus {
-    let body = |j: &Amrq| {
-        let h = j.request_id(handler)?;
-        // SAFETY: the caller's guarantee: `args` points to `nargs` words.
-        let args = unsafe { slice(args, nargs) }?;
-        Ok(j.am.request(rank_of(dest)?, h, args)?)
-    };
-    // SAFETY: the caller's guarantee.
-    unsafe { on_job(am, body) }
+    // SAFETY: the caller's guarantee (above).
+    unsafe { request(am, dest, handler, (args, nargs), Carried::Short) }
 }
 
 /// Sends a Medium request: args and a payload of `len` bytes (at most the queue's
@@ -456,15 +450,16 @@ pub unsafe extern "C" fn amrq_request_medium(
     payload: *const c_void,
     len: usize,
 ) -> AmrqStatus {
-    let body = |j: &Amrq| {
-        let h = j.request_id(handler)?;
-        // SAFETY: the caller's guarantee: `payload` points to `len` bytes, `args` to
-        // `nargs` words.
-        let (bytes, args) = unsafe { (slice(payload.cast::<u8>(), len)?, slice(args, nargs)?) };
-        Ok(j.am.request_medium(rank_of(dest)?, h, args, bytes)?)
-    };
-    // SAFETY: the caller's guarantee.
-    unsafe { on_job(am, body) }
+    // SAFETY: the caller's guarantee (above).
+    unsafe {
+        request(
+            am,
+            dest,
+            handler,
+            (args, nargs),
+            Carried::Medium(payload, len),
+        )
+    }
 }
 
 /// Sends a Long request: `len` bytes of `payload` are written at byte `offset` of
@@ -485,12 +480,67 @@ pub unsafe extern "C" fn amrq_request_long(
     len: usize,
     offset: usize,
 ) -> AmrqStatus {
+    // SAFETY: the caller's guarantee (above).
+    unsafe {
+        request(
+            am,
+            dest,
+            handler,
+            (args, nargs),
+            Carried::Long(payload, len, offset),
+        )
+    }
+}
+
+/// What a request or reply carries beside its args: nothing (Short), bytes in the
+/// message (Medium), or bytes written at an offset of the target's segment (Long).
+#[derive(Clone, Copy)]
+enum Carried {
+    Short,
+    Medium(*const c_void, usize),
+    Long(*const c_void, usize, usize),
+}
+
+impl Carried {
+    /// The payload's bytes (none for Short).
+    ///
+    /// # Safety
+    /// A Medium or Long payload pointer points to its length in bytes, valid while the
+    /// slice is used.
+    unsafe fn bytes<'a>(self) -> Result<&'a [u8], Failure> {
+        match self {
+            Carried::Short => Ok(&[]),
+            // SAFETY: the caller's guarantee.
+            Carried::Medium(p, len) | Carried::Long(p, len, _) => unsafe { slice(p.cast(), len) },
+        }
+    }
+}
+
+/// Sends request `handler` with `args` and what `carried` says to rank `dest`.
+///
+/// # Safety
+/// `am` came from `amrq_init`; `args` points to `nargs` words, and a Medium or Long
+/// payload pointer to its length in bytes.
+unsafe fn request(
+    am: *const Amrq,
+    dest: c_int,
+    handler: c_int,
+    (args, nargs): (*const u64, usize),
+    carried: Carried,
+) -> AmrqStatus {
     let body = |j: &Amrq| {
         let h = j.request_id(handler)?;
-        // SAFETY: the caller's guarantee: `payload` points to `len` bytes, `args` to
-        // `nargs` words.
-        let (bytes, args) = unsafe { (slice(payload.cast::<u8>(), len)?, slice(args, nargs)?) };
-        Ok(j.am.request_long(rank_of(dest)?, h, args, bytes, offset)?)
+        // SAFETY: the caller's guarantee: `args` points to `nargs` words.
+        let args = unsafe { slice(args, nargs) }?;
+        // SAFETY: the caller's guarantee: a payload pointer points to its length.
+        let bytes = unsafe { carried.bytes() }?;
+        let dest = rank_of(dest)?;
+        let sent = match carried {
+            Carried::Short => j.am.request(dest, h, args),
+            Carried::Medium(..) => j.am.request_medium(dest, h, args, bytes),
+            Carried::Long(_, _, offset) => j.am.request_long(dest, h, args, bytes, offset),
+        };
+        Ok(sent?)
     };
     // SAFETY: the caller's guarantee.
     unsafe { on_job(am, body) }
@@ -510,9 +560,8 @@ pub(crate) fn rank_of(r: c_int) -> Result<usize, Failure> {
 unsafe fn reply(
     token: *mut AmrqToken<'static>,
     handler: c_int,
-    args: *const u64,
-    nargs: usize,
-    payload: (*const c_void, usize, Option<usize>),
+    (args, nargs): (*const u64, usize),
+    carried: Carried,
 ) -> AmrqStatus {
     guard(
         |_| {},
@@ -527,13 +576,14 @@ unsafe fn reply(
                 .ctx
                 .take()
                 .ok_or_else(|| Failure::argument("this request was replied to already"))?;
-            // SAFETY: the caller's guarantee.
-            let (args, bytes) =
-                unsafe { (slice(args, nargs)?, slice(payload.0.cast(), payload.1)?) };
-            let sent = match (payload.2, bytes.is_empty()) {
-                (Some(offset), _) => ctx.reply_long(h, args, bytes, offset),
-                (None, true) => ctx.reply(h, args),
-                (None, false) => ctx.reply_medium(h, args, bytes),
+            // SAFETY: the caller's guarantee: `args` points to `nargs` words.
+            let args = unsafe { slice(args, nargs) }?;
+            // SAFETY: the caller's guarantee: a payload pointer points to its length.
+            let bytes = unsafe { carried.bytes() }?;
+            let sent = match carried {
+                Carried::Short => ctx.reply(h, args),
+                Carried::Medium(..) => ctx.reply_medium(h, args, bytes),
+                Carried::Long(_, _, offset) => ctx.reply_long(h, args, bytes, offset),
             };
             sent.map_err(|e| {
                 let f = Failure {
@@ -560,7 +610,7 @@ pub unsafe extern "C" fn amrq_reply(
     nargs: usize,
 ) -> AmrqStatus {
     // SAFETY: the caller's guarantee.
-    unsafe { reply(token, handler, args, nargs, (std::ptr::null(), 0, None)) }
+    unsafe { reply(token, handler, (args, nargs), Carried::Short) }
 }
 
 /// Replies with a Medium reply (args and `len` bytes of payload).
@@ -577,7 +627,7 @@ pub unsafe extern "C" fn amrq_reply_medium(
     len: usize,
 ) -> AmrqStatus {
     // SAFETY: the caller's guarantee.
-    unsafe { reply(token, handler, args, nargs, (payload, len, None)) }
+    unsafe { reply(token, handler, (args, nargs), Carried::Medium(payload, len)) }
 }
 
 /// Replies with a Long reply: `len` bytes of `payload` written at byte `offset` of the
@@ -597,7 +647,14 @@ pub unsafe extern "C" fn amrq_reply_long(
     offset: usize,
 ) -> AmrqStatus {
     // SAFETY: the caller's guarantee.
-    unsafe { reply(token, handler, args, nargs, (payload, len, Some(offset))) }
+    unsafe {
+        reply(
+            token,
+            handler,
+            (args, nargs),
+            Carried::Long(payload, len, offset),
+        )
+    }
 }
 
 /// Runs the handlers of the messages that have arrived; how many ran goes to `*took`
