@@ -459,7 +459,7 @@ enum amrq_status amrq_enqueue(const struct amrq_t *am,
 // Copies the frame at the head of local queue `q` into `args` (room for `args_cap`)
 // and `buf` (room for `cap` bytes), removes it, and describes it in `*out`; `*got` is
 // 1, or 0 if the queue was empty. A frame larger than the room is left in place, with
-// `AMRQ_STATUS_AM`.
+// `AMRQ_STATUS_RQ`.
 //
 // # Safety
 // `am` came from `amrq_init`; `args` points to `args_cap` writable words and `buf` to

@@ -122,7 +122,7 @@ pub unsafe extern "C" fn amrq_enqueue(
 /// Copies the frame at the head of local queue `q` into `args` (room for `args_cap`)
 /// and `buf` (room for `cap` bytes), removes it, and describes it in `*out`; `*got` is
 /// 1, or 0 if the queue was empty. A frame larger than the room is left in place, with
-/// `AMRQ_STATUS_AM`.
+/// `AMRQ_STATUS_RQ`.
 ///
 /// # Safety
 /// `am` came from `amrq_init`; `args` points to `args_cap` writable words and `buf` to
@@ -241,27 +241,8 @@ pub unsafe extern "C" fn amrq_one_poll(
         let Some((q, f)) = j.am.rq().one_poll(&s.set)? else {
             return Ok(());
         };
-        use amrq::conduit::ReceivedFrame;
-        let (a, p) = (f.args(), f.payload());
-        if a.len() > args.len() || p.len() > buf.len() {
-            return Err(Failure::argument(format!(
-                "a frame of {} args and {} bytes does not fit in {} args and {} bytes (it stays in its queue)",
-                a.len(),
-                p.len(),
-                args.len(),
-                buf.len()
-            )));
-        }
-        args[..a.len()].copy_from_slice(a);
-        buf[..p.len()].copy_from_slice(p);
-        let d = AmrqDequeued {
-            source: f.source() as u32,
-            tag: f.tag(),
-            nargs: a.len(),
-            len: p.len(),
-        };
-        f.release();
-        put_out(out, d);
+        let d = Dequeued::take(f, args, buf)?;
+        put_out(out, d.into());
         let k = j.queues.iter().position(|&id| id == q);
         put_out(which, k.map_or(-1, |k| k as c_int));
         Ok(())
