@@ -9,7 +9,27 @@
 // Request handlers, and reply handlers, a program may register.
 #define AMRQ_MAX_HANDLERS 64
 
-// A reduction's operation.
+// A remote atomic's operation (`amrq_atomic`).
+typedef enum amrq_atomic_op {
+  // Adds the operand (wrapping).
+  AMRQ_ATOMIC_OP_FETCH_ADD = 0,
+  // Stores the operand.
+  AMRQ_ATOMIC_OP_SWAP = 1,
+  // Stores the operand if the word equals `compare`.
+  AMRQ_ATOMIC_OP_COMPARE_SWAP = 2,
+  // Bitwise and with the operand.
+  AMRQ_ATOMIC_OP_FETCH_AND = 3,
+  // Bitwise or with the operand.
+  AMRQ_ATOMIC_OP_FETCH_OR = 4,
+  // Bitwise xor with the operand.
+  AMRQ_ATOMIC_OP_FETCH_XOR = 5,
+  // Reads the word.
+  AMRQ_ATOMIC_OP_LOAD = 6,
+  // Writes the operand (the word before is not returned: 0).
+  AMRQ_ATOMIC_OP_STORE = 7,
+} amrq_atomic_op;
+
+// A reduction's operation (`op` of the reductions and the scan).
 typedef enum amrq_op {
   // The sum.
   AMRQ_OP_SUM = 0,
@@ -89,6 +109,23 @@ typedef struct amrq_dequeued_t {
   size_t len;
 } amrq_dequeued_t;
 
+// A frame `amrq_read_queue` shows in place: its args and payload stay in the queue's
+// memory, valid until `amrq_delete_queue` removes it (or `amrq_finalize`).
+typedef struct amrq_frame_t {
+  // The sender's rank.
+  uint32_t source;
+  // The frame's tag.
+  uint16_t tag;
+  // The args, in place.
+  const uint64_t *args;
+  // How many.
+  size_t nargs;
+  // The payload, in place.
+  const void *payload;
+  // Its length in bytes.
+  size_t len;
+} amrq_frame_t;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -96,6 +133,95 @@ extern "C" {
 // What the last call of this thread that failed said, as a NUL-terminated string
 // (empty if none failed). It stays valid until the next failing call on this thread.
 const char *amrq_last_error(void);
+
+// Collective: rank `root`'s `len` bytes at `data` into every rank's `data`.
+//
+// # Safety
+// `am` came from `amrq_init`; `data` points to `len` writable bytes, the same `len`
+// on every rank.
+enum amrq_status amrq_broadcast(const struct amrq_t *am, int root, void *data, size_t len);
+
+// Collective: every rank's `data[i]` combined by `op` (an `amrq_op`) into rank
+// `root`'s `data[i]`; the other ranks' `data` is left with partial results.
+//
+// # Safety
+// `am` came from `amrq_init`; `data` points to `n` words, the same `n` on every rank.
+enum amrq_status amrq_reduce_u64(const struct amrq_t *am,
+                                 int root,
+                                 uint64_t *data,
+                                 size_t n,
+                                 int op);
+
+// `amrq_reduce_u64` on doubles.
+//
+// # Safety
+// As `amrq_reduce_u64`.
+enum amrq_status amrq_reduce_f64(const struct amrq_t *am, int root, double *data, size_t n, int op);
+
+// Collective: every rank's `data[i]` combined by `op` (an `amrq_op`), on every rank,
+// in place.
+//
+// # Safety
+// `am` came from `amrq_init`; `data` points to `n` words, the same `n` on every rank.
+enum amrq_status amrq_allreduce_u64(const struct amrq_t *am, uint64_t *data, size_t n, int op);
+
+// `amrq_allreduce_u64` on doubles.
+//
+// # Safety
+// As `amrq_allreduce_u64`.
+enum amrq_status amrq_allreduce_f64(const struct amrq_t *am, double *data, size_t n, int op);
+
+// Collective prefix reduction: rank r's `data[i]` becomes ranks 0 … r's `data[i]`
+// combined by `op` (an `amrq_op`) if `inclusive` is non-zero, else ranks 0 … r − 1's
+// (rank 0 gets the operation's identity: 0, the largest or the smallest value).
+//
+// # Safety
+// `am` came from `amrq_init`; `data` points to `n` words, the same `n` on every rank.
+enum amrq_status amrq_scan_u64(const struct amrq_t *am,
+                               uint64_t *data,
+                               size_t n,
+                               int op,
+                               int inclusive);
+
+// `amrq_scan_u64` on doubles (identities 0, +∞ and −∞).
+//
+// # Safety
+// As `amrq_scan_u64`.
+enum amrq_status amrq_scan_f64(const struct amrq_t *am,
+                               double *data,
+                               size_t n,
+                               int op,
+                               int inclusive);
+
+// Collective: every rank's `len` bytes at `mine` into rank `root`'s `out`, in rank
+// order (`out` holds `size · len` bytes at the root; it is ignored, and may be null,
+// elsewhere).
+//
+// # Safety
+// `am` came from `amrq_init`; `mine` points to `len` bytes, the same `len` on every
+// rank; at the root `out` points to `size · len` writable bytes.
+enum amrq_status amrq_gather(const struct amrq_t *am,
+                             int root,
+                             const void *mine,
+                             size_t len,
+                             void *out);
+
+// Collective: every rank's `len` bytes at `mine` into every rank's `out`
+// (`size · len` bytes), in rank order.
+//
+// # Safety
+// `am` came from `amrq_init`; `mine` points to `len` bytes, the same `len` on every
+// rank; `out` to `size · len` writable bytes.
+enum amrq_status amrq_allgather(const struct amrq_t *am, const void *mine, size_t len, void *out);
+
+// Collective all-to-all: block j of `send` (`len` bytes at `send + j·len`) goes to
+// rank j, and block i of `recv` comes from rank i. Both hold `size · len` bytes. The
+// sends are bandwidth-matched, not all at one rank at once.
+//
+// # Safety
+// `am` came from `amrq_init`; `send` points to `size · len` bytes and `recv` to
+// `size · len` writable bytes, the same `len` on every rank.
+enum amrq_status amrq_exchange(const struct amrq_t *am, const void *send, size_t len, void *recv);
 
 // A new, empty handler table; `amrq_init` takes it (or `amrq_table_free` frees it).
 struct amrq_table_t *amrq_table_new(void);
@@ -345,12 +471,21 @@ enum amrq_status amrq_fetch_add(const struct amrq_t *am,
                                 uint64_t v,
                                 uint64_t *old);
 
-// Collective: rank `root`'s `len` bytes at `data` into every rank's `data`.
+// Applies atomic `op` (an `amrq_atomic_op`) with `operand` to the 8-byte word at `offset`
+// (8-aligned) of `rank`'s segment; `compare` is the value `AMRQ_ATOMIC_OP_COMPARE_SWAP`
+// expects (the others ignore it). The word before goes to `*old` (if not null). Like
+// every amrq atomic it orders as a lock operation: what this rank wrote before is
+// visible to whoever reads the new value.
 //
 // # Safety
-// `am` came from `amrq_init`; `data` points to `len` writable bytes, the same `len`
-// on every rank.
-enum amrq_status amrq_broadcast(const struct amrq_t *am, int root, void *data, size_t len);
+// `am` came from `amrq_init`; `old` is null or writable.
+enum amrq_status amrq_atomic(const struct amrq_t *am,
+                             int rank,
+                             size_t offset,
+                             int op,
+                             uint64_t operand,
+                             uint64_t compare,
+                             uint64_t *old);
 
 // `amrq_put` that returns at once with a handle in `*h`: `src` may be reused on
 // return; the data is in place at the target when `amrq_wait(*h)` returns (or
@@ -391,24 +526,6 @@ enum amrq_status amrq_test(const struct amrq_handle_t *h, int *done);
 // `h` came from `amrq_put_nb` or `amrq_get_nb` and was not waited on; it is not used
 // after.
 enum amrq_status amrq_wait(struct amrq_handle_t *h);
-
-// Collective: every rank's `data[i]` combined by `op`, on every rank, in place.
-//
-// # Safety
-// `am` came from `amrq_init`; `data` points to `n` words, the same `n` on every rank.
-enum amrq_status amrq_allreduce_u64(const struct amrq_t *am,
-                                    uint64_t *data,
-                                    size_t n,
-                                    enum amrq_op op);
-
-// `amrq_allreduce_u64` on doubles.
-//
-// # Safety
-// As `amrq_allreduce_u64`.
-enum amrq_status amrq_allreduce_f64(const struct amrq_t *am,
-                                    double *data,
-                                    size_t n,
-                                    enum amrq_op op);
 
 // Bytes of the raw reference's lines (`amrq_raw_rtt_ns`).
 size_t amrq_raw_bytes(void);
@@ -473,8 +590,21 @@ enum amrq_status amrq_dequeue(const struct amrq_t *am,
                               struct amrq_dequeued_t *out,
                               int *got);
 
-// Removes the frame at the head of local queue `q` unread: `*removed` is 1, or 0 if the
-// queue was empty.
+// Shows the frame at the head of local queue `q` in place, without copying or
+// removing it (RQ's `read_queue`): `*got` is 1 and `*out` describes it, or `*got` is
+// 0 if the queue is empty. The frame stays at the head, the same one at every call,
+// and its args and payload stay valid, until `amrq_delete_queue(q)` removes it;
+// meanwhile `amrq_dequeue` and One-poll refuse the queue (`AMRQ_STATUS_RQ`).
+//
+// # Safety
+// `am` came from `amrq_init`; `out` and `got` are null or writable.
+enum amrq_status amrq_read_queue(const struct amrq_t *am,
+                                 int q,
+                                 struct amrq_frame_t *out,
+                                 int *got);
+
+// Removes the frame at the head of local queue `q` (the one `amrq_read_queue` shows,
+// if it was called): `*removed` is 1, or 0 if the queue was empty.
 //
 // # Safety
 // `am` came from `amrq_init`; `removed` is null or writable.

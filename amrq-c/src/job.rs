@@ -76,10 +76,14 @@ pub struct Amrq {
     request_ids: Vec<RequestHandler>,
     /// The queues the table declared, by their C id.
     pub(crate) queues: Vec<amrq::rq::QueueId>,
+    /// The frame `amrq_read_queue` shows of each queue (by C id), kept in place until
+    /// `amrq_delete_queue` removes it.
+    pub(crate) held: std::cell::RefCell<Vec<Option<amrq::conduit::mem::MemFrame<'static>>>>,
 }
 
 impl Drop for Amrq {
     fn drop(&mut self) {
+        self.held.get_mut().clear(); // frames borrow the job's memory: left in place
         self.coll = None;
         // SAFETY: `rma` and `am` were leaked from boxes by `amrq_init` for this `Amrq`
         // alone; the collectives that borrowed them are gone, and nothing else does.
@@ -355,6 +359,7 @@ pub unsafe extern "C" fn amrq_init(
                 rma,
                 coll: None,
                 request_ids,
+                held: std::cell::RefCell::new(queues.iter().map(|_| None).collect()),
                 queues,
             });
             job.coll = Some(amrq::coll::Coll::new(rma)?);

@@ -5,8 +5,9 @@
 //! |---|---|---|
 //! | `amrq_table_*`, `amrq_init`, `amrq_finalize`, `amrq_rank`, `amrq_size` | handler registration, start-up (under `amrun`, `mpirun`, `srun`, or self-launched) and shutdown | [`job`] |
 //! | `amrq_request*`, `amrq_reply*`, `amrq_poll`, `amrq_wait_until`, `amrq_barrier*` | Active Messages, Short, Medium and Long; polling; the split-phase barrier | [`job`] |
-//! | `amrq_table_queue`, `amrq_enqueue`, `amrq_dequeue`, `amrq_delete_queue`, `amrq_poll_set_new`, `amrq_one_poll` | Remote Queues: named queues, enqueue (accepted or full), dequeue, One-poll | [`rq`] |
-//! | `amrq_alloc_symmetric`, `amrq_segment`, `amrq_put*`, `amrq_get*` (blocking, with handles: `amrq_test`, `amrq_wait`; implicit: `amrq_sync_nbi`), `amrq_fetch_add`, `amrq_broadcast`, `amrq_allreduce_*`, `amrq_raw_rtt_ns` | one-sided operations, atomics, collectives, the raw reference | [`rma`] |
+//! | `amrq_table_queue`, `amrq_enqueue`, `amrq_dequeue`, `amrq_read_queue`, `amrq_delete_queue`, `amrq_poll_set_new`, `amrq_one_poll` | Remote Queues: named queues, enqueue (accepted or full), dequeue, read in place, One-poll | [`rq`] |
+//! | `amrq_alloc_symmetric`, `amrq_segment`, `amrq_put*`, `amrq_get*` (blocking, with handles: `amrq_test`, `amrq_wait`; implicit: `amrq_sync_nbi`), `amrq_fetch_add`, `amrq_atomic`, `amrq_raw_rtt_ns` | one-sided operations, remote atomics, the raw reference | [`rma`] |
+//! | `amrq_broadcast`, `amrq_reduce_*`, `amrq_allreduce_*`, `amrq_scan_*`, `amrq_gather`, `amrq_allgather`, `amrq_exchange` | collectives | [`coll`] |
 //!
 //! Every function returns an [`AmrqStatus`]; on an error, [`amrq_last_error`] says what
 //! went wrong, in words. Nothing unwinds into C: a Rust panic becomes
@@ -29,9 +30,10 @@
 //! if (amrq_init(t, 2, &am) != AMRQ_STATUS_OK) { fprintf(stderr, "%s\n", amrq_last_error()); return 1; }
 //! ```
 //!
-//! The examples in `amrq-c/c/` (`pingpong.c`, `ring.c`, `getput.c`) are built by its
-//! Makefile and run by `tests/c_examples.rs` and CI.
+//! The examples in `amrq-c/c/` (`pingpong.c`, `ring.c`, `getput.c`, `queues.c`,
+//! `collectives.c`) are built by its Makefile and run by `tests/c_examples.rs` and CI.
 
+pub mod coll;
 pub mod job;
 pub mod rma;
 pub mod rq;
@@ -72,6 +74,13 @@ impl Failure {
     pub(crate) fn argument(message: impl Into<String>) -> Self {
         Failure {
             status: AmrqStatus::Argument,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn rq(message: impl Into<String>) -> Self {
+        Failure {
+            status: AmrqStatus::Rq,
             message: message.into(),
         }
     }

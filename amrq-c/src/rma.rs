@@ -1,5 +1,5 @@
-//! One-sided operations on the ranks' registered segments, remote atomics, reductions,
-//! and the raw reference a C benchmark compares itself with.
+//! One-sided operations on the ranks' registered segments, remote atomics, and the raw
+//! reference a C benchmark compares itself with.
 //!
 //! Addresses are byte offsets into a rank's segment; `amrq_alloc_symmetric` gives one
 //! that is the same on every rank, and `amrq_segment` the local address of this rank's.
@@ -9,18 +9,6 @@ use crate::{guard, put_out, slice, slice_mut, AmrqStatus, Failure};
 use amrq::reference::{RawPingPong, RAW_PINGPONG_BYTES};
 use amrq::rma::{Rma, RmaError};
 use std::ffi::{c_int, c_void};
-
-/// A reduction's operation.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AmrqOp {
-    /// The sum.
-    Sum = 0,
-    /// The least.
-    Min = 1,
-    /// The greatest.
-    Max = 2,
-}
 
 /// Collective: `len` bytes at the same offset of every rank's segment, aligned to
 /// `align` (a power of two); the offset goes to `*offset`. Every rank calls it with
@@ -213,32 +201,67 @@ pub unsafe extern "C" fn amrq_fetch_add(
     unsafe { on_job(am, body) }
 }
 
-/// Collective: rank `root`'s `len` bytes at `data` into every rank's `data`.
+/// A remote atomic's operation (`amrq_atomic`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AmrqAtomic {
+    /// Adds the operand (wrapping).
+    FetchAdd = 0,
+    /// Stores the operand.
+    Swap = 1,
+    /// Stores the operand if the word equals `compare`.
+    CompareSwap = 2,
+    /// Bitwise and with the operand.
+    FetchAnd = 3,
+    /// Bitwise or with the operand.
+    FetchOr = 4,
+    /// Bitwise xor with the operand.
+    FetchXor = 5,
+    /// Reads the word.
+    Load = 6,
+    /// Writes the operand (the word before is not returned: 0).
+    Store = 7,
+}
+
+/// Applies atomic `op` (an `amrq_atomic_op`) with `operand` to the 8-byte word at `offset`
+/// (8-aligned) of `rank`'s segment; `compare` is the value `AMRQ_ATOMIC_OP_COMPARE_SWAP`
+/// expects (the others ignore it). The word before goes to `*old` (if not null). Like
+/// every amrq atomic it orders as a lock operation: what this rank wrote before is
+/// visible to whoever reads the new value.
 ///
 /// # Safety
-/// `am` came from `amrq_init`; `data` points to `len` writable bytes, the same `len`
-/// on every rank.
+/// `am` came from `amrq_init`; `old` is null or writable.
 #[no_mangle]
-pub unsafe extern "C" fn amrq_broadcast(
+pub unsafe extern "C" fn amrq_atomic(
     am: *const Amrq,
-    root: c_int,
-    data: *mut c_void,
-    len: usize,
+    rank: c_int,
+    offset: usize,
+    op: c_int,
+    operand: u64,
+    compare: u64,
+    old: *mut u64,
 ) -> AmrqStatus {
+    use amrq::conduit::AtomicOp;
     let body = |j: &Amrq| {
-        // SAFETY: the caller's guarantee: `data` points to `len` writable bytes.
-        let bytes = unsafe { slice_mut(data.cast::<u8>(), len) }?;
-        Ok(collectives(j)?.broadcast(rank_of(root)?, bytes)?)
+        let op = match op {
+            0 => AtomicOp::FetchAdd(operand),
+            1 => AtomicOp::Swap(operand),
+            2 => AtomicOp::CompareSwap {
+                current: compare,
+                new: operand,
+            },
+            3 => AtomicOp::FetchAnd(operand),
+            4 => AtomicOp::FetchOr(operand),
+            5 => AtomicOp::FetchXor(operand),
+            6 => AtomicOp::Load,
+            7 => AtomicOp::Store(operand),
+            _ => return Err(Failure::argument(format!("no atomic operation {op}"))),
+        };
+        put_out(old, j.rma.atomic(rank_of(rank)?, offset, op)?);
+        Ok(())
     };
     // SAFETY: the caller's guarantee.
     unsafe { on_job(am, body) }
-}
-
-/// The job's collectives.
-fn collectives(j: &Amrq) -> Result<&amrq::coll::Coll<'static, 'static, Handlers>, Failure> {
-    j.coll
-        .as_ref()
-        .ok_or_else(|| Failure::argument("the job has no collectives"))
 }
 
 /// A put or get in flight (`amrq_put_nb`, `amrq_get_nb`), finished by `amrq_wait`.
@@ -335,53 +358,6 @@ pub unsafe extern "C" fn amrq_wait(h: *mut AmrqHandle) -> AmrqStatus {
             Ok(h.handle.wait()?)
         },
     )
-}
-
-/// Collective: every rank's `data[i]` combined by `op`, on every rank, in place.
-///
-/// # Safety
-/// `am` came from `amrq_init`; `data` points to `n` words, the same `n` on every rank.
-#[no_mangle]
-pub unsafe extern "C" fn amrq_allreduce_u64(
-    am: *const Amrq,
-    data: *mut u64,
-    n: usize,
-    op: AmrqOp,
-) -> AmrqStatus {
-    // SAFETY: the caller's guarantee: `data` points to `n` words.
-    let body = |j: &Amrq| allreduce(j, unsafe { slice_mut(data, n) }?, op);
-    // SAFETY: the caller's guarantee.
-    unsafe { on_job(am, body) }
-}
-
-/// `amrq_allreduce_u64` on doubles.
-///
-/// # Safety
-/// As `amrq_allreduce_u64`.
-#[no_mangle]
-pub unsafe extern "C" fn amrq_allreduce_f64(
-    am: *const Amrq,
-    data: *mut f64,
-    n: usize,
-    op: AmrqOp,
-) -> AmrqStatus {
-    // SAFETY: the caller's guarantee: `data` points to `n` words.
-    let body = |j: &Amrq| allreduce(j, unsafe { slice_mut(data, n) }?, op);
-    // SAFETY: the caller's guarantee.
-    unsafe { on_job(am, body) }
-}
-
-fn allreduce<T>(j: &Amrq, data: &mut [T], op: AmrqOp) -> Result<(), Failure>
-where
-    T: amrq::rma::Word + PartialOrd + std::ops::Add<Output = T>,
-{
-    let coll = collectives(j)?;
-    let f = match op {
-        AmrqOp::Sum => amrq::coll::sum::<T>,
-        AmrqOp::Min => amrq::coll::min::<T>,
-        AmrqOp::Max => amrq::coll::max::<T>,
-    };
-    Ok(coll.allreduce(data, f)?)
 }
 
 /// Bytes of the raw reference's lines (`amrq_raw_rtt_ns`).

@@ -4,7 +4,7 @@
 
 use crate::job::{on_job, rank_of, Amrq, AmrqTable};
 use crate::{guard, put_out, slice, slice_mut, AmrqStatus, Failure};
-use amrq::conduit::PollSet;
+use amrq::conduit::{PollSet, ReceivedFrame};
 use amrq::config::QueueSpec;
 use amrq::rq::{Dequeued, QueueId};
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -29,6 +29,37 @@ impl From<Dequeued> for AmrqDequeued {
             tag: d.tag,
             nargs: d.nargs,
             len: d.len,
+        }
+    }
+}
+
+/// A frame `amrq_read_queue` shows in place: its args and payload stay in the queue's
+/// memory, valid until `amrq_delete_queue` removes it (or `amrq_finalize`).
+#[repr(C)]
+pub struct AmrqFrame {
+    /// The sender's rank.
+    pub source: u32,
+    /// The frame's tag.
+    pub tag: u16,
+    /// The args, in place.
+    pub args: *const u64,
+    /// How many.
+    pub nargs: usize,
+    /// The payload, in place.
+    pub payload: *const c_void,
+    /// Its length in bytes.
+    pub len: usize,
+}
+
+impl AmrqFrame {
+    fn of<'a>(f: &impl ReceivedFrame<'a>) -> Self {
+        AmrqFrame {
+            source: f.source() as u32,
+            tag: f.tag(),
+            args: f.args().as_ptr(),
+            nargs: f.args().len(),
+            payload: f.payload().as_ptr().cast(),
+            len: f.payload().len(),
         }
     }
 }
@@ -83,6 +114,18 @@ impl Amrq {
             .ok()
             .and_then(|k| self.queues.get(k).copied())
             .ok_or_else(|| Failure::argument(format!("no queue {q}")))
+    }
+
+    /// Queue `q`'s id, refused while `amrq_read_queue` holds its head frame: the
+    /// frame would stay outstanding (the conduit takes no other from the queue).
+    fn unheld_queue(&self, q: c_int) -> Result<QueueId, Failure> {
+        let id = self.queue(q)?;
+        match self.held.borrow().get(q as usize) {
+            Some(Some(_)) => Err(Failure::rq(format!(
+                "queue {q}'s head frame is held by amrq_read_queue: amrq_delete_queue removes it"
+            ))),
+            _ => Ok(id),
+        }
     }
 }
 
@@ -142,7 +185,7 @@ pub unsafe extern "C" fn amrq_dequeue(
     let body = |j: &Amrq| {
         // SAFETY: the caller's guarantee: writable room for the args and the payload.
         let (args, buf) = unsafe { (slice_mut(args, args_cap)?, slice_mut(buf.cast(), cap)?) };
-        let d = j.am.rq().dequeue(j.queue(q)?, args, buf)?;
+        let d = j.am.rq().dequeue(j.unheld_queue(q)?, args, buf)?;
         put_out(got, c_int::from(d.is_some()));
         if let Some(d) = d {
             put_out(out, d.into());
@@ -153,8 +196,40 @@ pub unsafe extern "C" fn amrq_dequeue(
     unsafe { on_job(am, body) }
 }
 
-/// Removes the frame at the head of local queue `q` unread: `*removed` is 1, or 0 if the
-/// queue was empty.
+/// Shows the frame at the head of local queue `q` in place, without copying or
+/// removing it (RQ's `read_queue`): `*got` is 1 and `*out` describes it, or `*got` is
+/// 0 if the queue is empty. The frame stays at the head, the same one at every call,
+/// and its args and payload stay valid, until `amrq_delete_queue(q)` removes it;
+/// meanwhile `amrq_dequeue` and One-poll refuse the queue (`AMRQ_STATUS_RQ`).
+///
+/// # Safety
+/// `am` came from `amrq_init`; `out` and `got` are null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_read_queue(
+    am: *const Amrq,
+    q: c_int,
+    out: *mut AmrqFrame,
+    got: *mut c_int,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        let id = j.queue(q)?;
+        let mut held = j.held.borrow_mut();
+        let slot = &mut held[q as usize]; // `queue` checked `q`
+        if slot.is_none() {
+            *slot = j.am.rq().read_queue(id)?;
+        }
+        put_out(got, c_int::from(slot.is_some()));
+        if let Some(f) = slot {
+            put_out(out, AmrqFrame::of(f));
+        }
+        Ok(())
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// Removes the frame at the head of local queue `q` (the one `amrq_read_queue` shows,
+/// if it was called): `*removed` is 1, or 0 if the queue was empty.
 ///
 /// # Safety
 /// `am` came from `amrq_init`; `removed` is null or writable.
@@ -165,7 +240,16 @@ pub unsafe extern "C" fn amrq_delete_queue(
     removed: *mut c_int,
 ) -> AmrqStatus {
     let body = |j: &Amrq| {
-        put_out(removed, c_int::from(j.am.rq().delete_queue(j.queue(q)?)?));
+        let id = j.queue(q)?;
+        let shown = j.held.borrow_mut()[q as usize].take(); // `queue` checked `q`
+        let done = match shown {
+            Some(f) => {
+                f.release();
+                true
+            }
+            None => j.am.rq().delete_queue(id)?,
+        };
+        put_out(removed, c_int::from(done));
         Ok(())
     };
     // SAFETY: the caller's guarantee.
@@ -189,7 +273,7 @@ pub unsafe extern "C" fn amrq_poll_set_new(
         let ids = unsafe { slice(queues, n) }?;
         let qs = ids
             .iter()
-            .map(|&q| j.queue(q))
+            .map(|&q| j.unheld_queue(q))
             .collect::<Result<Vec<_>, _>>()?;
         let s = AmrqPollSet {
             set: j.am.rq().poll_set(&qs)?,

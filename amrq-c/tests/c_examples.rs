@@ -110,7 +110,9 @@ fn the_c_examples_build_and_run_under_amrun() {
         let out = amrun(ranks, &dir.join("getput"), &[]);
         assert_eq!(figure(&out, "getput", "checked"), (3 * 4096 * ranks) as f64);
         let out = amrun(ranks, &dir.join("queues"), &[]);
-        assert_eq!(figure(&out, "queues", "checked"), (2000 * ranks) as f64);
+        assert_eq!(figure(&out, "queues", "checked"), (2003 * ranks) as f64);
+        let out = amrun(ranks, &dir.join("collectives"), &[]);
+        assert_eq!(figure(&out, "collectives", "ranks"), ranks as f64);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,6 +2,7 @@
 //! what was wrong, never a crash (called from Rust here, as C would, on a job of one
 //! rank).
 
+use amrq_c::coll::*;
 use amrq_c::job::*;
 use amrq_c::rma::*;
 use amrq_c::rq::*;
@@ -83,10 +84,35 @@ fn bad_arguments_get_a_status_and_a_message() {
         );
         let mut v = [3u64];
         assert_eq!(
-            amrq_allreduce_u64(am, v.as_mut_ptr(), 1, AmrqOp::Sum),
+            amrq_allreduce_u64(am, v.as_mut_ptr(), 1, AmrqOp::Sum as i32),
             AmrqStatus::Ok
         );
         assert_eq!(v[0], 3);
+        assert_eq!(
+            amrq_allreduce_u64(am, v.as_mut_ptr(), 1, 3),
+            AmrqStatus::Argument
+        );
+        assert!(last_error().contains("no reduction operation 3"));
+        let mut old = 0;
+        assert_eq!(
+            amrq_atomic(am, 0, at, AmrqAtomic::FetchOr as i32, 6, 0, &mut old),
+            AmrqStatus::Ok
+        );
+        assert_eq!(
+            amrq_atomic(am, 0, at, AmrqAtomic::CompareSwap as i32, 9, 6, &mut old),
+            AmrqStatus::Ok
+        );
+        assert_eq!(old, 6, "compare-and-swap returns the word before");
+        assert_eq!(
+            amrq_atomic(am, 0, at, -1, 0, 0, null_mut()),
+            AmrqStatus::Argument
+        );
+        assert!(last_error().contains("no atomic operation -1"));
+        assert_eq!(
+            amrq_atomic(am, 0, at + 3, AmrqAtomic::Load as i32, 0, 0, &mut old),
+            AmrqStatus::Rma,
+            "an unaligned word"
+        );
         // A queue to itself: an unknown id, a frame larger than the room (left in
         // place), then the frame itself.
         let (args, payload) = ([7u64, 8], [9u8; 24]);
@@ -122,6 +148,55 @@ fn bad_arguments_get_a_status_and_a_message() {
             AmrqStatus::Ok
         );
         assert_eq!(took, 0);
+        // A frame read in place: the same one at every call, the queue refused to
+        // dequeue until it is deleted; one left held is dropped at finalize.
+        let mut frame = std::mem::zeroed::<AmrqFrame>();
+        assert_eq!(
+            amrq_read_queue(am, 9, &mut frame, &mut took),
+            AmrqStatus::Argument
+        );
+        assert_eq!(
+            amrq_read_queue(am, q, &mut frame, &mut took),
+            AmrqStatus::Ok
+        );
+        assert_eq!(took, 0, "an empty queue");
+        for _ in 0..2 {
+            assert_eq!(
+                amrq_enqueue(am, 0, q, a, 2, p, 24, &mut accepted),
+                AmrqStatus::Ok
+            );
+        }
+        assert_eq!(
+            amrq_read_queue(am, q, &mut frame, &mut took),
+            AmrqStatus::Ok
+        );
+        let mut again = std::mem::zeroed::<AmrqFrame>();
+        assert_eq!(
+            amrq_read_queue(am, q, &mut again, &mut took),
+            AmrqStatus::Ok
+        );
+        assert_eq!(
+            (took, frame.nargs, frame.len, *frame.args.add(1)),
+            (1, 2, 24, 8)
+        );
+        assert_eq!((again.args, again.payload), (frame.args, frame.payload));
+        assert_eq!(
+            amrq_dequeue(am, q, ga, 8, gp, 64, &mut d, &mut took),
+            AmrqStatus::Rq
+        );
+        assert!(
+            last_error().contains("amrq_delete_queue"),
+            "{}",
+            last_error()
+        );
+        let mut removed = 0;
+        assert_eq!(amrq_delete_queue(am, q, &mut removed), AmrqStatus::Ok);
+        assert_eq!(removed, 1);
+        assert_eq!(
+            amrq_read_queue(am, q, &mut frame, &mut took),
+            AmrqStatus::Ok
+        );
+        assert_eq!(took, 1, "the second frame, held at finalize");
         assert_eq!(amrq_finalize(am), AmrqStatus::Ok);
     }
 }
