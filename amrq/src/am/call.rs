@@ -19,6 +19,10 @@ pub(super) const TAG_CALL_DONE: u16 = 11;
 const _: () = assert!(TAG_CALL_DONE < FIRST_USER_TAG);
 
 /// Args a call carries for the user: two words go to the runtime.
+///
+/// ```
+/// assert_eq!(amrq::am::CALL_ARGS, 6);
+/// ```
 pub const CALL_ARGS: usize = crate::conduit::ring::MAX_ARGS - 2;
 
 impl<S, C: Conduit> Am<S, C> {
@@ -142,6 +146,23 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     /// Answers the call this handler serves with `value` ([`Am::call`] returns it);
     /// the runtime sends it once the handler returns. [`AmError::NotACall`] for a
     /// request sent with [`Am::request`], which has no caller waiting for a value.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let square = t.request("square", |_s: &(), ctx, m| ctx.reply_value(m.arg(0)? * m.arg(0)?));
+    ///     let am = Am::new(c, t, ())?;
+    ///     if am.rank() == 0 {
+    ///         assert_eq!(am.call(1, square, &[12])?, 144);
+    ///         // Sent as a plain request, the handler's reply_value has no caller: refused.
+    ///         am.request(0, square, &[2])?;
+    ///         assert!(matches!(am.poll(), Err(AmError::NotACall)));
+    ///     }
+    ///     am.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn reply_value(self, value: u64) -> Result<(), AmError> {
         match self.am.call_value.get() {
             Some(_) => {

@@ -20,12 +20,42 @@ pub struct Msg<'a> {
 
 impl<'a> Msg<'a> {
     /// The sender.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let from = t.request("from", |s: &Cell<Option<Rank>>, _ctx, m| { s.set(Some(m.source())); Ok(()) });
+    ///     let am = Am::new(c, t, Cell::new(None))?;
+    ///     if am.rank() == 1 {
+    ///         am.request(0, from, &[])?;
+    ///     } else {
+    ///         am.wait_until(|s| s.get() == Some(1))?;
+    ///     }
+    ///     am.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     #[inline(always)]
     pub fn source(&self) -> Rank {
         self.source
     }
 
     /// The args (0–8).
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let n = t.request("n", |s: &Cell<usize>, _ctx, m| { s.set(m.args().len()); Ok(()) });
+    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     am.request(0, n, &[1, 2, 3, 4, 5, 6, 7, 8])?;
+    ///     am.wait_until(|s| s.get() == 8)
+    /// })
+    /// .unwrap();
+    /// ```
     #[inline(always)]
     pub fn args(&self) -> &'a [u64] {
         self.args
@@ -72,6 +102,19 @@ impl<'a> Msg<'a> {
 
     /// The payload, in place: in the queue for Medium (empty for Short), in this rank's
     /// registered segment for Long.
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let len = t.request("len", |s: &Cell<usize>, _ctx, m| { s.set(m.payload().len()); Ok(()) });
+    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     am.request_medium(0, len, &[], &[0u8; 100])?;
+    ///     am.wait_until(|s| s.get() == 100)
+    /// })
+    /// .unwrap();
+    /// ```
     #[inline(always)]
     pub fn payload(&self) -> &'a [u8] {
         self.payload
@@ -126,17 +169,76 @@ impl<S, C: Conduit> std::fmt::Debug for ReqCtx<'_, S, C> {
 
 impl<S, C: Conduit> ReqCtx<'_, S, C> {
     /// The requester.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// struct S { back: ReplyHandler }
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let back = t.reply("back", |_s: &S, _m| Ok(()));
+    ///     // The context knows the requester: a reply goes back to it.
+    ///     let who = t.request("who", |s: &S, ctx, _m| {
+    ///         let from = ctx.source() as u64;
+    ///         ctx.reply(s.back, &[from])
+    ///     });
+    ///     let am = Am::new(c, t, S { back })?;
+    ///     if am.rank() == 1 {
+    ///         am.request(0, who, &[])?;
+    ///     }
+    ///     am.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn source(&self) -> Rank {
         self.source
     }
 
     /// This rank's registered segment (first byte, length), for a handler that works
     /// on it (the Split-C layer's atomic procedures, for instance).
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     // A handler that reads the word at offset args[0] of its own segment.
+    ///     let peek = t.request("peek", |s: &Cell<u64>, ctx, m| {
+    ///         let (base, len) = ctx.segment();
+    ///         let off = m.arg(0)? as usize;
+    ///         assert!(off + 8 <= len);
+    ///         // SAFETY: inside this rank's segment, 8-aligned; nothing writes it meanwhile.
+    ///         s.set(unsafe { base.as_ptr().add(off).cast::<u64>().read() });
+    ///         Ok(())
+    ///     });
+    ///     let am = Am::new(c, t, Cell::new(1))?;
+    ///     am.request(0, peek, &[0])?;
+    ///     am.wait_until(|s| s.get() == 0) // a fresh segment is zeroed
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn segment(&self) -> (std::ptr::NonNull<u8>, usize) {
         self.am.segment()
     }
 
     /// Sends a Short reply. Waits for room if needed, running only reply handlers.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// struct S { sum: ReplyHandler, got: Cell<u64> }
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let sum = t.reply("sum", |s: &S, m| { s.got.set(m.arg(0)?); Ok(()) });
+    ///     let add = t.request("add", |s: &S, ctx, m| ctx.reply(s.sum, &[m.arg(0)? + m.arg(1)?]));
+    ///     let am = Am::new(c, t, S { sum, got: Cell::new(0) })?;
+    ///     if am.rank() == 0 {
+    ///         am.request(1, add, &[40, 2])?;
+    ///         am.wait_until(|s| s.got.get() == 42)?;
+    ///     }
+    ///     am.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     #[inline(always)]
     pub fn reply(self, handler: ReplyHandler, args: &[u64]) -> Result<(), AmError> {
         let empty = Payload::Inline(&[]);
@@ -152,6 +254,24 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     }
 
     /// Sends a Medium reply (payload up to [`Am::max_medium`] bytes).
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::RefCell;
+    /// struct S { name: ReplyHandler, got: RefCell<Vec<u8>> }
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let name = t.reply("name", |s: &S, m| { *s.got.borrow_mut() = m.payload().to_vec(); Ok(()) });
+    ///     let ask = t.request("ask", |s: &S, ctx, _m| ctx.reply_medium(s.name, &[], b"rank one"));
+    ///     let am = Am::new(c, t, S { name, got: RefCell::new(Vec::new()) })?;
+    ///     if am.rank() == 0 {
+    ///         am.request(1, ask, &[])?;
+    ///         am.wait_until(|s| s.got.borrow().as_slice() == b"rank one")?;
+    ///     }
+    ///     am.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn reply_medium(
         self,
         handler: ReplyHandler,
@@ -164,6 +284,25 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
 
     /// Sends a Long reply: `payload` lands at byte `offset` of the requester's
     /// registered segment before its reply handler runs.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// struct S { landed: ReplyHandler, len: Cell<usize> }
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     // The reply's payload lands at byte 0 of the requester's segment.
+    ///     let landed = t.reply("landed", |s: &S, m| { s.len.set(m.payload().len()); Ok(()) });
+    ///     let fetch = t.request("fetch", |s: &S, ctx, _m| ctx.reply_long(s.landed, &[], &[7u8; 512], 0));
+    ///     let am = Am::new(c, t, S { landed, len: Cell::new(0) })?;
+    ///     if am.rank() == 0 {
+    ///         am.request(1, fetch, &[])?;
+    ///         am.wait_until(|s| s.len.get() == 512)?;
+    ///     }
+    ///     am.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn reply_long(
         self,
         handler: ReplyHandler,

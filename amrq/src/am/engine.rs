@@ -71,6 +71,16 @@ impl<S, C: Conduit> std::fmt::Debug for Am<S, C> {
 impl<S, C: Conduit> Am<S, C> {
     /// Starts the AM layer of this rank. Collective: every rank calls it with a table of
     /// the same shape, or every rank gets [`AmError::HandlerTableMismatch`].
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// let out = amrq::threads::run(2, &Config::default(), |c| {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     Ok::<_, AmError>((am.rank(), am.size()))
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [Ok((0, 2)), Ok((1, 2))]);
+    /// ```
     pub fn new(conduit: C, table: HandlerTable<S, C>, state: S) -> Result<Self, AmError> {
         let me = conduit.rank();
         let lens = conduit.allgather(table.len() as u64)?;
@@ -104,21 +114,69 @@ impl<S, C: Conduit> Am<S, C> {
     }
 
     /// This rank.
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// let ranks = amrq::threads::run(3, &Config::default(), |c| {
+    ///     Am::new(c, HandlerTable::<()>::new(), ()).map(|am| am.rank())
+    /// })
+    /// .unwrap();
+    /// assert_eq!(ranks.into_iter().collect::<Result<Vec<_>, _>>().unwrap(), [0, 1, 2]);
+    /// ```
     pub fn rank(&self) -> Rank {
         self.rq.rank()
     }
 
     /// Ranks in the job.
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// let sizes = amrq::threads::run(2, &Config::default(), |c| {
+    ///     Am::new(c, HandlerTable::<()>::new(), ()).map(|am| am.size())
+    /// })
+    /// .unwrap();
+    /// assert!(sizes.iter().all(|s| *s == Ok(2)));
+    /// ```
     pub fn size(&self) -> usize {
         self.rq.size()
     }
 
     /// The state handlers see.
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let bump = t.request("bump", |n: &Cell<u64>, _ctx, _m| { n.set(n.get() + 1); Ok(()) });
+    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     am.request(0, bump, &[])?;
+    ///     am.wait_until(|n| n.get() == 1)?;
+    ///     assert_eq!(am.state().get(), 1);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn state(&self) -> &S {
         &self.state
     }
 
     /// The Remote Queues layer below (user queues live there too).
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add_queue(16); // a user queue beside the AM queues
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), AmError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     assert!(am.rq().enqueue(0, q, &[7], &[])?);
+    ///     let mut args = [0u64; 8];
+    ///     let got = am.rq().dequeue(q, &mut args, &mut [])?;
+    ///     assert_eq!((got.map(|d| d.nargs), args[0]), (Some(1), 7));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn rq(&self) -> &Rq<C> {
         &self.rq
     }
@@ -170,6 +228,16 @@ impl<S, C: Conduit> Am<S, C> {
 
     /// Largest Medium payload in bytes, requests and replies alike (≥ 4096 with the
     /// default ring of 256 slots).
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     assert!(am.max_medium() >= 4096);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn max_medium(&self) -> usize {
         let ch = &self.rq.conduit().caps().channels;
         ch[QueueId::AM_REQUEST.index()]
@@ -185,6 +253,20 @@ impl<S, C: Conduit> Am<S, C> {
     /// so a program that handles the error and calls `barrier` again stays in step
     /// with the others. Errors of peers' messages never interrupt it: they are
     /// recorded as the peers' faults ([`Am::faults`]).
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// let arrived = AtomicUsize::new(0);
+    /// amrq::threads::run(3, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     arrived.fetch_add(1, Ordering::SeqCst);
+    ///     am.barrier()?;
+    ///     assert_eq!(arrived.load(Ordering::SeqCst), 3); // nobody leaves before all came
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn barrier(&self) -> Result<(), AmError> {
         if !self.barrier.interrupted() {
             self.barrier_notify()?;
@@ -216,18 +298,63 @@ impl<S, C: Conduit> Am<S, C> {
     /// Makes progress on the barrier this rank entered (polling once); `Ok(true)` once
     /// every rank has entered it, which ends it. [`AmError::NoBarrier`] if this rank has
     /// not entered one.
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     assert!(matches!(am.barrier_try(), Err(AmError::NoBarrier)));
+    ///     am.barrier_notify()?;
+    ///     while !am.barrier_try()? {}
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn barrier_try(&self) -> Result<bool, AmError> {
         self.barrier.try_complete(self)
     }
 
     /// Waits for the barrier this rank entered to complete, running handlers meanwhile
     /// (spinning a bounded time, then sleeping until a message arrives).
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     am.barrier_notify()?;
+    ///     let overlapped: u64 = (1..=100).sum(); // work done while the others arrive
+    ///     am.barrier_wait()?;
+    ///     assert_eq!(overlapped, 5050);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn barrier_wait(&self) -> Result<(), AmError> {
         self.barrier.wait(self)
     }
 
     /// Sends a Short request (0–8 args) to `dest`, waiting for room if needed (running
     /// handlers meanwhile).
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let add = t.request("add", |sum: &Cell<u64>, _ctx, m| {
+    ///         sum.set(sum.get() + m.args().iter().sum::<u64>());
+    ///         Ok(())
+    ///     });
+    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     if am.rank() == 0 {
+    ///         am.request(1, add, &[1, 2, 3])?;
+    ///     } else {
+    ///         am.wait_until(|sum| sum.get() == 6)?;
+    ///     }
+    ///     am.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     #[inline(always)]
     pub fn request(
         &self,
@@ -275,6 +402,26 @@ impl<S, C: Conduit> Am<S, C> {
     }
 
     /// Sends a Medium request: args plus a payload of up to [`Am::max_medium`] bytes.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::RefCell;
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let text = t.request("text", |got: &RefCell<String>, _ctx, m| {
+    ///         got.borrow_mut().push_str(&String::from_utf8_lossy(m.payload()));
+    ///         Ok(())
+    ///     });
+    ///     let am = Am::new(c, t, RefCell::new(String::new()))?;
+    ///     if am.rank() == 0 {
+    ///         am.request_medium(1, text, &[], b"hello")?;
+    ///     } else {
+    ///         am.wait_until(|got| got.borrow().as_str() == "hello")?;
+    ///     }
+    ///     am.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn request_medium(
         &self,
         dest: Rank,
@@ -290,6 +437,27 @@ impl<S, C: Conduit> Am<S, C> {
     /// [`ConduitError::OutOfSegment`](crate::conduit::ConduitError::OutOfSegment) if the
     /// range does not fit; who may write which bytes of a segment is the program's
     /// protocol (as with put).
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     // The payload is already in place in this rank's segment when the handler runs.
+    ///     let landed = t.request("landed", |sum: &Cell<u64>, _ctx, m| {
+    ///         sum.set(m.payload().iter().map(|&b| u64::from(b)).sum());
+    ///         Ok(())
+    ///     });
+    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     if am.rank() == 0 {
+    ///         am.request_long(1, landed, &[], &[1u8; 1000], 4096)?;
+    ///     } else {
+    ///         am.wait_until(|sum| sum.get() == 1000)?;
+    ///     }
+    ///     am.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn request_long(
         &self,
         dest: Rank,
@@ -303,6 +471,17 @@ impl<S, C: Conduit> Am<S, C> {
 
     /// This rank's registered segment (first byte, length): where Long messages to
     /// this rank land.
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let (base, len) = am.segment();
+    ///     assert!(len > 0 && base.as_ptr() as usize % 8 == 0);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn segment(&self) -> (std::ptr::NonNull<u8>, usize) {
         self.rq.segment()
     }
@@ -326,6 +505,23 @@ impl<S, C: Conduit> Am<S, C> {
     }
 
     /// Sends a request if there is room now: `Ok(false)` (nothing sent) otherwise.
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let count = t.request("count", |n: &Cell<u64>, _ctx, _m| { n.set(n.get() + 1); Ok(()) });
+    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     let mut sent = 0;
+    ///     while am.try_request(0, count, &[], &[])? {
+    ///         sent += 1; // until the ring to itself is full: nothing is polled meanwhile
+    ///     }
+    ///     am.wait_until(|n| n.get() == sent)?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     #[inline]
     pub fn try_request(
         &self,
@@ -457,6 +653,22 @@ impl<S, C: Conduit> Am<S, C> {
     /// A rank that has polled in vain a long while (thousands of polls) arms its AM
     /// queues, as One-poll does: then an empty poll reads one word, and the first
     /// message disarms them.
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let hit = t.request("hit", |n: &Cell<u64>, _ctx, _m| { n.set(n.get() + 1); Ok(()) });
+    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     assert_eq!(am.poll()?, 0);
+    ///     am.request(0, hit, &[])?;
+    ///     while am.poll()? == 0 {}
+    ///     assert_eq!(am.state().get(), 1);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     #[inline(always)]
     pub fn poll(&self) -> Result<usize, AmError> {
         if self.rq.conduit().nothing_arrived(&self.am_queues) {
@@ -482,6 +694,24 @@ impl<S, C: Conduit> Am<S, C> {
     /// Polls until `done(state)` holds. Spins a bounded time between empty polls, then
     /// yields; ends with [`ConduitError::PeerDead`](crate::conduit::ConduitError::PeerDead)
     /// if a rank of the job has failed.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// struct S { pong: ReplyHandler, got: Cell<u64> }
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     let pong = t.reply("pong", |s: &S, m| { s.got.set(m.arg(0)?); Ok(()) });
+    ///     let ping = t.request("ping", |s: &S, ctx, m| ctx.reply(s.pong, &[m.arg(0)? * 2]));
+    ///     let am = Am::new(c, t, S { pong, got: Cell::new(0) })?;
+    ///     if am.rank() == 0 {
+    ///         am.request(1, ping, &[21])?;
+    ///         am.wait_until(|s| s.got.get() == 42)?; // rank 1 serves it in its barrier
+    ///     }
+    ///     am.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     #[inline]
     pub fn wait_until(&self, mut done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
         let mut backoff = Backoff::new();

@@ -4,6 +4,22 @@ use crate::conduit::{ConduitError, FaultKind, Rank};
 use crate::rq::RqError;
 
 /// Why an AM operation failed.
+///
+/// ```
+/// use amrq::prelude::*;
+/// use amrq::conduit::ConduitError;
+/// let out = amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+///     let mut t = HandlerTable::new();
+///     let h = t.request("h", |_s: &(), _ctx, _m| Ok(()));
+///     let am = Am::new(c, t, ())?;
+///     // A rank that does not exist: a typed error that says which, nothing sent.
+///     let e = am.request(5, h, &[]).unwrap_err();
+///     assert!(matches!(e.conduit(), Some(ConduitError::NoSuchRank { .. })), "{e}");
+///     Err(AmError::NoBarrier)
+/// })
+/// .unwrap();
+/// assert_eq!(out[0], Err(AmError::NoBarrier));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AmError {
     /// The ranks registered different handler tables.

@@ -6,8 +6,31 @@ use crate::conduit::mem::MemConduit;
 use crate::conduit::Conduit;
 
 /// A request handler: runs at the destination; may reply once through its [`ReqCtx`].
+///
+/// ```
+/// use amrq::am::{HandlerTable, RequestFn};
+/// use amrq::conduit::mem::MemConduit;
+/// // A named function works as well as a closure.
+/// fn echo(_s: &(), _ctx: amrq::am::ReqCtx<'_, (), MemConduit>, m: amrq::am::Msg<'_>) -> Result<(), amrq::am::AmError> {
+///     m.arg(0).map(drop)
+/// }
+/// let f: RequestFn<(), MemConduit> = echo;
+/// let mut t = HandlerTable::new();
+/// t.request("echo", f);
+/// ```
 pub type RequestFn<S, C> = for<'a> fn(&'a S, ReqCtx<'a, S, C>, Msg<'a>) -> Result<(), AmError>;
 /// A reply handler: runs at the requester; cannot send.
+///
+/// ```
+/// use amrq::am::{HandlerTable, ReplyFn};
+/// fn done(count: &std::cell::Cell<u32>, _m: amrq::am::Msg<'_>) -> Result<(), amrq::am::AmError> {
+///     count.set(count.get() + 1);
+///     Ok(())
+/// }
+/// let f: ReplyFn<std::cell::Cell<u32>> = done;
+/// let mut t: HandlerTable<std::cell::Cell<u32>> = HandlerTable::new();
+/// t.reply("done", f);
+/// ```
 pub type ReplyFn<S> = for<'a> fn(&'a S, Msg<'a>) -> Result<(), AmError>;
 
 /// Tags below this carry the runtime's own messages (the barrier).
@@ -15,15 +38,42 @@ pub type ReplyFn<S> = for<'a> fn(&'a S, Msg<'a>) -> Result<(), AmError>;
 pub(crate) const FIRST_USER_TAG: u16 = 16;
 
 /// Names a request handler of a table.
+///
+/// ```
+/// use amrq::am::{HandlerTable, RequestHandler};
+/// let mut t: HandlerTable<()> = HandlerTable::new();
+/// let work: RequestHandler = t.request("work", |_s, _ctx, _m| Ok(()));
+/// // Copy it into the state, or pass it along: it is just the handler's tag.
+/// let again = work;
+/// assert_eq!(again, work);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RequestHandler(pub(crate) u16);
 
 /// Names a reply handler of a table.
+///
+/// ```
+/// use amrq::am::{HandlerTable, ReplyHandler};
+/// let mut t: HandlerTable<()> = HandlerTable::new();
+/// let done: ReplyHandler = t.reply("done", |_s, _m| Ok(()));
+/// // Request handlers reply with it: it goes in the state they share.
+/// struct S { done: ReplyHandler }
+/// let s = S { done };
+/// assert_eq!(s.done.id(), done.id());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ReplyHandler(pub(crate) u16);
 
 impl RequestHandler {
     /// The handler's id: the tag its messages carry (the same on every rank).
+    ///
+    /// ```
+    /// use amrq::am::HandlerTable;
+    /// let mut t: HandlerTable<()> = HandlerTable::new();
+    /// let a = t.request("a", |_s, _ctx, _m| Ok(()));
+    /// let b = t.request("b", |_s, _ctx, _m| Ok(()));
+    /// assert_eq!(b.id(), a.id() + 1); // registration order: the same on every rank
+    /// ```
     pub fn id(self) -> u16 {
         self.0
     }
@@ -31,6 +81,14 @@ impl RequestHandler {
 
 impl ReplyHandler {
     /// The handler's id: the tag its messages carry (the same on every rank).
+    ///
+    /// ```
+    /// use amrq::am::HandlerTable;
+    /// let mut t: HandlerTable<()> = HandlerTable::new();
+    /// let q = t.request("q", |_s, _ctx, _m| Ok(()));
+    /// let p = t.reply("p", |_s, _m| Ok(()));
+    /// assert_ne!(p.id(), q.id()); // one tag space for both kinds
+    /// ```
     pub fn id(self) -> u16 {
         self.0
     }
@@ -94,6 +152,12 @@ impl<S, C: Conduit> std::fmt::Debug for HandlerTable<S, C> {
 
 impl<S, C: Conduit> HandlerTable<S, C> {
     /// An empty table.
+    ///
+    /// ```
+    /// use amrq::am::HandlerTable;
+    /// let t: HandlerTable<()> = HandlerTable::new();
+    /// assert!(t.is_empty());
+    /// ```
     pub fn new() -> Self {
         Self {
             names: Vec::new(),
@@ -103,11 +167,26 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     }
 
     /// Handlers registered.
+    ///
+    /// ```
+    /// use amrq::am::HandlerTable;
+    /// let mut t: HandlerTable<()> = HandlerTable::new();
+    /// t.reply("done", |_s, _m| Ok(()));
+    /// assert_eq!(t.len(), 1);
+    /// ```
     pub fn len(&self) -> usize {
         self.names.len()
     }
 
     /// True if no handler is registered.
+    ///
+    /// ```
+    /// use amrq::am::HandlerTable;
+    /// let mut t: HandlerTable<()> = HandlerTable::new();
+    /// assert!(t.is_empty());
+    /// t.request("work", |_s, _ctx, _m| Ok(()));
+    /// assert!(!t.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
@@ -121,6 +200,20 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     ///
     /// # Panics
     /// If the table already holds 65535 handlers.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     // A request handler gets the state, a context to reply through, and the message.
+    ///     let double = t.request("double", |s: &Cell<u64>, _ctx, m| { s.set(m.arg(0)? * 2); Ok(()) });
+    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     am.request(0, double, &[21])?;
+    ///     am.wait_until(|s| s.get() == 42)
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn request(&mut self, name: &'static str, f: RequestFn<S, C>) -> RequestHandler {
         let tag = self.next_tag();
         self.names.push(name);
@@ -132,6 +225,22 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     ///
     /// # Panics
     /// If the table already holds 65535 handlers.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// struct S { answer: ReplyHandler, got: Cell<u64> }
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let mut t = HandlerTable::new();
+    ///     // A reply handler gets the state and the message; it cannot send.
+    ///     let answer = t.reply("answer", |s: &S, m| { s.got.set(m.arg(0)?); Ok(()) });
+    ///     let ask = t.request("ask", |s: &S, ctx, _m| ctx.reply(s.answer, &[42]));
+    ///     let am = Am::new(c, t, S { answer, got: Cell::new(0) })?;
+    ///     am.request(0, ask, &[])?;
+    ///     am.wait_until(|s| s.got.get() == 42)
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn reply(&mut self, name: &'static str, f: ReplyFn<S>) -> ReplyHandler {
         let tag = self.next_tag();
         self.names.push(name);
@@ -140,6 +249,15 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     }
 
     /// A hash of the table's shape (kinds and names in order), compared across ranks.
+    ///
+    /// ```
+    /// use amrq::am::HandlerTable;
+    /// let mut a: HandlerTable<()> = HandlerTable::new();
+    /// let mut b: HandlerTable<()> = HandlerTable::new();
+    /// a.request("x", |_s, _ctx, _m| Ok(()));
+    /// b.reply("x", |_s, _m| Ok(())); // same name, other kind: another shape
+    /// assert_ne!(a.fingerprint(), b.fingerprint());
+    /// ```
     pub fn fingerprint(&self) -> u64 {
         // FNV-1a: stable across builds and processes, unlike std's RandomState.
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;

@@ -34,7 +34,7 @@ pub use ctx::{Msg, ReqCtx};
 pub use engine::Am;
 pub use error::AmError;
 pub use handlers::{HandlerTable, ReplyFn, ReplyHandler, RequestFn, RequestHandler};
-pub use ops::OpId;
+pub(crate) use ops::OpId;
 pub(crate) use payload::{Payload, ShortArgs};
 pub use segment_alloc::SegmentAllocator;
 pub(crate) use segment_service::{

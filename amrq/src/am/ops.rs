@@ -20,7 +20,7 @@ pub(crate) const REFUSED: u64 = 1;
 /// taken for one of a later operation in the same slot).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use = "collect the operation with Am::op_wait"]
-pub struct OpId {
+pub(crate) struct OpId {
     slot: usize,
     generation: u32,
 }
@@ -142,7 +142,7 @@ impl<S, C: Conduit> Am<S, C> {
     }
 
     /// True once every reply of `op` is in.
-    pub fn op_done(&self, op: OpId) -> bool {
+    pub(crate) fn op_done(&self, op: OpId) -> bool {
         self.ops.borrow().slots[op.slot].pending == 0
     }
 
@@ -150,7 +150,7 @@ impl<S, C: Conduit> Am<S, C> {
     /// both hold), frees its slot and returns an atomic's old value (0 for others).
     /// [`AmError::RemoteRefused`] if the target refused it;
     /// [`ConduitError::PeerLeft`] if the target left the job without answering.
-    pub fn op_wait(&self, op: OpId, out: &mut [u8]) -> Result<u64, AmError> {
+    pub(crate) fn op_wait(&self, op: OpId, out: &mut [u8]) -> Result<u64, AmError> {
         let target = self.ops.borrow().slots[op.slot].target;
         let waited = self.wait_on(target, |_| self.op_done(op));
         if let Err(e) = waited {

@@ -89,6 +89,12 @@ pub struct SegmentAllocator {
 
 impl SegmentAllocator {
     /// An allocator for a segment of `bytes` bytes, all free.
+    ///
+    /// ```
+    /// use amrq::am::SegmentAllocator;
+    /// let a = SegmentAllocator::new(1 << 20);
+    /// assert_eq!((a.segment_bytes(), a.free_bytes()), (1 << 20, 1 << 20));
+    /// ```
     pub fn new(bytes: usize) -> Self {
         Self {
             bytes,
@@ -101,6 +107,15 @@ impl SegmentAllocator {
     }
 
     /// Bytes not allocated (in free lists or between the arenas).
+    ///
+    /// ```
+    /// use amrq::am::SegmentAllocator;
+    /// let mut a = SegmentAllocator::new(4096);
+    /// let at = a.alloc_symmetric(1024, 64).unwrap();
+    /// assert_eq!(a.free_bytes(), 3072);
+    /// a.free(at).unwrap();
+    /// assert_eq!(a.free_bytes(), 4096);
+    /// ```
     pub fn free_bytes(&self) -> usize {
         let listed: usize = self.sym.free.values().chain(self.local.free.values()).sum();
         listed + (self.local_start - self.sym_end)
@@ -108,6 +123,16 @@ impl SegmentAllocator {
 
     /// `len` bytes at alignment `align` (a power of two) in the symmetric arena, lowest
     /// fit first; `None` if there is no room (or `align` is not a power of two).
+    ///
+    /// ```
+    /// use amrq::am::SegmentAllocator;
+    /// // Every rank makes the same calls in the same order, so every rank gets the same
+    /// // offsets: a symmetric allocation.
+    /// let (mut a, mut b) = (SegmentAllocator::new(4096), SegmentAllocator::new(4096));
+    /// assert_eq!(a.alloc_symmetric(100, 64), b.alloc_symmetric(100, 64));
+    /// assert_eq!(a.alloc_symmetric(8, 8), b.alloc_symmetric(8, 8));
+    /// assert_eq!(a.alloc_symmetric(1 << 20, 8), None); // no room
+    /// ```
     pub fn alloc_symmetric(&mut self, len: usize, align: usize) -> Option<usize> {
         if !align.is_power_of_two() {
             return None;
@@ -133,6 +158,14 @@ impl SegmentAllocator {
 
     /// `len` bytes at alignment `align` (a power of two) in the local arena, highest fit
     /// first; `None` if there is no room.
+    ///
+    /// ```
+    /// use amrq::am::SegmentAllocator;
+    /// let mut a = SegmentAllocator::new(4096);
+    /// let local = a.alloc_local(256, 128).unwrap(); // from the top: symmetric ones are unmoved
+    /// let sym = a.alloc_symmetric(256, 128).unwrap();
+    /// assert!(sym < local && local % 128 == 0);
+    /// ```
     pub fn alloc_local(&mut self, len: usize, align: usize) -> Option<usize> {
         if !align.is_power_of_two() {
             return None;
@@ -158,6 +191,14 @@ impl SegmentAllocator {
 
     /// Frees the allocation at `off`; `Err(off)` if nothing is allocated there. Returns
     /// whether it was symmetric.
+    ///
+    /// ```
+    /// use amrq::am::SegmentAllocator;
+    /// let mut a = SegmentAllocator::new(4096);
+    /// let at = a.alloc_symmetric(64, 8).unwrap();
+    /// assert_eq!(a.free(at), Ok(true));
+    /// assert_eq!(a.free(at), Err(at)); // not allocated any more
+    /// ```
     pub fn free(&mut self, off: usize) -> Result<bool, usize> {
         let (len, symmetric) = self.live.remove(&off).ok_or(off)?;
         if symmetric {
@@ -179,6 +220,11 @@ impl SegmentAllocator {
     }
 
     /// Bytes of the segment.
+    ///
+    /// ```
+    /// use amrq::am::SegmentAllocator;
+    /// assert_eq!(SegmentAllocator::new(8192).segment_bytes(), 8192);
+    /// ```
     pub fn segment_bytes(&self) -> usize {
         self.bytes
     }
