@@ -3,6 +3,19 @@
 use crate::conduit::ConduitError;
 
 /// Why a queue operation failed. A full queue is not an error: `enqueue` returns `Ok(false)`.
+///
+/// ```
+/// use amrq::{rq::{QueueId, Rq, RqError}, Config};
+/// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RqError> {
+///     let rq = Rq::new(c);
+///     // The AM queues are the runtime's: a user enqueue into one is refused, and says why.
+///     let e = rq.enqueue(0, QueueId::AM_REQUEST, &[], &[]).unwrap_err();
+///     assert!(matches!(e, RqError::RuntimeQueue { queue: 0 }));
+///     assert!(e.to_string().contains("Config::add_queue"));
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RqError {
     /// `dequeue` was given room for fewer args or bytes than the frame holds; the frame

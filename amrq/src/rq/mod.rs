@@ -61,11 +61,23 @@ impl QueueId {
     pub const FIRST_USER: usize = 2;
 
     /// The queue with index `i`.
+    ///
+    /// ```
+    /// use amrq::rq::QueueId;
+    /// assert_eq!(QueueId::new(3).index(), 3);
+    /// ```
     pub const fn new(i: usize) -> Self {
         Self(i)
     }
 
     /// Its index.
+    ///
+    /// ```
+    /// use amrq::{rq::QueueId, Config};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add_queue(16);
+    /// assert_eq!(q.index(), QueueId::FIRST_USER); // the first queue after the AM queues
+    /// ```
     pub const fn index(self) -> usize {
         self.0
     }
@@ -92,6 +104,24 @@ fn user_queue(q: QueueId) -> Result<(), RqError> {
 }
 
 /// StarT-Voyager's message kinds, as RQ sends them.
+///
+/// ```
+/// use amrq::{conduit::ReceivedFrame, rq::{Kind, Rq, RqError}, Config};
+/// let mut cfg = Config::default();
+/// let q = cfg.add_queue(64);
+/// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+///     let rq = Rq::new(c);
+///     for kind in [Kind::Express, Kind::Basic, Kind::TagOn] {
+///         let payload: &[u8] = if kind == Kind::Express { b"tiny" } else { &[1; 600] };
+///         assert!(rq.enqueue_as(0, q, kind, 0, &[], payload)?);
+///         let f = rq.read_queue(q)?.expect("a frame");
+///         assert_eq!(f.payload(), payload); // whatever the kind, the same frame
+///         f.release();
+///     }
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// One 64-byte slot (header, up to 6 args, or fewer args and a few payload bytes),
@@ -106,9 +136,33 @@ pub enum Kind {
 
 /// Payloads above this many bytes go Tag-On with the plain [`Rq::enqueue`] (when they
 /// fit a Tag-On block): they then take no room in the queue.
+///
+/// ```
+/// assert_eq!(amrq::rq::TAG_ON_ABOVE, 512);
+/// ```
 pub const TAG_ON_ABOVE: usize = 512;
 
 /// What [`Rq::dequeue`] copied out.
+///
+/// ```
+/// use amrq::{rq::{Rq, RqError}, Config};
+/// let mut cfg = Config::default();
+/// let q = cfg.add_queue(16);
+/// amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
+///     let rq = Rq::new(c);
+///     if rq.rank() == 1 {
+///         rq.enqueue(0, q, &[3], b"abc")?;
+///     } else {
+///         let (mut args, mut buf) = ([0; 8], [0; 8]);
+///         let d = loop {
+///             if let Some(d) = rq.dequeue(q, &mut args, &mut buf)? { break d; }
+///         };
+///         assert_eq!((d.source, d.tag, d.nargs, d.len), (1, 0, 1, 3));
+///     }
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dequeued {
     /// The sender.
@@ -230,21 +284,53 @@ impl<C: Conduit> Rq<C> {
     }
 
     /// The queues of the rank that owns `conduit`.
+    ///
+    /// ```
+    /// use amrq::{rq::{Rq, RqError}, Config};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     assert!(rq.rank() < rq.size());
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn new(conduit: C) -> Self {
         Self { conduit }
     }
 
     /// The conduit below.
+    ///
+    /// ```
+    /// use amrq::{conduit::Conduit, rq::{Rq, RqError}, Config};
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     assert!(rq.conduit().caps().segment_bytes > 0);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn conduit(&self) -> &C {
         &self.conduit
     }
 
     /// This rank.
+    ///
+    /// ```
+    /// use amrq::{rq::Rq, Config};
+    /// let ranks = amrq::threads::run(2, &Config::default(), |c| Rq::new(c).rank()).unwrap();
+    /// assert_eq!(ranks, [0, 1]);
+    /// ```
     pub fn rank(&self) -> Rank {
         self.conduit.rank()
     }
 
     /// Ranks in the job.
+    ///
+    /// ```
+    /// use amrq::{rq::Rq, Config};
+    /// let sizes = amrq::threads::run(3, &Config::default(), |c| Rq::new(c).size()).unwrap();
+    /// assert_eq!(sizes, [3, 3, 3]);
+    /// ```
     pub fn size(&self) -> usize {
         self.conduit.size()
     }
@@ -254,6 +340,25 @@ impl<C: Conduit> Rq<C> {
     /// The kind follows the size: Express if one slot holds it, Basic up to
     /// [`TAG_ON_ABOVE`] bytes of payload, Tag-On above that when a Tag-On block holds
     /// it (then `Ok(false)` also when every block is still in use), Basic otherwise.
+    ///
+    /// ```
+    /// use amrq::{rq::{Rq, RqError}, Config};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add_queue(4); // 4 slots per sender
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     let mut accepted = 0;
+    ///     while rq.enqueue(0, q, &[accepted], b"one slot")? {
+    ///         accepted += 1;
+    ///     }
+    ///     assert_eq!(accepted, 4); // then full: the fifth was not sent
+    ///     let (mut args, mut buf) = ([0u64; 8], [0u8; 16]);
+    ///     let d = rq.dequeue(q, &mut args, &mut buf)?.expect("a frame");
+    ///     assert_eq!((args[0], &buf[..d.len]), (0, &b"one slot"[..]));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     #[inline]
     pub fn enqueue(
         &self,
@@ -273,6 +378,23 @@ impl<C: Conduit> Rq<C> {
 
     /// [`Rq::enqueue`] of a chosen kind, with a tag. [`RqError::NotExpress`] if `kind` is
     /// Express and the frame needs more than one slot.
+    ///
+    /// ```
+    /// use amrq::{rq::{Kind, Rq, RqError}, Config};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add_queue(16);
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     assert!(rq.enqueue_as(0, q, Kind::Basic, 7, &[1], &[0u8; 200])?);
+    ///     let too_big = rq.enqueue_as(0, q, Kind::Express, 7, &[1], &[0u8; 200]);
+    ///     assert!(matches!(too_big, Err(RqError::NotExpress { .. })));
+    ///     let f = rq.read_queue(q)?.expect("the Basic frame");
+    ///     # use amrq::conduit::ReceivedFrame;
+    ///     assert_eq!((f.tag(), f.payload().len()), (7, 200));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     #[inline(always)]
     pub fn enqueue_as(
         &self,
@@ -306,6 +428,19 @@ impl<C: Conduit> Rq<C> {
 
     /// [`Rq::enqueue`] with a 16-bit tag carried in the frame header (the AM layer puts
     /// its handler index there).
+    ///
+    /// ```
+    /// use amrq::{conduit::ReceivedFrame, rq::{Rq, RqError}, Config};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add_queue(16);
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     rq.enqueue_tagged(0, q, 42, &[], &[])?;
+    ///     assert_eq!(rq.read_queue(q)?.map(|f| f.tag()), Some(42));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     #[inline(always)]
     pub fn enqueue_tagged(
         &self,
@@ -368,6 +503,27 @@ impl<C: Conduit> Rq<C> {
     /// reads the payload in place in its segment. `Ok(false)`: the queue is full and
     /// nothing was written. A range outside the segment is
     /// [`ConduitError::OutOfSegment`].
+    ///
+    /// ```
+    /// use amrq::{conduit::ReceivedFrame, rq::{Rq, RqError}, Config};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add_queue(16);
+    /// amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     if rq.rank() == 0 {
+    ///         // 4 KiB written at byte 8192 of rank 1's segment, then a frame naming them.
+    ///         assert!(rq.enqueue_long(1, q, 0, &[1], &[3u8; 4096], 8192)?);
+    ///     } else {
+    ///         let f = loop {
+    ///             if let Some(f) = rq.read_queue(q)? { break f; }
+    ///         };
+    ///         assert!(f.payload().len() == 4096 && f.payload().iter().all(|&b| b == 3));
+    ///         f.release();
+    ///     }
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     #[inline]
     pub fn enqueue_long(
         &self,
@@ -579,6 +735,19 @@ impl<C: Conduit> Rq<C> {
 
     /// Frames that arrived on local queue `q` from a rank its senders do not include:
     /// dropped, never delivered.
+    ///
+    /// ```
+    /// use amrq::{config::QueueSpec, rq::{Rq, RqError}, Config};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add(QueueSpec::new("from 0 only", 16).senders_only(vec![0]));
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     rq.enqueue(0, q, &[1], &[])?; // rank 0 may send: delivered
+    ///     assert_eq!(rq.dropped(q), 0);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn dropped(&self, q: QueueId) -> u64 {
         self.conduit.dropped(q.0)
     }
@@ -586,18 +755,58 @@ impl<C: Conduit> Rq<C> {
     /// The faults of peers this rank has seen: frames dropped because a correct peer
     /// never sends them, per sender, and rings closed for corrupt headers (see
     /// [`Faults`](crate::conduit::Faults)).
+    ///
+    /// ```
+    /// use amrq::{rq::{Rq, RqError}, Config};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     let f = rq.faults(); // correct peers: nothing dropped, no ring closed
+    ///     assert_eq!((f.total(), f.of(1 - rq.rank()), f.closed().len()), (0, 0, 0));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn faults(&self) -> crate::conduit::Faults {
         self.conduit.faults()
     }
 
     /// This rank's registered segment (first byte, length): where Long messages to this
     /// rank land.
+    ///
+    /// ```
+    /// use amrq::{rq::{Rq, RqError}, Config};
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RqError> {
+    ///     let (base, len) = Rq::new(c).segment();
+    ///     assert!(len >= 4096 && !base.as_ptr().is_null());
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn segment(&self) -> (std::ptr::NonNull<u8>, usize) {
         self.conduit.segment()
     }
 
     /// The frame at the head of local queue `q`, left in place (the payload is borrowed
     /// from the queue, no copy). Drop it to leave it queued; `release()` it to remove it.
+    ///
+    /// ```
+    /// use amrq::{conduit::ReceivedFrame, rq::{Rq, RqError}, Config};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add_queue(16);
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     rq.enqueue(0, q, &[5], b"in place")?;
+    ///     let f = rq.read_queue(q)?.expect("a frame");
+    ///     assert_eq!(f.payload(), b"in place"); // borrowed from the queue's memory
+    ///     drop(f); // left queued
+    ///     let f = rq.read_queue(q)?.expect("the same frame");
+    ///     assert_eq!(f.args(), [5]);
+    ///     f.release(); // removed
+    ///     assert!(rq.read_queue(q)?.is_none());
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     #[inline]
     pub fn read_queue(&self, q: QueueId) -> Result<Option<C::Frame<'_>>, RqError> {
         Ok(self.conduit.peek(q.0)?)
@@ -634,6 +843,20 @@ impl<C: Conduit> Rq<C> {
     }
 
     /// Removes the frame at the head of local queue `q`; `Ok(false)` if it was empty.
+    ///
+    /// ```
+    /// use amrq::{rq::{Rq, RqError}, Config};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add_queue(16);
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     rq.enqueue(0, q, &[1], &[])?;
+    ///     assert!(rq.delete_queue(q)?); // removed unread
+    ///     assert!(!rq.delete_queue(q)?); // nothing left
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn delete_queue(&self, q: QueueId) -> Result<bool, RqError> {
         match self.conduit.peek(q.0)? {
             Some(f) => {
@@ -647,6 +870,24 @@ impl<C: Conduit> Rq<C> {
     /// Copies the frame at the head of local queue `q` into `args` and `buf` and removes
     /// it. `Ok(None)` if the queue is empty; [`RqError::BufferTooSmall`] (frame left in
     /// place) if `args` or `buf` is shorter than the frame's.
+    ///
+    /// ```
+    /// use amrq::{rq::{Rq, RqError}, Config};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add_queue(16);
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     rq.enqueue(0, q, &[1, 2], &[9; 40])?;
+    ///     let (mut args, mut small) = ([0u64; 8], [0u8; 8]);
+    ///     let e = rq.dequeue(q, &mut args, &mut small).unwrap_err();
+    ///     assert!(matches!(e, RqError::BufferTooSmall { len: 40, .. })); // left in place
+    ///     let mut buf = [0u8; 64];
+    ///     let d = rq.dequeue(q, &mut args, &mut buf)?.expect("the frame");
+    ///     assert_eq!((d.nargs, d.len, args[1], buf[39]), (2, 40, 2, 9));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn dequeue(
         &self,
         q: QueueId,

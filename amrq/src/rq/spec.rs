@@ -31,6 +31,12 @@ pub struct QueueSpec {
 
 impl QueueSpec {
     /// A Poll queue anyone may send to, `slots` slots per sender (a power of two).
+    ///
+    /// ```
+    /// use amrq::{conduit::Delivery, rq::QueueSpec};
+    /// let q = QueueSpec::new("work", 64);
+    /// assert_eq!((q.name.as_str(), q.slots, q.delivery), ("work", 64, Delivery::Poll));
+    /// ```
     pub fn new(name: impl Into<String>, slots: u64) -> Self {
         Self {
             name: name.into(),
@@ -60,18 +66,35 @@ impl QueueSpec {
     }
 
     /// Makes it part of O(1) One-poll sets (see [`Rq::one_poll`](super::Rq::one_poll)).
+    ///
+    /// ```
+    /// use amrq::rq::QueueSpec;
+    /// assert!(QueueSpec::new("urgent", 16).one_poll().one_poll);
+    /// ```
     pub fn one_poll(mut self) -> Self {
         self.one_poll = true;
         self
     }
 
     /// Only `ranks` may enqueue into it.
+    ///
+    /// ```
+    /// use amrq::{conduit::Senders, rq::QueueSpec};
+    /// let q = QueueSpec::new("from the root", 16).senders_only(vec![0]);
+    /// assert_eq!(q.senders, Senders::Only(vec![0]));
+    /// ```
     pub fn senders_only(mut self, ranks: Vec<Rank>) -> Self {
         self.senders = Senders::Only(ranks);
         self
     }
 
     /// Sets the delivery mode.
+    ///
+    /// ```
+    /// use amrq::{conduit::Delivery, rq::QueueSpec};
+    /// let q = QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt);
+    /// assert_eq!(q.delivery, Delivery::Interrupt);
+    /// ```
     pub fn delivery(mut self, d: Delivery) -> Self {
         self.delivery = d;
         self
