@@ -54,6 +54,12 @@ pub struct Config {
 }
 
 /// Where a setting's value came from (for `amrun --print-config`).
+///
+/// ```
+/// use amrq::config::{Config, Source};
+/// let (_, ring) = Config::sources()[0]; // AMRQ_RING_SLOTS
+/// println!("ring slots from {}", if ring == Source::Env { "the environment" } else { "the default" });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     /// The built-in default.
@@ -100,6 +106,11 @@ impl Config {
     /// The defaults, overridden by `AMRQ_RING_SLOTS`, `AMRQ_SEGMENT_SIZE`,
     /// `AMRQ_ATTACH_TIMEOUT`, `AMRQ_DOORBELL_FENCE` and `AMRQ_SPLITC_FRAMES` when set.
     /// Unreadable values are an error that names the variable.
+    ///
+    /// ```
+    /// let cfg = amrq::Config::from_env().expect("readable AMRQ_* variables");
+    /// assert!(cfg.am_ring_slots.is_power_of_two());
+    /// ```
     pub fn from_env() -> Result<Self, String> {
         let mut c = Self::default();
         if let Ok(v) = std::env::var("AMRQ_RING_SLOTS") {
@@ -137,6 +148,14 @@ impl Config {
     }
 
     /// Where each setting of [`Config::from_env`] comes from.
+    ///
+    /// ```
+    /// use amrq::config::{Config, Source};
+    /// for (var, from) in Config::sources() {
+    ///     assert!(var.starts_with("AMRQ_"));
+    ///     assert_eq!(from == Source::Env, std::env::var_os(var).is_some());
+    /// }
+    /// ```
     pub fn sources() -> [(&'static str, Source); 5] {
         let src = |k: &str| {
             if std::env::var_os(k).is_some() {
@@ -156,18 +175,40 @@ impl Config {
 
     /// Adds a Poll queue anyone may send to, named `q<id>`, whose ring from each sender
     /// has `slots` slots (a power of two).
+    ///
+    /// ```
+    /// let mut cfg = amrq::Config::default();
+    /// let q = cfg.add_queue(64);
+    /// assert_eq!(cfg.queue_named(&format!("q{}", q.index())), Some(q));
+    /// ```
     pub fn add_queue(&mut self, slots: u64) -> QueueId {
         let name = format!("q{}", QueueId::FIRST_USER + self.queues.len());
         self.add(QueueSpec::new(name, slots))
     }
 
     /// Adds the queue `spec` on every rank; returns its id.
+    ///
+    /// ```
+    /// use amrq::{config::QueueSpec, Config};
+    /// let mut cfg = Config::default();
+    /// let a = cfg.add(QueueSpec::new("results", 64).senders_only(vec![0]));
+    /// let b = cfg.add(QueueSpec::new("work", 256).shared());
+    /// assert_eq!(b.index(), a.index() + 1);
+    /// ```
     pub fn add(&mut self, spec: QueueSpec) -> QueueId {
         self.queues.push(spec);
         QueueId::new(QueueId::FIRST_USER + self.queues.len() - 1)
     }
 
     /// The id of the queue named `name`.
+    ///
+    /// ```
+    /// use amrq::{config::QueueSpec, Config};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add(QueueSpec::new("results", 64));
+    /// assert_eq!(cfg.queue_named("results"), Some(q));
+    /// assert_eq!(cfg.queue_named("nothing"), None);
+    /// ```
     pub fn queue_named(&self, name: &str) -> Option<QueueId> {
         self.queues
             .iter()

@@ -9,6 +9,18 @@ use crate::rma::Rma;
 use crate::splitc::{SplitC, SplitCError};
 
 /// The context a rank's Split-C program gets from the entry points.
+///
+/// ```
+/// use amrq::spmd::Context;
+/// use amrq::splitc::SplitCError;
+/// // A Split-C program's rank: what `splitc_main` and `splitc_threads` run.
+/// fn rank_main(sc: &Context<'_, '_>) -> Result<usize, SplitCError> {
+///     sc.barrier()?;
+///     Ok(sc.my_proc())
+/// }
+/// let out = amrq::spmd::splitc_threads(2, &amrq::Config::default(), rank_main).unwrap();
+/// assert_eq!(out, [Ok(0), Ok(1)]);
+/// ```
 pub type Context<'r, 'a> = SplitC<'r, 'a, (), MemConduit>;
 
 /// Runs `rank_main` on one rank's context, with the handlers `register` adds (its

@@ -6,6 +6,17 @@ use crate::util::affinity::{allowed_cores, pin_to_core};
 use crate::Config;
 
 /// Why a threads job could not run to the end.
+///
+/// ```
+/// use amrq::{threads::RunError, Config};
+/// let out = amrq::threads::run(2, &Config::default(), |c| {
+///     use amrq::conduit::Conduit;
+///     if c.rank() == 1 {
+///         panic!("rank 1 gives up");
+///     }
+/// });
+/// assert!(matches!(out, Err(RunError::RankPanicked { rank: 1, .. })));
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The conduit could not be set up.

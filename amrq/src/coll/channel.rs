@@ -20,6 +20,11 @@ use crate::util::Backoff;
 use std::cell::RefCell;
 
 /// Bytes of one chunk (a multiple of every `Word` size).
+///
+/// ```
+/// // A broadcast or reduce moves its data CHUNK bytes at a time through each mailbox.
+/// assert_eq!(amrq::coll::CHUNK, 32 << 10);
+/// ```
 pub const CHUNK: usize = 32 << 10;
 
 const LINE: usize = 64;

@@ -26,11 +26,20 @@ use channel::Channels;
 
 /// `a + b` (wrapping for integers is the caller's choice of type): for [`Coll::reduce`]
 /// and friends.
+///
+/// ```
+/// assert_eq!(amrq::coll::sum(2.5, 0.5), 3.0);
+/// ```
 pub fn sum<T: Word + std::ops::Add<Output = T>>(a: T, b: T) -> T {
     a + b
 }
 
 /// The smaller (by `PartialOrd`; the first if unordered).
+///
+/// ```
+/// assert_eq!(amrq::coll::min(3u8, 7), 3);
+/// assert!(amrq::coll::min(f64::NAN, 1.0).is_nan()); // unordered: the first
+/// ```
 pub fn min<T: Word + PartialOrd>(a: T, b: T) -> T {
     if b < a {
         b
@@ -40,6 +49,10 @@ pub fn min<T: Word + PartialOrd>(a: T, b: T) -> T {
 }
 
 /// The larger (by `PartialOrd`; the first if unordered).
+///
+/// ```
+/// assert_eq!(amrq::coll::max(-3i32, 7), 7);
+/// ```
 pub fn max<T: Word + PartialOrd>(a: T, b: T) -> T {
     if b > a {
         b
@@ -83,6 +96,19 @@ fn per_chunk<T>() -> usize {
 impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     /// Collective: the collectives of this rank, with a mailbox allocated symmetrically
     /// in the segments through `rma` (`2·N·64 + N·CHUNK` bytes per rank).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, coll::Coll, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let free = rma.am().segment_allocator().borrow().free_bytes();
+    ///     let _coll = Coll::new(&rma)?; // every rank, together: its mailbox is symmetric
+    ///     assert!(rma.am().segment_allocator().borrow().free_bytes() < free);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn new(rma: &'r Rma<'a, S, C>) -> Result<Self, RmaError> {
         let n = rma.am().size();
         let bytes = Channels::<S, C>::mailbox_bytes(n);
@@ -112,6 +138,20 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     }
 
     /// Rank `root`'s `data` into every rank's `data` (same length everywhere).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, coll::Coll, rma::{Rma, RmaError}};
+    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<Vec<f64>, RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let coll = Coll::new(&rma)?;
+    ///     let mut v = if am.rank() == 2 { vec![0.5, 1.5] } else { vec![0.0; 2] };
+    ///     coll.broadcast(2, &mut v)?;
+    ///     Ok(v)
+    /// })
+    /// .unwrap();
+    /// assert!(out.iter().all(|v| v.as_deref() == Ok(&[0.5, 1.5][..])));
+    /// ```
     pub fn broadcast<T: Word>(&self, root: Rank, data: &mut [T]) -> Result<(), RmaError> {
         let (parent, children) = self.tree(root)?;
         for chunk in data.chunks_mut(per_chunk::<T>()) {
@@ -129,6 +169,20 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     /// Combines every rank's `data` element by element with `op` (associative and
     /// commutative); the result lands in rank `root`'s `data` (the others' are left
     /// with partial results).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, coll::{self, Coll}, rma::{Rma, RmaError}};
+    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<u64, RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let coll = Coll::new(&rma)?;
+    ///     let mut v = [am.rank() as u64 * 10];
+    ///     coll.reduce(0, &mut v, coll::max)?;
+    ///     Ok(v[0])
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out[0], Ok(20)); // the root has the result; the others partial ones
+    /// ```
     pub fn reduce<T: Word>(
         &self,
         root: Rank,
@@ -152,6 +206,20 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     }
 
     /// [`Coll::reduce`] whose result lands in every rank's `data`.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, coll::{self, Coll}, rma::{Rma, RmaError}};
+    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<i64, RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let coll = Coll::new(&rma)?;
+    ///     let mut v = [am.rank() as i64 - 1];
+    ///     coll.allreduce(&mut v, coll::min)?;
+    ///     Ok(v[0])
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [Ok(-1), Ok(-1), Ok(-1)]);
+    /// ```
     pub fn allreduce<T: Word>(
         &self,
         data: &mut [T],
@@ -164,6 +232,21 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     /// Prefix reduction along the ranks: rank r's `data` becomes `d0 op d1 op … op dr`
     /// (inclusive), or `identity op d0 op … op d(r−1)` (exclusive: rank 0 gets
     /// `identity`). A chain, one chunk at a time.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, coll::{self, Coll}, rma::{Rma, RmaError}};
+    /// let out = amrq::threads::run(4, &Config::default(), |c| -> Result<[u32; 2], RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let coll = Coll::new(&rma)?;
+    ///     let (mut inc, mut exc) = ([1u32], [1u32]);
+    ///     coll.scan(&mut inc, true, 0, coll::sum)?;
+    ///     coll.scan(&mut exc, false, 0, coll::sum)?;
+    ///     Ok([inc[0], exc[0]])
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [Ok([1, 0]), Ok([2, 1]), Ok([3, 2]), Ok([4, 3])]);
+    /// ```
     pub fn scan<T: Word>(
         &self,
         data: &mut [T],
@@ -195,6 +278,21 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
 
     /// Every rank's `mine` (same length everywhere) into rank `root`'s `out`, in rank
     /// order (`out.len() == N · mine.len()` at the root; ignored elsewhere).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, coll::Coll, rma::{Rma, RmaError}};
+    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<Vec<u16>, RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let coll = Coll::new(&rma)?;
+    ///     let r = am.rank() as u16;
+    ///     let mut all = vec![0u16; 2 * am.size()];
+    ///     coll.gather(1, &[r, r * 100], &mut all)?;
+    ///     Ok(all)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out[1], Ok(vec![0, 0, 1, 100, 2, 200]));
+    /// ```
     pub fn gather<T: Word>(&self, root: Rank, mine: &[T], out: &mut [T]) -> Result<(), RmaError> {
         let (me, n) = self.me_n();
         check_root(root, n)?;
@@ -224,6 +322,20 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     }
 
     /// [`Coll::gather`] into every rank's `out` (`N · mine.len()` everywhere).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, coll::Coll, rma::{Rma, RmaError}};
+    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<Vec<u8>, RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let coll = Coll::new(&rma)?;
+    ///     let mut all = vec![0u8; am.size()];
+    ///     coll.allgather(&[b'a' + am.rank() as u8], &mut all)?;
+    ///     Ok(all)
+    /// })
+    /// .unwrap();
+    /// assert!(out.iter().all(|v| v.as_deref() == Ok(&b"abc"[..])));
+    /// ```
     pub fn allgather<T: Word>(&self, mine: &[T], out: &mut [T]) -> Result<(), RmaError> {
         let n = self.me_n().1;
         if out.len() != n * mine.len() {
@@ -239,6 +351,23 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     /// All-to-all: block j of `send` (`send.len() / N` elements) goes to rank j, and
     /// block i of `recv` comes from rank i (a transpose of the ranks × blocks matrix).
     /// Bandwidth-matched, strictly alternating sends and receives (see the module doc).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, coll::Coll, rma::{Rma, RmaError}};
+    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<Vec<u64>, RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let coll = Coll::new(&rma)?;
+    ///     let me = am.rank() as u64;
+    ///     // Block j (one word here) goes to rank j: the word 10·me + j.
+    ///     let send: Vec<u64> = (0..3).map(|j| 10 * me + j).collect();
+    ///     let mut recv = vec![0u64; 3];
+    ///     coll.exchange(&send, &mut recv)?;
+    ///     Ok(recv)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out[1], Ok(vec![1, 11, 21])); // from ranks 0, 1, 2: their block 1
+    /// ```
     pub fn exchange<T: Word>(&self, send: &[T], recv: &mut [T]) -> Result<(), RmaError> {
         let (me, n) = self.me_n();
         let m = block_len(send, recv, n)?;
@@ -260,6 +389,21 @@ impl<S, C: Conduit> Coll<'_, '_, S, C> {
     /// [`Coll::exchange`] without bandwidth matching, for measurements: in step i every
     /// rank sends its block to rank i, which takes them from everyone in rank order
     /// before step i + 1 — the hot spot RQ §4 warns of. Same result.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, coll::Coll, rma::{Rma, RmaError}};
+    /// let out = amrq::threads::run(2, &Config::default(), |c| -> Result<Vec<u32>, RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let coll = Coll::new(&rma)?;
+    ///     let me = am.rank() as u32;
+    ///     let mut recv = vec![0u32; 2];
+    ///     coll.exchange_unmatched(&[me, me + 10], &mut recv)?;
+    ///     Ok(recv)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [Ok(vec![0, 1]), Ok(vec![10, 11])]);
+    /// ```
     pub fn exchange_unmatched<T: Word>(&self, send: &[T], recv: &mut [T]) -> Result<(), RmaError> {
         let (me, n) = self.me_n();
         let m = block_len(send, recv, n)?;

@@ -579,6 +579,25 @@ impl<C: Conduit> Rq<C> {
 
     /// A One-poll set of `queues`, highest priority first (checked once; poll it with
     /// [`Rq::one_poll`]).
+    ///
+    /// ```
+    /// use amrq::{config::QueueSpec, rq::{Rq, RqError}, Config};
+    /// let mut cfg = Config::default();
+    /// let urgent = cfg.add(QueueSpec::new("urgent", 16).one_poll());
+    /// let bulk = cfg.add(QueueSpec::new("bulk", 64).one_poll());
+    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+    ///     let rq = Rq::new(c);
+    ///     let set = rq.poll_set(&[urgent, bulk])?; // urgent first
+    ///     rq.enqueue(0, bulk, &[2], &[])?;
+    ///     rq.enqueue(0, urgent, &[1], &[])?;
+    ///     let (q, f) = rq.one_poll(&set)?.expect("a frame");
+    ///     assert_eq!(q, urgent);
+    ///     # use amrq::conduit::ReceivedFrame;
+    ///     f.release();
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn poll_set(&self, queues: &[QueueId]) -> Result<PollSet, RqError> {
         let chans: Vec<usize> = queues.iter().map(|q| q.0).collect();
         Ok(self.conduit.poll_set(&chans)?)
