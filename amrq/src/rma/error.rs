@@ -4,6 +4,18 @@ use crate::am::AmError;
 use crate::conduit::Rank;
 
 /// Why a one-sided operation or an allocation failed.
+///
+/// ```
+/// use amrq::{prelude::*, rma::{Rma, RmaError}};
+/// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RmaError> {
+///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+///     let rma = Rma::new(&am);
+///     let e = rma.alloc_symmetric(usize::MAX / 2, 8).unwrap_err();
+///     println!("{e}"); // says how much was asked and how much is free
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RmaError {
     /// The range is not inside the target's registered segment.

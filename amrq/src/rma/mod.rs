@@ -56,6 +56,15 @@ mod sealed {
 
 /// Element types that put and get move as raw bytes: plain numbers, for which every bit
 /// pattern is a value and there are no padding bytes.
+///
+/// ```
+/// use amrq::rma::Word;
+/// // Plain numbers: any bit pattern is a value, so bytes from a peer are always valid.
+/// fn words<T: Word>(_: &[T]) {}
+/// words(&[1u8, 2]);
+/// words(&[1.0f64]);
+/// words(&[-1i32]);
+/// ```
 pub trait Word: Copy + sealed::Sealed {}
 
 macro_rules! words {
@@ -81,6 +90,25 @@ pub(crate) fn bytes_of_mut<T: Word>(s: &mut [T]) -> &mut [u8] {
 }
 
 /// What a put announces at its target once its data is in place (RQ §2.4).
+///
+/// ```
+/// use amrq::{prelude::*, rma::{Completion, Rma, RmaError}};
+/// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+///     let rma = Rma::new(&am);
+///     let (data, count) = (rma.alloc_symmetric(64, 8)?, rma.alloc_symmetric(8, 8)?);
+///     am.barrier()?;
+///     if am.rank() == 0 {
+///         let done = Completion { counter: Some(count), ..Default::default() };
+///         rma.put_with(1, data, &[1; 64], done)?; // the counter goes up once the data is in
+///     } else {
+///         while rma.load(1, count)? == 0 {}
+///     }
+///     am.barrier()?;
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Completion<'a> {
     /// Offset of a u64 counter in the target's segment, incremented by one.
@@ -93,6 +121,24 @@ pub struct Completion<'a> {
 /// A non-blocking operation: [`Handle::wait`] for it (dropping it waits too). On
 /// mapped memory it completed before it was returned; through frames it completes
 /// when the target's reply arrives.
+///
+/// ```
+/// use amrq::{prelude::*, rma::{Rma, RmaError}};
+/// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+///     let rma = Rma::over_frames(&am);
+///     let at = rma.alloc_symmetric(8, 8)?;
+///     let handles: Vec<_> = (0..4)
+///         .map(|_| rma.put_nb(1 - am.rank(), at, &[3; 8]))
+///         .collect::<Result<_, _>>()?;
+///     for h in handles {
+///         h.wait()?;
+///     }
+///     am.barrier()?;
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
 #[must_use = "wait on the handle"]
 pub struct Handle<'h, S, C: Conduit = MemConduit> {
     am: &'h Am<S, C>,
@@ -157,6 +203,19 @@ impl<S, C: Conduit> std::fmt::Debug for Handle<'_, S, C> {
 
 impl<S, C: Conduit> Handle<'_, S, C> {
     /// True once the operation is complete (its replies are in).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let at = rma.alloc_local(8, 8)?;
+    ///     let h = rma.put_nb(0, at, &[1; 8])?;
+    ///     assert!(h.test()); // mapped memory: complete when returned
+    ///     h.wait()
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn test(&self) -> bool {
         match self.op {
             None => true,
@@ -172,6 +231,21 @@ impl<S, C: Conduit> Handle<'_, S, C> {
     }
 
     /// Waits until the operation is complete (a get's bytes are then in its buffer).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::over_frames(&am);
+    ///     let at = rma.alloc_symmetric(8, 8)?;
+    ///     let mut buf = [0u8; 8];
+    ///     rma.get_nb(1 - am.rank(), at, &mut buf)?.wait()?; // the peer serves it while we wait
+    ///     assert_eq!(buf, [0; 8]);
+    ///     am.barrier()?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn wait(mut self) -> Result<(), RmaError> {
         self.finish()
     }
@@ -246,6 +320,17 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// The one-sided operations of `am`'s rank: through the conduit where it offers
     /// them ([`CapFlags`](crate::conduit::CapFlags)), as frames elsewhere. Not
     /// collective; but every rank that takes part in symmetric allocations makes one.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am); // direct copies where a peer's segment is mapped
+    ///     assert!(rma.is_direct(1 - am.rank()));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn new(am: &'a Am<S, C>) -> Self {
         let flags = am.rq().conduit().caps().flags;
         Self::with_paths(am, flags.put_get, flags.atomics)
@@ -311,11 +396,33 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
 
     /// True if put and get on `rank` go through the conduit (copies into mapped memory
     /// on one host) rather than as frames.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     assert!(Rma::new(&am).is_direct(1));
+    ///     assert!(!Rma::over_frames(&am).is_direct(1)); // the message path
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn is_direct(&self, rank: Rank) -> bool {
         self.direct && rank < self.size
     }
 
     /// The AM layer below.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     rma.am().barrier()?; // the AM layer below, for what RMA does not do
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn am(&self) -> &'a Am<S, C> {
         self.am
     }
@@ -358,6 +465,24 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
 
     /// Copies `data` to `offset` of `rank`'s segment; returns when it is in place (and
     /// `data` may be reused).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let at = rma.alloc_symmetric(16, 8)?;
+    ///     if am.rank() == 0 {
+    ///         rma.put(1, at, b"written by 0")?; // in place at rank 1 when it returns
+    ///     }
+    ///     am.barrier()?;
+    ///     let mut back = [0u8; 12];
+    ///     rma.get(1, at, &mut back)?;
+    ///     assert_eq!(&back, b"written by 0");
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn put(&self, rank: Rank, offset: usize, data: &[u8]) -> Result<(), RmaError> {
         match self.put_start(rank, offset, data, None)? {
             Some(op) => self.collect(op, &mut []).map(drop),
@@ -407,6 +532,24 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     }
 
     /// Copies `buf.len()` bytes at `offset` of `rank`'s segment into `buf`.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let at = rma.alloc_symmetric(8, 8)?;
+    ///     rma.put(am.rank(), at, &[am.rank() as u8 + 1; 8])?; // my own
+    ///     am.barrier()?;
+    ///     let mut theirs = [0u8; 8];
+    ///     rma.get(1 - am.rank(), at, &mut theirs)?;
+    ///     assert_eq!(theirs, [2 - am.rank() as u8; 8]);
+    ///     let e = rma.get(1, usize::MAX - 4, &mut theirs).unwrap_err(); // outside the segment
+    ///     assert!(e.to_string().contains("segment"), "{e}");
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn get(&self, rank: Rank, offset: usize, buf: &mut [u8]) -> Result<(), RmaError> {
         match self.get_start(rank, offset, buf)? {
             Some(op) => self.collect(op, buf).map(drop),
@@ -441,6 +584,24 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     }
 
     /// [`Rma::put`] of a slice of numbers (no alignment needed at the target).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let at = rma.alloc_symmetric(3 * 8, 8)?;
+    ///     if am.rank() == 0 {
+    ///         rma.put_slice(1, at, &[1.5f64, 2.5, 3.5])?;
+    ///     }
+    ///     am.barrier()?;
+    ///     let mut v = [0f64; 3];
+    ///     rma.get_slice(1, at, &mut v)?;
+    ///     assert_eq!(v, [1.5, 2.5, 3.5]);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn put_slice<T: Word>(
         &self,
         rank: Rank,
@@ -451,6 +612,22 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     }
 
     /// [`Rma::get`] into a slice of numbers.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let at = rma.alloc_symmetric(4 * 4, 8)?;
+    ///     rma.put_slice(am.rank(), at, &[am.rank() as u32; 4])?;
+    ///     am.barrier()?;
+    ///     let mut v = [9u32; 4];
+    ///     rma.get_slice(1, at, &mut v)?;
+    ///     assert_eq!(v, [1; 4]);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn get_slice<T: Word>(
         &self,
         rank: Rank,
@@ -510,6 +687,27 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
 
     /// [`Rma::get`], then a frame with `args` into this rank's queue `q`: the data is in
     /// `buf` when the frame can be taken (RQ §2.4: a get's completion in a local queue).
+    ///
+    /// ```
+    /// use amrq::{conduit::ReceivedFrame, config::QueueSpec, prelude::*, rma::{Rma, RmaError}};
+    /// let mut cfg = Config::default();
+    /// let done = cfg.add(QueueSpec::new("gets done", 16));
+    /// amrq::threads::run(2, &cfg, |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let at = rma.alloc_symmetric(8, 8)?;
+    ///     rma.store(am.rank(), at, 40 + am.rank() as u64)?;
+    ///     am.barrier()?;
+    ///     let mut word = [0u8; 8];
+    ///     rma.get_with(1 - am.rank(), at, &mut word, done, &[7])?;
+    ///     let f = am.rq().read_queue(done)?.expect("the get's completion");
+    ///     assert_eq!((f.args()[0], u64::from_ne_bytes(word)), (7, 41 - am.rank() as u64));
+    ///     f.release();
+    ///     am.barrier()?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn get_with(
         &self,
         rank: Rank,
@@ -524,6 +722,27 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
 
     /// Non-blocking [`Rma::put`]: the data has been taken (`data` may be reused) when
     /// it returns; it is in place once the handle is complete.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::over_frames(&am); // through frames the handle has something to wait for
+    ///     let at = rma.alloc_symmetric(1024, 8)?;
+    ///     if am.rank() == 0 {
+    ///         let mut data = vec![5u8; 1024];
+    ///         let h = rma.put_nb(1, at, &data)?;
+    ///         data.fill(0); // the data was taken: the buffer is ours again
+    ///         h.wait()?; // and now it is in place
+    ///     }
+    ///     am.barrier()?;
+    ///     let mut back = [0u8; 1024];
+    ///     rma.get(1, at, &mut back)?;
+    ///     assert!(back.iter().all(|&b| b == 5));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn put_nb(
         &self,
         rank: Rank,
@@ -542,6 +761,27 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// Non-blocking [`Rma::get`]: `buf` holds the data once the handle is complete
     /// (through frames the reply is copied in then; a get a conduit leaves in flight is
     /// completed before this returns).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::over_frames(&am);
+    ///     let at = rma.alloc_symmetric(8, 8)?;
+    ///     rma.store(am.rank(), at, am.rank() as u64 + 100)?;
+    ///     am.barrier()?;
+    ///     let mut buf = [0u8; 8];
+    ///     let h = rma.get_nb(1 - am.rank(), at, &mut buf)?;
+    ///     while !h.test() {
+    ///         am.poll()?; // serve the peer's get meanwhile (and do other work)
+    ///     }
+    ///     h.wait()?;
+    ///     assert_eq!(u64::from_ne_bytes(buf), 101 - am.rank() as u64);
+    ///     am.barrier()?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn get_nb<'h>(
         &'h self,
         rank: Rank,
@@ -564,6 +804,25 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
 
     /// Implicit-handle [`Rma::put`]: the data has been taken when it returns, and is in
     /// place after the next [`Rma::sync_nbi`].
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::over_frames(&am);
+    ///     let at = rma.alloc_symmetric(64, 8)?;
+    ///     for i in 0..8 {
+    ///         rma.put_nbi(1 - am.rank(), at + 8 * i, &(i as u64).to_ne_bytes())?;
+    ///     }
+    ///     rma.sync_nbi()?; // all eight in place at the peer
+    ///     am.barrier()?;
+    ///     let mut v = [0u64; 8];
+    ///     rma.get_slice(am.rank(), at, &mut v)?;
+    ///     assert_eq!(v, [0, 1, 2, 3, 4, 5, 6, 7]);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn put_nbi(&self, rank: Rank, offset: usize, data: &[u8]) -> Result<(), RmaError> {
         match self.put_start(rank, offset, data, None)? {
             Some(op) => self.nbi_ops.borrow_mut().push(op),
@@ -574,6 +833,24 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
 
     /// Implicit-handle [`Rma::get`]: `buf` holds the data after the next
     /// [`Rma::sync_nbi`] (through frames: already when it returns, see the module doc).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::over_frames(&am);
+    ///     let at = rma.alloc_symmetric(8, 8)?;
+    ///     rma.store(am.rank(), at, 7 * (am.rank() as u64 + 1))?;
+    ///     am.barrier()?;
+    ///     let mut buf = [0u8; 8];
+    ///     rma.get_nbi(1 - am.rank(), at, &mut buf)?;
+    ///     rma.sync_nbi()?; // `buf` holds the word now
+    ///     assert_eq!(u64::from_ne_bytes(buf), 7 * (2 - am.rank() as u64));
+    ///     am.barrier()?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn get_nbi(&self, rank: Rank, offset: usize, buf: &mut [u8]) -> Result<(), RmaError> {
         self.get(rank, offset, buf)?;
         self.nbi_done.set(self.nbi_done.get() + 1);
@@ -638,6 +915,21 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
 
     /// Waits until every implicit-handle operation of this rank is complete; returns
     /// how many completed since the last call.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::over_frames(&am);
+    ///     let at = rma.alloc_symmetric(8, 8)?;
+    ///     rma.put_nbi(1 - am.rank(), at, &[1; 8])?;
+    ///     rma.put_nbi(1 - am.rank(), at, &[2; 8])?;
+    ///     assert!(rma.sync_nbi()? <= 2); // how many were still in flight
+    ///     am.barrier()?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn sync_nbi(&self) -> Result<u64, RmaError> {
         let mut ops = std::mem::take(&mut *self.nbi_ops.borrow_mut());
         let mut done = self.nbi_done.replace(0);
@@ -698,6 +990,22 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// Applies `op` to the u64 at `offset` (8-byte aligned) of `rank`'s segment and
     /// returns the value before; for [`AtomicOp::CompareSwap`], it was stored if that
     /// value equals `current`. Atomic against every other rank's atomics on the word.
+    ///
+    /// ```
+    /// use amrq::{conduit::AtomicOp, prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let flags = rma.alloc_symmetric(8, 8)?;
+    ///     am.barrier()?;
+    ///     let before = rma.atomic(0, flags, AtomicOp::FetchOr(1 << am.rank()))?;
+    ///     assert_eq!(before & (1 << am.rank()), 0);
+    ///     am.barrier()?;
+    ///     assert_eq!(rma.atomic(0, flags, AtomicOp::Load)?, 0b11);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn atomic(&self, rank: Rank, offset: usize, op: AtomicOp) -> Result<u64, RmaError> {
         if !self.direct_atomics {
             self.word(rank, offset)?;
@@ -717,28 +1025,104 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// Reads the u64 at `offset` (8-byte aligned) of `rank`'s segment atomically, with
     /// Acquire ordering: what was written before a Release [`Rma::store`] (or any other
     /// remote atomic) of the value read is visible after.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let flag = rma.alloc_symmetric(8, 8)?;
+    ///     if am.rank() == 0 {
+    ///         rma.store(1, flag, 1)?; // Release: what 0 wrote before is visible with it
+    ///     } else {
+    ///         while rma.load(1, flag)? == 0 {} // Acquire
+    ///     }
+    ///     am.barrier()?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn load(&self, rank: Rank, offset: usize) -> Result<u64, RmaError> {
         self.atomic(rank, offset, AtomicOp::Load)
     }
 
     /// Writes the u64 at `offset` (8-byte aligned) of `rank`'s segment atomically, with
     /// Release ordering (see [`Rma::load`]).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let w = rma.alloc_symmetric(8, 8)?;
+    ///     rma.store(0, w, 99)?;
+    ///     assert_eq!(rma.load(0, w)?, 99);
+    ///     assert!(rma.store(0, w + 1, 1).is_err()); // not 8-aligned
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn store(&self, rank: Rank, offset: usize, v: u64) -> Result<(), RmaError> {
         self.atomic(rank, offset, AtomicOp::Store(v)).map(drop)
     }
 
     /// Remote fetch-and-add on a u64; returns the old value.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// let tickets = amrq::threads::run(3, &Config::default(), |c| -> Result<u64, RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let counter = rma.alloc_symmetric(8, 8)?;
+    ///     am.barrier()?;
+    ///     let ticket = rma.fetch_add(0, counter, 1)?;
+    ///     am.barrier()?;
+    ///     Ok(ticket)
+    /// })
+    /// .unwrap();
+    /// let mut t: Vec<u64> = tickets.into_iter().map(Result::unwrap).collect();
+    /// t.sort();
+    /// assert_eq!(t, [0, 1, 2]); // each rank a ticket of its own
+    /// ```
     pub fn fetch_add(&self, rank: Rank, offset: usize, v: u64) -> Result<u64, RmaError> {
         self.atomic(rank, offset, AtomicOp::FetchAdd(v))
     }
 
     /// Remote fetch-and-add on an i64; returns the old value.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let w = rma.alloc_symmetric(8, 8)?;
+    ///     rma.fetch_add_i64(0, w, -5)?;
+    ///     assert_eq!(rma.fetch_add_i64(0, w, 2)?, -5);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn fetch_add_i64(&self, rank: Rank, offset: usize, v: i64) -> Result<i64, RmaError> {
         Ok(self.atomic(rank, offset, AtomicOp::FetchAdd(v as u64))? as i64)
     }
 
     /// Remote compare-and-swap on a u64; returns the old value (stored `new` if it was
     /// `current`).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// let winners = amrq::threads::run(3, &Config::default(), |c| -> Result<bool, RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let lock = rma.alloc_symmetric(8, 8)?;
+    ///     am.barrier()?;
+    ///     let won = rma.compare_swap(0, lock, 0, am.rank() as u64 + 1)? == 0;
+    ///     am.barrier()?;
+    ///     Ok(won)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(winners.iter().filter(|w| **w == Ok(true)).count(), 1);
+    /// ```
     pub fn compare_swap(
         &self,
         rank: Rank,
@@ -751,6 +1135,20 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
 
     /// `len` bytes at alignment `align` (a power of two) in this rank's segment, for
     /// its own use (others may still put and get there once told the offset).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     // Not collective: each rank as it likes; tell peers the offset if they need it.
+    ///     let mine = rma.alloc_local(100 * (am.rank() + 1), 64)?;
+    ///     assert_eq!(mine % 64, 0);
+    ///     rma.free(mine)?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn alloc_local(&self, len: usize, align: usize) -> Result<usize, RmaError> {
         if !align.is_power_of_two() {
             return Err(RmaError::BadAlignment { align });
@@ -766,6 +1164,17 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// segment (a spread array's home). Every rank calls it, with the same arguments, in
     /// the same order as its other symmetric allocations; [`RmaError::NotSymmetric`] on
     /// every rank if any had no room.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// let offsets = amrq::threads::run(3, &Config::default(), |c| -> Result<usize, RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     rma.alloc_symmetric(4096, 128) // every rank, same calls, same order
+    /// })
+    /// .unwrap();
+    /// assert!(offsets.windows(2).all(|w| w[0] == w[1])); // the same offset everywhere
+    /// ```
     pub fn alloc_symmetric(&self, len: usize, align: usize) -> Result<usize, RmaError> {
         if !align.is_power_of_two() {
             return Err(RmaError::BadAlignment { align });
@@ -791,6 +1200,19 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
 
     /// Frees an allocation of this rank ([`Rma::alloc_local`], or its share of a
     /// symmetric one: free those on every rank, in the same order).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let at = rma.alloc_local(64, 8)?;
+    ///     rma.free(at)?;
+    ///     assert!(rma.free(at).is_err()); // not allocated any more
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn free(&self, offset: usize) -> Result<(), RmaError> {
         self.alloc
             .borrow_mut()

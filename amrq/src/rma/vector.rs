@@ -33,6 +33,14 @@ impl Strided<'_> {
     /// The region as (offset, len) blocks, in order (fastest dimension first). A region
     /// whose block offsets overflow, or that has more blocks than a segment has bytes,
     /// is refused.
+    ///
+    /// ```
+    /// use amrq::rma::Strided;
+    /// let r = Strided { offset: 0, counts: &[8, 2, 2], strides: &[16, 64] };
+    /// assert_eq!(r.blocks().unwrap(), vec![(0, 8), (16, 8), (64, 8), (80, 8)]);
+    /// let bad = Strided { offset: 0, counts: &[8, 2], strides: &[] };
+    /// assert!(bad.blocks().is_err()); // a stride per repeated dimension
+    /// ```
     pub fn blocks(&self) -> Result<Vec<(usize, usize)>, RmaError> {
         let bad = |why| RmaError::BadStrided {
             counts: self.counts.len(),
@@ -156,6 +164,23 @@ impl<S, C: Conduit> Rma<'_, S, C> {
 
     /// Gets blocks `(offset, len)` of `rank`'s segment, in order, into `out` (the
     /// blocks' total length).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let at = rma.alloc_symmetric(16, 8)?;
+    ///     rma.put(am.rank(), at, b"0123456789abcdef")?;
+    ///     am.barrier()?;
+    ///     let mut out = [0u8; 4];
+    ///     rma.get_indexed(1 - am.rank(), &[(at + 14, 2), (at, 2)], &mut out)?;
+    ///     assert_eq!(&out, b"ef01");
+    ///     am.barrier()?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn get_indexed(
         &self,
         rank: Rank,
@@ -184,6 +209,27 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     }
 
     /// [`Rma::put_indexed`] into a strided region of `rank`'s segment.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError, Strided}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let grid = rma.alloc_symmetric(4 * 4, 8)?; // a 4×4 grid of bytes at each rank
+    ///     am.barrier()?;
+    ///     if am.rank() == 0 {
+    ///         // Column 1 of rank 1's grid: 4 blocks of 1 byte, 4 bytes apart.
+    ///         let col = Strided { offset: grid + 1, counts: &[1, 4], strides: &[4] };
+    ///         rma.put_strided(1, &col, b"wxyz")?;
+    ///     }
+    ///     am.barrier()?;
+    ///     let mut row = [0u8; 4];
+    ///     rma.get(1, grid + 8, &mut row)?; // row 2
+    ///     assert_eq!(row, [0, b'y', 0, 0]);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn put_strided(
         &self,
         rank: Rank,
@@ -194,6 +240,22 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     }
 
     /// [`Rma::get_indexed`] from a strided region of `rank`'s segment.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError, Strided}};
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let grid = rma.alloc_symmetric(9, 8)?;
+    ///     rma.put(0, grid, b"abcdefghi")?; // a 3×3 grid
+    ///     let diag = Strided { offset: grid, counts: &[1, 3], strides: &[4] };
+    ///     let mut d = [0u8; 3];
+    ///     rma.get_strided(0, &diag, &mut d)?;
+    ///     assert_eq!(&d, b"aei");
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn get_strided(
         &self,
         rank: Rank,
