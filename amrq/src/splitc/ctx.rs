@@ -132,37 +132,108 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     }
 
     /// This rank (Split-C's `MYPROC`).
+    ///
+    /// ```
+    /// use amrq::splitc::SplitCError;
+    /// let me = amrq::spmd::splitc_threads(3, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    ///     Ok(sc.my_proc())
+    /// })
+    /// .unwrap();
+    /// assert_eq!(me, [Ok(0), Ok(1), Ok(2)]);
+    /// ```
     pub fn my_proc(&self) -> Rank {
         self.me
     }
 
     /// Ranks in the job (Split-C's `PROCS`).
+    ///
+    /// ```
+    /// use amrq::splitc::SplitCError;
+    /// let p = amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    ///     Ok(sc.procs())
+    /// })
+    /// .unwrap();
+    /// assert_eq!(p, [Ok(2), Ok(2)]);
+    /// ```
     pub fn procs(&self) -> usize {
         self.procs
     }
 
     /// True if remote accesses go through mapped memory rather than as AM frames.
+    ///
+    /// ```
+    /// use amrq::{splitc::SplitCError, Config};
+    /// let mut cfg = Config::default();
+    /// cfg.splitc_frames = true; // every remote access as AM frames, as across a network
+    /// let direct = amrq::spmd::splitc_threads(2, &cfg, |sc| -> Result<_, SplitCError> {
+    ///     Ok(sc.is_direct())
+    /// })
+    /// .unwrap();
+    /// assert_eq!(direct, [Ok(false), Ok(false)]);
+    /// ```
     pub fn is_direct(&self) -> bool {
         self.rma.is_direct(self.me)
     }
 
     /// True if `p` is in this rank's own segment (its accesses are plain copies).
+    ///
+    /// ```
+    /// use amrq::splitc::{GlobalPtr, SplitCError};
+    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     let p = GlobalPtr::<u64>::new(sc.my_proc(), 0);
+    ///     assert!(sc.is_local(p) && !sc.is_local(p.on(1 - sc.my_proc())));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn is_local<T: Word>(&self, p: GlobalPtr<T>) -> bool {
         p.rank() == self.me
     }
 
     /// The one-sided operations below (allocation, atomics, strided transfers).
+    ///
+    /// ```
+    /// use amrq::splitc::{GlobalPtr, SplitCError};
+    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     let at = sc.rma().alloc_symmetric(8, 8)?; // one u64 at the same offset everywhere
+    ///     sc.write(GlobalPtr::<u64>::new(0, at), 1)?;
+    ///     sc.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn rma(&self) -> &'r Rma<'a, S, C> {
         self.rma
     }
 
     /// The collectives below (gather, exchange, …).
+    ///
+    /// ```
+    /// use amrq::splitc::SplitCError;
+    /// let out = amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    ///     let mut all = [0u32; 2];
+    ///     sc.coll().allgather(&[sc.my_proc() as u32 * 7], &mut all)?;
+    ///     Ok(all)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [Ok([0, 7]), Ok([0, 7])]);
+    /// ```
     pub fn coll(&self) -> &Coll<'r, 'a, S, C> {
         &self.coll
     }
 
     /// Wall-clock seconds since this context was made (Split-C's timers), for timing
     /// phases of a program.
+    ///
+    /// ```
+    /// use amrq::splitc::SplitCError;
+    /// amrq::spmd::splitc_threads(1, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     let t0 = sc.seconds();
+    ///     sc.barrier()?;
+    ///     assert!(sc.seconds() >= t0);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn seconds(&self) -> f64 {
         self.start.elapsed().as_secs_f64()
     }
@@ -191,6 +262,17 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     }
 
     /// Collective: [`SplitC::all_reduce`] element by element over a slice.
+    ///
+    /// ```
+    /// use amrq::splitc::SplitCError;
+    /// let out = amrq::spmd::splitc_threads(3, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    ///     let mut v = [1.0f64, sc.my_proc() as f64];
+    ///     sc.all_reduce_slice(&mut v, amrq::coll::sum)?;
+    ///     Ok(v)
+    /// })
+    /// .unwrap();
+    /// assert!(out.iter().all(|v| *v == Ok([3.0, 3.0])));
+    /// ```
     pub fn all_reduce_slice<T: Word>(
         &self,
         data: &mut [T],
@@ -201,6 +283,15 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
 
     /// Collective: the inclusive prefix of `v` along the ranks (rank r gets
     /// `v0 op … op vr`; Split-C's `all_scan`); `identity` is `op`'s (0 for a sum).
+    ///
+    /// ```
+    /// use amrq::splitc::SplitCError;
+    /// let out = amrq::spmd::splitc_threads(3, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    ///     sc.all_scan(10u64, 0, amrq::coll::sum)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [Ok(10), Ok(20), Ok(30)]);
+    /// ```
     pub fn all_scan<T: Word>(
         &self,
         v: T,
@@ -213,6 +304,15 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     }
 
     /// Collective: rank `root`'s `v`, on every rank (Split-C's `all_bcast`).
+    ///
+    /// ```
+    /// use amrq::splitc::SplitCError;
+    /// let out = amrq::spmd::splitc_threads(3, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    ///     sc.broadcast(2, sc.my_proc() as i32 - 10)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [Ok(-8), Ok(-8), Ok(-8)]);
+    /// ```
     pub fn broadcast<T: Word>(&self, root: Rank, v: T) -> Result<T, SplitCError> {
         let mut data = [v];
         self.coll.broadcast(root, &mut data)?;
@@ -220,11 +320,32 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     }
 
     /// The AM layer below.
+    ///
+    /// ```
+    /// use amrq::splitc::SplitCError;
+    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     assert_eq!(sc.am().size(), sc.procs()); // the AM layer below
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn am(&self) -> &'a Am<S, C> {
         self.rma.am()
     }
 
     /// The value at `p` (a blocking read: returns when the value is here).
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SplitCError};
+    /// let out = amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    ///     let a = sc.all_spread_malloc::<u32>(2, Layout::Cyclic)?; // a[0] on rank 0, a[1] on 1
+    ///     sc.write(a.at(sc.my_proc()), 100 + sc.my_proc() as u32)?;
+    ///     sc.barrier()?;
+    ///     sc.read(a.at(1 - sc.my_proc())) // the other rank's element
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [Ok(101), Ok(100)]);
+    /// ```
     pub fn read<T: Word>(&self, p: GlobalPtr<T>) -> Result<T, SplitCError> {
         // SAFETY: every bit pattern, zeros too, is a value of a `Word` type.
         let mut v: T = unsafe { std::mem::zeroed() };
@@ -233,11 +354,40 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     }
 
     /// Writes `v` at `p` (a blocking write: returns when it is in place).
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SplitCError};
+    /// let out = amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    ///     let a = sc.all_spread_malloc::<f64>(2, Layout::Cyclic)?;
+    ///     if sc.my_proc() == 0 {
+    ///         sc.write(a.at(1), 2.5)?; // complete at rank 1 when it returns
+    ///     }
+    ///     sc.barrier()?;
+    ///     sc.read(a.at(1))
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [Ok(2.5), Ok(2.5)]);
+    /// ```
     pub fn write<T: Word>(&self, p: GlobalPtr<T>, v: T) -> Result<(), SplitCError> {
         self.bulk_write(p, std::slice::from_ref(&v))
     }
 
     /// Reads `dst.len()` elements from `src` on (Split-C's `bulk_read`).
+    ///
+    /// ```
+    /// use amrq::splitc::{GlobalPtr, SplitCError};
+    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     let at = sc.rma().alloc_symmetric(4 * 8, 8)?;
+    ///     let mine = GlobalPtr::<u64>::new(sc.my_proc(), at);
+    ///     sc.bulk_write(mine, &[sc.my_proc() as u64; 4])?;
+    ///     sc.barrier()?;
+    ///     let mut theirs = [9u64; 4];
+    ///     sc.bulk_read(mine.on(1 - sc.my_proc()), &mut theirs)?;
+    ///     assert_eq!(theirs, [1 - sc.my_proc() as u64; 4]);
+    ///     sc.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn bulk_read<T: Word>(&self, src: GlobalPtr<T>, dst: &mut [T]) -> Result<(), SplitCError> {
         if !self.is_local(src) {
             return Ok(self.rma.get_slice(src.rank(), src.offset(), dst)?);
@@ -258,6 +408,22 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     }
 
     /// Writes the elements of `src` at `dst` on (Split-C's `bulk_write`).
+    ///
+    /// ```
+    /// use amrq::splitc::{GlobalPtr, SplitCError};
+    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     let at = sc.rma().alloc_symmetric(3 * 2, 8)?;
+    ///     if sc.my_proc() == 1 {
+    ///         sc.bulk_write(GlobalPtr::<u16>::new(0, at), &[1, 2, 3])?;
+    ///     }
+    ///     sc.barrier()?;
+    ///     let mut v = [0u16; 3];
+    ///     sc.bulk_read(GlobalPtr::new(0, at), &mut v)?;
+    ///     assert_eq!(v, [1, 2, 3]);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn bulk_write<T: Word>(&self, dst: GlobalPtr<T>, src: &[T]) -> Result<(), SplitCError> {
         if !self.is_local(dst) {
             return Ok(self.rma.put_slice(dst.rank(), dst.offset(), src)?);
@@ -294,6 +460,23 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
 
     /// Split-phase get of `n` elements from `src` on to `dst` on, in this rank's
     /// segment (Split-C's `bulk_get`); in place after [`SplitC::sync`].
+    ///
+    /// ```
+    /// use amrq::splitc::{GlobalPtr, SplitCError};
+    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     let n = 64;
+    ///     let (src, dst) = (sc.rma().alloc_symmetric(n * 8, 8)?, sc.rma().alloc_symmetric(n * 8, 8)?);
+    ///     let me = sc.my_proc();
+    ///     sc.bulk_write(GlobalPtr::<u64>::new(me, src), &vec![me as u64 + 1; n])?;
+    ///     sc.barrier()?;
+    ///     // Split phase: start the copy of the other rank's block into mine, then sync.
+    ///     sc.bulk_get(GlobalPtr::<u64>::new(me, dst), GlobalPtr::new(1 - me, src), n)?;
+    ///     sc.sync()?;
+    ///     assert_eq!(sc.read(GlobalPtr::<u64>::new(me, dst + 8 * (n - 1)))?, 2 - me as u64);
+    ///     sc.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn bulk_get<T: Word>(
         &self,
         dst: GlobalPtr<T>,
@@ -323,6 +506,20 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
 
     /// Split-phase put (Split-C's `*dst := v`): `v` is at `dst` after
     /// [`SplitC::sync`].
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SplitCError};
+    /// let out = amrq::spmd::splitc_threads(3, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    ///     let a = sc.all_spread_malloc::<u64>(3, Layout::Cyclic)?;
+    ///     let right = (sc.my_proc() + 1) % sc.procs();
+    ///     sc.put(a.at(right), sc.my_proc() as u64)?; // started…
+    ///     sc.sync()?; // …complete
+    ///     sc.barrier()?;
+    ///     sc.read(a.at(sc.my_proc())) // what my left neighbour put
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [Ok(2), Ok(0), Ok(1)]);
+    /// ```
     pub fn put<T: Word>(&self, dst: GlobalPtr<T>, v: T) -> Result<(), SplitCError> {
         self.bulk_put(dst, std::slice::from_ref(&v))
     }
@@ -330,6 +527,22 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     /// Split-phase put of the elements of `src` at `dst` on (Split-C's `bulk_put`);
     /// `src` may be reused when it returns, the data is in place after
     /// [`SplitC::sync`].
+    ///
+    /// ```
+    /// use amrq::splitc::{GlobalPtr, SplitCError};
+    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     let at = sc.rma().alloc_symmetric(1024, 8)?;
+    ///     let other = GlobalPtr::<u8>::new(1 - sc.my_proc(), at);
+    ///     sc.bulk_put(other, &[7u8; 1024])?;
+    ///     sc.sync()?;
+    ///     sc.barrier()?;
+    ///     let mut mine = [0u8; 1024];
+    ///     sc.bulk_read(other.on(sc.my_proc()), &mut mine)?;
+    ///     assert!(mine.iter().all(|&b| b == 7));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn bulk_put<T: Word>(&self, dst: GlobalPtr<T>, src: &[T]) -> Result<(), SplitCError> {
         if self.is_local(dst) {
             self.copy_in(dst.offset(), crate::rma::bytes_of(src))?;
@@ -343,6 +556,21 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
 
     /// Waits until this rank's gets and puts are complete (Split-C's `sync`); returns
     /// how many there were (0: nothing was pending).
+    ///
+    /// ```
+    /// use amrq::splitc::{GlobalPtr, SplitCError};
+    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     let at = sc.rma().alloc_symmetric(8, 8)?;
+    ///     let me = GlobalPtr::<u64>::new(sc.my_proc(), at);
+    ///     sc.write(me, 5)?;
+    ///     sc.barrier()?;
+    ///     sc.get(me.on(sc.my_proc()), me.on(1 - sc.my_proc()))?; // a get into my own word
+    ///     sc.sync()?; // the value is here now
+    ///     assert_eq!(sc.read(me)?, 5);
+    ///     sc.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn sync(&self) -> Result<usize, SplitCError> {
         let n = self.started.replace(0);
         if n > 0 {
@@ -386,6 +614,20 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     /// Store (Split-C's `*dst :- v`): writes `v` at `dst` with no reply; the owner
     /// learns of it by counting bytes ([`SplitC::store_sync`],
     /// [`SplitC::all_store_sync`]).
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SplitCError};
+    /// let out = amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    ///     let a = sc.all_spread_malloc::<u32>(8, Layout::Cyclic)?;
+    ///     for i in 0..8 {
+    ///         sc.store(a.at(i), i as u32 * 10)?; // no reply: counted at the owner
+    ///     }
+    ///     sc.all_store_sync()?; // every store of every rank is in place
+    ///     a.local_indices(sc.my_proc()).map(|i| sc.read(a.at(i))).sum::<Result<u32, _>>()
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [Ok(120), Ok(160)]); // rank 0 holds 0, 20, 40, 60
+    /// ```
     pub fn store<T: Word>(&self, dst: GlobalPtr<T>, v: T) -> Result<(), SplitCError> {
         self.bulk_store(dst, std::slice::from_ref(&v))
     }
@@ -430,6 +672,22 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     /// Waits until `bytes` more bytes have been stored into this rank than earlier
     /// `store_sync`s and `all_store_sync`s accounted for (Split-C's `store_sync`),
     /// serving requests meanwhile.
+    ///
+    /// ```
+    /// use amrq::splitc::{GlobalPtr, SplitCError};
+    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     let at = sc.rma().alloc_symmetric(16, 8)?;
+    ///     if sc.my_proc() == 0 {
+    ///         sc.store(GlobalPtr::<u64>::new(1, at), 1)?;
+    ///         sc.store(GlobalPtr::<u64>::new(1, at + 8), 2)?;
+    ///     } else {
+    ///         sc.store_sync(16)?; // waits until 16 bytes have been stored here
+    ///         assert_eq!(sc.read(GlobalPtr::<u64>::new(1, at + 8))?, 2);
+    ///     }
+    ///     sc.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn store_sync(&self, bytes: u64) -> Result<(), SplitCError> {
         let target = self.accounted.get() + bytes;
         self.wait_stored(target)?;
@@ -440,6 +698,22 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     /// Collective: returns once every store any rank has made is in place (Split-C's
     /// `all_store_sync`): each rank tells each other how much it has stored there, waits
     /// until that much has arrived, then all meet in a barrier.
+    ///
+    /// ```
+    /// use amrq::splitc::{GlobalPtr, SplitCError};
+    /// amrq::spmd::splitc_threads(3, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     let at = sc.rma().alloc_symmetric(8 * 3, 8)?;
+    ///     for r in 0..3 {
+    ///         sc.store(GlobalPtr::<u64>::new(r, at + 8 * sc.my_proc()), 1)?;
+    ///     }
+    ///     sc.all_store_sync()?; // a barrier that also waits for every store
+    ///     let mut got = [0u64; 3];
+    ///     sc.bulk_read(GlobalPtr::new(sc.my_proc(), at), &mut got)?;
+    ///     assert_eq!(got, [1, 1, 1]);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn all_store_sync(&self) -> Result<(), SplitCError> {
         let me = self.me as u64;
         for (rank, &n) in self.stored_to.borrow().iter().enumerate() {
@@ -507,6 +781,15 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     }
 
     /// Waits until every rank has called it, serving others' requests meanwhile.
+    ///
+    /// ```
+    /// use amrq::splitc::SplitCError;
+    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     sc.barrier()?; // also completes this rank's split-phase operations first
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn barrier(&self) -> Result<(), SplitCError> {
         Ok(self.am().barrier()?)
     }
@@ -517,6 +800,16 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     /// allocations. The part starts on a 128-byte boundary and has its lines to
     /// itself: a peer writing into one array never contends for a line with this
     /// rank's other arrays or its store counters.
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SplitCError};
+    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     let a = sc.all_spread_malloc::<f32>(10, Layout::BlockCyclic(5))?; // one block each
+    ///     assert_eq!((a.owner(4), a.owner(5)), (0, 1));
+    ///     sc.all_spread_free(a)
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn all_spread_malloc<T: Word>(
         &self,
         len: usize,
@@ -531,6 +824,18 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     }
 
     /// Collective: frees a spread array of [`SplitC::all_spread_malloc`] on every rank.
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SplitCError};
+    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    ///     let free = sc.rma().am().segment_allocator().borrow().free_bytes();
+    ///     let a = sc.all_spread_malloc::<u64>(1000, Layout::Cyclic)?;
+    ///     sc.all_spread_free(a)?; // collective, as the allocation was
+    ///     assert_eq!(sc.rma().am().segment_allocator().borrow().free_bytes(), free);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn all_spread_free<T: Word>(&self, a: SpreadArray<T>) -> Result<(), SplitCError> {
         self.barrier()?; // nobody still reads or writes it
         Ok(self.rma.free(a.base())?)
@@ -601,6 +906,29 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
 /// at byte `offset` of this rank's segment (the call's arg 0) by `f` of it, and returns
 /// the element before. An offset outside the segment is the caller's fault
 /// ([`AmError::BadRuntimeMessage`], recorded against it).
+///
+/// ```
+/// use amrq::splitc::{update_local, GlobalPtr, SplitCError};
+/// // An atomic procedure: the max of the element and the arg, run at the element's owner.
+/// let out = amrq::spmd::splitc_threads_with(
+///     3,
+///     &amrq::Config::default(),
+///     |t| t.request("max", |_, ctx, m| {
+///         let v = m.arg(1)?;
+///         let old = update_local(&ctx, m.arg(0)?, |x: u64| x.max(v))?;
+///         ctx.reply_value(old)
+///     }),
+///     |sc, max| -> Result<u64, SplitCError> {
+///         let at = GlobalPtr::<u64>::new(0, sc.rma().alloc_symmetric(8, 8)?);
+///         sc.barrier()?;
+///         sc.atomic(max, at, &[10 * sc.my_proc() as u64])?;
+///         sc.barrier()?;
+///         sc.read(at)
+///     },
+/// )
+/// .unwrap();
+/// assert!(out.into_iter().all(|v| v == Ok(20)));
+/// ```
 pub fn update_local<T: Word, S, C: Conduit>(
     ctx: &ReqCtx<'_, S, C>,
     offset: u64,

@@ -6,6 +6,17 @@ use crate::rma::RmaError;
 
 /// The errors of [`SplitC`](super::SplitC)'s operations: the layer's own misuse, or the
 /// RMA or AM layer's error below.
+///
+/// ```
+/// use amrq::splitc::{GlobalPtr, SplitCError};
+/// amrq::spmd::splitc_threads(1, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+///     // An address past the segment: a typed error, nothing read.
+///     let e = sc.read(GlobalPtr::<u64>::new(0, usize::MAX - 16)).unwrap_err();
+///     println!("{e}");
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SplitCError {
     /// A split-phase get's destination must be in this rank's own segment (where a

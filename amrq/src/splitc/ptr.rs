@@ -30,6 +30,12 @@ pub struct GlobalPtr<T> {
 
 impl<T: Word> GlobalPtr<T> {
     /// The element at byte `offset` of `rank`'s segment.
+    ///
+    /// ```
+    /// use amrq::splitc::GlobalPtr;
+    /// let p = GlobalPtr::<f64>::new(2, 4096);
+    /// assert_eq!((p.rank(), p.offset()), (2, 4096));
+    /// ```
     pub const fn new(rank: Rank, offset: usize) -> Self {
         Self {
             rank,
@@ -39,11 +45,21 @@ impl<T: Word> GlobalPtr<T> {
     }
 
     /// The rank whose segment holds the element.
+    ///
+    /// ```
+    /// use amrq::splitc::GlobalPtr;
+    /// assert_eq!(GlobalPtr::<u8>::new(3, 0).rank(), 3);
+    /// ```
     pub const fn rank(self) -> Rank {
         self.rank
     }
 
     /// Its byte offset in that segment.
+    ///
+    /// ```
+    /// use amrq::splitc::GlobalPtr;
+    /// assert_eq!((GlobalPtr::<u32>::new(0, 64) + 2).offset(), 72); // two u32 further
+    /// ```
     pub const fn offset(self) -> usize {
         self.offset
     }
@@ -61,6 +77,13 @@ impl<T: Word> GlobalPtr<T> {
 
     /// Elements from `origin` to `self`, if both are on the same rank and a whole number
     /// of elements apart.
+    ///
+    /// ```
+    /// use amrq::splitc::GlobalPtr;
+    /// let p = GlobalPtr::<u64>::new(1, 800);
+    /// assert_eq!((p + 5).offset_from(p), Some(5));
+    /// assert_eq!(p.offset_from(p.on(0)), None); // another rank
+    /// ```
     pub fn offset_from(self, origin: Self) -> Option<isize> {
         let size = std::mem::size_of::<T>() as isize;
         let bytes = (self.offset as isize).checked_sub(origin.offset as isize)?;

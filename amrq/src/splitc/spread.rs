@@ -14,6 +14,14 @@ use crate::rma::Word;
 use std::marker::PhantomData;
 
 /// How a spread array's elements are dealt to the ranks.
+///
+/// ```
+/// use amrq::splitc::{Layout, SpreadArray};
+/// let cyclic = SpreadArray::<u8>::new(0, 6, Layout::Cyclic, 3);
+/// let blocked = SpreadArray::<u8>::new(0, 6, Layout::BlockCyclic(2), 3);
+/// assert_eq!((0..6).map(|i| cyclic.owner(i)).collect::<Vec<_>>(), [0, 1, 2, 0, 1, 2]);
+/// assert_eq!((0..6).map(|i| blocked.owner(i)).collect::<Vec<_>>(), [0, 0, 1, 1, 2, 2]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
     /// Element `i` on rank `i mod P` (Split-C `A[n]::`).
@@ -25,6 +33,11 @@ pub enum Layout {
 
 impl Layout {
     /// Elements per block (at least 1).
+    ///
+    /// ```
+    /// use amrq::splitc::Layout;
+    /// assert_eq!((Layout::Cyclic.block(), Layout::BlockCyclic(8).block()), (1, 8));
+    /// ```
     pub fn block(self) -> usize {
         match self {
             Layout::Cyclic => 1,
@@ -66,6 +79,12 @@ impl<T> Copy for SpreadArray<T> {}
 impl<T: Word> SpreadArray<T> {
     /// The array of `len` elements laid out by `layout` over `procs` ranks (at least
     /// one), whose local part starts at byte `base` of every rank's segment.
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SpreadArray};
+    /// let a = SpreadArray::<u64>::new(256, 7, Layout::Cyclic, 2);
+    /// assert_eq!((a.len(), a.base(), a.local_len(0), a.local_len(1)), (7, 256, 4, 3));
+    /// ```
     pub fn new(base: usize, len: usize, layout: Layout, procs: usize) -> Self {
         Self {
             base,
@@ -77,16 +96,31 @@ impl<T: Word> SpreadArray<T> {
     }
 
     /// Elements in the whole array.
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SpreadArray};
+    /// assert_eq!(SpreadArray::<u8>::new(0, 9, Layout::Cyclic, 4).len(), 9);
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// True if it has no elements.
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SpreadArray};
+    /// assert!(SpreadArray::<u8>::new(0, 0, Layout::Cyclic, 4).is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The layout (a block of 1 is [`Layout::Cyclic`]).
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SpreadArray};
+    /// assert_eq!(SpreadArray::<u8>::new(0, 9, Layout::BlockCyclic(1), 2).layout(), Layout::Cyclic);
+    /// ```
     pub fn layout(&self) -> Layout {
         match self.block {
             1 => Layout::Cyclic,
@@ -95,16 +129,34 @@ impl<T: Word> SpreadArray<T> {
     }
 
     /// Byte offset of the local part in every rank's segment.
+    ///
+    /// ```
+    /// use amrq::splitc::{GlobalPtr, Layout, SpreadArray};
+    /// let a = SpreadArray::<u16>::new(512, 4, Layout::Cyclic, 2);
+    /// assert_eq!(a.at(1), GlobalPtr::new(1, a.base())); // element 1 starts rank 1's part
+    /// ```
     pub fn base(&self) -> usize {
         self.base
     }
 
     /// The rank that holds element `i`.
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SpreadArray};
+    /// let a = SpreadArray::<u8>::new(0, 10, Layout::BlockCyclic(3), 2);
+    /// assert_eq!((a.owner(2), a.owner(3), a.owner(6)), (0, 1, 0));
+    /// ```
     pub fn owner(&self, i: usize) -> Rank {
         (i / self.block) % self.procs
     }
 
     /// Element `i`, if `i < len()`.
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SpreadArray};
+    /// let a = SpreadArray::<u8>::new(0, 4, Layout::Cyclic, 2);
+    /// assert!(a.get(3).is_some() && a.get(4).is_none());
+    /// ```
     pub fn get(&self, i: usize) -> Option<GlobalPtr<T>> {
         (i < self.len).then(|| {
             let (blk, within) = (i / self.block, i % self.block);
@@ -117,6 +169,12 @@ impl<T: Word> SpreadArray<T> {
     ///
     /// # Panics
     /// If `i >= len()`, as slice indexing does.
+    ///
+    /// ```
+    /// use amrq::splitc::{GlobalPtr, Layout, SpreadArray};
+    /// let a = SpreadArray::<u32>::new(64, 6, Layout::Cyclic, 3);
+    /// assert_eq!(a.at(4), GlobalPtr::new(1, 64 + 4)); // rank 1's second element
+    /// ```
     pub fn at(&self, i: usize) -> GlobalPtr<T> {
         match self.get(i) {
             Some(p) => p,
@@ -125,6 +183,12 @@ impl<T: Word> SpreadArray<T> {
     }
 
     /// Elements rank `rank` holds (none for a rank past the last).
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SpreadArray};
+    /// let a = SpreadArray::<u8>::new(0, 5, Layout::Cyclic, 3);
+    /// assert_eq!([a.local_len(0), a.local_len(1), a.local_len(2), a.local_len(7)], [2, 2, 1, 0]);
+    /// ```
     pub fn local_len(&self, rank: Rank) -> usize {
         if rank >= self.procs {
             return 0;
@@ -136,6 +200,12 @@ impl<T: Word> SpreadArray<T> {
 
     /// The global indices of the elements rank `rank` holds, in increasing order (which
     /// is also their order in its segment).
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SpreadArray};
+    /// let a = SpreadArray::<u8>::new(0, 7, Layout::BlockCyclic(2), 2);
+    /// assert_eq!(a.local_indices(1).collect::<Vec<_>>(), [2, 3, 6]);
+    /// ```
     pub fn local_indices(&self, rank: Rank) -> impl Iterator<Item = usize> + '_ {
         let (block, step, len) = (self.block, self.block * self.procs, self.len);
         let first = if rank < self.procs { rank * block } else { len };
@@ -145,6 +215,12 @@ impl<T: Word> SpreadArray<T> {
     }
 
     /// Bytes of the local part each rank allocates: room for the most any rank holds.
+    ///
+    /// ```
+    /// use amrq::splitc::{Layout, SpreadArray};
+    /// let a = SpreadArray::<u64>::new(0, 5, Layout::Cyclic, 2);
+    /// assert_eq!(a.local_bytes(), 3 * 8); // rank 0 holds three
+    /// ```
     pub fn local_bytes(&self) -> usize {
         GlobalPtr::<T>::bytes(self.local_len(0))
     }
