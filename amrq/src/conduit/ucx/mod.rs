@@ -1,5 +1,5 @@
 //! The UCX conduit: ranks on different hosts, over UCX's UCP API (loaded at run time:
-//! see [`sys`]).
+//! see its `sys` module).
 //!
 //! How amrq's frames and operations map onto UCP:
 //!
@@ -37,7 +37,7 @@ mod net;
 mod ops;
 mod rx;
 mod start;
-pub mod sys;
+pub(crate) mod sys;
 mod waker;
 mod wire;
 

@@ -65,6 +65,7 @@ pub type ucp_address_t = c_void;
 pub type ucp_datatype_t = u64;
 
 pub const UCP_PARAM_FIELD_FEATURES: u64 = 1 << 0;
+#[cfg(test)] // checked against ucp.h with its neighbours; amrq does not use it
 pub const UCP_PARAM_FIELD_MT_WORKERS_SHARED: u64 = 1 << 5;
 pub const UCP_PARAM_FIELD_NAME: u64 = 1 << 8;
 pub const UCP_FEATURE_RMA: u64 = 1 << 1;
@@ -73,6 +74,7 @@ pub const UCP_FEATURE_WAKEUP: u64 = 1 << 4;
 pub const UCP_FEATURE_AM: u64 = 1 << 6;
 
 pub const UCP_WORKER_PARAM_FIELD_THREAD_MODE: u64 = 1 << 0;
+#[cfg(test)] // checked against ucp.h with its neighbours; amrq does not use it
 pub const UCS_THREAD_MODE_SINGLE: c_int = 0;
 pub const UCS_THREAD_MODE_SERIALIZED: c_int = 1;
 pub const UCS_THREAD_MODE_MULTI: c_int = 2;
@@ -100,6 +102,7 @@ pub const UCP_OP_ATTR_FIELD_DATATYPE: u32 = 1 << 3;
 pub const UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL: u32 = 1 << 18;
 
 /// `ucp_dt_make_contig(1)`: bytes (the element size shifted by 3, class 0: contiguous).
+#[cfg(test)] // checked against ucp.h with its neighbours; amrq does not use it
 pub const DATATYPE_BYTES: ucp_datatype_t = 1 << 3;
 /// `ucp_dt_make_contig(8)`: the 64-bit words of an atomic.
 pub const DATATYPE_U64: ucp_datatype_t = 8 << 3;
