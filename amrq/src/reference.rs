@@ -11,6 +11,10 @@
 use crate::sync::{AtomicU64, Ordering};
 
 /// Cache-line pairs the raw ping-pong rotates over.
+///
+/// ```
+/// assert_eq!(amrq::reference::RAW_PINGPONG_BYTES, 2 * amrq::reference::LINE_PAIRS * 128);
+/// ```
 pub const LINE_PAIRS: usize = 256;
 
 #[repr(C, align(128))]
@@ -19,6 +23,16 @@ struct Line(AtomicU64);
 /// The shared lines of a raw ping-pong: `LINE_PAIRS` pings and `LINE_PAIRS` pongs, each
 /// on its own 128-byte line pair. `#[repr(C)]` and all zero at rest, so it can be placed
 /// in memory shared by two processes (see [`RawPingPong::in_memory`]).
+///
+/// ```
+/// use amrq::reference::RawPingPong;
+/// let lines = RawPingPong::new();
+/// let ns = std::thread::scope(|s| {
+///     s.spawn(|| lines.respond(0, 1000));
+///     lines.initiate(0, 1000)
+/// });
+/// assert!(ns > 0.0); // the cost of a cache-line round trip between the two threads
+/// ```
 #[repr(C)]
 pub struct RawPingPong {
     ping: [Line; LINE_PAIRS],
@@ -26,11 +40,24 @@ pub struct RawPingPong {
 }
 
 /// Bytes a [`RawPingPong`] takes.
+///
+/// ```
+/// // What to allocate (128-aligned) for RawPingPong::in_memory.
+/// assert_eq!(amrq::reference::RAW_PINGPONG_BYTES, 65536);
+/// ```
 pub const RAW_PINGPONG_BYTES: usize = std::mem::size_of::<RawPingPong>();
 const _: () = assert!(RAW_PINGPONG_BYTES == 2 * LINE_PAIRS * 128);
 
 impl RawPingPong {
     /// Fresh lines on the heap (ranks as threads).
+    ///
+    /// ```
+    /// let lines = amrq::reference::RawPingPong::new();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| lines.respond(0, 10));
+    ///     lines.initiate(0, 10);
+    /// });
+    /// ```
     pub fn new() -> Box<Self> {
         Box::new(Self {
             ping: std::array::from_fn(|_| Line(AtomicU64::new(0))),
@@ -43,6 +70,18 @@ impl RawPingPong {
     /// # Safety
     /// `p` is 128-byte aligned, valid for [`RAW_PINGPONG_BYTES`] bytes for `'a`, zeroed
     /// before either rank first uses it, and used for nothing else meanwhile.
+    ///
+    /// ```
+    /// use amrq::reference::{RawPingPong, RAW_PINGPONG_BYTES};
+    /// let f = amrq::util::shm::SharedFile::create("amrq-doc", RAW_PINGPONG_BYTES as u64).unwrap();
+    /// let m = f.map(RAW_PINGPONG_BYTES).unwrap(); // another process maps the same file
+    /// // SAFETY: page aligned, RAW_PINGPONG_BYTES long, zeroed, used for nothing else.
+    /// let lines = unsafe { RawPingPong::in_memory(m.base()) };
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| lines.respond(0, 100));
+    ///     assert!(lines.initiate(0, 100) > 0.0);
+    /// });
+    /// ```
     pub unsafe fn in_memory<'a>(p: std::ptr::NonNull<u8>) -> &'a Self {
         // SAFETY: the caller's guarantee; all-zero bytes are valid atomics.
         unsafe { &*p.as_ptr().cast::<Self>() }
@@ -51,6 +90,16 @@ impl RawPingPong {
     /// The initiator's side: `iters` round trips; returns nanoseconds per round trip.
     /// The responder runs [`RawPingPong::respond`] with the same `iters` and `base`.
     /// `base` must grow by at least `iters` between calls on the same lines.
+    ///
+    /// ```
+    /// let lines = amrq::reference::RawPingPong::new();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| { lines.respond(0, 500); lines.respond(500, 500); });
+    ///     let first = lines.initiate(0, 500);
+    ///     let second = lines.initiate(500, 500); // base grows by iters
+    ///     assert!(first > 0.0 && second > 0.0);
+    /// });
+    /// ```
     pub fn initiate(&self, base: u64, iters: u64) -> f64 {
         let t = std::time::Instant::now();
         for i in base + 1..=base + iters {
@@ -65,6 +114,14 @@ impl RawPingPong {
     }
 
     /// The responder's side of [`RawPingPong::initiate`].
+    ///
+    /// ```
+    /// let lines = amrq::reference::RawPingPong::new();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| lines.initiate(0, 50));
+    ///     lines.respond(0, 50); // returns after answering all 50
+    /// });
+    /// ```
     pub fn respond(&self, base: u64, iters: u64) {
         for i in base + 1..=base + iters {
             let k = i as usize % LINE_PAIRS;
@@ -77,8 +134,16 @@ impl RawPingPong {
 }
 
 /// Slots of the raw stream's ring.
+///
+/// ```
+/// assert_eq!(amrq::reference::STREAM_SLOTS, 1024); // the C reference's stream_spsc N1024
+/// ```
 pub const STREAM_SLOTS: usize = 1024;
 /// Slots the raw stream's consumer takes between two publications of its head.
+///
+/// ```
+/// assert_eq!(amrq::reference::STREAM_SLOTS as u64 / amrq::reference::STREAM_PUBLISH_EVERY, 4);
+/// ```
 pub const STREAM_PUBLISH_EVERY: u64 = 256;
 
 /// One slot of the raw stream: a sequence word (position + 1 once written) and two
@@ -105,6 +170,16 @@ struct StreamSlot {
 /// each slot's sequence word (Acquire), reads and checks the two args, and publishes
 /// its head every [`STREAM_PUBLISH_EVERY`] slots. No handler, no dispatch: the limit a
 /// one-way message stream between the two cores can reach.
+///
+/// ```
+/// use amrq::reference::RawStream;
+/// let ring = RawStream::new();
+/// let rate = std::thread::scope(|s| {
+///     s.spawn(|| assert_eq!(ring.receive(0, 10_000), 0)); // no message wrong
+///     ring.send(0, 10_000)
+/// });
+/// println!("{:.0} M msgs/s", rate / 1e6);
+/// ```
 #[repr(C)]
 pub struct RawStream {
     head: Line,
@@ -112,6 +187,10 @@ pub struct RawStream {
 }
 
 /// Bytes a [`RawStream`] takes.
+///
+/// ```
+/// assert_eq!(amrq::reference::RAW_STREAM_BYTES, 128 + 64 * 1024);
+/// ```
 pub const RAW_STREAM_BYTES: usize = std::mem::size_of::<RawStream>();
 #[cfg(not(amrq_loom))]
 const _: () = {
@@ -152,6 +231,18 @@ impl RawStream {
     /// # Safety
     /// `p` is 128-byte aligned, valid for [`RAW_STREAM_BYTES`] bytes for `'a`, zeroed
     /// before either rank first uses it, and used for nothing else meanwhile.
+    ///
+    /// ```
+    /// use amrq::reference::{RawStream, RAW_STREAM_BYTES};
+    /// let f = amrq::util::shm::SharedFile::create("amrq-doc", RAW_STREAM_BYTES as u64).unwrap();
+    /// let m = f.map(RAW_STREAM_BYTES).unwrap();
+    /// // SAFETY: page aligned, RAW_STREAM_BYTES long, zeroed, used for nothing else.
+    /// let ring = unsafe { RawStream::in_memory(m.base()) };
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| assert_eq!(ring.receive(0, 3000), 0));
+    ///     ring.send(0, 3000);
+    /// });
+    /// ```
     pub unsafe fn in_memory<'a>(p: std::ptr::NonNull<u8>) -> &'a Self {
         // SAFETY: the caller's guarantee; all-zero bytes are valid atomics.
         unsafe { &*p.as_ptr().cast::<Self>() }
@@ -161,6 +252,15 @@ impl RawStream {
     /// has taken them all; returns messages per second. The consumer runs
     /// [`RawStream::receive`] with the same `base` and `n`; `base` continues where the
     /// last call on the same ring ended (0 on a fresh ring).
+    ///
+    /// ```
+    /// let ring = amrq::reference::RawStream::new();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| { ring.receive(0, 2000); ring.receive(2000, 2000); });
+    ///     ring.send(0, 2000);
+    ///     ring.send(2000, 2000); // continues where the last call ended
+    /// });
+    /// ```
     pub fn send(&self, base: u64, n: u64) -> f64 {
         let t = std::time::Instant::now();
         // ORDERING: Acquire pairs with the consumer's Release store of its head: its
@@ -188,6 +288,14 @@ impl RawStream {
     /// The consumer's side of [`RawStream::send`]: takes messages `base .. base + n`,
     /// checking each one's args; returns how many were wrong (0 unless the memory is
     /// shared wrongly).
+    ///
+    /// ```
+    /// let ring = amrq::reference::RawStream::new();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| ring.send(0, 100));
+    ///     assert_eq!(ring.receive(0, 100), 0); // every message's args as sent
+    /// });
+    /// ```
     pub fn receive(&self, base: u64, n: u64) -> u64 {
         let mut bad = 0;
         for i in base..base + n {

@@ -1,6 +1,12 @@
 //! Pinning the calling thread to one core (`sched_setaffinity`).
 
 /// Why a thread could not be pinned.
+///
+/// ```
+/// use amrq::util::{affinity::PinError, pin_to_core};
+/// let e = pin_to_core(100_000).unwrap_err();
+/// assert!(matches!(e, PinError::NoSuchCore { core: 100_000, .. }));
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum PinError {
     /// The core number is not below the number of cores this process may use.
@@ -50,6 +56,11 @@ pub fn pin_to_core(core: usize) -> Result<(), PinError> {
 }
 
 /// The CPU numbers this process may run on, in increasing order.
+///
+/// ```
+/// let cores = amrq::util::affinity::allowed_cores();
+/// assert!(!cores.is_empty() && cores.windows(2).all(|w| w[0] < w[1]));
+/// ```
 pub fn allowed_cores() -> Vec<usize> {
     // SAFETY: as above, all-zero is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };

@@ -29,6 +29,10 @@ pub struct Backoff {
 /// Longest sleep of a blocking wait between two looks at its condition and its peers:
 /// a condition that no frame announces (a flag set by another thread) is seen this late
 /// at worst, and a dead peer this soon.
+///
+/// ```
+/// assert!(amrq::util::backoff::SLEEP_BACKSTOP <= std::time::Duration::from_millis(10));
+/// ```
 pub const SLEEP_BACKSTOP: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Rounds of tight polling (a few µs: several round trips between two cores).
@@ -42,11 +46,28 @@ const SPIN_ROUNDS: u32 = 1 << 11;
 
 impl Backoff {
     /// A fresh backoff that starts by spinning.
+    ///
+    /// ```
+    /// let b = amrq::util::Backoff::new();
+    /// assert!(!b.is_yielding());
+    /// ```
     pub const fn new() -> Self {
         Self { rounds: 0 }
     }
 
     /// Waits a little: `pause` while under the spin limit, `yield_now` after it.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// let ready = AtomicBool::new(false);
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| ready.store(true, Ordering::Release));
+    ///     let mut b = amrq::util::Backoff::new();
+    ///     while !ready.load(Ordering::Acquire) {
+    ///         b.snooze(); // spins first, then yields the core
+    ///     }
+    /// });
+    /// ```
     #[inline]
     pub fn snooze(&mut self) {
         if self.rounds < TIGHT_ROUNDS {
@@ -60,11 +81,26 @@ impl Backoff {
     }
 
     /// True once the spin budget is spent and every `snooze` yields.
+    ///
+    /// ```
+    /// let mut b = amrq::util::Backoff::new();
+    /// while !b.is_yielding() {
+    ///     b.snooze();
+    /// }
+    /// // A waiter that has yielded this long may go to sleep on a futex instead.
+    /// ```
     pub fn is_yielding(&self) -> bool {
         self.rounds >= SPIN_ROUNDS
     }
 
     /// Starts spinning again (call after progress was made).
+    ///
+    /// ```
+    /// let mut b = amrq::util::Backoff::new();
+    /// for _ in 0..100_000 { b.snooze(); }
+    /// b.reset(); // something arrived: spin tightly again
+    /// assert!(!b.is_yielding());
+    /// ```
     #[inline]
     pub fn reset(&mut self) {
         self.rounds = 0;

@@ -6,6 +6,21 @@ use std::sync::atomic::AtomicU32;
 use std::time::Duration;
 
 /// Sleeps while `*word == expected`, at most `timeout` (spurious wake-ups happen: re-check).
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::time::Duration;
+/// let word = AtomicU32::new(0);
+/// std::thread::scope(|s| {
+///     s.spawn(|| {
+///         word.store(1, Ordering::Release);
+///         amrq::util::futex::wake_all(&word);
+///     });
+///     while word.load(Ordering::Acquire) == 0 {
+///         amrq::util::futex::wait(&word, 0, Duration::from_millis(100));
+///     }
+/// });
+/// ```
 pub fn wait(word: &AtomicU32, expected: u32, timeout: Duration) {
     let ts = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,
@@ -26,6 +41,12 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Duration) {
 }
 
 /// Wakes every waiter on `word`.
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// let word = AtomicU32::new(0);
+/// amrq::util::futex::wake_all(&word); // nobody waits: a no-op
+/// ```
 pub fn wake_all(word: &AtomicU32) {
     // SAFETY: `word` is a valid, aligned u32; FUTEX_WAKE does not touch memory.
     unsafe {
@@ -37,6 +58,21 @@ pub fn wake_all(word: &AtomicU32) {
 /// most `timeout`: `futex_waitv` (Linux 5.16). Where the kernel lacks it, sleeps on the
 /// first word for at most a millisecond (the caller re-checks and waits again, so the
 /// others are looked at every millisecond).
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::time::Duration;
+/// let (a, b) = (AtomicU32::new(0), AtomicU32::new(0));
+/// std::thread::scope(|s| {
+///     s.spawn(|| {
+///         b.store(1, Ordering::Release);
+///         amrq::util::futex::wake_all(&b);
+///     });
+///     while a.load(Ordering::Acquire) == 0 && b.load(Ordering::Acquire) == 0 {
+///         amrq::util::futex::wait_any(&[(&a, 0), (&b, 0)], Duration::from_millis(100));
+///     }
+/// });
+/// ```
 pub fn wait_any(words: &[(&AtomicU32, u32)], timeout: Duration) {
     /// The kernel's `struct futex_waitv`.
     #[repr(C)]

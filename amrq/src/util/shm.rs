@@ -14,6 +14,17 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 
 /// Why shared memory could not be had.
+///
+/// ```
+/// use amrq::util::shm::{check_room, ShmError};
+/// match check_room(u64::MAX / 2, "lower AMRQ_SEGMENT_SIZE") {
+///     Err(ShmError::NoRoom { needed, remedy, .. }) => {
+///         assert_eq!(needed, u64::MAX / 2);
+///         assert!(remedy.contains("AMRQ_SEGMENT_SIZE")); // says what to change
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum ShmError {
     /// The host (or this cgroup) lacks memory for the object.
@@ -51,6 +62,12 @@ fn os_err(call: &'static str) -> ShmError {
 
 /// Bytes of memory a new shared object can use, and which limit says so: the smaller
 /// of the host's `MemAvailable` and what this process's cgroup (v2) has left.
+///
+/// ```
+/// let (bytes, limit) = amrq::util::shm::memory_available().unwrap();
+/// assert!(bytes > 0);
+/// println!("{} MiB available ({limit})", bytes >> 20);
+/// ```
 pub fn memory_available() -> io::Result<(u64, &'static str)> {
     let meminfo = std::fs::read_to_string("/proc/meminfo")?;
     let host = meminfo
@@ -77,6 +94,13 @@ fn cgroup_room() -> Option<u64> {
 }
 
 /// Fails with [`ShmError::NoRoom`] if fewer than `needed` bytes of memory are available.
+///
+/// ```
+/// use amrq::util::shm::check_room;
+/// assert!(check_room(4096, "nothing to change").is_ok());
+/// let e = check_room(u64::MAX, "lower --segment-size").unwrap_err();
+/// println!("{e}"); // how much is needed, how much is free, and the remedy
+/// ```
 pub fn check_room(needed: u64, remedy: &str) -> Result<(), ShmError> {
     let (free, whence) = memory_available().map_err(|source| ShmError::Os {
         call: "reading /proc/meminfo",
@@ -96,6 +120,15 @@ pub fn check_room(needed: u64, remedy: &str) -> Result<(), ShmError> {
 }
 
 /// An anonymous shared memory file (its descriptor), closed on drop.
+///
+/// ```
+/// use amrq::util::shm::SharedFile;
+/// let f = SharedFile::create("amrq-doc", 4096).unwrap();
+/// // The descriptor goes to another process (over a Unix socket); it maps the same bytes.
+/// let dup = f.fd().try_clone().unwrap();
+/// let other = SharedFile::from_fd(dup);
+/// assert_eq!(other.size().unwrap(), 4096);
+/// ```
 #[derive(Debug)]
 pub struct SharedFile {
     fd: OwnedFd,
@@ -136,16 +169,34 @@ impl SharedFile {
     }
 
     /// Takes ownership of a descriptor received from another process.
+    ///
+    /// ```
+    /// use amrq::util::shm::SharedFile;
+    /// let f = SharedFile::create("amrq-doc", 4096).unwrap();
+    /// let g = SharedFile::from_fd(f.fd().try_clone().unwrap());
+    /// assert_eq!(g.size().unwrap(), f.size().unwrap());
+    /// ```
     pub fn from_fd(fd: OwnedFd) -> Self {
         Self { fd }
     }
 
     /// The descriptor (to hand to another process).
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// let f = amrq::util::shm::SharedFile::create("amrq-doc", 4096).unwrap();
+    /// assert!(f.fd().as_raw_fd() >= 0);
+    /// ```
     pub fn fd(&self) -> &OwnedFd {
         &self.fd
     }
 
     /// Current size in bytes.
+    ///
+    /// ```
+    /// let f = amrq::util::shm::SharedFile::create("amrq-doc", 12288).unwrap();
+    /// assert_eq!(f.size().unwrap(), 12288);
+    /// ```
     pub fn size(&self) -> Result<u64, ShmError> {
         // SAFETY: plain data, overwritten by fstat.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -157,6 +208,13 @@ impl SharedFile {
     }
 
     /// Maps the first `len` bytes, shared.
+    ///
+    /// ```
+    /// let f = amrq::util::shm::SharedFile::create("amrq-doc", 4096).unwrap();
+    /// let m = f.map(4096).unwrap();
+    /// // SAFETY: inside the mapping; a fresh file is zeroed.
+    /// assert_eq!(unsafe { m.base().as_ptr().add(4095).read() }, 0);
+    /// ```
     pub fn map(&self, len: usize) -> Result<Mapping, ShmError> {
         // SAFETY: a fresh shared mapping of an open descriptor; the kernel picks the address.
         let p = unsafe {
@@ -180,6 +238,16 @@ impl SharedFile {
 }
 
 /// A shared mapping, unmapped on drop.
+///
+/// ```
+/// let f = amrq::util::shm::SharedFile::create("amrq-doc", 4096).unwrap();
+/// let m = f.map(4096).unwrap();
+/// // SAFETY: the mapping's first byte; no other user of this fresh file.
+/// unsafe { m.base().as_ptr().write(7) };
+/// let again = f.map(4096).unwrap(); // a second mapping sees the same bytes
+/// // SAFETY: as above.
+/// assert_eq!(unsafe { again.base().as_ptr().read() }, 7);
+/// ```
 #[derive(Debug)]
 pub struct Mapping {
     ptr: NonNull<u8>,
@@ -194,16 +262,32 @@ unsafe impl Sync for Mapping {}
 
 impl Mapping {
     /// The first byte (page aligned).
+    ///
+    /// ```
+    /// let f = amrq::util::shm::SharedFile::create("amrq-doc", 8192).unwrap();
+    /// let m = f.map(8192).unwrap();
+    /// assert_eq!(m.base().as_ptr() as usize % 4096, 0);
+    /// ```
     pub fn base(&self) -> NonNull<u8> {
         self.ptr
     }
 
     /// Length in bytes.
+    ///
+    /// ```
+    /// let f = amrq::util::shm::SharedFile::create("amrq-doc", 8192).unwrap();
+    /// assert_eq!(f.map(4096).unwrap().len(), 4096);
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// True for an empty mapping (never, in practice).
+    ///
+    /// ```
+    /// let f = amrq::util::shm::SharedFile::create("amrq-doc", 4096).unwrap();
+    /// assert!(!f.map(4096).unwrap().is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
