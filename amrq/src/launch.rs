@@ -34,6 +34,12 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// Why a job could not be started or joined.
+///
+/// ```
+/// use amrq::launch::{Hosts, LaunchError};
+/// let e = Hosts::new("h0:two", "ssh {host}", None).unwrap_err(); // not a count
+/// assert!(matches!(e, LaunchError::Config(_)), "{e}");
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     /// A rank's process could not be started.
@@ -58,6 +64,14 @@ pub enum LaunchError {
 }
 
 /// How ranks are bound to cores.
+///
+/// ```
+/// use amrq::launch::{Bind, Launcher};
+/// let mut l = Launcher::new(64);
+/// assert!(!l.pins() || l.bind == Bind::Cores); // more ranks than cores: never pinned
+/// l.bind = Bind::None;
+/// assert!(!l.pins());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bind {
     /// Rank i on core i when the ranks fit the cores (the default); unbound otherwise.
@@ -67,6 +81,15 @@ pub enum Bind {
 }
 
 /// The first rank that failed, and how.
+///
+/// ```
+/// use amrq::launch::Launcher;
+/// let mut l = Launcher::new(2);
+/// l.quiet = true;
+/// let out = l.run("false".as_ref(), &[]).unwrap();
+/// let f = out.failure.expect("a failed rank");
+/// assert!(f.rank.is_some() && !f.cause.is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
     /// The rank (`None`: the job timed out).
@@ -76,6 +99,12 @@ pub struct Failure {
 }
 
 /// How a job ended.
+///
+/// ```
+/// use amrq::launch::Launcher;
+/// let out = Launcher::new(2).run("true".as_ref(), &[]).unwrap();
+/// assert_eq!((out.code, out.failure), (0, None));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     /// The job's exit status: 0, the first failing rank's exit code, 128 + its signal,
@@ -144,6 +173,13 @@ impl Hosts {
     /// Reads a host list (`name[:ranks],…`, one rank if the count is left out), a
     /// command template with `{host}` in it, and rank 0's rendezvous (`ADDR:PORT`, or
     /// `ADDR` and a random port from the dynamic range; default: the first host's name).
+    ///
+    /// ```
+    /// use amrq::launch::Hosts;
+    /// let h = Hosts::new("n1:2,n2:2", "ssh {host}", None).unwrap();
+    /// assert_eq!(h.exec, ["ssh", "{host}"]);
+    /// assert!(h.rendezvous.starts_with("n1:")); // the first host, a port of the dynamic range
+    /// ```
     pub fn new(list: &str, exec: &str, rendezvous: Option<&str>) -> Result<Self, LaunchError> {
         let bad = |why: String| LaunchError::Config(why);
         let hosts = list
@@ -185,6 +221,11 @@ impl Hosts {
     }
 
     /// Ranks in all.
+    ///
+    /// ```
+    /// use amrq::launch::Hosts;
+    /// assert_eq!(Hosts::new("a:3,b", "ssh {host}", None).unwrap().ranks(), 4);
+    /// ```
     pub fn ranks(&self) -> usize {
         self.hosts.iter().map(|(_, n)| n).sum()
     }
@@ -193,6 +234,12 @@ impl Hosts {
     ///
     /// # Panics
     /// If `rank` is not below [`Hosts::ranks`].
+    ///
+    /// ```
+    /// use amrq::launch::Hosts;
+    /// let h = Hosts::new("a:1,b:2", "ssh {host}", None).unwrap();
+    /// assert_eq!([h.host_of(0), h.host_of(1), h.host_of(2)], ["a", "b", "b"]);
+    /// ```
     pub fn host_of(&self, rank: usize) -> &str {
         let mut first = 0;
         for (name, n) in &self.hosts {
@@ -212,6 +259,12 @@ impl Launcher {
     /// # Panics
     /// If the kernel's random source fails (a job without a secret key would be open
     /// to any process of this user that guessed it).
+    ///
+    /// ```
+    /// use amrq::launch::Launcher;
+    /// let l = Launcher::new(4);
+    /// assert_eq!((l.ranks, l.timeout, l.hosts.is_none()), (4, None, true));
+    /// ```
     pub fn new(ranks: usize) -> Self {
         let key = JobKey::random().expect("getrandom: no random key for the job");
         Self {
@@ -234,11 +287,30 @@ impl Launcher {
 
     /// True if the ranks will be pinned one per core (never across hosts: amrun cannot
     /// pin a process another host runs).
+    ///
+    /// ```
+    /// use amrq::launch::Launcher;
+    /// let cores = amrq::util::affinity::allowed_cores().len();
+    /// assert_eq!(Launcher::new(1).pins(), cores >= 1);
+    /// assert!(!Launcher::new(cores + 1).pins()); // oversubscribed: not pinned
+    /// ```
     pub fn pins(&self) -> bool {
         self.bind == Bind::Cores && self.hosts.is_none() && self.ranks <= allowed_cores().len()
     }
 
     /// Runs `program args…` as every rank and waits for the job to end.
+    ///
+    /// ```
+    /// use amrq::launch::Launcher;
+    /// use std::time::Duration;
+    /// let mut l = Launcher::new(2);
+    /// l.timeout = Some(Duration::from_secs(60));
+    /// l.quiet = true;
+    /// // Every rank runs `sh -c 'exit $AMRQ_RANK'`: rank 1 fails with 1, which ends the job.
+    /// let out = l.run("sh".as_ref(), &["-c".into(), "exit $AMRQ_RANK".into()]).unwrap();
+    /// assert_eq!(out.code, 1);
+    /// assert_eq!(out.failure.and_then(|f| f.rank), Some(1));
+    /// ```
     pub fn run(&self, program: &OsStr, args: &[OsString]) -> Result<Outcome, LaunchError> {
         if self.ranks == 0 {
             return Err(LaunchError::Config(
@@ -612,6 +684,12 @@ fn label_output(rank: usize, child: &mut Child) -> Vec<std::thread::JoinHandle<(
 /// If a launcher placed this process in a job, attaches it to the job's shared memory
 /// and returns its endpoint; `Ok(None)` if this process was started on its own.
 /// Waits at most `config.attach_timeout` for the other ranks.
+///
+/// ```
+/// // Started on its own (not by amrun, mpirun or srun), a program is in no job.
+/// let c = amrq::launch::joined(&amrq::Config::default()).unwrap();
+/// assert!(c.is_none());
+/// ```
 pub fn joined(config: &Config) -> Result<Option<MemConduit>, LaunchError> {
     joined_spec(&config.conduit_spec(), config.attach_timeout)
 }
@@ -619,6 +697,12 @@ pub fn joined(config: &Config) -> Result<Option<MemConduit>, LaunchError> {
 /// [`joined`] with the conduit's channels and sizes given directly (what a program
 /// below the RQ layer, such as the conduit conformance tests, asks for), waiting at
 /// most `attach_timeout` for the other ranks.
+///
+/// ```
+/// let cfg = amrq::Config::default();
+/// let c = amrq::launch::joined_spec(&cfg.conduit_spec(), cfg.attach_timeout).unwrap();
+/// assert!(c.is_none()); // not started by a launcher
+/// ```
 pub fn joined_spec(
     spec: &ConduitSpec,
     attach_timeout: Duration,
