@@ -3,8 +3,22 @@
 use super::{AtomicOp, ConduitError, OpToken, Started};
 
 /// A rank: `0..size`.
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit, Rank};
+/// let eps = threads::endpoints(3, &[16]).unwrap();
+/// let ranks: Vec<Rank> = eps.iter().map(|e| e.rank()).collect();
+/// assert_eq!(ranks, [0, 1, 2]);
+/// ```
 pub type Rank = usize;
 /// A channel: a named queue at the receiver, `0..caps().channels.len()`.
+///
+/// ```
+/// use amrq::conduit::{threads, Channel, Conduit};
+/// let eps = threads::endpoints(1, &[16, 64]).unwrap(); // channels 0 and 1
+/// let ch: Channel = 1;
+/// assert_eq!(eps[0].caps().channels[ch].slots, 64);
+/// ```
 pub type Channel = usize;
 
 /// One outgoing frame: a tag, flags, up to [`super::ring::MAX_ARGS`] u64 args and a payload.
@@ -55,6 +69,11 @@ pub enum Senders {
 
 impl Senders {
     /// True if `rank` may send into the channel.
+    ///
+    /// ```
+    /// use amrq::conduit::Senders;
+    /// assert!(Senders::Only(vec![1]).allows(1) && !Senders::Only(vec![1]).allows(0));
+    /// ```
     pub fn allows(&self, rank: Rank) -> bool {
         match self {
             Senders::All => true,
@@ -65,6 +84,13 @@ impl Senders {
 
 /// A set of channels for One-poll, in priority order, checked and summarised once
 /// (like an epoll set), so that polling it costs O(1) when the receiver is idle.
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit};
+/// let eps = threads::endpoints(1, &[16, 16]).unwrap();
+/// let set = eps[0].poll_set(&[1, 0]).unwrap(); // channel 1 first
+/// assert_eq!(set.channels, [1, 0]);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PollSet {
     /// The channels, highest priority first.
@@ -76,6 +102,13 @@ pub struct PollSet {
 }
 
 /// What one channel of a conduit can carry.
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit, Senders};
+/// let eps = threads::endpoints(2, &[32]).unwrap();
+/// let ch = &eps[0].caps().channels[0];
+/// assert_eq!((ch.slots, ch.shared, ch.senders.clone()), (32, false, Senders::All));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChannelCaps {
     /// Ranks that may send into it.
@@ -97,6 +130,13 @@ pub struct ChannelCaps {
 }
 
 /// Optional abilities of a conduit.
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit};
+/// let eps = threads::endpoints(2, &[16]).unwrap();
+/// let f = eps[0].caps().flags;
+/// assert!(f.peer_memory_mapped && f.put_get && f.atomics); // one host: all of them
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CapFlags {
     /// Peers' registered memory is mapped in this process (one host).
@@ -140,6 +180,17 @@ pub struct Caps {
 
 /// A Tag-On data block kept after its frame left the queue: read in place, freed for
 /// the sender's reuse when dropped (StarT-Voyager's receiver-side buffer pool).
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+/// let eps = threads::endpoints(2, &[64]).unwrap();
+/// let big = vec![7u8; 2000];
+/// eps[0].try_send_tag_on(1, 0, &Message { tag: 0, flags: 0, args: &[1], payload: &big }).unwrap();
+/// let f = eps[1].peek(0).unwrap().expect("the frame");
+/// let block = f.keep().expect("a Tag-On frame"); // the frame is gone, its block stays
+/// assert_eq!(&block[..], &big[..]);
+/// drop(block); // the block goes back to rank 0's use
+/// ```
 pub struct TagOnData<'a> {
     data: &'a [u8],
     flag: &'a std::sync::atomic::AtomicU64,
@@ -147,6 +198,17 @@ pub struct TagOnData<'a> {
 
 impl<'a> TagOnData<'a> {
     /// A block of `data` whose pool flag is `flag` (set while the block is in use).
+    ///
+    /// ```
+    /// use amrq::conduit::TagOnData;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// let flag = AtomicU64::new(1); // in use
+    /// {
+    ///     let d = TagOnData::new(b"block", &flag);
+    ///     assert_eq!(&d[..], b"block");
+    /// }
+    /// assert_eq!(flag.load(Ordering::Relaxed), 0); // freed on drop
+    /// ```
     pub fn new(data: &'a [u8], flag: &'a std::sync::atomic::AtomicU64) -> Self {
         Self { data, flag }
     }
@@ -177,33 +239,124 @@ impl Drop for TagOnData<'_> {
 
 /// A frame received on a channel and still in place. Dropping it leaves it at the head
 /// of its queue (RQ's `read_queue`); [`ReceivedFrame::release`] removes it.
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+/// let eps = threads::endpoints(2, &[16]).unwrap();
+/// eps[1].try_send(0, 0, &Message { tag: 5, flags: 1, args: &[10, 20], payload: b"xy" }).unwrap();
+/// let f = eps[0].peek(0).unwrap().expect("a frame");
+/// assert_eq!((f.source(), f.tag(), f.flags(), f.args(), f.payload()), (1, 5, 1, &[10, 20][..], &b"xy"[..]));
+/// assert!(!f.is_long() && !f.is_tag_on());
+/// f.release();
+/// ```
 pub trait ReceivedFrame<'a> {
     /// Rank that sent it.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// eps[1].try_send(0, 0, &Message { tag: 0, flags: 0, args: &[], payload: &[] }).unwrap();
+    /// assert_eq!(eps[0].peek(0).unwrap().map(|f| f.source()), Some(1));
+    /// ```
     fn source(&self) -> Rank;
     /// Its tag.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// eps[0].try_send(1, 0, &Message { tag: 9, flags: 0, args: &[], payload: &[] }).unwrap();
+    /// assert_eq!(eps[1].peek(0).unwrap().map(|f| f.tag()), Some(9));
+    /// ```
     fn tag(&self) -> u16;
     /// Its flags (bits 0–5).
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// eps[0].try_send(1, 0, &Message { tag: 0, flags: 0b101, args: &[], payload: &[] }).unwrap();
+    /// assert_eq!(eps[1].peek(0).unwrap().map(|f| f.flags()), Some(0b101));
+    /// ```
     fn flags(&self) -> u8;
     /// True for a Long message, whose payload lies in this rank's registered segment.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// eps[0].try_send_long(1, 0, &Message { tag: 0, flags: 0, args: &[], payload: b"long" }, 256).unwrap();
+    /// let f = eps[1].peek(0).unwrap().unwrap();
+    /// assert!(f.is_long()); // its payload is in rank 1's segment, at byte 256
+    /// assert_eq!(f.payload(), b"long");
+    /// ```
     fn is_long(&self) -> bool;
     /// Its args.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// eps[0].try_send(1, 0, &Message { tag: 0, flags: 0, args: &[1, 2, 3], payload: &[] }).unwrap();
+    /// assert_eq!(eps[1].peek(0).unwrap().unwrap().args(), [1, 2, 3]);
+    /// ```
     fn args(&self) -> &[u64];
     /// Its payload, borrowed in place: in the receive ring, or for a Long message in
     /// this rank's registered segment.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// eps[0].try_send(1, 0, &Message { tag: 0, flags: 0, args: &[], payload: &[4; 100] }).unwrap();
+    /// assert_eq!(eps[1].peek(0).unwrap().unwrap().payload(), [4; 100]);
+    /// ```
     fn payload(&self) -> &[u8];
     /// True for a Tag-On message, whose payload is a block of the receiver's pool.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// eps[0].try_send_tag_on(1, 0, &Message { tag: 0, flags: 0, args: &[], payload: &[1; 1000] }).unwrap();
+    /// assert!(eps[1].peek(0).unwrap().unwrap().is_tag_on());
+    /// ```
     fn is_tag_on(&self) -> bool;
     /// Removes the frame from its queue, handing its slots back to the sender (and its
     /// Tag-On block, if any).
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// eps[0].try_send(1, 0, &Message { tag: 0, flags: 0, args: &[1], payload: &[] }).unwrap();
+    /// let f = eps[1].peek(0).unwrap().unwrap();
+    /// drop(f); // still queued
+    /// eps[1].peek(0).unwrap().unwrap().release(); // removed
+    /// assert!(eps[1].peek(0).unwrap().is_none());
+    /// ```
     fn release(self);
     /// Removes the frame from its queue but keeps its Tag-On block, which stays readable
     /// until the returned handle is dropped; `None` (frame removed) for other kinds.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// eps[0].try_send(1, 0, &Message { tag: 0, flags: 0, args: &[1], payload: b"small" }).unwrap();
+    /// let f = eps[1].peek(0).unwrap().unwrap();
+    /// assert!(f.keep().is_none()); // not Tag-On: removed, nothing kept
+    /// assert!(eps[1].peek(0).unwrap().is_none());
+    /// ```
     fn keep(self) -> Option<TagOnData<'a>>;
 }
 
 /// The receive side of a rank's Interrupt channels, moved out of its endpoint
 /// ([`Conduit::take_interrupts`]) into a progress thread (RQ's selective interrupts).
 /// The RQ layer's progress thread is written against this, so it serves any conduit.
+///
+/// ```
+/// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec, Delivery, InterruptChannels, Message, ReceivedFrame};
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+/// let mut eps = threads::endpoints_for(1, &spec).unwrap();
+/// let rx = eps[0].take_interrupts().unwrap();
+/// eps[0].try_send(0, 0, &Message { tag: 0, flags: 0, args: &[1], payload: &[] }).unwrap();
+/// let mut seen = 0;
+/// rx.drain(10, |_ch, f| -> Result<(), amrq::conduit::ConduitError> { seen += f.args()[0]; Ok(()) }).unwrap();
+/// assert_eq!(seen, 1);
+/// ```
 pub trait InterruptChannels: Send + 'static {
     /// A received frame, borrowed from the view.
     type Frame<'a>: ReceivedFrame<'a>
@@ -213,17 +366,62 @@ pub trait InterruptChannels: Send + 'static {
     type Alarm: InterruptAlarm;
 
     /// The rank whose channels these are.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec, Delivery, InterruptChannels};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+    /// let mut eps = threads::endpoints_for(2, &spec).unwrap();
+    /// assert_eq!(eps[1].take_interrupts().unwrap().rank(), 1);
+    /// ```
     fn rank(&self) -> Rank;
     /// The channels this view drains.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec, Delivery, InterruptChannels};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+    /// let mut eps = threads::endpoints_for(1, &spec).unwrap();
+    /// assert_eq!(eps[0].take_interrupts().unwrap().channels(), [1]);
+    /// ```
     fn channels(&self) -> &[Channel];
     /// True if a frame waits on one of the channels.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec, Delivery, InterruptChannels, Message};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+    /// let mut eps = threads::endpoints_for(1, &spec).unwrap();
+    /// let rx = eps[0].take_interrupts().unwrap();
+    /// assert!(!rx.any_ready());
+    /// eps[0].try_send(0, 0, &Message { tag: 0, flags: 0, args: &[], payload: &[] }).unwrap();
+    /// assert!(rx.any_ready());
+    /// ```
     fn any_ready(&self) -> bool;
     /// The next frame of the channels, in place, and the channel it belongs to (for a
     /// frame flagged [`Message::INTERRUPT`], the channel it was sent to); the caller
     /// releases it. One frame out at a time.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec, Delivery, InterruptChannels, Message, ReceivedFrame};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+    /// let mut eps = threads::endpoints_for(1, &spec).unwrap();
+    /// let rx = eps[0].take_interrupts().unwrap();
+    /// eps[0].try_send(0, 0, &Message { tag: 0, flags: 0, args: &[3], payload: &[] }).unwrap();
+    /// let (ch, f) = rx.take().unwrap().unwrap();
+    /// assert_eq!((ch, f.args()), (0, &[3][..]));
+    /// f.release();
+    /// ```
     #[allow(clippy::type_complexity)]
     fn take(&self) -> Result<Option<(Channel, Self::Frame<'_>)>, ConduitError>;
     /// The sleeping side of this view, usable while another thread holds the view.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec, Delivery, InterruptAlarm, InterruptChannels};
+    /// use std::time::Duration;
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+    /// let mut eps = threads::endpoints_for(1, &spec).unwrap();
+    /// let rx = eps[0].take_interrupts().unwrap();
+    /// // The progress thread sleeps on the alarm while nothing is ready (here: 1 ms at most).
+    /// rx.alarm().sleep_if(|| !rx.any_ready(), Duration::from_millis(1));
+    /// ```
     fn alarm(&self) -> Self::Alarm;
 
     /// Runs `f` on up to `budget` frames ([`InterruptChannels::take`]), removing each
@@ -267,11 +465,41 @@ pub(crate) fn drain_taken<T, E: From<ConduitError>>(
 }
 
 /// The sleeping side of a rank's Interrupt channels (`Send + Sync`).
+///
+/// ```
+/// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec, Delivery, InterruptAlarm, InterruptChannels};
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+/// let mut eps = threads::endpoints_for(1, &spec).unwrap();
+/// let alarm = eps[0].take_interrupts().unwrap().alarm();
+/// let armed = alarm.arm(); // senders now wake the word's sleepers
+/// alarm.disarm(armed);
+/// ```
 pub trait InterruptAlarm: Send + Sync + 'static {
     /// Arms the channels' wake-up: a sender that delivers after this changes the
     /// returned word.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec, Delivery, InterruptAlarm, InterruptChannels, Message};
+    /// use std::sync::atomic::Ordering;
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+    /// let mut eps = threads::endpoints_for(1, &spec).unwrap();
+    /// let alarm = eps[0].take_interrupts().unwrap().alarm();
+    /// let armed = alarm.arm();
+    /// eps[0].try_send(0, 0, &Message { tag: 0, flags: 0, args: &[], payload: &[] }).unwrap();
+    /// assert_ne!(armed.word.load(Ordering::Acquire), armed.seen); // the sender rang
+    /// alarm.disarm(armed);
+    /// ```
     fn arm(&self) -> Armed<'_>;
     /// Undoes [`InterruptAlarm::arm`].
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec, Delivery, InterruptAlarm, InterruptChannels};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+    /// let mut eps = threads::endpoints_for(1, &spec).unwrap();
+    /// let alarm = eps[0].take_interrupts().unwrap().alarm();
+    /// let armed = alarm.arm();
+    /// alarm.disarm(armed); // back to quiet sends: no doorbell atomics
+    /// ```
     fn disarm(&self, armed: Armed<'_>);
 
     /// Arms, then, if `still_idle()` (a last look, made after arming so that no
@@ -291,6 +519,17 @@ pub trait InterruptAlarm: Send + Sync + 'static {
 /// and what the conduit needs to disarm. Several conduits' words are slept on together
 /// with `futex_waitv` ([`crate::util::futex::wait_any`]): that is how a conduit made of
 /// two sleeps on both.
+///
+/// ```
+/// use amrq::conduit::{threads, Arming, ChannelSpec, Conduit, ConduitSpec};
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).notify(true)]);
+/// let eps = threads::endpoints_for(1, &spec).unwrap();
+/// let set = eps[0].poll_set(&[0]).unwrap();
+/// if let Arming::Armed(armed) = eps[0].arm_arrival(&set).unwrap() {
+///     // A waiter would sleep on armed.word while it still holds armed.seen.
+///     eps[0].disarm_arrival(&set, armed);
+/// }
+/// ```
 #[derive(Debug)]
 pub struct Armed<'a> {
     /// The word (it may be in memory shared with other processes).
@@ -302,6 +541,15 @@ pub struct Armed<'a> {
 }
 
 /// What arming a blocking wait answers ([`Conduit::arm_arrival`]).
+///
+/// ```
+/// use amrq::conduit::{threads, Arming, ChannelSpec, Conduit, ConduitSpec, Message};
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).notify(true)]); // it rings
+/// let eps = threads::endpoints_for(1, &spec).unwrap();
+/// let set = eps[0].poll_set(&[0]).unwrap();
+/// eps[0].try_send(0, 0, &Message { tag: 0, flags: 0, args: &[], payload: &[] }).unwrap();
+/// assert!(matches!(eps[0].arm_arrival(&set).unwrap(), Arming::Ready)); // do not sleep
+/// ```
 #[derive(Debug)]
 pub enum Arming<'a> {
     /// Armed: sleep on the word, then disarm.
@@ -314,6 +562,13 @@ pub enum Arming<'a> {
 
 /// For a conduit without Interrupt channels: no value of this type exists, so
 /// [`Conduit::take_interrupts`] always answers `None`.
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit};
+/// // A conduit without Interrupt channels answers None; this type has no value.
+/// let mut eps = threads::endpoints(1, &[16]).unwrap();
+/// assert!(eps[0].take_interrupts().is_none());
+/// ```
 #[derive(Debug)]
 pub enum NoInterrupts {}
 
@@ -347,6 +602,13 @@ impl InterruptAlarm for NoInterrupts {
 }
 
 /// The frame type of [`NoInterrupts`]: none exists.
+///
+/// ```
+/// use amrq::conduit::{InterruptChannels, NoInterrupts};
+/// // NoInterrupts' frames: an uninhabited type, so code over it compiles to nothing.
+/// fn never(rx: &NoInterrupts) -> bool { rx.any_ready() }
+/// let _ = never;
+/// ```
 #[derive(Debug)]
 pub enum NoFrame {}
 
@@ -393,27 +655,73 @@ pub trait Conduit {
     type Interrupts: InterruptChannels;
 
     /// This rank.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// assert_eq!((eps[0].rank(), eps[1].rank()), (0, 1));
+    /// ```
     fn rank(&self) -> Rank;
     /// Ranks in the job.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// assert!(threads::endpoints(3, &[16]).unwrap().iter().all(|e| e.size() == 3));
+    /// ```
     fn size(&self) -> usize;
     /// What this conduit can do.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(2, &[16, 64]).unwrap();
+    /// assert_eq!((eps[0].caps().ranks, eps[0].caps().channels.len()), (2, 2));
+    /// ```
     fn caps(&self) -> &Caps;
 
     /// Moves the receive side of every Interrupt channel (and of the interrupt
     /// channel, [`Caps::interrupt_channel`]) out of this endpoint, for a progress
     /// thread; `None` if the job has none, or they were taken already. From then on
     /// this endpoint answers [`ConduitError::DeliveredByInterrupts`] for them.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec, Delivery};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+    /// let mut eps = threads::endpoints_for(1, &spec).unwrap();
+    /// assert!(eps[0].take_interrupts().is_some()); // for a progress thread
+    /// assert!(eps[0].take_interrupts().is_none()); // taken already
+    /// assert!(eps[0].peek(1).is_err()); // DeliveredByInterrupts
+    /// ```
     fn take_interrupts(&mut self) -> Option<Self::Interrupts>;
 
     /// Sends `msg` to channel `ch` of `dest`, or answers [`ConduitError::Busy`] with
     /// nothing sent if there is no room now ([`ConduitError::NotPermitted`] if this rank
     /// may not send into `ch`).
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, ConduitError, Message};
+    /// let eps = threads::endpoints(2, &[2]).unwrap(); // two slots
+    /// let m = Message { tag: 0, flags: 0, args: &[1], payload: &[] };
+    /// eps[0].try_send(1, 0, &m).unwrap();
+    /// eps[0].try_send(1, 0, &m).unwrap();
+    /// assert_eq!(eps[0].try_send(1, 0, &m), Err(ConduitError::Busy)); // full: nothing sent
+    /// ```
     fn try_send(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> Result<(), ConduitError>;
 
     /// Sends a Long message: deposits `msg.payload` at byte `offset` of `dest`'s
     /// registered segment, then a frame with `msg.args` that tells where. The receiver
     /// sees the payload in place in its segment. [`ConduitError::OutOfSegment`] if the
     /// range does not fit; [`ConduitError::Busy`] (nothing written) if the ring is full.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// let m = Message { tag: 0, flags: 0, args: &[7], payload: &[9; 4096] };
+    /// eps[0].try_send_long(1, 0, &m, 8192).unwrap(); // 4 KiB at byte 8192 of rank 1's segment
+    /// let f = eps[1].peek(0).unwrap().unwrap();
+    /// assert!(f.is_long() && f.payload().len() == 4096);
+    /// let (base, _) = eps[1].segment();
+    /// assert_eq!(f.payload().as_ptr(), base.as_ptr().wrapping_add(8192).cast_const());
+    /// ```
     fn try_send_long(
         &self,
         dest: Rank,
@@ -426,6 +734,16 @@ pub trait Conduit {
     /// this rank, and a frame with `msg.args` names it. [`ConduitError::Busy`] (nothing
     /// sent) if the ring is full or every block is still in use;
     /// [`ConduitError::TagOnTooLarge`] above the block size.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, ConduitError, Message};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// let block = eps[0].caps().tag_on_bytes;
+    /// let data = vec![1u8; block + 1];
+    /// let m = |n| Message { tag: 0, flags: 0, args: &[], payload: &data[..n] };
+    /// assert!(eps[0].try_send_tag_on(1, 0, &m(block)).is_ok());
+    /// assert!(matches!(eps[0].try_send_tag_on(1, 0, &m(block + 1)), Err(ConduitError::TagOnTooLarge { .. })));
+    /// ```
     fn try_send_tag_on(
         &self,
         dest: Rank,
@@ -435,11 +753,28 @@ pub trait Conduit {
 
     /// This rank's registered segment: its first byte and length. Peers write into it
     /// (Long messages, later RMA), so it is handed out as a raw pointer.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(1, &[16]).unwrap();
+    /// let (base, len) = eps[0].segment();
+    /// assert!(len == eps[0].caps().segment_bytes && base.as_ptr() as usize % 4096 == 0);
+    /// ```
     fn segment(&self) -> (std::ptr::NonNull<u8>, usize);
 
     /// The frame at the head of local channel `ch` (senders served round-robin), if any.
     /// Only one frame per channel can be out at a time:
     /// [`ConduitError::FrameOutstanding`] otherwise.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, ConduitError, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(1, &[16]).unwrap();
+    /// assert!(eps[0].peek(0).unwrap().is_none());
+    /// eps[0].try_send(0, 0, &Message { tag: 0, flags: 0, args: &[1], payload: &[] }).unwrap();
+    /// let f = eps[0].peek(0).unwrap().unwrap();
+    /// assert!(matches!(eps[0].peek(0), Err(ConduitError::FrameOutstanding { .. }))); // one out at a time
+    /// f.release();
+    /// ```
     fn peek(&self, ch: Channel) -> Result<Option<Self::Frame<'_>>, ConduitError>;
 
     /// Runs `f` on up to `budget` frames of local channel `ch`, each in place, and removes
@@ -449,6 +784,17 @@ pub trait Conduit {
     ///
     /// While `f` runs, channel `ch` has a frame out: a `peek` or `drain` of `ch` from
     /// inside `f` gets [`ConduitError::FrameOutstanding`]; other channels work.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, ConduitError, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(1, &[16]).unwrap();
+    /// for i in 0..5 {
+    ///     eps[0].try_send(0, 0, &Message { tag: 0, flags: 0, args: &[i], payload: &[] }).unwrap();
+    /// }
+    /// let mut sum = 0;
+    /// let n = eps[0].drain(0, 3, |f| -> Result<(), ConduitError> { sum += f.args()[0]; Ok(()) }).unwrap();
+    /// assert_eq!((n, sum), (3, 0 + 1 + 2)); // the budget: 3 frames, the rest stays queued
+    /// ```
     fn drain<E, F>(&self, ch: Channel, budget: usize, f: F) -> Result<usize, E>
     where
         E: From<ConduitError>,
@@ -646,12 +992,30 @@ pub trait Conduit {
     }
 
     /// A One-poll set of `channels` (highest priority first).
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(1, &[16, 16]).unwrap();
+    /// assert!(eps[0].poll_set(&[0, 1]).is_ok());
+    /// assert!(eps[0].poll_set(&[5]).is_err()); // no such channel
+    /// ```
     fn poll_set(&self, channels: &[Channel]) -> Result<PollSet, ConduitError>;
 
     /// One-poll (StarT-Voyager): the first frame of the first non-empty channel of
     /// `set`, in priority order. When every channel has `notify` and the receiver has
     /// been idle a while, an empty One-poll reads one word, whatever the number of
     /// channels and peers; otherwise it scans.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(1, &[16, 16]).unwrap();
+    /// let set = eps[0].poll_set(&[1, 0]).unwrap();
+    /// eps[0].try_send(0, 0, &Message { tag: 0, flags: 0, args: &[0], payload: &[] }).unwrap();
+    /// eps[0].try_send(0, 1, &Message { tag: 0, flags: 0, args: &[1], payload: &[] }).unwrap();
+    /// let (ch, f) = eps[0].one_poll(&set).unwrap().unwrap();
+    /// assert_eq!((ch, f.args()[0]), (1, 1)); // the higher-priority channel first
+    /// f.release();
+    /// ```
     #[allow(clippy::type_complexity)]
     fn one_poll(&self, set: &PollSet) -> Result<Option<(Channel, Self::Frame<'_>)>, ConduitError>;
 
@@ -689,25 +1053,71 @@ pub trait Conduit {
     /// Frames of local channel `ch` this conduit dropped undelivered: from a rank not
     /// allowed to send there (a sender that bypassed its own check), or naming memory
     /// outside this rank's segment or pool. Each is also in [`Conduit::faults`].
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// assert_eq!(eps[0].dropped(0), 0); // no frame from a sender the channel does not allow
+    /// ```
     fn dropped(&self, ch: Channel) -> u64;
 
     /// The faults of peers this rank has seen: frames dropped because a correct peer
     /// never sends them (here or in the layers above, [`Conduit::record_fault`]), per
     /// sender, and the rings closed because their frame boundaries were lost.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// assert!(eps[0].faults().is_empty());
+    /// ```
     fn faults(&self) -> super::Faults;
 
     /// Records a fault of a peer that a layer above found in a frame this conduit
     /// delivered (an unknown handler, a missing arg, …): the frame was dropped.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Fault, FaultKind};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// // A layer above found a peer's message wrong (here: a handler id it does not have).
+    /// eps[0].record_fault(Fault { source: Some(1), channel: 0, kind: FaultKind::UnknownHandler { id: 77 } });
+    /// assert_eq!(eps[0].faults().of(1), 1);
+    /// ```
     fn record_fault(&self, fault: super::Fault);
 
     /// Setup-time all-gather of one word per rank (index = rank).
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(3, &[16]).unwrap();
+    /// let all = std::thread::scope(|s| {
+    ///     let h: Vec<_> = eps.into_iter().map(|e| s.spawn(move || e.allgather(10 * e.rank() as u64))).collect();
+    ///     h.into_iter().map(|h| h.join().unwrap().unwrap()).collect::<Vec<_>>()
+    /// });
+    /// assert!(all.iter().all(|v| v == &[0, 10, 20]));
+    /// ```
     fn allgather(&self, mine: u64) -> Result<Vec<u64>, ConduitError>;
 
     /// Setup-time barrier over all ranks.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// std::thread::scope(|s| {
+    ///     for e in eps {
+    ///         s.spawn(move || e.barrier().unwrap()); // setup-time barrier, not the AM one
+    ///     }
+    /// });
+    /// ```
     fn barrier(&self) -> Result<(), ConduitError>;
 
     /// [`ConduitError::PeerDead`] if a rank of the job is known to have failed. Waiting
     /// loops call it on their slow path so that nothing waits forever on a dead peer.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// assert!(eps[0].check_peers().is_ok()); // nobody failed
+    /// ```
     fn check_peers(&self) -> Result<(), ConduitError>;
 
     /// True once `rank` has left the job cleanly (its endpoint is gone): it sends and
@@ -715,6 +1125,14 @@ pub trait Conduit {
     /// at the queues made after this returns true. Waiting loops call it on their slow
     /// path: room in its queues will not come, and once every other rank has left,
     /// nothing can arrive.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// assert!(!eps[0].peer_left(1));
+    /// eps[1].boot().mark_left(1); // what threads::run does when rank 1's closure returns
+    /// assert!(eps[0].peer_left(1));
+    /// ```
     fn peer_left(&self, rank: Rank) -> bool;
 
     /// True if the job has other ranks and all of them have left.

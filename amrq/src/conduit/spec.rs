@@ -6,6 +6,11 @@
 use super::{Channel, ConduitError, Rank, Senders};
 
 /// How the frames of a channel reach the program.
+///
+/// ```
+/// use amrq::conduit::{ChannelSpec, Delivery};
+/// assert_eq!(ChannelSpec::new(16).delivery, Delivery::Poll); // the default
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Delivery {
     /// The program polls it (the default: atomic by default, as RQ argues).
@@ -46,6 +51,12 @@ pub struct ChannelSpec {
 
 impl ChannelSpec {
     /// A polled, per-sender channel of `slots` slots that every rank may send into.
+    ///
+    /// ```
+    /// use amrq::conduit::{ChannelSpec, Senders};
+    /// let ch = ChannelSpec::new(128);
+    /// assert_eq!((ch.slots, ch.senders, ch.shared, ch.notify), (128, Senders::All, false, false));
+    /// ```
     pub fn new(slots: u64) -> Self {
         Self {
             slots,
@@ -58,6 +69,12 @@ impl ChannelSpec {
     }
 
     /// Only these senders.
+    ///
+    /// ```
+    /// use amrq::conduit::{ChannelSpec, Senders};
+    /// let ch = ChannelSpec::new(16).senders(Senders::Only(vec![0]));
+    /// assert!(!ch.senders.allows(1));
+    /// ```
     pub fn senders(mut self, senders: Senders) -> Self {
         self.senders = senders;
         self
@@ -70,30 +87,60 @@ impl ChannelSpec {
     /// and a frame whose header claims more slots than its sender reserved hides the
     /// frames reserved after it (the receiver checks what a header can say, not which
     /// sender wrote which slot).
+    ///
+    /// ```
+    /// use amrq::conduit::ChannelSpec;
+    /// assert!(ChannelSpec::new(1024).shared(true).shared);
+    /// ```
     pub fn shared(mut self, shared: bool) -> Self {
         self.shared = shared;
         self
     }
 
     /// Its senders ring the receiver's doorbell when armed.
+    ///
+    /// ```
+    /// use amrq::conduit::ChannelSpec;
+    /// assert!(ChannelSpec::new(16).notify(true).rings_doorbell());
+    /// ```
     pub fn notify(mut self, notify: bool) -> Self {
         self.notify = notify;
         self
     }
 
     /// Polled or drained by a progress thread.
+    ///
+    /// ```
+    /// use amrq::conduit::{ChannelSpec, Delivery};
+    /// assert_eq!(ChannelSpec::new(16).delivery(Delivery::Interrupt).delivery, Delivery::Interrupt);
+    /// ```
     pub fn delivery(mut self, delivery: Delivery) -> Self {
         self.delivery = delivery;
         self
     }
 
     /// Setup fails unless one frame can carry `bytes` of payload.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(256).max_payload(4096)]);
+    /// let eps = threads::endpoints_for(1, &spec).unwrap();
+    /// assert!(eps[0].caps().channels[0].max_payload >= 4096);
+    /// let too_big = ConduitSpec::new(vec![ChannelSpec::new(2).max_payload(1 << 20)]);
+    /// assert!(threads::endpoints_for(1, &too_big).is_err()); // setup says it cannot
+    /// ```
     pub fn max_payload(mut self, bytes: usize) -> Self {
         self.max_payload = Some(bytes);
         self
     }
 
     /// Its senders ring the doorbell: asked for, or needed to wake the progress thread.
+    ///
+    /// ```
+    /// use amrq::conduit::{ChannelSpec, Delivery};
+    /// assert!(!ChannelSpec::new(16).rings_doorbell());
+    /// assert!(ChannelSpec::new(16).delivery(Delivery::Interrupt).rings_doorbell());
+    /// ```
     pub fn rings_doorbell(&self) -> bool {
         self.notify || self.delivery == Delivery::Interrupt
     }
@@ -131,6 +178,12 @@ pub struct ConduitSpec {
 impl ConduitSpec {
     /// `channels`, no interrupt channel, 8 Tag-On blocks of 4 KiB per pair and a 64 KiB
     /// segment per rank.
+    ///
+    /// ```
+    /// use amrq::conduit::{ChannelSpec, ConduitSpec};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(256), ChannelSpec::new(64)]);
+    /// assert_eq!((spec.channels.len(), spec.segment_bytes), (2, 64 << 10));
+    /// ```
     pub fn new(channels: Vec<ChannelSpec>) -> Self {
         Self {
             channels,
@@ -166,6 +219,12 @@ impl ConduitSpec {
     }
 
     /// The doorbell bit of channel `ch`: channels share bit `ch % 64`.
+    ///
+    /// ```
+    /// use amrq::conduit::ConduitSpec;
+    /// assert_eq!(ConduitSpec::doorbell_bit(3), 1 << 3);
+    /// assert_eq!(ConduitSpec::doorbell_bit(67), 1 << 3); // channels share bit ch % 64
+    /// ```
     pub const fn doorbell_bit(ch: Channel) -> u64 {
         1 << (ch % 64)
     }
