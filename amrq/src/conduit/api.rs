@@ -644,6 +644,17 @@ impl<'a> ReceivedFrame<'a> for NoFrame {
 
 /// The operations every conduit offers. All calls are non-blocking, and a rank's conduit
 /// is used by one thread (it is `Send`, not `Sync`).
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
+/// // Code written against the trait runs on any conduit (shared memory, UCX, both).
+/// fn ping<C: Conduit>(c: &C, to: usize) -> bool {
+///     c.try_send(to, 0, &Message { tag: 1, flags: 0, args: &[42], payload: &[] }).is_ok()
+/// }
+/// let eps = threads::endpoints(2, &[16]).unwrap();
+/// assert!(ping(&eps[0], 1));
+/// assert_eq!(eps[1].peek(0).unwrap().unwrap().args(), [42]);
+/// ```
 pub trait Conduit {
     /// A received frame, borrowed from the conduit.
     type Frame<'a>: ReceivedFrame<'a>

@@ -3,6 +3,15 @@
 use super::{Channel, Rank};
 
 /// Why a conduit operation did not happen.
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit, ConduitError, Message};
+/// let eps = threads::endpoints(2, &[16]).unwrap();
+/// let m = Message { tag: 0, flags: 0, args: &[], payload: &[] };
+/// let e = eps[0].try_send(5, 0, &m).unwrap_err();
+/// assert_eq!(e, ConduitError::NoSuchRank { rank: 5, size: 2 });
+/// assert_eq!(e.to_string(), "rank 5 does not exist: the job has 2 ranks (0..2)");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConduitError {
     /// No room at the destination now; nothing was sent. Poll and retry.

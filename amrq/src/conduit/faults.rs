@@ -19,9 +19,25 @@ use super::{Channel, Rank};
 use std::sync::{Arc, Mutex};
 
 /// Faults kept in [`Faults::recent`].
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit, Fault, FaultKind, RECENT_FAULTS};
+/// let eps = threads::endpoints(2, &[16]).unwrap();
+/// for _ in 0..RECENT_FAULTS + 10 {
+///     eps[0].record_fault(Fault { source: Some(1), channel: 0, kind: FaultKind::NotPermitted });
+/// }
+/// let f = eps[0].faults();
+/// assert_eq!((f.total(), f.recent().count()), (RECENT_FAULTS as u64 + 10, RECENT_FAULTS));
+/// ```
 pub const RECENT_FAULTS: usize = 32;
 
 /// What was wrong with a frame a peer sent.
+///
+/// ```
+/// use amrq::conduit::FaultKind;
+/// let k = FaultKind::MissingArg { index: 2, nargs: 1 };
+/// assert!(!k.closes_ring()); // only that frame is dropped
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FaultKind {
     /// A header the protocol cannot produce: the frame boundaries of the sender's ring
@@ -73,6 +89,12 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// True if the fault closed the sender's ring on that channel.
+    ///
+    /// ```
+    /// use amrq::conduit::FaultKind;
+    /// assert!(!FaultKind::NotPermitted.closes_ring());
+    /// assert!(!FaultKind::UnknownHandler { id: 3 }.closes_ring());
+    /// ```
     pub fn closes_ring(&self) -> bool {
         matches!(self, FaultKind::Corrupt(_))
     }
@@ -133,26 +155,64 @@ pub struct Faults {
 
 impl Faults {
     /// Frames dropped in all.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Fault, FaultKind};
+    /// let eps = threads::endpoints(3, &[16]).unwrap();
+    /// for src in [1, 2, 2] {
+    ///     eps[0].record_fault(Fault { source: Some(src), channel: 0, kind: FaultKind::NotPermitted });
+    /// }
+    /// assert_eq!(eps[0].faults().total(), 3);
+    /// ```
     pub fn total(&self) -> u64 {
         self.per_peer.iter().sum::<u64>() + self.unattributed
     }
 
     /// True if no peer has sent a bad frame.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// assert!(threads::endpoints(2, &[16]).unwrap()[0].faults().is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.total() == 0
     }
 
     /// Frames of `rank` dropped.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Fault, FaultKind};
+    /// let eps = threads::endpoints(3, &[16]).unwrap();
+    /// eps[0].record_fault(Fault { source: Some(2), channel: 0, kind: FaultKind::OutOfSegment });
+    /// let f = eps[0].faults();
+    /// assert_eq!((f.of(1), f.of(2), f.of(99)), (0, 1, 0));
+    /// ```
     pub fn of(&self, rank: Rank) -> u64 {
         self.per_peer.get(rank).copied().unwrap_or(0)
     }
 
     /// The rings closed for corrupt headers: (sender, channel).
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Fault, FaultKind};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// eps[0].record_fault(Fault { source: Some(1), channel: 0, kind: FaultKind::OutsidePool });
+    /// assert!(eps[0].faults().closed().is_empty()); // a dropped frame closes no ring
+    /// ```
     pub fn closed(&self) -> &[(Option<Rank>, Channel)] {
         &self.closed
     }
 
     /// The latest faults (up to [`RECENT_FAULTS`]), oldest first.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Fault, FaultKind};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// eps[0].record_fault(Fault { source: Some(1), channel: 0, kind: FaultKind::NotPermitted });
+    /// let f = eps[0].faults();
+    /// let last = f.recent().last().unwrap();
+    /// assert_eq!((last.source, last.channel), (Some(1), 0));
+    /// ```
     pub fn recent(&self) -> impl Iterator<Item = &Fault> {
         self.recent.iter()
     }

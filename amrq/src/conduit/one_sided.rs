@@ -45,6 +45,14 @@ pub enum AtomicOp {
 
 impl AtomicOp {
     /// Applies the operation to `w` as a processor atomic; returns the value before.
+    ///
+    /// ```
+    /// use amrq::conduit::AtomicOp;
+    /// use std::sync::atomic::AtomicU64;
+    /// let w = AtomicU64::new(0b1100);
+    /// assert_eq!(AtomicOp::FetchAnd(0b0100).apply(&w), 0b1100);
+    /// assert_eq!(AtomicOp::Load.apply(&w), 0b0100);
+    /// ```
     pub fn apply(self, w: &AtomicU64) -> u64 {
         // ORDERING: AcqRel: a remote atomic orders like a lock operation, so that a
         // counter or flag built on it publishes (Release) and acquires (Acquire) the
@@ -96,6 +104,12 @@ impl AtomicOp {
     }
 
     /// The operation [`AtomicOp::to_words`] wrote; `None` for an unknown kind.
+    ///
+    /// ```
+    /// use amrq::conduit::AtomicOp;
+    /// let (k, a, b) = AtomicOp::FetchXor(5).to_words(); // as a frame carries it
+    /// assert_eq!(AtomicOp::from_words(k, a, b), Some(AtomicOp::FetchXor(5)));
+    /// ```
     pub fn from_words(kind: u64, a: u64, b: u64) -> Option<Self> {
         Some(match kind {
             0 => AtomicOp::FetchAdd(a),
@@ -113,11 +127,32 @@ impl AtomicOp {
 
 /// A one-sided operation a conduit has started and not yet completed; ask
 /// [`Conduit::op_test`](super::Conduit::op_test) about it.
+///
+/// ```
+/// use amrq::conduit::{threads, Conduit, Started};
+/// let eps = threads::endpoints(2, &[16]).unwrap();
+/// match eps[0].put_nb(1, 0, b"data").unwrap() {
+///     Started::Done(_) => {} // mapped memory: done at once
+///     Started::InFlight(token) => while eps[0].op_test(token).unwrap().is_none() {},
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[must_use = "an operation in flight is complete only once op_test says so"]
 pub struct OpToken(pub u64);
 
 /// What starting a one-sided operation answers.
+///
+/// ```
+/// use amrq::conduit::{threads, AtomicOp, Conduit, Started};
+/// let eps = threads::endpoints(2, &[16]).unwrap();
+/// let old = match eps[0].atomic_nb(1, 0, AtomicOp::FetchAdd(2)).unwrap() {
+///     Started::Done(v) => v,
+///     Started::InFlight(t) => loop {
+///         if let Some(v) = eps[0].op_test(t).unwrap() { break v; }
+///     },
+/// };
+/// assert_eq!(old, 0);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use = "an operation in flight is complete only once op_test says so"]
 pub enum Started {
