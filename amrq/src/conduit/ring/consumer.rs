@@ -10,6 +10,20 @@ use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
 /// A readable frame, as [`Consumer::peek`] found it. The frame stays in the ring (and its
 /// args and payload can be borrowed in place) until [`Consumer::release`].
+///
+/// ```
+/// # use amrq::conduit::ring::*;
+/// # #[repr(C, align(128))]
+/// # struct Mem([u8; 128 + 8 * 64]);
+/// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+/// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+/// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+/// # ring.init(0);
+/// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+/// assert!(p.try_push(&ring, FrameHeader::default(), &[], &[0; 200]));
+/// let f: Peeked = c.peek(&ring).unwrap().unwrap();
+/// assert_eq!((f.position, f.slots), (0, frame_slots(0, 200)));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Peeked {
     /// Position of the frame's first slot.
@@ -22,12 +36,43 @@ pub struct Peeked {
 
 impl Peeked {
     /// Index of the first slot.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// for _ in 0..3 {
+    ///     assert!(p.try_push(&ring, FrameHeader::default(), &[], b""));
+    ///     let f = c.peek(&ring).unwrap().unwrap();
+    ///     c.release(&ring, &f);
+    /// }
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[], b""));
+    /// assert_eq!(c.peek(&ring).unwrap().unwrap().index(8), 3);
+    /// ```
     #[inline(always)]
     pub fn index(&self, nslots: u64) -> u64 {
         self.position & (nslots - 1)
     }
 
     /// Offset of the payload from the start of the first slot.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[1, 2], b"p"));
+    /// assert_eq!(c.peek(&ring).unwrap().unwrap().payload_offset(), 16 + 16);
+    /// ```
     #[inline(always)]
     pub fn payload_offset(&self) -> usize {
         payload_offset(self.header.nargs as usize)
@@ -35,6 +80,20 @@ impl Peeked {
 }
 
 /// What [`Consumer::look`] found at the head.
+///
+/// ```
+/// # use amrq::conduit::ring::*;
+/// # #[repr(C, align(128))]
+/// # struct Mem([u8; 128 + 8 * 64]);
+/// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+/// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+/// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+/// # ring.init(0);
+/// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+/// assert_eq!(c.look(&ring), Look::Empty);
+/// assert!(p.try_push(&ring, FrameHeader::default(), &[1], b""));
+/// assert!(matches!(c.look(&ring), Look::Express(_)));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Look {
     /// Nothing readable.
@@ -64,6 +123,12 @@ pub struct Consumer {
 impl Consumer {
     /// A consumer for a ring of `nslots` slots initialised at `start`, publishing its head
     /// every `batch` slots (and whenever it finds the ring empty).
+    ///
+    /// ```
+    /// use amrq::conduit::ring::Consumer;
+    /// let c = Consumer::new(256, 0, Consumer::default_batch(256));
+    /// assert_eq!((c.nslots(), c.batch(), c.head()), (256, 64, 0));
+    /// ```
     pub const fn new(nslots: u64, start: u64, batch: u64) -> Self {
         Self {
             head: start,
@@ -75,6 +140,12 @@ impl Consumer {
 
     /// The default batch for a ring of `nslots`: 64 slots (ANCHORS.md), at most a quarter
     /// of the ring.
+    ///
+    /// ```
+    /// use amrq::conduit::ring::Consumer;
+    /// assert_eq!(Consumer::default_batch(1024), 64);
+    /// assert_eq!(Consumer::default_batch(16), 4); // at most a quarter of the ring
+    /// ```
     pub const fn default_batch(nslots: u64) -> u64 {
         let b = nslots / 4;
         if b > 64 {
@@ -87,16 +158,39 @@ impl Consumer {
     }
 
     /// Slots of its ring.
+    ///
+    /// ```
+    /// assert_eq!(amrq::conduit::ring::Consumer::new(32, 0, 8).nslots(), 32);
+    /// ```
     pub const fn nslots(&self) -> u64 {
         self.mask + 1
     }
 
     /// Slots consumed between two publications of the head.
+    ///
+    /// ```
+    /// assert_eq!(amrq::conduit::ring::Consumer::new(32, 0, 0).batch(), 1); // 0 means every slot
+    /// ```
     pub const fn batch(&self) -> u64 {
         self.batch
     }
 
     /// Position of the next frame to read.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[], b""));
+    /// let f = c.peek(&ring).unwrap().unwrap();
+    /// c.release(&ring, &f);
+    /// assert_eq!(c.head(), 1);
+    /// ```
     pub const fn head(&self) -> u64 {
         self.head
     }
@@ -105,6 +199,20 @@ impl Consumer {
     /// scanning many rings. Like [`Consumer::peek`], finding the ring empty publishes
     /// the head if slots were consumed since the last publication (a local store: the
     /// producer reads the head only when its cached view says full).
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(!c.ready(&ring));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[], b""));
+    /// assert!(c.ready(&ring));
+    /// ```
     #[inline(always)]
     pub fn ready<M: RingMemory>(&mut self, mem: &M) -> bool {
         // ORDERING: Acquire pairs with the Release store of the sequence word in
@@ -119,6 +227,20 @@ impl Consumer {
     /// True if no frame is readable at the head and the head is published: nothing to
     /// do here, not even a store (for scans that find most rings idle). `false` says
     /// only that [`Consumer::ready`] has work: a frame, or a head to publish.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(c.quiet(&ring));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[], b""));
+    /// assert!(!c.quiet(&ring));
+    /// ```
     #[inline(always)]
     pub fn quiet<M: RingMemory>(&self, mem: &M) -> bool {
         self.head == self.published
@@ -135,6 +257,22 @@ impl Consumer {
     ///
     /// A header the protocol cannot produce (a bad peer) gives [`Corrupt`]; the ring
     /// should not be read further.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(c.peek(&ring).unwrap().is_none());
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[5], b""));
+    /// let f = c.peek(&ring).unwrap().unwrap();
+    /// assert_eq!(c.read_args(&ring, &f)[0], 5);
+    /// c.release(&ring, &f);
+    /// ```
     #[inline(always)]
     pub fn peek<M: RingMemory>(&mut self, mem: &M) -> Result<Option<Peeked>, Corrupt> {
         loop {
@@ -150,6 +288,23 @@ impl Consumer {
     /// The frame at the head, which [`Consumer::ready`] has just seen: `Ok(None)` if it
     /// was a pad (now skipped; look again). The frame's bytes are read only after that
     /// Acquire, so there is no need to load the sequence word a second time.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[], b"hi"));
+    /// if c.ready(&ring) {
+    ///     let f = c.take_ready(&ring).unwrap().expect("a frame, not a pad");
+    ///     assert_eq!(f.header.len, 2);
+    ///     c.release(&ring, &f);
+    /// }
+    /// ```
     #[inline(always)]
     pub fn take_ready<M: RingMemory>(&mut self, mem: &M) -> Result<Option<Peeked>, Corrupt> {
         let idx = self.head & self.mask;
@@ -185,6 +340,19 @@ impl Consumer {
     /// readable (then [`Consumer::take_ready`]), [`Look::Empty`] otherwise, having
     /// published the head as [`Consumer::ready`] does. The head and the slot's address
     /// are read once, before the Acquire load, and used after it.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[], &[0; 100])); // two slots
+    /// assert_eq!(c.look(&ring), Look::Other); // not Express: take it with take_ready
+    /// ```
     #[inline(always)]
     pub fn look<M: RingMemory>(&mut self, mem: &M) -> Look {
         let head = self.head;
@@ -218,6 +386,20 @@ impl Consumer {
     }
 
     /// Copies the args of `f` out of the ring (the conduits borrow them in place instead).
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[1, 2, 3], b""));
+    /// let f = c.peek(&ring).unwrap().unwrap();
+    /// assert_eq!(c.read_args(&ring, &f)[..3], [1, 2, 3]);
+    /// ```
     pub fn read_args<M: RingMemory>(&self, mem: &M, f: &Peeked) -> [u64; MAX_ARGS] {
         let mut bytes = [0u8; MAX_ARGS * 8];
         let n = f.header.nargs as usize * 8;
@@ -231,6 +413,22 @@ impl Consumer {
     }
 
     /// Copies the payload of `f` out of the ring into `dst` (`dst.len()` = payload length).
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[1], b"twelve bytes"));
+    /// let f = c.peek(&ring).unwrap().unwrap();
+    /// let mut out = [0u8; 12];
+    /// c.read_payload(&ring, &f, &mut out);
+    /// assert_eq!(&out, b"twelve bytes");
+    /// ```
     pub fn read_payload<M: RingMemory>(&self, mem: &M, f: &Peeked, dst: &mut [u8]) {
         debug_assert_eq!(dst.len(), f.header.len as usize);
         // SAFETY: as in `read_args`.
@@ -238,6 +436,22 @@ impl Consumer {
     }
 
     /// Hands the frame `f` (the one [`Consumer::peek`] returned last) back to the producer.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// for i in 0..20u64 { // more frames than slots: each release makes room
+    ///     assert!(p.try_push(&ring, FrameHeader::default(), &[i], b""));
+    ///     let f = c.peek(&ring).unwrap().unwrap();
+    ///     c.release(&ring, &f);
+    /// }
+    /// ```
     #[inline(always)]
     pub fn release<M: RingMemory>(&mut self, mem: &M, f: &Peeked) {
         debug_assert_eq!(f.position, self.head);
@@ -252,6 +466,22 @@ impl Consumer {
     }
 
     /// [`Consumer::release`] of the one-slot frame at the head (an Express frame).
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[1], b""));
+    /// if let Look::Express(_) = c.look(&ring) {
+    ///     c.release_one(&ring);
+    /// }
+    /// assert_eq!(c.head(), 1);
+    /// ```
     #[inline(always)]
     pub fn release_one<M: RingMemory>(&mut self, mem: &M) {
         self.advance(mem, 1);
@@ -259,6 +489,24 @@ impl Consumer {
 
     /// Publishes the head if slots were consumed since the last publication: for a
     /// reader that leaves a ring before finding it empty.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// use std::sync::atomic::Ordering;
+    /// let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 4));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[], b""));
+    /// let f = c.peek(&ring).unwrap().unwrap();
+    /// c.release(&ring, &f); // 1 of a batch of 4: not published yet
+    /// assert_eq!(ring.head().load(Ordering::Relaxed), 0);
+    /// c.publish_if_behind(&ring);
+    /// assert_eq!(ring.head().load(Ordering::Relaxed), 1);
+    /// ```
     #[inline(always)]
     pub fn publish_if_behind<M: RingMemory>(&mut self, mem: &M) {
         if self.head != self.published {

@@ -3,27 +3,71 @@
 use crate::sync::AtomicU64;
 
 /// Bytes per slot: one cache line.
+///
+/// ```
+/// assert_eq!(amrq::conduit::ring::SLOT_BYTES, 64); // one cache line
+/// ```
 pub const SLOT_BYTES: usize = 64;
 /// Bytes of the control block that precedes the slots (two cache lines, because the
 /// adjacent-line prefetcher pulls lines in pairs).
+///
+/// ```
+/// use amrq::conduit::ring::{RawRing, CTL_BYTES, SLOT_BYTES};
+/// assert_eq!(RawRing::bytes(4), CTL_BYTES + 4 * SLOT_BYTES);
+/// ```
 pub const CTL_BYTES: usize = 128;
 /// u64 args that fit the first slot beside the header and the sequence word.
+///
+/// ```
+/// use amrq::conduit::ring::{frame_slots, EXPRESS_ARGS};
+/// assert_eq!(frame_slots(EXPRESS_ARGS, 0), 1);
+/// assert_eq!(frame_slots(EXPRESS_ARGS + 1, 0), 2);
+/// ```
 pub const EXPRESS_ARGS: usize = 6;
 /// Most u64 args a frame carries.
+///
+/// ```
+/// assert_eq!(amrq::conduit::ring::MAX_ARGS, 8);
+/// ```
 pub const MAX_ARGS: usize = 8;
 /// Header flag reserved for the ring: this frame is padding up to the end of the ring.
+///
+/// ```
+/// use amrq::conduit::ring::{is_express, FrameHeader, FLAG_PAD};
+/// assert!(!is_express(FrameHeader { flags: FLAG_PAD, ..Default::default() }.pack()));
+/// ```
 pub const FLAG_PAD: u8 = 0x80;
 /// Header flag reserved for conduits: the payload is a Long message's (offset, length)
 /// in the receiver's registered segment, not the data itself.
+///
+/// ```
+/// use amrq::conduit::ring::{FLAG_LONG, USER_FLAGS};
+/// assert_eq!(FLAG_LONG & USER_FLAGS, 0); // the conduit's, not the layers' above
+/// ```
 pub const FLAG_LONG: u8 = 0x40;
 /// Header flag reserved for conduits: the payload is a Tag-On block's (index, length)
 /// in the receiver's pool for this sender.
+///
+/// ```
+/// use amrq::conduit::ring::{FLAG_LONG, FLAG_PAD, FLAG_TAG_ON};
+/// assert_eq!(FLAG_TAG_ON & (FLAG_LONG | FLAG_PAD), 0);
+/// ```
 pub const FLAG_TAG_ON: u8 = 0x20;
 /// Flag bits the layers above the conduit may use.
+///
+/// ```
+/// use amrq::conduit::ring::USER_FLAGS;
+/// assert_eq!(USER_FLAGS.count_ones(), 5); // bits 0-4 for the layers above
+/// ```
 pub const USER_FLAGS: u8 = 0x1f;
 
 /// The control block: the consumer's published head and its closed mark, alone on
 /// their line pair (both consumer → producer).
+///
+/// ```
+/// use amrq::conduit::ring::{RingCtl, CTL_BYTES};
+/// assert_eq!(std::mem::size_of::<RingCtl>(), CTL_BYTES); // a line pair of its own
+/// ```
 #[repr(C, align(128))]
 pub struct RingCtl {
     /// Position of the first slot the consumer has not handed back yet. Written by the
@@ -37,6 +81,11 @@ pub struct RingCtl {
 /// One slot as the first slot of a frame sees it. Args, then payload, run on
 /// contiguously from byte [`ARGS_OFFSET`] into the following slots, so a receiver can
 /// borrow both in place.
+///
+/// ```
+/// use amrq::conduit::ring::{Slot, SLOT_BYTES};
+/// assert_eq!(std::mem::size_of::<Slot>(), SLOT_BYTES);
+/// ```
 #[repr(C, align(64))]
 pub struct Slot {
     /// Position + 1 when the frame starting here is readable (written last, Release).
@@ -48,8 +97,18 @@ pub struct Slot {
 }
 
 /// Byte offset of the header in a frame's first slot.
+///
+/// ```
+/// use amrq::conduit::ring::{Slot, HEADER_OFFSET};
+/// assert_eq!(std::mem::offset_of!(Slot, header), HEADER_OFFSET);
+/// ```
 pub const HEADER_OFFSET: usize = 8;
 /// Byte offset of the first arg in a frame's first slot.
+///
+/// ```
+/// use amrq::conduit::ring::{payload_offset, ARGS_OFFSET};
+/// assert_eq!(payload_offset(0), ARGS_OFFSET); // no args: the payload starts there
+/// ```
 pub const ARGS_OFFSET: usize = 16;
 
 #[cfg(not(amrq_loom))]
@@ -93,6 +152,12 @@ pub struct FrameHeader {
 
 impl FrameHeader {
     /// The header as one word.
+    ///
+    /// ```
+    /// use amrq::conduit::ring::FrameHeader;
+    /// let w = FrameHeader { len: 1, tag: 2, nargs: 3, flags: 4 }.pack();
+    /// assert_eq!(w, 1 | 2 << 32 | 3 << 48 | 4 << 56);
+    /// ```
     #[inline(always)]
     pub const fn pack(self) -> u64 {
         self.len as u64
@@ -102,6 +167,11 @@ impl FrameHeader {
     }
 
     /// The header from its word.
+    ///
+    /// ```
+    /// use amrq::conduit::ring::FrameHeader;
+    /// assert_eq!(FrameHeader::unpack(5 << 32).tag, 5);
+    /// ```
     #[inline(always)]
     pub const fn unpack(w: u64) -> Self {
         Self {
@@ -164,6 +234,11 @@ pub const fn frame_slots(nargs: usize, len: usize) -> u64 {
 }
 
 /// Byte offset of the payload from the start of a frame's first slot.
+///
+/// ```
+/// use amrq::conduit::ring::payload_offset;
+/// assert_eq!(payload_offset(2), 16 + 2 * 8);
+/// ```
 #[inline(always)]
 pub const fn payload_offset(nargs: usize) -> usize {
     ARGS_OFFSET + nargs * 8

@@ -11,28 +11,125 @@ use crate::sync::AtomicU64;
 /// the sequence word; the consumer owns it from its Acquire of that sequence word until
 /// it publishes a head past it. The `unsafe` methods require the caller to own the slots
 /// it touches in this sense.
+///
+/// ```
+/// # use amrq::conduit::ring::*;
+/// # #[repr(C, align(128))]
+/// # struct Mem([u8; 128 + 8 * 64]);
+/// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+/// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+/// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+/// # ring.init(0);
+/// // The producer and consumer work on any RingMemory: raw bytes here, loom cells in models.
+/// fn slots<M: RingMemory>(m: &M) -> u64 { m.nslots() }
+/// assert_eq!(slots(&ring), 8);
+/// ```
 pub trait RingMemory {
     /// Number of slots, a power of two.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// assert_eq!(ring.nslots(), 8);
+    /// ```
     fn nslots(&self) -> u64;
     /// The consumer's published head.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// use std::sync::atomic::Ordering;
+    /// assert_eq!(ring.head().load(Ordering::Relaxed), 0); // nothing consumed
+    /// ```
     fn head(&self) -> &AtomicU64;
     /// The sequence word of slot `idx` (`idx < nslots`).
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// use std::sync::atomic::Ordering;
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[1], b""));
+    /// assert_eq!(ring.seq(0).load(Ordering::Acquire), 1); // position 0 + 1: readable
+    /// ```
     fn seq(&self, idx: u64) -> &AtomicU64;
     /// Writes the header word (bytes 8..16) of slot `idx`.
     ///
     /// # Safety
     /// The caller owns slot `idx`.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// let h = FrameHeader { tag: 3, ..Default::default() }.pack();
+    /// // SAFETY: slot 0 is not published and nobody reads it meanwhile.
+    /// unsafe { ring.write_header(0, h) };
+    /// // SAFETY: as above.
+    /// assert_eq!(unsafe { ring.read_header(0) }, h);
+    /// ```
     unsafe fn write_header(&self, idx: u64, header: u64);
     /// Reads the header word (bytes 8..16) of slot `idx`.
     ///
     /// # Safety
     /// The caller owns slot `idx`.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(p.try_push(&ring, FrameHeader { tag: 7, ..Default::default() }, &[], b""));
+    /// // SAFETY: the frame at slot 0 is published (its sequence word was checked by peek).
+    /// let f = c.peek(&ring).unwrap().unwrap();
+    /// assert_eq!(FrameHeader::unpack(unsafe { ring.read_header(0) }).tag, f.header.tag);
+    /// ```
     unsafe fn read_header(&self, idx: u64) -> u64;
     /// Copies `src` to the bytes that start at byte `offset` of slot `idx` and run on
     /// through the following slots (never past the last slot).
     ///
     /// # Safety
     /// The caller owns every slot touched.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// let mut back = [0u8; 3];
+    /// // SAFETY: slots 1-2 are nobody else's here; 3 bytes at offset 16 stay inside them.
+    /// unsafe {
+    ///     ring.write_bytes(1, 16, b"abc");
+    ///     ring.read_bytes(1, 16, &mut back);
+    /// }
+    /// assert_eq!(&back, b"abc");
+    /// ```
     unsafe fn write_bytes(&self, idx: u64, offset: usize, src: &[u8]);
     /// Writes the args `words` at [`ARGS_OFFSET`](super::layout::ARGS_OFFSET) of slot
     /// `idx` (and on through the following slots).
@@ -51,6 +148,23 @@ pub trait RingMemory {
     ///
     /// # Safety
     /// The caller owns every slot touched.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[], b"payload"));
+    /// let f = c.peek(&ring).unwrap().unwrap();
+    /// let mut out = [0u8; 7];
+    /// // SAFETY: the frame is published and not yet released.
+    /// unsafe { ring.read_bytes(f.index(8), f.payload_offset(), &mut out) };
+    /// assert_eq!(&out, b"payload");
+    /// ```
     unsafe fn read_bytes(&self, idx: u64, offset: usize, dst: &mut [u8]);
     /// Hints that slot `idx` will be written soon.
     #[inline(always)]
@@ -103,6 +217,11 @@ mod raw {
 
     impl RawRing {
         /// Bytes a ring of `nslots` slots occupies.
+        ///
+        /// ```
+        /// use amrq::conduit::ring::RawRing;
+        /// assert_eq!(RawRing::bytes(256), 128 + 256 * 64);
+        /// ```
         pub const fn bytes(nslots: u64) -> usize {
             CTL_BYTES + SLOT_BYTES * nslots as usize
         }
@@ -113,6 +232,17 @@ mod raw {
         /// `base` is 128-byte aligned and valid for reads and writes of
         /// [`RawRing::bytes`]`(nslots)` bytes for as long as the ring is used, those bytes
         /// are used only as this ring, and `nslots` is a power of two ≥ 2.
+        ///
+        /// ```
+        /// # use amrq::conduit::ring::*;
+        /// # #[repr(C, align(128))]
+        /// # struct Mem([u8; 128 + 8 * 64]);
+        /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+        /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+        /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+        /// # ring.init(0);
+        /// assert_eq!(ring.nslots(), 8);
+        /// ```
         pub unsafe fn new(base: NonNull<u8>, nslots: u64) -> Self {
             debug_assert!(nslots.is_power_of_two() && nslots >= 2);
             debug_assert!(base.as_ptr() as usize % CTL_BYTES == 0);
@@ -124,6 +254,19 @@ mod raw {
 
         /// Writes the initial control word and sequence words for a ring whose first
         /// frame will be at position `start`. Call once, before any producer or consumer.
+        ///
+        /// ```
+        /// # use amrq::conduit::ring::*;
+        /// # #[repr(C, align(128))]
+        /// # struct Mem([u8; 128 + 8 * 64]);
+        /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+        /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+        /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+        /// # ring.init(0);
+        /// let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 1));
+        /// assert!(c.peek(&ring).unwrap().is_none()); // initialised: empty, no stale frame
+        /// assert!(p.try_push(&ring, FrameHeader::default(), &[], b""));
+        /// ```
         pub fn init(&self, start: u64) {
             super::super::producer::init(self, start);
             self.ctl().closed.store(0, Ordering::Relaxed);
@@ -149,6 +292,19 @@ mod raw {
 
         /// Marks the ring closed: its consumer reads it no more (it found a frame the
         /// protocol cannot produce). Its producer sees it with [`RawRing::is_closed`].
+        ///
+        /// ```
+        /// # use amrq::conduit::ring::*;
+        /// # #[repr(C, align(128))]
+        /// # struct Mem([u8; 128 + 8 * 64]);
+        /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+        /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+        /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+        /// # ring.init(0);
+        /// assert!(!ring.is_closed());
+        /// ring.close(); // the consumer found a corrupt frame
+        /// assert!(ring.is_closed());
+        /// ```
         #[cold]
         pub fn close(&self) {
             // ORDERING: Release pairs with the Acquire load in `is_closed`; nothing else
@@ -158,6 +314,18 @@ mod raw {
 
         /// True once the consumer has closed the ring ([`RawRing::close`]). A sender
         /// asks when the ring is full, before it waits for room.
+        ///
+        /// ```
+        /// # use amrq::conduit::ring::*;
+        /// # #[repr(C, align(128))]
+        /// # struct Mem([u8; 128 + 8 * 64]);
+        /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+        /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+        /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+        /// # ring.init(0);
+        /// ring.close();
+        /// assert!(ring.is_closed());
+        /// ```
         #[cold]
         pub fn is_closed(&self) -> bool {
             // ORDERING: Acquire pairs with the Release store in `close`.
@@ -165,6 +333,17 @@ mod raw {
         }
 
         /// Address of slot `idx` (a frame's bytes are borrowed in place from here).
+        ///
+        /// ```
+        /// # use amrq::conduit::ring::*;
+        /// # #[repr(C, align(128))]
+        /// # struct Mem([u8; 128 + 8 * 64]);
+        /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+        /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+        /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+        /// # ring.init(0);
+        /// assert_eq!(ring.slot_ptr(1) as usize - ring.slot_ptr(0) as usize, 64);
+        /// ```
         #[inline(always)]
         pub fn slot_ptr(&self, idx: u64) -> *const u8 {
             self.slot(idx)

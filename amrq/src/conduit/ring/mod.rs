@@ -63,6 +63,12 @@ pub use producer::{tail_after, Producer};
 pub use shared::{Reservation, SharedProducer};
 
 /// The consumer found something in a ring that the protocol cannot produce.
+///
+/// ```
+/// use amrq::conduit::ring::Corrupt;
+/// let e = Corrupt { position: 12, what: "more than 8 args" };
+/// assert_eq!(e.to_string(), "corrupt frame at ring position 12: more than 8 args");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("corrupt frame at ring position {position}: {what}")]
 pub struct Corrupt {
@@ -74,6 +80,12 @@ pub struct Corrupt {
 
 /// Largest frame, in slots, a ring of `nslots` slots accepts: with padding to the end of
 /// the ring a frame of `k` slots needs up to `2k - 1` free slots.
+///
+/// ```
+/// use amrq::conduit::ring::{frame_slots, max_frame_slots};
+/// assert_eq!(max_frame_slots(256), 128);
+/// assert!(frame_slots(8, 4096) <= max_frame_slots(256)); // a 4 KiB Medium fits 256 slots
+/// ```
 pub const fn max_frame_slots(nslots: u64) -> u64 {
     nslots.div_ceil(2)
 }

@@ -39,6 +39,19 @@ pub struct Producer {
 
 impl Producer {
     /// A producer for a ring of `nslots` slots initialised at position `start`.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// let mut p = Producer::new(8, 0);
+    /// assert_eq!(p.tail(), 0);
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[1, 2], b""));
+    /// ```
     pub const fn new(nslots: u64, start: u64) -> Self {
         Self {
             tail: start,
@@ -48,6 +61,19 @@ impl Producer {
     }
 
     /// Position the next frame will take.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// let mut p = Producer::new(8, 0);
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[], &[0; 100]));
+    /// assert_eq!(p.tail(), frame_slots(0, 100));
+    /// ```
     pub const fn tail(&self) -> u64 {
         self.tail
     }
@@ -74,6 +100,20 @@ impl Producer {
 
     /// True if a frame of `nargs` args and `len` payload bytes fits now; the next
     /// `try_push` of such a frame then succeeds (only this producer takes room).
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// let mut p = Producer::new(8, 0);
+    /// assert!(p.has_room_for(&ring, 8, 0));
+    /// for _ in 0..8 { assert!(p.try_push(&ring, FrameHeader::default(), &[], b"")); }
+    /// assert!(!p.has_room_for(&ring, 0, 0)); // full until the consumer hands slots back
+    /// ```
     pub fn has_room_for<M: RingMemory>(&mut self, mem: &M, nargs: usize, len: usize) -> bool {
         let need = tail_after(self.tail, self.mask + 1, nargs, len).wrapping_sub(self.tail);
         self.has_room(mem, need)
@@ -84,6 +124,20 @@ impl Producer {
     /// `header.len` and `header.nargs` are set from `payload` and `args`. The caller
     /// guarantees `args.len() <= MAX_ARGS` and that the frame takes at most
     /// [`super::max_frame_slots`] slots (the conduit checks both before calling).
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(p.try_push(&ring, FrameHeader { tag: 4, ..Default::default() }, &[9], b"x"));
+    /// let f = c.peek(&ring).unwrap().unwrap();
+    /// assert_eq!((f.header.tag, f.header.nargs, f.header.len), (4, 1, 1));
+    /// ```
     #[inline(always)]
     pub fn try_push<M: RingMemory>(
         &mut self,

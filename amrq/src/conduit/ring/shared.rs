@@ -31,6 +31,24 @@ pub struct SharedProducer {
 
 impl SharedProducer {
     /// A producer for a ring initialised at position `start`.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// use std::sync::atomic::AtomicU64;
+    /// let tail = AtomicU64::new(0); // shared by every producer
+    /// let (mut a, mut b) = (SharedProducer::new(0), SharedProducer::new(0));
+    /// assert!(a.try_push(&ring, &tail, FrameHeader::default(), &[1], b""));
+    /// assert!(b.try_push(&ring, &tail, FrameHeader::default(), &[2], b""));
+    /// let mut c = Consumer::new(8, 0, 1);
+    /// let f = c.peek(&ring).unwrap().unwrap();
+    /// assert_eq!(c.read_args(&ring, &f)[0], 1);
+    /// ```
     pub const fn new(start: u64) -> Self {
         Self { cached_head: start }
     }
@@ -38,6 +56,22 @@ impl SharedProducer {
     /// Reserves room for one frame by CAS on `tail`, writes it and publishes it; `false`
     /// with nothing reserved or written if the ring lacks room. Same preconditions as
     /// [`super::Producer::try_push`].
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// use std::sync::atomic::AtomicU64;
+    /// let tail = AtomicU64::new(0);
+    /// let mut p = SharedProducer::new(0);
+    /// let mut n = 0;
+    /// while p.try_push(&ring, &tail, FrameHeader::default(), &[n], b"") { n += 1; }
+    /// assert_eq!(n, 8); // then full
+    /// ```
     #[inline]
     pub fn try_push<M: RingMemory>(
         &mut self,
@@ -61,6 +95,24 @@ impl SharedProducer {
     /// room. The consumer waits at the reservation until it is published, so publish it
     /// soon: data that must be in place before the frame (a Long message's bytes) can
     /// be written in between, and is then never written for a frame that cannot follow.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// use std::sync::atomic::AtomicU64;
+    /// let tail = AtomicU64::new(0);
+    /// let mut p = SharedProducer::new(0);
+    /// let r = p.try_reserve(&ring, &tail, 1, 0).expect("room");
+    /// // … write what must be in place before the frame (a Long payload) …
+    /// r.publish(&ring, FrameHeader::default(), &[7], b"");
+    /// let mut c = Consumer::new(8, 0, 1);
+    /// assert!(c.peek(&ring).unwrap().is_some());
+    /// ```
     pub fn try_reserve<M: RingMemory>(
         &mut self,
         mem: &M,
@@ -114,6 +166,20 @@ impl SharedProducer {
 }
 
 /// Slots one producer reserved in a shared ring and must publish.
+///
+/// ```
+/// # use amrq::conduit::ring::*;
+/// # #[repr(C, align(128))]
+/// # struct Mem([u8; 128 + 8 * 64]);
+/// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+/// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+/// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+/// # ring.init(0);
+/// use std::sync::atomic::AtomicU64;
+/// let tail = AtomicU64::new(0);
+/// let r: Reservation = SharedProducer::new(0).try_reserve(&ring, &tail, 0, 10).unwrap();
+/// r.publish(&ring, FrameHeader::default(), &[], b"ten bytes!");
+/// ```
 #[derive(Debug)]
 #[must_use = "a reservation that is never published blocks the ring"]
 pub struct Reservation {
@@ -124,6 +190,23 @@ pub struct Reservation {
 impl Reservation {
     /// Writes and publishes the frame (and the pad before it) in the reserved slots.
     /// `args` and `payload` have the sizes the reservation was made for.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// use std::sync::atomic::AtomicU64;
+    /// let tail = AtomicU64::new(0);
+    /// let r = SharedProducer::new(0).try_reserve(&ring, &tail, 2, 0).unwrap();
+    /// let mut c = Consumer::new(8, 0, 1);
+    /// assert!(c.peek(&ring).unwrap().is_none()); // reserved, not yet published
+    /// r.publish(&ring, FrameHeader::default(), &[1, 2], b"");
+    /// assert!(c.peek(&ring).unwrap().is_some());
+    /// ```
     #[inline]
     pub fn publish<M: RingMemory>(
         self,
