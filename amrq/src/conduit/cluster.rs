@@ -29,6 +29,21 @@ use crate::bootstrap::Boot;
 use std::time::Duration;
 
 /// A rank of a job across hosts: `shm` inside its host, UCX to the others.
+///
+/// ```
+/// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+/// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+/// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+/// # use amrq::bootstrap::{env::Place, JobKey};
+/// # let place = Place {
+/// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()),
+/// #     key: JobKey::random().unwrap(), launcher: "doc", host: "localhost".into(), rendezvous: Some(format!("127.0.0.1:{}", 40000 + (std::process::id() + 7) % 20000)),
+/// # };
+/// use amrq::conduit::cluster::{self, ClusterConduit};
+/// let c: ClusterConduit = cluster::join(&place, &spec, &settings, std::time::Duration::from_secs(10)).unwrap();
+/// assert_eq!(c.local_ranks(), [0]); // the ranks sharing memory with this one
+/// ```
 pub type ClusterConduit = Combined<MemConduit, UcxConduit>;
 
 /// If a launcher placed this process in a job across hosts (`AMRQ_RENDEZVOUS` is set),
@@ -54,6 +69,21 @@ pub fn joined(
 }
 
 /// Joins the job `place` across hosts (see the module doc).
+///
+/// ```
+/// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+/// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+/// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+/// # use amrq::bootstrap::{env::Place, JobKey};
+/// # let place = Place {
+/// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()),
+/// #     key: JobKey::random().unwrap(), launcher: "doc", host: "localhost".into(), rendezvous: Some(format!("127.0.0.1:{}", 40000 + (std::process::id() + 13) % 20000)),
+/// # };
+/// use amrq::conduit::cluster;
+/// let c = cluster::join(&place, &spec, &settings, std::time::Duration::from_secs(10)).unwrap();
+/// assert_eq!((c.rank(), c.size()), (0, 1));
+/// ```
 pub fn join(
     place: &Place,
     spec: &ConduitSpec,

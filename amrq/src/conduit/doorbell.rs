@@ -56,6 +56,13 @@ impl DoorbellFence {
     /// often, and each sleep would pay the system call (an IPI to the running ranks):
     /// a 3-rank blocking barrier on 2 cores took 180 µs against 105–112 µs with
     /// symmetric fences.
+    ///
+    /// ```
+    /// use amrq::conduit::doorbell::DoorbellFence;
+    /// assert!(!DoorbellFence::Symmetric.asymmetric_here(2)); // never with symmetric fences
+    /// let cores = amrq::util::affinity::host_cores();
+    /// assert!(!DoorbellFence::Asymmetric.asymmetric_here(cores + 1)); // nor oversubscribed
+    /// ```
     #[cfg(not(amrq_loom))]
     pub fn asymmetric_here(self, ranks: usize) -> bool {
         // SAFETY: sysconf reads a system value and touches no memory of ours.
@@ -76,6 +83,19 @@ impl DoorbellFence {
 ///
 /// `light`: this process is registered for `membarrier` and the receiver issues one when
 /// it arms `bit` (see the module doc); then no fence instruction is needed here.
+///
+/// ```
+/// use amrq::conduit::doorbell::{arm, ring};
+/// use amrq::conduit::mem::HeapRegion;
+/// # let mem = HeapRegion::new(4096).unwrap();
+/// # // SAFETY: a fresh zeroed page, used only as this doorbell.
+/// # let bell = unsafe { &*mem.base().as_ptr().cast::<amrq::conduit::mem::Doorbell>() };
+/// use std::sync::atomic::Ordering;
+/// arm(&bell.armed, None, 0b10, 0); // the receiver arms channel 1's bit
+/// let wake = ring(&bell.armed, &bell.summary, &bell.sleepers, 0b10, false);
+/// assert!(!wake); // nobody sleeps: no wake-up
+/// assert_eq!(bell.summary.load(Ordering::Acquire), 0b10); // the idle receiver sees it
+/// ```
 #[inline(always)]
 pub fn ring(
     armed: &AtomicU64,
@@ -113,6 +133,13 @@ pub fn ring(
 /// it a sleeper, if `sleepers` is given). Returns the bits this call armed (others were
 /// armed already). `heavy`: the bits whose senders may leave their fence out (the
 /// receiver's doorbell says so); arming one of them issues `membarrier`.
+///
+/// ```
+/// use amrq::conduit::doorbell::arm;
+/// use std::sync::atomic::AtomicU64;
+/// let armed = AtomicU64::new(0b01);
+/// assert_eq!(arm(&armed, None, 0b11, 0), 0b10); // bit 0 was armed already
+/// ```
 #[inline(always)]
 pub fn arm(armed: &AtomicU64, sleepers: Option<&AtomicU64>, bits: u64, heavy: u64) -> u64 {
     if let Some(s) = sleepers {

@@ -71,6 +71,20 @@ pub(crate) fn digest(spec: &ConduitSpec, seg: usize) -> u64 {
 /// Joins the job `place` on this host: creates (rank 0) or receives its shared memory
 /// and returns this rank's endpoint. Collective: every rank of the job calls it with
 /// the same `spec`; `timeout` (the attach timeout) bounds the wait for the others.
+///
+/// ```
+/// # use amrq::bootstrap::{env::Place, JobKey};
+/// # let place = Place {
+/// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()),
+/// #     key: JobKey::random().unwrap(), launcher: "doc", host: "localhost".into(), rendezvous: None,
+/// # };
+/// use amrq::conduit::{shm, ChannelSpec, Conduit, ConduitSpec};
+/// use std::time::Duration;
+/// // A job of one rank on this host: rank 0 creates the shared memory (others would join).
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(16)]);
+/// let c = shm::attach(&place, &spec, Duration::from_secs(10)).unwrap();
+/// assert_eq!((c.rank(), c.size()), (0, 1));
+/// ```
 pub fn attach(
     place: &Place,
     spec: &ConduitSpec,

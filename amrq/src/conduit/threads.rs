@@ -42,6 +42,13 @@ pub fn endpoints_for(ranks: usize, spec: &ConduitSpec) -> Result<Vec<MemConduit>
 }
 
 /// The registered segments of `ranks` thread ranks (heap memory, zeroed lazily).
+///
+/// ```
+/// use amrq::conduit::{threads, ChannelSpec, ConduitSpec};
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(16)]);
+/// let segs = threads::segments(3, &spec).unwrap();
+/// assert_eq!(segs.len(), 3);
+/// ```
 pub fn segments(ranks: usize, spec: &ConduitSpec) -> Result<Arc<[HeapRegion]>, ConduitError> {
     Ok((0..ranks)
         .map(|_| HeapRegion::new(spec.segment_bytes))

@@ -15,6 +15,19 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Keeps the memory of the rings and segments alive for as long as an endpoint uses it.
+///
+/// ```
+/// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+/// # let layout = RegionLayout::new(2, &spec).unwrap();
+/// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+/// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+/// # unsafe { layout.init(region.base()) };
+/// use amrq::conduit::mem::RegionOwner;
+/// use std::sync::Arc;
+/// let segs: Arc<[HeapRegion]> = vec![HeapRegion::new(spec.segment_bytes).unwrap()].into();
+/// let _owner = RegionOwner::Heap(Arc::new(region), segs); // what an endpoint keeps alive
+/// ```
 #[derive(Debug, Clone)]
 pub enum RegionOwner {
     /// Heap memory shared by thread ranks: the rings, and one segment per rank.
@@ -24,6 +37,35 @@ pub enum RegionOwner {
 }
 
 /// Everything an endpoint is built from.
+///
+/// ```
+/// use amrq::bootstrap::{Boot, ThreadsBoot};
+/// use amrq::conduit::mem::{HeapRegion, MemConduit, Parts, RegionLayout, RegionOwner};
+/// use amrq::conduit::{ChannelSpec, Conduit, ConduitSpec};
+/// use std::sync::Arc;
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(16)]);
+/// let layout = RegionLayout::new(1, &spec).unwrap();
+/// let rings = Arc::new(HeapRegion::new(layout.total_bytes()).unwrap());
+/// // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+/// unsafe { layout.init(rings.base()) };
+/// let segs: Arc<[HeapRegion]> = vec![HeapRegion::new(spec.segment_bytes).unwrap()].into();
+/// // SAFETY: the rings are initialised, the segment has spec.segment_bytes bytes, the owner
+/// // keeps both alive, and this is rank 0's only endpoint.
+/// let ep = unsafe {
+///     MemConduit::new(Parts {
+///         rank: 0,
+///         ranks: 1,
+///         spec: &spec,
+///         layout: &layout,
+///         rings: rings.base(),
+///         segments: vec![segs[0].base()],
+///         segment_bytes: spec.segment_bytes,
+///         owner: RegionOwner::Heap(rings.clone(), segs.clone()),
+///         boot: Boot::Threads(Arc::new(ThreadsBoot::new(1))),
+///     })
+/// };
+/// assert_eq!(ep.size(), 1);
+/// ```
 #[derive(Debug)]
 pub struct Parts<'a> {
     /// This rank.
@@ -116,6 +158,14 @@ impl MemConduit {
     /// `parts.rings` holds an initialised ring region of `parts.layout`, each of
     /// `parts.segments` is valid for `parts.segment_bytes` bytes, `parts.owner` keeps all
     /// of it alive, and no other endpoint of this rank exists for it.
+    ///
+    /// ```
+    /// // Made by threads::endpoints (heap regions) and shm::attach (a job's shared memory);
+    /// // see Parts for a hand-made one.
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// assert_eq!(eps[1].rank(), 1);
+    /// ```
     pub unsafe fn new(parts: Parts<'_>) -> Self {
         let Parts {
             rank,
@@ -261,6 +311,14 @@ impl MemConduit {
     /// The registered segment of `rank` as mapped in this process (every segment of a
     /// job on one host is mapped everywhere). For measurements and tools that must
     /// touch peer memory directly; the layers above the conduit never do.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// let (theirs, len) = eps[0].mapped_segment(1).unwrap();
+    /// assert_eq!((theirs, len), eps[1].segment()); // one host: every segment mapped here
+    /// assert!(eps[0].mapped_segment(2).is_none());
+    /// ```
     pub fn mapped_segment(&self, rank: Rank) -> Option<(NonNull<u8>, usize)> {
         self.segments.get(rank).map(|&p| (p, self.segment_bytes))
     }
@@ -268,6 +326,20 @@ impl MemConduit {
     /// The doorbell bits One-poll, or a poller through [`Conduit::polled`](crate::conduit::Conduit::polled)
     /// (`Am::poll`), has armed: nonzero once an idle receiver polls one word instead of
     /// its rings. For tests and measurements.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).notify(true)]);
+    /// let eps = threads::endpoints_for(1, &spec).unwrap();
+    /// let set = eps[0].poll_set(&[0]).unwrap();
+    /// assert_eq!(eps[0].one_poll_armed(), 0);
+    /// let mut polls = 0;
+    /// while eps[0].one_poll_armed() == 0 && polls < 1_000_000 {
+    ///     assert!(eps[0].one_poll(&set).unwrap().is_none()); // idle polls arm the doorbell
+    ///     polls += 1;
+    /// }
+    /// assert_ne!(eps[0].one_poll_armed(), 0, "still unarmed after {polls} idle polls");
+    /// ```
     pub fn one_poll_armed(&self) -> u64 {
         self.one_poll_state.get().0
     }
@@ -337,6 +409,12 @@ impl MemConduit {
     }
 
     /// The bootstrap this endpoint's job uses.
+    ///
+    /// ```
+    /// use amrq::conduit::threads;
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// assert!(eps[0].boot().check_peers().is_ok());
+    /// ```
     pub fn boot(&self) -> &Boot {
         &self.boot
     }

@@ -87,6 +87,15 @@ pub(super) fn close_ring(
 
 /// A frame in place in a [`MemConduit`](super::MemConduit) ring: args and payload are read where the
 /// sender wrote them.
+///
+/// ```
+/// use amrq::conduit::{mem::MemFrame, threads, Conduit, Message, ReceivedFrame};
+/// let eps = threads::endpoints(1, &[16]).unwrap();
+/// eps[0].try_send(0, 0, &Message { tag: 2, flags: 0, args: &[8], payload: b"in place" }).unwrap();
+/// let f: MemFrame<'_> = eps[0].peek(0).unwrap().unwrap();
+/// assert_eq!(f.payload(), b"in place"); // borrowed from the ring
+/// f.release();
+/// ```
 pub struct MemFrame<'a> {
     pub(super) chan: &'a RxChannel,
     pub(super) ring: &'a RxRing,

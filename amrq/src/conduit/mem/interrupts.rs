@@ -8,6 +8,14 @@ use super::{MemConduit, MemFrame};
 use crate::conduit::{Armed, Channel, Conduit, ConduitError, InterruptAlarm, InterruptChannels};
 
 /// The Interrupt channels of one rank, for its progress thread. `Send`: move it there.
+///
+/// ```
+/// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec, Delivery, InterruptChannels};
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+/// let mut eps = threads::endpoints_for(1, &spec).unwrap();
+/// let rx: amrq::conduit::mem::InterruptRx = eps[0].take_interrupts().unwrap();
+/// assert!(!rx.any_ready());
+/// ```
 pub struct InterruptRx {
     view: MemConduit,
     channels: Vec<Channel>,
@@ -79,6 +87,15 @@ impl InterruptChannels for InterruptRx {
 
 /// The doorbell of a rank's Interrupt channels: arm, sleep, disarm, without the
 /// channels' consumer states (`Send + Sync`).
+///
+/// ```
+/// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec, Delivery, InterruptAlarm, InterruptChannels};
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+/// let mut eps = threads::endpoints_for(1, &spec).unwrap();
+/// let alarm: amrq::conduit::mem::Alarm = eps[0].take_interrupts().unwrap().alarm();
+/// let armed = alarm.arm();
+/// alarm.disarm(armed);
+/// ```
 #[derive(Debug)]
 pub struct Alarm {
     doorbell: *const super::Doorbell,

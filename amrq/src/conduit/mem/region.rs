@@ -26,9 +26,35 @@ use crate::conduit::{ConduitError, ConduitSpec};
 use std::ptr::NonNull;
 
 /// "amrqRGN1": marks an initialised region.
+///
+/// ```
+/// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+/// # let layout = RegionLayout::new(2, &spec).unwrap();
+/// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+/// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+/// # unsafe { layout.init(region.base()) };
+/// use amrq::conduit::mem::{RegionHeader, REGION_MAGIC};
+/// // SAFETY: an initialised region starts with its header.
+/// let h = unsafe { &*region.base().as_ptr().cast::<RegionHeader>() };
+/// assert_eq!((h.magic, h.ranks, h.channels), (REGION_MAGIC, 2, 2));
+/// ```
 pub const REGION_MAGIC: u64 = u64::from_le_bytes(*b"amrqRGN1");
 
 /// The first bytes of a region.
+///
+/// ```
+/// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+/// # let layout = RegionLayout::new(2, &spec).unwrap();
+/// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+/// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+/// # unsafe { layout.init(region.base()) };
+/// use amrq::conduit::mem::RegionHeader;
+/// // SAFETY: an initialised region starts with its header.
+/// let h = unsafe { &*region.base().as_ptr().cast::<RegionHeader>() };
+/// assert_eq!(h.total_bytes as usize, layout.total_bytes());
+/// ```
 #[repr(C, align(128))]
 pub struct RegionHeader {
     /// [`REGION_MAGIC`].
@@ -57,6 +83,18 @@ const _: () = {
 /// ```text
 ///   0 armed     8 heavy     16 … 127 (pad)        senders read this line on every send
 /// 128 summary 136 wake 140 (pad) 144 sleepers …   senders write it only when armed
+/// ```
+///
+/// ```
+/// use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+/// use std::sync::atomic::Ordering;
+/// let layout = RegionLayout::new(2, &ConduitSpec::new(vec![ChannelSpec::new(16)])).unwrap();
+/// let region = HeapRegion::new(layout.total_bytes()).unwrap();
+/// // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+/// unsafe { layout.init(region.base()) };
+/// // SAFETY: the region is of this layout and outlives the reference.
+/// let bell = unsafe { layout.doorbell(region.base(), 1) };
+/// assert_eq!(bell.armed.load(Ordering::Relaxed), 0); // nothing armed in a fresh region
 /// ```
 #[repr(C, align(128))]
 pub struct Doorbell {
@@ -87,6 +125,22 @@ impl Doorbell {
     /// armed already, by One-poll, stay armed after [`Doorbell::disarm_sleeper`]). The
     /// receiver must look at its channels once more before it sleeps: either a sender
     /// saw the arm, or that look sees the sender's frame.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// use std::sync::atomic::Ordering;
+    /// // SAFETY: as above.
+    /// let bell = unsafe { layout.doorbell(region.base(), 0) };
+    /// let (w, mine) = bell.arm_sleeper(0b1);
+    /// assert_eq!((mine, bell.armed.load(Ordering::Relaxed) & 1), (0b1, 1));
+    /// bell.disarm_sleeper(0b1, mine);
+    /// # let _ = w;
+    /// ```
     pub fn arm_sleeper(&self, bits: u64) -> (u32, u64) {
         use std::sync::atomic::Ordering;
         // ORDERING: Acquire pairs with the senders' Release increment of `wake`.
@@ -103,11 +157,41 @@ impl Doorbell {
     }
 
     /// Sleeps until a sender bumps `wake` past `w` or `timeout` passes.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// use std::time::Duration;
+    /// // SAFETY: as above.
+    /// let bell = unsafe { layout.doorbell(region.base(), 0) };
+    /// let (w, mine) = bell.arm_sleeper(0b1);
+    /// bell.sleep(w, Duration::from_millis(1)); // nobody rings: back after 1 ms
+    /// bell.disarm_sleeper(0b1, mine);
+    /// ```
     pub fn sleep(&self, w: u32, timeout: std::time::Duration) {
         crate::util::futex::wait(&self.wake, w, timeout);
     }
 
     /// Undoes [`Doorbell::arm_sleeper`] (`bits`, and `mine` as it returned).
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// use std::sync::atomic::Ordering;
+    /// // SAFETY: as above.
+    /// let bell = unsafe { layout.doorbell(region.base(), 0) };
+    /// let (_, mine) = bell.arm_sleeper(0b11);
+    /// bell.disarm_sleeper(0b11, mine);
+    /// assert_eq!(bell.armed.load(Ordering::Relaxed), 0);
+    /// ```
     pub fn disarm_sleeper(&self, bits: u64, mine: u64) {
         use std::sync::atomic::Ordering;
         self.sleepers.fetch_and(!bits, Ordering::Relaxed);
@@ -229,11 +313,32 @@ impl RegionLayout {
     }
 
     /// Bytes of the whole region.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// assert_eq!(region_len(&region), layout.total_bytes());
+    /// # fn region_len(_: &HeapRegion) -> usize { RegionLayout::new(2, &ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)])).unwrap().total_bytes() }
+    /// ```
     pub fn total_bytes(&self) -> usize {
         self.total
     }
 
     /// Bytes of a Tag-On block (0: no pools).
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// assert_eq!(layout.tag_on_bytes(), spec.tag_on_bytes);
+    /// ```
     pub fn tag_on_bytes(&self) -> usize {
         if self.tag_on_buffers == 0 {
             0
@@ -243,22 +348,64 @@ impl RegionLayout {
     }
 
     /// Ring slots of channel `ch`.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// assert_eq!((layout.slots(0), layout.slots(1)), (16, 64));
+    /// ```
     pub fn slots(&self, ch: usize) -> u64 {
         self.channels[ch].slots
     }
 
     /// Channels.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// assert_eq!(layout.channels(), 2);
+    /// ```
     pub fn channels(&self) -> usize {
         self.channels.len()
     }
 
     /// Channel `ch` has one ring per receiver that all senders share.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// assert!(!layout.is_shared(0) && layout.is_shared(1));
+    /// ```
     pub fn is_shared(&self, ch: usize) -> bool {
         self.channels[ch].shared
     }
 
     /// Offset of the ring that carries `sender`'s frames to `receiver` on channel `ch`
     /// (of a shared channel: everyone's frames to `receiver`).
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// // Per pair on channel 0: each sender its own ring; channel 1: one ring per receiver.
+    /// assert_ne!(layout.ring_offset(0, 1, 0), layout.ring_offset(0, 1, 1));
+    /// assert_eq!(layout.ring_offset(1, 1, 0), layout.ring_offset(1, 1, 1));
+    /// ```
     pub fn ring_offset(&self, ch: usize, receiver: usize, sender: usize) -> usize {
         let c = &self.channels[ch];
         let start = HEADER_BYTES + c.base;
@@ -276,6 +423,19 @@ impl RegionLayout {
     /// # Safety
     /// `base` is a region of this layout, valid for as long as the reference is used,
     /// and `ch` is shared.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// use std::sync::atomic::Ordering;
+    /// // SAFETY: the region is of this layout and outlives the reference; channel 1 is shared.
+    /// let tail = unsafe { layout.shared_tail(region.base(), 1, 0) };
+    /// assert_eq!(tail.load(Ordering::Relaxed), 0);
+    /// ```
     pub unsafe fn shared_tail<'a>(
         &self,
         base: NonNull<u8>,
@@ -294,6 +454,19 @@ impl RegionLayout {
     ///
     /// # Safety
     /// `base` is a region of this layout, valid for as long as the reference is used.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// use std::sync::atomic::Ordering;
+    /// // SAFETY: the region is of this layout and outlives the reference.
+    /// let bell = unsafe { layout.doorbell(region.base(), 0) };
+    /// assert_eq!(bell.summary.load(Ordering::Relaxed), 0);
+    /// ```
     pub unsafe fn doorbell<'a>(&self, base: NonNull<u8>, rank: usize) -> &'a Doorbell {
         debug_assert!(rank < self.ranks);
         // SAFETY: the doorbells follow the rings inside the region, 128-byte aligned
@@ -310,6 +483,18 @@ impl RegionLayout {
     ///
     /// # Safety
     /// `base` is a region of this layout, valid for as long as the pool is used.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// // SAFETY: the region is of this layout and outlives the pool.
+    /// let pool = unsafe { layout.tag_on_pool(region.base(), 1, 0) };
+    /// assert_eq!((pool.buffers(), pool.bytes()), (spec.tag_on_buffers, spec.tag_on_bytes));
+    /// ```
     pub unsafe fn tag_on_pool(
         &self,
         base: NonNull<u8>,
@@ -330,6 +515,14 @@ impl RegionLayout {
     ///
     /// # Safety
     /// `base` is 128-byte aligned and valid for writes of `total_bytes()` bytes.
+    ///
+    /// ```
+    /// use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// let layout = RegionLayout::new(3, &ConduitSpec::new(vec![ChannelSpec::new(16)])).unwrap();
+    /// let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// // SAFETY: fresh, zeroed, page-aligned memory of the layout's size, used by nobody else.
+    /// unsafe { layout.init(region.base()) };
+    /// ```
     pub unsafe fn init(&self, base: NonNull<u8>) {
         for ch in 0..self.channels() {
             let senders = if self.channels[ch].shared {
@@ -358,6 +551,21 @@ impl RegionLayout {
     ///
     /// # Safety
     /// `base` is a region of this layout, 128-byte aligned, valid while the ring is used.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// use amrq::conduit::ring::{Consumer, FrameHeader, Producer};
+    /// // SAFETY: the region is of this layout, initialised, and outlives the ring.
+    /// let ring = unsafe { layout.ring(region.base(), 0, 1, 0) }; // channel 0: rank 0 → rank 1
+    /// let (mut p, mut c) = (Producer::new(16, 0), Consumer::new(16, 0, 4));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[5], b""));
+    /// assert!(c.peek(&ring).unwrap().is_some());
+    /// ```
     pub unsafe fn ring(
         &self,
         base: NonNull<u8>,
@@ -376,6 +584,12 @@ impl RegionLayout {
 /// anonymous mapping, so pages are zeroed by the kernel when first touched (a 64 MiB
 /// segment that is never written costs nothing; `alloc_zeroed` with page alignment
 /// would `memset` all of it).
+///
+/// ```
+/// use amrq::conduit::mem::HeapRegion;
+/// let r = HeapRegion::new(64 << 20).unwrap(); // 64 MiB that cost nothing until touched
+/// assert_eq!(r.base().as_ptr() as usize % 4096, 0);
+/// ```
 #[derive(Debug)]
 pub struct HeapRegion {
     ptr: NonNull<u8>,
@@ -390,6 +604,13 @@ unsafe impl Sync for HeapRegion {}
 
 impl HeapRegion {
     /// Maps `bytes` zeroed bytes.
+    ///
+    /// ```
+    /// use amrq::conduit::mem::HeapRegion;
+    /// let r = HeapRegion::new(4096).unwrap();
+    /// // SAFETY: inside the fresh region.
+    /// assert_eq!(unsafe { r.base().as_ptr().read() }, 0);
+    /// ```
     pub fn new(bytes: usize) -> Result<Self, ConduitError> {
         let len = bytes.max(1);
         // SAFETY: a fresh private anonymous mapping; the kernel picks the address.
@@ -415,6 +636,13 @@ impl HeapRegion {
     }
 
     /// The region's first byte.
+    ///
+    /// ```
+    /// use amrq::conduit::mem::HeapRegion;
+    /// let r = HeapRegion::new(8192).unwrap();
+    /// // SAFETY: inside the region, which nobody else uses.
+    /// unsafe { r.base().as_ptr().add(8191).write(1) };
+    /// ```
     pub fn base(&self) -> NonNull<u8> {
         self.ptr
     }

@@ -21,6 +21,20 @@ pub const fn pool_bytes(buffers: usize, bytes: usize) -> usize {
 }
 
 /// A view of one pool, valid in this process.
+///
+/// ```
+/// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+/// # let layout = RegionLayout::new(2, &spec).unwrap();
+/// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+/// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+/// # unsafe { layout.init(region.base()) };
+/// // SAFETY: the region is of this layout and outlives the pool.
+/// let pool = unsafe { layout.tag_on_pool(region.base(), 1, 0) };
+/// let mut cursor = 0;
+/// let i = pool.claim(&mut cursor).unwrap(); // the sender takes a block…
+/// pool.free(i); // …the receiver gives it back when done
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct TagOnPool {
     base: NonNull<u8>,
@@ -34,6 +48,14 @@ impl TagOnPool {
     /// # Safety
     /// `base` is 64-byte aligned, valid for `pool_bytes(buffers, bytes)` bytes for as
     /// long as the pool is used, zeroed before first use, and used only as this pool.
+    ///
+    /// ```
+    /// use amrq::conduit::mem::{HeapRegion, TagOnPool};
+    /// let mem = HeapRegion::new(4 * (64 + 4096)).unwrap(); // a flag line and a block each
+    /// // SAFETY: page aligned (so 64-byte aligned), zeroed, large enough, used only as the pool.
+    /// let pool = unsafe { TagOnPool::new(mem.base(), 4, 4096) };
+    /// assert_eq!((pool.buffers(), pool.bytes()), (4, 4096));
+    /// ```
     pub unsafe fn new(base: NonNull<u8>, buffers: usize, bytes: usize) -> Self {
         Self {
             base,
@@ -43,16 +65,53 @@ impl TagOnPool {
     }
 
     /// Blocks in the pool.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// // SAFETY: as in TagOnPool's example.
+    /// assert_eq!(unsafe { layout.tag_on_pool(region.base(), 0, 1) }.buffers(), spec.tag_on_buffers);
+    /// ```
     pub fn buffers(&self) -> usize {
         self.buffers
     }
 
     /// Bytes per block.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// // SAFETY: as in TagOnPool's example.
+    /// assert_eq!(unsafe { layout.tag_on_pool(region.base(), 0, 1) }.bytes(), spec.tag_on_bytes);
+    /// ```
     pub fn bytes(&self) -> usize {
         self.bytes
     }
 
     /// The flag of block `i`: 0 free, 1 in use; `None` past the pool's blocks.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// use std::sync::atomic::Ordering;
+    /// // SAFETY: as in TagOnPool's example.
+    /// let pool = unsafe { layout.tag_on_pool(region.base(), 1, 0) };
+    /// let i = pool.claim(&mut 0).unwrap();
+    /// assert_eq!(pool.flag(i).unwrap().load(Ordering::Relaxed), 1); // in use
+    /// assert!(pool.flag(pool.buffers()).is_none());
+    /// ```
     pub fn flag(&self, i: usize) -> Option<&AtomicU64> {
         (i < self.buffers).then(|| {
             // SAFETY: flags come first, one per 64 bytes, inside the pool (see `new`),
@@ -62,6 +121,22 @@ impl TagOnPool {
     }
 
     /// The first byte of block `i`; `None` past the pool's blocks.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// // SAFETY: as in TagOnPool's example.
+    /// let pool = unsafe { layout.tag_on_pool(region.base(), 1, 0) };
+    /// let i = pool.claim(&mut 0).unwrap();
+    /// let b = pool.block(i).unwrap();
+    /// // SAFETY: a claimed block is the sender's to write until a frame names it.
+    /// unsafe { b.write(42) };
+    /// assert!(pool.block(pool.buffers()).is_none());
+    /// ```
     pub fn block(&self, i: usize) -> Option<*mut u8> {
         (i < self.buffers).then(|| {
             let stride = self.bytes.div_ceil(64) * 64;
@@ -77,6 +152,20 @@ impl TagOnPool {
 
     /// Claims a free block, looking from `*cursor` on (round-robin); `None` if every
     /// block is still in use by the receiver. Sender side only.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// // SAFETY: as in TagOnPool's example.
+    /// let pool = unsafe { layout.tag_on_pool(region.base(), 1, 0) };
+    /// let mut cursor = 0;
+    /// let claimed: Vec<_> = std::iter::from_fn(|| pool.claim(&mut cursor)).collect();
+    /// assert_eq!(claimed.len(), pool.buffers()); // then every block is in use
+    /// ```
     pub fn claim(&self, cursor: &mut usize) -> Option<usize> {
         for k in 0..self.buffers {
             let i = (*cursor + k) % self.buffers;
@@ -99,6 +188,20 @@ impl TagOnPool {
     /// Gives back block `i`, claimed but never named by a frame (its frame found the
     /// ring full). Sender side only. An index past the pool names no block: nothing
     /// happens.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// // SAFETY: as in TagOnPool's example.
+    /// let pool = unsafe { layout.tag_on_pool(region.base(), 1, 0) };
+    /// let i = pool.claim(&mut 0).unwrap();
+    /// pool.unclaim(i); // its frame found the ring full: the block was never named
+    /// assert_eq!(pool.claim(&mut 0), Some(i));
+    /// ```
     pub fn unclaim(&self, i: usize) {
         if let Some(f) = self.flag(i) {
             // Relaxed: the receiver never saw the block; only this sender reads the
@@ -109,6 +212,20 @@ impl TagOnPool {
 
     /// Frees block `i` for the sender's next claim. Receiver side only. An index past
     /// the pool names no block: nothing happens.
+    ///
+    /// ```
+    /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(64).shared(true)]);
+    /// # let layout = RegionLayout::new(2, &spec).unwrap();
+    /// # let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// # // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// # unsafe { layout.init(region.base()) };
+    /// // SAFETY: as in TagOnPool's example.
+    /// let pool = unsafe { layout.tag_on_pool(region.base(), 1, 0) };
+    /// let i = pool.claim(&mut 0).unwrap();
+    /// pool.free(i);
+    /// pool.free(usize::MAX); // names no block: nothing happens
+    /// ```
     pub fn free(&self, i: usize) {
         if let Some(f) = self.flag(i) {
             // ORDERING: Release: our reads of the block happen before the sender's next

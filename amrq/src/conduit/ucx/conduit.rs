@@ -28,6 +28,16 @@ pub(super) type Pending = (*mut std::ffi::c_void, Vec<u8>, Vec<u8>);
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// One rank's endpoint of the UCX conduit (see the module doc of [`super`]).
+///
+/// ```
+/// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+/// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+/// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+/// let eps = ucx::threads(1, &spec, &settings).unwrap();
+/// let c: &ucx::UcxConduit = &eps[0];
+/// assert!(c.caps().flags.put_get); // RDMA puts and gets through UCP
+/// ```
 pub struct UcxConduit {
     pub(super) rank: Rank,
     pub(super) size: usize,
@@ -274,12 +284,33 @@ impl UcxConduit {
     }
 
     /// The bootstrap that reports this job's failed ranks.
+    ///
+    /// ```
+    /// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+    /// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+    /// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+    /// let eps = ucx::threads(1, &spec, &settings).unwrap();
+    /// assert!(eps[0].boot().check_peers().is_ok());
+    /// ```
     pub fn boot(&self) -> &Boot {
         &self.boot
     }
 
     /// What UCX says about this rank's endpoint to `peer` (its lanes, transports and
     /// devices, from `ucp_ep_print_info`): to check which transport carries a job.
+    ///
+    /// ```
+    /// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+    /// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+    /// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+    /// let eps = ucx::threads(2, &spec, &settings).unwrap();
+    /// if let Some(info) = eps[0].endpoint_info(1) {
+    ///     println!("{info}"); // the lanes: tcp on lo, as asked
+    /// }
+    /// assert!(eps[0].endpoint_info(5).is_none());
+    /// ```
     pub fn endpoint_info(&self, peer: Rank) -> Option<String> {
         self.net.endpoint_info(peer)
     }
@@ -519,6 +550,17 @@ impl Conduit for UcxConduit {
 /// The receive side of the Interrupt channels of a UCX endpoint, for a progress
 /// thread: it progresses the worker (shared with the owner: thread mode MULTI), then
 /// reads the local queues' Interrupt channels.
+///
+/// ```
+/// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+/// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+/// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64), ChannelSpec::new(16).delivery(amrq::conduit::Delivery::Interrupt)]);
+/// use amrq::conduit::InterruptChannels;
+/// let mut eps = ucx::threads(1, &spec, &settings).unwrap();
+/// let rx: ucx::UcxInterrupts = eps[0].take_interrupts().unwrap();
+/// assert_eq!(rx.channels(), [1]);
+/// ```
 pub struct UcxInterrupts {
     rx: InterruptRx,
     net: Arc<Net>,
@@ -565,6 +607,17 @@ impl InterruptChannels for UcxInterrupts {
 
 /// The sleeping side of [`UcxInterrupts`]: the local queues' doorbell, which the
 /// waker also rings when the worker's descriptor becomes readable.
+///
+/// ```
+/// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+/// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+/// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64), ChannelSpec::new(16).delivery(amrq::conduit::Delivery::Interrupt)]);
+/// use amrq::conduit::{InterruptAlarm, InterruptChannels};
+/// let mut eps = ucx::threads(1, &spec, &settings).unwrap();
+/// let alarm: ucx::UcxAlarm = eps[0].take_interrupts().unwrap().alarm();
+/// alarm.sleep_if(|| true, std::time::Duration::from_millis(1));
+/// ```
 pub struct UcxAlarm {
     alarm: crate::conduit::mem::Alarm,
     net: Arc<Net>,

@@ -10,6 +10,12 @@ use std::time::{Duration, Instant};
 
 /// What a rank publishes for its peers: its worker's address, its segment's packed
 /// remote key, and the segment's address in its process.
+///
+/// ```
+/// use amrq::conduit::ucx::Card;
+/// let c = Card { address: vec![1, 2], rkey: vec![3], base: 4096 };
+/// assert_eq!(Card::from_bytes(&c.to_bytes()), Some(c));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Card {
     /// `ucp_worker_get_address`.
@@ -22,6 +28,12 @@ pub struct Card {
 
 impl Card {
     /// The card as bytes: three length-prefixed fields.
+    ///
+    /// ```
+    /// use amrq::conduit::ucx::Card;
+    /// let c = Card { address: vec![9; 3], rkey: vec![], base: 0 };
+    /// assert_eq!(c.to_bytes().len(), 3 * 8 + 3 + 8); // three length-prefixed fields
+    /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut b = Vec::new();
         for f in [
@@ -36,6 +48,11 @@ impl Card {
     }
 
     /// Reads [`Card::to_bytes`]; `None` if malformed.
+    ///
+    /// ```
+    /// use amrq::conduit::ucx::Card;
+    /// assert_eq!(Card::from_bytes(&[1, 2, 3]), None); // malformed: refused, not trusted
+    /// ```
     pub fn from_bytes(mut b: &[u8]) -> Option<Self> {
         let mut field = || -> Option<Vec<u8>> {
             let n = u64::from_le_bytes(b.get(..8)?.try_into().ok()?) as usize;

@@ -25,6 +25,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A rank's endpoint before it has connected: its card for the others.
+///
+/// ```
+/// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+/// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+/// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+/// let opened = ucx::open(0, 1, &spec, &settings).unwrap();
+/// assert!(!opened.card.address.is_empty()); // published to the others, then connect
+/// ```
 pub struct Opened {
     rank: Rank,
     size: usize,
@@ -41,6 +50,18 @@ pub struct Opened {
 }
 
 /// The memory a rank registers with UCX as its segment.
+///
+/// ```
+/// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+/// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+/// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+/// use amrq::conduit::mem::HeapRegion;
+/// use std::sync::Arc;
+/// let mem = ucx::SegmentMemory::Heap(Arc::new(HeapRegion::new(spec.segment_bytes).unwrap()));
+/// let opened = ucx::open_on(0, 1, &spec, &settings, mem).unwrap();
+/// # let _ = opened;
+/// ```
 #[derive(Debug)]
 pub enum SegmentMemory {
     /// Its own, on the heap.
@@ -75,6 +96,17 @@ impl SegmentMemory {
 /// worker (`settings` are UCX settings without the `UCX_` prefix, applied after the
 /// environment's), the registered segment (fresh memory of `spec.segment_bytes`), and
 /// the local queues.
+///
+/// ```
+/// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+/// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+/// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+/// let opened = ucx::open(0, 1, &spec, &settings).unwrap();
+/// let card = opened.card.clone();
+/// let c = opened.connect(&[card], amrq::bootstrap::Boot::Threads(std::sync::Arc::new(amrq::bootstrap::ThreadsBoot::new(1)))).unwrap();
+/// assert_eq!(c.size(), 1);
+/// ```
 pub fn open(
     rank: Rank,
     size: usize,
@@ -87,6 +119,17 @@ pub fn open(
 
 /// [`open`] with `segment` as the registered segment (its length is
 /// `spec.segment_bytes`).
+///
+/// ```
+/// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+/// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+/// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+/// use amrq::conduit::mem::HeapRegion;
+/// use std::sync::Arc;
+/// let seg = ucx::SegmentMemory::Heap(Arc::new(HeapRegion::new(spec.segment_bytes).unwrap()));
+/// assert!(ucx::open_on(3, 2, &spec, &settings, seg).is_err()); // rank 3 of 2
+/// ```
 pub fn open_on(
     rank: Rank,
     size: usize,
@@ -195,6 +238,20 @@ pub fn open_on(
 impl Opened {
     /// Connects to every rank of `cards` (index = rank) and makes the endpoint; `boot`
     /// is the job's bootstrap (failed peers, leaving).
+    ///
+    /// ```
+    /// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+    /// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+    /// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+    /// use amrq::bootstrap::{Boot, ThreadsBoot};
+    /// use std::sync::Arc;
+    /// let opened: Vec<_> = (0..2).map(|r| ucx::open(r, 2, &spec, &settings).unwrap()).collect();
+    /// let cards: Vec<_> = opened.iter().map(|o| o.card.clone()).collect(); // exchanged by the bootstrap
+    /// let boot = Boot::Threads(Arc::new(ThreadsBoot::new(2)));
+    /// let eps: Vec<_> = opened.into_iter().map(|o| o.connect(&cards, boot.clone()).unwrap()).collect();
+    /// assert_eq!(eps[1].rank(), 1);
+    /// ```
     pub fn connect(mut self, cards: &[Card], boot: Boot) -> Result<UcxConduit, ConduitError> {
         if cards.len() != self.size {
             return Err(ConduitError::Setup(format!(
@@ -308,6 +365,22 @@ unsafe extern "C" fn on_error(arg: *mut c_void, ep: sys::ucp_ep_h, status: ucs_s
 /// The endpoints of a job of `ranks` ranks as threads of this process, connected
 /// through UCX (`settings` as in [`open`]; for instance `TLS=tcp` and `NET_DEVICES=lo`
 /// to test the network path inside one host). Move each to its own thread.
+///
+/// ```
+/// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+/// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+/// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+/// use amrq::conduit::{Message, ReceivedFrame};
+/// let eps = ucx::threads(2, &spec, &settings).unwrap();
+/// eps[0].try_send(1, 0, &Message { tag: 0, flags: 0, args: &[5], payload: &[] }).unwrap();
+/// let f = loop {
+///     assert!(eps[0].peek(0).unwrap().is_none()); // progresses the sender's worker too
+///     if let Some(f) = eps[1].peek(0).unwrap() { break f; } // over tcp on the loopback
+/// };
+/// assert_eq!(f.args(), [5]);
+/// f.release();
+/// ```
 pub fn threads(
     ranks: usize,
     spec: &ConduitSpec,
@@ -350,6 +423,22 @@ pub fn joined(
 /// (`place.rendezvous`), opens this rank's endpoint, exchanges the cards, connects
 /// to every rank and waits until all are connected (a barrier), so that a peer this
 /// rank cannot reach is an error here, naming it, its host and address.
+///
+/// ```
+/// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+/// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+/// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+/// # use amrq::bootstrap::{env::Place, JobKey};
+/// # let place = Place {
+/// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()),
+/// #     key: JobKey::random().unwrap(), launcher: "doc", host: "localhost".into(), rendezvous: Some(format!("127.0.0.1:{}", 40000 + std::process::id() % 20000)),
+/// # };
+/// use std::time::Duration;
+/// // A job of one rank across "hosts": it forms the job at its own rendezvous.
+/// let c = ucx::join(&place, &spec, &settings, Duration::from_secs(10)).unwrap();
+/// assert_eq!(c.size(), 1);
+/// ```
 pub fn join(
     place: &Place,
     spec: &ConduitSpec,
