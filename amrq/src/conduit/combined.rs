@@ -33,6 +33,24 @@ use super::{
 use std::cell::Cell;
 
 /// Which half carries frames to a rank, and its rank there.
+///
+/// ```
+/// # use amrq::conduit::{combined::{Combined, Route}, threads, ChannelSpec, Conduit, ConduitSpec, Delivery, Message, ReceivedFrame};
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16).notify(true), ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+/// # let segs = threads::segments(4, &spec).unwrap();
+/// # let remote = threads::endpoints_on(&spec, &segs, &[0, 1, 2, 3]).unwrap();
+/// # let mut hosts = [
+/// #     threads::endpoints_on(&spec.restricted_to(&[0, 1]), &segs, &[0, 1]).unwrap(),
+/// #     threads::endpoints_on(&spec.restricted_to(&[2, 3]), &segs, &[2, 3]).unwrap(),
+/// # ];
+/// # let mut ranks = Vec::new();
+/// # for (r, remote) in remote.into_iter().enumerate() {
+/// #     let (host, local) = (r / 2, hosts[r / 2].remove(0));
+/// #     ranks.push(Combined::new(local, remote, vec![2 * host, 2 * host + 1]).unwrap());
+/// # }
+/// let routes: Vec<_> = (0..4).map(|r| ranks[1].route(r).unwrap()).collect();
+/// assert_eq!(routes, [Route::Local(0), Route::Local(1), Route::Remote(2), Route::Remote(3)]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     /// The local half, as its rank `.0`.
@@ -93,6 +111,28 @@ impl<L: Conduit, R: Conduit> Combined<L, R> {
     /// job rank `local_ranks[i]`) and its `remote` half (the whole job). The remote
     /// half is built from the job's [`ConduitSpec`](super::ConduitSpec), the local one
     /// from [`ConduitSpec::restricted_to`](super::ConduitSpec::restricted_to)`(local_ranks)`.
+    ///
+    /// ```
+    /// # use amrq::conduit::{combined::{Combined, Route}, threads, ChannelSpec, Conduit, ConduitSpec, Delivery, Message, ReceivedFrame};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16).notify(true), ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+    /// # let segs = threads::segments(4, &spec).unwrap();
+    /// # let remote = threads::endpoints_on(&spec, &segs, &[0, 1, 2, 3]).unwrap();
+    /// # let mut hosts = [
+    /// #     threads::endpoints_on(&spec.restricted_to(&[0, 1]), &segs, &[0, 1]).unwrap(),
+    /// #     threads::endpoints_on(&spec.restricted_to(&[2, 3]), &segs, &[2, 3]).unwrap(),
+    /// # ];
+    /// # let mut ranks = Vec::new();
+    /// # for (r, remote) in remote.into_iter().enumerate() {
+    /// #     let (host, local) = (r / 2, hosts[r / 2].remove(0));
+    /// #     ranks.push(Combined::new(local, remote, vec![2 * host, 2 * host + 1]).unwrap());
+    /// # }
+    /// // Rank 2 of the job is rank 0 of its host's half: a local_ranks that does not say so
+    /// // is refused.
+    /// let spec1 = ConduitSpec::new(vec![ChannelSpec::new(16)]);
+    /// let (mut l, mut r) = (threads::endpoints(2, &[16]).unwrap(), threads::endpoints(4, &[16]).unwrap());
+    /// assert!(Combined::new(l.remove(0), r.remove(2), vec![0, 1]).is_err());
+    /// # let _ = spec1;
+    /// ```
     pub fn new(local: L, remote: R, local_ranks: Vec<Rank>) -> Result<Self, ConduitError> {
         let setup = |why: String| Err(ConduitError::Setup(why));
         let (lc, rc) = (local.caps(), remote.caps());
@@ -143,6 +183,25 @@ impl<L: Conduit, R: Conduit> Combined<L, R> {
     }
 
     /// The half that carries frames to `rank`, and its rank there.
+    ///
+    /// ```
+    /// # use amrq::conduit::{combined::{Combined, Route}, threads, ChannelSpec, Conduit, ConduitSpec, Delivery, Message, ReceivedFrame};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16).notify(true), ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+    /// # let segs = threads::segments(4, &spec).unwrap();
+    /// # let remote = threads::endpoints_on(&spec, &segs, &[0, 1, 2, 3]).unwrap();
+    /// # let mut hosts = [
+    /// #     threads::endpoints_on(&spec.restricted_to(&[0, 1]), &segs, &[0, 1]).unwrap(),
+    /// #     threads::endpoints_on(&spec.restricted_to(&[2, 3]), &segs, &[2, 3]).unwrap(),
+    /// # ];
+    /// # let mut ranks = Vec::new();
+    /// # for (r, remote) in remote.into_iter().enumerate() {
+    /// #     let (host, local) = (r / 2, hosts[r / 2].remove(0));
+    /// #     ranks.push(Combined::new(local, remote, vec![2 * host, 2 * host + 1]).unwrap());
+    /// # }
+    /// assert_eq!(ranks[0].route(1).unwrap(), Route::Local(1)); // same host
+    /// assert_eq!(ranks[0].route(3).unwrap(), Route::Remote(3)); // over the network half
+    /// assert!(ranks[0].route(4).is_err());
+    /// ```
     pub fn route(&self, rank: Rank) -> Result<Route, ConduitError> {
         self.routes
             .get(rank)
@@ -154,16 +213,67 @@ impl<L: Conduit, R: Conduit> Combined<L, R> {
     }
 
     /// The job ranks the local half reaches, in its numbering (index = its rank).
+    ///
+    /// ```
+    /// # use amrq::conduit::{combined::{Combined, Route}, threads, ChannelSpec, Conduit, ConduitSpec, Delivery, Message, ReceivedFrame};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16).notify(true), ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+    /// # let segs = threads::segments(4, &spec).unwrap();
+    /// # let remote = threads::endpoints_on(&spec, &segs, &[0, 1, 2, 3]).unwrap();
+    /// # let mut hosts = [
+    /// #     threads::endpoints_on(&spec.restricted_to(&[0, 1]), &segs, &[0, 1]).unwrap(),
+    /// #     threads::endpoints_on(&spec.restricted_to(&[2, 3]), &segs, &[2, 3]).unwrap(),
+    /// # ];
+    /// # let mut ranks = Vec::new();
+    /// # for (r, remote) in remote.into_iter().enumerate() {
+    /// #     let (host, local) = (r / 2, hosts[r / 2].remove(0));
+    /// #     ranks.push(Combined::new(local, remote, vec![2 * host, 2 * host + 1]).unwrap());
+    /// # }
+    /// assert_eq!(ranks[3].local_ranks(), [2, 3]);
+    /// ```
     pub fn local_ranks(&self) -> &[Rank] {
         &self.local_ranks
     }
 
     /// The local half.
+    ///
+    /// ```
+    /// # use amrq::conduit::{combined::{Combined, Route}, threads, ChannelSpec, Conduit, ConduitSpec, Delivery, Message, ReceivedFrame};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16).notify(true), ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+    /// # let segs = threads::segments(4, &spec).unwrap();
+    /// # let remote = threads::endpoints_on(&spec, &segs, &[0, 1, 2, 3]).unwrap();
+    /// # let mut hosts = [
+    /// #     threads::endpoints_on(&spec.restricted_to(&[0, 1]), &segs, &[0, 1]).unwrap(),
+    /// #     threads::endpoints_on(&spec.restricted_to(&[2, 3]), &segs, &[2, 3]).unwrap(),
+    /// # ];
+    /// # let mut ranks = Vec::new();
+    /// # for (r, remote) in remote.into_iter().enumerate() {
+    /// #     let (host, local) = (r / 2, hosts[r / 2].remove(0));
+    /// #     ranks.push(Combined::new(local, remote, vec![2 * host, 2 * host + 1]).unwrap());
+    /// # }
+    /// assert_eq!((ranks[3].local().rank(), ranks[3].local().size()), (1, 2));
+    /// ```
     pub fn local(&self) -> &L {
         &self.local
     }
 
     /// The remote half.
+    ///
+    /// ```
+    /// # use amrq::conduit::{combined::{Combined, Route}, threads, ChannelSpec, Conduit, ConduitSpec, Delivery, Message, ReceivedFrame};
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16).notify(true), ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+    /// # let segs = threads::segments(4, &spec).unwrap();
+    /// # let remote = threads::endpoints_on(&spec, &segs, &[0, 1, 2, 3]).unwrap();
+    /// # let mut hosts = [
+    /// #     threads::endpoints_on(&spec.restricted_to(&[0, 1]), &segs, &[0, 1]).unwrap(),
+    /// #     threads::endpoints_on(&spec.restricted_to(&[2, 3]), &segs, &[2, 3]).unwrap(),
+    /// # ];
+    /// # let mut ranks = Vec::new();
+    /// # for (r, remote) in remote.into_iter().enumerate() {
+    /// #     let (host, local) = (r / 2, hosts[r / 2].remove(0));
+    /// #     ranks.push(Combined::new(local, remote, vec![2 * host, 2 * host + 1]).unwrap());
+    /// # }
+    /// assert_eq!((ranks[3].remote().rank(), ranks[3].remote().size()), (3, 4));
+    /// ```
     pub fn remote(&self) -> &R {
         &self.remote
     }
@@ -171,6 +281,28 @@ impl<L: Conduit, R: Conduit> Combined<L, R> {
 
 /// A frame from either half (of a channel, or of the Interrupt channels), with its
 /// sender's job rank.
+///
+/// ```
+/// # use amrq::conduit::{combined::{Combined, Route}, threads, ChannelSpec, Conduit, ConduitSpec, Delivery, Message, ReceivedFrame};
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16).notify(true), ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+/// # let segs = threads::segments(4, &spec).unwrap();
+/// # let remote = threads::endpoints_on(&spec, &segs, &[0, 1, 2, 3]).unwrap();
+/// # let mut hosts = [
+/// #     threads::endpoints_on(&spec.restricted_to(&[0, 1]), &segs, &[0, 1]).unwrap(),
+/// #     threads::endpoints_on(&spec.restricted_to(&[2, 3]), &segs, &[2, 3]).unwrap(),
+/// # ];
+/// # let mut ranks = Vec::new();
+/// # for (r, remote) in remote.into_iter().enumerate() {
+/// #     let (host, local) = (r / 2, hosts[r / 2].remove(0));
+/// #     ranks.push(Combined::new(local, remote, vec![2 * host, 2 * host + 1]).unwrap());
+/// # }
+/// use amrq::conduit::combined::HalfFrame;
+/// ranks[2].try_send(3, 0, &Message { tag: 0, flags: 0, args: &[1], payload: &[] }).unwrap();
+/// let f = ranks[3].peek(0).unwrap().unwrap();
+/// assert!(matches!(f, HalfFrame::Local(..))); // it came over shared memory
+/// assert_eq!(f.source(), 2); // as a job rank
+/// f.release();
+/// ```
 pub enum HalfFrame<A, B> {
     /// From the local half, sent by this job rank.
     Local(A, Rank),
@@ -488,6 +620,28 @@ fn local_token(s: Started) -> Started {
 }
 
 /// Both halves' Interrupt channels, for one progress thread.
+///
+/// ```
+/// # use amrq::conduit::{combined::{Combined, Route}, threads, ChannelSpec, Conduit, ConduitSpec, Delivery, Message, ReceivedFrame};
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16).notify(true), ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+/// # let segs = threads::segments(4, &spec).unwrap();
+/// # let remote = threads::endpoints_on(&spec, &segs, &[0, 1, 2, 3]).unwrap();
+/// # let mut hosts = [
+/// #     threads::endpoints_on(&spec.restricted_to(&[0, 1]), &segs, &[0, 1]).unwrap(),
+/// #     threads::endpoints_on(&spec.restricted_to(&[2, 3]), &segs, &[2, 3]).unwrap(),
+/// # ];
+/// # let mut ranks = Vec::new();
+/// # for (r, remote) in remote.into_iter().enumerate() {
+/// #     let (host, local) = (r / 2, hosts[r / 2].remove(0));
+/// #     ranks.push(Combined::new(local, remote, vec![2 * host, 2 * host + 1]).unwrap());
+/// # }
+/// use amrq::conduit::InterruptChannels;
+/// let rx = ranks[0].take_interrupts().unwrap(); // both halves' Interrupt channels
+/// ranks[3].try_send(0, 1, &Message { tag: 0, flags: 0, args: &[9], payload: &[] }).unwrap();
+/// let (ch, f) = rx.take().unwrap().unwrap();
+/// assert_eq!((ch, f.source(), f.args()), (1, 3, &[9][..]));
+/// f.release();
+/// ```
 pub struct CombinedInterrupts<A, B> {
     local: Option<A>,
     remote: Option<B>,
@@ -531,6 +685,26 @@ impl<A: InterruptChannels, B: InterruptChannels> InterruptChannels for CombinedI
 }
 
 /// Both halves' interrupt alarms: armed together, slept on together.
+///
+/// ```
+/// # use amrq::conduit::{combined::{Combined, Route}, threads, ChannelSpec, Conduit, ConduitSpec, Delivery, Message, ReceivedFrame};
+/// # let spec = ConduitSpec::new(vec![ChannelSpec::new(16).notify(true), ChannelSpec::new(16).delivery(Delivery::Interrupt)]);
+/// # let segs = threads::segments(4, &spec).unwrap();
+/// # let remote = threads::endpoints_on(&spec, &segs, &[0, 1, 2, 3]).unwrap();
+/// # let mut hosts = [
+/// #     threads::endpoints_on(&spec.restricted_to(&[0, 1]), &segs, &[0, 1]).unwrap(),
+/// #     threads::endpoints_on(&spec.restricted_to(&[2, 3]), &segs, &[2, 3]).unwrap(),
+/// # ];
+/// # let mut ranks = Vec::new();
+/// # for (r, remote) in remote.into_iter().enumerate() {
+/// #     let (host, local) = (r / 2, hosts[r / 2].remove(0));
+/// #     ranks.push(Combined::new(local, remote, vec![2 * host, 2 * host + 1]).unwrap());
+/// # }
+/// use amrq::conduit::{InterruptAlarm, InterruptChannels};
+/// let alarm = ranks[0].take_interrupts().unwrap().alarm();
+/// let armed = alarm.arm(); // both halves' doorbells
+/// alarm.disarm(armed);
+/// ```
 pub struct CombinedAlarm<A, B> {
     local: Option<A>,
     remote: Option<B>,
