@@ -25,21 +25,61 @@
 use super::{BootError, JobKey};
 
 /// Rank variable set by `amrun` and `amrq::launch`.
+///
+/// ```
+/// use amrq::bootstrap::env::{ENV_RANK, ENV_SIZE};
+/// // What amrun sets in each rank's environment.
+/// assert_eq!((ENV_RANK, ENV_SIZE), ("AMRQ_RANK", "AMRQ_SIZE"));
+/// ```
 pub const ENV_RANK: &str = "AMRQ_RANK";
 /// Size variable set by `amrun` and `amrq::launch`.
+///
+/// ```
+/// assert_eq!(amrq::bootstrap::env::ENV_SIZE, "AMRQ_SIZE");
+/// ```
 pub const ENV_SIZE: &str = "AMRQ_SIZE";
 /// Job key variable set by `amrun` and `amrq::launch` (secret).
+///
+/// ```
+/// assert_eq!(amrq::bootstrap::env::ENV_KEY, "AMRQ_JOB_KEY");
+/// ```
 pub const ENV_KEY: &str = "AMRQ_JOB_KEY";
 /// Job id variable set by `amrun` and `amrq::launch` (public).
+///
+/// ```
+/// assert_eq!(amrq::bootstrap::env::ENV_ID, "AMRQ_JOB_ID");
+/// ```
 pub const ENV_ID: &str = "AMRQ_JOB_ID";
 /// Rank 0's rendezvous `HOST:PORT` for ranks on several hosts.
+///
+/// ```
+/// assert_eq!(amrq::bootstrap::env::ENV_RENDEZVOUS, "AMRQ_RENDEZVOUS");
+/// ```
 pub const ENV_RENDEZVOUS: &str = "AMRQ_RENDEZVOUS";
 /// The name of this rank's host, as the launcher calls it.
+///
+/// ```
+/// assert_eq!(amrq::bootstrap::env::ENV_HOST, "AMRQ_HOST");
+/// ```
 pub const ENV_HOST: &str = "AMRQ_HOST";
 /// The [`ENV_KEY`] value that says: read the key from the first line of standard input.
+///
+/// ```
+/// // AMRQ_JOB_KEY=- : the key is the first line of standard input (not in the environment).
+/// assert_eq!(amrq::bootstrap::env::KEY_ON_STDIN, "-");
+/// ```
 pub const KEY_ON_STDIN: &str = "-";
 
 /// This process's place in a job, as its launcher said.
+///
+/// ```
+/// use amrq::bootstrap::{env::Place, JobKey};
+/// let p = Place {
+///     rank: 0, size: 1, id: "doc".into(), key: JobKey::random().unwrap(),
+///     launcher: "doc", host: "localhost".into(), rendezvous: None,
+/// };
+/// assert!(p.rendezvous.is_none()); // one host: ranks meet in shared memory
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Place {
     /// This rank.
@@ -83,6 +123,15 @@ fn launcher_key(id: &str) -> Result<JobKey, BootError> {
 }
 
 /// Reads the environment: `Ok(None)` if no launcher placed this process in a job.
+///
+/// ```
+/// // A process started on its own is in no job.
+/// if std::env::var_os("AMRQ_RANK").is_none() && std::env::var_os("OMPI_COMM_WORLD_RANK").is_none()
+///     && std::env::var_os("PMI_RANK").is_none() && std::env::var_os("SLURM_PROCID").is_none()
+/// {
+///     assert!(amrq::bootstrap::env::detect().unwrap().is_none());
+/// }
+/// ```
 pub fn detect() -> Result<Option<Place>, BootError> {
     if let Some(r) = var(ENV_RANK) {
         let size = var(ENV_SIZE)
@@ -143,6 +192,12 @@ pub fn detect() -> Result<Option<Place>, BootError> {
 
 /// [`detect`] for a job across hosts: the place if a launcher put this process in one
 /// ([`ENV_RENDEZVOUS`] is set), `Ok(None)` otherwise.
+///
+/// ```
+/// if std::env::var_os("AMRQ_RENDEZVOUS").is_none() {
+///     assert!(amrq::bootstrap::env::detect_across_hosts().unwrap().is_none());
+/// }
+/// ```
 pub fn detect_across_hosts() -> Result<Option<Place>, BootError> {
     Ok(detect()?.filter(|p| p.rendezvous.is_some()))
 }

@@ -1,6 +1,15 @@
 //! The bootstrap layer's error type.
 
 /// Why a setup-time collective or a liveness check failed.
+///
+/// ```
+/// use amrq::bootstrap::{BootError, ThreadsBoot};
+/// let b = ThreadsBoot::new(2);
+/// b.mark_failed(1, "killed by SIGKILL".into());
+/// let e = b.check_peers().unwrap_err();
+/// assert!(matches!(e, BootError::PeerDead { rank: 1, .. }));
+/// assert_eq!(e.to_string(), "rank 1 failed: killed by SIGKILL");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BootError {
     /// A rank of the job failed.

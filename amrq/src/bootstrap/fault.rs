@@ -9,9 +9,19 @@
 use std::sync::OnceLock;
 
 /// The environment variable that names the fault point.
+///
+/// ```
+/// // AMRQ_FAULT=attached@1 kills rank 1 with SIGKILL at that step of its start-up.
+/// assert_eq!(amrq::bootstrap::fault::ENV_FAULT, "AMRQ_FAULT");
+/// ```
 pub const ENV_FAULT: &str = "AMRQ_FAULT";
 
 /// The steps of a rank's start-up, in order, for rank 0 then for the others (joiners).
+///
+/// ```
+/// use amrq::bootstrap::fault::RANK_STEPS;
+/// assert!(RANK_STEPS.contains(&"attached"));
+/// ```
 pub const RANK_STEPS: &[&str] = &[
     "listening",   // rank 0: the rendezvous socket is bound
     "created",     // rank 0: the job's memory exists, not yet initialised
@@ -26,6 +36,10 @@ pub const RANK_STEPS: &[&str] = &[
 ];
 
 /// The launcher's steps: `spawned@r` once rank `r`'s process exists.
+///
+/// ```
+/// assert_eq!(amrq::bootstrap::fault::LAUNCHER_STEPS, ["spawned"]);
+/// ```
 pub const LAUNCHER_STEPS: &[&str] = &["spawned"];
 
 fn configured() -> &'static Option<(String, Option<usize>)> {
@@ -41,6 +55,13 @@ fn configured() -> &'static Option<(String, Option<usize>)> {
 
 /// Kills this process with SIGKILL if `AMRQ_FAULT` names `step` (and `rank`, if it
 /// names one).
+///
+/// ```
+/// // Without AMRQ_FAULT (or naming another step) a fault point does nothing.
+/// if std::env::var_os("AMRQ_FAULT").is_none() {
+///     amrq::bootstrap::fault::point("attached", 0);
+/// }
+/// ```
 pub fn point(step: &str, rank: usize) {
     if let Some((s, r)) = configured() {
         if s == step && r.is_none_or(|r| r == rank) {

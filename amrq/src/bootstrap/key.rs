@@ -24,6 +24,12 @@ impl std::fmt::Debug for JobKey {
 }
 
 /// `N` bytes from the kernel's random source.
+///
+/// ```
+/// let a: [u8; 16] = amrq::bootstrap::key::random_bytes().unwrap();
+/// let b: [u8; 16] = amrq::bootstrap::key::random_bytes().unwrap();
+/// assert_ne!(a, b);
+/// ```
 pub fn random_bytes<const N: usize>() -> std::io::Result<[u8; N]> {
     let mut b = [0u8; N];
     let mut got = 0;
@@ -44,6 +50,12 @@ pub fn random_bytes<const N: usize>() -> std::io::Result<[u8; N]> {
 
 impl JobKey {
     /// 128 bits from the kernel's random source.
+    ///
+    /// ```
+    /// use amrq::bootstrap::JobKey;
+    /// let (a, b) = (JobKey::random().unwrap(), JobKey::random().unwrap());
+    /// assert_ne!(a.mac("x", &[]), b.mac("x", &[]));
+    /// ```
     pub fn random() -> std::io::Result<Self> {
         Ok(Self::from_bytes(random_bytes::<16>()?))
     }
@@ -57,6 +69,12 @@ impl JobKey {
     }
 
     /// The key from its 32 hex digits.
+    ///
+    /// ```
+    /// use amrq::bootstrap::JobKey;
+    /// assert!(JobKey::parse("00112233445566778899aabbccddeeff").is_some());
+    /// assert!(JobKey::parse("not a key").is_none());
+    /// ```
     pub fn parse(s: &str) -> Option<Self> {
         if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
@@ -85,6 +103,13 @@ impl JobKey {
 
     /// A message authentication code over `parts`, for purpose `label`: SHA-256 of the
     /// key, the label and the parts, each length-prefixed (no two inputs collide).
+    ///
+    /// ```
+    /// use amrq::bootstrap::JobKey;
+    /// let k = JobKey::parse("00112233445566778899aabbccddeeff").unwrap();
+    /// assert_eq!(k.mac("join", &[b"ab", b"c"]), k.mac("join", &[b"ab", b"c"]));
+    /// assert_ne!(k.mac("join", &[b"ab", b"c"]), k.mac("join", &[b"a", b"bc"])); // no collisions by splitting
+    /// ```
     pub fn mac(&self, label: &str, parts: &[&[u8]]) -> [u8; 32] {
         let mut key = [0u8; 16];
         key[..8].copy_from_slice(&self.0[0].to_le_bytes());

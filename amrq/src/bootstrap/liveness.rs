@@ -10,12 +10,29 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Mutex;
 
 /// The pidfds of a job's peers, opened on first look.
+///
+/// ```
+/// use amrq::bootstrap::liveness::{Seen, Watch};
+/// let w = Watch::new(2);
+/// assert!(matches!(w.look(0, std::process::id()), Seen::Alive)); // this process
+/// ```
 #[derive(Debug)]
 pub struct Watch {
     fds: Mutex<Vec<Option<(u32, OwnedFd)>>>,
 }
 
 /// What a look at a peer found.
+///
+/// ```
+/// use amrq::bootstrap::liveness::{Seen, Watch};
+/// let mut child = std::process::Command::new("sleep").arg("10").spawn().unwrap();
+/// let (w, pid) = (Watch::new(1), child.id());
+/// assert!(matches!(w.look(0, pid), Seen::Alive));
+/// child.kill().unwrap();
+/// while matches!(w.look(0, pid), Seen::Alive) {} // a zombie counts as ended
+/// assert!(matches!(w.look(0, pid), Seen::Ended(how) if how.contains("SIGKILL")));
+/// child.wait().unwrap();
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Seen {
     /// Running (or not yet known).
@@ -26,6 +43,11 @@ pub enum Seen {
 
 impl Watch {
     /// Watches nothing yet, for a job of `ranks` ranks.
+    ///
+    /// ```
+    /// let w = amrq::bootstrap::liveness::Watch::new(4);
+    /// # let _ = w;
+    /// ```
     pub fn new(ranks: usize) -> Self {
         Self {
             fds: Mutex::new((0..ranks).map(|_| None).collect()),
@@ -33,6 +55,20 @@ impl Watch {
     }
 
     /// Looks at rank `rank`, whose process is `pid`.
+    ///
+    /// ```
+    /// use amrq::bootstrap::liveness::{Seen, Watch};
+    /// let mut child = std::process::Command::new("sh").args(["-c", "exit 3"]).spawn().unwrap();
+    /// let w = Watch::new(1);
+    /// let pid = child.id();
+    /// loop {
+    ///     match w.look(0, pid) {
+    ///         Seen::Alive => std::thread::sleep(std::time::Duration::from_millis(5)),
+    ///         Seen::Ended(how) => { assert!(how.contains('3'), "{how}"); break; }
+    ///     }
+    /// }
+    /// child.wait().unwrap();
+    /// ```
     pub fn look(&self, rank: usize, pid: u32) -> Seen {
         let Ok(mut fds) = self.fds.lock() else {
             return Seen::Alive; // a panic elsewhere: the next look will tell
@@ -71,6 +107,13 @@ impl Watch {
 }
 
 /// How process `pid` ended, in words: from its wait status while it is a zombie.
+///
+/// ```
+/// let mut child = std::process::Command::new("sh").args(["-c", "kill -9 $$"]).spawn().unwrap();
+/// std::thread::sleep(std::time::Duration::from_millis(200)); // a zombie now, not reaped
+/// println!("{}", amrq::bootstrap::liveness::how_it_ended(child.id()));
+/// child.wait().unwrap();
+/// ```
 pub fn how_it_ended(pid: u32) -> String {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return format!("its process {pid} has exited (already reaped: its launcher knows how)");
@@ -103,6 +146,11 @@ fn describe_status(pid: u32, st: i32) -> String {
 }
 
 /// The usual name of a signal that ends processes.
+///
+/// ```
+/// use amrq::bootstrap::liveness::signal_name;
+/// assert_eq!((signal_name(9), signal_name(11)), ("SIGKILL", "SIGSEGV"));
+/// ```
 pub fn signal_name(sig: i32) -> &'static str {
     match sig {
         libc::SIGKILL => "SIGKILL",

@@ -29,6 +29,14 @@ pub use threads::ThreadsBoot;
 use std::sync::Arc;
 
 /// The bootstrap a conduit endpoint uses (closed set: no `dyn`).
+///
+/// ```
+/// use amrq::bootstrap::{Boot, ThreadsBoot};
+/// use std::sync::Arc;
+/// let boot = Boot::Threads(Arc::new(ThreadsBoot::new(1)));
+/// assert_eq!(boot.allgather(0, 7).unwrap(), [7]);
+/// boot.barrier().unwrap();
+/// ```
 #[derive(Debug, Clone)]
 pub enum Boot {
     /// Ranks are threads of this process.
@@ -41,6 +49,12 @@ pub enum Boot {
 
 impl Boot {
     /// All-gather of one word per rank.
+    ///
+    /// ```
+    /// use amrq::bootstrap::{Boot, ThreadsBoot};
+    /// let boot = Boot::Threads(std::sync::Arc::new(ThreadsBoot::new(1)));
+    /// assert_eq!(boot.allgather(0, 3).unwrap(), [3]);
+    /// ```
     pub fn allgather(&self, rank: usize, mine: u64) -> Result<Vec<u64>, BootError> {
         match self {
             Boot::Threads(b) => b.allgather(rank, mine),
@@ -50,6 +64,13 @@ impl Boot {
     }
 
     /// [`BootError::PeerDead`] if a rank is known to have failed.
+    ///
+    /// ```
+    /// use amrq::bootstrap::{Boot, BootError, ThreadsBoot};
+    /// let boot = Boot::Threads(std::sync::Arc::new(ThreadsBoot::new(2)));
+    /// boot.mark_failed(1, "out of memory".into());
+    /// assert!(matches!(boot.check_peers(), Err(BootError::PeerDead { rank: 1, .. })));
+    /// ```
     pub fn check_peers(&self) -> Result<(), BootError> {
         match self {
             Boot::Threads(b) => b.check_peers(),
@@ -60,6 +81,13 @@ impl Boot {
 
     /// True once `rank` has left the job cleanly; what it published before is visible
     /// to loads after this returns true.
+    ///
+    /// ```
+    /// use amrq::bootstrap::{Boot, ThreadsBoot};
+    /// let boot = Boot::Threads(std::sync::Arc::new(ThreadsBoot::new(2)));
+    /// boot.mark_left(1);
+    /// assert!(boot.has_left(1));
+    /// ```
     pub fn has_left(&self, rank: usize) -> bool {
         match self {
             Boot::Threads(b) => b.has_left(rank),
@@ -71,6 +99,13 @@ impl Boot {
 
     /// Records that `rank` has finished (threads; a process says so when its job
     /// handle drops).
+    ///
+    /// ```
+    /// use amrq::bootstrap::{Boot, ThreadsBoot};
+    /// let boot = Boot::Threads(std::sync::Arc::new(ThreadsBoot::new(2)));
+    /// boot.mark_left(0);
+    /// assert!(boot.has_left(0) && !boot.has_left(1));
+    /// ```
     pub fn mark_left(&self, rank: usize) {
         if let Boot::Threads(b) = self {
             b.mark_left(rank);
@@ -78,6 +113,13 @@ impl Boot {
     }
 
     /// Records that `rank` failed, so that waits elsewhere end with an error.
+    ///
+    /// ```
+    /// use amrq::bootstrap::{Boot, ThreadsBoot};
+    /// let boot = Boot::Threads(std::sync::Arc::new(ThreadsBoot::new(2)));
+    /// boot.mark_failed(0, "a bug".into());
+    /// assert!(boot.check_peers().is_err());
+    /// ```
     pub fn mark_failed(&self, rank: usize, cause: String) {
         match self {
             Boot::Threads(b) => b.mark_failed(rank, cause),
@@ -96,6 +138,12 @@ impl Boot {
     }
 
     /// Barrier over all ranks.
+    ///
+    /// ```
+    /// use amrq::bootstrap::{Boot, ThreadsBoot};
+    /// let boot = Boot::Threads(std::sync::Arc::new(ThreadsBoot::new(1)));
+    /// boot.barrier().unwrap(); // one rank: passes at once
+    /// ```
     pub fn barrier(&self) -> Result<(), BootError> {
         match self {
             Boot::Threads(b) => b.barrier(),

@@ -36,6 +36,16 @@ use std::time::{Duration, Instant};
 const MAX_BLOB: usize = 1 << 20;
 
 /// One rank as the job's table has it.
+///
+/// ```
+/// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
+/// # use std::time::Duration;
+/// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+/// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+/// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
+/// let e = &job.entries()[0];
+/// assert_eq!((e.host.as_str(), e.blob.as_slice()), ("h0", &b"card"[..]));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// The host it runs on, as its launcher named it.
@@ -161,6 +171,15 @@ impl NetJob {
     /// Joins job `terms` as `rank` from host `host`, publishing `blob`: rank 0 listens
     /// on `rendezvous` (HOST:PORT) and waits for the others, the others connect to it;
     /// everyone waits at most `timeout`. Returns once every rank is in the table.
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
+    /// # use std::time::Duration;
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
+    /// assert_eq!(job.rank(), 0); // a job of one rank, formed at its own rendezvous
+    /// ```
     pub fn form(
         rank: usize,
         host: &str,
@@ -207,16 +226,43 @@ impl NetJob {
     }
 
     /// This rank.
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
+    /// # use std::time::Duration;
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
+    /// assert_eq!(job.rank(), 0);
+    /// ```
     pub fn rank(&self) -> usize {
         self.rank
     }
 
     /// Every rank's entry (index = rank).
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
+    /// # use std::time::Duration;
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
+    /// assert_eq!(job.entries().len(), 1);
+    /// ```
     pub fn entries(&self) -> &[Entry] {
         &self.entries
     }
 
     /// All-gather of one word per rank through rank 0 (see [`NetJob::exchange`]).
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
+    /// # use std::time::Duration;
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
+    /// assert_eq!(job.allgather(42).unwrap(), [42]);
+    /// ```
     pub fn allgather(&self, mine: u64) -> Result<Vec<u64>, BootError> {
         let all = self.exchange(&mine.to_le_bytes())?;
         all.iter()
@@ -236,6 +282,15 @@ impl NetJob {
     /// All-gather of some bytes per rank through rank 0 (index = rank). A rank whose
     /// connection closed is [`BootError::PeerDead`]; one that says nothing for the
     /// attach timeout is a [`BootError::Timeout`].
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
+    /// # use std::time::Duration;
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
+    /// assert_eq!(job.exchange(b"blob").unwrap(), [b"blob".to_vec()]);
+    /// ```
     pub fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {
         self.check_peers()?;
         let mut links = self.links.lock().map_err(|_| BootError::Poisoned)?;
@@ -283,12 +338,30 @@ impl NetJob {
     }
 
     /// Barrier over all ranks (an all-gather of nothing).
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
+    /// # use std::time::Duration;
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
+    /// job.barrier().unwrap();
+    /// ```
     pub fn barrier(&self) -> Result<(), BootError> {
         self.allgather(0).map(drop)
     }
 
     /// [`BootError::PeerDead`] for this rank's own recorded failure. (Peers' deaths
     /// are seen by the conduit, and by [`NetJob::allgather`].)
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
+    /// # use std::time::Duration;
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
+    /// assert!(job.check_peers().is_ok());
+    /// ```
     pub fn check_peers(&self) -> Result<(), BootError> {
         match self.failed.lock().map_err(|_| BootError::Poisoned)?.clone() {
             Some(cause) => Err(BootError::PeerDead {
@@ -300,6 +373,16 @@ impl NetJob {
     }
 
     /// Records this rank's failure.
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
+    /// # use std::time::Duration;
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
+    /// job.mark_failed("gave up");
+    /// assert!(job.barrier().is_err()); // a failed rank's collectives end
+    /// ```
     pub fn mark_failed(&self, cause: &str) {
         if let Ok(mut f) = self.failed.lock() {
             f.get_or_insert_with(|| cause.to_string());
@@ -311,6 +394,11 @@ type Formed = (Vec<Entry>, Vec<Option<TcpStream>>);
 
 /// The prefix of a rendezvous setting that names a file on a file system every host
 /// shares: rank 0 listens on a port the kernel picks and writes its addresses there.
+///
+/// ```
+/// // AMRQ_RENDEZVOUS=file:/shared/job.addr: rank 0 writes where it listens, the others read it.
+/// assert_eq!(amrq::bootstrap::network::FILE_PREFIX, "file:");
+/// ```
 pub const FILE_PREFIX: &str = "file:";
 
 /// Rank 0's listening socket for `rendezvous`, and the address it shows in errors and

@@ -53,6 +53,24 @@ pub(super) enum Code {
 }
 
 /// What every member of the job agrees on.
+///
+/// ```
+/// # use amrq::bootstrap::{key::rendezvous_name, rendezvous::{self, Door, Terms}, JobKey};
+/// # use amrq::util::shm::SharedFile;
+/// # use std::time::{Duration, Instant};
+/// # let id = format!("doc-{}-{}", std::process::id(), line!());
+/// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+/// # let name = rendezvous_name(&id);
+/// // Rank 0 opens the door and admits rank 1, which proves the key and agrees on the terms.
+/// let door = Door::open(&name, &id).unwrap();
+/// let memory = SharedFile::create("doc", 4096).unwrap();
+/// let deadline = Instant::now() + Duration::from_secs(10);
+/// std::thread::scope(|s| {
+///     let joiner = s.spawn(|| rendezvous::join(&name, &terms, 1, deadline));
+///     door.admit_all(&terms, memory.fd(), deadline, || Ok(())).unwrap();
+///     assert_eq!(joiner.join().unwrap().unwrap().size().unwrap(), 4096); // the job's memory
+/// });
+/// ```
 #[derive(Debug, Clone)]
 pub struct Terms {
     /// The job's public id.
@@ -193,6 +211,20 @@ fn read<const N: usize>(s: &UnixStream) -> io::Result<(Wire<N>, Option<OwnedFd>)
 
 /// Rank 0's side: the listening socket, from before the job's memory exists until the
 /// job ends (late or wrong joiners are told why, at once).
+///
+/// ```
+/// # use amrq::bootstrap::{key::rendezvous_name, rendezvous::{self, Door, Terms}, JobKey};
+/// # use amrq::util::shm::SharedFile;
+/// # use std::time::{Duration, Instant};
+/// # let id = format!("doc-{}-{}", std::process::id(), line!());
+/// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+/// # let name = rendezvous_name(&id);
+/// let door = Door::open(&name, &id).unwrap();
+/// let keeper = door.keep(terms.clone()); // the job formed: later joiners are refused
+/// let late = rendezvous::join(&name, &terms, 1, Instant::now() + Duration::from_secs(5));
+/// assert!(late.is_err());
+/// drop(keeper);
+/// ```
 #[derive(Debug)]
 pub struct Door {
     listener: UnixListener,
@@ -208,6 +240,18 @@ enum Answer {
 
 impl Door {
     /// Opens the job's rendezvous, `name` (see [`super::key::rendezvous_name`]).
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{key::rendezvous_name, rendezvous::{self, Door, Terms}, JobKey};
+    /// # use amrq::util::shm::SharedFile;
+    /// # use std::time::{Duration, Instant};
+    /// # let id = format!("doc-{}-{}", std::process::id(), line!());
+    /// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+    /// # let name = rendezvous_name(&id);
+    /// let door = Door::open(&name, &id).unwrap();
+    /// assert!(Door::open(&name, &id).is_err()); // one door per job
+    /// drop(door);
+    /// ```
     pub fn open(name: &str, id: &str) -> Result<Self, BootError> {
         let listener = socket::listen(name)
             .map_err(|e| BootError::Shm(format!("cannot open the rendezvous of job {id}: {e}")))?
@@ -226,6 +270,20 @@ impl Door {
     /// Admits every other rank of the job (each proves the key and agrees on the terms)
     /// and hands it `memory`; between connections, `check` may end the wait (a rank
     /// that joined and died).
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{key::rendezvous_name, rendezvous::{self, Door, Terms}, JobKey};
+    /// # use amrq::util::shm::SharedFile;
+    /// # use std::time::{Duration, Instant};
+    /// # let id = format!("doc-{}-{}", std::process::id(), line!());
+    /// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+    /// # let name = rendezvous_name(&id);
+    /// let door = Door::open(&name, &id).unwrap();
+    /// let memory = SharedFile::create("doc", 4096).unwrap();
+    /// let deadline = Instant::now() + Duration::from_millis(200);
+    /// // Nobody comes: the wait ends at the deadline, with an error that says so.
+    /// assert!(door.admit_all(&terms, memory.fd(), deadline, || Ok(())).is_err());
+    /// ```
     pub fn admit_all(
         &self,
         terms: &Terms,
@@ -279,6 +337,19 @@ impl Door {
 
     /// Once the job has formed: a thread keeps the door and refuses every later
     /// joiner with the reason, until the returned guard drops.
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{key::rendezvous_name, rendezvous::{self, Door, Terms}, JobKey};
+    /// # use amrq::util::shm::SharedFile;
+    /// # use std::time::{Duration, Instant};
+    /// # let id = format!("doc-{}-{}", std::process::id(), line!());
+    /// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+    /// # let name = rendezvous_name(&id);
+    /// let keeper = Door::open(&name, &id).unwrap().keep(terms.clone());
+    /// let wrong = Terms { key: JobKey::random().unwrap(), ..terms.clone() };
+    /// assert!(rendezvous::join(&name, &wrong, 1, Instant::now() + Duration::from_secs(5)).is_err());
+    /// drop(keeper); // the door closes
+    /// ```
     pub fn keep(self, terms: Terms) -> Keeper {
         // SAFETY: eventfd takes an initial value and flags, returns a new descriptor.
         let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
@@ -311,6 +382,17 @@ impl Door {
 }
 
 /// Stops the door's thread when dropped (the socket closes with it).
+///
+/// ```
+/// # use amrq::bootstrap::{key::rendezvous_name, rendezvous::{self, Door, Terms}, JobKey};
+/// # use amrq::util::shm::SharedFile;
+/// # use std::time::{Duration, Instant};
+/// # let id = format!("doc-{}-{}", std::process::id(), line!());
+/// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+/// # let name = rendezvous_name(&id);
+/// let keeper: rendezvous::Keeper = Door::open(&name, &id).unwrap().keep(terms);
+/// drop(keeper);
+/// ```
 #[derive(Debug)]
 pub struct Keeper {
     stop: Option<OwnedFd>,
@@ -450,6 +532,18 @@ fn answer(
 
 /// A joiner's side: connects to rank 0 of job `t` at `name` (retrying until
 /// `deadline`), proves the key, and returns the job's memory.
+///
+/// ```
+/// # use amrq::bootstrap::{key::rendezvous_name, rendezvous::{self, Door, Terms}, JobKey};
+/// # use amrq::util::shm::SharedFile;
+/// # use std::time::{Duration, Instant};
+/// # let id = format!("doc-{}-{}", std::process::id(), line!());
+/// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+/// # let name = rendezvous_name(&id);
+/// // No rank 0 at this name: the joiner gives up at its deadline, saying what to check.
+/// let e = rendezvous::join(&name, &terms, 1, Instant::now() + Duration::from_millis(100)).unwrap_err();
+/// assert!(e.to_string().contains("AMRQ_ATTACH_TIMEOUT"), "{e}");
+/// ```
 pub fn join(
     name: &str,
     t: &Terms,

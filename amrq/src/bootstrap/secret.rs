@@ -18,9 +18,20 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Names the secret file, instead of `$HOME/.amrq/secret`.
+///
+/// ```
+/// // AMRQ_SECRET_FILE=/path/to/file names another secret file than $HOME/.amrq/secret.
+/// assert_eq!(amrq::bootstrap::secret::ENV_SECRET_FILE, "AMRQ_SECRET_FILE");
+/// ```
 pub const ENV_SECRET_FILE: &str = "AMRQ_SECRET_FILE";
 
 /// Where this user's secret is.
+///
+/// ```
+/// if let Ok(p) = amrq::bootstrap::secret::path() {
+///     println!("this user's secret: {}", p.display());
+/// }
+/// ```
 pub fn path() -> Result<PathBuf, BootError> {
     if let Some(p) = std::env::var_os(ENV_SECRET_FILE).filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
@@ -44,6 +55,15 @@ pub fn load_or_create() -> Result<Vec<u8>, BootError> {
 }
 
 /// The secret in the file `path`: read, or created on first use.
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("amrq-doc-secret-{}", std::process::id()));
+/// let file = dir.join("secret");
+/// let first = amrq::bootstrap::secret::load_or_create_at(&file).unwrap(); // created
+/// let again = amrq::bootstrap::secret::load_or_create_at(&file).unwrap(); // read back
+/// assert!(!first.is_empty() && first == again);
+/// std::fs::remove_dir_all(dir).unwrap();
+/// ```
 pub fn load_or_create_at(path: &Path) -> Result<Vec<u8>, BootError> {
     let err = |what: String| BootError::Env(format!("the job secret {}: {what}", path.display()));
     if !path.exists() {

@@ -93,11 +93,29 @@ const _: () = {
 };
 
 /// Bytes the bootstrap block takes for `ranks` ranks (a multiple of 4 KiB).
+///
+/// ```
+/// use amrq::bootstrap::shm::block_bytes;
+/// assert_eq!(block_bytes(4) % 4096, 0);
+/// assert!(block_bytes(64) >= block_bytes(2));
+/// ```
 pub fn block_bytes(ranks: usize) -> usize {
     HEADER_BYTES + (16 * ranks).div_ceil(4096) * 4096
 }
 
 /// One rank's view of a job that lives in shared memory.
+///
+/// ```
+/// # use amrq::bootstrap::{shm::JobSpec, JobKey, ShmJob};
+/// # use std::time::Duration;
+/// # let spec = JobSpec {
+/// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
+/// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+/// # };
+/// let job = ShmJob::start(&spec, |_| {}).unwrap();
+/// job.barrier().unwrap();
+/// assert_eq!(job.allgather(9).unwrap(), [9]);
+/// ```
 #[derive(Debug)]
 pub struct ShmJob {
     map: Mapping,
@@ -110,6 +128,17 @@ pub struct ShmJob {
 }
 
 /// What a rank brings to the meeting.
+///
+/// ```
+/// use amrq::bootstrap::{shm::JobSpec, JobKey, ShmJob};
+/// use std::time::Duration;
+/// let spec = JobSpec {
+///     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
+///     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+/// };
+/// let job = ShmJob::start(&spec, |_conduit_part| {}).unwrap();
+/// assert_eq!(job.rank(), 0);
+/// ```
 #[derive(Debug, Clone)]
 pub struct JobSpec {
     /// This rank.
@@ -134,6 +163,22 @@ impl ShmJob {
     /// Creates (rank 0) or joins (others) the job's memory, following the protocol in
     /// the module doc. `init` runs on rank 0 only, on the conduit's part, before anyone
     /// else can see it.
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{shm::JobSpec, JobKey, ShmJob};
+    /// # use std::time::Duration;
+    /// # let spec = JobSpec {
+    /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
+    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// # };
+    /// // Rank 0 creates the memory and initialises the conduit's part before anyone joins.
+    /// let job = ShmJob::start(&spec, |part| {
+    ///     // SAFETY: the conduit's part: 4096 bytes nobody else sees yet.
+    ///     unsafe { part.as_ptr().write(1) }
+    /// }).unwrap();
+    /// // SAFETY: inside the conduit's part of the mapped job.
+    /// assert_eq!(unsafe { job.user_base().as_ptr().read() }, 1);
+    /// ```
     pub fn start(spec: &JobSpec, init: impl FnOnce(NonNull<u8>)) -> Result<Self, BootError> {
         let total = block_bytes(spec.size)
             .checked_add(spec.user_bytes)
@@ -202,6 +247,16 @@ impl ShmJob {
     }
 
     /// This rank.
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{shm::JobSpec, JobKey, ShmJob};
+    /// # use std::time::Duration;
+    /// # let spec = JobSpec {
+    /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
+    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// # };
+    /// assert_eq!(ShmJob::start(&spec, |_| {}).unwrap().rank(), 0);
+    /// ```
     pub fn rank(&self) -> usize {
         self.rank
     }
@@ -238,12 +293,33 @@ impl ShmJob {
     }
 
     /// The conduit's part of the object: `user_bytes` bytes after the block.
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{shm::JobSpec, JobKey, ShmJob};
+    /// # use std::time::Duration;
+    /// # let spec = JobSpec {
+    /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
+    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// # };
+    /// let job = ShmJob::start(&spec, |_| {}).unwrap();
+    /// assert_eq!(job.user_base().as_ptr() as usize % 4096, 0);
+    /// ```
     pub fn user_base(&self) -> NonNull<u8> {
         // SAFETY: the block is inside the mapping (its size was checked on attach).
         unsafe { self.map.base().add(block_bytes(self.size)) }
     }
 
     /// Waits until every rank has called `barrier` once more.
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{shm::JobSpec, JobKey, ShmJob};
+    /// # use std::time::Duration;
+    /// # let spec = JobSpec {
+    /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
+    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// # };
+    /// ShmJob::start(&spec, |_| {}).unwrap().barrier().unwrap();
+    /// ```
     pub fn barrier(&self) -> Result<(), BootError> {
         let h = self.header();
         // ORDERING: Acquire pairs with the Release increment of the generation below.
@@ -279,6 +355,16 @@ impl ShmJob {
     }
 
     /// Every rank contributes `mine`; all get the words in rank order.
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{shm::JobSpec, JobKey, ShmJob};
+    /// # use std::time::Duration;
+    /// # let spec = JobSpec {
+    /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
+    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// # };
+    /// assert_eq!(ShmJob::start(&spec, |_| {}).unwrap().allgather(4).unwrap(), [4]);
+    /// ```
     pub fn allgather(&self, mine: u64) -> Result<Vec<u64>, BootError> {
         self.word(self.size + self.rank)
             .store(mine, Ordering::Relaxed);
@@ -293,6 +379,17 @@ impl ShmJob {
 
     /// True once rank `r` has left the job cleanly (its job handle dropped without a
     /// failure recorded).
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{shm::JobSpec, JobKey, ShmJob};
+    /// # use std::time::Duration;
+    /// # let spec = JobSpec {
+    /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
+    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// # };
+    /// let job = ShmJob::start(&spec, |_| {}).unwrap();
+    /// assert!(!job.has_left(0)); // this rank is still in
+    /// ```
     pub fn has_left(&self, r: usize) -> bool {
         // ORDERING: Acquire pairs with the Release store of LEFT in `drop`: the frames
         // the rank published before it left are visible after this.
@@ -302,6 +399,16 @@ impl ShmJob {
     /// [`BootError::PeerDead`] if a rank has failed: the first failure anyone recorded
     /// (so every survivor blames the same rank), or else a rank whose process has ended
     /// without leaving the job cleanly (a crash, a signal, an exit from inside the job).
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{shm::JobSpec, JobKey, ShmJob};
+    /// # use std::time::Duration;
+    /// # let spec = JobSpec {
+    /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
+    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// # };
+    /// assert!(ShmJob::start(&spec, |_| {}).unwrap().check_peers().is_ok());
+    /// ```
     pub fn check_peers(&self) -> Result<(), BootError> {
         if let Some((rank, cause)) = self.recorded_failure() {
             if rank != self.rank {
@@ -332,6 +439,17 @@ impl ShmJob {
 
     /// Records that this rank is failing, with `cause` (the first failure recorded in
     /// the job is the one every survivor reports).
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{shm::JobSpec, JobKey, ShmJob};
+    /// # use std::time::Duration;
+    /// # let spec = JobSpec {
+    /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
+    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// # };
+    /// let job = ShmJob::start(&spec, |_| {}).unwrap();
+    /// job.mark_failed("gave up"); // the others' check_peers now name this rank and why
+    /// ```
     pub fn mark_failed(&self, cause: &str) {
         let w = u64::from(std::process::id()) | FAILED << 32;
         // ORDERING: Release pairs with the Acquire loads in `check_peers`.

@@ -39,11 +39,24 @@ pub struct ThreadsBoot {
 
 impl ThreadsBoot {
     /// Collectives for `size` ranks, waiting at most 60 s for the others.
+    ///
+    /// ```
+    /// use amrq::bootstrap::ThreadsBoot;
+    /// let b = ThreadsBoot::new(3);
+    /// assert!(b.check_peers().is_ok() && !b.has_left(2));
+    /// ```
     pub fn new(size: usize) -> Self {
         Self::with_timeout(size, Duration::from_secs(60))
     }
 
     /// Collectives for `size` ranks, waiting at most `timeout` for the others.
+    ///
+    /// ```
+    /// use amrq::bootstrap::ThreadsBoot;
+    /// use std::time::Duration;
+    /// let b = ThreadsBoot::with_timeout(2, Duration::from_millis(10));
+    /// assert!(b.barrier().is_err()); // rank 1 never comes: the wait ends, with an error
+    /// ```
     pub fn with_timeout(size: usize, timeout: Duration) -> Self {
         Self {
             size,
@@ -61,6 +74,13 @@ impl ThreadsBoot {
     }
 
     /// Records that `rank`'s thread has finished normally.
+    ///
+    /// ```
+    /// use amrq::bootstrap::ThreadsBoot;
+    /// let b = ThreadsBoot::new(2);
+    /// b.mark_left(1);
+    /// assert!(b.has_left(1) && b.check_peers().is_ok()); // leaving is not failing
+    /// ```
     pub fn mark_left(&self, rank: usize) {
         if let Ok(mut st) = self.state.lock() {
             if let Some(l) = st.left.get_mut(rank) {
@@ -71,6 +91,12 @@ impl ThreadsBoot {
 
     /// True once `rank`'s thread has finished normally (the mutex orders what it did
     /// before).
+    ///
+    /// ```
+    /// use amrq::bootstrap::ThreadsBoot;
+    /// let b = ThreadsBoot::new(2);
+    /// assert!(!b.has_left(0));
+    /// ```
     pub fn has_left(&self, rank: usize) -> bool {
         self.state
             .lock()
@@ -78,6 +104,13 @@ impl ThreadsBoot {
     }
 
     /// Records that `rank` failed (the first failure is kept) and wakes setup waiters.
+    ///
+    /// ```
+    /// use amrq::bootstrap::ThreadsBoot;
+    /// let b = ThreadsBoot::new(2);
+    /// b.mark_failed(1, "it panicked".into());
+    /// assert!(b.check_peers().unwrap_err().to_string().contains("it panicked"));
+    /// ```
     pub fn mark_failed(&self, rank: usize, cause: String) {
         if let Ok(mut st) = self.state.lock() {
             st.failed.get_or_insert((rank, cause));
@@ -86,6 +119,12 @@ impl ThreadsBoot {
     }
 
     /// [`BootError::PeerDead`] once any rank has been marked failed.
+    ///
+    /// ```
+    /// use amrq::bootstrap::ThreadsBoot;
+    /// let b = ThreadsBoot::new(2);
+    /// assert!(b.check_peers().is_ok());
+    /// ```
     pub fn check_peers(&self) -> Result<(), BootError> {
         match self.state.lock().map(|st| st.failed.clone()) {
             Ok(None) => Ok(()),
@@ -95,6 +134,16 @@ impl ThreadsBoot {
     }
 
     /// Every rank contributes `mine`; all get the words in rank order.
+    ///
+    /// ```
+    /// use amrq::bootstrap::ThreadsBoot;
+    /// let b = ThreadsBoot::new(2);
+    /// let out = std::thread::scope(|s| {
+    ///     let h = s.spawn(|| b.allgather(1, 11).unwrap());
+    ///     (b.allgather(0, 10).unwrap(), h.join().unwrap())
+    /// });
+    /// assert_eq!(out, (vec![10, 11], vec![10, 11]));
+    /// ```
     pub fn allgather(&self, rank: usize, mine: u64) -> Result<Vec<u64>, BootError> {
         let mut st = self.state.lock().map_err(poisoned)?;
         st.values[rank] = mine;
@@ -127,6 +176,15 @@ impl ThreadsBoot {
     }
 
     /// Waits until every rank has called `barrier` (or all-gather) once more.
+    ///
+    /// ```
+    /// use amrq::bootstrap::ThreadsBoot;
+    /// let b = ThreadsBoot::new(2);
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| b.barrier().unwrap());
+    ///     b.barrier().unwrap();
+    /// });
+    /// ```
     pub fn barrier(&self) -> Result<(), BootError> {
         let mut st = self.state.lock().map_err(poisoned)?;
         st.arrived += 1;
