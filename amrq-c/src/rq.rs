@@ -120,11 +120,19 @@ impl Amrq {
     /// frame would stay outstanding (the conduit takes no other from the queue).
     fn unheld_queue(&self, q: c_int) -> Result<QueueId, Failure> {
         let id = self.queue(q)?;
-        match self.held.borrow().get(q as usize) {
-            Some(Some(_)) => Err(Failure::rq(format!(
-                "queue {q}'s head frame is held by amrq_read_queue: amrq_delete_queue removes it"
+        self.refuse_held(|k| k == q as usize)?;
+        Ok(id)
+    }
+
+    /// [`AmrqStatus::Rq`] if `amrq_read_queue` holds the head frame of a queue (by C
+    /// id) that `of` names.
+    fn refuse_held(&self, of: impl Fn(usize) -> bool) -> Result<(), Failure> {
+        let held = self.held.borrow();
+        match held.iter().enumerate().find(|(k, f)| f.is_some() && of(*k)) {
+            Some((k, _)) => Err(Failure::rq(format!(
+                "queue {k}'s head frame is held by amrq_read_queue: amrq_delete_queue removes it"
             ))),
-            _ => Ok(id),
+            None => Ok(()),
         }
     }
 }
@@ -273,7 +281,7 @@ pub unsafe extern "C" fn amrq_poll_set_new(
         let ids = unsafe { slice(queues, n) }?;
         let qs = ids
             .iter()
-            .map(|&q| j.unheld_queue(q))
+            .map(|&q| j.queue(q))
             .collect::<Result<Vec<_>, _>>()?;
         let s = AmrqPollSet {
             set: j.am.rq().poll_set(&qs)?,
@@ -300,6 +308,7 @@ pub unsafe extern "C" fn amrq_poll_set_free(set: *mut AmrqPollSet) {
 /// One-poll: the frame at the head of the highest-priority queue of `set` that has one
 /// is copied out as `amrq_dequeue` does and removed; its queue's id goes to `*which`,
 /// or −1 if every queue was empty (one load when the set is armed and idle).
+/// `AMRQ_STATUS_RQ` while `amrq_read_queue` holds the head frame of one of its queues.
 ///
 /// # Safety
 /// As `amrq_dequeue`; `set` came from `amrq_poll_set_new` on this `am`; `which` is
@@ -322,6 +331,7 @@ pub unsafe extern "C" fn amrq_one_poll(
         // SAFETY: the caller's guarantee: writable room for the args and the payload.
         let (args, buf) = unsafe { (slice_mut(args, args_cap)?, slice_mut(buf.cast(), cap)?) };
         put_out(which, -1);
+        j.refuse_held(|k| s.set.channels.contains(&j.queues[k].index()))?;
         let Some((q, f)) = j.am.rq().one_poll(&s.set)? else {
             return Ok(());
         };

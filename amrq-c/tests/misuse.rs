@@ -189,6 +189,14 @@ fn bad_arguments_get_a_status_and_a_message() {
             "{}",
             last_error()
         );
+        let mut set = null_mut();
+        assert_eq!(amrq_poll_set_new(am, &q, 1, &mut set), AmrqStatus::Ok);
+        let mut which = 0;
+        assert_eq!(
+            amrq_one_poll(am, set, ga, 8, gp, 64, &mut d, &mut which),
+            AmrqStatus::Rq
+        );
+        amrq_poll_set_free(set);
         let mut removed = 0;
         assert_eq!(amrq_delete_queue(am, q, &mut removed), AmrqStatus::Ok);
         assert_eq!(removed, 1);
