@@ -629,7 +629,8 @@ void amrq_poll_set_free(struct amrq_poll_set_t *set);
 // One-poll: the frame at the head of the highest-priority queue of `set` that has one
 // is copied out as `amrq_dequeue` does and removed; its queue's id goes to `*which`,
 // or −1 if every queue was empty (one load when the set is armed and idle).
-// `AMRQ_STATUS_RQ` while `amrq_read_queue` holds the head frame of one of its queues.
+// `AMRQ_STATUS_RQ` if it comes to a queue whose head frame `amrq_read_queue` holds
+// (queues before it that have a frame are served first).
 //
 // # Safety
 // As `amrq_dequeue`; `set` came from `amrq_poll_set_new` on this `am`; `which` is

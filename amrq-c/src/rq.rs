@@ -4,9 +4,10 @@
 
 use crate::job::{on_job, rank_of, Amrq, AmrqTable};
 use crate::{guard, put_out, slice, slice_mut, AmrqStatus, Failure};
+use amrq::conduit::ConduitError;
 use amrq::conduit::{PollSet, ReceivedFrame};
 use amrq::config::QueueSpec;
-use amrq::rq::{Dequeued, QueueId};
+use amrq::rq::{Dequeued, QueueId, RqError};
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 /// What `amrq_dequeue` and `amrq_one_poll` copied out of a frame.
@@ -116,23 +117,19 @@ impl Amrq {
             .ok_or_else(|| Failure::argument(format!("no queue {q}")))
     }
 
-    /// Queue `q`'s id, refused while `amrq_read_queue` holds its head frame: the
-    /// frame would stay outstanding (the conduit takes no other from the queue).
-    fn unheld_queue(&self, q: c_int) -> Result<QueueId, Failure> {
-        let id = self.queue(q)?;
-        self.refuse_held(|k| k == q as usize)?;
-        Ok(id)
-    }
-
-    /// [`AmrqStatus::Rq`] if `amrq_read_queue` holds the head frame of a queue (by C
-    /// id) that `of` names.
-    fn refuse_held(&self, of: impl Fn(usize) -> bool) -> Result<(), Failure> {
-        let held = self.held.borrow();
-        match held.iter().enumerate().find(|(k, f)| f.is_some() && of(*k)) {
-            Some((k, _)) => Err(Failure::rq(format!(
-                "queue {k}'s head frame is held by amrq_read_queue: amrq_delete_queue removes it"
-            ))),
-            None => Ok(()),
+    /// `e`, in this interface's words where the reason is a frame `amrq_read_queue`
+    /// holds: the conduit takes no other frame from a queue while one is out.
+    #[cold]
+    fn refused(&self, e: RqError) -> Failure {
+        match e {
+            RqError::Conduit(ConduitError::FrameOutstanding { channel }) => {
+                let q = self.queues.iter().position(|id| id.index() == channel);
+                Failure::rq(format!(
+                    "queue {}'s head frame is held by amrq_read_queue: amrq_delete_queue removes it",
+                    q.map_or(-1, |k| k as c_int)
+                ))
+            }
+            e => e.into(),
         }
     }
 }
@@ -193,7 +190,10 @@ pub unsafe extern "C" fn amrq_dequeue(
     let body = |j: &Amrq| {
         // SAFETY: the caller's guarantee: writable room for the args and the payload.
         let (args, buf) = unsafe { (slice_mut(args, args_cap)?, slice_mut(buf.cast(), cap)?) };
-        let d = j.am.rq().dequeue(j.unheld_queue(q)?, args, buf)?;
+        let d =
+            j.am.rq()
+                .dequeue(j.queue(q)?, args, buf)
+                .map_err(|e| j.refused(e))?;
         put_out(got, c_int::from(d.is_some()));
         if let Some(d) = d {
             put_out(out, d.into());
@@ -308,7 +308,8 @@ pub unsafe extern "C" fn amrq_poll_set_free(set: *mut AmrqPollSet) {
 /// One-poll: the frame at the head of the highest-priority queue of `set` that has one
 /// is copied out as `amrq_dequeue` does and removed; its queue's id goes to `*which`,
 /// or −1 if every queue was empty (one load when the set is armed and idle).
-/// `AMRQ_STATUS_RQ` while `amrq_read_queue` holds the head frame of one of its queues.
+/// `AMRQ_STATUS_RQ` if it comes to a queue whose head frame `amrq_read_queue` holds
+/// (queues before it that have a frame are served first).
 ///
 /// # Safety
 /// As `amrq_dequeue`; `set` came from `amrq_poll_set_new` on this `am`; `which` is
@@ -331,8 +332,7 @@ pub unsafe extern "C" fn amrq_one_poll(
         // SAFETY: the caller's guarantee: writable room for the args and the payload.
         let (args, buf) = unsafe { (slice_mut(args, args_cap)?, slice_mut(buf.cast(), cap)?) };
         put_out(which, -1);
-        j.refuse_held(|k| s.set.channels.contains(&j.queues[k].index()))?;
-        let Some((q, f)) = j.am.rq().one_poll(&s.set)? else {
+        let Some((q, f)) = j.am.rq().one_poll(&s.set).map_err(|e| j.refused(e))? else {
             return Ok(());
         };
         let d = Dequeued::take(f, args, buf)?;
