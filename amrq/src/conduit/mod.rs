@@ -76,6 +76,8 @@ mod error;
 #[cfg(not(amrq_loom))]
 mod faults;
 #[cfg(not(amrq_loom))]
+mod interrupt;
+#[cfg(not(amrq_loom))]
 pub mod mem;
 #[cfg(not(amrq_loom))]
 mod one_sided;
@@ -90,8 +92,7 @@ pub mod ucx;
 
 #[cfg(not(amrq_loom))]
 pub use api::{
-    Armed, Arming, CapFlags, Caps, Channel, ChannelCaps, Conduit, InterruptAlarm,
-    InterruptChannels, Message, NoFrame, NoInterrupts, PollSet, Rank, ReceivedFrame, Senders,
+    CapFlags, Caps, Channel, ChannelCaps, Conduit, Message, PollSet, Rank, ReceivedFrame, Senders,
     TagOnData,
 };
 #[cfg(not(amrq_loom))]
@@ -100,6 +101,8 @@ pub use error::ConduitError;
 pub(crate) use faults::FaultLog;
 #[cfg(not(amrq_loom))]
 pub use faults::{Fault, FaultKind, Faults, RECENT_FAULTS};
+#[cfg(not(amrq_loom))]
+pub use interrupt::{Armed, Arming, InterruptAlarm, InterruptChannels, NoFrame, NoInterrupts};
 #[cfg(not(amrq_loom))]
 pub use one_sided::{AtomicOp, OpToken, Started};
 #[cfg(not(amrq_loom))]
