@@ -1,0 +1,95 @@
+//! Allocation in this rank's registered segment: local, or symmetric (the same offset
+//! on every rank).
+
+use super::{Rma, RmaError};
+use crate::conduit::Conduit;
+
+impl<S, C: Conduit> Rma<'_, S, C> {
+    /// `len` bytes at alignment `align` (a power of two) in this rank's segment, for
+    /// its own use (others may still put and get there once told the offset).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     // Not collective: each rank as it likes; tell peers the offset if they need it.
+    ///     let mine = rma.alloc_local(100 * (am.rank() + 1), 64)?;
+    ///     assert_eq!(mine % 64, 0);
+    ///     rma.free(mine)?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn alloc_local(&self, len: usize, align: usize) -> Result<usize, RmaError> {
+        if !align.is_power_of_two() {
+            return Err(RmaError::BadAlignment { align });
+        }
+        let mut a = self.alloc.borrow_mut();
+        a.alloc_local(len, align).ok_or(RmaError::OutOfMemory {
+            len,
+            free: a.free_bytes(),
+        })
+    }
+
+    /// Collective: `len` bytes at alignment `align` at the same offset in every rank's
+    /// segment (a spread array's home). Every rank calls it, with the same arguments, in
+    /// the same order as its other symmetric allocations; [`RmaError::NotSymmetric`] on
+    /// every rank if any had no room.
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// let offsets = amrq::threads::run(3, &Config::default(), |c| -> Result<usize, RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     rma.alloc_symmetric(4096, 128) // every rank, same calls, same order
+    /// })
+    /// .unwrap();
+    /// assert!(offsets.windows(2).all(|w| w[0] == w[1])); // the same offset everywhere
+    /// ```
+    pub fn alloc_symmetric(&self, len: usize, align: usize) -> Result<usize, RmaError> {
+        if !align.is_power_of_two() {
+            return Err(RmaError::BadAlignment { align });
+        }
+        // The offsets are compared by the bootstrap's all-gather, which serves no AM
+        // traffic: first let every rank finish what it waits for (an operation through
+        // frames needs its target to serve it).
+        self.am.barrier()?;
+        let mine = self.alloc.borrow_mut().alloc_symmetric(len, align);
+        let all = self
+            .am
+            .rq()
+            .conduit()
+            .allgather(mine.map_or(u64::MAX, |o| o as u64))?;
+        if let Some(rank) = (0..all.len()).find(|&r| all[r] == u64::MAX || all[r] != all[0]) {
+            if let Some(off) = mine {
+                let _ = self.alloc.borrow_mut().free(off);
+            }
+            return Err(RmaError::NotSymmetric { len, rank });
+        }
+        Ok(all[0] as usize)
+    }
+
+    /// Frees an allocation of this rank ([`Rma::alloc_local`], or its share of a
+    /// symmetric one: free those on every rank, in the same order).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RmaError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new(&am);
+    ///     let at = rma.alloc_local(64, 8)?;
+    ///     rma.free(at)?;
+    ///     assert!(rma.free(at).is_err()); // not allocated any more
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn free(&self, offset: usize) -> Result<(), RmaError> {
+        self.alloc
+            .borrow_mut()
+            .free(offset)
+            .map(|_| ())
+            .map_err(|offset| RmaError::NotAllocated { offset })
+    }
+}
