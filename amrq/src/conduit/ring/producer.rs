@@ -1,6 +1,6 @@
 //! The producer side: reserve slots against a cached head, write, publish the sequence word.
 
-use super::layout::{frame_slots, payload_offset, FrameHeader, FLAG_PAD, MAX_ARGS};
+use super::layout::{frame_slots, payload_offset, FrameHeader, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS};
 use super::memory::RingMemory;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
@@ -147,7 +147,26 @@ impl Producer {
         payload: &[u8],
     ) -> bool {
         debug_assert!(args.len() <= MAX_ARGS);
+        if payload.is_empty() && args.len() <= EXPRESS_ARGS {
+            // An Express frame, whatever its arg count: one slot, never padded. Folds
+            // away where the count is a constant; where it is not (the C interface),
+            // it spares the slot count and pad arithmetic of the general case.
+            return self.push_slots(mem, 1, header, args, payload);
+        }
         let k = frame_slots(args.len(), payload.len());
+        self.push_slots(mem, k, header, args, payload)
+    }
+
+    /// [`Self::try_push`] of a frame of `k` slots.
+    #[inline(always)]
+    fn push_slots<M: RingMemory>(
+        &mut self,
+        mem: &M,
+        k: u64,
+        header: FrameHeader,
+        args: &[u64],
+        payload: &[u8],
+    ) -> bool {
         debug_assert!(k <= super::max_frame_slots(self.mask + 1));
         let mask = self.mask;
         let idx = self.tail & mask;
