@@ -16,6 +16,16 @@ use crate::conduit::ring::Look;
 use crate::conduit::{Channel, ConduitError, ReceivedFrame};
 use std::mem::ManuallyDrop;
 
+/// What a drain returns: how many frames ran, or the error that stopped it. Only the
+/// error is moved (a `Result` kept whole was copied out on every poll).
+#[inline(always)]
+fn stopped<E>(out: Option<E>, done: usize) -> Result<usize, E> {
+    match out {
+        None => Ok(done),
+        Some(e) => Err(e),
+    }
+}
+
 impl MemConduit {
     /// Runs `f` on up to `budget` frames of channel `ch`, releasing each after it;
     /// returns how many ran. `f`'s error ends the loop after its frame was released.
@@ -40,11 +50,11 @@ impl MemConduit {
         if chan.outstanding.get() || chan.rings.is_empty() {
             return Self::nothing_to_drain(chan, ch).map_err(Into::into);
         }
-        let mut out = Ok(());
+        let mut out = None;
         chan.outstanding.set(true);
         let done = self.scan(chan, ch, budget, &mut f, &mut out);
         chan.outstanding.set(false);
-        out.map(|()| done)
+        stopped(out, done)
     }
 
     /// Drains channel `a` (up to `budget_a` frames, through `fa`), then channel `b` (up
@@ -75,21 +85,21 @@ impl MemConduit {
         {
             return self.drain_each((a, budget_a), fa, (b, budget_b), fb);
         }
-        let mut out = Ok(());
+        let mut out = None;
         let mut done = 0;
         if !ca.rings.iter().all(RxRing::quiet) {
             ca.outstanding.set(true);
             done = self.scan(ca, a, budget_a, &mut fa, &mut out);
             ca.outstanding.set(false);
         }
-        if out.is_ok() {
+        if out.is_none() {
             // Not marked before: a request handler waiting for room to reply drains
             // the replies.
             cb.outstanding.set(true);
             done += self.scan(cb, b, budget_b, &mut fb, &mut out);
             cb.outstanding.set(false);
         }
-        out.map(|()| done)
+        stopped(out, done)
     }
 
     /// [`Self::drain_both_frames`] of channels without rings or with a frame out: two
@@ -124,7 +134,7 @@ impl MemConduit {
         ch: Channel,
         budget: usize,
         f: &mut F,
-        out: &mut Result<(), E>,
+        out: &mut Option<E>,
     ) -> usize
     where
         F: FnMut(&MemFrame<'_>) -> Result<(), E>,
@@ -144,14 +154,17 @@ impl MemConduit {
                     // `plain` is cleared when the ring is closed as corrupt.
                     Look::Express(p) if r.plain.get() => {
                         // Not dropped: its drop would clear the channel's mark.
-                        let result = f(&ManuallyDrop::new(MemFrame::express(chan, r, s, p)));
+                        let frame = ManuallyDrop::new(MemFrame::express(chan, r, s, p));
+                        // The error set aside at once: kept across the release, the
+                        // result went through memory on every frame.
+                        let ok = f(&frame).map_err(|e| *out = Some(e)).is_ok();
                         // SAFETY: as above; `f` has returned, and the frame with it.
                         unsafe { r.cons.get() }.release_one(&r.ring);
-                        result.map_err(|e| *out = Err(e)).is_ok()
+                        ok
                     }
                     _ if r.broken.get() => break true,
                     _ => match self.run_slowly(chan, s, ch, f) {
-                        Some(result) => result.map_err(|e| *out = Err(e)).is_ok(),
+                        Some(result) => result.map_err(|e| *out = Some(e)).is_ok(),
                         None => continue, // a pad, or a frame dropped: look again
                     },
                 };
