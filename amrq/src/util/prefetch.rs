@@ -1,8 +1,14 @@
-//! `prefetchw`: ask for a cache line in exclusive state before writing it.
+//! Cache-line prefetches of ring slots: `prefetchw` asks for a line in exclusive state
+//! before writing it, `prefetcht0` for a line in shared state before reading it.
 //!
 //! The ring producer prefetches its next slots for writing; ANCHORS.md measured 146 M
 //! against 23 M Short messages/s with and without it. Stable `_mm_prefetch` emits
-//! `prefetcht0` (a shared-state read), so this uses inline assembly.
+//! `prefetcht0` only, so both use inline assembly.
+//!
+//! The ring consumer prefetches for reading a slot a fixed distance past its head: a
+//! consumer that runs tens of instructions per message has only a few slot reads in
+//! flight otherwise, and a one-way stream ran at 0.6× the raw ring of the same run
+//! without it, 1.2–1.3× with it.
 
 /// Hints that the line holding `p` will be written soon. Never faults, whatever `p` is.
 #[inline(always)]
@@ -13,6 +19,19 @@ pub(crate) fn prefetch_write(p: *const u8) {
     // PRFCHW decode it as a no-op.
     unsafe {
         std::arch::asm!("prefetchw [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// `prefetcht0`: brings the line of `p` into this core's caches for reading.
+#[inline(always)]
+pub(crate) fn prefetch_read(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as `prefetch_write`: a hint that never faults, writes no memory and leaves
+    // flags alone.
+    unsafe {
+        std::arch::asm!("prefetcht0 [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
