@@ -138,8 +138,13 @@ impl BenchAm {
         }
         self.am.wait_until(|s| s.told.borrow().len() >= n - 1)?;
         self.am.barrier()?;
+        // Exactly this gather's n − 1 values: a rank that left the barrier first may have
+        // told its value of the next gather already, and the poll that completed the
+        // barrier here ran its handler (taking it too left the next gather waiting for
+        // it forever). Every value of this gather came before the barrier could complete
+        // anywhere: this rank waited for them before it entered.
         let mut all = vec![value];
-        all.append(&mut self.am.state().told.borrow_mut());
+        all.extend(self.am.state().told.borrow_mut().drain(..n - 1));
         Ok(Some(all))
     }
 
