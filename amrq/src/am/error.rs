@@ -93,6 +93,32 @@ impl From<ConduitError> for AmError {
     }
 }
 
+/// An error on its way out of a drain of the AM queues: boxed, so that what the scan
+/// moves per frame fits in a register (an `AmError` is 48 bytes, and its `Result`s went
+/// through memory on every frame and every poll). Made only on the cold paths.
+pub(crate) struct Stop(Box<AmError>);
+
+impl From<AmError> for Stop {
+    #[cold]
+    fn from(e: AmError) -> Self {
+        Stop(Box::new(e))
+    }
+}
+
+impl From<ConduitError> for Stop {
+    #[cold]
+    fn from(e: ConduitError) -> Self {
+        Stop(Box::new(e.into()))
+    }
+}
+
+impl From<Stop> for AmError {
+    #[cold]
+    fn from(s: Stop) -> Self {
+        *s.0
+    }
+}
+
 impl AmError {
     /// The conduit error inside, if this is one (bad rank, oversized payload, …).
     ///
