@@ -20,6 +20,23 @@ static void ping(void *s, amrq_token_t *t, const amrq_msg_t *m) {
 
 static void pong(void *s, const amrq_msg_t *m) { ((state_t *)s)->replies = m->args[0]; }
 
+/* What `amrq_wait_until` waits for, as the Rust twin's `wait_until`: a reply with this
+ * value (rank 0), or this many requests served (rank 1). */
+typedef struct {
+    state_t *st;
+    uint64_t until;
+} wait_t;
+
+static int replied(void *arg) {
+    wait_t *w = arg;
+    return w->st->replies == w->until;
+}
+
+static int served_all(void *arg) {
+    wait_t *w = arg;
+    return w->st->served == w->until;
+}
+
 int main(int argc, char **argv) {
     int q = quick(argc, argv);
     uint64_t iters = q ? 20000 : 100000;
@@ -49,9 +66,9 @@ int main(int argc, char **argv) {
         if (me == 0) {
             double t0 = now_ns();
             for (uint64_t i = 0; i < iters; i++) {
-                uint64_t v = ++seq;
-                CHECK(amrq_request(am, 1, PING, &v, 1));
-                while (st.replies != v) CHECK(amrq_poll(am, NULL));
+                wait_t w = {&st, ++seq};
+                CHECK(amrq_request(am, 1, PING, &w.until, 1));
+                CHECK(amrq_wait_until(am, replied, &w));
             }
             raw[b] = r;
             rtt[b] = (now_ns() - t0) / (double)iters;
@@ -59,7 +76,8 @@ int main(int argc, char **argv) {
         } else {
             /* Counted from the start: requests may run in the barrier before this. */
             served += iters;
-            while (st.served != served) CHECK(amrq_poll(am, NULL));
+            wait_t w = {&st, served};
+            CHECK(amrq_wait_until(am, served_all, &w));
         }
         CHECK(amrq_barrier(am));
     }
