@@ -31,57 +31,20 @@
 //! fetch-and-add cannot be taken back when the queue turns out to be full, and the
 //! contract here is that a full queue commits nothing.
 
+mod dequeued;
 mod error;
 mod interrupts;
+mod queue_id;
 mod spec;
 
+pub use dequeued::Dequeued;
 pub use error::RqError;
 pub use interrupts::{Hold, Interrupts};
+pub use queue_id::QueueId;
 pub use spec::{channel_specs, QueueSpec};
 
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{Conduit, ConduitError, Message, PollSet, Rank, ReceivedFrame};
-
-/// A queue name, local to each rank.
-///
-/// ```
-/// use amrq::rq::QueueId;
-/// assert_eq!(QueueId::AM_REQUEST.index(), 0);
-/// assert_eq!(QueueId::new(QueueId::FIRST_USER).index(), 2);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct QueueId(usize);
-
-impl QueueId {
-    /// The AM request queue.
-    pub const AM_REQUEST: QueueId = QueueId(0);
-    /// The AM reply queue.
-    pub const AM_REPLY: QueueId = QueueId(1);
-    /// Index of the first user queue.
-    pub const FIRST_USER: usize = 2;
-
-    /// The queue with index `i`.
-    ///
-    /// ```
-    /// use amrq::rq::QueueId;
-    /// assert_eq!(QueueId::new(3).index(), 3);
-    /// ```
-    pub const fn new(i: usize) -> Self {
-        Self(i)
-    }
-
-    /// Its index.
-    ///
-    /// ```
-    /// use amrq::{rq::QueueId, Config};
-    /// let mut cfg = Config::default();
-    /// let q = cfg.add_queue(16);
-    /// assert_eq!(q.index(), QueueId::FIRST_USER); // the first queue after the AM queues
-    /// ```
-    pub const fn index(self) -> usize {
-        self.0
-    }
-}
 
 /// RQ's answer to a conduit send: committed (`true`), full (`false`, nothing sent), or
 /// an error.
@@ -97,8 +60,8 @@ fn committed(sent: Result<(), ConduitError>) -> Result<bool, RqError> {
 /// [`RqError::RuntimeQueue`] for the AM queues, which only the AM layer sends into.
 #[inline(always)]
 fn user_queue(q: QueueId) -> Result<(), RqError> {
-    if q.0 < QueueId::FIRST_USER {
-        return Err(RqError::RuntimeQueue { queue: q.0 });
+    if q.index() < QueueId::FIRST_USER {
+        return Err(RqError::RuntimeQueue { queue: q.index() });
     }
     Ok(())
 }
@@ -141,86 +104,6 @@ pub enum Kind {
 /// assert_eq!(amrq::rq::TAG_ON_ABOVE, 512);
 /// ```
 pub const TAG_ON_ABOVE: usize = 512;
-
-/// What [`Rq::dequeue`] copied out.
-///
-/// ```
-/// use amrq::{rq::{Rq, RqError}, Config};
-/// let mut cfg = Config::default();
-/// let q = cfg.add_queue(16);
-/// amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
-///     let rq = Rq::new(c);
-///     if rq.rank() == 1 {
-///         rq.enqueue(0, q, &[3], b"abc")?;
-///     } else {
-///         let (mut args, mut buf) = ([0; 8], [0; 8]);
-///         let d = loop {
-///             if let Some(d) = rq.dequeue(q, &mut args, &mut buf)? { break d; }
-///         };
-///         assert_eq!((d.source, d.tag, d.nargs, d.len), (1, 0, 1, 3));
-///     }
-///     Ok(())
-/// })
-/// .unwrap();
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Dequeued {
-    /// The sender.
-    pub source: Rank,
-    /// The frame's tag.
-    pub tag: u16,
-    /// Args copied.
-    pub nargs: usize,
-    /// Payload bytes copied.
-    pub len: usize,
-}
-
-impl Dequeued {
-    /// Copies frame `f` into `args` and `buf` and removes it from its queue: what
-    /// [`Rq::dequeue`] does with the head of a queue, for a frame found otherwise
-    /// ([`Rq::one_poll`]). [`RqError::BufferTooSmall`] (the frame left in place) if
-    /// `args` or `buf` is shorter than the frame's.
-    ///
-    /// ```
-    /// use amrq::{config::QueueSpec, rq::{Dequeued, Rq, RqError}, Config};
-    /// let mut cfg = Config::default();
-    /// let q = cfg.add(QueueSpec::new("q", 16).one_poll());
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
-    ///     let set = rq.poll_set(&[q])?;
-    ///     rq.enqueue(0, q, &[7], b"hi")?;
-    ///     let (_, f) = rq.one_poll(&set)?.expect("a frame");
-    ///     let (mut args, mut buf) = ([0; 8], [0; 8]);
-    ///     let d = Dequeued::take(f, &mut args, &mut buf)?;
-    ///     assert_eq!((d.nargs, d.len, args[0], &buf[..2]), (1, 2, 7, &b"hi"[..]));
-    ///     assert!(rq.one_poll(&set)?.is_none()); // removed
-    ///     Ok(())
-    /// }).unwrap();
-    /// ```
-    pub fn take<'a>(
-        f: impl ReceivedFrame<'a>,
-        args: &mut [u64],
-        buf: &mut [u8],
-    ) -> Result<Self, RqError> {
-        let (a, p) = (f.args(), f.payload());
-        if a.len() > args.len() || p.len() > buf.len() {
-            return Err(RqError::BufferTooSmall {
-                nargs: a.len(),
-                len: p.len(),
-            });
-        }
-        args[..a.len()].copy_from_slice(a);
-        buf[..p.len()].copy_from_slice(p);
-        let d = Dequeued {
-            source: f.source(),
-            tag: f.tag(),
-            nargs: a.len(),
-            len: p.len(),
-        };
-        f.release();
-        Ok(d)
-    }
-}
 
 /// The Remote Queues layer of one rank.
 ///
@@ -421,7 +304,7 @@ impl<C: Conduit> Rq<C> {
                     args,
                     payload,
                 };
-                committed(self.conduit.try_send_tag_on(dest, q.0, &msg))
+                committed(self.conduit.try_send_tag_on(dest, q.index(), &msg))
             }
         }
     }
@@ -495,7 +378,7 @@ impl<C: Conduit> Rq<C> {
             args,
             payload,
         };
-        committed(self.conduit.try_send(dest, q.0, &msg))
+        committed(self.conduit.try_send(dest, q.index(), &msg))
     }
 
     /// Enqueues a Long message: `payload` is deposited at byte `offset` of `dest`'s
@@ -554,7 +437,7 @@ impl<C: Conduit> Rq<C> {
             args,
             payload,
         };
-        committed(self.conduit.try_send(dest, q.0, &msg))
+        committed(self.conduit.try_send(dest, q.index(), &msg))
     }
 
     /// [`Rq::enqueue_long`] into any queue, the runtime's too: the AM layer's send.
@@ -574,7 +457,7 @@ impl<C: Conduit> Rq<C> {
             args,
             payload,
         };
-        committed(self.conduit.try_send_long(dest, q.0, &msg, offset))
+        committed(self.conduit.try_send_long(dest, q.index(), &msg, offset))
     }
 
     /// A One-poll set of `queues`, highest priority first (checked once; poll it with
@@ -599,7 +482,7 @@ impl<C: Conduit> Rq<C> {
     /// .unwrap();
     /// ```
     pub fn poll_set(&self, queues: &[QueueId]) -> Result<PollSet, RqError> {
-        let chans: Vec<usize> = queues.iter().map(|q| q.0).collect();
+        let chans: Vec<usize> = queues.iter().map(|q| q.index()).collect();
         Ok(self.conduit.poll_set(&chans)?)
     }
 
@@ -627,7 +510,10 @@ impl<C: Conduit> Rq<C> {
     #[inline(always)]
     #[allow(clippy::type_complexity)]
     pub fn one_poll(&self, set: &PollSet) -> Result<Option<(QueueId, C::Frame<'_>)>, RqError> {
-        Ok(self.conduit.one_poll(set)?.map(|(ch, f)| (QueueId(ch), f)))
+        Ok(self
+            .conduit
+            .one_poll(set)?
+            .map(|(ch, f)| (QueueId::new(ch), f)))
     }
 
     /// Blocking One-poll: waits until one of `set`'s queues has a frame and returns it
@@ -768,7 +654,7 @@ impl<C: Conduit> Rq<C> {
     /// .unwrap();
     /// ```
     pub fn dropped(&self, q: QueueId) -> u64 {
-        self.conduit.dropped(q.0)
+        self.conduit.dropped(q.index())
     }
 
     /// The faults of peers this rank has seen: frames dropped because a correct peer
@@ -828,7 +714,7 @@ impl<C: Conduit> Rq<C> {
     /// ```
     #[inline]
     pub fn read_queue(&self, q: QueueId) -> Result<Option<C::Frame<'_>>, RqError> {
-        Ok(self.conduit.peek(q.0)?)
+        Ok(self.conduit.peek(q.index())?)
     }
 
     /// Inlined polling (RQ §3.2.3): runs `f` on up to `budget` frames of local queue `q`,
@@ -855,10 +741,10 @@ impl<C: Conduit> Rq<C> {
         E: From<ConduitError>,
         F: FnMut(&C::Frame<'_>) -> Result<(), E>,
     {
-        if self.conduit.quiet(q.0) {
+        if self.conduit.quiet(q.index()) {
             return Ok(0);
         }
-        self.conduit.drain(q.0, budget, f)
+        self.conduit.drain(q.index(), budget, f)
     }
 
     /// Removes the frame at the head of local queue `q`; `Ok(false)` if it was empty.
@@ -877,7 +763,7 @@ impl<C: Conduit> Rq<C> {
     /// .unwrap();
     /// ```
     pub fn delete_queue(&self, q: QueueId) -> Result<bool, RqError> {
-        match self.conduit.peek(q.0)? {
+        match self.conduit.peek(q.index())? {
             Some(f) => {
                 f.release();
                 Ok(true)
@@ -913,7 +799,7 @@ impl<C: Conduit> Rq<C> {
         args: &mut [u64],
         buf: &mut [u8],
     ) -> Result<Option<Dequeued>, RqError> {
-        match self.conduit.peek(q.0)? {
+        match self.conduit.peek(q.index())? {
             Some(f) => Dequeued::take(f, args, buf).map(Some),
             None => Ok(None),
         }
