@@ -3,7 +3,7 @@
 use super::RqError;
 use crate::conduit::{Rank, ReceivedFrame};
 
-/// What [`Rq::dequeue`] copied out.
+/// What [`Rq::dequeue`](super::Rq::dequeue) copied out.
 ///
 /// ```
 /// use amrq::{rq::{Rq, RqError}, Config};
@@ -38,8 +38,8 @@ pub struct Dequeued {
 
 impl Dequeued {
     /// Copies frame `f` into `args` and `buf` and removes it from its queue: what
-    /// [`Rq::dequeue`] does with the head of a queue, for a frame found otherwise
-    /// ([`Rq::one_poll`]). [`RqError::BufferTooSmall`] (the frame left in place) if
+    /// [`Rq::dequeue`](super::Rq::dequeue) does with the head of a queue, for a frame found otherwise
+    /// ([`Rq::one_poll`](super::Rq::one_poll)). [`RqError::BufferTooSmall`] (the frame left in place) if
     /// `args` or `buf` is shorter than the frame's.
     ///
     /// ```
