@@ -210,6 +210,23 @@ impl<S, C: Conduit> Am<S, C> {
         self.rq.start_interrupts(handler)
     }
 
+    /// This rank's registered segment (first byte, length): where Long messages to
+    /// this rank land.
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    ///     let (base, len) = am.segment();
+    ///     assert!(len > 0 && base.as_ptr() as usize % 8 == 0);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn segment(&self) -> (std::ptr::NonNull<u8>, usize) {
+        self.rq.segment()
+    }
+
     /// The allocator of this rank's registered segment: one per segment, shared by
     /// everything that allocates in it (every `Rma` over this `Am`).
     ///

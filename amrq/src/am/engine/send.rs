@@ -145,23 +145,6 @@ impl<S, C: Conduit> Am<S, C> {
         self.send_request(dest, handler.0, args, Payload::Long(payload, offset))
     }
 
-    /// This rank's registered segment (first byte, length): where Long messages to
-    /// this rank land.
-    ///
-    /// ```
-    /// # use amrq::prelude::*;
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let (base, len) = am.segment();
-    ///     assert!(len > 0 && base.as_ptr() as usize % 8 == 0);
-    ///     Ok(())
-    /// })
-    /// .unwrap();
-    /// ```
-    pub fn segment(&self) -> (std::ptr::NonNull<u8>, usize) {
-        self.rq.segment()
-    }
-
     /// One attempt to enqueue into queue `q` of `dest`; `Ok(false)` if full.
     #[inline(always)]
     pub(crate) fn enqueue(
