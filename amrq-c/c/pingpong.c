@@ -20,21 +20,16 @@ static void ping(void *s, amrq_token_t *t, const amrq_msg_t *m) {
 
 static void pong(void *s, const amrq_msg_t *m) { ((state_t *)s)->replies = m->args[0]; }
 
-/* What `amrq_wait_until` waits for, as the Rust twin's `wait_until`: a reply with this
- * value (rank 0), or this many requests served (rank 1). */
+/* What `amrq_wait_until` waits for, as the Rust twin's `wait_until`: a word of the state
+ * reaching a value (rank 0: the last reply's; rank 1: the count of requests served). */
 typedef struct {
-    state_t *st;
+    volatile uint64_t *word;
     uint64_t until;
 } wait_t;
 
-static int replied(void *arg) {
+static int reached(void *arg) {
     wait_t *w = arg;
-    return w->st->replies == w->until;
-}
-
-static int served_all(void *arg) {
-    wait_t *w = arg;
-    return w->st->served == w->until;
+    return *w->word == w->until;
 }
 
 int main(int argc, char **argv) {
@@ -66,9 +61,9 @@ int main(int argc, char **argv) {
         if (me == 0) {
             double t0 = now_ns();
             for (uint64_t i = 0; i < iters; i++) {
-                wait_t w = {&st, ++seq};
+                wait_t w = {&st.replies, ++seq};
                 CHECK(amrq_request(am, 1, PING, &w.until, 1));
-                CHECK(amrq_wait_until(am, replied, &w));
+                CHECK(amrq_wait_until(am, reached, &w));
             }
             raw[b] = r;
             rtt[b] = (now_ns() - t0) / (double)iters;
@@ -76,8 +71,8 @@ int main(int argc, char **argv) {
         } else {
             /* Counted from the start: requests may run in the barrier before this. */
             served += iters;
-            wait_t w = {&st, served};
-            CHECK(amrq_wait_until(am, served_all, &w));
+            wait_t w = {&st.served, served};
+            CHECK(amrq_wait_until(am, reached, &w));
         }
         CHECK(amrq_barrier(am));
     }
