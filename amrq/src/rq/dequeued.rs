@@ -38,9 +38,10 @@ pub struct Dequeued {
 
 impl Dequeued {
     /// Copies frame `f` into `args` and `buf` and removes it from its queue: what
-    /// [`Rq::dequeue`](super::Rq::dequeue) does with the head of a queue, for a frame found otherwise
-    /// ([`Rq::one_poll`](super::Rq::one_poll)). [`RqError::BufferTooSmall`] (the frame left in place) if
-    /// `args` or `buf` is shorter than the frame's.
+    /// [`Rq::dequeue`](super::Rq::dequeue) does with the head of a queue, for a frame
+    /// found otherwise ([`Rq::one_poll`](super::Rq::one_poll)).
+    /// [`RqError::BufferTooSmall`] (the frame left in place) if `args` or `buf` is
+    /// shorter than the frame's.
     ///
     /// ```
     /// use amrq::{config::QueueSpec, rq::{Dequeued, Rq, RqError}, Config};
