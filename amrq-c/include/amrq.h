@@ -75,16 +75,22 @@ typedef struct amrq_table_t amrq_table_t;
 typedef struct amrq_token_t amrq_token_t;
 
 // An arriving message, as a C handler sees it.
+//
+// The pointers come before the counts on purpose: the poll stores a message's
+// slices a word at a time, and a layout with each pointer beside its count lets the
+// compiler copy a pointer and its count with one 16-byte load, which cannot take its
+// value from two 8-byte stores still in flight (a store-forwarding stall: ~2 ns of a
+// ~29 ns C self round trip).
 typedef struct amrq_msg_t {
   // The sender's rank.
   uint32_t source;
   // The args.
   const uint64_t *args;
-  // How many args (0–8).
-  size_t nargs;
   // The payload, valid during the handler only: Medium's in the queue, Long's in
   // this rank's segment, where it stays.
   const void *payload;
+  // How many args (0–8).
+  size_t nargs;
   // The payload's bytes (0 for Short).
   size_t len;
 } amrq_msg_t;

@@ -16,17 +16,23 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 pub const MAX_HANDLERS: usize = 64;
 
 /// An arriving message, as a C handler sees it.
+///
+/// The pointers come before the counts on purpose: the poll stores a message's
+/// slices a word at a time, and a layout with each pointer beside its count lets the
+/// compiler copy a pointer and its count with one 16-byte load, which cannot take its
+/// value from two 8-byte stores still in flight (a store-forwarding stall: ~2 ns of a
+/// ~29 ns C self round trip).
 #[repr(C)]
 pub struct AmrqMsg {
     /// The sender's rank.
     pub source: u32,
     /// The args.
     pub args: *const u64,
-    /// How many args (0–8).
-    pub nargs: usize,
     /// The payload, valid during the handler only: Medium's in the queue, Long's in
     /// this rank's segment, where it stays.
     pub payload: *const c_void,
+    /// How many args (0–8).
+    pub nargs: usize,
     /// The payload's bytes (0 for Short).
     pub len: usize,
 }
@@ -325,10 +331,7 @@ pub unsafe extern "C" fn amrq_init(
             }
             // SAFETY: the caller's guarantee.
             let t = unsafe { Box::from_raw(t) };
-            let job = |e: String| Failure {
-                status: AmrqStatus::Job,
-                message: e,
-            };
+            let job = |e: String| Failure::new(AmrqStatus::Job, e);
             let mut cfg = amrq::Config::from_env().map_err(job)?;
             let queues: Vec<_> = t.queues.iter().map(|q| cfg.add(q.clone())).collect();
             let conduit = match amrq::launch::joined(&cfg).map_err(|e| job(e.to_string()))? {
@@ -591,10 +594,7 @@ unsafe fn reply(
                 Carried::Long(_, _, offset) => ctx.reply_long(h, args, bytes, offset),
             };
             sent.map_err(|e| {
-                let f = Failure {
-                    status: AmrqStatus::Am,
-                    message: e.to_string(),
-                };
+                let f = Failure::new(AmrqStatus::Am, e.to_string());
                 t.error = Some(e); // the poll that ran the handler fails with it too
                 f
             })

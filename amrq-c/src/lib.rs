@@ -64,52 +64,43 @@ pub enum AmrqStatus {
     Rq = 6,
 }
 
-/// An error of a call: its status and its message.
-pub(crate) struct Failure {
-    status: AmrqStatus,
-    message: String,
-}
+/// An error of a call: its status and its message, boxed so that a call's
+/// `Result<(), Failure>` is one word, returned in a register on the fast path.
+pub(crate) struct Failure(Box<(AmrqStatus, String)>);
 
 impl Failure {
+    #[cold]
+    pub(crate) fn new(status: AmrqStatus, message: impl Into<String>) -> Self {
+        Failure(Box::new((status, message.into())))
+    }
+
     pub(crate) fn argument(message: impl Into<String>) -> Self {
-        Failure {
-            status: AmrqStatus::Argument,
-            message: message.into(),
-        }
+        Failure::new(AmrqStatus::Argument, message)
     }
 
     pub(crate) fn rq(message: impl Into<String>) -> Self {
-        Failure {
-            status: AmrqStatus::Rq,
-            message: message.into(),
-        }
+        Failure::new(AmrqStatus::Rq, message)
     }
 }
 
 impl From<amrq::am::AmError> for Failure {
+    #[cold]
     fn from(e: amrq::am::AmError) -> Self {
-        Failure {
-            status: AmrqStatus::Am,
-            message: e.to_string(),
-        }
+        Failure::new(AmrqStatus::Am, e.to_string())
     }
 }
 
 impl From<amrq::rma::RmaError> for Failure {
+    #[cold]
     fn from(e: amrq::rma::RmaError) -> Self {
-        Failure {
-            status: AmrqStatus::Rma,
-            message: e.to_string(),
-        }
+        Failure::new(AmrqStatus::Rma, e.to_string())
     }
 }
 
 impl From<amrq::rq::RqError> for Failure {
+    #[cold]
     fn from(e: amrq::rq::RqError) -> Self {
-        Failure {
-            status: AmrqStatus::Rq,
-            message: e.to_string(),
-        }
+        Failure::new(AmrqStatus::Rq, e.to_string())
     }
 }
 
@@ -139,9 +130,9 @@ pub(crate) fn guard(
 ) -> AmrqStatus {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => AmrqStatus::Ok,
-        Ok(Err(f)) => {
-            set_last_error(&f.message);
-            f.status
+        Ok(Err(Failure(f))) => {
+            set_last_error(&f.1);
+            f.0
         }
         Err(panic) => {
             let what = panic
