@@ -69,12 +69,13 @@ impl<S, C: Conduit> Am<S, C> {
         if self.rq.conduit().nothing_arrived(&self.am_queues) {
             return Ok(0); // inline in the caller's loop: a few instructions
         }
-        self.poll_queues()
+        // Unboxed here, out of line: the call's result comes back in two registers.
+        self.poll_queues().map_err(AmError::from)
     }
 
     /// [`Am::poll`] past the armed check: drains the queues.
     #[inline(never)]
-    fn poll_queues(&self) -> Result<usize, AmError> {
+    fn poll_queues(&self) -> Result<usize, Stop> {
         let (rep, req) = (QueueId::AM_REPLY, QueueId::AM_REQUEST);
         let took = self.rq.conduit().drain_both::<Stop, _, _>(
             (rep.index(), REPLY_BUDGET),
