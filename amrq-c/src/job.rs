@@ -422,7 +422,7 @@ impl Amrq {
         usize::try_from(handler)
             .ok()
             .and_then(|k| self.request_ids.get(k).copied())
-            .ok_or_else(|| Failure::argument(format!("no request handler {handler}")))
+            .ok_or_else(|| no_handler("request", handler))
     }
 }
 
@@ -559,6 +559,13 @@ pub(crate) fn rank_of(r: c_int) -> Result<usize, Failure> {
     usize::try_from(r).map_err(|_| Failure::argument(format!("rank {r}")))
 }
 
+/// The error of a handler id that names no handler of `kind`.
+#[cold]
+#[inline(never)]
+fn no_handler(kind: &str, handler: c_int) -> Failure {
+    Failure::argument(format!("no {kind} handler {handler}"))
+}
+
 /// The reply of the handler `token` was given to, with `args` and, if `len` > 0, a
 /// payload: at most one per request.
 ///
@@ -579,7 +586,7 @@ unsafe fn reply(
             let h = usize::try_from(handler)
                 .ok()
                 .and_then(|k| t.replies.get(k).copied())
-                .ok_or_else(|| Failure::argument(format!("no reply handler {handler}")))?;
+                .ok_or_else(|| no_handler("reply", handler))?;
             let ctx = t
                 .ctx
                 .take()

@@ -74,10 +74,12 @@ impl Failure {
         Failure(Box::new((status, message.into())))
     }
 
+    #[cold]
     pub(crate) fn argument(message: impl Into<String>) -> Self {
         Failure::new(AmrqStatus::Argument, message)
     }
 
+    #[cold]
     pub(crate) fn rq(message: impl Into<String>) -> Self {
         Failure::new(AmrqStatus::Rq, message)
     }
