@@ -64,14 +64,23 @@ pub enum AmrqStatus {
     Rq = 6,
 }
 
-/// An error of a call: its status and its message, boxed so that a call's
-/// `Result<(), Failure>` is one word, returned in a register on the fast path.
-pub(crate) struct Failure(Box<(AmrqStatus, String)>);
+/// An error of a call, boxed so that a call's `Result<(), Failure>` is one word,
+/// returned in a register on the fast path.
+pub(crate) struct Failure(Box<Reason>);
+
+/// What a failed call returns, and the message `amrq_last_error` gives.
+struct Reason {
+    status: AmrqStatus,
+    message: String,
+}
 
 impl Failure {
     #[cold]
     pub(crate) fn new(status: AmrqStatus, message: impl Into<String>) -> Self {
-        Failure(Box::new((status, message.into())))
+        Failure(Box::new(Reason {
+            status,
+            message: message.into(),
+        }))
     }
 
     #[cold]
@@ -133,8 +142,8 @@ pub(crate) fn guard(
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => AmrqStatus::Ok,
         Ok(Err(Failure(f))) => {
-            set_last_error(&f.1);
-            f.0
+            set_last_error(&f.message);
+            f.status
         }
         Err(panic) => {
             let what = panic
