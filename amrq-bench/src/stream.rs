@@ -5,8 +5,8 @@
 //!   bytes; half the round trip.
 //! - *streaming*: Long requests of x bytes sent back to back (the ring's flow control
 //!   paces them), the last acknowledged, after one untimed message that brings the
-//!   landing bytes back to the sender's cache; bytes per second. Its 64 KiB and 1 MiB points
-//!   are the peers table's bandwidths (`mpi_bench.c`'s windows of `MPI_Isend`,
+//!   landing bytes back to the sender's cache; bytes per second. Its 64 KiB and 1 MiB
+//!   points are the peers table's bandwidths (`mpi_bench.c`'s windows of `MPI_Isend`,
 //!   `ucx_perftest`'s `ucp_am_bw`).
 //! - the 2-rank barrier.
 //!
@@ -48,10 +48,10 @@ fn batch(
     }
     if streaming {
         // One untimed message first: the reflections just before left the landing
-        // bytes in the receiver's cache, where a stream's sender holds them. Without
-        // it, batches of sixteen 1 MiB messages ran at 40 GB/s, their first copy
-        // fetching every line back; with it 54-57 GB/s, as batches of 256 did (2
-        // ranks, AMD EPYC, ~550 ns placement; GASNet-EX's flood of 2000: 56 GB/s).
+        // bytes in the receiver's cache, and a stream's sender has them in its own.
+        // Without it, batches of sixteen 1 MiB messages ran at 40 GB/s, their first
+        // copy fetching every line back; with it 54-57 GB/s, as batches of 256 did
+        // (2 ranks, AMD EPYC, ~550 ns placement; GASNet-EX's flood of 2000: 56 GB/s).
         b.am.request_long(1, b.land, &[0], data, LANDING)?;
     }
     let t = p.clock.start();
