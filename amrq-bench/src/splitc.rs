@@ -46,8 +46,8 @@ fn am_error(e: SplitCError) -> AmError {
 }
 
 /// Runs `n` operations `op` of `len` u32 each on the other rank's part (`theirs`; a get
-/// lands at `mine`), and for gets and puts their `sync`. The operation is chosen once, outside the timed
-/// loop, so that its name is not compared per operation.
+/// lands at `mine`), and for gets and puts their `sync`. The operation is chosen once,
+/// outside the timed loop, so that its name is not compared per operation.
 fn run_op(
     sc: &SplitC<'_, '_, ()>,
     op: &str,
@@ -122,10 +122,10 @@ fn measure(
 fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), SplitCError> {
     let rma = Rma::new_or_over_frames(am, frames);
     let sc = SplitC::new(&rma)?;
-    let part = LANDING + PART;
-    let a = sc.all_spread_malloc::<u32>(2 * part, Layout::BlockCyclic(part))?;
+    let per_rank = LANDING + PART;
+    let a = sc.all_spread_malloc::<u32>(2 * per_rank, Layout::BlockCyclic(per_rank))?;
     let me = sc.my_proc();
-    let parts = (a.at(me * part + LANDING), a.at((1 - me) * part));
+    let parts = (a.at(me * per_rank + LANDING), a.at((1 - me) * per_rank));
     let name = if frames { "frames" } else { "direct" };
     let reps = p.pick(1_000, 10_000);
     for op in OPS {
