@@ -146,11 +146,16 @@ impl<'a> MemFrame<'a> {
 }
 
 impl<'a> MemFrame<'a> {
-    /// The Express frame `p` at the head of plain ring `s` of `chan`, handed out by
-    /// `drain` (which marks the channel once for all its frames).
+    /// The Express frame `p` at the head of plain ring `s` of `chan`, whose slot is at
+    /// `base`, handed out by `drain` (which marks the channel once for all its frames).
     #[inline(always)]
-    pub(super) fn express(chan: &'a RxChannel, r: &'a RxRing, s: Rank, p: Peeked) -> Self {
-        let base = r.slot_of(&p);
+    pub(super) fn express(
+        chan: &'a RxChannel,
+        r: &'a RxRing,
+        s: Rank,
+        p: Peeked,
+        base: *const u8,
+    ) -> Self {
         // SAFETY: an Express frame's args start inside its slot.
         let args = unsafe { base.add(ARGS_OFFSET) };
         Self {

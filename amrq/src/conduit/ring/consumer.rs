@@ -388,7 +388,9 @@ impl Consumer {
     #[inline(always)]
     pub fn look<M: RingMemory>(&mut self, mem: &M) -> Look {
         let head = self.head;
-        let idx = head & self.mask;
+        // The memory's mask (the same value as ours): a caller that computes the
+        // slot's address from it shares this index instead of computing it again.
+        let idx = head & (mem.nslots() - 1);
         // ORDERING: as in `ready`: Acquire pairs with the producer's Release store of
         // the sequence word.
         if mem.seq(idx).load(Acquire) != head.wrapping_add(1) {
