@@ -6,6 +6,14 @@
 #include <stdint.h>
 #include <stddef.h>
 
+// A rank of a running job (opaque; the inline sends read its first member, an
+// amrq_fast_t).
+typedef struct amrq_t amrq_t;
+
+// What a request handler replies through, valid during the handler only (opaque; the
+// inline amrq_reply reads and writes its first member, an amrq_token_fast_t).
+typedef struct amrq_token_t amrq_token_t;
+
 // Request handlers, and reply handlers, a program may register.
 #define AMRQ_MAX_HANDLERS 64
 
@@ -59,9 +67,6 @@ typedef enum amrq_status {
   AMRQ_STATUS_RQ = 6,
 } amrq_status;
 
-// A rank of a running job.
-typedef struct amrq_t amrq_t;
-
 // A put or get in flight (`amrq_put_nb`, `amrq_get_nb`), finished by `amrq_wait`.
 typedef struct amrq_handle_t amrq_handle_t;
 
@@ -70,9 +75,6 @@ typedef struct amrq_poll_set_t amrq_poll_set_t;
 
 // A handler table being filled, before `amrq_init`.
 typedef struct amrq_table_t amrq_table_t;
-
-// What a request handler replies through (valid during the handler only).
-typedef struct amrq_token_t amrq_token_t;
 
 // An arriving message, as a C handler sees it.
 //
@@ -96,12 +98,34 @@ typedef struct amrq_msg_t {
 } amrq_msg_t;
 
 // A request handler: `state` is what it was registered with.
-typedef void (*amrq_request_fn)(void *state,
-                                struct amrq_token_t *token,
-                                const struct amrq_msg_t *msg);
+typedef void (*amrq_request_fn)(void *state, amrq_token_t *token, const struct amrq_msg_t *msg);
 
 // A reply handler.
 typedef void (*amrq_reply_fn)(void *state, const struct amrq_msg_t *msg);
+
+// One ring as the inline sends see it: [`ExpressLane`], field for field.
+typedef struct amrq_lane_t {
+  // Slot 0 of the ring (64-byte slots: sequence word, header word, six args).
+  uint8_t *slots;
+  // Slots − 1.
+  uint64_t mask;
+  // The sender's tail: where its next message goes.
+  uint64_t *tail;
+  // The sender's last view of the receiver's head.
+  const uint64_t *cached_head;
+  // A send of fewer args than this may be inline (0: none may).
+  uint64_t args_below;
+  // The channel's doorbell bit if it rings the receiver's doorbell, else 0.
+  uint64_t notify_bit;
+  // `notify_bit` if the receiver's `membarrier` reaches this process, else 0.
+  uint64_t light_bit;
+  // The receiver's armed channels.
+  const uint64_t *armed;
+  // The receiver's channels whose arming issues `membarrier`.
+  const uint64_t *heavy;
+  // The library's own state of the ring.
+  const void *owner;
+} amrq_lane_t;
 
 // What `amrq_dequeue` and `amrq_one_poll` copied out of a frame.
 typedef struct amrq_dequeued_t {
@@ -132,6 +156,37 @@ typedef struct amrq_frame_t {
   size_t len;
 } amrq_frame_t;
 
+// What the inline `amrq_request` reads of an `amrq_t`: its first member.
+typedef struct amrq_fast_t {
+  // Ranks in the job.
+  size_t size;
+  // Request handlers registered.
+  size_t nrequests;
+  // The tag each request handler's messages carry, by C id.
+  const uint16_t *request_tags;
+  // The request channel's lanes, one per destination rank.
+  const struct amrq_lane_t *requests;
+  // The reply channel's lanes, one per destination rank.
+  const struct amrq_lane_t *replies;
+  // Reply handlers registered.
+  size_t nreplies;
+  // The tag each reply handler's messages carry, by C id.
+  const uint16_t *reply_tags;
+} amrq_fast_t;
+
+// What the inline `amrq_reply` reads and writes of an `amrq_token_t`: its first
+// member.
+typedef struct amrq_token_fast_t {
+  // The reply lane to the requester.
+  const struct amrq_lane_t *lane;
+  // Reply handlers registered.
+  size_t nreplies;
+  // The tag each reply handler's messages carry, by C id.
+  const uint16_t *reply_tags;
+  // 1 once the request was replied to (at most one reply per request).
+  uint64_t replied;
+} amrq_token_fast_t;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -145,37 +200,33 @@ const char *amrq_last_error(void);
 // # Safety
 // `am` came from `amrq_init`; `data` points to `len` writable bytes, the same `len`
 // on every rank.
-enum amrq_status amrq_broadcast(const struct amrq_t *am, int root, void *data, size_t len);
+enum amrq_status amrq_broadcast(const amrq_t *am, int root, void *data, size_t len);
 
 // Collective: every rank's `data[i]` combined by `op` (an `amrq_op`) into rank
 // `root`'s `data[i]`; the other ranks' `data` is left with partial results.
 //
 // # Safety
 // `am` came from `amrq_init`; `data` points to `n` words, the same `n` on every rank.
-enum amrq_status amrq_reduce_u64(const struct amrq_t *am,
-                                 int root,
-                                 uint64_t *data,
-                                 size_t n,
-                                 int op);
+enum amrq_status amrq_reduce_u64(const amrq_t *am, int root, uint64_t *data, size_t n, int op);
 
 // `amrq_reduce_u64` on doubles.
 //
 // # Safety
 // As `amrq_reduce_u64`.
-enum amrq_status amrq_reduce_f64(const struct amrq_t *am, int root, double *data, size_t n, int op);
+enum amrq_status amrq_reduce_f64(const amrq_t *am, int root, double *data, size_t n, int op);
 
 // Collective: every rank's `data[i]` combined by `op` (an `amrq_op`), on every rank,
 // in place.
 //
 // # Safety
 // `am` came from `amrq_init`; `data` points to `n` words, the same `n` on every rank.
-enum amrq_status amrq_allreduce_u64(const struct amrq_t *am, uint64_t *data, size_t n, int op);
+enum amrq_status amrq_allreduce_u64(const amrq_t *am, uint64_t *data, size_t n, int op);
 
 // `amrq_allreduce_u64` on doubles.
 //
 // # Safety
 // As `amrq_allreduce_u64`.
-enum amrq_status amrq_allreduce_f64(const struct amrq_t *am, double *data, size_t n, int op);
+enum amrq_status amrq_allreduce_f64(const amrq_t *am, double *data, size_t n, int op);
 
 // Collective prefix reduction: rank r's `data[i]` becomes ranks 0 … r's `data[i]`
 // combined by `op` (an `amrq_op`) if `inclusive` is non-zero, else ranks 0 … r − 1's
@@ -183,21 +234,13 @@ enum amrq_status amrq_allreduce_f64(const struct amrq_t *am, double *data, size_
 //
 // # Safety
 // `am` came from `amrq_init`; `data` points to `n` words, the same `n` on every rank.
-enum amrq_status amrq_scan_u64(const struct amrq_t *am,
-                               uint64_t *data,
-                               size_t n,
-                               int op,
-                               int inclusive);
+enum amrq_status amrq_scan_u64(const amrq_t *am, uint64_t *data, size_t n, int op, int inclusive);
 
 // `amrq_scan_u64` on doubles (identities 0, +∞ and −∞).
 //
 // # Safety
 // As `amrq_scan_u64`.
-enum amrq_status amrq_scan_f64(const struct amrq_t *am,
-                               double *data,
-                               size_t n,
-                               int op,
-                               int inclusive);
+enum amrq_status amrq_scan_f64(const amrq_t *am, double *data, size_t n, int op, int inclusive);
 
 // Collective: every rank's `len` bytes at `mine` into rank `root`'s `out`, in rank
 // order (`out` holds `size · len` bytes at the root; it is ignored, and may be null,
@@ -206,11 +249,7 @@ enum amrq_status amrq_scan_f64(const struct amrq_t *am,
 // # Safety
 // `am` came from `amrq_init`; `mine` points to `len` bytes, the same `len` on every
 // rank; at the root `out` points to `size · len` writable bytes.
-enum amrq_status amrq_gather(const struct amrq_t *am,
-                             int root,
-                             const void *mine,
-                             size_t len,
-                             void *out);
+enum amrq_status amrq_gather(const amrq_t *am, int root, const void *mine, size_t len, void *out);
 
 // Collective: every rank's `len` bytes at `mine` into every rank's `out`
 // (`size · len` bytes), in rank order.
@@ -218,7 +257,7 @@ enum amrq_status amrq_gather(const struct amrq_t *am,
 // # Safety
 // `am` came from `amrq_init`; `mine` points to `len` bytes, the same `len` on every
 // rank; `out` to `size · len` writable bytes.
-enum amrq_status amrq_allgather(const struct amrq_t *am, const void *mine, size_t len, void *out);
+enum amrq_status amrq_allgather(const amrq_t *am, const void *mine, size_t len, void *out);
 
 // Collective all-to-all: block j of `send` (`len` bytes at `send + j·len`) goes to
 // rank j, and block i of `recv` comes from rank i. Both hold `size · len` bytes. The
@@ -227,7 +266,7 @@ enum amrq_status amrq_allgather(const struct amrq_t *am, const void *mine, size_
 // # Safety
 // `am` came from `amrq_init`; `send` points to `size · len` bytes and `recv` to
 // `size · len` writable bytes, the same `len` on every rank.
-enum amrq_status amrq_exchange(const struct amrq_t *am, const void *send, size_t len, void *recv);
+enum amrq_status amrq_exchange(const amrq_t *am, const void *send, size_t len, void *recv);
 
 // A new, empty handler table; `amrq_init` takes it (or `amrq_table_free` frees it).
 struct amrq_table_t *amrq_table_new(void);
@@ -270,44 +309,47 @@ enum amrq_status amrq_table_reply(struct amrq_table_t *t,
 // # Safety
 // `t` came from `amrq_table_new` and was neither freed nor given to `amrq_init`;
 // `out` is writable.
-enum amrq_status amrq_init(struct amrq_table_t *t, int ranks_if_alone, struct amrq_t **out);
+enum amrq_status amrq_init(struct amrq_table_t *t, int ranks_if_alone, amrq_t **out);
 
 // Leaves the job after a barrier with the other ranks, and frees `am` (also when the
 // barrier failed: its status is returned).
 //
 // # Safety
 // `am` came from `amrq_init` and was not finalized; it is not used after.
-enum amrq_status amrq_finalize(struct amrq_t *am);
+enum amrq_status amrq_finalize(amrq_t *am);
 
 // This rank's number, from 0 (−1 for a null `am`).
 //
 // # Safety
 // `am` is null or came from `amrq_init` and was not finalized.
-int amrq_rank(const struct amrq_t *am);
+int amrq_rank(const amrq_t *am);
 
 // The ranks in the job (−1 for a null `am`).
 //
 // # Safety
 // As `amrq_rank`.
-int amrq_size(const struct amrq_t *am);
+int amrq_size(const amrq_t *am);
 
 // Sends a Short request (`nargs` ≤ 8 args) to rank `dest`, waiting for room if the
-// queue is full (running handlers meanwhile).
+// queue is full (running handlers meanwhile): the library's `amrq_request`. The
+// header's inline `amrq_request` writes a message of at most six args into a ring
+// with room itself and calls this for anything else; callers that cannot compile the
+// header's inline functions (another language's FFI) call this.
 //
 // # Safety
 // `am` came from `amrq_init`; `args` points to `nargs` words.
-enum amrq_status amrq_request(const struct amrq_t *am,
-                              int dest,
-                              int handler,
-                              const uint64_t *args,
-                              size_t nargs);
+enum amrq_status amrq_request_call(const amrq_t *am,
+                                   int dest,
+                                   int handler,
+                                   const uint64_t *args,
+                                   size_t nargs);
 
 // Sends a Medium request: args and a payload of `len` bytes (at most the queue's
 // Medium size).
 //
 // # Safety
-// As `amrq_request`; `payload` points to `len` bytes.
-enum amrq_status amrq_request_medium(const struct amrq_t *am,
+// As `amrq_request_call`; `payload` points to `len` bytes.
+enum amrq_status amrq_request_medium(const amrq_t *am,
                                      int dest,
                                      int handler,
                                      const uint64_t *args,
@@ -321,7 +363,7 @@ enum amrq_status amrq_request_medium(const struct amrq_t *am,
 //
 // # Safety
 // As `amrq_request_medium`.
-enum amrq_status amrq_request_long(const struct amrq_t *am,
+enum amrq_status amrq_request_long(const amrq_t *am,
                                    int dest,
                                    int handler,
                                    const uint64_t *args,
@@ -330,21 +372,23 @@ enum amrq_status amrq_request_long(const struct amrq_t *am,
                                    size_t len,
                                    size_t offset);
 
-// Replies to the request being handled with a Short reply.
+// Replies to the request being handled with a Short reply: the library's
+// `amrq_reply`, which the header's inline `amrq_reply` calls for any reply it does not
+// write itself (as `amrq_request_call`).
 //
 // # Safety
 // `token` is the one the running request handler was called with; `args` points to
 // `nargs` words.
-enum amrq_status amrq_reply(struct amrq_token_t *token,
-                            int handler,
-                            const uint64_t *args,
-                            size_t nargs);
+enum amrq_status amrq_reply_call(amrq_token_t *token,
+                                 int handler,
+                                 const uint64_t *args,
+                                 size_t nargs);
 
 // Replies with a Medium reply (args and `len` bytes of payload).
 //
 // # Safety
-// As `amrq_reply`; `payload` points to `len` bytes.
-enum amrq_status amrq_reply_medium(struct amrq_token_t *token,
+// As `amrq_reply_call`; `payload` points to `len` bytes.
+enum amrq_status amrq_reply_medium(amrq_token_t *token,
                                    int handler,
                                    const uint64_t *args,
                                    size_t nargs,
@@ -356,7 +400,7 @@ enum amrq_status amrq_reply_medium(struct amrq_token_t *token,
 //
 // # Safety
 // As `amrq_reply_medium`.
-enum amrq_status amrq_reply_long(struct amrq_token_t *token,
+enum amrq_status amrq_reply_long(amrq_token_t *token,
                                  int handler,
                                  const uint64_t *args,
                                  size_t nargs,
@@ -369,39 +413,46 @@ enum amrq_status amrq_reply_long(struct amrq_token_t *token,
 //
 // # Safety
 // `am` came from `amrq_init`; `took` is null or writable.
-enum amrq_status amrq_poll(const struct amrq_t *am, size_t *took);
+enum amrq_status amrq_poll(const amrq_t *am, size_t *took);
 
 // Polls until `done(arg)` returns non-zero, spinning a bounded time between empty
 // polls, then sleeping; fails if a rank of the job fails meanwhile.
 //
 // # Safety
 // `am` came from `amrq_init`; `done` may be called with `arg` many times.
-enum amrq_status amrq_wait_until(const struct amrq_t *am, int (*done)(void *arg), void *arg);
+enum amrq_status amrq_wait_until(const amrq_t *am, int (*done)(void *arg), void *arg);
 
 // Waits until every rank has called it (serving requests meanwhile).
 //
 // # Safety
 // `am` came from `amrq_init`.
-enum amrq_status amrq_barrier(const struct amrq_t *am);
+enum amrq_status amrq_barrier(const amrq_t *am);
 
 // Enters the split-phase barrier without waiting.
 //
 // # Safety
 // `am` came from `amrq_init`.
-enum amrq_status amrq_barrier_notify(const struct amrq_t *am);
+enum amrq_status amrq_barrier_notify(const amrq_t *am);
 
 // Whether every rank has entered the barrier (`*done` 1, the barrier over) or not yet
 // (0); polls once.
 //
 // # Safety
 // `am` came from `amrq_init`; `done` is writable.
-enum amrq_status amrq_barrier_try(const struct amrq_t *am, int *done);
+enum amrq_status amrq_barrier_try(const amrq_t *am, int *done);
 
 // Waits for the barrier `amrq_barrier_notify` entered.
 //
 // # Safety
 // `am` came from `amrq_init`.
-enum amrq_status amrq_barrier_wait(const struct amrq_t *am);
+enum amrq_status amrq_barrier_wait(const amrq_t *am);
+
+// Rings the receiver's doorbell for the message an inline send has just written on
+// `lane`, whose bit it saw armed (called by the header's inline sends only).
+//
+// # Safety
+// `lane` is a lane of a live `amrq_t`, used on its thread.
+void amrq_lane_notify(const struct amrq_lane_t *lane);
 
 // Collective: `len` bytes at the same offset of every rank's segment, aligned to
 // `align` (a power of two); the offset goes to `*offset`. Every rank calls it with
@@ -409,40 +460,33 @@ enum amrq_status amrq_barrier_wait(const struct amrq_t *am);
 //
 // # Safety
 // `am` came from `amrq_init`; `offset` is writable.
-enum amrq_status amrq_alloc_symmetric(const struct amrq_t *am,
-                                      size_t len,
-                                      size_t align,
-                                      size_t *offset);
+enum amrq_status amrq_alloc_symmetric(const amrq_t *am, size_t len, size_t align, size_t *offset);
 
 // This rank's segment: its first byte to `*base`, its length to `*len`. C code reads
 // and writes its own part of symmetric allocations through it.
 //
 // # Safety
 // `am` came from `amrq_init`; `base` and `len` are null or writable.
-enum amrq_status amrq_segment(const struct amrq_t *am, void **base, size_t *len);
+enum amrq_status amrq_segment(const amrq_t *am, void **base, size_t *len);
 
 // Copies `len` bytes from `src` to `offset` in `rank`'s segment; complete on return.
 //
 // # Safety
 // `am` came from `amrq_init`; `src` points to `len` bytes.
-enum amrq_status amrq_put(const struct amrq_t *am,
-                          int rank,
-                          size_t offset,
-                          const void *src,
-                          size_t len);
+enum amrq_status amrq_put(const amrq_t *am, int rank, size_t offset, const void *src, size_t len);
 
 // Copies `len` bytes at `offset` in `rank`'s segment into `dst`; complete on return.
 //
 // # Safety
 // `am` came from `amrq_init`; `dst` points to `len` writable bytes.
-enum amrq_status amrq_get(const struct amrq_t *am, int rank, size_t offset, void *dst, size_t len);
+enum amrq_status amrq_get(const amrq_t *am, int rank, size_t offset, void *dst, size_t len);
 
 // `amrq_put` with implicit completion: `src` may be reused on return, and the data
 // is in place at the target after `amrq_sync_nbi`.
 //
 // # Safety
 // As `amrq_put`.
-enum amrq_status amrq_put_nbi(const struct amrq_t *am,
+enum amrq_status amrq_put_nbi(const amrq_t *am,
                               int rank,
                               size_t offset,
                               const void *src,
@@ -453,25 +497,21 @@ enum amrq_status amrq_put_nbi(const struct amrq_t *am,
 //
 // # Safety
 // As `amrq_get`; `dst` stays valid and untouched until `amrq_sync_nbi` returns.
-enum amrq_status amrq_get_nbi(const struct amrq_t *am,
-                              int rank,
-                              size_t offset,
-                              void *dst,
-                              size_t len);
+enum amrq_status amrq_get_nbi(const amrq_t *am, int rank, size_t offset, void *dst, size_t len);
 
 // Waits until every implicit put and get of this rank is complete; how many were
 // goes to `*done` (if not null).
 //
 // # Safety
 // `am` came from `amrq_init`; `done` is null or writable.
-enum amrq_status amrq_sync_nbi(const struct amrq_t *am, uint64_t *done);
+enum amrq_status amrq_sync_nbi(const amrq_t *am, uint64_t *done);
 
 // Atomically adds `v` to the 8-byte word at `offset` (8-aligned) in `rank`'s segment;
 // the word before goes to `*old` (if not null).
 //
 // # Safety
 // `am` came from `amrq_init`; `old` is null or writable.
-enum amrq_status amrq_fetch_add(const struct amrq_t *am,
+enum amrq_status amrq_fetch_add(const amrq_t *am,
                                 int rank,
                                 size_t offset,
                                 uint64_t v,
@@ -485,7 +525,7 @@ enum amrq_status amrq_fetch_add(const struct amrq_t *am,
 //
 // # Safety
 // `am` came from `amrq_init`; `old` is null or writable.
-enum amrq_status amrq_atomic(const struct amrq_t *am,
+enum amrq_status amrq_atomic(const amrq_t *am,
                              int rank,
                              size_t offset,
                              int op,
@@ -499,7 +539,7 @@ enum amrq_status amrq_atomic(const struct amrq_t *am,
 //
 // # Safety
 // As `amrq_put`; `h` is writable.
-enum amrq_status amrq_put_nb(const struct amrq_t *am,
+enum amrq_status amrq_put_nb(const amrq_t *am,
                              int rank,
                              size_t offset,
                              const void *src,
@@ -512,7 +552,7 @@ enum amrq_status amrq_put_nb(const struct amrq_t *am,
 // # Safety
 // As `amrq_get`; `dst` stays valid and untouched until `amrq_wait(*h)` returns; `h`
 // is writable.
-enum amrq_status amrq_get_nb(const struct amrq_t *am,
+enum amrq_status amrq_get_nb(const amrq_t *am,
                              int rank,
                              size_t offset,
                              void *dst,
@@ -544,7 +584,7 @@ size_t amrq_raw_bytes(void);
 //
 // # Safety
 // `am` came from `amrq_init`; `ns` is null or writable; the lines are as above.
-enum amrq_status amrq_raw_rtt_ns(const struct amrq_t *am,
+enum amrq_status amrq_raw_rtt_ns(const amrq_t *am,
                                  size_t offset,
                                  uint64_t base,
                                  uint64_t iters,
@@ -570,7 +610,7 @@ enum amrq_status amrq_table_queue(struct amrq_table_t *t,
 // # Safety
 // `am` came from `amrq_init`; `args` points to `nargs` words, `payload` to `len`
 // bytes; `accepted` is null or writable.
-enum amrq_status amrq_enqueue(const struct amrq_t *am,
+enum amrq_status amrq_enqueue(const amrq_t *am,
                               int dest,
                               int q,
                               const uint64_t *args,
@@ -587,7 +627,7 @@ enum amrq_status amrq_enqueue(const struct amrq_t *am,
 // # Safety
 // `am` came from `amrq_init`; `args` points to `args_cap` writable words and `buf` to
 // `cap` writable bytes; `out` and `got` are null or writable.
-enum amrq_status amrq_dequeue(const struct amrq_t *am,
+enum amrq_status amrq_dequeue(const amrq_t *am,
                               int q,
                               uint64_t *args,
                               size_t args_cap,
@@ -604,24 +644,21 @@ enum amrq_status amrq_dequeue(const struct amrq_t *am,
 //
 // # Safety
 // `am` came from `amrq_init`; `out` and `got` are null or writable.
-enum amrq_status amrq_read_queue(const struct amrq_t *am,
-                                 int q,
-                                 struct amrq_frame_t *out,
-                                 int *got);
+enum amrq_status amrq_read_queue(const amrq_t *am, int q, struct amrq_frame_t *out, int *got);
 
 // Removes the frame at the head of local queue `q` (the one `amrq_read_queue` shows,
 // if it was called): `*removed` is 1, or 0 if the queue was empty.
 //
 // # Safety
 // `am` came from `amrq_init`; `removed` is null or writable.
-enum amrq_status amrq_delete_queue(const struct amrq_t *am, int q, int *removed);
+enum amrq_status amrq_delete_queue(const amrq_t *am, int q, int *removed);
 
 // A set of the `n` queues at `queues` (highest priority first) for `amrq_one_poll`;
 // `*set` is freed by `amrq_poll_set_free`.
 //
 // # Safety
 // `am` came from `amrq_init`; `queues` points to `n` ids; `set` is writable.
-enum amrq_status amrq_poll_set_new(const struct amrq_t *am,
+enum amrq_status amrq_poll_set_new(const amrq_t *am,
                                    const int *queues,
                                    size_t n,
                                    struct amrq_poll_set_t **set);
@@ -641,7 +678,7 @@ void amrq_poll_set_free(struct amrq_poll_set_t *set);
 // # Safety
 // As `amrq_dequeue`; `set` came from `amrq_poll_set_new` on this `am`; `which` is
 // writable.
-enum amrq_status amrq_one_poll(const struct amrq_t *am,
+enum amrq_status amrq_one_poll(const amrq_t *am,
                                const struct amrq_poll_set_t *set,
                                uint64_t *args,
                                size_t args_cap,
@@ -655,3 +692,79 @@ enum amrq_status amrq_one_poll(const struct amrq_t *am,
 #endif  // __cplusplus
 
 #endif  /* AMRQ_H */
+
+// Inline sends (src/lane.rs). amrq_request and amrq_reply write a Short message of at
+// most six args into its ring here, in the caller, as the library's own send does
+// (header word, args, then the sequence word with release; the tail, a write prefetch,
+// the doorbell's test), and call amrq_request_call / amrq_reply_call for anything
+// else: more args, a ring the cached head says is full (the library waits for room,
+// polling), a bad argument (the library reports it), a ring they may not write.
+#ifndef AMRQ_H_INLINE_SENDS
+#define AMRQ_H_INLINE_SENDS
+#if defined(__GNUC__) || defined(__clang__)
+static inline int amrq_express_(const amrq_lane_t *l, uint16_t tag, const uint64_t *args,
+                                size_t nargs) {
+  if (nargs >= l->args_below) return 0;
+  // Read once: the stores below could alias them for all the compiler knows.
+  uint64_t t = *l->tail, head = *l->cached_head, mask = l->mask;
+  uint8_t *slots = l->slots;
+  if (t + 1 - head > mask + 1) return 0;
+  uint64_t *slot = (uint64_t *)(void *)(slots + ((t & mask) << 6));
+  slot[1] = (uint64_t)tag << 32 | (uint64_t)nargs << 48;
+  for (size_t i = 0; i < nargs; i++) slot[2 + i] = args[i];
+  __atomic_store_n(&slot[0], t + 1, __ATOMIC_RELEASE);
+  *l->tail = t + 1;
+  uint64_t ahead = t + 1 + 8; // the library's prefetch distance
+  if (ahead - head <= mask + 1) {
+    const uint8_t *p = slots + ((ahead & mask) << 6);
+#if defined(__x86_64__)
+    __asm__ volatile("prefetchw %0" : : "m"(*p));
+#else
+    __builtin_prefetch(p, 1);
+#endif
+  }
+  if (l->notify_bit) {
+    if (__atomic_load_n(l->heavy, __ATOMIC_RELAXED) & l->light_bit)
+      __atomic_signal_fence(__ATOMIC_SEQ_CST); // the receiver's membarrier fences us
+    else
+      __atomic_thread_fence(__ATOMIC_SEQ_CST); // pairs with the receiver's arming fence
+    if (__atomic_load_n(l->armed, __ATOMIC_RELAXED) & l->notify_bit) amrq_lane_notify(l);
+  }
+  return 1;
+}
+
+// Sends a Short request (nargs <= 8 args) to rank dest, waiting for room if the queue
+// is full (running handlers meanwhile); inline for at most six args and room now.
+static inline enum amrq_status amrq_request(const amrq_t *am, int dest, int handler,
+                                            const uint64_t *args, size_t nargs) {
+  const amrq_fast_t *f = (const amrq_fast_t *)(const void *)am;
+  if (f && (size_t)(unsigned)dest < f->size && (size_t)(unsigned)handler < f->nrequests &&
+      (args || !nargs) &&
+      amrq_express_(&f->requests[dest], f->request_tags[handler], args, nargs))
+    return AMRQ_STATUS_OK;
+  return amrq_request_call(am, dest, handler, args, nargs);
+}
+
+// Replies to the request being handled with a Short reply (at most one per request);
+// inline for at most six args and room now.
+static inline enum amrq_status amrq_reply(amrq_token_t *token, int handler,
+                                          const uint64_t *args, size_t nargs) {
+  amrq_token_fast_t *t = (amrq_token_fast_t *)(void *)token;
+  if (t && !t->replied && (size_t)(unsigned)handler < t->nreplies && (args || !nargs) &&
+      amrq_express_(t->lane, t->reply_tags[handler], args, nargs)) {
+    t->replied = 1;
+    return AMRQ_STATUS_OK;
+  }
+  return amrq_reply_call(token, handler, args, nargs);
+}
+#else
+static inline enum amrq_status amrq_request(const amrq_t *am, int dest, int handler,
+                                            const uint64_t *args, size_t nargs) {
+  return amrq_request_call(am, dest, handler, args, nargs);
+}
+static inline enum amrq_status amrq_reply(amrq_token_t *token, int handler,
+                                          const uint64_t *args, size_t nargs) {
+  return amrq_reply_call(token, handler, args, nargs);
+}
+#endif
+#endif  // AMRQ_H_INLINE_SENDS

@@ -5,11 +5,13 @@
 //! `K`-th request handler registered is `request_trampoline::<K>`, which calls the
 //! `K`-th C function with its state (at most [`MAX_HANDLERS`] of each kind).
 
+use crate::lane::{AmrqFast, AmrqLane, AmrqTokenFast, Lanes};
 use crate::{guard, put_out, slice, AmrqStatus, Failure};
 use amrq::am::{Am, AmError, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
 use amrq::conduit::mem::MemConduit;
 use amrq::conduit::Conduit;
 use amrq::rma::Rma;
+use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 /// Request handlers, and reply handlers, a program may register.
@@ -38,7 +40,10 @@ pub struct AmrqMsg {
 }
 
 /// What a request handler replies through (valid during the handler only).
+#[repr(C)]
 pub struct AmrqToken<'a> {
+    /// What the header's inline `amrq_reply` reads and writes: the first member.
+    fast: AmrqTokenFast,
     ctx: Option<ReqCtx<'a, Handlers, MemConduit>>,
     replies: &'a [ReplyHandler],
     error: Option<AmError>,
@@ -56,6 +61,10 @@ pub struct Handlers {
     requests: Vec<(AmrqRequestFn, *mut c_void)>,
     replies: Vec<(AmrqReplyFn, *mut c_void)>,
     reply_ids: Vec<ReplyHandler>,
+    /// The reply lanes (one per rank), the reply handlers' tags and their count, which
+    /// each token hands the inline `amrq_reply`: set by `amrq_init` once the job's
+    /// `Lanes` exist (null and 0 before: the replies go to the library).
+    reply_lanes: Cell<(*const AmrqLane, *const u16, usize)>,
 }
 
 /// A handler table being filled, before `amrq_init`.
@@ -75,7 +84,12 @@ impl AmrqTable {
 }
 
 /// A rank of a running job.
+#[repr(C)]
 pub struct Amrq {
+    /// What the header's inline `amrq_request` reads: the first member.
+    fast: AmrqFast,
+    /// What `fast` and the tokens point into.
+    lanes: Lanes,
     pub(crate) am: &'static Am<Handlers>,
     pub(crate) rma: &'static Rma<'static, Handlers>,
     pub(crate) coll: Option<amrq::coll::Coll<'static, 'static, Handlers>>,
@@ -154,7 +168,15 @@ fn request_trampoline<'a, const K: usize>(
 ) -> Result<(), AmError> {
     let (f, state) = s.requests[K];
     let msg = msg_of(&m);
+    let (lanes, reply_tags, nreplies) = s.reply_lanes.get();
     let mut token = AmrqToken {
+        fast: AmrqTokenFast {
+            // Not read while `nreplies` is 0 (before `amrq_init` set the lanes).
+            lane: lanes.wrapping_add(ctx.source()),
+            nreplies,
+            reply_tags,
+            replied: 0,
+        },
         ctx: Some(ctx),
         replies: &s.reply_ids,
         error: None,
@@ -201,6 +223,7 @@ pub extern "C" fn amrq_table_new() -> *mut AmrqTable {
             requests: Vec::new(),
             replies: Vec::new(),
             reply_ids: Vec::new(),
+            reply_lanes: Cell::new((std::ptr::null(), std::ptr::null(), 0)),
         },
         request_ids: Vec::new(),
         queues: Vec::new(),
@@ -357,7 +380,21 @@ pub unsafe extern "C" fn amrq_init(
             } = *t;
             let am: &'static Am<Handlers> = Box::leak(Box::new(Am::new(conduit, table, handlers)?));
             let rma: &'static Rma<'static, Handlers> = Box::leak(Box::new(Rma::new(am)));
+            let size = am.size();
+            let tags = |ids: Vec<u16>| ids.into_boxed_slice();
+            let lanes = Lanes::of(
+                am.rq().conduit(),
+                size,
+                tags(request_ids.iter().map(|h| h.id()).collect()),
+                tags(am.state().reply_ids.iter().map(|h| h.id()).collect()),
+            );
+            let replies = (lanes.lanes[size..].as_ptr(), lanes.reply_tags.as_ptr());
+            am.state()
+                .reply_lanes
+                .set((replies.0, replies.1, lanes.reply_tags.len()));
             let mut job = Box::new(Amrq {
+                fast: lanes.fast(size),
+                lanes,
                 am,
                 rma,
                 coll: None,
@@ -427,12 +464,15 @@ impl Amrq {
 }
 
 /// Sends a Short request (`nargs` ≤ 8 args) to rank `dest`, waiting for room if the
-/// queue is full (running handlers meanwhile).
+/// queue is full (running handlers meanwhile): the library's `amrq_request`. The
+/// header's inline `amrq_request` writes a message of at most six args into a ring
+/// with room itself and calls this for anything else; callers that cannot compile the
+/// header's inline functions (another language's FFI) call this.
 ///
 /// # Safety
 /// `am` came from `amrq_init`; `args` points to `nargs` words.
 #[no_mangle]
-pub unsafe extern "C" fn amrq_request(
+pub unsafe extern "C" fn amrq_request_call(
     am: *const Amrq,
     dest: c_int,
     handler: c_int,
@@ -447,7 +487,7 @@ pub unsafe extern "C" fn amrq_request(
 /// Medium size).
 ///
 /// # Safety
-/// As `amrq_request`; `payload` points to `len` bytes.
+/// As `amrq_request_call`; `payload` points to `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn amrq_request_medium(
     am: *const Amrq,
@@ -559,6 +599,12 @@ pub(crate) fn rank_of(r: c_int) -> Result<usize, Failure> {
     usize::try_from(r).map_err(|_| Failure::argument(format!("rank {r}")))
 }
 
+/// The error of a second reply to one request.
+#[cold]
+fn replied_already() -> Failure {
+    Failure::argument("this request was replied to already")
+}
+
 /// The error of a handler id that names no handler of `kind`.
 #[cold]
 #[inline(never)]
@@ -583,14 +629,15 @@ unsafe fn reply(
         || {
             // SAFETY: the caller's guarantee.
             let t = unsafe { token.as_mut() }.ok_or_else(|| Failure::argument("a null token"))?;
+            if t.fast.replied != 0 {
+                return Err(replied_already()); // by the inline `amrq_reply`, or here
+            }
             let h = usize::try_from(handler)
                 .ok()
                 .and_then(|k| t.replies.get(k).copied())
                 .ok_or_else(|| no_handler("reply", handler))?;
-            let ctx = t
-                .ctx
-                .take()
-                .ok_or_else(|| Failure::argument("this request was replied to already"))?;
+            let ctx = t.ctx.take().ok_or_else(replied_already)?;
+            t.fast.replied = 1;
             // SAFETY: the caller's guarantee: `args` points to `nargs` words.
             let args = unsafe { slice(args, nargs) }?;
             // SAFETY: the caller's guarantee: a payload pointer points to its length.
@@ -609,13 +656,15 @@ unsafe fn reply(
     )
 }
 
-/// Replies to the request being handled with a Short reply.
+/// Replies to the request being handled with a Short reply: the library's
+/// `amrq_reply`, which the header's inline `amrq_reply` calls for any reply it does not
+/// write itself (as `amrq_request_call`).
 ///
 /// # Safety
 /// `token` is the one the running request handler was called with; `args` points to
 /// `nargs` words.
 #[no_mangle]
-pub unsafe extern "C" fn amrq_reply(
+pub unsafe extern "C" fn amrq_reply_call(
     token: *mut AmrqToken<'static>,
     handler: c_int,
     args: *const u64,
@@ -628,7 +677,7 @@ pub unsafe extern "C" fn amrq_reply(
 /// Replies with a Medium reply (args and `len` bytes of payload).
 ///
 /// # Safety
-/// As `amrq_reply`; `payload` points to `len` bytes.
+/// As `amrq_reply_call`; `payload` points to `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn amrq_reply_medium(
     token: *mut AmrqToken<'static>,
@@ -696,7 +745,6 @@ pub unsafe extern "C" fn amrq_wait_until(
     arg: *mut c_void,
 ) -> AmrqStatus {
     let body = |j: &Amrq| {
-        // SAFETY: the caller's guarantee.
         // SAFETY: the caller's guarantee: `done` may be called with `arg`.
         Ok(j.am.wait_until(|_| unsafe { done(arg) } != 0)?)
     };

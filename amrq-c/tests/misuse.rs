@@ -43,23 +43,32 @@ fn bad_arguments_get_a_status_and_a_message() {
     unsafe {
         assert_eq!((amrq_rank(am), amrq_size(am)), (0, 1));
         assert_eq!(amrq_rank(null()), -1);
-        assert_eq!(amrq_request(am, 0, 7, null(), 0), AmrqStatus::Argument);
+        assert_eq!(amrq_request_call(am, 0, 7, null(), 0), AmrqStatus::Argument);
         assert!(
             last_error().contains("no request handler 7"),
             "{}",
             last_error()
         );
-        assert_eq!(amrq_request(am, 0, id, null(), 3), AmrqStatus::Argument);
+        assert_eq!(
+            amrq_request_call(am, 0, id, null(), 3),
+            AmrqStatus::Argument
+        );
         assert!(last_error().contains("null pointer"), "{}", last_error());
         let nine = [0u64; 9];
-        assert_eq!(amrq_request(am, 0, id, nine.as_ptr(), 9), AmrqStatus::Am);
         assert_eq!(
-            amrq_request(am, 5, id, null(), 0),
+            amrq_request_call(am, 0, id, nine.as_ptr(), 9),
+            AmrqStatus::Am
+        );
+        assert_eq!(
+            amrq_request_call(am, 5, id, null(), 0),
             AmrqStatus::Am,
             "{}",
             last_error()
         );
-        assert_eq!(amrq_request(am, -1, id, null(), 0), AmrqStatus::Argument);
+        assert_eq!(
+            amrq_request_call(am, -1, id, null(), 0),
+            AmrqStatus::Argument
+        );
         assert_eq!(amrq_poll(null(), null_mut()), AmrqStatus::Argument);
         assert!(last_error().contains("null amrq_t"));
         let word = [1u8; 8];
@@ -70,7 +79,10 @@ fn bad_arguments_get_a_status_and_a_message() {
             "{}",
             last_error()
         );
-        assert_eq!(amrq_reply(null_mut(), 0, null(), 0), AmrqStatus::Argument);
+        assert_eq!(
+            amrq_reply_call(null_mut(), 0, null(), 0),
+            AmrqStatus::Argument
+        );
         assert_eq!(amrq_wait(null_mut()), AmrqStatus::Argument);
         assert_eq!(amrq_test(null(), null_mut()), AmrqStatus::Argument);
         let (mut h, mut sink) = (null_mut(), [0u8; 8]);

@@ -30,6 +30,12 @@ impl<T> Local<T> {
         f(unsafe { self.get() })
     }
 
+    /// Where the state lives, for an [`ExpressLane`](super::ExpressLane), whose writes
+    /// through it take turns with `with` and `get` on this thread (never during one).
+    pub(super) fn as_ptr(&self) -> *mut T {
+        self.0.get()
+    }
+
     /// The state, for the hot send path, where a closure passed to `with` would not
     /// always be inlined.
     ///

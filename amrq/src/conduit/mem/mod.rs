@@ -17,6 +17,7 @@
 //! | `endpoint.rs` | [`MemConduit`]: one rank's endpoint, built from [`Parts`] |
 //! | `channels.rs` | the per-ring states of an endpoint: send side, receive side, the round-robin scan of a channel |
 //! | `conduit.rs` | the [`Conduit`](crate::conduit::Conduit) implementation: send checks, receive checks, One-poll, sleeping |
+//! | `lane.rs` | [`ExpressLane`]: one per-pair ring's addresses, for a send compiled into its caller (the C header's inline sends) |
 //! | `receive.rs` | the receive loop of `drain`: ring by ring, Express frames on plain rings handed out after one test |
 //! | `one_sided.rs` | put, get and atomics: copies into mapped segments, processor atomics |
 //! | `frame.rs` | [`MemFrame`], a received frame in place, and the checks of its payload |
@@ -28,6 +29,7 @@ mod conduit;
 mod endpoint;
 mod frame;
 mod interrupts;
+mod lane;
 mod one_sided;
 mod receive;
 mod region;
@@ -38,6 +40,7 @@ mod tests;
 pub use endpoint::{MemConduit, Parts, RegionOwner};
 pub use frame::MemFrame;
 pub use interrupts::{Alarm, InterruptRx};
+pub use lane::ExpressLane;
 pub use region::{Doorbell, HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC};
 pub use tag_on::TagOnPool;
 

@@ -78,6 +78,13 @@ impl Producer {
         self.tail
     }
 
+    /// Where its tail and its cached view of the head are, for a send that writes a
+    /// frame itself ([`ExpressLane`](crate::conduit::mem::ExpressLane)).
+    #[cfg(not(amrq_loom))]
+    pub(crate) fn words(&mut self) -> (*mut u64, *const u64) {
+        (&raw mut self.tail, &raw const self.cached_head)
+    }
+
     /// True if `need` slots are free, re-reading the consumer's head only when the
     /// cached view says there is not enough room.
     #[inline(always)]

@@ -1,0 +1,212 @@
+//! The inline sends of `amrq.h`: `amrq_request` and `amrq_reply` are `static inline`
+//! functions that write a Short message of at most six args into its ring in the
+//! caller, as the Rust API's inlined send does, and call the library
+//! (`amrq_request_call`, `amrq_reply_call`) for anything else: a full ring (as the
+//! cached head says), more args, a bad argument, a ring they may not write. A call
+//! into the library costs more than the send itself (the thin-layer target of the C
+//! interface).
+//!
+//! What they read is at the start of the handles, laid out here:
+//!
+//! ```text
+//!  amrq_t                        amrq_token_t (during a request handler)
+//!  ┌ amrq_fast_t ──────────┐     ┌ amrq_token_fast_t ─┐
+//!  │ size                  │     │ lane ──────────────┼──▶ the reply lane to the requester
+//!  │ nrequests, request_tags│    │ nreplies, reply_tags│
+//!  │ requests ─▶ lane[size] │    │ replied             │
+//!  │ replies  ─▶ lane[size] │    └─────────────────────┘
+//!  │ nreplies, reply_tags  │
+//!  └───────────────────────┘     amrq_lane_t: amrq::conduit::mem::ExpressLane, in C
+//! ```
+//!
+//! The header's inline code mirrors [`amrq::conduit::ring`]'s Express frame (sequence
+//! word, header word `tag << 32 | nargs << 48`, args) and the doorbell's test
+//! ([`amrq::conduit::doorbell::ring`]); the C examples and tests run both paths.
+
+use amrq::conduit::mem::ExpressLane;
+use std::ffi::c_void;
+
+/// One ring as the inline sends see it: [`ExpressLane`], field for field.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct AmrqLane {
+    /// Slot 0 of the ring (64-byte slots: sequence word, header word, six args).
+    pub slots: *mut u8,
+    /// Slots − 1.
+    pub mask: u64,
+    /// The sender's tail: where its next message goes.
+    pub tail: *mut u64,
+    /// The sender's last view of the receiver's head.
+    pub cached_head: *const u64,
+    /// A send of fewer args than this may be inline (0: none may).
+    pub args_below: u64,
+    /// The channel's doorbell bit if it rings the receiver's doorbell, else 0.
+    pub notify_bit: u64,
+    /// `notify_bit` if the receiver's `membarrier` reaches this process, else 0.
+    pub light_bit: u64,
+    /// The receiver's armed channels.
+    pub armed: *const u64,
+    /// The receiver's channels whose arming issues `membarrier`.
+    pub heavy: *const u64,
+    /// The library's own state of the ring.
+    pub owner: *const c_void,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<AmrqLane>() == std::mem::size_of::<ExpressLane>());
+    assert!(std::mem::align_of::<AmrqLane>() == std::mem::align_of::<ExpressLane>());
+    assert!(std::mem::size_of::<AmrqLane>() == 80);
+};
+
+impl From<ExpressLane> for AmrqLane {
+    fn from(l: ExpressLane) -> Self {
+        Self {
+            slots: l.slots,
+            mask: l.mask,
+            tail: l.tail,
+            cached_head: l.cached_head,
+            args_below: l.args_below,
+            notify_bit: l.notify_bit,
+            light_bit: l.light_bit,
+            armed: l.armed,
+            heavy: l.heavy,
+            owner: l.owner,
+        }
+    }
+}
+
+impl From<AmrqLane> for ExpressLane {
+    fn from(l: AmrqLane) -> Self {
+        Self {
+            slots: l.slots,
+            mask: l.mask,
+            tail: l.tail,
+            cached_head: l.cached_head,
+            args_below: l.args_below,
+            notify_bit: l.notify_bit,
+            light_bit: l.light_bit,
+            armed: l.armed,
+            heavy: l.heavy,
+            owner: l.owner,
+        }
+    }
+}
+
+/// What the inline `amrq_request` reads of an `amrq_t`: its first member.
+#[repr(C)]
+#[derive(Debug)]
+pub struct AmrqFast {
+    /// Ranks in the job.
+    pub size: usize,
+    /// Request handlers registered.
+    pub nrequests: usize,
+    /// The tag each request handler's messages carry, by C id.
+    pub request_tags: *const u16,
+    /// The request channel's lanes, one per destination rank.
+    pub requests: *const AmrqLane,
+    /// The reply channel's lanes, one per destination rank.
+    pub replies: *const AmrqLane,
+    /// Reply handlers registered.
+    pub nreplies: usize,
+    /// The tag each reply handler's messages carry, by C id.
+    pub reply_tags: *const u16,
+}
+
+/// What the inline `amrq_reply` reads and writes of an `amrq_token_t`: its first
+/// member.
+#[repr(C)]
+#[derive(Debug)]
+pub struct AmrqTokenFast {
+    /// The reply lane to the requester.
+    pub lane: *const AmrqLane,
+    /// Reply handlers registered.
+    pub nreplies: usize,
+    /// The tag each reply handler's messages carry, by C id.
+    pub reply_tags: *const u16,
+    /// 1 once the request was replied to (at most one reply per request).
+    pub replied: u64,
+}
+
+/// The lanes of a job's request and reply channels (`[requests…, replies…]`, one of
+/// each per rank) and its handlers' tags: what [`AmrqFast`] and the tokens point into.
+pub(crate) struct Lanes {
+    pub(crate) lanes: Box<[AmrqLane]>,
+    pub(crate) request_tags: Box<[u16]>,
+    pub(crate) reply_tags: Box<[u16]>,
+}
+
+impl Lanes {
+    /// The lanes of `conduit` (a job of `size` ranks) and the tags of its handlers.
+    pub(crate) fn of(
+        conduit: &amrq::conduit::mem::MemConduit,
+        size: usize,
+        request_tags: Box<[u16]>,
+        reply_tags: Box<[u16]>,
+    ) -> Self {
+        use amrq::rq::QueueId;
+        let lanes_of = |q: QueueId| {
+            (0..size).map(move |dest| {
+                conduit
+                    .express_lane(dest, q.index())
+                    .map_or_else(closed_lane, AmrqLane::from)
+            })
+        };
+        let lanes = lanes_of(QueueId::AM_REQUEST)
+            .chain(lanes_of(QueueId::AM_REPLY))
+            .collect();
+        Self {
+            lanes,
+            request_tags,
+            reply_tags,
+        }
+    }
+
+    /// What `amrq_t` starts with.
+    pub(crate) fn fast(&self, size: usize) -> AmrqFast {
+        AmrqFast {
+            size,
+            nrequests: self.request_tags.len(),
+            request_tags: self.request_tags.as_ptr(),
+            requests: self.lanes.as_ptr(),
+            replies: self.lanes[size..].as_ptr(),
+            nreplies: self.reply_tags.len(),
+            reply_tags: self.reply_tags.as_ptr(),
+        }
+    }
+}
+
+/// A lane no send is inline on.
+fn closed_lane() -> AmrqLane {
+    AmrqLane {
+        slots: std::ptr::null_mut(),
+        mask: 0,
+        tail: std::ptr::null_mut(),
+        cached_head: std::ptr::null(),
+        args_below: 0,
+        notify_bit: 0,
+        light_bit: 0,
+        armed: std::ptr::null(),
+        heavy: std::ptr::null(),
+        owner: std::ptr::null(),
+    }
+}
+
+/// Rings the receiver's doorbell for the message an inline send has just written on
+/// `lane`, whose bit it saw armed (called by the header's inline sends only).
+///
+/// # Safety
+/// `lane` is a lane of a live `amrq_t`, used on its thread.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_lane_notify(lane: *const AmrqLane) {
+    // SAFETY: the caller's guarantee.
+    let Some(l) = (unsafe { lane.as_ref() }) else {
+        return;
+    };
+    let ring = || {
+        // SAFETY: as above: the lane of a live conduit, on its thread.
+        unsafe { ExpressLane::from(*l).notify() };
+        Ok(())
+    };
+    // An atomic OR and perhaps a futex wake: nothing to report, but nothing unwinds.
+    let _ = crate::guard(|_| {}, ring);
+}

@@ -1,0 +1,138 @@
+//! [`ExpressLane`]: what code outside amrq needs to write an Express frame into one
+//! per-pair ring itself, for a send compiled into its caller (the C header's inline
+//! `amrq_request` and `amrq_reply`, where a call into the library costs more than the
+//! send).
+//!
+//! ```text
+//!  ExpressLane (this process)            the ring (mapped)
+//!  slots ───────────────────────────────▶ slot 0 | slot 1 | …   64 bytes each:
+//!  mask = slots − 1                                seq | header | args[0..6]
+//!  tail, cached_head ──▶ the rank's own Producer (private)
+//!  armed, heavy ───────▶ the receiver's doorbell (mapped)
+//! ```
+//!
+//! A lane writes exactly what [`Producer::try_push`](crate::conduit::ring::Producer::try_push)
+//! writes for an Express frame: the header word, the args, then the sequence word with
+//! Release; then the tail, a write prefetch, and the doorbell's test. Anything else (a
+//! ring the cached head says is full, more than six args, a payload) goes to the
+//! library's own send, which shares the producer's state through the same words.
+
+use super::channels::{Tx, TxRing};
+use super::MemConduit;
+use crate::conduit::ring::{RingMemory, EXPRESS_ARGS};
+use crate::conduit::{Channel, Rank};
+
+/// One per-pair ring as an inline Express send sees it (see the module doc).
+///
+/// `args_below` is `EXPRESS_ARGS + 1` (7) on a lane that takes inline sends, and 0 on
+/// one that does not (a shared ring, a channel this rank may not send into): a send of
+/// `n` args is inline if `n < args_below`.
+///
+/// ```
+/// use amrq::conduit::threads;
+/// let eps = threads::endpoints(2, &[256]).unwrap();
+/// let lane = eps[0].express_lane(1, 0).expect("rank 1, channel 0");
+/// assert_eq!((lane.mask, lane.args_below), (255, 7));
+/// assert!(eps[0].express_lane(2, 0).is_none()); // no rank 2
+/// ```
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ExpressLane {
+    /// Slot 0 of the ring.
+    pub slots: *mut u8,
+    /// Slots − 1.
+    pub mask: u64,
+    /// The producer's tail: the position the next frame takes.
+    pub tail: *mut u64,
+    /// The producer's last view of the consumer's head.
+    pub cached_head: *const u64,
+    /// A send of fewer args than this is inline (0: none is).
+    pub args_below: u64,
+    /// The channel's bit in the receiver's doorbell if its frames ring it, else 0.
+    pub notify_bit: u64,
+    /// `notify_bit` if the receiver's `membarrier` reaches this process, else 0: a
+    /// sender then needs only a compiler fence before it reads `armed` when `heavy` has
+    /// the bit (see [`crate::conduit::doorbell::ring`]).
+    pub light_bit: u64,
+    /// The receiver's armed channels.
+    pub armed: *const u64,
+    /// The receiver's channels whose arming issues `membarrier`.
+    pub heavy: *const u64,
+    /// The ring's send state, for [`ExpressLane::notify`].
+    pub owner: *const std::ffi::c_void,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<ExpressLane>() == 10 * 8);
+    assert!(std::mem::align_of::<ExpressLane>() == 8);
+    assert!(EXPRESS_ARGS == 6);
+};
+
+impl ExpressLane {
+    /// Rings the receiver's doorbell for a frame an inline send has just published on
+    /// this lane, having seen its bit in `armed` (the library's own send does the same
+    /// after each frame).
+    ///
+    /// # Safety
+    /// The lane came from [`MemConduit::express_lane`] of a conduit still alive, and
+    /// this is that conduit's thread.
+    ///
+    /// ```
+    /// use amrq::conduit::threads;
+    /// let eps = threads::endpoints(1, &[16]).unwrap();
+    /// let lane = eps[0].express_lane(0, 0).unwrap();
+    /// // SAFETY: the lane of a live conduit, on its thread.
+    /// unsafe { lane.notify() }; // nobody armed: nothing happens
+    /// ```
+    pub unsafe fn notify(&self) {
+        // SAFETY: the caller's guarantee: `owner` is a `TxRing` of a live conduit.
+        let t = unsafe { &*self.owner.cast::<TxRing>() };
+        if t.notify_bit != 0 {
+            t.ring_doorbell();
+        }
+    }
+}
+
+impl MemConduit {
+    /// The [`ExpressLane`] of the ring from this rank to `dest` on channel `ch`; `None`
+    /// if there is no such rank or channel. Its pointers stay valid while the conduit
+    /// lives, and only its thread may use them, never inside a call of the conduit
+    /// (the library's sends and the lane's writes take turns on the producer's words).
+    ///
+    /// ```
+    /// use amrq::conduit::threads;
+    /// let eps = threads::endpoints(2, &[64]).unwrap();
+    /// let lane = eps[1].express_lane(0, 0).unwrap();
+    /// // SAFETY: the producer's words of a live conduit, read on its thread.
+    /// assert_eq!(unsafe { (*lane.tail, *lane.cached_head) }, (0, 0));
+    /// ```
+    pub fn express_lane(&self, dest: Rank, ch: Channel) -> Option<ExpressLane> {
+        if dest >= self.size || ch >= self.rx.len() {
+            return None;
+        }
+        let t = &self.tx[ch * self.size + dest];
+        let tx = t.prod.as_ptr();
+        // SAFETY: `tx` points into this conduit's send states, alive as long as it is;
+        // no borrow of it is live (this thread is here). Only addresses are taken.
+        let words = match unsafe { &mut *tx } {
+            Tx::Own(p) => Some(p.words()),
+            Tx::Shared { .. } => None,
+        };
+        let inline = words.is_some() && t.permitted && t.max_args >= EXPRESS_ARGS;
+        let (tail, cached_head) = words.unwrap_or((std::ptr::null_mut(), std::ptr::null()));
+        // SAFETY: the doorbell lies in the region this conduit keeps mapped.
+        let d = unsafe { &*t.doorbell };
+        Some(ExpressLane {
+            slots: t.ring.slot_ptr(0).cast_mut(),
+            mask: t.ring.nslots() - 1,
+            tail,
+            cached_head,
+            args_below: if inline { EXPRESS_ARGS as u64 + 1 } else { 0 },
+            notify_bit: t.notify_bit,
+            light_bit: t.light_bit,
+            armed: d.armed.as_ptr().cast_const(),
+            heavy: d.heavy.as_ptr().cast_const(),
+            owner: std::ptr::from_ref(t).cast(),
+        })
+    }
+}
