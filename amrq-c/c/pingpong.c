@@ -8,9 +8,10 @@
 
 static int PING, PONG;
 
+/* Written by the handlers, which run inside amrq calls only: no volatile needed. */
 typedef struct {
-    volatile uint64_t replies; /* rank 0: the last reply's value */
-    volatile uint64_t served;  /* rank 1: requests served */
+    uint64_t replies; /* rank 0: the last reply's value */
+    uint64_t served;  /* rank 1: requests served */
 } state_t;
 
 static void ping(void *s, amrq_token_t *t, const amrq_msg_t *m) {
@@ -19,18 +20,6 @@ static void ping(void *s, amrq_token_t *t, const amrq_msg_t *m) {
 }
 
 static void pong(void *s, const amrq_msg_t *m) { ((state_t *)s)->replies = m->args[0]; }
-
-/* What `amrq_wait_until` waits for, as the Rust twin's `wait_until`: a word of the state
- * reaching a value (rank 0: the last reply's; rank 1: the count of requests served). */
-typedef struct {
-    volatile uint64_t *word;
-    uint64_t until;
-} wait_t;
-
-static int reached(void *arg) {
-    wait_t *w = arg;
-    return *w->word == w->until;
-}
 
 int main(int argc, char **argv) {
     int q = quick(argc, argv);
@@ -60,10 +49,11 @@ int main(int argc, char **argv) {
         CHECK(amrq_barrier(am));
         if (me == 0) {
             double t0 = now_ns();
+            /* As the Rust twin's `wait_until`: a word of the state reaching a value. */
             for (uint64_t i = 0; i < iters; i++) {
-                wait_t w = {&st.replies, ++seq};
-                CHECK(amrq_request(am, 1, PING, &w.until, 1));
-                CHECK(amrq_wait_until(am, reached, &w));
+                ++seq;
+                CHECK(amrq_request(am, 1, PING, &seq, 1));
+                CHECK(amrq_wait_u64(am, &st.replies, AMRQ_CMP_GE, seq));
             }
             raw[b] = r;
             rtt[b] = (now_ns() - t0) / (double)iters;
@@ -71,8 +61,7 @@ int main(int argc, char **argv) {
         } else {
             /* Counted from the start: requests may run in the barrier before this. */
             served += iters;
-            wait_t w = {&st.served, served};
-            CHECK(amrq_wait_until(am, reached, &w));
+            CHECK(amrq_wait_u64(am, &st.served, AMRQ_CMP_GE, served));
         }
         CHECK(amrq_barrier(am));
     }

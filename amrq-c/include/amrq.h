@@ -37,6 +37,22 @@ typedef enum amrq_atomic_op {
   AMRQ_ATOMIC_OP_STORE = 7,
 } amrq_atomic_op;
 
+// How `amrq_wait_u64` compares the word with its value (passed as an int).
+typedef enum amrq_cmp {
+  // Equal.
+  AMRQ_CMP_EQ = 0,
+  // Not equal.
+  AMRQ_CMP_NE = 1,
+  // Greater.
+  AMRQ_CMP_GT = 2,
+  // Greater or equal.
+  AMRQ_CMP_GE = 3,
+  // Less.
+  AMRQ_CMP_LT = 4,
+  // Less or equal.
+  AMRQ_CMP_LE = 5,
+} amrq_cmp;
+
 // A reduction's operation (`op` of the reductions and the scan).
 typedef enum amrq_op {
   // The sum.
@@ -421,6 +437,16 @@ enum amrq_status amrq_poll(const amrq_t *am, size_t *took);
 // # Safety
 // `am` came from `amrq_init`; `done` may be called with `arg` many times.
 enum amrq_status amrq_wait_until(const amrq_t *am, int (*done)(void *arg), void *arg);
+
+// Polls until the word at `ivar` compares with `value` as `cmp` (an `amrq_cmp`) says
+// (OpenSHMEM's `wait_until`), as `amrq_wait_until` does; the word is read between
+// polls, in the library, where a callback would be a call into C on each one. The
+// word is one this rank's handlers write.
+//
+// # Safety
+// `am` came from `amrq_init`; `ivar` points to a readable, 8-aligned word for the
+// whole wait.
+enum amrq_status amrq_wait_u64(const amrq_t *am, const uint64_t *ivar, int cmp, uint64_t value);
 
 // Waits until every rank has called it (serving requests meanwhile).
 //

@@ -752,6 +752,66 @@ pub unsafe extern "C" fn amrq_wait_until(
     unsafe { on_job(am, body) }
 }
 
+/// How `amrq_wait_u64` compares the word with its value (passed as an int).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AmrqCmp {
+    /// Equal.
+    Eq = 0,
+    /// Not equal.
+    Ne = 1,
+    /// Greater.
+    Gt = 2,
+    /// Greater or equal.
+    Ge = 3,
+    /// Less.
+    Lt = 4,
+    /// Less or equal.
+    Le = 5,
+}
+
+/// Polls until the word at `ivar` compares with `value` as `cmp` (an `amrq_cmp`) says
+/// (OpenSHMEM's `wait_until`), as `amrq_wait_until` does; the word is read between
+/// polls, in the library, where a callback would be a call into C on each one. The
+/// word is one this rank's handlers write.
+///
+/// # Safety
+/// `am` came from `amrq_init`; `ivar` points to a readable, 8-aligned word for the
+/// whole wait.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_wait_u64(
+    am: *const Amrq,
+    ivar: *const u64,
+    cmp: c_int,
+    value: u64,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        if ivar.is_null() {
+            return Err(Failure::argument("a null word to wait on"));
+        }
+        // SAFETY: the caller's guarantee: `ivar` (not null) stays readable; volatile,
+        // as this rank's C handlers write the word.
+        let word = || unsafe { ivar.read_volatile() };
+        // One loop per comparison, each with its test inline.
+        match cmp {
+            0 => wait_word(j, word, |w| w == value),
+            1 => wait_word(j, word, |w| w != value),
+            2 => wait_word(j, word, |w| w > value),
+            3 => wait_word(j, word, |w| w >= value),
+            4 => wait_word(j, word, |w| w < value),
+            5 => wait_word(j, word, |w| w <= value),
+            _ => Err(Failure::argument(format!("no comparison {cmp}"))),
+        }
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// [`amrq_wait_u64`]'s loop: polls until `holds(word())`.
+fn wait_word(j: &Amrq, word: impl Fn() -> u64, holds: impl Fn(u64) -> bool) -> Result<(), Failure> {
+    Ok(j.am.wait_until(|_| holds(word()))?)
+}
+
 /// Waits until every rank has called it (serving requests meanwhile).
 ///
 /// # Safety

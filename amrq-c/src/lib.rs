@@ -4,7 +4,7 @@
 //! | C | what | module |
 //! |---|---|---|
 //! | `amrq_table_*`, `amrq_init`, `amrq_finalize`, `amrq_rank`, `amrq_size` | handler registration, start-up (under `amrun`, `mpirun`, `srun`, or self-launched) and shutdown | [`job`] |
-//! | `amrq_request*`, `amrq_reply*`, `amrq_poll`, `amrq_wait_until`, `amrq_barrier*` | Active Messages, Short, Medium and Long; polling; the split-phase barrier | [`job`] |
+//! | `amrq_request*`, `amrq_reply*`, `amrq_poll`, `amrq_wait_until`, `amrq_wait_u64`, `amrq_barrier*` | Active Messages, Short, Medium and Long; polling; the split-phase barrier | [`job`] |
 //! | `amrq_request`, `amrq_reply` (inline in `amrq.h`), `amrq_lane_notify` | Short sends written into the ring in the caller | [`lane`] |
 //! | `amrq_table_queue`, `amrq_enqueue`, `amrq_dequeue`, `amrq_read_queue`, `amrq_delete_queue`, `amrq_poll_set_new`, `amrq_one_poll` | Remote Queues: named queues, enqueue (accepted or full), dequeue, read in place, One-poll | [`rq`] |
 //! | `amrq_alloc_symmetric`, `amrq_segment`, `amrq_put*`, `amrq_get*` (blocking, with handles: `amrq_test`, `amrq_wait`; implicit: `amrq_sync_nbi`), `amrq_fetch_add`, `amrq_atomic`, `amrq_raw_rtt_ns` | one-sided operations, remote atomics, the raw reference | [`rma`] |

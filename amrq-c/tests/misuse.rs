@@ -84,6 +84,14 @@ fn bad_arguments_get_a_status_and_a_message() {
             AmrqStatus::Argument
         );
         assert_eq!(amrq_wait(null_mut()), AmrqStatus::Argument);
+        assert_eq!(amrq_wait_u64(am, null(), 0, 1), AmrqStatus::Argument);
+        let word = 5u64;
+        assert_eq!(amrq_wait_u64(am, &word, 6, 5), AmrqStatus::Argument);
+        assert!(last_error().contains("no comparison 6"), "{}", last_error());
+        for (cmp, value) in [(0, 5), (1, 4), (2, 4), (3, 5), (4, 6), (5, 5)] {
+            // Each holds at once: the wait returns without a message.
+            assert_eq!(amrq_wait_u64(am, &word, cmp, value), AmrqStatus::Ok);
+        }
         assert_eq!(amrq_test(null(), null_mut()), AmrqStatus::Argument);
         let (mut h, mut sink) = (null_mut(), [0u8; 8]);
         let st = amrq_get_nb(am, 0, far, sink.as_mut_ptr().cast(), 8, &mut h);
