@@ -1,0 +1,138 @@
+//! Short AM round trip between two ranks, next to the raw cache-line round trip measured
+//! in the same run between the same two pinned ranks.
+//!
+//! ```text
+//! cargo run --release --example pingpong [-- --quick] [--iters N] [--batches B] [--threads] [--json]
+//! ```
+//! Two ranks as processes (self-launched, or under `amrun -n 2`), pinned to cores 0 and
+//! 1; `--threads` runs them as threads instead. Rank 0 prints, after both have finished,
+//! `pingpong: rtt_ns=… raw_rtt_ns=… ratio=… batch_ratio=…`: medians over batches,
+//! `ratio` = amrq median / raw median (DESIGN.md), and `batch_ratio` the median of each
+//! amrq batch over the raw batch just before it, which stays right when the VM moves its
+//! CPUs in the middle of a run (the raw figure then jumps, e.g. from 150 to 600 ns).
+//! The raw lines live at the start of rank 0's registered segment, mapped by both.
+
+mod common;
+
+use amrq::conduit::Conduit;
+use amrq::prelude::*;
+use amrq::reference::{median, RawPingPong, RAW_PINGPONG_BYTES};
+use std::cell::Cell;
+use std::time::Instant;
+
+/// Short AM round trip beside the raw cache-line round trip.
+#[derive(clap::Parser)]
+struct Args {
+    #[command(flatten)]
+    common: common::Common,
+    #[command(flatten)]
+    run: common::Batches,
+}
+
+struct State {
+    pong: ReplyHandler,
+    /// Requests served (rank 1) / replies received (rank 0).
+    count: Cell<u64>,
+}
+
+fn main() {
+    let o = <Args as clap::Parser>::parse();
+    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
+    common::run_ranks(&o.common, 2, &cfg, |c| {
+        rank_main(c, &o).map_err(|e| e.to_string())
+    });
+}
+
+fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), AmError> {
+    let (iters, batches) = o.run.or(o.common.quick, (20_000, 100_000), (11, 31));
+    common::two_ranks("pingpong", conduit.size());
+    let (seg, len) = conduit.mapped_segment(0).expect("rank 0 exists");
+    assert!(
+        len >= RAW_PINGPONG_BYTES,
+        "segment too small for the raw reference"
+    );
+    // SAFETY: the segment is page aligned, zeroed at creation and large enough; this
+    // program uses its first bytes for the raw ping-pong only.
+    let raw = unsafe { RawPingPong::in_memory(seg) };
+    let mut table = HandlerTable::new();
+    let pong = table.reply("pong", |s: &State, m| {
+        s.count.set(m.arg(0)?);
+        Ok(())
+    });
+    let ping = table.request("ping", |s: &State, ctx, m| {
+        s.count.set(s.count.get() + 1);
+        reply_outline(ctx, s.pong, m.arg(0)?)
+    });
+    let am = Am::new(
+        conduit,
+        table,
+        State {
+            pong,
+            count: Cell::new(0),
+        },
+    )?;
+    let (mut am_ns, mut raw_ns) = (Vec::new(), Vec::new());
+    // Batch 0 warms up and is dropped; then raw and amrq batches alternate.
+    for b in 0..=batches {
+        let base = b * iters;
+        if am.rank() == 0 {
+            let r = raw.initiate(base, iters);
+            let t = Instant::now();
+            for i in base + 1..=base + iters {
+                am.request(1, ping, &[i])?;
+                am.wait_until(|s| s.count.get() >= i)?;
+            }
+            if b > 0 {
+                raw_ns.push(r);
+                am_ns.push(t.elapsed().as_nanos() as f64 / iters as f64);
+            }
+        } else {
+            raw.respond(base, iters);
+            am.wait_until(|s| s.count.get() >= base + iters)?;
+        }
+    }
+    am.barrier()?;
+    if am.rank() == 0 {
+        let mut per_batch: Vec<f64> = am_ns.iter().zip(&raw_ns).map(|(a, r)| a / r).collect();
+        let batch_ratio = median(&mut per_batch);
+        let (rtt, raw_rtt) = (median(&mut am_ns), median(&mut raw_ns));
+        let how = if o.common.threads {
+            "threads"
+        } else {
+            "processes"
+        };
+        println!(
+            "ranks: 2 {how} pinned to cores 0 and 1; {batches} batches of {iters} round trips"
+        );
+        println!(
+            "raw cache-line round trip: median {raw_rtt:.1} ns (min {:.1}, max {:.1})",
+            raw_ns[0],
+            raw_ns[raw_ns.len() - 1]
+        );
+        println!(
+            "AM Short request→reply:    median {rtt:.1} ns (min {:.1}, max {:.1})",
+            am_ns[0],
+            am_ns[am_ns.len() - 1]
+        );
+        common::summary(
+            "pingpong",
+            o.common.json,
+            &[
+                ("rtt_ns", rtt),
+                ("raw_rtt_ns", raw_rtt),
+                ("ratio", rtt / raw_rtt),
+                ("batch_ratio", batch_ratio),
+            ],
+        );
+    }
+    Ok(())
+}
+
+#[inline(never)]
+fn reply_outline(
+    ctx: amrq::am::ReqCtx<'_, State, amrq::conduit::mem::MemConduit>,
+    h: ReplyHandler,
+    a: u64,
+) -> Result<(), AmError> {
+    ctx.reply(h, &[a])
+}
