@@ -4,108 +4,21 @@ use super::payload::Payload;
 use super::{Am, AmError, ReplyHandler};
 use crate::conduit::{Conduit, Rank};
 use crate::rq::QueueId;
-use std::marker::PhantomData;
 
 /// An arriving message, borrowed in place from the queue.
-///
-/// Laid out as a [`RawMsg`] (see [`Msg::raw`]): what another language's handler is
-/// handed without a copy.
 ///
 /// ```
 /// # use amrq::am::Msg;
 /// fn sum(m: &Msg<'_>) -> u64 { m.args().iter().sum::<u64>() + m.payload().len() as u64 }
 /// ```
-#[repr(transparent)]
-#[derive(Clone, Copy)]
-pub struct Msg<'a> {
-    raw: RawMsg,
-    _borrows: PhantomData<(&'a [u64], &'a [u8])>,
-}
-
-/// A [`Msg`]'s words, in C's layout: the sender, then each slice's address before its
-/// length's (the C interface's `amrq_msg_t`).
-///
-/// ```
-/// use amrq::am::RawMsg;
-/// assert_eq!(std::mem::size_of::<RawMsg>(), 40);
-/// assert_eq!(std::mem::offset_of!(RawMsg, nargs), 24);
-/// ```
-#[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct RawMsg {
-    /// The sender's rank.
-    pub source: usize,
-    /// The args' address.
-    pub args: *const u64,
-    /// The payload's address.
-    pub payload: *const u8,
-    /// How many args.
-    pub nargs: usize,
-    /// The payload's bytes.
-    pub len: usize,
-}
-
-const _: () = {
-    assert!(std::mem::size_of::<Msg<'static>>() == 40);
-    assert!(std::mem::size_of::<RawMsg>() == 40);
-    assert!(std::mem::offset_of!(RawMsg, source) == 0);
-    assert!(std::mem::offset_of!(RawMsg, args) == 8);
-    assert!(std::mem::offset_of!(RawMsg, payload) == 16);
-    assert!(std::mem::offset_of!(RawMsg, nargs) == 24);
-    assert!(std::mem::offset_of!(RawMsg, len) == 32);
-};
-
-// SAFETY: a `Msg` is two shared slices (`&[u64]`, `&[u8]`) and a number, all `Send`
-// and `Sync`; it is laid out as raw words only for C.
-unsafe impl Send for Msg<'_> {}
-// SAFETY: as above.
-unsafe impl Sync for Msg<'_> {}
-
-impl std::fmt::Debug for Msg<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Msg")
-            .field("source", &self.source())
-            .field("args", &self.args())
-            .field("payload", &self.payload())
-            .finish()
-    }
+pub struct Msg<'a> {
+    pub(crate) source: Rank,
+    pub(crate) args: &'a [u64],
+    pub(crate) payload: &'a [u8],
 }
 
 impl<'a> Msg<'a> {
-    /// The message from `source` of `args` and `payload`.
-    #[inline(always)]
-    pub(crate) fn new(source: Rank, args: &'a [u64], payload: &'a [u8]) -> Self {
-        Self {
-            raw: RawMsg {
-                source,
-                args: args.as_ptr(),
-                payload: payload.as_ptr(),
-                nargs: args.len(),
-                len: payload.len(),
-            },
-            _borrows: PhantomData,
-        }
-    }
-
-    /// The message's words, valid while it is (for a handler in another language).
-    ///
-    /// ```
-    /// use amrq::prelude::*;
-    /// use std::cell::Cell;
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
-    ///     let mut t = HandlerTable::new();
-    ///     let n = t.request("n", |s: &Cell<usize>, _ctx, m| { s.set(m.raw().nargs); Ok(()) });
-    ///     let am = Am::new(c, t, Cell::new(0))?;
-    ///     am.request(0, n, &[1, 2, 3])?;
-    ///     am.wait_until(|s| s.get() == 3)
-    /// })
-    /// .unwrap();
-    /// ```
-    #[inline(always)]
-    pub fn raw(&self) -> &RawMsg {
-        &self.raw
-    }
-
     /// The sender.
     ///
     /// ```
@@ -126,7 +39,7 @@ impl<'a> Msg<'a> {
     /// ```
     #[inline(always)]
     pub fn source(&self) -> Rank {
-        self.raw.source
+        self.source
     }
 
     /// The args (0–8).
@@ -145,9 +58,7 @@ impl<'a> Msg<'a> {
     /// ```
     #[inline(always)]
     pub fn args(&self) -> &'a [u64] {
-        // SAFETY: `new` took the address and length from a `&'a [u64]`, which this
-        // message borrows for `'a`.
-        unsafe { std::slice::from_raw_parts(self.raw.args, self.raw.nargs) }
+        self.args
     }
 
     /// Arg `i`; [`AmError::MissingArg`] if the message carries fewer. A handler that
@@ -174,7 +85,7 @@ impl<'a> Msg<'a> {
     /// ```
     #[inline(always)]
     pub fn arg(&self, i: usize) -> Result<u64, AmError> {
-        match self.args().get(i) {
+        match self.args.get(i) {
             Some(&a) => Ok(a),
             None => Err(self.missing(i)),
         }
@@ -183,9 +94,9 @@ impl<'a> Msg<'a> {
     #[cold]
     fn missing(&self, index: usize) -> AmError {
         AmError::MissingArg {
-            source_rank: self.source(),
+            source_rank: self.source,
             index,
-            nargs: self.raw.nargs,
+            nargs: self.args.len(),
         }
     }
 
@@ -206,8 +117,7 @@ impl<'a> Msg<'a> {
     /// ```
     #[inline(always)]
     pub fn payload(&self) -> &'a [u8] {
-        // SAFETY: as in `args`: from a `&'a [u8]` this message borrows.
-        unsafe { std::slice::from_raw_parts(self.raw.payload, self.raw.len) }
+        self.payload
     }
 }
 
