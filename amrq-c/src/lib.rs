@@ -32,7 +32,8 @@
 //! ```
 //!
 //! The examples in `amrq-c/c/` (`pingpong.c`, `ring.c`, `getput.c`, `queues.c`,
-//! `collectives.c`) are built by its Makefile and run by `tests/c_examples.rs` and CI.
+//! `collectives.c`, and `sends.c`, which checks the header's inline sends against the
+//! library's) are built by its Makefile and run by `tests/c_examples.rs` and CI.
 
 pub mod coll;
 pub mod job;
