@@ -75,23 +75,6 @@ impl From<ExpressLane> for AmrqLane {
     }
 }
 
-impl From<AmrqLane> for ExpressLane {
-    fn from(l: AmrqLane) -> Self {
-        Self {
-            slots: l.slots,
-            mask: l.mask,
-            tail: l.tail,
-            cached_head: l.cached_head,
-            args_below: l.args_below,
-            notify_bit: l.notify_bit,
-            light_bit: l.light_bit,
-            armed: l.armed,
-            heavy: l.heavy,
-            owner: l.owner,
-        }
-    }
-}
-
 /// What the inline `amrq_request` reads of an `amrq_t`: its first member.
 #[repr(C)]
 #[derive(Debug)]
@@ -148,7 +131,8 @@ impl Lanes {
             (0..size).map(move |dest| {
                 conduit
                     .express_lane(dest, q.index())
-                    .map_or_else(closed_lane, AmrqLane::from)
+                    .unwrap_or(ExpressLane::CLOSED)
+                    .into()
             })
         };
         let lanes = lanes_of(QueueId::AM_REQUEST)
@@ -175,22 +159,6 @@ impl Lanes {
     }
 }
 
-/// A lane no send is inline on.
-fn closed_lane() -> AmrqLane {
-    AmrqLane {
-        slots: std::ptr::null_mut(),
-        mask: 0,
-        tail: std::ptr::null_mut(),
-        cached_head: std::ptr::null(),
-        args_below: 0,
-        notify_bit: 0,
-        light_bit: 0,
-        armed: std::ptr::null(),
-        heavy: std::ptr::null(),
-        owner: std::ptr::null(),
-    }
-}
-
 /// Rings the receiver's doorbell for the message an inline send has just written on
 /// `lane`, whose bit it saw armed (called by the header's inline sends only).
 ///
@@ -204,7 +172,7 @@ pub unsafe extern "C" fn amrq_lane_notify(lane: *const AmrqLane) {
     };
     let ring = || {
         // SAFETY: as above: the lane of a live conduit, on its thread.
-        unsafe { ExpressLane::from(*l).notify() };
+        unsafe { ExpressLane::notify_owner(l.owner) };
         Ok(())
     };
     // An atomic OR and perhaps a futex wake: nothing to report, but nothing unwinds.

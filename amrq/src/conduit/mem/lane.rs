@@ -69,6 +69,25 @@ const _: () = {
 };
 
 impl ExpressLane {
+    /// A lane no send is inline on (`args_below` 0; its pointers are null).
+    ///
+    /// ```
+    /// use amrq::conduit::mem::ExpressLane;
+    /// assert_eq!(ExpressLane::CLOSED.args_below, 0);
+    /// ```
+    pub const CLOSED: ExpressLane = ExpressLane {
+        slots: std::ptr::null_mut(),
+        mask: 0,
+        tail: std::ptr::null_mut(),
+        cached_head: std::ptr::null(),
+        args_below: 0,
+        notify_bit: 0,
+        light_bit: 0,
+        armed: std::ptr::null(),
+        heavy: std::ptr::null(),
+        owner: std::ptr::null(),
+    };
+
     /// Rings the receiver's doorbell for a frame an inline send has just published on
     /// this lane, having seen its bit in `armed` (the library's own send does the same
     /// after each frame).
@@ -85,8 +104,29 @@ impl ExpressLane {
     /// unsafe { lane.notify() }; // nobody armed: nothing happens
     /// ```
     pub unsafe fn notify(&self) {
+        // SAFETY: the caller's guarantee.
+        unsafe { Self::notify_owner(self.owner) }
+    }
+
+    /// [`ExpressLane::notify`] of the lane whose `owner` is `owner` (for a copy of the
+    /// lane in another type, such as the C interface's `amrq_lane_t`).
+    ///
+    /// # Safety
+    /// As [`ExpressLane::notify`]: `owner` is the `owner` of such a lane.
+    ///
+    /// ```
+    /// use amrq::conduit::{mem::ExpressLane, threads};
+    /// let eps = threads::endpoints(1, &[16]).unwrap();
+    /// let lane = eps[0].express_lane(0, 0).unwrap();
+    /// // SAFETY: the owner of a live conduit's lane, on its thread.
+    /// unsafe { ExpressLane::notify_owner(lane.owner) };
+    /// ```
+    pub unsafe fn notify_owner(owner: *const std::ffi::c_void) {
+        if owner.is_null() {
+            return; // a closed lane's
+        }
         // SAFETY: the caller's guarantee: `owner` is a `TxRing` of a live conduit.
-        let t = unsafe { &*self.owner.cast::<TxRing>() };
+        let t = unsafe { &*owner.cast::<TxRing>() };
         if t.notify_bit != 0 {
             t.ring_doorbell();
         }
