@@ -380,20 +380,15 @@ pub unsafe extern "C" fn amrq_init(
             } = *t;
             let am: &'static Am<Handlers> = Box::leak(Box::new(Am::new(conduit, table, handlers)?));
             let rma: &'static Rma<'static, Handlers> = Box::leak(Box::new(Rma::new(am)));
-            let size = am.size();
-            let tags = |ids: Vec<u16>| ids.into_boxed_slice();
             let lanes = Lanes::of(
                 am.rq().conduit(),
-                size,
-                tags(request_ids.iter().map(|h| h.id()).collect()),
-                tags(am.state().reply_ids.iter().map(|h| h.id()).collect()),
+                am.size(),
+                request_ids.iter().map(|h| h.id()).collect(),
+                am.state().reply_ids.iter().map(|h| h.id()).collect(),
             );
-            let replies = (lanes.lanes[size..].as_ptr(), lanes.reply_tags.as_ptr());
-            am.state()
-                .reply_lanes
-                .set((replies.0, replies.1, lanes.reply_tags.len()));
+            am.state().reply_lanes.set(lanes.for_replies());
             let mut job = Box::new(Amrq {
-                fast: lanes.fast(size),
+                fast: lanes.fast(),
                 lanes,
                 am,
                 rma,

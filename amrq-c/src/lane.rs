@@ -9,14 +9,14 @@
 //! What they read is at the start of the handles, laid out here:
 //!
 //! ```text
-//!  amrq_t                        amrq_token_t (during a request handler)
-//!  ┌ amrq_fast_t ──────────┐     ┌ amrq_token_fast_t ─┐
-//!  │ size                  │     │ lane ──────────────┼──▶ the reply lane to the requester
-//!  │ nrequests, request_tags│    │ nreplies, reply_tags│
-//!  │ requests ─▶ lane[size] │    │ replied             │
-//!  │ replies  ─▶ lane[size] │    └─────────────────────┘
-//!  │ nreplies, reply_tags  │
-//!  └───────────────────────┘     amrq_lane_t: amrq::conduit::mem::ExpressLane, in C
+//!  amrq_t                          amrq_token_t (during a request handler)
+//!  ┌ amrq_fast_t ────────────┐     ┌ amrq_token_fast_t ───┐
+//!  │ size                    │     │ lane ─▶ the reply lane to the requester
+//!  │ nrequests, request_tags │     │ nreplies, reply_tags │
+//!  │ requests ─▶ lane[size]  │     │ replied              │
+//!  │ replies  ─▶ lane[size]  │     └──────────────────────┘
+//!  │ nreplies, reply_tags    │
+//!  └─────────────────────────┘     amrq_lane_t: amrq::conduit::mem::ExpressLane, in C
 //! ```
 //!
 //! The header's inline code mirrors [`amrq::conduit::ring`]'s Express frame (sequence
@@ -110,16 +110,18 @@ pub struct AmrqTokenFast {
     pub replied: u64,
 }
 
-/// The lanes of a job's request and reply channels (`[requests…, replies…]`, one of
-/// each per rank) and its handlers' tags: what [`AmrqFast`] and the tokens point into.
+/// The lanes of a job's request and reply channels (one of each per rank) and its
+/// handlers' tags: what [`AmrqFast`] and the tokens point into.
 pub(crate) struct Lanes {
-    pub(crate) lanes: Box<[AmrqLane]>,
-    pub(crate) request_tags: Box<[u16]>,
-    pub(crate) reply_tags: Box<[u16]>,
+    requests: Box<[AmrqLane]>,
+    replies: Box<[AmrqLane]>,
+    request_tags: Box<[u16]>,
+    reply_tags: Box<[u16]>,
 }
 
 impl Lanes {
-    /// The lanes of `conduit` (a job of `size` ranks) and the tags of its handlers.
+    /// The lanes of `conduit` (a job of `size` ranks), and the tags of its request and
+    /// reply handlers by C id.
     pub(crate) fn of(
         conduit: &amrq::conduit::mem::MemConduit,
         size: usize,
@@ -128,34 +130,39 @@ impl Lanes {
     ) -> Self {
         use amrq::rq::QueueId;
         let lanes_of = |q: QueueId| {
-            (0..size).map(move |dest| {
-                conduit
-                    .express_lane(dest, q.index())
-                    .unwrap_or(ExpressLane::CLOSED)
-                    .into()
-            })
+            (0..size)
+                .map(|dest| {
+                    let lane = conduit.express_lane(dest, q.index());
+                    lane.unwrap_or(ExpressLane::CLOSED).into()
+                })
+                .collect()
         };
-        let lanes = lanes_of(QueueId::AM_REQUEST)
-            .chain(lanes_of(QueueId::AM_REPLY))
-            .collect();
         Self {
-            lanes,
+            requests: lanes_of(QueueId::AM_REQUEST),
+            replies: lanes_of(QueueId::AM_REPLY),
             request_tags,
             reply_tags,
         }
     }
 
     /// What `amrq_t` starts with.
-    pub(crate) fn fast(&self, size: usize) -> AmrqFast {
+    pub(crate) fn fast(&self) -> AmrqFast {
         AmrqFast {
-            size,
+            size: self.requests.len(),
             nrequests: self.request_tags.len(),
             request_tags: self.request_tags.as_ptr(),
-            requests: self.lanes.as_ptr(),
-            replies: self.lanes[size..].as_ptr(),
+            requests: self.requests.as_ptr(),
+            replies: self.replies.as_ptr(),
             nreplies: self.reply_tags.len(),
             reply_tags: self.reply_tags.as_ptr(),
         }
+    }
+
+    /// What each token hands the inline `amrq_reply`: the reply lanes, the reply
+    /// handlers' tags and their count.
+    pub(crate) fn for_replies(&self) -> (*const AmrqLane, *const u16, usize) {
+        let tags = &self.reply_tags;
+        (self.replies.as_ptr(), tags.as_ptr(), tags.len())
     }
 }
 
