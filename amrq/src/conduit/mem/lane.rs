@@ -58,7 +58,7 @@ pub struct ExpressLane {
     pub armed: *const u64,
     /// The receiver's channels whose arming issues `membarrier`.
     pub heavy: *const u64,
-    /// The ring's send state, for [`ExpressLane::notify`].
+    /// The ring's send state, for [`ExpressLane::notify_owner`].
     pub owner: *const std::ffi::c_void,
 }
 
@@ -89,37 +89,21 @@ impl ExpressLane {
     };
 
     /// Rings the receiver's doorbell for a frame an inline send has just published on
-    /// this lane, having seen its bit in `armed` (the library's own send does the same
-    /// after each frame).
+    /// the lane whose `owner` is `owner`, having seen its bit in `armed` (the library's
+    /// own send does the same after each frame). Takes the owner, not the lane, so that
+    /// a copy of the lane in another type (the C interface's `amrq_lane_t`) can call it.
     ///
     /// # Safety
-    /// The lane came from [`MemConduit::express_lane`] of a conduit still alive, and
-    /// this is that conduit's thread.
-    ///
-    /// ```
-    /// use amrq::conduit::threads;
-    /// let eps = threads::endpoints(1, &[16]).unwrap();
-    /// let lane = eps[0].express_lane(0, 0).unwrap();
-    /// // SAFETY: the lane of a live conduit, on its thread.
-    /// unsafe { lane.notify() }; // nobody armed: nothing happens
-    /// ```
-    pub unsafe fn notify(&self) {
-        // SAFETY: the caller's guarantee.
-        unsafe { Self::notify_owner(self.owner) }
-    }
-
-    /// [`ExpressLane::notify`] of the lane whose `owner` is `owner` (for a copy of the
-    /// lane in another type, such as the C interface's `amrq_lane_t`).
-    ///
-    /// # Safety
-    /// As [`ExpressLane::notify`]: `owner` is the `owner` of such a lane.
+    /// `owner` is null (a closed lane's) or the `owner` of a lane from
+    /// [`MemConduit::express_lane`] of a conduit still alive, and this is that
+    /// conduit's thread.
     ///
     /// ```
     /// use amrq::conduit::{mem::ExpressLane, threads};
     /// let eps = threads::endpoints(1, &[16]).unwrap();
     /// let lane = eps[0].express_lane(0, 0).unwrap();
     /// // SAFETY: the owner of a live conduit's lane, on its thread.
-    /// unsafe { ExpressLane::notify_owner(lane.owner) };
+    /// unsafe { ExpressLane::notify_owner(lane.owner) }; // nobody armed: nothing happens
     /// ```
     pub unsafe fn notify_owner(owner: *const std::ffi::c_void) {
         if owner.is_null() {
