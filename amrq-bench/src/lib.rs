@@ -14,6 +14,7 @@
 //! | [`signature`] | bursts of k sends with Δ of computation: LogP's o_s, o_r, g, L |
 //! | [`stream`] | one-way time and streaming per size; the peers' bandwidths; the barrier |
 //! | [`budget`] | instructions per message of the fast paths under callgrind, by task (AM paper Table 2), and the CI guard |
+//! | [`c_layer`] | the C `pingpong` beside the Rust one, alternating: is the C interface a thin layer |
 //! | [`peers`] | Open MPI, `ucx_perftest` and GASNet-EX's tests, as a table |
 //! | [`child`] | a child process with a deadline (every program the suite starts) |
 //! | [`suite`] | `all`: every benchmark, then the peers; [`results`] what it produced, [`files`] the report and plots written from it |
@@ -21,6 +22,7 @@
 pub mod analysis;
 pub mod array;
 pub mod budget;
+pub mod c_layer;
 pub mod child;
 pub mod clock;
 pub mod files;

@@ -58,6 +58,20 @@ enum Bench {
     /// Instructions per message of the fast paths (callgrind on `rq_loop`), by task as
     /// in the AM paper's Table 2; the Markdown goes to --out/budget.md if given.
     Budget(BudgetArgs),
+    /// The C pingpong (amrq-c) and the Rust one in turn, each under `amrun -n 2`: is the
+    /// C layer thin (its median ratio to raw within the Rust spread, per placement)?
+    CPingpong(CPingpongArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct CPingpongArgs {
+    /// Pairs of runs (C, then Rust).
+    #[arg(long, default_value_t = 20)]
+    pairs: usize,
+    /// The build holding amrun, examples/pingpong and c-examples/pingpong (default:
+    /// this binary's directory).
+    #[arg(long)]
+    build: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -129,6 +143,7 @@ fn main() {
         Bench::All => all(&cli),
         Bench::Hosts(h) => hosts(&cli, &h),
         Bench::Budget(b) => budget(&cli, &b),
+        Bench::CPingpong(a) => c_pingpong(&cli, &a),
     }
 }
 
@@ -328,5 +343,41 @@ fn budget(cli: &Cli, b: &BudgetArgs) {
                 .for_each(|n| eprintln!("amrq-bench budget: {n}")),
             Err(e) => fail(&e),
         }
+    }
+}
+
+/// `c-pingpong`: the pairs, the table by placement, a summary line per placement.
+fn c_pingpong(cli: &Cli, a: &CPingpongArgs) {
+    use amrq_bench::c_layer::{bands, run_pair, text, Programs};
+    let dir = a.build.clone().or_else(|| {
+        let exe = std::env::current_exe().ok()?;
+        Some(exe.parent()?.to_path_buf())
+    });
+    let programs = dir
+        .ok_or_else(|| "no build directory: pass --build".to_string())
+        .and_then(|d| Programs::in_build(&d))
+        .unwrap_or_else(|e| fail(&e));
+    let progress = amrq_bench::progress::Progress::new(Some(a.pairs));
+    let mut runs = Vec::new();
+    for i in 0..a.pairs {
+        progress.start(format!("c-pingpong: pair {}/{}", i + 1, a.pairs));
+        runs.push(run_pair(&programs, cli.quick).unwrap_or_else(|e| fail(&e)));
+    }
+    progress.finish();
+    let (bands, left_out) = bands(&runs);
+    if !cli.json {
+        println!("{}", text(&bands, left_out));
+    }
+    for b in &bands {
+        let kv = [
+            ("raw_rtt_ns", (b.raw_rtt_ns.0 + b.raw_rtt_ns.1) / 2.0),
+            ("pairs", b.pairs as f64),
+            ("c_ratio", b.c.median),
+            ("rust_ratio", b.rust.median),
+            ("rust_min", b.rust.min),
+            ("rust_max", b.rust.max),
+            ("within", f64::from(u8::from(b.within()))),
+        ];
+        println!("{}", amrq::summary::line("c_pingpong", cli.json, &kv));
     }
 }
