@@ -62,6 +62,9 @@ pub(super) struct TxRing {
     pub(super) max_args: usize,
     /// This rank may send into the channel (the logical destination table).
     pub(super) permitted: bool,
+    /// `max_args + 1` if `permitted` and the ring is this rank's own (`Tx::Own`), else
+    /// 0: a send with fewer args needs no other check of the ring (see `try_send`).
+    pub(super) own_args_below: usize,
     /// The channel's doorbell bit if its frames ring the receiver's doorbell, else 0.
     pub(super) notify_bit: u64,
     /// The receiver's doorbell.

@@ -205,14 +205,21 @@ impl MemConduit {
                 } else {
                     Tx::Own(Producer::new(slots, 0))
                 };
+                let max_args = max_args(slots, usize::from(shared));
+                // The interrupt channel carries flagged frames of other channels only
+                // (`send_flagged` writes it): no frame is sent into it directly.
+                let permitted = who.allows(rank) && interrupt_channel != Some(ch);
                 tx.push(TxRing {
                     // SAFETY: caller guarantees `base` is a live region of `layout`.
                     ring: unsafe { layout.ring(base, ch, dest, rank) },
                     prod: Local::new(prod),
-                    max_args: max_args(slots, usize::from(shared)),
-                    // The interrupt channel carries flagged frames of other channels
-                    // only (`send_flagged` writes it): no frame is sent into it directly.
-                    permitted: who.allows(rank) && interrupt_channel != Some(ch),
+                    max_args,
+                    permitted,
+                    own_args_below: if permitted && !shared {
+                        max_args + 1
+                    } else {
+                        0
+                    },
                     notify_bit,
                     // SAFETY: caller guarantees `base` is a live region of `layout`.
                     doorbell: unsafe { layout.doorbell(base, dest) },
