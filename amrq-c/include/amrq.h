@@ -740,7 +740,7 @@ static inline int amrq_express_(const amrq_lane_t *l, uint16_t tag, const uint64
   for (size_t i = 0; i < nargs; i++) slot[2 + i] = args[i];
   __atomic_store_n(&slot[0], t + 1, __ATOMIC_RELEASE);
   *l->tail = t + 1;
-  uint64_t ahead = t + 1 + 8; // the library's prefetch distance
+  uint64_t ahead = t + 1 + (mask >> 4) + 1; // the library's prefetch distance
   if (ahead - head <= mask + 1) {
     const uint8_t *p = slots + ((ahead & mask) << 6);
 #if defined(__x86_64__)

@@ -118,33 +118,7 @@ pub struct Consumer {
     /// Slots − 1: the head's slot is `head & mask`.
     mask: u64,
     batch: u64,
-    /// How far past the head each release prefetches a slot for reading (see
-    /// [`READ_AHEAD`]).
-    read_ahead: u64,
-    /// The head when the ring was last found empty: a consumer more than [`BEHIND`]
-    /// frames past it is reading a backlog, and prefetches.
-    caught_up: u64,
 }
-
-/// Frames read since the ring was last found empty past which the consumer prefetches
-/// ahead (see [`READ_AHEAD`]): one that keeps catching up reads lines the producer has
-/// just written, and a prefetch would only pull unwritten lines from it.
-const BEHIND: u64 = 16;
-
-/// Slots past its head whose line the consumer prefetches for reading at each release.
-/// Far past the producer's write prefetch (8 slots past its tail): a consumer that has
-/// caught up prefetches lines the producer has not written yet, and the nearer those are
-/// to the producer's, the more lines go back and forth (one-way bursts of 1024 ran at
-/// 11 M msgs/s with 16, 27 M with 32, 89 M with 64; 78 M without any prefetch). On rings
-/// under 256 slots it prefetches the slot it has just read instead (a line it holds).
-///
-/// What it buys (2 ranks, ~270 ns placement, medians of alternating runs): a long
-/// one-way stream runs at 177–184 M msgs/s instead of 91–97 M. Prefetching at every
-/// release cost `amrq-bench one-to-one` (bursts of 1024, each acknowledged, back to
-/// back) ~10 % (~70 M instead of ~78 M): hence only past [`BEHIND`] frames of backlog
-/// (one-to-one 72–80 M, median ~74 M, against 60–71 M, median ~68 M, in the same
-/// alternating runs; the long stream and the round trip unchanged).
-pub(crate) const READ_AHEAD: u64 = 64;
 
 impl Consumer {
     /// A consumer for a ring of `nslots` slots initialised at `start`, publishing its head
@@ -159,14 +133,8 @@ impl Consumer {
         Self {
             head: start,
             published: start,
-            caught_up: start,
             mask: nslots - 1,
             batch: if batch == 0 { 1 } else { batch },
-            read_ahead: if nslots >= 4 * READ_AHEAD {
-                READ_AHEAD
-            } else {
-                nslots - 1
-            },
         }
     }
 
@@ -548,22 +516,23 @@ impl Consumer {
         }
     }
 
-    /// The ring has no frame at the head: the head is published if behind, and the
-    /// consumer has caught up.
+    /// The ring has no frame at the head: the head is published if behind.
+    ///
+    /// The consumer prefetches nothing ahead of its head: on the AMD EPYC host of
+    /// 2026-11-26 a read prefetch 64 slots ahead, once 16 frames behind, cost
+    /// `amrq-bench one-to-one` 30 % at the ~130 ns placement (0.61 of the raw stream
+    /// against 0.86–0.89 without it) and `examples/stream` 17 % (0.86 against 1.03),
+    /// in alternating runs, the producer prefetching 8 ahead both times. On
+    /// the Intel host of 2026-11-25 (~275 ns) it had doubled the stream, with the
+    /// producer prefetching 8 slots ahead; that host was not measured since.
     #[inline(always)]
     fn found_empty<M: RingMemory>(&mut self, mem: &M) {
         self.publish_if_behind(mem);
-        self.caught_up = self.head;
     }
 
     #[inline(always)]
     fn advance<M: RingMemory>(&mut self, mem: &M, slots: u64) {
         self.head = self.head.wrapping_add(slots);
-        if self.head.wrapping_sub(self.caught_up) > BEHIND {
-            // A backlog's next slots are written already: their lines come in while
-            // this frame's handler runs, not one at a time as the head reaches them.
-            mem.prefetch_for_read(self.head.wrapping_add(self.read_ahead) & self.mask);
-        }
         if self.head.wrapping_sub(self.published) >= self.batch {
             self.publish(mem);
         }

@@ -172,11 +172,6 @@ pub trait RingMemory {
     fn prefetch_for_write(&self, idx: u64) {
         let _ = idx;
     }
-    /// Hints that slot `idx` will be read soon.
-    #[inline(always)]
-    fn prefetch_for_read(&self, idx: u64) {
-        let _ = idx;
-    }
 }
 
 #[cfg(not(amrq_loom))]
@@ -437,11 +432,6 @@ mod raw {
         #[inline(always)]
         fn prefetch_for_write(&self, idx: u64) {
             crate::util::prefetch::prefetch_write(self.slot(idx));
-        }
-
-        #[inline(always)]
-        fn prefetch_for_read(&self, idx: u64) {
-            crate::util::prefetch::prefetch_read(self.slot(idx));
         }
     }
 }
