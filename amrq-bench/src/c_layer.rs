@@ -4,7 +4,7 @@
 //! in the same run. The C layer is thin when the C program's median ratio lies within
 //! the spread (smallest to largest) of the Rust program's, at the same placement.
 //!
-//! The machine moves its vCPUs (see [`placement`](crate::peers::placement)): each run's
+//! The machine moves its vCPUs (see [`placement`]): each run's
 //! own raw round trip says where it ran, a pair whose two runs disagree
 //! ([`straddled`](crate::peers::placement::straddled)) is left out, and the others are
 //! grouped by placement ([`classes`](crate::peers::placement::classes)).
