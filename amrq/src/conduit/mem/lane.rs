@@ -142,7 +142,8 @@ impl MemConduit {
             Tx::Own(p) => Some(p.words()),
             Tx::Shared { .. } => None,
         };
-        let inline = words.is_some() && t.permitted && t.max_args >= EXPRESS_ARGS;
+        // Permitted, this rank's own ring, room for an Express frame's args.
+        let inline = t.own_args_below > EXPRESS_ARGS;
         let (tail, cached_head) = words.unwrap_or((std::ptr::null_mut(), std::ptr::null()));
         // SAFETY: the doorbell lies in the region this conduit keeps mapped.
         let d = unsafe { &*t.doorbell };
