@@ -2,7 +2,7 @@
  * back to: every rank sends its right neighbour requests of 0 to 8 args (6 or fewer are
  * written inline, 7 and 8 by the library), in bursts longer than the ring (the inline
  * send finds it full and the library waits for room), and each is answered by a reply
- * of as many args; both sides check every message's args and order. Then the calls a
+ * of as many args; both sides check every message's sender, args and order. Then the calls a
  * correct program never makes: a second reply, a handler or rank that does not exist,
  * args missing. Prints
  *   sends: ranks=... checked=... refused=...
@@ -16,6 +16,7 @@ typedef struct {
     uint64_t answered;  /* replies received, in order */
     uint64_t bad;       /* messages whose args were not as sent */
     uint64_t refused;   /* second replies refused */
+    size_t left, right; /* where requests and replies come from */
 } state_t;
 
 /* The args of message `i`: `n = i % 9` words, word k = i * 16 + k. */
@@ -25,16 +26,18 @@ static size_t args_of(uint64_t i, uint64_t *a) {
     return n;
 }
 
-static int same(uint64_t i, const amrq_msg_t *m) {
+/* Message `i` from rank `from`: its sender, its args, no payload. */
+static int same(uint64_t i, size_t from, const amrq_msg_t *m) {
     uint64_t want[8];
     size_t n = args_of(i, want);
-    return m->nargs == n && (n == 0 || memcmp(m->args, want, n * sizeof *want) == 0);
+    return m->source == from && m->len == 0 && m->nargs == n &&
+           (n == 0 || memcmp(m->args, want, n * sizeof *want) == 0);
 }
 
 static void ask(void *s, amrq_token_t *t, const amrq_msg_t *m) {
     state_t *st = s;
     uint64_t i = st->asked++;
-    if (!same(i, m)) st->bad++;
+    if (!same(i, st->left, m)) st->bad++;
     uint64_t a[8];
     size_t n = args_of(i, a);
     CHECK(amrq_reply(t, ANSWER, a, n));
@@ -44,7 +47,7 @@ static void ask(void *s, amrq_token_t *t, const amrq_msg_t *m) {
 
 static void answer(void *s, const amrq_msg_t *m) {
     state_t *st = s;
-    if (!same(st->answered++, m)) st->bad++;
+    if (!same(st->answered++, st->right, m)) st->bad++;
 }
 
 /* Polls until `*count` exceeds `at_least`; a message lost (say, one a wrong header
@@ -62,13 +65,15 @@ static void poll_until(amrq_t *am, const uint64_t *count, uint64_t at_least) {
 }
 
 int main(void) {
-    state_t st = {0, 0, 0, 0};
+    state_t st = {0, 0, 0, 0, 0, 0};
     amrq_table_t *t = amrq_table_new();
     CHECK(amrq_table_request(t, "ask", ask, &st, &ASK));
     CHECK(amrq_table_reply(t, "answer", answer, &st, &ANSWER));
     amrq_t *am;
     CHECK(amrq_init(t, 2, &am));
     int me = amrq_rank(am), size = amrq_size(am), right = (me + 1) % size;
+    st.left = (size_t)((me + size - 1) % size);
+    st.right = (size_t)right;
     CHECK(amrq_barrier(am));
 
     /* Bursts of 3000 requests without polling between them: past any ring's room. */

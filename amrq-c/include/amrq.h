@@ -92,16 +92,9 @@ typedef struct amrq_poll_set_t amrq_poll_set_t;
 // A handler table being filled, before `amrq_init`.
 typedef struct amrq_table_t amrq_table_t;
 
-// An arriving message, as a C handler sees it.
-//
-// The pointers come before the counts on purpose: the poll stores a message's
-// slices a word at a time, and a layout with each pointer beside its count lets the
-// compiler copy a pointer and its count with one 16-byte load, which cannot take its
-// value from two 8-byte stores still in flight (a store-forwarding stall: ~2 ns of a
-// ~29 ns C self round trip).
+// An arriving message, as a C handler sees it: the message the poll built, handed
+// over as it is (`amrq::am::Msg` has this layout: asserted in `src/job.rs`).
 typedef struct amrq_msg_t {
-  // The sender's rank.
-  uint32_t source;
   // The args.
   const uint64_t *args;
   // The payload, valid during the handler only: Medium's in the queue, Long's in
@@ -111,6 +104,8 @@ typedef struct amrq_msg_t {
   size_t nargs;
   // The payload's bytes (0 for Short).
   size_t len;
+  // The sender's rank.
+  size_t source;
 } amrq_msg_t;
 
 // A request handler: `state` is what it was registered with.

@@ -17,17 +17,10 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 /// Request handlers, and reply handlers, a program may register.
 pub const MAX_HANDLERS: usize = 64;
 
-/// An arriving message, as a C handler sees it.
-///
-/// The pointers come before the counts on purpose: the poll stores a message's
-/// slices a word at a time, and a layout with each pointer beside its count lets the
-/// compiler copy a pointer and its count with one 16-byte load, which cannot take its
-/// value from two 8-byte stores still in flight (a store-forwarding stall: ~2 ns of a
-/// ~29 ns C self round trip).
+/// An arriving message, as a C handler sees it: the message the poll built, handed
+/// over as it is (`amrq::am::Msg` has this layout: asserted in `src/job.rs`).
 #[repr(C)]
 pub struct AmrqMsg {
-    /// The sender's rank.
-    pub source: u32,
     /// The args.
     pub args: *const u64,
     /// The payload, valid during the handler only: Medium's in the queue, Long's in
@@ -37,6 +30,26 @@ pub struct AmrqMsg {
     pub nargs: usize,
     /// The payload's bytes (0 for Short).
     pub len: usize,
+    /// The sender's rank.
+    pub source: usize,
+}
+
+const _: () = {
+    use std::mem::{align_of, offset_of, size_of};
+    let l = Msg::C_LAYOUT;
+    assert!(offset_of!(AmrqMsg, args) == l.args);
+    assert!(offset_of!(AmrqMsg, payload) == l.payload);
+    assert!(offset_of!(AmrqMsg, nargs) == l.nargs);
+    assert!(offset_of!(AmrqMsg, len) == l.len);
+    assert!(offset_of!(AmrqMsg, source) == l.source);
+    assert!(size_of::<AmrqMsg>() == l.size);
+    assert!(align_of::<AmrqMsg>() == align_of::<Msg<'static>>());
+};
+
+/// `m` as C sees it: the same bytes.
+#[inline(always)]
+fn c_msg(m: &Msg<'_>) -> *const AmrqMsg {
+    std::ptr::from_ref(m).cast()
 }
 
 /// What a request handler replies through (valid during the handler only).
@@ -151,23 +164,12 @@ pub(crate) unsafe fn on_job(
     )
 }
 
-fn msg_of(m: &Msg<'_>) -> AmrqMsg {
-    AmrqMsg {
-        source: m.source() as u32,
-        args: m.args().as_ptr(),
-        nargs: m.args().len(),
-        payload: m.payload().as_ptr().cast(),
-        len: m.payload().len(),
-    }
-}
-
 fn request_trampoline<'a, const K: usize>(
     s: &'a Handlers,
     ctx: ReqCtx<'a, Handlers, MemConduit>,
     m: Msg<'a>,
 ) -> Result<(), AmError> {
     let (f, state) = s.requests[K];
-    let msg = msg_of(&m);
     let (lanes, reply_tags, nreplies) = s.reply_lanes.get();
     let mut token = AmrqToken {
         fast: AmrqTokenFast {
@@ -185,16 +187,15 @@ fn request_trampoline<'a, const K: usize>(
     // SAFETY: `f` is the C function registered as this handler, called with its
     // state, a token and a message that live until it returns (the token's lifetime
     // is erased: it is used through `amrq_reply` during the call only).
-    unsafe { f(state, t.cast(), &msg) };
+    unsafe { f(state, t.cast(), c_msg(&m)) };
     token.error.map_or(Ok(()), Err)
 }
 
 fn reply_trampoline<'a, const K: usize>(s: &'a Handlers, m: Msg<'a>) -> Result<(), AmError> {
     let (f, state) = s.replies[K];
-    let msg = msg_of(&m);
     // SAFETY: `f` is the C function registered as this handler, called with its
     // state and a message that lives until it returns.
-    unsafe { f(state, &msg) };
+    unsafe { f(state, c_msg(&m)) };
     Ok(())
 }
 

@@ -117,11 +117,7 @@ impl<S, C: Conduit> Am<S, C> {
                 what: "a call names no request handler of this rank",
             });
         };
-        let inner = Msg {
-            source: msg.source(),
-            args: &msg.args()[2..],
-            payload: msg.payload(),
-        };
+        let inner = Msg::new(msg.source(), &msg.args()[2..], msg.payload());
         self.call_value.set(Some(None)); // serving a call, no value yet
         let ran = h(
             &self.state,

@@ -4,21 +4,76 @@ use super::payload::Payload;
 use super::{Am, AmError, ReplyHandler};
 use crate::conduit::{Conduit, Rank};
 use crate::rq::QueueId;
+use std::marker::PhantomData;
 
 /// An arriving message, borrowed in place from the queue.
+///
+/// Laid out as C's `amrq_msg_t` (`#[repr(C)]`: the args' address, the payload's, their
+/// lengths, the sender; see [`Msg::C_LAYOUT`]), so that the C interface hands a
+/// handler the message the poll built, not a copy.
 ///
 /// ```
 /// # use amrq::am::Msg;
 /// fn sum(m: &Msg<'_>) -> u64 { m.args().iter().sum::<u64>() + m.payload().len() as u64 }
 /// ```
-#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+#[derive(Clone, Copy)]
 pub struct Msg<'a> {
-    pub(crate) source: Rank,
-    pub(crate) args: &'a [u64],
-    pub(crate) payload: &'a [u8],
+    args: *const u64,
+    payload: *const u8,
+    nargs: usize,
+    len: usize,
+    source: Rank,
+    borrows: PhantomData<(&'a [u64], &'a [u8])>,
+}
+
+/// Where [`Msg`]'s fields lie: what C's `amrq_msg_t` mirrors (asserted where it is
+/// defined).
+///
+/// ```
+/// let l = amrq::am::Msg::C_LAYOUT;
+/// assert_eq!((l.args, l.payload, l.nargs, l.len, l.source, l.size), (0, 8, 16, 24, 32, 40));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MsgLayout {
+    /// Offset of the args' address (`*const u64`).
+    pub args: usize,
+    /// Offset of the payload's address (`*const u8`).
+    pub payload: usize,
+    /// Offset of the number of args (`usize`).
+    pub nargs: usize,
+    /// Offset of the payload's length in bytes (`usize`).
+    pub len: usize,
+    /// Offset of the sender's rank (`usize`).
+    pub source: usize,
+    /// Size of the whole.
+    pub size: usize,
 }
 
 impl<'a> Msg<'a> {
+    /// Where the fields lie (see [`MsgLayout`]).
+    pub const C_LAYOUT: MsgLayout = MsgLayout {
+        args: std::mem::offset_of!(Msg<'static>, args),
+        payload: std::mem::offset_of!(Msg<'static>, payload),
+        nargs: std::mem::offset_of!(Msg<'static>, nargs),
+        len: std::mem::offset_of!(Msg<'static>, len),
+        source: std::mem::offset_of!(Msg<'static>, source),
+        size: std::mem::size_of::<Msg<'static>>(),
+    };
+
+    /// The message `source` sent, with `args` and `payload`.
+    #[inline(always)]
+    pub(crate) fn new(source: Rank, args: &'a [u64], payload: &'a [u8]) -> Self {
+        Self {
+            args: args.as_ptr(),
+            payload: payload.as_ptr(),
+            nargs: args.len(),
+            len: payload.len(),
+            source,
+            borrows: PhantomData,
+        }
+    }
+
     /// The sender.
     ///
     /// ```
@@ -58,7 +113,8 @@ impl<'a> Msg<'a> {
     /// ```
     #[inline(always)]
     pub fn args(&self) -> &'a [u64] {
-        self.args
+        // SAFETY: `new` took the address and length from a `&'a [u64]`.
+        unsafe { std::slice::from_raw_parts(self.args, self.nargs) }
     }
 
     /// Arg `i`; [`AmError::MissingArg`] if the message carries fewer. A handler that
@@ -85,7 +141,7 @@ impl<'a> Msg<'a> {
     /// ```
     #[inline(always)]
     pub fn arg(&self, i: usize) -> Result<u64, AmError> {
-        match self.args.get(i) {
+        match self.args().get(i) {
             Some(&a) => Ok(a),
             None => Err(self.missing(i)),
         }
@@ -96,7 +152,7 @@ impl<'a> Msg<'a> {
         AmError::MissingArg {
             source_rank: self.source,
             index,
-            nargs: self.args.len(),
+            nargs: self.nargs,
         }
     }
 
@@ -117,9 +173,28 @@ impl<'a> Msg<'a> {
     /// ```
     #[inline(always)]
     pub fn payload(&self) -> &'a [u8] {
-        self.payload
+        // SAFETY: `new` took the address and length from a `&'a [u8]`.
+        unsafe { std::slice::from_raw_parts(self.payload, self.len) }
     }
 }
+
+impl std::fmt::Debug for Msg<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Msg")
+            .field("source", &self.source)
+            .field("args", &self.args())
+            .field("payload", &self.payload())
+            .finish()
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Msg<'static>>() == 5 * std::mem::size_of::<usize>());
+
+// SAFETY: a `Msg` is two shared borrows (`&'a [u64]`, `&'a [u8]`) in raw parts, and those
+// are `Send` and `Sync`: so was the `Msg` that held them as slices.
+unsafe impl Send for Msg<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for Msg<'_> {}
 
 /// A request handler's right to reply: once (the methods consume it), to the requester
 /// only. It cannot leave the handler (it borrows the runtime for the handler's duration),

@@ -30,7 +30,7 @@ mod segment_alloc;
 mod segment_service;
 
 pub use call::CALL_ARGS;
-pub use ctx::{Msg, ReqCtx};
+pub use ctx::{Msg, MsgLayout, ReqCtx};
 pub use engine::Am;
 pub use error::AmError;
 pub use handlers::{HandlerTable, ReplyFn, ReplyHandler, RequestFn, RequestHandler};

@@ -240,7 +240,7 @@ impl<S, C: Conduit> Am<S, C> {
         let msg = Self::msg_of(frame);
         match self.table.request_fn(frame.tag()) {
             Some(h) => {
-                let source = msg.source;
+                let source = msg.source();
                 h(&self.state, ReqCtx { am: self, source }, msg)
             }
             None => self.dispatch_other(true, frame.tag(), msg),
@@ -260,11 +260,7 @@ impl<S, C: Conduit> Am<S, C> {
     /// What a handler is handed of `frame`.
     #[inline(always)]
     fn msg_of<'f>(frame: &'f C::Frame<'_>) -> Msg<'f> {
-        Msg {
-            source: frame.source(),
-            args: frame.args(),
-            payload: frame.payload(),
-        }
+        Msg::new(frame.source(), frame.args(), frame.payload())
     }
 
     /// A handler's error: a peer's fault is recorded against it (the message is
@@ -319,7 +315,7 @@ impl<S, C: Conduit> Am<S, C> {
             return Ok(());
         }
         if tag == TAG_BARRIER && is_request {
-            return self.barrier.arrived(msg.arg(0)?, msg.source);
+            return self.barrier.arrived(msg.arg(0)?, msg.source());
         }
         let (q, arrived_as) = match is_request {
             true => (QueueId::AM_REQUEST, "request"),
@@ -333,7 +329,7 @@ impl<S, C: Conduit> Am<S, C> {
             },
             None => FaultKind::UnknownHandler { id: tag },
         };
-        self.record_fault(q, msg.source, kind);
+        self.record_fault(q, msg.source(), kind);
         Ok(())
     }
 }
