@@ -2,9 +2,9 @@
  * back to: every rank sends its right neighbour requests of 0 to 8 args (6 or fewer are
  * written inline, 7 and 8 by the library), in bursts longer than the ring (the inline
  * send finds it full and the library waits for room), and each is answered by a reply
- * of as many args; both sides check every message's sender, args and order. Then the calls a
- * correct program never makes: a second reply, a handler or rank that does not exist,
- * args missing. Prints
+ * of as many args; both sides check every message's sender, args and order. Then the
+ * calls a correct program never makes: a second reply, a handler or rank that does not
+ * exist, args missing. Prints
  *   sends: ranks=... checked=... refused=...
  * Run it under `amrun -n N`, or alone (it starts 2 ranks). */
 #include "common.h"
