@@ -106,6 +106,14 @@ pub enum Look {
 
 /// The consumer's private state. Lives in the receiving rank.
 ///
+/// The consumer prefetches nothing ahead of its head: on the AMD EPYC host of
+/// 2026-11-26 a read prefetch 64 slots ahead, once 16 frames behind, cost
+/// `amrq-bench one-to-one` 30 % at the ~130 ns placement (0.61 of the raw stream
+/// against 0.86–0.89 without it) and `examples/stream` 17 % (0.86 against 1.03), in
+/// alternating runs, the producer prefetching 8 ahead both times. On the Intel host of
+/// 2026-11-25 (~275 ns) it had doubled the stream, with the producer prefetching 8
+/// slots ahead; that host was not measured since.
+///
 /// ```
 /// use amrq::conduit::ring::Consumer;
 /// let c = Consumer::new(256, 0, 64);
@@ -220,7 +228,7 @@ impl Consumer {
         if mem.seq(self.head & self.mask).load(Acquire) == self.head.wrapping_add(1) {
             return true;
         }
-        self.found_empty(mem);
+        self.publish_if_behind(mem);
         false
     }
 
@@ -362,7 +370,7 @@ impl Consumer {
         // ORDERING: as in `ready`: Acquire pairs with the producer's Release store of
         // the sequence word.
         if mem.seq(idx).load(Acquire) != head.wrapping_add(1) {
-            self.found_empty(mem);
+            self.publish_if_behind(mem);
             return Look::Empty;
         }
         // SAFETY: the sequence word says the producer published this slot.
@@ -514,20 +522,6 @@ impl Consumer {
         if self.head != self.published {
             self.publish(mem);
         }
-    }
-
-    /// The ring has no frame at the head: the head is published if behind.
-    ///
-    /// The consumer prefetches nothing ahead of its head: on the AMD EPYC host of
-    /// 2026-11-26 a read prefetch 64 slots ahead, once 16 frames behind, cost
-    /// `amrq-bench one-to-one` 30 % at the ~130 ns placement (0.61 of the raw stream
-    /// against 0.86–0.89 without it) and `examples/stream` 17 % (0.86 against 1.03),
-    /// in alternating runs, the producer prefetching 8 ahead both times. On
-    /// the Intel host of 2026-11-25 (~275 ns) it had doubled the stream, with the
-    /// producer prefetching 8 slots ahead; that host was not measured since.
-    #[inline(always)]
-    fn found_empty<M: RingMemory>(&mut self, mem: &M) {
-        self.publish_if_behind(mem);
     }
 
     #[inline(always)]
