@@ -535,6 +535,36 @@ pub trait Conduit {
         E: From<ConduitError>,
         F: FnMut(&Self::Frame<'_>) -> Result<(), E>;
 
+    /// [`Conduit::drain`] of at most one frame, for a wait that checks its condition
+    /// after each (the AM round trip's reply): 0 at once when the channel is
+    /// [quiet](Conduit::quiet). A conduit may find the frame and run it in one look.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, ConduitError, Message, ReceivedFrame};
+    /// let eps = threads::endpoints(1, &[16]).unwrap();
+    /// let mut got = Vec::new();
+    /// let mut take = |f: &_| -> Result<(), ConduitError> { got.push(ReceivedFrame::args(f)[0]); Ok(()) };
+    /// assert_eq!(eps[0].drain_one(0, &mut take), Ok(0));
+    /// for i in 0..2 {
+    ///     eps[0].try_send(0, 0, &Message { tag: 0, flags: 0, args: &[i], payload: &[] }).unwrap();
+    /// }
+    /// assert_eq!(eps[0].drain_one(0, &mut take), Ok(1));
+    /// assert_eq!(eps[0].drain_one(0, &mut take), Ok(1));
+    /// assert_eq!(eps[0].drain_one(0, &mut take), Ok(0));
+    /// assert_eq!(got, [0, 1]);
+    /// ```
+    #[inline(always)]
+    fn drain_one<E, F>(&self, ch: Channel, f: F) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F: FnMut(&Self::Frame<'_>) -> Result<(), E>,
+    {
+        match self.quiet(ch) {
+            true => Ok(0),
+            false => self.drain(ch, 1, f),
+        }
+    }
+
     /// Two [`Conduit::drain`]s in one call: up to `first.1` frames of local channel
     /// `first.0` through `on_first`, then up to `second.1` of `second.0` through
     /// `on_second` (not looked at if `on_first` failed); returns how many ran in all.

@@ -560,6 +560,15 @@ impl Conduit for MemConduit {
     }
 
     #[inline(always)]
+    fn drain_one<E, F>(&self, ch: Channel, f: F) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F: FnMut(&MemFrame<'_>) -> Result<(), E>,
+    {
+        self.drain_one_frame(ch, f)
+    }
+
+    #[inline(always)]
     fn drain_both<E, F1, F2>(
         &self,
         first: (Channel, usize),

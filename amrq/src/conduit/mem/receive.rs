@@ -57,6 +57,52 @@ impl MemConduit {
         stopped(out, done)
     }
 
+    /// Runs `f` on one frame of channel `ch`, from the first ring with one from the
+    /// cursor on; returns 1, or 0 if there was none.
+    #[inline(always)]
+    pub(super) fn drain_one_frame<E, F>(&self, ch: Channel, mut f: F) -> Result<usize, E>
+    where
+        E: From<ConduitError>,
+        F: FnMut(&MemFrame<'_>) -> Result<(), E>,
+    {
+        let Some(chan) = self.rx.get(ch) else {
+            return Err(self.no_channel(ch).into());
+        };
+        if chan.outstanding.get() || chan.rings.is_empty() {
+            return Self::nothing_to_drain(chan, ch).map_err(Into::into);
+        }
+        let rings: &[RxRing] = &chan.rings;
+        let mut s = chan.cursor.get();
+        for _ in 0..rings.len() {
+            let Some(r) = rings.get(s) else { break };
+            let this = s;
+            s = if s + 1 == rings.len() { 0 } else { s + 1 };
+            let ring = r.ring;
+            // SAFETY: only ring code runs while the consumer state is borrowed.
+            match unsafe { r.cons.get() }.look(&ring) {
+                Look::Empty => continue,
+                Look::Express(p) if r.plain.get() => {
+                    let slot = ring.slot_ptr(p.index(ring.nslots()));
+                    let frame = ManuallyDrop::new(MemFrame::express(chan, r, this, p, slot));
+                    chan.outstanding.set(true);
+                    let result = f(&frame);
+                    chan.outstanding.set(false);
+                    // SAFETY: as above; `f` has returned, and the frame with it.
+                    unsafe { r.cons.get() }.release_one(&ring);
+                    r.publish_if_behind();
+                    chan.cursor.set(s);
+                    return result.map(|()| 1);
+                }
+                // Anything else through the full drain's checks, from this ring on.
+                _ => {
+                    chan.cursor.set(this);
+                    return self.drain_frames(ch, 1, f);
+                }
+            }
+        }
+        Ok(0)
+    }
+
     /// Drains channel `a` (up to `budget_a` frames, through `fa`), then channel `b` (up
     /// to `budget_b`, through `fb`), with the set-up of one call: the AM poll's scan of
     /// its reply then request rings. Each ring visited gives up to [`FAIR_BURST`]

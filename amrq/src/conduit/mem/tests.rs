@@ -413,3 +413,65 @@ fn a_drain_takes_at_most_its_budget() {
     assert_eq!((from(true), from(false)), (vec![0, 1, 2], vec![10, 11, 12]));
     assert!(take(8).is_empty());
 }
+
+/// `drain_one` takes one frame per call, from the senders in turn (round-robin from the
+/// ring after the last one served), each sender's frames in order; 0 once all is taken,
+/// with the heads published (the channel is quiet again).
+#[test]
+fn a_drain_of_one_takes_one_frame_from_each_sender_in_turn() {
+    let eps = crate::conduit::threads::endpoints(3, &[16]).unwrap();
+    for i in 0..3 {
+        eps[1].try_send(0, 0, &short(&[10 + i])).unwrap();
+        eps[2].try_send(0, 0, &short(&[20 + i])).unwrap();
+    }
+    let mut seen = Vec::new();
+    loop {
+        let took = eps[0]
+            .drain_one(0, |f| -> Result<(), ConduitError> {
+                seen.push((f.source(), f.args()[0]));
+                Ok(())
+            })
+            .unwrap();
+        assert!(took <= 1);
+        if took == 0 {
+            break;
+        }
+    }
+    let want = [(1, 10), (2, 20), (1, 11), (2, 21), (1, 12), (2, 22)];
+    assert_eq!(seen, want);
+    assert!(eps[0].quiet(0), "every head published");
+}
+
+/// A frame `drain_one` does not hand out after one look (a Medium frame, here) goes
+/// through the full drain, and an error of `f` reaches the caller after the frame was
+/// released; a drain of the same channel from inside `f` is refused.
+#[test]
+fn a_drain_of_one_runs_every_kind_of_frame_and_reports_errors() {
+    let eps = crate::conduit::threads::endpoints(2, &[16]).unwrap();
+    let (rx, tx) = (&eps[0], &eps[1]);
+    let medium = Message {
+        payload: b"medium",
+        ..short(&[1])
+    };
+    tx.try_send(0, 0, &medium).unwrap();
+    tx.try_send(0, 0, &short(&[2])).unwrap();
+    let mut payload = Vec::new();
+    let took = rx.drain_one(0, |f| -> Result<(), ConduitError> {
+        payload.extend_from_slice(f.payload());
+        Ok(())
+    });
+    assert_eq!((took, payload.as_slice()), (Ok(1), &b"medium"[..]));
+    let nested = rx.drain_one(0, |_| -> Result<(), ConduitError> {
+        match rx.drain_one(0, |_| Ok::<(), ConduitError>(())) {
+            Err(ConduitError::FrameOutstanding { channel: 0 }) => Err(ConduitError::Busy),
+            other => panic!("a nested drain of the same channel: {other:?}"),
+        }
+    });
+    assert_eq!(
+        nested,
+        Err(ConduitError::Busy),
+        "f's error, after its frame"
+    );
+    assert_eq!(rx.drain_one(0, |_| Ok::<(), ConduitError>(())), Ok(0));
+    assert!(rx.quiet(0));
+}
