@@ -197,7 +197,8 @@ impl<S, C: Conduit> Am<S, C> {
 
     /// Runs one reply if one is there (the conduit's look and drain in one pass:
     /// callgrind, 16 instructions fewer per AM round trip than a quiet look and a
-    /// drain of one); returns how many ran.
+    /// drain of one; `pingpong` at ~125 ns 0.778 of raw against 0.825); returns how
+    /// many ran.
     #[inline(always)]
     fn take_reply(&self) -> Result<usize, Stop> {
         let q = QueueId::AM_REPLY.index();

@@ -18,7 +18,7 @@
 //! | `channels.rs` | the per-ring states of an endpoint: send side, receive side, the round-robin scan of a channel |
 //! | `conduit.rs` | the [`Conduit`](crate::conduit::Conduit) implementation: send checks, receive checks, One-poll, sleeping |
 //! | `lane.rs` | [`ExpressLane`]: one per-pair ring's addresses, for a send compiled into its caller (the C header's inline sends) |
-//! | `receive.rs` | the receive loop of `drain`: ring by ring, Express frames on plain rings handed out after one test |
+//! | `receive.rs` | the receive loop of `drain`: ring by ring, Express frames on plain rings handed out after one test; `drain_one`, a wait's one reply in one look per ring |
 //! | `one_sided.rs` | put, get and atomics: copies into mapped segments, processor atomics |
 //! | `frame.rs` | [`MemFrame`], a received frame in place, and the checks of its payload |
 //! | `tag_on.rs` | [`TagOnPool`], the receiver-side blocks of Tag-On messages |
