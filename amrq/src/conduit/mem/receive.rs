@@ -85,7 +85,8 @@ impl MemConduit {
         let rings: &[RxRing] = &chan.rings;
         let mut s = chan.cursor.get();
         for _ in 0..rings.len() {
-            let Some(r) = rings.get(s) else { break };
+            // The cursor is always a ring's index (as in `scan`).
+            let r = &rings[s];
             let this = s;
             s = if s + 1 == rings.len() { 0 } else { s + 1 };
             let ring = r.ring;
