@@ -543,14 +543,17 @@ pub trait Conduit {
     /// use amrq::conduit::{threads, Conduit, ConduitError, Message, ReceivedFrame};
     /// let eps = threads::endpoints(1, &[16]).unwrap();
     /// let mut got = Vec::new();
-    /// let mut take = |f: &_| -> Result<(), ConduitError> { got.push(ReceivedFrame::args(f)[0]); Ok(()) };
-    /// assert_eq!(eps[0].drain_one(0, &mut take), Ok(0));
+    /// let mut take_one = || {
+    ///     eps[0].drain_one(0, |f| -> Result<(), ConduitError> {
+    ///         got.push(f.args()[0]);
+    ///         Ok(())
+    ///     })
+    /// };
+    /// assert_eq!(take_one(), Ok(0)); // nothing there
     /// for i in 0..2 {
     ///     eps[0].try_send(0, 0, &Message { tag: 0, flags: 0, args: &[i], payload: &[] }).unwrap();
     /// }
-    /// assert_eq!(eps[0].drain_one(0, &mut take), Ok(1));
-    /// assert_eq!(eps[0].drain_one(0, &mut take), Ok(1));
-    /// assert_eq!(eps[0].drain_one(0, &mut take), Ok(0));
+    /// assert_eq!([take_one(), take_one(), take_one()], [Ok(1), Ok(1), Ok(0)]);
     /// assert_eq!(got, [0, 1]);
     /// ```
     #[inline(always)]
