@@ -47,12 +47,10 @@ impl MemConduit {
         E: From<ConduitError>,
         F: FnMut(&MemFrame<'_>) -> Result<(), E>,
     {
-        let Some(chan) = self.rx.get(ch) else {
-            return Err(self.no_channel(ch).into());
+        let chan = match self.drainable(ch) {
+            Ok(chan) => chan,
+            Err(early) => return early.map_err(Into::into),
         };
-        if chan.outstanding.get() || chan.rings.is_empty() {
-            return Self::nothing_to_drain(chan, ch).map_err(Into::into);
-        }
         let mut out = None;
         chan.outstanding.set(true);
         let done = self.scan(chan, ch, budget, &mut f, &mut out);
@@ -76,12 +74,10 @@ impl MemConduit {
         E: From<ConduitError>,
         F: FnMut(&MemFrame<'_>) -> Result<(), E>,
     {
-        let Some(chan) = self.rx.get(ch) else {
-            return Err(self.no_channel(ch).into());
+        let chan = match self.drainable(ch) {
+            Ok(chan) => chan,
+            Err(early) => return early.map_err(Into::into),
         };
-        if chan.outstanding.get() || chan.rings.is_empty() {
-            return Self::nothing_to_drain(chan, ch).map_err(Into::into);
-        }
         let rings: &[RxRing] = &chan.rings;
         let mut s = chan.cursor.get();
         for _ in 0..rings.len() {
@@ -250,6 +246,19 @@ impl MemConduit {
         }
         chan.cursor.set(s);
         done
+    }
+
+    /// Channel `ch`, if a drain of it can take frames (it exists, has rings and no frame
+    /// out); otherwise what that drain returns.
+    #[inline(always)]
+    fn drainable(&self, ch: Channel) -> Result<&RxChannel, Result<usize, ConduitError>> {
+        let Some(chan) = self.rx.get(ch) else {
+            return Err(Err(self.no_channel(ch)));
+        };
+        if chan.outstanding.get() || chan.rings.is_empty() {
+            return Err(Self::nothing_to_drain(chan, ch));
+        }
+        Ok(chan)
     }
 
     /// Why `drain` of channel `ch` takes nothing: a frame of it is out, or its receive
