@@ -82,6 +82,8 @@ pub mod mem;
 #[cfg(not(amrq_loom))]
 mod one_sided;
 #[cfg(not(amrq_loom))]
+mod received;
+#[cfg(not(amrq_loom))]
 pub mod shm;
 #[cfg(not(amrq_loom))]
 mod spec;
@@ -91,10 +93,7 @@ pub mod threads;
 pub mod ucx;
 
 #[cfg(not(amrq_loom))]
-pub use api::{
-    CapFlags, Caps, Channel, ChannelCaps, Conduit, Message, PollSet, Rank, ReceivedFrame, Senders,
-    TagOnData,
-};
+pub use api::{CapFlags, Caps, Channel, ChannelCaps, Conduit, Message, PollSet, Rank, Senders};
 #[cfg(not(amrq_loom))]
 pub use error::ConduitError;
 #[cfg(not(amrq_loom))]
@@ -105,5 +104,7 @@ pub use faults::{Fault, FaultKind, Faults, RECENT_FAULTS};
 pub use interrupt::{Armed, Arming, InterruptAlarm, InterruptChannels, NoFrame, NoInterrupts};
 #[cfg(not(amrq_loom))]
 pub use one_sided::{AtomicOp, OpToken, Started};
+#[cfg(not(amrq_loom))]
+pub use received::{ReceivedFrame, TagOnData};
 #[cfg(not(amrq_loom))]
 pub use spec::{ChannelSpec, ConduitSpec, Delivery};
