@@ -149,7 +149,60 @@ impl Band {
     /// assert!(!band(&mut [0.87, 0.90, 0.88], &mut [0.70, 0.86, 0.78]).within());
     /// ```
     pub fn within(&self) -> bool {
-        self.rust.min <= self.c.median && self.c.median <= self.rust.max
+        self.verdict() == Verdict::Within
+    }
+
+    /// Where the C median lies against the Rust spread.
+    ///
+    /// ```
+    /// use amrq_bench::c_layer::{Band, Verdict};
+    /// use amrq_bench::report::Figure;
+    /// let band = |c: &mut [f64]| Band {
+    ///     raw_rtt_ns: (560.0, 570.0),
+    ///     c: Figure::of("ratio", c),
+    ///     rust: Figure::of("ratio", &mut [0.75, 0.80, 0.78]),
+    ///     pairs: 3,
+    /// };
+    /// assert_eq!(band(&mut [0.66, 0.70, 0.64]).verdict(), Verdict::Faster);
+    /// assert_eq!(band(&mut [0.79]).verdict(), Verdict::Within);
+    /// assert_eq!(band(&mut [0.81]).verdict(), Verdict::Slower);
+    /// ```
+    pub fn verdict(&self) -> Verdict {
+        if self.c.median < self.rust.min {
+            Verdict::Faster
+        } else if self.c.median > self.rust.max {
+            Verdict::Slower
+        } else {
+            Verdict::Within
+        }
+    }
+}
+
+/// Where the C program's median ratio lies against the Rust program's spread at one
+/// placement. Only `Slower` says the C layer costs something the Rust API does not: a C
+/// median below every Rust run is the two binaries' code layout, not a thinner layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Below the Rust program's fastest run.
+    Faster,
+    /// Between the Rust program's fastest and slowest runs: the thin-layer test holds.
+    Within,
+    /// Above the Rust program's slowest run.
+    Slower,
+}
+
+impl Verdict {
+    /// As the report's table says it.
+    ///
+    /// ```
+    /// assert_eq!(amrq_bench::c_layer::Verdict::Within.as_str(), "yes");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Faster => "no: faster than every Rust run",
+            Verdict::Within => "yes",
+            Verdict::Slower => "no: slower than every Rust run",
+        }
     }
 }
 
@@ -203,7 +256,7 @@ pub fn bands(all: &[Pair]) -> (Vec<Band>, usize) {
 /// use amrq_bench::c_layer::{bands, text, Pair, Run};
 /// let run = |ratio: f64| Run { rtt_ns: 100.0 * ratio, raw_rtt_ns: 100.0, ratio };
 /// let (b, n) = bands(&[Pair { c: run(0.9), rust: run(0.8) }]);
-/// assert!(text(&b, n).contains("| 100 | 1 | 0.900 (0.900–0.900) | 0.800 (0.800–0.800) | no |"));
+/// assert!(text(&b, n).contains("| 100 | 1 | 0.900 (0.900–0.900) | 0.800 (0.800–0.800) | no: slower than every Rust run |"));
 /// ```
 pub fn text(bands: &[Band], left_out: usize) -> String {
     let mut t = String::from(
@@ -223,7 +276,7 @@ pub fn text(bands: &[Band], left_out: usize) -> String {
             b.pairs,
             fig(&b.c),
             fig(&b.rust),
-            if b.within() { "yes" } else { "no" }
+            b.verdict().as_str()
         );
     }
     if left_out > 0 {

@@ -348,7 +348,7 @@ fn budget(cli: &Cli, b: &BudgetArgs) {
 
 /// `c-pingpong`: the pairs, the table by placement, a summary line per placement.
 fn c_pingpong(cli: &Cli, a: &CPingpongArgs) {
-    use amrq_bench::c_layer::{bands, run_pair, text, Programs};
+    use amrq_bench::c_layer::{bands, run_pair, text, Programs, Verdict};
     let dir = a.build.clone().or_else(|| {
         let exe = std::env::current_exe().ok()?;
         Some(exe.parent()?.to_path_buf())
@@ -377,6 +377,10 @@ fn c_pingpong(cli: &Cli, a: &CPingpongArgs) {
             ("rust_min", b.rust.min),
             ("rust_max", b.rust.max),
             ("within", f64::from(u8::from(b.within()))),
+            (
+                "slower",
+                f64::from(u8::from(b.verdict() == Verdict::Slower)),
+            ),
         ];
         println!("{}", amrq::summary::line("c_pingpong", cli.json, &kv));
     }
