@@ -735,14 +735,18 @@ static inline int amrq_express_(const amrq_lane_t *l, uint16_t tag, const uint64
   for (size_t i = 0; i < nargs; i++) slot[2 + i] = args[i];
   __atomic_store_n(&slot[0], t + 1, __ATOMIC_RELEASE);
   *l->tail = t + 1;
-  uint64_t ahead = t + 1 + (mask >> 4) + 1; // the library's prefetch distance
-  if (ahead - head <= mask + 1) {
-    const uint8_t *p = slots + ((ahead & mask) << 6);
+  if (((t + 1) & 7) == 0) { // a new group of 8 slots: prefetch 8 ahead, as the library
+    uint64_t first = t + 1 + (mask >= 127 ? (mask >> 4) + 1 : 8);
+    if (first + 8 - head <= mask + 1) {
+      const uint8_t *p = slots + ((first & mask) << 6);
+      for (int i = 0; i < 8; i++) {
 #if defined(__x86_64__)
-    __asm__ volatile("prefetchw %0" : : "m"(*p));
+        __asm__ volatile("prefetchw %0" : : "m"(p[i << 6]));
 #else
-    __builtin_prefetch(p, 1);
+        __builtin_prefetch(p + (i << 6), 1);
 #endif
+      }
+    }
   }
   if (l->notify_bit) {
     if (__atomic_load_n(l->heavy, __ATOMIC_RELAXED) & l->light_bit)

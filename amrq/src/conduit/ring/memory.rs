@@ -167,9 +167,24 @@ pub trait RingMemory {
     /// assert_eq!(&out, b"payload");
     /// ```
     unsafe fn read_bytes(&self, idx: u64, offset: usize, dst: &mut [u8]);
-    /// Hints that slot `idx` will be written soon.
+    /// Hints that the producer's group of slots from `idx` on (8 slots, `idx` a
+    /// multiple of 8) will be written soon: a hint only, which changes nothing a reader
+    /// of the ring can see (the default does nothing).
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 16 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 16 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 16 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 16) };
+    /// # ring.init(0);
+    /// ring.prefetch_group_for_write(8); // slots 8–15, for writing
+    /// let mut c = Consumer::new(16, 0, 2);
+    /// assert!(c.peek(&ring).unwrap().is_none());
+    /// ```
     #[inline(always)]
-    fn prefetch_for_write(&self, idx: u64) {
+    fn prefetch_group_for_write(&self, idx: u64) {
         let _ = idx;
     }
 }
@@ -430,8 +445,11 @@ mod raw {
         }
 
         #[inline(always)]
-        fn prefetch_for_write(&self, idx: u64) {
-            crate::util::prefetch::prefetch_write(self.slot(idx));
+        fn prefetch_group_for_write(&self, idx: u64) {
+            const _: () = assert!(super::super::producer::PREFETCH_GROUP == 8);
+            const _: () = assert!(SLOT_BYTES == 64);
+            // The group's slots are consecutive lines (it never wraps).
+            crate::util::prefetch::prefetch_write_8_lines(self.slot(idx));
         }
     }
 }

@@ -41,7 +41,7 @@ fn frame_of(i: u64) -> (Vec<u64>, Vec<u8>) {
     (args, payload)
 }
 
-fn push(p: &mut Producer, r: &RawRing, i: u64) -> bool {
+fn push<M: RingMemory>(p: &mut Producer, r: &M, i: u64) -> bool {
     let (a, d) = frame_of(i);
     p.try_push(
         r,
@@ -410,4 +410,101 @@ fn look_tells_express_frames_from_others_and_publishes_when_empty() {
         h.ring.head().load(std::sync::atomic::Ordering::Acquire),
         c.head()
     );
+}
+
+/// A ring that records the producer's prefetches: which group, and the consumer's head
+/// when it was asked for.
+struct Watched<'a> {
+    ring: &'a RawRing,
+    groups: std::cell::RefCell<Vec<(u64, u64)>>,
+}
+
+impl RingMemory for Watched<'_> {
+    fn nslots(&self) -> u64 {
+        self.ring.nslots()
+    }
+    fn head(&self) -> &crate::sync::AtomicU64 {
+        self.ring.head()
+    }
+    fn seq(&self, idx: u64) -> &crate::sync::AtomicU64 {
+        self.ring.seq(idx)
+    }
+    unsafe fn write_header(&self, idx: u64, header: u64) {
+        // SAFETY: the caller's guarantee, passed on.
+        unsafe { self.ring.write_header(idx, header) }
+    }
+    unsafe fn read_header(&self, idx: u64) -> u64 {
+        // SAFETY: the caller's guarantee, passed on.
+        unsafe { self.ring.read_header(idx) }
+    }
+    unsafe fn write_bytes(&self, idx: u64, offset: usize, src: &[u8]) {
+        // SAFETY: the caller's guarantee, passed on.
+        unsafe { self.ring.write_bytes(idx, offset, src) }
+    }
+    unsafe fn read_bytes(&self, idx: u64, offset: usize, dst: &mut [u8]) {
+        // SAFETY: the caller's guarantee, passed on.
+        unsafe { self.ring.read_bytes(idx, offset, dst) }
+    }
+    fn prefetch_group_for_write(&self, idx: u64) {
+        let head = self.ring.head().load(crate::sync::Ordering::Relaxed);
+        self.groups.borrow_mut().push((idx, head));
+    }
+}
+
+#[test]
+fn prefetches_whole_free_groups_ahead_of_the_tail() {
+    // Express and multi-slot frames, the consumer a varying distance behind: every
+    // group prefetched starts at a multiple of 8, lies past the tail, and is free
+    // (its last slot less than a lap past the head the consumer has published).
+    for nslots in [16u64, 64, 256, 1024] {
+        for lag in [0u64, 3, 40, 200] {
+            let h = HeapRing::new(nslots, u64::MAX - 3 * nslots);
+            let w = Watched {
+                ring: &h.ring,
+                groups: Default::default(),
+            };
+            let start = u64::MAX - 3 * nslots;
+            let (mut p, mut c) = (
+                Producer::new(nslots, start),
+                Consumer::new(nslots, start, 4),
+            );
+            let (mut sent, mut got, mut checked) = (0u64, 0u64, 0usize);
+            while got < 20 * nslots {
+                let express = sent % 7 != 3;
+                let pushed = if express {
+                    p.try_push(&w, FrameHeader::default(), &[sent], b"")
+                } else {
+                    push(&mut p, &w, sent) // args and payload: several slots
+                };
+                if pushed {
+                    sent += 1;
+                }
+                for &(idx, head) in &w.groups.borrow()[checked..] {
+                    assert_eq!(idx % 8, 0, "group at slot {idx}");
+                    // The group's first position: the one past the tail at `idx`.
+                    let tail = p.tail();
+                    let ahead = idx.wrapping_sub(tail) & (nslots - 1);
+                    assert!(ahead > 0, "group {idx} at the tail {tail}");
+                    let end = tail.wrapping_add(ahead).wrapping_add(8);
+                    assert!(
+                        end.wrapping_sub(head) <= nslots,
+                        "group {idx} not free: head {head}, tail {tail}"
+                    );
+                }
+                checked = w.groups.borrow().len();
+                while got + lag < sent || !pushed {
+                    match c.peek(&h.ring).expect("not corrupt") {
+                        Some(f) => {
+                            c.release(&h.ring, &f);
+                            got += 1;
+                        }
+                        None => break,
+                    }
+                }
+            }
+            if nslots >= 64 && lag < nslots / 2 {
+                assert!(checked > 0, "{nslots} slots, lag {lag}: nothing prefetched");
+            }
+        }
+    }
 }
