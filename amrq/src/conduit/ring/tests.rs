@@ -458,12 +458,12 @@ fn prefetches_whole_free_groups_ahead_of_the_tail() {
     // (its last slot less than a lap past the head the consumer has published).
     for nslots in [16u64, 64, 256, 1024] {
         for lag in [0u64, 3, 40, 200] {
-            let h = HeapRing::new(nslots, u64::MAX - 3 * nslots);
+            let start = u64::MAX - 3 * nslots; // positions cross u64::MAX
+            let h = HeapRing::new(nslots, start);
             let w = Watched {
                 ring: &h.ring,
                 groups: Default::default(),
             };
-            let start = u64::MAX - 3 * nslots;
             let (mut p, mut c) = (
                 Producer::new(nslots, start),
                 Consumer::new(nslots, start, 4),
