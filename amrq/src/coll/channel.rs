@@ -77,7 +77,7 @@ impl<'r, 'a, S, C: Conduit> Channels<'r, 'a, S, C> {
         let mut backoff = Backoff::new();
         // The read is Acquire: the chunk (or the slot's release) is seen.
         while rma.load(me, offset)? < k {
-            if rma.am().poll()? == 0 {
+            if rma.am().poll_outlined()? == 0 {
                 if backoff.is_yielding() {
                     rma.am().rq().conduit().check_peers()?;
                 }

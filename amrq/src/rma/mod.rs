@@ -533,7 +533,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// Enqueues a completion frame, waiting for room (running handlers meanwhile).
     fn notify(&self, rank: Rank, q: QueueId, args: &[u64]) -> Result<(), RmaError> {
         while !self.am.rq().enqueue(rank, q, args, &[])? {
-            self.am.poll()?;
+            self.am.poll_outlined()?;
         }
         Ok(())
     }

@@ -23,7 +23,7 @@ impl<S, C: Conduit> Am<S, C> {
         conduit.check_peers()?;
         if sleep && conduit.all_peers_left() {
             // What they sent before leaving is visible now: one last look.
-            return match self.poll()? {
+            return match self.poll_outlined()? {
                 0 => Err(ConduitError::AllPeersLeft.into()),
                 _ => Ok(()),
             };
@@ -69,12 +69,21 @@ impl<S, C: Conduit> Am<S, C> {
         if self.rq.conduit().nothing_arrived(&self.am_queues) {
             return Ok(0); // inline in the caller's loop: a few instructions
         }
-        // Unboxed here, out of line: the call's result comes back in two registers.
+        // The drain inline in the caller's loop: 28 instructions fewer per poll that
+        // finds a message than a call (callgrind, `rq_loop --am-oneway`), for ~2 KB of
+        // code per call site. The runtime's own waits call `poll_outlined` instead.
         self.poll_queues().map_err(AmError::from)
     }
 
-    /// [`Am::poll`] past the armed check: drains the queues.
+    /// [`Am::poll`] compiled once, for the runtime's waits, where the poll is one step
+    /// among others.
     #[inline(never)]
+    pub(crate) fn poll_outlined(&self) -> Result<usize, AmError> {
+        self.poll()
+    }
+
+    /// [`Am::poll`] past the armed check: drains the queues.
+    #[inline(always)]
     fn poll_queues(&self) -> Result<usize, Stop> {
         let (rep, req) = (QueueId::AM_REPLY, QueueId::AM_REQUEST);
         let took = self.rq.conduit().drain_both::<Stop, _, _>(
@@ -128,7 +137,7 @@ impl<S, C: Conduit> Am<S, C> {
         let mut backoff = Backoff::new();
         while !done(&self.state) {
             if backoff.is_yielding() && self.rq.conduit().peer_left(from) {
-                self.poll()?;
+                self.poll_outlined()?;
                 if done(&self.state) {
                     break;
                 }
@@ -146,9 +155,10 @@ impl<S, C: Conduit> Am<S, C> {
     /// [`REPLY_BUDGET`] replies, so a stream of replies cannot starve them.
     #[inline(always)]
     fn wait_round(&self, backoff: &mut Backoff) -> Result<(), AmError> {
-        let streak = self.reply_streak.get();
-        if streak < REPLY_BUDGET && self.take_reply()? == 1 {
-            self.reply_streak.set(streak + 1);
+        // The streak read again after the reply ran, not kept in a register across it
+        // (callgrind: 7 instructions fewer per self round trip).
+        if self.reply_streak.get() < REPLY_BUDGET && self.take_reply()? == 1 {
+            self.reply_streak.set(self.reply_streak.get() + 1);
             backoff.reset();
             return Ok(());
         }
@@ -181,7 +191,7 @@ impl<S, C: Conduit> Am<S, C> {
         let start = std::time::Instant::now();
         let mut backoff = Backoff::new();
         while !done(&self.state) {
-            if self.poll()? == 0 {
+            if self.poll_outlined()? == 0 {
                 if start.elapsed() > timeout {
                     return Err(AmError::Timeout {
                         waited: start.elapsed(),

@@ -282,6 +282,6 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     /// ```
     #[inline]
     pub fn poll(&self) -> Result<usize, SplitCError> {
-        Ok(self.rma.am().poll()?)
+        Ok(self.rma.am().poll_outlined()?)
     }
 }

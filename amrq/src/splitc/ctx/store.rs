@@ -140,7 +140,7 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
         let am = self.am();
         let mut backoff = Backoff::new();
         while self.stored_here() < target {
-            if am.poll()? > 0 {
+            if am.poll_outlined()? > 0 {
                 backoff.reset();
                 continue;
             }
