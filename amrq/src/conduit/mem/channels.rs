@@ -114,7 +114,9 @@ pub(super) struct RxChannel {
     pub(super) cursor: Cell<usize>,
     /// Frames taken in a row from the cursor's ring.
     pub(super) burst: Cell<u32>,
-    pub(super) outstanding: Cell<bool>,
+    /// No drain may take a frame now: one of the channel's frames is out, or it has no
+    /// rings (its receive side moved). One test where a drain starts, not two.
+    pub(super) busy: Cell<bool>,
     /// Frames dropped because their sender may not send here.
     pub(super) dropped: Cell<u64>,
     /// The channel's receive side was moved to the progress thread's view.
@@ -282,7 +284,7 @@ impl RxChannel {
     /// reports the move.)
     #[inline(always)]
     pub(super) fn quiet(&self) -> bool {
-        !self.outstanding.get() && !self.rings.is_empty() && self.rings.iter().all(RxRing::quiet)
+        !self.busy.get() && self.rings.iter().all(RxRing::quiet)
     }
 
     /// What stays behind of a channel whose receive side moved to another view.
@@ -291,7 +293,7 @@ impl RxChannel {
             rings: Box::new([]),
             cursor: Cell::new(0),
             burst: Cell::new(0),
-            outstanding: Cell::new(false),
+            busy: Cell::new(true), // no rings
             dropped: Cell::new(0),
             moved: true,
             shared_senders: Box::new([]),

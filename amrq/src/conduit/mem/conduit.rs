@@ -526,7 +526,7 @@ impl Conduit for MemConduit {
         let Some(chan) = self.rx.get(ch) else {
             return Err(self.no_channel(ch));
         };
-        if chan.outstanding.get() {
+        if chan.busy.get() && !chan.rings.is_empty() {
             return Err(ConduitError::FrameOutstanding { channel: ch });
         }
         loop {

@@ -229,7 +229,7 @@ impl MemConduit {
                     pool_cursor: Cell::new(0),
                 });
             }
-            let rings = (0..if shared { 1 } else { ranks })
+            let rings: Box<[RxRing]> = (0..if shared { 1 } else { ranks })
                 .map(|src| {
                     let permitted = shared || who.allows(src);
                     let hidden = shared || interrupt_channel == Some(ch);
@@ -245,10 +245,10 @@ impl MemConduit {
                 })
                 .collect();
             rx.push(RxChannel {
+                busy: Cell::new(rings.is_empty()),
                 rings,
                 cursor: Cell::new(0),
                 burst: Cell::new(0),
-                outstanding: Cell::new(false),
                 dropped: Cell::new(0),
                 moved: false,
                 shared_senders: match shared {

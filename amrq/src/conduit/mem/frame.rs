@@ -128,7 +128,7 @@ impl<'a> MemFrame<'a> {
         p: Peeked,
         payload: (*const u8, usize),
     ) -> Self {
-        chan.outstanding.set(true);
+        chan.busy.set(true);
         let base = r.slot_of(&p);
         let hidden = usize::from(r.hidden);
         // SAFETY: the consumer checked that the frame's args lie inside the ring, and
@@ -280,6 +280,6 @@ impl MemFrame<'_> {
 impl Drop for MemFrame<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        self.chan.outstanding.set(false);
+        self.chan.busy.set(false);
     }
 }

@@ -25,8 +25,16 @@ use std::mem::ManuallyDrop;
 fn stopped<E>(out: Option<E>, done: usize) -> Result<usize, E> {
     match out {
         None => Ok(done),
-        Some(e) => Err(e),
+        Some(e) => Err(unlikely(e)),
     }
+}
+
+/// `e`, on a path the compiler lays out as the rare one: the common return then tests
+/// the error once instead of selecting between the two results first.
+#[cold]
+#[inline(never)]
+fn unlikely<E>(e: E) -> E {
+    e
 }
 
 impl MemConduit {
@@ -52,9 +60,9 @@ impl MemConduit {
             Err(early) => return early.map_err(Into::into),
         };
         let mut out = None;
-        chan.outstanding.set(true);
+        chan.busy.set(true);
         let done = self.scan(chan, ch, budget, &mut f, &mut out);
-        chan.outstanding.set(false);
+        chan.busy.set(false);
         stopped(out, done)
     }
 
@@ -92,9 +100,9 @@ impl MemConduit {
                 Look::Express(p) if r.plain.get() => {
                     let slot = ring.slot_ptr(p.index(ring.nslots()));
                     let frame = ManuallyDrop::new(MemFrame::express(chan, r, this, p, slot));
-                    chan.outstanding.set(true);
+                    chan.busy.set(true);
                     let result = f(&frame);
-                    chan.outstanding.set(false);
+                    chan.busy.set(false);
                     // SAFETY: as above; `f` has returned, and the frame with it.
                     unsafe { r.cons.get() }.release_one(&ring);
                     r.publish_if_behind();
@@ -132,26 +140,22 @@ impl MemConduit {
         let (Some(ca), Some(cb)) = (self.rx.get(a), self.rx.get(b)) else {
             return self.drain_each((a, budget_a), fa, (b, budget_b), fb);
         };
-        if ca.outstanding.get()
-            || cb.outstanding.get()
-            || ca.rings.is_empty()
-            || cb.rings.is_empty()
-        {
+        if ca.busy.get() || cb.busy.get() {
             return self.drain_each((a, budget_a), fa, (b, budget_b), fb);
         }
         let mut out = None;
         let mut done = 0;
         if !ca.rings.iter().all(RxRing::quiet) {
-            ca.outstanding.set(true);
+            ca.busy.set(true);
             done = self.scan(ca, a, budget_a, &mut fa, &mut out);
-            ca.outstanding.set(false);
+            ca.busy.set(false);
         }
         if out.is_none() {
             // Not marked before: a request handler waiting for room to reply drains
             // the replies.
-            cb.outstanding.set(true);
+            cb.busy.set(true);
             done += self.scan(cb, b, budget_b, &mut fb, &mut out);
-            cb.outstanding.set(false);
+            cb.busy.set(false);
         }
         stopped(out, done)
     }
@@ -255,7 +259,7 @@ impl MemConduit {
         let Some(chan) = self.rx.get(ch) else {
             return Err(Err(self.no_channel(ch)));
         };
-        if chan.outstanding.get() || chan.rings.is_empty() {
+        if chan.busy.get() {
             return Err(Self::nothing_to_drain(chan, ch));
         }
         Ok(chan)
@@ -265,7 +269,7 @@ impl MemConduit {
     /// side moved to the progress thread; `Ok(0)` for a channel without rings.
     #[cold]
     fn nothing_to_drain(chan: &RxChannel, ch: Channel) -> Result<usize, ConduitError> {
-        if chan.outstanding.get() {
+        if !chan.rings.is_empty() {
             Err(ConduitError::FrameOutstanding { channel: ch })
         } else if chan.moved {
             Err(ConduitError::DeliveredByInterrupts { channel: ch })
@@ -294,7 +298,7 @@ impl MemConduit {
         if frame.is_tag_on() {
             // Its block is freed with it (see `release`).
             ManuallyDrop::into_inner(frame).release();
-            chan.outstanding.set(true);
+            chan.busy.set(true);
         } else {
             frame.release_slots();
         }
