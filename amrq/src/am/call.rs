@@ -100,7 +100,7 @@ impl<S, C: Conduit> Am<S, C> {
         let handler = u16::try_from(id)
             .ok()
             .filter(|&t| t >= FIRST_USER_TAG)
-            .and_then(|t| self.table.request_fn(t));
+            .and_then(|t| Some((t, self.table.request_fn(t)?)));
         let answer = |status: u64, value: u64| {
             let args = [op, status, value];
             self.send_reply(
@@ -110,29 +110,21 @@ impl<S, C: Conduit> Am<S, C> {
                 Payload::Inline(&[]),
             )
         };
-        let Some(h) = handler else {
+        let Some((tag, h)) = handler else {
             answer(REFUSED, 0)?;
             return Err(AmError::BadRuntimeMessage {
                 source_rank: msg.source(),
                 what: "a call names no request handler of this rank",
             });
         };
-        let inner = Msg::new(msg.source(), &msg.args()[2..], msg.payload());
         self.call_value.set(Some(None)); // serving a call, no value yet
-        let ran = h(
-            &self.state,
-            ReqCtx {
-                am: self,
-                source: msg.source(),
-            },
-            inner,
-        );
+        let ran = h(self, tag, msg.source(), &msg.args()[2..], msg.payload());
         let value = self.call_value.take().flatten();
         match ran {
             Ok(()) => answer(OK, value.unwrap_or(0)),
             Err(e) => {
                 answer(REFUSED, 0)?;
-                Err(e)
+                Err(e.into())
             }
         }
     }

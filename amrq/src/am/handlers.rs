@@ -1,9 +1,15 @@
-//! The handler table: names, kinds and function pointers, indexed by a 16-bit id that is
-//! the same on every rank because every rank registers in the same order.
+//! The handler table: names, kinds and the calls of the handlers, indexed by a 16-bit id
+//! that is the same on every rank because every rank registers in the same order. Each
+//! call is made for its handler's type, so that a poll passes the message's words in
+//! registers and gets the result back in one (callgrind: 10 instructions fewer per
+//! one-word AM, 18 per self round trip, than a function pointer called with a `Msg` in
+//! memory and an `AmError` result written back).
 
-use super::{AmError, Msg, ReqCtx};
+use super::error::Stop;
+use super::{Am, AmError, Msg, ReqCtx};
 use crate::conduit::mem::MemConduit;
-use crate::conduit::Conduit;
+use crate::conduit::{Conduit, Rank};
+use std::mem::MaybeUninit;
 
 /// A request handler: runs at the destination; may reply once through its [`ReqCtx`].
 ///
@@ -120,13 +126,107 @@ pub struct HandlerTable<S, C: Conduit = MemConduit> {
     /// tags are `None`): one entry per possible tag, so dispatch is one load and no
     /// bounds check, whatever a peer sent. (The 512 KiB are allocated zeroed: only the
     /// pages of registered tags are ever touched.)
-    requests: Box<[Option<RequestFn<S, C>>; TAGS]>,
+    requests: Box<[Option<RawRequest<S, C>>; TAGS]>,
     /// Reply handlers indexed by tag, likewise.
-    replies: Box<[Option<ReplyFn<S>>; TAGS]>,
+    replies: Box<[Option<RawReply<S, C>>; TAGS]>,
+    /// What each handler captures, by tag from [`FIRST_USER_TAG`] (read only for
+    /// handlers that capture something).
+    captures: Vec<Captures>,
 }
 
 /// Tags a frame header can carry.
 const TAGS: usize = 1 << u16::BITS;
+
+/// How a poll calls a request handler: the message's words in registers (no [`Msg`] in
+/// memory) and its error boxed, so that the result comes back in one register. One
+/// instance per handler type, with the handler's body inlined in it; `tag` finds what
+/// the handler captures, if anything.
+pub(crate) type RawRequest<S, C> =
+    for<'a> fn(&'a Am<S, C>, u16, Rank, &'a [u64], &'a [u8]) -> Result<(), Stop>;
+/// How a poll calls a reply handler (see [`RawRequest`]).
+pub(crate) type RawReply<S, C> = RawRequest<S, C>;
+
+/// What a handler captures, at most one word: nothing for a closure that captures
+/// nothing (the usual handler: its call reads no captures at all), the pointer for a
+/// function pointer. Kept as raw bytes: a handler type's padding bytes are
+/// uninitialised.
+#[derive(Clone, Copy)]
+pub(crate) struct Captures(MaybeUninit<usize>);
+
+impl Captures {
+    /// `f`'s bytes.
+    fn of<F: Copy + 'static>(f: F) -> Self {
+        const { Self::fits::<F>() };
+        let mut word = MaybeUninit::<usize>::uninit();
+        // SAFETY: `F` fits in the word (size and alignment asserted above); `F: Copy`,
+        // so a bitwise copy is a copy.
+        unsafe { word.as_mut_ptr().cast::<F>().write(f) };
+        Self(word)
+    }
+
+    /// The handler of `tag` in `table`, which is of type `F`.
+    ///
+    /// # Safety
+    /// `tag`'s entry in `table` was made by `Captures::of::<F>`.
+    #[inline(always)]
+    unsafe fn handler<F: Copy + 'static, S, C: Conduit>(table: &HandlerTable<S, C>, tag: u16) -> F {
+        const { Self::fits::<F>() };
+        let word = match size_of::<F>() {
+            0 => MaybeUninit::uninit(), // nothing to read: no load on the hot path
+            _ => table.captures[usize::from(tag - FIRST_USER_TAG)].0,
+        };
+        // SAFETY: the caller says these are the bytes of an `F` (written by `of`); a
+        // zero-sized `F` has no bytes.
+        unsafe { word.as_ptr().cast::<F>().read() }
+    }
+
+    const fn fits<F>() {
+        assert!(
+            size_of::<F>() <= size_of::<usize>() && align_of::<F>() <= align_of::<usize>(),
+            "a handler captures at most one word (a closure that captures nothing or one word, or a function pointer)"
+        );
+    }
+}
+
+/// The [`RawRequest`] of handler type `F`.
+#[inline(always)]
+fn call_request<'a, S, C: Conduit, F>(
+    am: &'a Am<S, C>,
+    tag: u16,
+    source: Rank,
+    args: &'a [u64],
+    payload: &'a [u8],
+) -> Result<(), Stop>
+where
+    F: for<'b> Fn(&'b S, ReqCtx<'b, S, C>, Msg<'b>) -> Result<(), AmError> + Copy + 'static,
+{
+    // SAFETY: the table holds `call_request::<F>` for `tag` only if `tag`'s captures
+    // are those of an `F` (`HandlerTable::request`).
+    let f: F = unsafe { Captures::handler(&am.table, tag) };
+    f(
+        &am.state,
+        ReqCtx { am, source },
+        Msg::new(source, args, payload),
+    )
+    .map_err(Stop::from)
+}
+
+/// The [`RawReply`] of handler type `F`.
+#[inline(always)]
+fn call_reply<'a, S, C: Conduit, F>(
+    am: &'a Am<S, C>,
+    tag: u16,
+    source: Rank,
+    args: &'a [u64],
+    payload: &'a [u8],
+) -> Result<(), Stop>
+where
+    F: for<'b> Fn(&'b S, Msg<'b>) -> Result<(), AmError> + Copy + 'static,
+{
+    // SAFETY: as in `call_request` (`HandlerTable::reply`).
+    let f: F = unsafe { Captures::handler(&am.table, tag) };
+    f(&am.state, Msg::new(source, args, payload)).map_err(Stop::from)
+}
 
 /// A table of `TAGS` entries, all `None`.
 fn empty_table<T: Copy>() -> Box<[Option<T>; TAGS]> {
@@ -163,6 +263,7 @@ impl<S, C: Conduit> HandlerTable<S, C> {
             names: Vec::new(),
             requests: empty_table(),
             replies: empty_table(),
+            captures: Vec::new(),
         }
     }
 
@@ -196,7 +297,11 @@ impl<S, C: Conduit> HandlerTable<S, C> {
         u16::try_from(tag).expect("a handler table holds at most 65535 handlers")
     }
 
-    /// Registers a request handler.
+    /// Registers a request handler: a closure that captures nothing (or one `Copy`,
+    /// `'static` word), or a function pointer ([`RequestFn`]). A poll calls it with the
+    /// message's words in registers, through a copy of this call made for `F`, into
+    /// which a closure's body is inlined. A handler that captures more does not
+    /// compile.
     ///
     /// # Panics
     /// If the table already holds 65535 handlers.
@@ -208,20 +313,38 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     ///     let mut t = HandlerTable::new();
     ///     // A request handler gets the state, a context to reply through, and the message.
     ///     let double = t.request("double", |s: &Cell<u64>, _ctx, m| { s.set(m.arg(0)? * 2); Ok(()) });
+    ///     // One captured word is carried beside the handler.
+    ///     let k = 100u64;
+    ///     let add_k = t.request("add_k", move |s: &Cell<u64>, _ctx, m| { s.set(m.arg(0)? + k); Ok(()) });
     ///     let am = Am::new(c, t, Cell::new(0))?;
     ///     am.request(0, double, &[21])?;
-    ///     am.wait_until(|s| s.get() == 42)
+    ///     am.wait_until(|s| s.get() == 42)?;
+    ///     am.request(0, add_k, &[1])?;
+    ///     am.wait_until(|s| s.get() == 101)
     /// })
     /// .unwrap();
     /// ```
-    pub fn request(&mut self, name: &'static str, f: RequestFn<S, C>) -> RequestHandler {
+    ///
+    /// Two captured words do not compile:
+    ///
+    /// ```compile_fail
+    /// let mut t = amrq::am::HandlerTable::<()>::new();
+    /// let (a, b) = (1u64, 2u64);
+    /// t.request("two", move |_s, _ctx, _m| { let _ = (a, b); Ok(()) });
+    /// ```
+    pub fn request<F>(&mut self, name: &'static str, f: F) -> RequestHandler
+    where
+        F: for<'a> Fn(&'a S, ReqCtx<'a, S, C>, Msg<'a>) -> Result<(), AmError> + Copy + 'static,
+    {
         let tag = self.next_tag();
         self.names.push(name);
-        self.requests[usize::from(tag)] = Some(f);
+        self.captures.push(Captures::of(f));
+        self.requests[usize::from(tag)] = Some(call_request::<S, C, F>);
         RequestHandler(tag)
     }
 
-    /// Registers a reply handler.
+    /// Registers a reply handler: what [`HandlerTable::request`] takes, without the
+    /// context to reply through.
     ///
     /// # Panics
     /// If the table already holds 65535 handlers.
@@ -241,10 +364,14 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     /// })
     /// .unwrap();
     /// ```
-    pub fn reply(&mut self, name: &'static str, f: ReplyFn<S>) -> ReplyHandler {
+    pub fn reply<F>(&mut self, name: &'static str, f: F) -> ReplyHandler
+    where
+        F: for<'a> Fn(&'a S, Msg<'a>) -> Result<(), AmError> + Copy + 'static,
+    {
         let tag = self.next_tag();
         self.names.push(name);
-        self.replies[usize::from(tag)] = Some(f);
+        self.captures.push(Captures::of(f));
+        self.replies[usize::from(tag)] = Some(call_reply::<S, C, F>);
         ReplyHandler(tag)
     }
 
@@ -288,13 +415,13 @@ impl<S, C: Conduit> HandlerTable<S, C> {
 
     /// The request handler of `tag`, if it names one.
     #[inline(always)]
-    pub(crate) fn request_fn(&self, tag: u16) -> Option<RequestFn<S, C>> {
+    pub(crate) fn request_fn(&self, tag: u16) -> Option<RawRequest<S, C>> {
         self.requests[usize::from(tag)]
     }
 
     /// The reply handler of `tag`, if it names one.
     #[inline(always)]
-    pub(crate) fn reply_fn(&self, tag: u16) -> Option<ReplyFn<S>> {
+    pub(crate) fn reply_fn(&self, tag: u16) -> Option<RawReply<S, C>> {
         self.replies[usize::from(tag)]
     }
 

@@ -4,7 +4,7 @@
 use super::{Am, REPLY_BUDGET, REQUEST_BUDGET};
 use crate::am::barrier::TAG_BARRIER;
 use crate::am::error::Stop;
-use crate::am::{AmError, Msg, ReqCtx};
+use crate::am::{AmError, Msg};
 use crate::conduit::{Conduit, ConduitError, Fault, FaultKind, Rank, ReceivedFrame};
 use crate::rq::QueueId;
 use crate::util::{Backoff, SLEEP_BACKSTOP};
@@ -256,26 +256,23 @@ impl<S, C: Conduit> Am<S, C> {
         }
     }
 
-    /// Runs the request handler `frame` names.
+    /// Runs the request handler `frame` names: its words passed in registers.
     #[inline(always)]
-    fn dispatch_request(&self, frame: &C::Frame<'_>) -> Result<(), AmError> {
-        let msg = Self::msg_of(frame);
-        match self.table.request_fn(frame.tag()) {
-            Some(h) => {
-                let source = msg.source();
-                h(&self.state, ReqCtx { am: self, source }, msg)
-            }
-            None => self.dispatch_other(true, frame.tag(), msg),
+    fn dispatch_request(&self, frame: &C::Frame<'_>) -> Result<(), Stop> {
+        let tag = frame.tag();
+        match self.table.request_fn(tag) {
+            Some(h) => h(self, tag, frame.source(), frame.args(), frame.payload()),
+            None => Ok(self.dispatch_other(true, tag, Self::msg_of(frame))?),
         }
     }
 
     /// Runs the reply handler `frame` names.
     #[inline(always)]
-    fn dispatch_reply(&self, frame: &C::Frame<'_>) -> Result<(), AmError> {
-        let msg = Self::msg_of(frame);
-        match self.table.reply_fn(frame.tag()) {
-            Some(h) => h(&self.state, msg),
-            None => self.dispatch_other(false, frame.tag(), msg),
+    fn dispatch_reply(&self, frame: &C::Frame<'_>) -> Result<(), Stop> {
+        let tag = frame.tag();
+        match self.table.reply_fn(tag) {
+            Some(h) => h(self, tag, frame.source(), frame.args(), frame.payload()),
+            None => Ok(self.dispatch_other(false, tag, Self::msg_of(frame))?),
         }
     }
 
@@ -289,7 +286,8 @@ impl<S, C: Conduit> Am<S, C> {
     /// dropped, the poll goes on); any other error is returned.
     #[cold]
     #[inline(never)]
-    fn contain(&self, q: QueueId, e: AmError) -> Result<(), Stop> {
+    fn contain(&self, q: QueueId, e: Stop) -> Result<(), Stop> {
+        let e = AmError::from(e);
         match e.peer_fault() {
             Some((source, kind)) => {
                 self.record_fault(q, source, kind);
