@@ -100,7 +100,7 @@ impl<S, C: Conduit> Am<S, C> {
         let handler = u16::try_from(id)
             .ok()
             .filter(|&t| t >= FIRST_USER_TAG)
-            .and_then(|t| Some((t, self.table.request_fn(t)?)));
+            .and_then(|t| self.table.request_fn(t).map(|h| (t, h)));
         let answer = |status: u64, value: u64| {
             let args = [op, status, value];
             self.send_reply(
