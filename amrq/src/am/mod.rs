@@ -35,7 +35,7 @@ pub use engine::Am;
 pub use error::AmError;
 pub use handlers::{HandlerTable, ReplyFn, ReplyHandler, RequestFn, RequestHandler};
 pub(crate) use ops::OpId;
-pub(crate) use payload::{Payload, ShortArgs};
+pub(crate) use payload::Payload;
 pub use segment_alloc::SegmentAllocator;
 pub(crate) use segment_service::{
     packed_headers, BLOCK_HEADER, TAG_ATOMIC, TAG_GET, TAG_GET_PACKED, TAG_PUT, TAG_PUT_PACKED,

@@ -21,13 +21,16 @@ pub(crate) struct ShortArgs {
 }
 
 impl ShortArgs {
-    /// `args`, of which a conduit took at most `MAX_ARGS` (it refuses more).
+    /// `args` by value; `None` if there are more than `MAX_ARGS` (which the conduit
+    /// refuses: its send of the slice says why).
     #[inline(always)]
-    pub(crate) fn of(args: &[u64]) -> Self {
+    pub(crate) fn of(args: &[u64]) -> Option<Self> {
         let mut words = [0; crate::conduit::ring::MAX_ARGS];
-        let n = args.len().min(words.len());
-        words[..n].copy_from_slice(&args[..n]);
-        Self { words, n }
+        words.get_mut(..args.len())?.copy_from_slice(args);
+        Some(Self {
+            words,
+            n: args.len(),
+        })
     }
 
     /// The args.

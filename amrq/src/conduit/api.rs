@@ -279,6 +279,31 @@ pub trait Conduit {
     /// ```
     fn try_send(&self, dest: Rank, ch: Channel, msg: &Message<'_>) -> Result<(), ConduitError>;
 
+    /// Sends an Express message (tag `tag`, `args`, no payload, no flags) to channel
+    /// `ch` of `dest` on the conduit's quickest path, if it has one and the message
+    /// can take it now: `true` if sent. `false` means only that this path did not
+    /// send it (nothing was sent, nothing is wrong): the caller then calls
+    /// [`Conduit::try_send`], which sends it or says why it cannot. The default never
+    /// sends.
+    ///
+    /// The shared-memory conduit's quick path is a send to a per-pair ring this rank
+    /// may use, with fewer args than an Express frame holds, while its cached view of
+    /// the receiver's head shows room: the common AM send, with no call in it.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, ReceivedFrame};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// assert!(eps[0].try_send_quick(1, 0, 7, &[42]));
+    /// assert!(!eps[0].try_send_quick(2, 0, 7, &[42])); // no rank 2: `try_send` says so
+    /// let f = eps[1].peek(0).unwrap().unwrap();
+    /// assert_eq!((f.tag(), f.args()), (7, &[42][..]));
+    /// ```
+    #[inline(always)]
+    fn try_send_quick(&self, dest: Rank, ch: Channel, tag: u16, args: &[u64]) -> bool {
+        let _ = (dest, ch, tag, args);
+        false
+    }
+
     /// Sends a Long message: deposits `msg.payload` at byte `offset` of `dest`'s
     /// registered segment, then a frame with `msg.args` that tells where. The receiver
     /// sees the payload in place in its segment. [`ConduitError::OutOfSegment`] if the

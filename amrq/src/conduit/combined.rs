@@ -392,6 +392,15 @@ impl<L: Conduit + 'static, R: Conduit + 'static> Conduit for Combined<L, R> {
         }
     }
 
+    #[inline(always)]
+    fn try_send_quick(&self, dest: Rank, ch: Channel, tag: u16, args: &[u64]) -> bool {
+        match self.route(dest) {
+            Ok(Route::Local(r)) => self.local.try_send_quick(r, ch, tag, args),
+            Ok(Route::Remote(r)) => self.remote.try_send_quick(r, ch, tag, args),
+            Err(_) => false, // `try_send` reports it
+        }
+    }
+
     fn try_send_long(
         &self,
         dest: Rank,

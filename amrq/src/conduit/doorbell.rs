@@ -104,6 +104,13 @@ pub fn ring(
     bit: u64,
     light: bool,
 ) -> bool {
+    is_armed(armed, bit, light) && ring_armed(summary, sleepers, bit)
+}
+
+/// Sender side of [`ring`], its first half: after the frame's Release store, whether
+/// the receiver has armed `bit` (with the fence `light` calls for).
+#[inline(always)]
+pub(crate) fn is_armed(armed: &AtomicU64, bit: u64, light: bool) -> bool {
     if light {
         // ORDERING: the frame's Release store (just done) stays before the load of
         // `armed` in program order; the receiver's `membarrier` in `arm` runs a full
@@ -117,9 +124,13 @@ pub fn ring(
         // (Dekker). One locked instruction.
         fence(Ordering::SeqCst);
     }
-    if armed.load(Ordering::Relaxed) & bit == 0 {
-        return false;
-    }
+    armed.load(Ordering::Relaxed) & bit != 0
+}
+
+/// Sender side of [`ring`], its second half, once [`is_armed`] said the receiver armed
+/// `bit`: sets the summary's bit; true if this sender is to wake the receiver.
+#[inline(always)]
+pub(crate) fn ring_armed(summary: &AtomicU64, sleepers: &AtomicU64, bit: u64) -> bool {
     // ORDERING: Release pairs with the receiver's Acquire load of the summary, which
     // then scans for the frame published before.
     summary.fetch_or(bit, Ordering::Release);

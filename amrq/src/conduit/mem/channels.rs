@@ -7,7 +7,7 @@ use crate::conduit::ring::{
     Consumer, FrameHeader, Peeked, Producer, RawRing, RingMemory, SharedProducer, MAX_ARGS,
     USER_FLAGS,
 };
-use crate::conduit::{Channel, ConduitError, Message, Rank};
+use crate::conduit::{doorbell, Channel, ConduitError, Message, Rank};
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::Ordering;
 
@@ -169,6 +169,18 @@ impl TxRing {
         }
     }
 
+    /// Pushes an Express frame into this rank's own ring if the producer's cached view
+    /// of the head shows room (see [`Producer::try_push_express`]); `false` (nothing
+    /// written) otherwise, and on a shared ring.
+    #[inline(always)]
+    pub(super) fn push_express(&self, header: FrameHeader, args: &[u64]) -> bool {
+        // SAFETY: only ring code runs while the state is borrowed.
+        match unsafe { self.prod.get() } {
+            Tx::Own(p) => p.try_push_express(&self.ring, header, args),
+            Tx::Shared { .. } => false,
+        }
+    }
+
     /// Publishes a frame of `msg`'s tag and args whose 16-byte payload is the pair
     /// `(a, b)` (a Long frame's offset and length, a Tag-On frame's block and length),
     /// with the conduit flag `flag`, after `write_data` has put in place the data the
@@ -242,8 +254,19 @@ impl TxRing {
         // SAFETY: the doorbell is inside the region the owner keeps alive; atomic only.
         let d = unsafe { &*self.doorbell };
         let light = d.heavy.load(Ordering::Relaxed) & self.light_bit != 0;
-        if crate::conduit::doorbell::ring(&d.armed, &d.summary, &d.sleepers, self.notify_bit, light)
-        {
+        if doorbell::is_armed(&d.armed, self.notify_bit, light) {
+            self.ring_armed_doorbell();
+        }
+    }
+
+    /// The rest of [`TxRing::ring_doorbell`] when the receiver has armed the channel,
+    /// out of line: the send stays free of calls and of the registers they need.
+    #[cold]
+    #[inline(never)]
+    fn ring_armed_doorbell(&self) {
+        // SAFETY: as in `ring_doorbell`.
+        let d = unsafe { &*self.doorbell };
+        if doorbell::ring_armed(&d.summary, &d.sleepers, self.notify_bit) {
             // ORDERING: Release pairs with the sleeper's Acquire load of `wake` before
             // it sleeps; the futex wake ends its sleep.
             d.wake.fetch_add(1, Ordering::Release);

@@ -189,15 +189,49 @@ impl Producer {
             // An Express frame, whatever its arg count: one slot, never padded. Folds
             // away where the count is a constant; where it is not (the C interface),
             // it spares the slot count and pad arithmetic of the general case.
-            return self.push_slots(mem, 1, header, args, payload);
+            return self.push_slots::<M, true>(mem, 1, header, args, payload);
         }
         let k = frame_slots(args.len(), payload.len());
-        self.push_slots(mem, k, header, args, payload)
+        self.push_slots::<M, true>(mem, k, header, args, payload)
     }
 
     /// [`Self::try_push`] of a frame of `k` slots.
+    /// [`Producer::try_push`] of an Express frame (at most `EXPRESS_ARGS` args, no
+    /// payload) that trusts the cached view of the consumer's head: `false` (nothing
+    /// written) when that view shows the ring full, even if the consumer has freed room
+    /// since. No call in it, for a send whose other cases go through `try_push`.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 2 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 2 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 2 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 2) };
+    /// # ring.init(0);
+    /// let (mut p, mut c) = (Producer::new(2, 0), Consumer::new(2, 0, 1));
+    /// assert!(p.try_push_express(&ring, FrameHeader::default(), &[1]));
+    /// assert!(p.try_push_express(&ring, FrameHeader::default(), &[2]));
+    /// let f = c.peek(&ring).unwrap().unwrap();
+    /// c.release(&ring, &f); // one slot free, but the cached view says full:
+    /// assert!(!p.try_push_express(&ring, FrameHeader::default(), &[3]));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[3], b"")); // reads the head
+    /// ```
     #[inline(always)]
-    fn push_slots<M: RingMemory>(
+    pub fn try_push_express<M: RingMemory>(
+        &mut self,
+        mem: &M,
+        header: FrameHeader,
+        args: &[u64],
+    ) -> bool {
+        debug_assert!(args.len() <= EXPRESS_ARGS);
+        self.push_slots::<M, false>(mem, 1, header, args, &[])
+    }
+
+    /// Writes a frame of `k` slots if there is room (with `REFRESH`, re-reading the
+    /// consumer's head when the cached view says there is not).
+    #[inline(always)]
+    fn push_slots<M: RingMemory, const REFRESH: bool>(
         &mut self,
         mem: &M,
         k: u64,
@@ -215,7 +249,11 @@ impl Producer {
         } else {
             0
         };
-        if !self.has_room(mem, pad + k) {
+        let room = match REFRESH {
+            true => self.has_room(mem, pad + k),
+            false => self.tail.wrapping_sub(self.cached_head) + pad + k <= mask + 1,
+        };
+        if !room {
             return false;
         }
         if pad > 0 {
