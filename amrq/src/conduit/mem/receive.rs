@@ -89,8 +89,11 @@ impl MemConduit {
         let rings: &[RxRing] = &chan.rings;
         let mut s = chan.cursor.get();
         for _ in 0..rings.len() {
-            // The cursor is always a ring's index (as in `scan`).
-            let r = &rings[s];
+            debug_assert!(s < rings.len());
+            // SAFETY: the cursor is always a ring's index (it is set only to one, here
+            // and in `scan`; a channel's rings never change), and so is `s`, which
+            // wraps at the count.
+            let r = unsafe { rings.get_unchecked(s) };
             let this = s;
             s = if s + 1 == rings.len() { 0 } else { s + 1 };
             let ring = r.ring;
