@@ -171,14 +171,17 @@ impl TxRing {
 
     /// Pushes an Express frame into this rank's own ring if the producer's cached view
     /// of the head shows room (see [`Producer::try_push_express`]); `false` (nothing
-    /// written) otherwise, and on a shared ring.
+    /// written) otherwise. Only for a ring whose `own_args_below` is not 0.
     #[inline(always)]
     pub(super) fn push_express(&self, header: FrameHeader, args: &[u64]) -> bool {
+        debug_assert!(self.own_args_below != 0);
         // SAFETY: only ring code runs while the state is borrowed.
-        match unsafe { self.prod.get() } {
-            Tx::Own(p) => p.try_push_express(&self.ring, header, args),
-            Tx::Shared { .. } => false,
-        }
+        let Tx::Own(p) = (unsafe { self.prod.get() }) else {
+            // SAFETY: `own_args_below` is not 0 only on a ring built as `Tx::Own` (see
+            // `MemConduit::new`), and a ring's `Tx` never changes.
+            unsafe { std::hint::unreachable_unchecked() }
+        };
+        p.try_push_express(&self.ring, header, args)
     }
 
     /// Publishes a frame of `msg`'s tag and args whose 16-byte payload is the pair
