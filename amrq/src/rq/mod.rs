@@ -296,7 +296,12 @@ impl<C: Conduit> Rq<C> {
                     len: payload.len(),
                 })
             }
-            Kind::Express | Kind::Basic => self.enqueue_runtime(dest, q, tag, args, payload),
+            Kind::Express | Kind::Basic => {
+                if payload.is_empty() && self.conduit.try_send_quick(dest, q.index(), tag, args) {
+                    return Ok(true);
+                }
+                self.enqueue_runtime(dest, q, tag, args, payload)
+            }
             Kind::TagOn => {
                 let msg = Message {
                     tag,

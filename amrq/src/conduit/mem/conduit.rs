@@ -7,7 +7,8 @@ use super::channels::{with_hidden_word, RxChannel, RxRing, TxRing};
 use super::frame::{close_ring, drop_frame, hidden_word, inline_pair, tag_on_payload};
 use super::{MemConduit, MemFrame};
 use crate::conduit::ring::{
-    FrameHeader, Peeked, EXPRESS_ARGS, FLAG_LONG, FLAG_TAG_ON, MAX_ARGS, USER_FLAGS,
+    FrameHeader, Look, Peeked, RingMemory, EXPRESS_ARGS, FLAG_LONG, FLAG_TAG_ON, MAX_ARGS,
+    USER_FLAGS,
 };
 use crate::conduit::{
     Armed, Arming, AtomicOp, Caps, Channel, Conduit, ConduitError, ConduitSpec, Fault, FaultKind,
@@ -110,7 +111,9 @@ impl MemConduit {
     /// It never fails: the `Result` is `peek`'s own return type, so that the frame is
     /// built in place where `peek` returns it (an `Option` here cost 33 instructions per
     /// enqueue and `read_queue` in `rq_loop` under callgrind, 282 against 249: the frame
-    /// was copied).
+    /// was copied). An Express frame of a plain ring is handed out after one test of its
+    /// header, as `drain` does (callgrind: 39 instructions fewer per enqueue and
+    /// `read_queue`, 181 against 142).
     #[inline(always)]
     pub(super) fn take<'a>(
         &'a self,
@@ -119,6 +122,16 @@ impl MemConduit {
         ch: Channel,
     ) -> Result<Option<MemFrame<'a>>, ConduitError> {
         let r = &chan.rings[s];
+        if r.plain.get() {
+            let ring = r.ring;
+            // SAFETY: only ring code runs while the consumer state is borrowed.
+            if let Look::Express(p) = unsafe { r.cons.get() }.look(&ring) {
+                chan.took(s);
+                chan.busy.set(true);
+                let slot = ring.slot_ptr(p.index(ring.nslots()));
+                return Ok(Some(MemFrame::express(chan, r, s, p, slot)));
+            }
+        }
         let p = match r.cons.with(|c| c.take_ready(&r.ring)) {
             Ok(Some(p)) => p,
             Ok(None) => return Ok(None),
