@@ -164,6 +164,8 @@ const TABLE: &[(&str, Side, Task)] = {
         ("oneway_rank::{{closure}}", Receive, Handler),
         ("rq_loop::am_rank", Harness, Other),
         ("rq_loop::oneway_rank", Harness, Other),
+        ("empty_wait_rank::{{closure}}", Harness, Other),
+        ("rq_loop::empty_wait_rank", Harness, Other),
         ("rq_loop::rq_loop", Harness, Other),
     ]
 };
@@ -196,6 +198,11 @@ pub const MODES: &[Mode] = &[
         key: "am_round_trip",
         what: "a Short AM request and its reply, to itself",
         args: &["--am"],
+    },
+    Mode {
+        key: "am_empty_wait",
+        what: "a round of `Am::wait_until` in which nothing arrives",
+        args: &["--empty-wait"],
     },
     Mode {
         key: "rq_frame",
@@ -487,11 +494,12 @@ pub fn table(mode: &Mode, b: &Budget) -> String {
         }
         s += &format!("| {} | {tx:.1} | {rx:.1} |\n", t.name());
     }
+    // `+ 0.0` turns a sum of nothing (-0.0) into 0.0 for the table.
     s += &format!(
         "| **total** (both: **{:.1}**) | **{:.1}** | **{:.1}** |\n",
         b.total(),
-        b.side(Side::Send),
-        b.side(Side::Receive)
+        b.side(Side::Send) + 0.0,
+        b.side(Side::Receive) + 0.0
     );
     s += &format!(
         "\nThe benchmark's own loop: {:.1} instructions per iteration (not counted).\n",

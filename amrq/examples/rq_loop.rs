@@ -12,6 +12,8 @@
 //!   per-message cost of a stream, where the receive loop takes frames in a row);
 //! - `--empty-poll`: `Am::poll` when nothing has arrived: idle long (the queues armed,
 //!   as One-poll arms its own), and within 1000 polls of a message (every ring looked at);
+//! - `--empty-wait`: a round of `Am::wait_until` in which nothing arrives (the reply
+//!   rings looked at, then the request rings, then the backoff's count);
 //! - `--one-poll`: an empty One-poll over 1, 8 and 64 queues, with 1 and 8 ranks (the
 //!   receiver idle, its doorbell armed), next to a plain scan of the same queues;
 //! - `--hold`: entering and leaving an uncontended `hold_interrupts` section while a
@@ -23,8 +25,8 @@
 //! ```text
 //! cargo run --release --example rq_loop [-- --quick] [--am] [--iters N] [--json]
 //! ```
-//! Last line: `rq_loop: ns_per_frame=…`, `am_loop: ns_per_round_trip=…` or
-//! `am_oneway: ns_per_message=…` (medians).
+//! Last line: `rq_loop: ns_per_frame=…`, `am_loop: ns_per_round_trip=…`,
+//! `am_oneway: ns_per_message=…` or `empty_wait: ns_per_round=…` (medians).
 
 mod common;
 
@@ -53,6 +55,9 @@ struct Args {
     /// An empty `Am::poll`.
     #[arg(long, group = "mode")]
     empty_poll: bool,
+    /// A round of `Am::wait_until` in which nothing arrives.
+    #[arg(long, group = "mode")]
+    empty_wait: bool,
     /// An empty One-poll over 1–64 queues and 1–8 ranks.
     #[arg(long, group = "mode")]
     one_poll: bool,
@@ -75,6 +80,8 @@ fn main() {
         am_oneway(&o)
     } else if o.empty_poll {
         empty_poll(&o)
+    } else if o.empty_wait {
+        empty_wait(&o)
     } else if o.one_poll {
         one_poll(&o)
     } else if o.hold {
@@ -87,6 +94,31 @@ fn main() {
 /// Empty polls timed after each message of `rq_loop --empty-poll`'s busy case: fewer
 /// than arm the queues.
 const AFTER: u64 = 1000;
+
+/// `--empty-wait`: `Am::wait_until` on a condition that holds after `AFTER` looks, with
+/// nothing arriving: each round looks at the reply rings, then the request rings, in
+/// the tight phase of the wait's backoff (what a rank waiting for a reply runs until
+/// it comes).
+#[inline(never)]
+fn empty_wait(o: &Args) {
+    let iters = o.iters.unwrap_or(if o.common.quick {
+        2_000_000
+    } else {
+        20_000_000
+    });
+    let (batches, waits) = (o.batches.max(1), (iters / AFTER).max(1));
+    let out = amrq::threads::run(1, &Config::default(), |c| {
+        empty_wait_rank(c, waits, batches)
+    });
+    let mut v = match out.map(|mut v| v.remove(0)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => common::fail(&e.to_string()),
+        Err(e) => common::fail(&e.to_string()),
+    };
+    let ns = median(&mut v);
+    println!("one rank, Am::wait_until with nothing arriving, {batches} batches of {waits} waits of {AFTER} rounds");
+    common::summary("empty_wait", o.common.json, &[("ns_per_round", ns)]);
+}
 
 fn empty_poll(o: &Args) {
     let iters = o.iters.unwrap_or(if o.common.quick {
@@ -348,6 +380,30 @@ fn am_rank(
         per_batch.push(t.elapsed().as_nanos() as f64 / iters as f64);
     }
     Ok(per_batch)
+}
+
+/// One rank's empty waits: `waits` waits of `AFTER` rounds per batch; returns ns per
+/// round of each batch.
+#[inline(never)]
+fn empty_wait_rank(
+    conduit: amrq::conduit::mem::MemConduit,
+    waits: u64,
+    batches: u64,
+) -> Result<Vec<f64>, AmError> {
+    let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
+    let mut per_round = Vec::new();
+    for _ in 0..batches {
+        let t = Instant::now();
+        for _ in 0..waits {
+            let mut looks = 0;
+            am.wait_until(|_| {
+                looks += 1;
+                looks > AFTER
+            })?;
+        }
+        per_round.push(t.elapsed().as_nanos() as f64 / (waits * AFTER) as f64);
+    }
+    Ok(per_round)
 }
 
 /// One rank's one-way loop: `burst` requests to itself, then polls until their
