@@ -287,8 +287,8 @@ pub trait Conduit {
     /// sends.
     ///
     /// The shared-memory conduit's quick path is a send to a per-pair ring this rank
-    /// may use, with fewer args than an Express frame holds, while its cached view of
-    /// the receiver's head shows room: the common AM send, with no call in it.
+    /// may use, of at most the six args an Express frame holds, while its cached view
+    /// of the receiver's head shows room: the common AM send, with no call in it.
     ///
     /// ```
     /// use amrq::conduit::{threads, Conduit, ReceivedFrame};

@@ -477,9 +477,10 @@ impl Conduit for MemConduit {
         }
     }
 
-    /// A destination and channel in range, a ring of this rank's own that it may send
-    /// into with fewer args than an Express frame holds (`own_args_below`, set up once),
-    /// room by the cached view of the head: the rest of `try_send`'s checks hold.
+    /// A destination and channel in range, at most the six args an Express frame
+    /// holds, a ring of this rank's own that it may send into (`own_args_below`, set
+    /// up once), room by the cached view of the head: the rest of `try_send`'s checks
+    /// hold.
     #[inline(always)]
     fn try_send_quick(&self, dest: Rank, ch: Channel, tag: u16, args: &[u64]) -> bool {
         if dest >= self.size || ch >= self.rx.len() || args.len() > EXPRESS_ARGS {

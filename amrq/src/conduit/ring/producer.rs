@@ -195,7 +195,6 @@ impl Producer {
         self.push_slots::<M, true>(mem, k, header, args, payload)
     }
 
-    /// [`Self::try_push`] of a frame of `k` slots.
     /// [`Producer::try_push`] of an Express frame (at most `EXPRESS_ARGS` args, no
     /// payload) that trusts the cached view of the consumer's head: `false` (nothing
     /// written) when that view shows the ring full, even if the consumer has freed room
@@ -228,8 +227,8 @@ impl Producer {
         self.push_slots::<M, false>(mem, 1, header, args, &[])
     }
 
-    /// Writes a frame of `k` slots if there is room (with `REFRESH`, re-reading the
-    /// consumer's head when the cached view says there is not).
+    /// [`Self::try_push`] of a frame of `k` slots (with `REFRESH`, re-reading the
+    /// consumer's head when the cached view says there is no room).
     #[inline(always)]
     fn push_slots<M: RingMemory, const REFRESH: bool>(
         &mut self,
