@@ -316,15 +316,8 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     /// ```
     #[inline(always)]
     pub fn reply(self, handler: ReplyHandler, args: &[u64]) -> Result<(), AmError> {
-        let (am, q) = (self.am, QueueId::AM_REPLY);
-        if am
-            .rq()
-            .conduit()
-            .try_send_quick(self.source, q.index(), handler.0, args)
-        {
-            return Ok(());
-        }
-        am.send_short(self.source, q, handler.0, args)
+        self.am
+            .send_short(self.source, QueueId::AM_REPLY, handler.0, args)
     }
 
     /// Sends a Medium reply (payload up to [`Am::max_medium`] bytes).

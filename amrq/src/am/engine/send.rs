@@ -38,26 +38,19 @@ impl<S, C: Conduit> Am<S, C> {
         handler: RequestHandler,
         args: &[u64],
     ) -> Result<(), AmError> {
-        let q = QueueId::AM_REQUEST;
-        if self
-            .rq
-            .conduit()
-            .try_send_quick(dest, q.index(), handler.0, args)
-        {
-            return Ok(());
-        }
-        self.send_short(dest, q, handler.0, args)
+        self.send_short(dest, QueueId::AM_REQUEST, handler.0, args)
     }
 
-    /// A Short request or reply (queue `q`) that the conduit's quick path did not send
-    /// ([`Conduit::try_send_quick`]): the full send, which says what is wrong with it,
-    /// then, if there is no room, [`Am::send_when_room`], polling what that queue's
-    /// sender may run while it waits. Out of line, so that the inlined send has no call
-    /// in its common path (callgrind: 10 instructions fewer per reply a handler sends,
-    /// which no longer saves four registers), with the args by value: a slice would
-    /// keep the caller's args in memory, and a sender whose slot stores wait for their
-    /// cache lines runs only as many sends ahead as the store buffer holds stores (16
-    /// more stack stores per send slowed the stream's sender from 28 to 71 ns).
+    /// Sends a Short request or reply (queue `q`): through the conduit's quick path
+    /// ([`Conduit::try_send_quick`]) if it takes it; otherwise the full send, which says
+    /// what is wrong with it, then, if there is no room, [`Am::send_when_room`], polling
+    /// what that queue's sender may run while it waits. Those are out of line, so that
+    /// the inlined send has no call in its common path (callgrind: 10 instructions
+    /// fewer per reply a handler sends, which no longer saves four registers), with the
+    /// args by value: a slice would keep the caller's args in memory, and a sender whose
+    /// slot stores wait for their cache lines runs only as many sends ahead as the store
+    /// buffer holds stores (16 more stack stores per send slowed the stream's sender
+    /// from 28 to 71 ns).
     #[inline(always)]
     pub(crate) fn send_short(
         &self,
@@ -66,6 +59,9 @@ impl<S, C: Conduit> Am<S, C> {
         tag: u16,
         args: &[u64],
     ) -> Result<(), AmError> {
+        if self.rq.conduit().try_send_quick(dest, q.index(), tag, args) {
+            return Ok(());
+        }
         match ShortArgs::of(args) {
             Some(args) => self.send_short_slowly(dest, q, tag, args),
             None => self.send_short_slice(dest, q, tag, args),
