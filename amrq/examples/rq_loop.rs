@@ -95,6 +95,25 @@ fn main() {
 /// than arm the queues.
 const AFTER: u64 = 1000;
 
+/// What `rank` returns, run as the one rank of a job on threads; a failure ends the
+/// program with its message.
+fn one_rank<T: Send>(
+    rank: impl Fn(amrq::conduit::mem::MemConduit) -> Result<T, AmError> + Sync,
+) -> T {
+    rank_zero(amrq::threads::run(1, &Config::default(), rank))
+}
+
+/// Rank 0's result of a job's results; a failure ends the program with its message.
+fn rank_zero<T, E: std::fmt::Display, J: std::fmt::Display>(
+    out: Result<Vec<Result<T, E>>, J>,
+) -> T {
+    match out.map(|mut v| v.swap_remove(0)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => common::fail(&e.to_string()),
+        Err(e) => common::fail(&e.to_string()),
+    }
+}
+
 /// `--empty-wait`: `Am::wait_until` on a condition that holds after `AFTER` looks, with
 /// nothing arriving: each round looks at the reply rings, then the request rings, in
 /// the tight phase of the wait's backoff (what a rank waiting for a reply runs until
@@ -107,14 +126,7 @@ fn empty_wait(o: &Args) {
         20_000_000
     });
     let (batches, waits) = (o.batches.max(1), (iters / AFTER).max(1));
-    let out = amrq::threads::run(1, &Config::default(), |c| {
-        empty_wait_rank(c, waits, batches)
-    });
-    let mut v = match out.map(|mut v| v.remove(0)) {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => common::fail(&e.to_string()),
-        Err(e) => common::fail(&e.to_string()),
-    };
+    let mut v = one_rank(|c| empty_wait_rank(c, waits, batches));
     let ns = median(&mut v);
     println!("one rank, Am::wait_until with nothing arriving, {batches} batches of {waits} waits of {AFTER} rounds");
     common::summary("empty_wait", o.common.json, &[("ns_per_round", ns)]);
@@ -168,11 +180,7 @@ fn empty_poll(o: &Args) {
         }
         Ok((median(&mut armed), median(&mut busy)))
     });
-    let (armed, busy) = match out.map(|mut v| v.remove(0)) {
-        Ok(Ok(figures)) => figures,
-        Ok(Err(e)) => common::fail(&e.to_string()),
-        Err(e) => common::fail(&e.to_string()),
-    };
+    let (armed, busy) = rank_zero(out);
     println!("one rank, Am::poll on empty request and reply queues, {batches} batches of {iters}");
     println!("  idle long (queues armed):          {armed:.2} ns");
     println!("  within {AFTER} polls of a message:     {busy:.2} ns");
@@ -448,15 +456,7 @@ fn am_oneway(o: &Args) {
         .iters
         .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
     let (batches, burst) = (o.batches.max(1), o.burst);
-    let out = amrq::threads::run(1, &Config::default(), |conduit| {
-        oneway_rank(conduit, iters, batches, burst)
-    });
-    let mut v = match out {
-        Ok(mut v) => v
-            .swap_remove(0)
-            .unwrap_or_else(|e| common::fail(&e.to_string())),
-        Err(e) => common::fail(&e.to_string()),
-    };
+    let mut v = one_rank(|c| oneway_rank(c, iters, batches, burst));
     println!(
         "one rank, one-word Short AM request to itself and its handler, bursts of {burst}, {batches} batches of {iters}"
     );
@@ -473,15 +473,7 @@ fn am_loop(o: &Args) {
         .iters
         .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
     let batches = o.batches.max(1);
-    let out = amrq::threads::run(1, &Config::default(), |conduit| {
-        am_rank(conduit, iters, batches)
-    });
-    let mut v = match out {
-        Ok(mut v) => v
-            .swap_remove(0)
-            .unwrap_or_else(|e| common::fail(&e.to_string())),
-        Err(e) => common::fail(&e.to_string()),
-    };
+    let mut v = one_rank(|c| am_rank(c, iters, batches));
     println!("one rank, Short AM request → reply to itself, {batches} batches of {iters}");
     common::summary(
         "am_loop",
