@@ -167,6 +167,10 @@ const TABLE: &[(&str, Side, Task)] = {
         ("empty_wait_rank::{{closure}}", Harness, Other),
         ("rq_loop::empty_wait_rank", Harness, Other),
         ("rq_loop::rq_loop", Harness, Other),
+        // `--ring-floor`: its poll and dispatch, its handler, its loop.
+        ("floor::Rx::poll", Receive, Dispatch),
+        ("floor::count", Receive, Handler),
+        ("floor::floor_rank", Harness, Other),
     ]
 };
 
@@ -182,7 +186,8 @@ pub struct Mode {
 }
 
 /// The modes measured: the one-word AM of Table 2, the same in a stream of 64, the
-/// AM round trip to itself, and an RQ enqueue + read_queue.
+/// AM round trip to itself, an empty wait round, the one-word AM with the ring
+/// primitives alone (the floor), and an RQ enqueue + read_queue.
 pub const MODES: &[Mode] = &[
     Mode {
         key: "am_oneway",
@@ -203,6 +208,11 @@ pub const MODES: &[Mode] = &[
         key: "am_empty_wait",
         what: "a round of `Am::wait_until` in which nothing arrives",
         args: &["--empty-wait"],
+    },
+    Mode {
+        key: "ring_floor",
+        what: "the one-word AM of am_oneway with the ring primitives alone: the floor (no channel, permission, fault containment, One-poll or scan)",
+        args: &["--ring-floor"],
     },
     Mode {
         key: "rq_frame",

@@ -10,6 +10,9 @@
 //!   its handler (which counts it): the per-message cost of AM paper Table 2, send and
 //!   receive + dispatch; with `--burst K`, K requests, then polls until all K ran (the
 //!   per-message cost of a stream, where the receive loop takes frames in a row);
+//! - `--ring-floor`: the one-word AM of `--am-oneway` written and read with the ring
+//!   primitives alone (no channel, permission, fault, re-entrancy or One-poll): the
+//!   floor the runtime's figure is read against (see `rq_loop/floor.rs`);
 //! - `--empty-poll`: `Am::poll` when nothing has arrived: idle long (the queues armed,
 //!   as One-poll arms its own), and within 1000 polls of a message (every ring looked at);
 //! - `--empty-wait`: a round of `Am::wait_until` in which nothing arrives (the reply
@@ -26,9 +29,12 @@
 //! cargo run --release --example rq_loop [-- --quick] [--am] [--iters N] [--json]
 //! ```
 //! Last line: `rq_loop: ns_per_frame=…`, `am_loop: ns_per_round_trip=…`,
-//! `am_oneway: ns_per_message=…` or `empty_wait: ns_per_round=…` (medians).
+//! `am_oneway: ns_per_message=…`, `ring_floor: ns_per_message=…` or
+//! `empty_wait: ns_per_round=…` (medians).
 
 mod common;
+#[path = "rq_loop/floor.rs"]
+mod floor;
 
 use amrq::conduit::{threads, ReceivedFrame};
 use amrq::prelude::*;
@@ -52,6 +58,9 @@ struct Args {
     /// With `--am-oneway`: requests sent before polling them all.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=128))]
     burst: u64,
+    /// The one-word AM of `--am-oneway` with the ring primitives alone (a floor).
+    #[arg(long, group = "mode")]
+    ring_floor: bool,
     /// An empty `Am::poll`.
     #[arg(long, group = "mode")]
     empty_poll: bool,
@@ -78,6 +87,8 @@ fn main() {
         am_loop(&o)
     } else if o.am_oneway {
         am_oneway(&o)
+    } else if o.ring_floor {
+        ring_floor(&o)
     } else if o.empty_poll {
         empty_poll(&o)
     } else if o.empty_wait {
@@ -462,6 +473,23 @@ fn am_oneway(o: &Args) {
     );
     common::summary(
         "am_oneway",
+        o.common.json,
+        &[("ns_per_message", median(&mut v))],
+    );
+}
+
+#[inline(never)]
+fn ring_floor(o: &Args) {
+    let iters = o
+        .iters
+        .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
+    let batches = o.batches.max(1);
+    let mut v = floor::floor_rank(iters, batches);
+    println!(
+        "ring primitives alone: a one-word Express frame written, one look at a reply and a request ring, a handler from a table, {batches} batches of {iters}"
+    );
+    common::summary(
+        "ring_floor",
         o.common.json,
         &[("ns_per_message", median(&mut v))],
     );
