@@ -517,10 +517,12 @@ impl Conduit for MemConduit {
     /// hold.
     #[inline(always)]
     fn try_send_quick(&self, dest: Rank, ch: Channel, tag: u16, args: &[u64]) -> bool {
-        if dest >= self.size || ch >= self.rx.len() || args.len() > EXPRESS_ARGS {
+        if dest >= self.size || ch >= self.tx_channels || args.len() > EXPRESS_ARGS {
             return false;
         }
-        let t = &self.tx[ch * self.size + dest];
+        debug_assert_eq!(self.tx.len(), self.tx_channels * self.size);
+        // SAFETY: `ch * size + dest < tx_channels * size`, which is `tx.len()`.
+        let t = unsafe { self.tx.get_unchecked(ch * self.size + dest) };
         if args.len() >= t.own_args_below {
             return false;
         }

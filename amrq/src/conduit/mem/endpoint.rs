@@ -110,7 +110,11 @@ pub struct MemConduit {
     pub(super) rank: Rank,
     pub(super) size: usize,
     pub(super) caps: Caps,
+    /// The send side of each (channel, destination) pair, at `ch * size + dest`.
     pub(super) tx: Box<[TxRing]>,
+    /// Channels this endpoint sends on: `tx.len() / size` (0 for a view that only
+    /// receives), so that a channel and destination in range index `tx` in bounds.
+    pub(super) tx_channels: usize,
     pub(super) rx: Box<[RxChannel]>,
     pub(super) segments: Box<[NonNull<u8>]>,
     pub(super) segment_bytes: usize,
@@ -258,6 +262,12 @@ impl MemConduit {
                 pools: pools.clone(),
             });
         }
+        // `try_send_quick` indexes `tx` unchecked on this.
+        assert_eq!(
+            tx.len(),
+            channels * ranks,
+            "one send side per channel and rank"
+        );
         let caps = Caps {
             ranks,
             segment_bytes,
@@ -303,6 +313,7 @@ impl MemConduit {
             rank,
             size: ranks,
             caps,
+            tx_channels: channels,
             tx: tx.into_boxed_slice(),
             rx: rx.into_boxed_slice(),
             segments: segments.into_boxed_slice(),
@@ -375,6 +386,7 @@ impl MemConduit {
             size: self.size,
             caps: self.caps.clone(),
             tx: Box::new([]),
+            tx_channels: 0,
             rx,
             segments: self.segments.clone(),
             segment_bytes: self.segment_bytes,
