@@ -81,6 +81,14 @@ struct Args {
     batches: u64,
 }
 
+impl Args {
+    /// `--iters`, or `quick` with `--quick` and ten times it without.
+    fn iters_or(&self, quick: u64) -> u64 {
+        self.iters
+            .unwrap_or(if self.common.quick { quick } else { 10 * quick })
+    }
+}
+
 fn main() {
     let o = <Args as clap::Parser>::parse();
     if o.am {
@@ -131,11 +139,7 @@ fn rank_zero<T, E: std::fmt::Display, J: std::fmt::Display>(
 /// it comes).
 #[inline(never)]
 fn empty_wait(o: &Args) {
-    let iters = o.iters.unwrap_or(if o.common.quick {
-        2_000_000
-    } else {
-        20_000_000
-    });
+    let iters = o.iters_or(2_000_000);
     let (batches, waits) = (o.batches.max(1), (iters / AFTER).max(1));
     let mut v = one_rank(|c| empty_wait_rank(c, waits, batches));
     let ns = median(&mut v);
@@ -144,11 +148,7 @@ fn empty_wait(o: &Args) {
 }
 
 fn empty_poll(o: &Args) {
-    let iters = o.iters.unwrap_or(if o.common.quick {
-        2_000_000
-    } else {
-        20_000_000
-    });
+    let iters = o.iters_or(2_000_000);
     let batches = o.batches.max(1);
     let out = amrq::threads::run(1, &Config::default(), |c| -> Result<_, AmError> {
         let mut table = HandlerTable::new();
@@ -206,11 +206,7 @@ fn empty_poll(o: &Args) {
 /// (the other ranks' endpoints idle), armed when the queues are `one_poll` queues.
 fn empty_one_poll(o: &Args, ranks: usize, queues: usize, armed: bool) -> f64 {
     use amrq::config::QueueSpec;
-    let iters = o.iters.unwrap_or(if o.common.quick {
-        1_000_000
-    } else {
-        10_000_000
-    });
+    let iters = o.iters_or(1_000_000);
     let mut cfg = Config {
         am_ring_slots: 4,
         ..Config::default()
@@ -275,11 +271,7 @@ fn one_poll(o: &Args) {
 /// An uncontended critical section against a running (idle) progress thread.
 fn hold(o: &Args) {
     use amrq::config::{Delivery, QueueSpec};
-    let iters = o.iters.unwrap_or(if o.common.quick {
-        10_000_000
-    } else {
-        100_000_000
-    });
+    let iters = o.iters_or(10_000_000);
     let mut cfg = Config::default();
     cfg.add(QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt));
     let mut eps = threads::endpoints_for(1, &cfg.conduit_spec())
@@ -463,9 +455,7 @@ fn oneway_rank(
 
 #[inline(never)]
 fn am_oneway(o: &Args) {
-    let iters = o
-        .iters
-        .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
+    let iters = o.iters_or(200_000);
     let (batches, burst) = (o.batches.max(1), o.burst);
     let mut v = one_rank(|c| oneway_rank(c, iters, batches, burst));
     println!(
@@ -480,9 +470,7 @@ fn am_oneway(o: &Args) {
 
 #[inline(never)]
 fn ring_floor(o: &Args) {
-    let iters = o
-        .iters
-        .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
+    let iters = o.iters_or(200_000);
     let batches = o.batches.max(1);
     let mut v = floor::floor_rank(iters, batches);
     println!(
@@ -497,9 +485,7 @@ fn ring_floor(o: &Args) {
 
 #[inline(never)]
 fn am_loop(o: &Args) {
-    let iters = o
-        .iters
-        .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
+    let iters = o.iters_or(200_000);
     let batches = o.batches.max(1);
     let mut v = one_rank(|c| am_rank(c, iters, batches));
     println!("one rank, Short AM request → reply to itself, {batches} batches of {iters}");
@@ -512,9 +498,7 @@ fn am_loop(o: &Args) {
 
 #[inline(never)]
 fn rq_loop(o: &Args) {
-    let iters = o
-        .iters
-        .unwrap_or(if o.common.quick { 200_000 } else { 2_000_000 });
+    let iters = o.iters_or(200_000);
     let batches = o.batches.max(1);
     let mut eps =
         threads::endpoints(1, &[256, 256, 256]).unwrap_or_else(|e| common::fail(&e.to_string()));
