@@ -49,15 +49,15 @@ impl MemConduit {
         &self,
         set: &PollSet,
     ) -> Result<Option<(Channel, MemFrame<'_>)>, ConduitError> {
-        let (armed, idle) = self.one_poll_state.get();
+        let (armed, idle) = (self.one_poll_armed.get(), self.one_poll_idle.get());
         for &ch in &set.channels {
             if let Some(f) = self.peek(ch)? {
-                self.one_poll_state.set((armed, 0));
+                self.one_poll_idle.set(0);
                 return Ok(Some((ch, f)));
             }
         }
         let idle = idle.saturating_add(1);
-        self.one_poll_state.set((armed, idle));
+        self.one_poll_idle.set(idle);
         if self.arm_if_idle(set, armed, idle, ARM_AFTER) {
             for &ch in &set.channels {
                 if let Some(f) = self.peek(ch)? {
@@ -72,9 +72,9 @@ impl MemConduit {
     /// [`Conduit::polled`] after `POLL_ARM_AFTER` empty polls in a row: arms the set.
     #[inline(never)]
     fn polled_idle(&self, set: &PollSet) {
-        let (armed, idle) = self.one_poll_state.get();
+        let (armed, idle) = (self.one_poll_armed.get(), self.one_poll_idle.get());
         let idle = idle.saturating_add(1);
-        self.one_poll_state.set((armed, idle));
+        self.one_poll_idle.set(idle);
         if self.arm_if_idle(set, armed, idle, POLL_ARM_AFTER)
             && !set.channels.iter().all(|&ch| self.quiet(ch))
         {
@@ -98,7 +98,7 @@ impl MemConduit {
             return false;
         }
         crate::conduit::doorbell::arm(&d.armed, None, set.bits, heavy);
-        self.one_poll_state.set((armed | set.bits, idle));
+        self.one_poll_armed.set(armed | set.bits);
         true
     }
 
@@ -110,7 +110,8 @@ impl MemConduit {
         let d = self.doorbell();
         d.armed.fetch_and(!set.bits, Ordering::Relaxed);
         d.summary.fetch_and(!set.bits, Ordering::Relaxed);
-        self.one_poll_state.set((armed & !set.bits, 0));
+        self.one_poll_armed.set(armed & !set.bits);
+        self.one_poll_idle.set(0);
     }
 
     /// The first ring of `chan` from the cursor on (round-robin) with a frame, in one
@@ -696,8 +697,9 @@ impl Conduit for MemConduit {
     /// word says whether anything arrived. If it did, the set is disarmed here.
     #[inline(always)]
     fn nothing_arrived(&self, set: &PollSet) -> bool {
-        let armed = self.one_poll_state.get().0;
-        if armed & set.bits != set.bits || !set.all_notify {
+        let armed = self.one_poll_armed.get();
+        // Nothing armed (a busy rank): one test.
+        if armed == 0 || armed & set.bits != set.bits || !set.all_notify {
             return false;
         }
         // ORDERING: Acquire pairs with the senders' Release fetch_or in `ring_doorbell`.
@@ -712,14 +714,13 @@ impl Conduit for MemConduit {
     /// line.
     #[inline(always)]
     fn polled(&self, set: &PollSet, took: usize) {
-        let (armed, idle) = self.one_poll_state.get();
+        let idle = self.one_poll_idle.get();
         if took > 0 {
-            if idle != 0 {
-                self.one_poll_state.set((armed, 0));
-            }
+            // A store without a test: the word is this rank's own.
+            self.one_poll_idle.set(0);
         } else if idle < POLL_ARM_AFTER - 1 {
-            self.one_poll_state.set((armed, idle + 1));
-        } else if set.all_notify && armed & set.bits != set.bits {
+            self.one_poll_idle.set(idle + 1);
+        } else if set.all_notify && self.one_poll_armed.get() & set.bits != set.bits {
             self.polled_idle(set);
         }
     }
