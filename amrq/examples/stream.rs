@@ -26,9 +26,9 @@ struct Args {
     common: common::Common,
     #[command(flatten)]
     run: common::Batches,
-    /// Slots of each AM ring.
-    #[arg(long, default_value_t = 1024)]
-    ring_slots: u64,
+    /// Slots of each AM ring (default: the runtime's, `AMRQ_RING_SLOTS` or 256).
+    #[arg(long)]
+    ring_slots: Option<u64>,
 }
 
 struct State {
@@ -42,7 +42,9 @@ struct State {
 fn main() {
     let o = <Args as clap::Parser>::parse();
     let mut cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
-    cfg.am_ring_slots = o.ring_slots;
+    if let Some(slots) = o.ring_slots {
+        cfg.am_ring_slots = slots;
+    }
     common::run_ranks(&o.common, 2, &cfg, |c| {
         rank_main(c, &o, &cfg).map_err(|e| e.to_string())
     });
