@@ -83,8 +83,9 @@ struct BudgetArgs {
     /// Iterations of the shorter of the two runs per mode.
     #[arg(long, default_value_t = 100_000)]
     iters: u64,
-    /// Fail if a mode's total exceeds the figure committed in this file (`key total`
-    /// per line) by more than --tolerance.
+    /// Fail if a mode's whole iteration (the fast path and the benchmark's own loop:
+    /// `budget_whole`) exceeds the figure committed in this file (`key whole` per line)
+    /// by more than --tolerance.
     #[arg(long)]
     check: Option<PathBuf>,
     /// Allowed growth over a committed figure, in percent.
