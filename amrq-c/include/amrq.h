@@ -731,7 +731,7 @@ static inline int amrq_express_(const amrq_lane_t *l, uint16_t tag, const uint64
   uint8_t *slots = l->slots;
   if (t + 1 - head > mask + 1) return 0;
   uint64_t *slot = (uint64_t *)(void *)(slots + ((t & mask) << 6));
-  slot[1] = (uint64_t)tag << 32 | (uint64_t)nargs << 48;
+  slot[1] = (uint64_t)tag | (uint64_t)nargs << 21;
   for (size_t i = 0; i < nargs; i++) slot[2 + i] = args[i];
   __atomic_store_n(&slot[0], t + 1, __ATOMIC_RELEASE);
   *l->tail = t + 1;

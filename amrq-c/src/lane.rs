@@ -20,7 +20,7 @@
 //! ```
 //!
 //! The header's inline code mirrors [`amrq::conduit::ring`]'s Express frame (sequence
-//! word, header word `tag << 32 | nargs << 48`, args) and the doorbell's test
+//! word, header word `tag | nargs << 21`, args) and the doorbell's test
 //! ([`amrq::conduit::doorbell::ring`]); the C examples and tests run both paths.
 
 use amrq::conduit::mem::ExpressLane;

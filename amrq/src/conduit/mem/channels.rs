@@ -4,8 +4,8 @@
 
 use super::{Doorbell, TagOnPool};
 use crate::conduit::ring::{
-    Consumer, FrameHeader, Peeked, Producer, RawRing, RingMemory, SharedProducer, MAX_ARGS,
-    USER_FLAGS,
+    Consumer, ExpressGate, FrameHeader, Peeked, Producer, RawRing, RingMemory, SharedProducer,
+    MAX_ARGS, USER_FLAGS,
 };
 use crate::conduit::{doorbell, Channel, ConduitError, Message, Rank};
 use std::cell::{Cell, UnsafeCell};
@@ -102,9 +102,10 @@ pub(super) struct RxRing {
     /// Each frame's first arg word is the conduit's, not the user's: it names the
     /// sender on a shared ring, the channel on the interrupt channel's rings.
     pub(super) hidden: bool,
-    /// `permitted`, not `hidden` and not `broken`: an Express frame is handed out as it
-    /// is.
-    pub(super) plain: Cell<bool>,
+    /// Open while the ring is plain — `permitted`, not `hidden` and not `broken`: an
+    /// Express frame is handed out as it is — else shut. The look's one compare of the
+    /// header word tells both.
+    pub(super) gate: Cell<ExpressGate>,
 }
 
 #[repr(align(128))]

@@ -7,8 +7,8 @@ use super::channels::{with_hidden_word, RxChannel, RxRing, TxRing};
 use super::frame::{close_ring, drop_frame, hidden_word, inline_pair, tag_on_payload};
 use super::{MemConduit, MemFrame};
 use crate::conduit::ring::{
-    FrameHeader, Look, Peeked, RingMemory, EXPRESS_ARGS, FLAG_LONG, FLAG_TAG_ON, MAX_ARGS,
-    USER_FLAGS,
+    ExpressGate, FrameHeader, Look, Peeked, RingMemory, EXPRESS_ARGS, FLAG_LONG, FLAG_TAG_ON,
+    MAX_ARGS, USER_FLAGS,
 };
 use crate::conduit::{
     Armed, Arming, AtomicOp, Caps, Channel, Conduit, ConduitError, ConduitSpec, Fault, FaultKind,
@@ -131,7 +131,7 @@ impl MemConduit {
             // only to one; a channel's rings never change), and so is `s`, which wraps
             // at the count.
             let r = unsafe { chan.rings.get_unchecked(s) };
-            if r.plain.get() {
+            if r.gate.get() == ExpressGate::OPEN {
                 let ring = r.ring;
                 // SAFETY: only ring code runs while the consumer state is borrowed.
                 match unsafe { r.cons.get() }.look(&ring) {

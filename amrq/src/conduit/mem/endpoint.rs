@@ -6,7 +6,8 @@ use super::channels::{Local, RxChannel, RxRing, Tx, TxRing};
 use super::{Doorbell, HeapRegion, InterruptRx, RegionLayout, TagOnPool};
 use crate::bootstrap::Boot;
 use crate::conduit::ring::{
-    max_frame_slots, Consumer, Producer, SharedProducer, ARGS_OFFSET, MAX_ARGS, SLOT_BYTES,
+    max_frame_slots, Consumer, ExpressGate, Producer, SharedProducer, ARGS_OFFSET, MAX_ARGS,
+    SLOT_BYTES,
 };
 use crate::conduit::{Caps, Channel, ChannelCaps, ConduitSpec, Delivery, Rank};
 use std::cell::Cell;
@@ -248,7 +249,10 @@ impl MemConduit {
                         broken: Cell::new(false),
                         permitted,
                         hidden,
-                        plain: Cell::new(permitted && !hidden),
+                        gate: Cell::new(match permitted && !hidden {
+                            true => ExpressGate::OPEN,
+                            false => ExpressGate::SHUT,
+                        }),
                     }
                 })
                 .collect();

@@ -3,7 +3,7 @@
 
 use super::channels::{RxChannel, RxRing};
 use super::TagOnPool;
-use crate::conduit::ring::{Peeked, ARGS_OFFSET, FLAG_LONG, FLAG_TAG_ON, USER_FLAGS};
+use crate::conduit::ring::{ExpressGate, Peeked, ARGS_OFFSET, FLAG_LONG, FLAG_TAG_ON, USER_FLAGS};
 use crate::conduit::{Channel, Fault, FaultKind, FaultLog, Rank, ReceivedFrame, TagOnData};
 
 /// The (index, length) inline payload of a Long or Tag-On frame, if it is 16 bytes.
@@ -76,7 +76,7 @@ pub(super) fn close_ring(
 ) {
     let r = &chan.rings[s];
     r.broken.set(true);
-    r.plain.set(false);
+    r.gate.set(ExpressGate::SHUT);
     r.ring.close();
     faults.record(Fault {
         source: chan.sender(s),

@@ -15,7 +15,7 @@
 
 use super::channels::{RxChannel, RxRing, FAIR_BURST};
 use super::{MemConduit, MemFrame};
-use crate::conduit::ring::{Look, RingMemory};
+use crate::conduit::ring::{ExpressGate, Look, RingMemory};
 use crate::conduit::{Channel, ConduitError, ReceivedFrame};
 use std::mem::ManuallyDrop;
 
@@ -98,9 +98,11 @@ impl MemConduit {
             s = if s + 1 == rings.len() { 0 } else { s + 1 };
             let ring = r.ring;
             // SAFETY: only ring code runs while the consumer state is borrowed.
+            // The gate tested after the look, not passed to it: the wait's looks mostly
+            // find the ring empty, and a gate passed in is loaded before the look.
             match unsafe { r.cons.get() }.look(&ring) {
                 Look::Empty => continue,
-                Look::Express(p) if r.plain.get() => {
+                Look::Express(p) if r.gate.get() == ExpressGate::OPEN => {
                     let slot = ring.slot_ptr(p.index(ring.nslots()));
                     let frame = ManuallyDrop::new(MemFrame::express(chan, r, this, p, slot));
                     chan.busy.set(true);
@@ -214,10 +216,11 @@ impl MemConduit {
             let stop = budget.min(done + FAIR_BURST as usize);
             let emptied = loop {
                 // SAFETY: only ring code runs while the consumer state is borrowed.
-                let ok = match unsafe { r.cons.get() }.look(&ring) {
+                // Express only on a plain ring: any other's gate is shut (one closed
+                // as corrupt, too).
+                let ok = match unsafe { r.cons.get() }.look_through(&ring, r.gate.get()) {
                     Look::Empty => break true,
-                    // `plain` is cleared when the ring is closed as corrupt.
-                    Look::Express(p) if r.plain.get() => {
+                    Look::Express(p) => {
                         // Not dropped: its drop would clear the channel's mark.
                         let slot = ring.slot_ptr(p.index(ring.nslots()));
                         let frame = ManuallyDrop::new(MemFrame::express(chan, r, s, p, slot));

@@ -2,11 +2,42 @@
 //! in batches.
 
 use super::layout::{
-    frame_slots, is_express, payload_offset, FrameHeader, ARGS_OFFSET, FLAG_PAD, MAX_ARGS,
+    frame_slots, is_express, payload_offset, FrameHeader, ARGS_OFFSET, EXPRESS_BELOW, FLAG_PAD,
+    MAX_ARGS,
 };
 use super::memory::RingMemory;
 use super::{max_frame_slots, Corrupt};
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
+
+/// Whether a ring's Express frames are handed out as they are ([`Consumer::look_through`]):
+/// [`OPEN`](ExpressGate::OPEN) lets a header word below [`EXPRESS_BELOW`] through,
+/// [`SHUT`](ExpressGate::SHUT) none. Only these two exist, so a frame let through is
+/// always Express.
+///
+/// ```
+/// use amrq::conduit::ring::{ExpressGate, FrameHeader};
+/// let express = FrameHeader { tag: 3, nargs: 1, ..Default::default() }.pack();
+/// assert!(ExpressGate::OPEN.lets_through(express));
+/// assert!(!ExpressGate::SHUT.lets_through(express));
+/// assert!(!ExpressGate::OPEN.lets_through(FrameHeader { len: 8, ..Default::default() }.pack()));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpressGate(u64);
+
+impl ExpressGate {
+    /// Express frames are handed out as they are.
+    pub const OPEN: Self = Self(EXPRESS_BELOW);
+    /// No frame is: each goes through the full checks.
+    pub const SHUT: Self = Self(0);
+
+    /// Whether header word `w` is an Express frame's and the gate is open: one compare.
+    #[inline(always)]
+    pub const fn lets_through(self, w: u64) -> bool {
+        w < self.0
+    }
+}
+
+const _: () = assert!(is_express(EXPRESS_BELOW - 1) && !is_express(EXPRESS_BELOW));
 
 /// A readable frame, as [`Consumer::peek`] found it. The frame stays in the ring (and its
 /// args and payload can be borrowed in place) until [`Consumer::release`].
@@ -318,7 +349,7 @@ impl Consumer {
         let idx = self.head & self.mask;
         // SAFETY: `ready` saw the sequence word say the producer published this slot.
         let word = unsafe { mem.read_header(idx) };
-        if let Some(p) = Self::express(self.head, word) {
+        if let Some(p) = Self::express(self.head, word, ExpressGate::OPEN) {
             return Ok(Some(p)); // one slot, nothing more to check
         }
         let header = FrameHeader::unpack(word);
@@ -363,6 +394,29 @@ impl Consumer {
     /// ```
     #[inline(always)]
     pub fn look<M: RingMemory>(&mut self, mem: &M) -> Look {
+        self.look_through(mem, ExpressGate::OPEN)
+    }
+
+    /// [`Consumer::look`] through `gate`: a reader that must not hand out some ring's
+    /// frames as they are (its sender may not send, the ring is closed) keeps that
+    /// ring's gate [shut](ExpressGate::SHUT) and sees [`Look::Other`] for every frame,
+    /// in the look's one compare of the header word.
+    ///
+    /// ```
+    /// # use amrq::conduit::ring::*;
+    /// # #[repr(C, align(128))]
+    /// # struct Mem([u8; 128 + 8 * 64]);
+    /// # let mut mem = Box::new(Mem([0; 128 + 8 * 64]));
+    /// # // SAFETY: 128-byte aligned, room for 8 slots, outlives the ring.
+    /// # let ring = unsafe { RawRing::new(std::ptr::NonNull::from(&mut mem.0).cast(), 8) };
+    /// # ring.init(0);
+    /// # let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 2));
+    /// assert!(p.try_push(&ring, FrameHeader::default(), &[1], b""));
+    /// assert_eq!(c.look_through(&ring, ExpressGate::SHUT), Look::Other);
+    /// assert!(matches!(c.look_through(&ring, ExpressGate::OPEN), Look::Express(_)));
+    /// ```
+    #[inline(always)]
+    pub fn look_through<M: RingMemory>(&mut self, mem: &M, gate: ExpressGate) -> Look {
         let head = self.head;
         // The memory's mask (the same value as ours): a caller that computes the
         // slot's address from it shares this index instead of computing it again.
@@ -374,18 +428,19 @@ impl Consumer {
             return Look::Empty;
         }
         // SAFETY: the sequence word says the producer published this slot.
-        match Self::express(head, unsafe { mem.read_header(idx) }) {
+        let w = unsafe { mem.read_header(idx) };
+        match Self::express(head, w, gate) {
             Some(p) => Look::Express(p),
             None => Look::Other,
         }
     }
 
-    /// The frame at `head`, whose header word is `w`, if it is Express: one slot, no
-    /// payload, at most [`EXPRESS_ARGS`](super::EXPRESS_ARGS) args, no pad, Long or
-    /// Tag-On flag (the common case, told by one mask and one compare).
+    /// The frame at `head`, whose header word is `w`, if `gate` lets it through as
+    /// Express: one slot, no payload, at most [`EXPRESS_ARGS`](super::EXPRESS_ARGS)
+    /// args, no pad, Long or Tag-On flag (the common case, told by one compare).
     #[inline(always)]
-    fn express(head: u64, w: u64) -> Option<Peeked> {
-        if !is_express(w) {
+    fn express(head: u64, w: u64, gate: ExpressGate) -> Option<Peeked> {
+        if !gate.lets_through(w) {
             return None;
         }
         Some(Peeked {

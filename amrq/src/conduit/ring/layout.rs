@@ -127,11 +127,21 @@ const _: () = {
 
 /// The first word of every frame.
 ///
-/// Bit layout of the packed word (little end first):
-/// `len` bits 0–31 (payload bytes; for a pad frame, slots skipped), `tag` bits 32–47
-/// (the upper layer's: AM handler index, RQ tag), `nargs` bits 48–55, `flags` bits 56–63
-/// (bit 7 is [`FLAG_PAD`], bit 6 [`FLAG_LONG`], bit 5 [`FLAG_TAG_ON`], bits 0–4 belong
-/// to the upper layers).
+/// Bit layout of the packed word (little end first): `tag` bits 0–15 (the upper
+/// layer's: AM handler index, RQ tag), the upper layers' flag bits 0–4 at bits 16–20,
+/// `nargs` bits 21–28, the ring's and conduits' flags ([`FLAG_TAG_ON`], [`FLAG_LONG`],
+/// [`FLAG_PAD`], flag bits 5–7) at bits 29–31, `len` bits 32–63 (payload bytes; for a
+/// pad frame, slots skipped). What may be anything in an Express frame (tag, the upper
+/// layers' flags) lies below `nargs`, and what must be zero above it, so the Express
+/// test is one compare of the word ([`is_express`]).
+///
+/// ```text
+///  63              32 31  29 28    21 20   16 15            0
+/// ┌──────────────────┬──────┬────────┬───────┬───────────────┐
+/// │ len              │ PLT  │ nargs  │ user  │ tag           │
+/// └──────────────────┴──────┴────────┴───────┴───────────────┘
+///                     P = pad, L = Long, T = Tag-On
+/// ```
 ///
 /// ```
 /// use amrq::conduit::ring::FrameHeader;
@@ -154,42 +164,68 @@ impl FrameHeader {
     /// The header as one word.
     ///
     /// ```
-    /// use amrq::conduit::ring::FrameHeader;
-    /// let w = FrameHeader { len: 1, tag: 2, nargs: 3, flags: 4 }.pack();
-    /// assert_eq!(w, 1 | 2 << 32 | 3 << 48 | 4 << 56);
+    /// use amrq::conduit::ring::{FrameHeader, FLAG_LONG};
+    /// let w = FrameHeader { len: 1, tag: 2, nargs: 3, flags: 4 | FLAG_LONG }.pack();
+    /// assert_eq!(w, 1 << 32 | 2 | 3 << 21 | 4 << 16 | 2 << 29);
     /// ```
     #[inline(always)]
     pub const fn pack(self) -> u64 {
-        self.len as u64
-            | (self.tag as u64) << 32
-            | (self.nargs as u64) << 48
-            | (self.flags as u64) << 56
+        self.tag as u64
+            | ((self.flags & USER_FLAGS) as u64) << USER_FLAGS_AT
+            | (self.nargs as u64) << NARGS_AT
+            | ((self.flags >> RING_FLAGS_SHIFT) as u64) << RING_FLAGS_AT
+            | (self.len as u64) << LEN_AT
     }
 
     /// The header from its word.
     ///
     /// ```
     /// use amrq::conduit::ring::FrameHeader;
-    /// assert_eq!(FrameHeader::unpack(5 << 32).tag, 5);
+    /// assert_eq!(FrameHeader::unpack(5).tag, 5);
     /// ```
     #[inline(always)]
     pub const fn unpack(w: u64) -> Self {
         Self {
-            len: w as u32,
-            tag: (w >> 32) as u16,
-            nargs: (w >> 48) as u8,
-            flags: (w >> 56) as u8,
+            len: (w >> LEN_AT) as u32,
+            tag: w as u16,
+            nargs: (w >> NARGS_AT) as u8,
+            flags: ((w >> USER_FLAGS_AT) as u8 & USER_FLAGS)
+                | ((w >> RING_FLAGS_AT) as u8 & RING_FLAGS) << RING_FLAGS_SHIFT,
         }
     }
 }
 
+/// Where the fields of the header word start (see [`FrameHeader`]).
+const USER_FLAGS_AT: u32 = 16;
+const NARGS_AT: u32 = 21;
+const RING_FLAGS_AT: u32 = 29;
+const LEN_AT: u32 = 32;
+/// The flag bits above [`USER_FLAGS`] (pad, Long, Tag-On), moved down to bit 0.
+const RING_FLAGS_SHIFT: u32 = USER_FLAGS.count_ones();
+const RING_FLAGS: u8 = (FLAG_PAD | FLAG_LONG | FLAG_TAG_ON) >> RING_FLAGS_SHIFT;
+const _: () = {
+    assert!(USER_FLAGS == (1 << RING_FLAGS_SHIFT) - 1 && RING_FLAGS == 0b111);
+    assert!(USER_FLAGS_AT == 16 && NARGS_AT == USER_FLAGS_AT + RING_FLAGS_SHIFT);
+    assert!(RING_FLAGS_AT == NARGS_AT + 8 && LEN_AT == RING_FLAGS_AT + 8 - RING_FLAGS_SHIFT);
+};
+
+/// Header words below this are Express frames' (see [`is_express`]): `nargs` at most
+/// [`EXPRESS_ARGS`], with zero above it.
+///
+/// ```
+/// use amrq::conduit::ring::{FrameHeader, EXPRESS_ARGS, EXPRESS_BELOW};
+/// let most = FrameHeader { tag: u16::MAX, flags: 0x1f, nargs: EXPRESS_ARGS as u8, len: 0 };
+/// assert_eq!(most.pack() + 1, EXPRESS_BELOW);
+/// ```
+pub const EXPRESS_BELOW: u64 = ((EXPRESS_ARGS as u64) + 1) << NARGS_AT;
+
 /// True if `w` is the header word of an Express frame: no payload, at most
 /// [`EXPRESS_ARGS`] args, none of the pad, Long and Tag-On flags (so one slot).
 ///
-/// One rotate, one mask and one compare: rotated by 32 bits, the word has `len` on top,
-/// then `flags`, then `nargs`, then `tag`; masked to `len`, the three flags and `nargs`,
-/// it is at most "`nargs` = [`EXPRESS_ARGS`]" exactly when `len` and the flags are zero
-/// and `nargs` is small enough (the tests hold it to the field-by-field definition).
+/// One compare: `len` and those flags lie above `nargs` in the word, the tag and the
+/// upper layers' flags below it, so the word is below [`EXPRESS_BELOW`] exactly when
+/// `len` and the flags are zero and `nargs` is small enough (the tests hold it to the
+/// field-by-field definition).
 ///
 /// ```
 /// use amrq::conduit::ring::{is_express, FrameHeader};
@@ -199,24 +235,7 @@ impl FrameHeader {
 /// ```
 #[inline(always)]
 pub const fn is_express(w: u64) -> bool {
-    const fn key(w: u64) -> u64 {
-        w.rotate_left(32)
-    }
-    const MASK: u64 = key(FrameHeader {
-        len: u32::MAX,
-        tag: 0,
-        nargs: u8::MAX,
-        flags: FLAG_PAD | FLAG_LONG | FLAG_TAG_ON,
-    }
-    .pack());
-    const MAX: u64 = key(FrameHeader {
-        len: 0,
-        tag: 0,
-        nargs: EXPRESS_ARGS as u8,
-        flags: 0,
-    }
-    .pack());
-    key(w) & MASK <= MAX
+    w < EXPRESS_BELOW
 }
 
 /// Slots taken by a frame with `nargs` args and `len` payload bytes.

@@ -139,7 +139,8 @@ fn full_ring_refuses_without_writing() {
 }
 
 /// `is_express`'s one compare agrees with the field-by-field definition for every
-/// `nargs` and `flags` byte, lengths at both ends and between, and any tag.
+/// `nargs` and `flags` byte, lengths at both ends and between, and any tag; and every
+/// such header comes back whole from its word.
 #[test]
 fn the_express_test_is_the_field_by_field_definition() {
     for nargs in 0..=u8::MAX {
@@ -156,6 +157,7 @@ fn the_express_test_is_the_field_by_field_definition() {
                         && usize::from(nargs) <= EXPRESS_ARGS
                         && flags & (FLAG_PAD | FLAG_LONG | FLAG_TAG_ON) == 0;
                     assert_eq!(is_express(h.pack()), by_fields, "{h:?}");
+                    assert_eq!(FrameHeader::unpack(h.pack()), h);
                 }
             }
         }
