@@ -154,6 +154,8 @@ pub enum Look {
 pub struct Consumer {
     head: u64,
     published: u64,
+    /// `published` + `batch`: the head from which a release publishes.
+    publish_at: u64,
     /// Slots − 1: the head's slot is `head & mask`.
     mask: u64,
     batch: u64,
@@ -169,11 +171,13 @@ impl Consumer {
     /// assert_eq!((c.nslots(), c.batch(), c.head()), (256, 64, 0));
     /// ```
     pub const fn new(nslots: u64, start: u64, batch: u64) -> Self {
+        let batch = if batch == 0 { 1 } else { batch };
         Self {
             head: start,
             published: start,
+            publish_at: start.wrapping_add(batch),
             mask: nslots - 1,
-            batch: if batch == 0 { 1 } else { batch },
+            batch,
         }
     }
 
@@ -582,7 +586,8 @@ impl Consumer {
     #[inline(always)]
     fn advance<M: RingMemory>(&mut self, mem: &M, slots: u64) {
         self.head = self.head.wrapping_add(slots);
-        if self.head.wrapping_sub(self.published) >= self.batch {
+        // At or past `publish_at`: the head is at most a ring ahead of it.
+        if (self.head.wrapping_sub(self.publish_at) as i64) >= 0 {
             self.publish(mem);
         }
     }
@@ -594,6 +599,7 @@ impl Consumer {
         // Acquire load of `head` in `Producer::refresh_head`.
         mem.head().store(self.head, Release);
         self.published = self.head;
+        self.publish_at = self.head.wrapping_add(self.batch);
     }
 
     #[cold]
