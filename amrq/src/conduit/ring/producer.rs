@@ -241,8 +241,10 @@ impl Producer {
         args: &[u64],
         payload: &[u8],
     ) -> bool {
-        debug_assert!(k <= super::max_frame_slots(self.mask + 1));
-        let mask = self.mask;
+        debug_assert!(k >= 1 && k <= super::max_frame_slots(self.mask + 1));
+        debug_assert_eq!(self.mask, mem.nslots() - 1);
+        // The memory's mask, which `write_frame` loads too: one load for both.
+        let mask = mem.nslots() - 1;
         let idx = self.tail & mask;
         // A frame never wraps: pad to the end of the ring first if it would. (Its last
         // slot past the mask, so that a one-slot frame's test folds away.)
@@ -251,9 +253,13 @@ impl Producer {
         } else {
             0
         };
-        let room = match REFRESH {
-            true => self.has_room(mem, pad + k),
-            false => self.tail.wrapping_sub(self.cached_head) + pad + k <= mask + 1,
+        // At most this many slots may be in use: none for a frame larger than the ring
+        // (`k` is at least 1), the mask itself for an Express frame, so that its test is
+        // one compare with the mask.
+        let room = match (REFRESH, mask.checked_sub(pad + k - 1)) {
+            (true, _) => self.has_room(mem, pad + k),
+            (false, Some(most_used)) => self.tail.wrapping_sub(self.cached_head) <= most_used,
+            (false, None) => false,
         };
         if !room {
             return false;
@@ -269,7 +275,11 @@ impl Producer {
         // all its slots are already free (prefetching a slot the consumer still reads
         // would steal its line). The group never wraps: it starts at a multiple of
         // its size, and the ring's size is one.
-        if pos ^ tail >= PREFETCH_GROUP {
+        let entered = match k {
+            1 => tail & (PREFETCH_GROUP - 1) == 0, // one test of the new tail
+            _ => pos ^ tail >= PREFETCH_GROUP,
+        };
+        if entered {
             let first = (tail & !(PREFETCH_GROUP - 1)).wrapping_add(prefetch_ahead(mask));
             let end = first.wrapping_add(PREFETCH_GROUP);
             if end.wrapping_sub(self.cached_head) <= mask + 1 {

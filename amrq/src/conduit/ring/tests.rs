@@ -138,6 +138,31 @@ fn full_ring_refuses_without_writing() {
     assert!(p.try_push(&h.ring, FrameHeader::default(), &[8], &[]));
 }
 
+/// The Express push's room test (the slots in use against the mask): exactly a ring's
+/// worth fits, and one slot handed back makes room for one more.
+#[test]
+fn express_pushes_fill_the_ring_exactly() {
+    let h = HeapRing::new(8, 0);
+    let (mut p, mut c) = (Producer::new(8, 0), Consumer::new(8, 0, 1));
+    for i in 0..8 {
+        assert!(p.try_push_express(&h.ring, FrameHeader::default(), &[i]));
+    }
+    assert!(!p.try_push_express(&h.ring, FrameHeader::default(), &[99]));
+    assert_eq!(p.tail(), 8, "a refused push must not move the tail");
+    let f = c.peek(&h.ring).unwrap().unwrap();
+    // A batch of 1: published. The Express push does not re-read the head; a push
+    // that does makes the room seen.
+    c.release(&h.ring, &f);
+    assert!(p.has_room_for(&h.ring, 1, 0));
+    assert!(p.try_push_express(&h.ring, FrameHeader::default(), &[8]));
+    assert!(!p.try_push_express(&h.ring, FrameHeader::default(), &[9]));
+    for i in 1..=8 {
+        let f = c.peek(&h.ring).unwrap().unwrap();
+        assert_eq!(c.read_args(&h.ring, &f)[0], i);
+        c.release(&h.ring, &f);
+    }
+}
+
 /// `is_express`'s one compare agrees with the field-by-field definition for every
 /// `nargs` and `flags` byte, lengths at both ends and between, and any tag; and every
 /// such header comes back whole from its word.
