@@ -9,7 +9,7 @@ use crate::conduit::ring::{
 };
 use crate::conduit::{doorbell, Channel, ConduitError, Message, Rank};
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 
 /// State of one end of a ring, private to the endpoint's thread.
 ///
@@ -54,6 +54,10 @@ impl<T> Local<T> {
 // Each rank's private ring states are allocated by the thread that builds the job, next
 // to other ranks' states: align them to whole line pairs so that no two ranks' states
 // share a cache line (false sharing doubled the round trip before this).
+/// What [`TxRing::armed_word`] points to before the short test may be used: every bit
+/// set, so that a channel that rings the doorbell takes the full handshake.
+pub(super) static CHECK_SLOWLY: AtomicU64 = AtomicU64::new(u64::MAX);
+
 #[repr(align(128))]
 pub(super) struct TxRing {
     pub(super) ring: RawRing,
@@ -73,6 +77,12 @@ pub(super) struct TxRing {
     /// it leaves out its fence if the receiver arms the bit with one (the doorbell's
     /// `heavy` bits).
     pub(super) light_bit: u64,
+    /// The word a send tests with `notify_bit` after publishing a frame: the receiver's
+    /// `armed` word once a send has seen `light_bit` among the receiver's `heavy` bits
+    /// (which it sets once, at its setup, and never clears), so that the test needs no
+    /// fence and no other load; until then, or where that never comes, [`CHECK_SLOWLY`],
+    /// whose set bits send every ringing channel's test to the full handshake.
+    pub(super) armed_word: Cell<*const AtomicU64>,
     /// The receiver's Tag-On pool for this sender, and where the next claim looks.
     pub(super) pool: TagOnPool,
     pub(super) pool_cursor: Cell<usize>,
@@ -230,7 +240,7 @@ impl TxRing {
                 }
             }
         });
-        if sent && self.notify_bit != 0 {
+        if sent {
             self.ring_doorbell();
         }
         sent
@@ -251,13 +261,38 @@ impl TxRing {
         }
     }
 
-    /// After publishing a frame: if the receiver has armed this channel, set its bit in
-    /// the receiver's summary.
+    /// After publishing a frame: if the channel rings the receiver's doorbell and the
+    /// receiver has armed it, set its bit in the receiver's summary. One load of
+    /// [`TxRing::armed_word`] and one test; the full handshake only when that test
+    /// says so.
     #[inline(always)]
     pub(super) fn ring_doorbell(&self) {
+        // ORDERING: the frame's Release store (just done) stays before the load below in
+        // program order. Where `armed_word` is the receiver's `armed`, the receiver arms
+        // with `membarrier` and this process is one of its targets: the light handshake
+        // of `doorbell::is_armed` (the same fence and load; the loom model runs that
+        // one), which pairs with the receiver's `arm`. Anywhere else the test only sends
+        // a ringing channel to the full handshake.
+        compiler_fence(Ordering::SeqCst);
+        // SAFETY: `armed_word` is CHECK_SLOWLY (a static) or the receiver's doorbell's
+        // word, inside the region the owner keeps alive; atomic only.
+        let armed = unsafe { &*self.armed_word.get() }.load(Ordering::Relaxed);
+        if armed & self.notify_bit != 0 {
+            self.ring_doorbell_fully();
+        }
+    }
+
+    /// [`TxRing::ring_doorbell`]'s full handshake, out of line: reads the receiver's
+    /// `heavy` bits (and keeps its `armed` word for the short test once this channel's
+    /// is there), fences if the receiver does not, and rings if it armed the channel.
+    #[inline(never)]
+    fn ring_doorbell_fully(&self) {
         // SAFETY: the doorbell is inside the region the owner keeps alive; atomic only.
         let d = unsafe { &*self.doorbell };
         let light = d.heavy.load(Ordering::Relaxed) & self.light_bit != 0;
+        if light {
+            self.armed_word.set(&d.armed);
+        }
         if doorbell::is_armed(&d.armed, self.notify_bit, light) {
             self.ring_armed_doorbell();
         }

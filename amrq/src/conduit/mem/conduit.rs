@@ -503,9 +503,7 @@ impl Conduit for MemConduit {
             }
         }
         if t.push(header, msg.args, msg.payload) {
-            if t.notify_bit != 0 {
-                t.ring_doorbell();
-            }
+            t.ring_doorbell();
             Ok(())
         } else {
             Err(t.no_room(dest, ch))
@@ -534,9 +532,7 @@ impl Conduit for MemConduit {
         if !t.push_express(header, args) {
             return false;
         }
-        if t.notify_bit != 0 {
-            t.ring_doorbell();
-        }
+        t.ring_doorbell();
         true
     }
 

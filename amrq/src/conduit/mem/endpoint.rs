@@ -2,7 +2,7 @@
 //! built from a [`ConduitSpec`], and what it offers beyond the [`Conduit`] trait
 //! (mapped segments for tools, the interrupt view for the progress thread).
 
-use super::channels::{Local, RxChannel, RxRing, Tx, TxRing};
+use super::channels::{Local, RxChannel, RxRing, Tx, TxRing, CHECK_SLOWLY};
 use super::{Doorbell, HeapRegion, InterruptRx, RegionLayout, TagOnPool};
 use crate::bootstrap::Boot;
 use crate::conduit::ring::{
@@ -233,6 +233,7 @@ impl MemConduit {
                     // SAFETY: caller guarantees `base` is a live region of `layout`.
                     doorbell: unsafe { layout.doorbell(base, dest) },
                     light_bit: if asymmetric { notify_bit } else { 0 },
+                    armed_word: Cell::new(&CHECK_SLOWLY),
                     // SAFETY: as above.
                     pool: unsafe { layout.tag_on_pool(base, dest, rank) },
                     pool_cursor: Cell::new(0),

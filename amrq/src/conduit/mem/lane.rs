@@ -111,9 +111,7 @@ impl ExpressLane {
         }
         // SAFETY: the caller's guarantee: `owner` is a `TxRing` of a live conduit.
         let t = unsafe { &*owner.cast::<TxRing>() };
-        if t.notify_bit != 0 {
-            t.ring_doorbell();
-        }
+        t.ring_doorbell();
     }
 }
 
