@@ -51,13 +51,13 @@ impl<T> Local<T> {
     }
 }
 
-// Each rank's private ring states are allocated by the thread that builds the job, next
-// to other ranks' states: align them to whole line pairs so that no two ranks' states
-// share a cache line (false sharing doubled the round trip before this).
 /// What [`TxRing::armed_word`] points to before the short test may be used: every bit
 /// set, so that a channel that rings the doorbell takes the full handshake.
 pub(super) static CHECK_SLOWLY: AtomicU64 = AtomicU64::new(u64::MAX);
 
+// Each rank's private ring states are allocated by the thread that builds the job, next
+// to other ranks' states: align them to whole line pairs so that no two ranks' states
+// share a cache line (false sharing doubled the round trip before this).
 #[repr(align(128))]
 pub(super) struct TxRing {
     pub(super) ring: RawRing,

@@ -97,9 +97,9 @@ impl MemConduit {
             let this = s;
             s = if s + 1 == rings.len() { 0 } else { s + 1 };
             let ring = r.ring;
-            // SAFETY: only ring code runs while the consumer state is borrowed.
             // The gate tested after the look, not passed to it: the wait's looks mostly
             // find the ring empty, and a gate passed in is loaded before the look.
+            // SAFETY: only ring code runs while the consumer state is borrowed.
             match unsafe { r.cons.get() }.look(&ring) {
                 Look::Empty => continue,
                 Look::Express(p) if r.gate.get() == ExpressGate::OPEN => {
@@ -215,9 +215,9 @@ impl MemConduit {
             // Where this ring's burst ends: one count checked per frame, not two.
             let stop = budget.min(done + FAIR_BURST as usize);
             let emptied = loop {
-                // SAFETY: only ring code runs while the consumer state is borrowed.
                 // Express only on a plain ring: any other's gate is shut (one closed
                 // as corrupt, too).
+                // SAFETY: only ring code runs while the consumer state is borrowed.
                 let ok = match unsafe { r.cons.get() }.look_through(&ring, r.gate.get()) {
                     Look::Empty => break true,
                     Look::Express(p) => {
