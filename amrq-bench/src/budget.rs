@@ -116,7 +116,6 @@ const TABLE: &[(&str, Side, Task)] = {
         ("Consumer::ready", Receive, Ring),
         ("Consumer::look", Receive, Ring),
         ("Consumer::look_through", Receive, Ring),
-        ("is_express", Receive, Protection),
         ("ExpressGate::lets_through", Receive, Protection),
         ("Consumer::take_ready", Receive, Protection),
         ("Consumer::peek", Receive, Ring),

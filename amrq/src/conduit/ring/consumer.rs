@@ -2,8 +2,7 @@
 //! in batches.
 
 use super::layout::{
-    frame_slots, is_express, payload_offset, FrameHeader, ARGS_OFFSET, EXPRESS_BELOW, FLAG_PAD,
-    MAX_ARGS,
+    frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, EXPRESS_BELOW, FLAG_PAD, MAX_ARGS,
 };
 use super::memory::RingMemory;
 use super::{max_frame_slots, Corrupt};
@@ -36,8 +35,6 @@ impl ExpressGate {
         w < self.0
     }
 }
-
-const _: () = assert!(is_express(EXPRESS_BELOW - 1) && !is_express(EXPRESS_BELOW));
 
 /// A readable frame, as [`Consumer::peek`] found it. The frame stays in the ring (and its
 /// args and payload can be borrowed in place) until [`Consumer::release`].

@@ -256,10 +256,11 @@ impl Producer {
         // At most this many slots may be in use: none for a frame larger than the ring
         // (`k` is at least 1), the mask itself for an Express frame, so that its test is
         // one compare with the mask.
-        let room = match (REFRESH, mask.checked_sub(pad + k - 1)) {
-            (true, _) => self.has_room(mem, pad + k),
-            (false, Some(most_used)) => self.tail.wrapping_sub(self.cached_head) <= most_used,
-            (false, None) => false,
+        let room = match REFRESH {
+            true => self.has_room(mem, pad + k),
+            false => mask
+                .checked_sub(pad + k - 1)
+                .is_some_and(|most_used| self.tail.wrapping_sub(self.cached_head) <= most_used),
         };
         if !room {
             return false;

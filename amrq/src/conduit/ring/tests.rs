@@ -163,9 +163,10 @@ fn express_pushes_fill_the_ring_exactly() {
     }
 }
 
-/// `is_express`'s one compare agrees with the field-by-field definition for every
-/// `nargs` and `flags` byte, lengths at both ends and between, and any tag; and every
-/// such header comes back whole from its word.
+/// `is_express`'s one compare, and an open gate's, agree with the field-by-field
+/// definition (a shut gate lets nothing through) for every `nargs` and `flags` byte,
+/// lengths at both ends and between, and any tag; and every such header comes back
+/// whole from its word.
 #[test]
 fn the_express_test_is_the_field_by_field_definition() {
     for nargs in 0..=u8::MAX {
@@ -182,6 +183,8 @@ fn the_express_test_is_the_field_by_field_definition() {
                         && usize::from(nargs) <= EXPRESS_ARGS
                         && flags & (FLAG_PAD | FLAG_LONG | FLAG_TAG_ON) == 0;
                     assert_eq!(is_express(h.pack()), by_fields, "{h:?}");
+                    assert_eq!(ExpressGate::OPEN.lets_through(h.pack()), by_fields);
+                    assert!(!ExpressGate::SHUT.lets_through(h.pack()));
                     assert_eq!(FrameHeader::unpack(h.pack()), h);
                 }
             }
