@@ -90,9 +90,9 @@ impl MemConduit {
         let mut s = chan.cursor.get();
         for _ in 0..rings.len() {
             debug_assert!(s < rings.len());
-            // SAFETY: the cursor is always a ring's index (it is set only to one, here
-            // and in `scan`; a channel's rings never change), and so is `s`, which
-            // wraps at the count.
+            // SAFETY: the cursor is always a ring's index (every store of it, here, in
+            // `scan` and in `RxChannel::took`, stores one; a channel's rings never
+            // change), and so is `s`, which wraps at the count.
             let r = unsafe { rings.get_unchecked(s) };
             let this = s;
             s = if s + 1 == rings.len() { 0 } else { s + 1 };
@@ -149,12 +149,18 @@ impl MemConduit {
             return self.drain_each((a, budget_a), fa, (b, budget_b), fb);
         }
         let mut out = None;
-        let mut done = 0;
-        if !ca.rings.iter().all(RxRing::quiet) {
-            ca.busy.set(true);
-            done = self.scan(ca, a, budget_a, &mut fa, &mut out);
-            ca.busy.set(false);
+        // The second channel's scan written twice: alone, in the common poll that finds
+        // no reply, it has no count to add to (callgrind: 3 instructions fewer per
+        // one-way AM, for ~650 bytes more code where the poll is inlined).
+        if ca.rings.iter().all(RxRing::quiet) {
+            cb.busy.set(true);
+            let done = self.scan(cb, b, budget_b, &mut fb, &mut out);
+            cb.busy.set(false);
+            return stopped(out, done);
         }
+        ca.busy.set(true);
+        let mut done = self.scan(ca, a, budget_a, &mut fa, &mut out);
+        ca.busy.set(false);
         if out.is_none() {
             // Not marked before: a request handler waiting for room to reply drains
             // the replies.
@@ -205,10 +211,17 @@ impl MemConduit {
         if budget == 0 {
             return 0;
         }
-        let n = chan.rings.len();
-        let (mut s, mut done, mut idle) = (chan.cursor.get(), 0, 0);
+        let rings: &[RxRing] = &chan.rings;
+        let n = rings.len();
+        // Rings still to be found empty, in a row, before the scan ends.
+        let (mut s, mut done, mut left) = (chan.cursor.get(), 0, n);
         loop {
-            let r = &chan.rings[s];
+            debug_assert!(s < n);
+            // SAFETY: the channel has a ring (the caller's contract) and the cursor is
+            // always a ring's index (every store of it, here, in `drain_one_frame` and
+            // in `RxChannel::took`, stores one; a channel's rings never change), and so
+            // is `s`, which wraps at the count.
+            let r = unsafe { rings.get_unchecked(s) };
             // A copy: the ring's address and mask stay in registers across handlers
             // instead of being loaded again after each frame's Acquire.
             let ring = r.ring;
@@ -248,9 +261,9 @@ impl MemConduit {
                     break false;
                 }
             };
-            idle = if emptied { idle + 1 } else { 0 };
+            left = if emptied { left - 1 } else { n };
             s = if s + 1 == n { 0 } else { s + 1 };
-            if idle == n || done == budget {
+            if left == 0 || done == budget {
                 break;
             }
         }
