@@ -128,12 +128,10 @@ typedef struct amrq_lane_t {
   uint64_t args_below;
   // The channel's doorbell bit if it rings the receiver's doorbell, else 0.
   uint64_t notify_bit;
-  // `notify_bit` if the receiver's `membarrier` reaches this process, else 0.
-  uint64_t light_bit;
-  // The receiver's armed channels.
-  const uint64_t *armed;
-  // The receiver's channels whose arming issues `membarrier`.
-  const uint64_t *heavy;
+  // Names the word a send tests with `notify_bit`: the receiver's armed channels
+  // once the library has seen that no fence is needed before reading them, else a
+  // word with every bit set (the library's send then does the rest).
+  const uint64_t *const *armed_word;
   // The library's own state of the ring.
   const void *owner;
 } amrq_lane_t;
@@ -729,7 +727,7 @@ static inline int amrq_express_(const amrq_lane_t *l, uint16_t tag, const uint64
   // Read once: the stores below could alias them for all the compiler knows.
   uint64_t t = *l->tail, head = *l->cached_head, mask = l->mask;
   uint8_t *slots = l->slots;
-  if (t + 1 - head > mask + 1) return 0;
+  if (t - head > mask) return 0; // no room for one slot (the library's test)
   uint64_t *slot = (uint64_t *)(void *)(slots + ((t & mask) << 6));
   slot[1] = (uint64_t)tag | (uint64_t)nargs << 21;
   for (size_t i = 0; i < nargs; i++) slot[2 + i] = args[i];
@@ -748,13 +746,12 @@ static inline int amrq_express_(const amrq_lane_t *l, uint16_t tag, const uint64
       }
     }
   }
-  if (l->notify_bit) {
-    if (__atomic_load_n(l->heavy, __ATOMIC_RELAXED) & l->light_bit)
-      __atomic_signal_fence(__ATOMIC_SEQ_CST); // the receiver's membarrier fences us
-    else
-      __atomic_thread_fence(__ATOMIC_SEQ_CST); // pairs with the receiver's arming fence
-    if (__atomic_load_n(l->armed, __ATOMIC_RELAXED) & l->notify_bit) amrq_lane_notify(l);
-  }
+  // The library send's doorbell test: the word armed_word names is the receiver's
+  // armed channels only where the receiver's membarrier fences this process (the
+  // compiler fence keeps the frame's store before the load); anywhere else it has every
+  // bit set, and a ringing channel goes to the library, which fences and rings.
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  if (__atomic_load_n(*l->armed_word, __ATOMIC_RELAXED) & l->notify_bit) amrq_lane_notify(l);
   return 1;
 }
 

@@ -20,8 +20,9 @@
 //! ```
 //!
 //! The header's inline code mirrors [`amrq::conduit::ring`]'s Express frame (sequence
-//! word, header word `tag | nargs << 21`, args) and the doorbell's test
-//! ([`amrq::conduit::doorbell::ring`]); the C examples and tests run both paths.
+//! word, header word `tag | nargs << 21`, args), its room test, and the library send's
+//! one-load doorbell test (see [`ExpressLane::armed_word`]); the C examples and tests
+//! run both paths.
 
 use amrq::conduit::mem::ExpressLane;
 use std::ffi::c_void;
@@ -42,12 +43,10 @@ pub struct AmrqLane {
     pub args_below: u64,
     /// The channel's doorbell bit if it rings the receiver's doorbell, else 0.
     pub notify_bit: u64,
-    /// `notify_bit` if the receiver's `membarrier` reaches this process, else 0.
-    pub light_bit: u64,
-    /// The receiver's armed channels.
-    pub armed: *const u64,
-    /// The receiver's channels whose arming issues `membarrier`.
-    pub heavy: *const u64,
+    /// Names the word a send tests with `notify_bit`: the receiver's armed channels
+    /// once the library has seen that no fence is needed before reading them, else a
+    /// word with every bit set (the library's send then does the rest).
+    pub armed_word: *const *const u64,
     /// The library's own state of the ring.
     pub owner: *const c_void,
 }
@@ -55,7 +54,7 @@ pub struct AmrqLane {
 const _: () = {
     assert!(std::mem::size_of::<AmrqLane>() == std::mem::size_of::<ExpressLane>());
     assert!(std::mem::align_of::<AmrqLane>() == std::mem::align_of::<ExpressLane>());
-    assert!(std::mem::size_of::<AmrqLane>() == 80);
+    assert!(std::mem::size_of::<AmrqLane>() == 64);
 };
 
 impl From<ExpressLane> for AmrqLane {
@@ -67,9 +66,7 @@ impl From<ExpressLane> for AmrqLane {
             cached_head: l.cached_head,
             args_below: l.args_below,
             notify_bit: l.notify_bit,
-            light_bit: l.light_bit,
-            armed: l.armed,
-            heavy: l.heavy,
+            armed_word: l.armed_word,
             owner: l.owner,
         }
     }

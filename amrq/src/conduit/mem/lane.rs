@@ -8,7 +8,8 @@
 //!  slots ───────────────────────────────▶ slot 0 | slot 1 | …   64 bytes each:
 //!  mask = slots − 1                                seq | header | args[0..6]
 //!  tail, cached_head ──▶ the rank's own Producer (private)
-//!  armed, heavy ───────▶ the receiver's doorbell (mapped)
+//!  armed_word ─────────▶ the ring's send state (private) ──▶ a word to test:
+//!                        the receiver's `armed` (mapped) or one with every bit set
 //! ```
 //!
 //! A lane writes exactly what [`Producer::try_push`](crate::conduit::ring::Producer::try_push)
@@ -50,20 +51,20 @@ pub struct ExpressLane {
     pub args_below: u64,
     /// The channel's bit in the receiver's doorbell if its frames ring it, else 0.
     pub notify_bit: u64,
-    /// `notify_bit` if the receiver's `membarrier` reaches this process, else 0: a
-    /// sender then needs only a compiler fence before it reads `armed` when `heavy` has
-    /// the bit (see [`crate::conduit::doorbell::ring`]).
-    pub light_bit: u64,
-    /// The receiver's armed channels.
-    pub armed: *const u64,
-    /// The receiver's channels whose arming issues `membarrier`.
-    pub heavy: *const u64,
+    /// Where the word a send tests with `notify_bit` is named, after a compiler fence:
+    /// the library's own send state of the ring, which holds the address of the
+    /// receiver's armed channels once the library has seen that the receiver arms
+    /// this channel with `membarrier` (so the light handshake of
+    /// [`crate::conduit::doorbell::ring`] applies), and until then the address of
+    /// a word with every bit set. A set bit calls [`ExpressLane::notify_owner`], which
+    /// does the rest (and the fence the receiver may need).
+    pub armed_word: *const *const u64,
     /// The ring's send state, for [`ExpressLane::notify_owner`].
     pub owner: *const std::ffi::c_void,
 }
 
 const _: () = {
-    assert!(std::mem::size_of::<ExpressLane>() == 10 * 8);
+    assert!(std::mem::size_of::<ExpressLane>() == 8 * 8);
     assert!(std::mem::align_of::<ExpressLane>() == 8);
     assert!(EXPRESS_ARGS == 6);
 };
@@ -82,15 +83,13 @@ impl ExpressLane {
         cached_head: std::ptr::null(),
         args_below: 0,
         notify_bit: 0,
-        light_bit: 0,
-        armed: std::ptr::null(),
-        heavy: std::ptr::null(),
+        armed_word: std::ptr::null(),
         owner: std::ptr::null(),
     };
 
     /// Rings the receiver's doorbell for a frame an inline send has just published on
-    /// the lane whose `owner` is `owner`, having seen its bit in `armed` (the library's
-    /// own send does the same after each frame). Takes the owner, not the lane, so that
+    /// the lane whose `owner` is `owner`, having seen its bit set in the word the lane's
+    /// `armed_word` names (the library's own send does the same after each frame). Takes the owner, not the lane, so that
     /// a copy of the lane in another type (the C interface's `amrq_lane_t`) can call it.
     ///
     /// # Safety
@@ -143,8 +142,6 @@ impl MemConduit {
         // Permitted, this rank's own ring, room for an Express frame's args.
         let inline = t.own_args_below > EXPRESS_ARGS;
         let (tail, cached_head) = words.unwrap_or((std::ptr::null_mut(), std::ptr::null()));
-        // SAFETY: the doorbell lies in the region this conduit keeps mapped.
-        let d = unsafe { &*t.doorbell };
         Some(ExpressLane {
             slots: t.ring.slot_ptr(0).cast_mut(),
             mask: t.ring.nslots() - 1,
@@ -152,9 +149,7 @@ impl MemConduit {
             cached_head,
             args_below: if inline { EXPRESS_ARGS as u64 + 1 } else { 0 },
             notify_bit: t.notify_bit,
-            light_bit: t.light_bit,
-            armed: d.armed.as_ptr().cast_const(),
-            heavy: d.heavy.as_ptr().cast_const(),
+            armed_word: t.armed_word.as_ptr().cast_const().cast(),
             owner: std::ptr::from_ref(t).cast(),
         })
     }

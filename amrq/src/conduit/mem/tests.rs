@@ -380,6 +380,105 @@ fn an_armed_poll_set_never_hides_a_frame() {
     assert_eq!(rx.drain(0, 8, |_| Ok::<(), ConduitError>(())).unwrap(), 1);
 }
 
+/// Polls `rx`'s empty `set` until it is armed.
+fn arm_idle(rx: &MemConduit, set: &crate::conduit::PollSet) {
+    while rx.one_poll_armed() == 0 {
+        rx.polled(set, 0);
+    }
+}
+
+/// What `amrq.h`'s inline send (`amrq_express_`) does with an [`ExpressLane`], written in
+/// Rust: room by the cached head, the header word, the args, the sequence word with
+/// Release, the tail; then the doorbell's test through `armed_word`.
+///
+/// # Safety
+/// `lane` is a live conduit's open lane, on its thread, outside any call of it.
+unsafe fn lane_send(lane: &ExpressLane, tag: u16, args: &[u64]) -> bool {
+    use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
+    assert!((args.len() as u64) < lane.args_below);
+    // SAFETY: the caller's: the producer's words, the ring's slots and the armed word
+    // are live, and only this thread uses them now.
+    unsafe {
+        let (t, head) = (*lane.tail, *lane.cached_head);
+        if t.wrapping_sub(head) > lane.mask {
+            return false;
+        }
+        let slot = lane
+            .slots
+            .add(((t & lane.mask) << 6) as usize)
+            .cast::<u64>();
+        slot.add(1)
+            .write(u64::from(tag) | (args.len() as u64) << 21);
+        for (i, &a) in args.iter().enumerate() {
+            slot.add(2 + i).write(a);
+        }
+        // ORDERING: Release pairs with the consumer's Acquire load of the sequence word.
+        AtomicU64::from_ptr(slot).store(t + 1, Ordering::Release);
+        *lane.tail = t + 1;
+        // ORDERING: the sequence word's store stays before the armed word's load; the
+        // receiver's membarrier (or the library's fence, for a word with every bit set)
+        // pairs with its arming, as in `TxRing::ring_doorbell`.
+        compiler_fence(Ordering::SeqCst);
+        let armed = AtomicU64::from_ptr((*lane.armed_word).cast_mut()).load(Ordering::Relaxed);
+        if armed & lane.notify_bit != 0 {
+            ExpressLane::notify_owner(lane.owner);
+        }
+    }
+    true
+}
+
+/// An inline send through an [`ExpressLane`] rings an armed receiver's doorbell as the
+/// library's send does, with either fence: the first send takes the full handshake,
+/// and where the receiver arms with `membarrier` it leaves the lane's `armed_word`
+/// naming the receiver's armed word, which the next sends test alone.
+#[test]
+fn an_express_lane_send_rings_an_armed_receiver() {
+    use crate::conduit::doorbell::DoorbellFence;
+    for fence in [DoorbellFence::Symmetric, DoorbellFence::Asymmetric] {
+        let spec = ConduitSpec {
+            doorbell_fence: fence,
+            ..ConduitSpec::new(vec![ChannelSpec::new(16).notify(true)])
+        };
+        let eps = crate::conduit::threads::endpoints_for(2, &spec).unwrap();
+        let (rx, tx) = (&eps[0], &eps[1]);
+        let set = rx.poll_set(&[0]).unwrap();
+        let lane = tx.express_lane(0, 0).unwrap();
+        for round in 0..3u64 {
+            arm_idle(rx, &set);
+            assert!(rx.nothing_arrived(&set));
+            // SAFETY: the lane of a live conduit, on its thread, outside any call of it.
+            assert!(unsafe { lane_send(&lane, 7, &[round, round + 1]) });
+            assert!(
+                !rx.nothing_arrived(&set),
+                "{fence:?}, send {round}: the lane's send rang the armed receiver"
+            );
+            let mut got = Vec::new();
+            let took = rx
+                .drain(0, 8, |f| {
+                    got.push((f.tag(), f.args().to_vec()));
+                    Ok::<(), ConduitError>(())
+                })
+                .unwrap();
+            assert_eq!(got, [(7, vec![round, round + 1])]);
+            rx.polled(&set, took);
+        }
+        let light = rx
+            .doorbell()
+            .heavy
+            .load(std::sync::atomic::Ordering::Relaxed)
+            & tx.tx[0].light_bit
+            != 0;
+        // SAFETY: the lane's send state, read on its thread.
+        let word = unsafe { *lane.armed_word };
+        assert_eq!(
+            std::ptr::eq(word, rx.doorbell().armed.as_ptr()),
+            light,
+            "{fence:?}: the short test once the receiver's membarrier reaches the sender"
+        );
+        assert_eq!(fence == DoorbellFence::Symmetric, !light);
+    }
+}
+
 /// A drain takes at most its budget, whatever waits: none for 0, and across senders a
 /// budget smaller than what waits leaves the rest for the next call, in order.
 #[test]
