@@ -89,8 +89,9 @@ impl ExpressLane {
 
     /// Rings the receiver's doorbell for a frame an inline send has just published on
     /// the lane whose `owner` is `owner`, having seen its bit set in the word the lane's
-    /// `armed_word` names (the library's own send does the same after each frame). Takes the owner, not the lane, so that
-    /// a copy of the lane in another type (the C interface's `amrq_lane_t`) can call it.
+    /// `armed_word` names (the library's own send does the same after each frame).
+    /// Takes the owner, not the lane, so that a copy of the lane in another type (the C
+    /// interface's `amrq_lane_t`) can call it.
     ///
     /// # Safety
     /// `owner` is null (a closed lane's) or the `owner` of a lane from
