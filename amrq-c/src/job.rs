@@ -155,12 +155,12 @@ pub(crate) unsafe fn on_job(
     // SAFETY: the caller's guarantee.
     let j = unsafe { am.as_ref() };
     guard(
-        |why| {
+        move |why| {
             if let Some(j) = j {
                 j.fail_job(why);
             }
         },
-        || body(j.ok_or_else(|| Failure::argument("a null amrq_t"))?),
+        move || body(j.ok_or_else(|| Failure::argument("a null amrq_t"))?),
     )
 }
 
@@ -794,7 +794,7 @@ pub unsafe extern "C" fn amrq_wait_u64(
     cmp: c_int,
     value: u64,
 ) -> AmrqStatus {
-    let body = |j: &Amrq| {
+    let body = move |j: &Amrq| {
         if ivar.is_null() {
             return Err(Failure::argument("a null word to wait on"));
         }

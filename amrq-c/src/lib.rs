@@ -144,6 +144,20 @@ pub(crate) fn guard(
 ) -> AmrqStatus {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => AmrqStatus::Ok,
+        other => failed(other, on_panic),
+    }
+}
+
+/// [`guard`] of a call that failed or panicked, out of line: the call that succeeds
+/// keeps no registers for it.
+#[cold]
+#[inline(never)]
+fn failed(
+    out: std::thread::Result<Result<(), Failure>>,
+    on_panic: impl FnOnce(&str),
+) -> AmrqStatus {
+    match out {
+        Ok(Ok(())) => AmrqStatus::Ok,
         Ok(Err(Failure(f))) => {
             set_last_error(&f.message);
             f.status
@@ -194,5 +208,38 @@ pub(crate) unsafe fn slice_mut<'a, T>(p: *mut T, n: usize) -> Result<&'a mut [T]
         (_, true) => Err(Failure::argument("a null pointer for a non-empty array")),
         // SAFETY: the caller's guarantee.
         _ => Ok(unsafe { std::slice::from_raw_parts_mut(p, n) }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::ffi::CStr;
+
+    fn last_error() -> String {
+        // SAFETY: `amrq_last_error` returns a NUL-terminated string valid until the next
+        // failing call on this thread.
+        unsafe { CStr::from_ptr(amrq_last_error()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// `guard` turns a body's success, failure and panic into a status, keeps the
+    /// failure's message for `amrq_last_error`, and tells `on_panic` only of a panic.
+    #[test]
+    fn guard_gives_each_outcome_its_status_and_message() {
+        let told = RefCell::new(Vec::<String>::new());
+        let on_panic = |why: &str| told.borrow_mut().push(why.to_string());
+        assert_eq!(guard(on_panic, || Ok(())), AmrqStatus::Ok);
+        let failed = guard(on_panic, || Err(Failure::argument("no such handler")));
+        assert_eq!(failed, AmrqStatus::Argument);
+        assert_eq!(last_error(), "no such handler");
+        assert!(told.borrow().is_empty(), "a failure is not a panic");
+        let panicked = guard(on_panic, || panic!("ring state lost"));
+        assert_eq!(panicked, AmrqStatus::Panic);
+        assert!(last_error().contains("ring state lost"), "{}", last_error());
+        assert_eq!(told.borrow().len(), 1);
+        assert!(told.borrow()[0].contains("a bug in amrq"));
     }
 }
