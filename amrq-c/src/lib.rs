@@ -157,7 +157,7 @@ fn failed(
     on_panic: impl FnOnce(&str),
 ) -> AmrqStatus {
     match out {
-        Ok(Ok(())) => AmrqStatus::Ok,
+        Ok(Ok(())) => AmrqStatus::Ok, // `guard` answers this one inline
         Ok(Err(Failure(f))) => {
             set_last_error(&f.message);
             f.status
