@@ -141,7 +141,7 @@ pub(super) fn send_now(
     payload: &[u8],
 ) -> Result<(), sys::ucs_status_t> {
     let h = wire::as_bytes(header);
-    match post(net, dest, id, &h, payload, true) {
+    match post(net, dest, id, h.as_slice(), payload, true) {
         StatusPtr::Done => Ok(()),
         StatusPtr::Err(e) => Err(e),
         // Not expected with forced immediate completion; finish it before the
@@ -173,7 +173,7 @@ impl UcxConduit {
             Err(sys::UCS_ERR_NO_RESOURCE) => {}
             Err(e) => return Err(self.peer_failed(dest, e)),
         }
-        let (h, p) = (wire::as_bytes(header), payload.to_vec());
+        let (h, p) = (wire::as_bytes(header).as_slice().to_vec(), payload.to_vec());
         // The copies stay in `pending` until UCX is done with them.
         match post(&self.net, dest, id, &h, &p, false) {
             StatusPtr::Done => Ok(()),

@@ -57,6 +57,8 @@ struct RingCredit {
     held: VecDeque<Held>,
     /// Its sender found no room: return what is consumed, however little.
     wanted: bool,
+    /// In [`Local::dirty`].
+    listed: bool,
 }
 
 /// The local queues and their bookkeeping (behind the mutex of [`Shared`]).
@@ -71,12 +73,21 @@ pub struct Local {
     rings: Vec<RingCredit>,
     /// Frames held in all the rings' overflow queues.
     held: usize,
-    /// Rings to look at for credits to return (channel × ranks + source).
+    /// Rings to look at for credits to return (channel × ranks + source), each once:
+    /// a progress call looks at these, not at every ring (see [`Local::list`]).
     dirty: Vec<usize>,
+    /// `dirty`'s other buffer: `credits_due` reads one while it fills the other, so
+    /// that a progress call allocates nothing.
+    dirty_spare: Vec<usize>,
+    /// The shared channels.
+    shared_channels: Vec<Channel>,
     /// Per shared channel: (end of a frame in the ring, its source, its charge).
     shared_log: Vec<VecDeque<(u64, Rank, u64)>>,
     /// Per source: Tag-On blocks delivered and not yet returned; returned in all.
     tag_on_out: Vec<(u64, u64)>,
+    /// Tag-On blocks delivered and not yet returned, from all sources: while none
+    /// are, a progress call does not look at the pools.
+    tag_on_out_total: u64,
     /// Setup collectives: (epoch, source) → value.
     pub coll: BTreeMap<(u64, Rank), u64>,
 }
@@ -133,8 +144,11 @@ impl Shared {
                     .collect(),
                 held: 0,
                 dirty: Vec::new(),
+                dirty_spare: Vec::new(),
+                shared_channels: (0..channels).filter(|&c| layout.is_shared(c)).collect(),
                 shared_log: vec![VecDeque::new(); channels],
                 tag_on_out: vec![(0, 0); size],
+                tag_on_out_total: 0,
                 coll: BTreeMap::new(),
                 layout,
             }),
@@ -306,7 +320,16 @@ impl Local {
             payload: payload.to_vec(),
         });
         self.held += 1;
-        self.dirty.push(key);
+        self.list(key);
+    }
+
+    /// Puts ring `key` in [`Local::dirty`] unless it is there.
+    fn list(&mut self, key: usize) {
+        let r = &mut self.rings[key];
+        if !r.listed {
+            r.listed = true;
+            self.dirty.push(key);
+        }
     }
 
     /// Pushes a frame through its source's proxy; `Busy` if its ring is full. Any other
@@ -371,8 +394,9 @@ impl Local {
         }
         if kind == Kind::TagOn {
             self.tag_on_out[src].0 += 1;
+            self.tag_on_out_total += 1;
         }
-        self.dirty.push(key);
+        self.list(key);
     }
 
     /// Moves held frames into rings that have room again, in order.
@@ -404,7 +428,7 @@ impl Local {
         }
         let key = ch * self.size + src;
         self.rings[key].wanted = true;
-        self.dirty.push(key);
+        self.list(key);
     }
 
     /// The credits due to peers, booked as returned: send each (see [`Due`]), and hand
@@ -413,18 +437,52 @@ impl Local {
     /// callbacks that take it.)
     pub fn credits_due(&mut self) -> Vec<Due> {
         let mut due = Vec::new();
-        let mut dirty = std::mem::take(&mut self.dirty);
-        dirty.sort_unstable();
-        dirty.dedup();
-        for key in dirty {
+        // Shared rings: a frame's charge comes back once the head has passed it.
+        for i in 0..self.shared_channels.len() {
+            let ch = self.shared_channels[i];
+            if self.shared_log[ch].is_empty() {
+                continue;
+            }
+            // SAFETY: a ring of this layout, in the region the proxies keep alive; a
+            // shared channel's ring is its receiver's only one.
+            let head = unsafe { self.layout.ring(self.base, ch, self.me, 0) }
+                .head()
+                // ORDERING: Relaxed: the head only says how far the consumer got; the
+                // peer reuses the room only after this credit crosses the network.
+                .load(Ordering::Relaxed);
+            while let Some(&(end, src, charge)) = self.shared_log[ch].front() {
+                if (head.wrapping_sub(end) as i64) < 0 {
+                    break;
+                }
+                self.rings[ch * self.size + src].returned += charge;
+                self.shared_log[ch].pop_front();
+                self.list(ch * self.size + src);
+            }
+        }
+        let spare = std::mem::take(&mut self.dirty_spare);
+        let dirty = std::mem::replace(&mut self.dirty, spare);
+        for &key in &dirty {
+            self.rings[key].listed = false;
             let (ch, src) = (key / self.size, key % self.size);
             if self.layout.is_shared(ch) {
-                continue;
+                let r = &mut self.rings[key];
+                if r.returned != r.sent {
+                    due.push(Due {
+                        peer: src,
+                        what: ch as u64,
+                        value: r.returned,
+                        undo: Undo::Shared {
+                            key,
+                            before: r.sent,
+                        },
+                    });
+                    r.sent = r.returned;
+                }
+                continue; // listed again when a charge comes back or a credit stays unsent
             }
             // SAFETY: a ring of this layout, in the region the proxies keep alive.
             let ring = unsafe { self.layout.ring(self.base, ch, self.me, src) };
-            // ORDERING: Relaxed: the head only says how far the consumer got; the
-            // peer reuses the room only after this credit crosses the network.
+            // ORDERING: Relaxed: as above.
             let head = ring.head().load(Ordering::Relaxed);
             let r = &mut self.rings[key];
             let unreturned = head.wrapping_sub(r.returned);
@@ -445,37 +503,19 @@ impl Local {
                 r.returned = head;
             }
             if r.returned != r.tail || !r.held.is_empty() || r.wanted {
-                self.dirty.push(key);
+                self.list(key);
             }
         }
-        for ch in (0..self.shared_log.len()).filter(|&ch| self.layout.is_shared(ch)) {
-            // SAFETY: as above; a shared channel's ring is its receiver's only one.
-            let head = unsafe { self.layout.ring(self.base, ch, self.me, 0) }
-                .head()
-                .load(Ordering::Relaxed);
-            while let Some(&(end, src, charge)) = self.shared_log[ch].front() {
-                if (head.wrapping_sub(end) as i64) < 0 {
-                    break;
-                }
-                self.rings[ch * self.size + src].returned += charge;
-                self.shared_log[ch].pop_front();
-            }
-            for src in 0..self.size {
-                let r = &mut self.rings[ch * self.size + src];
-                if r.returned != r.sent {
-                    due.push(Due {
-                        peer: src,
-                        what: ch as u64,
-                        value: r.returned,
-                        undo: Undo::Shared {
-                            key: ch * self.size + src,
-                            before: r.sent,
-                        },
-                    });
-                    r.sent = r.returned;
-                }
-            }
+        self.dirty_spare = dirty;
+        self.dirty_spare.clear();
+        if self.tag_on_out_total > 0 {
+            self.tag_on_credits(&mut due);
         }
+        due
+    }
+
+    /// The Tag-On blocks each source's frames held and the handlers have freed.
+    fn tag_on_credits(&mut self, due: &mut Vec<Due>) {
         for src in 0..self.size {
             let (out, back) = self.tag_on_out[src];
             if out == 0 {
@@ -500,9 +540,9 @@ impl Local {
                     },
                 });
                 self.tag_on_out[src] = (out - freed, back + freed);
+                self.tag_on_out_total -= freed;
             }
         }
-        due
     }
 
     /// Takes back the booking of a credit that could not be sent: it is due again.
@@ -510,10 +550,16 @@ impl Local {
         match d.undo {
             Undo::Ring { key, before } => {
                 self.rings[key].returned = before;
-                self.dirty.push(key);
+                self.list(key);
             }
-            Undo::Shared { key, before } => self.rings[key].sent = before,
-            Undo::TagOn { src, before } => self.tag_on_out[src] = before,
+            Undo::Shared { key, before } => {
+                self.rings[key].sent = before;
+                self.list(key);
+            }
+            Undo::TagOn { src, before } => {
+                self.tag_on_out_total += before.0 - self.tag_on_out[src].0;
+                self.tag_on_out[src] = before;
+            }
         }
     }
 }
