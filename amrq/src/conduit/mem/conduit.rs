@@ -306,7 +306,9 @@ impl MemConduit {
     /// `try_send_tag_on` (`tag_on`) would answer before looking for room, if any: for a
     /// conduit that carries this conduit's frames over a network and pushes them into
     /// local queues at the receiver (UCX), so that its sends refuse exactly as these.
-    #[cold]
+    /// On that conduit's every send: inline, not `#[cold]` (callgrind, `hosts` example:
+    /// 37 instructions fewer per round trip).
+    #[inline]
     pub(crate) fn refusal(
         &self,
         dest: Rank,
