@@ -524,19 +524,62 @@ impl RegionLayout {
     /// unsafe { layout.init(region.base()) };
     /// ```
     pub unsafe fn init(&self, base: NonNull<u8>) {
+        for r in 0..self.ranks {
+            // SAFETY: the caller's guarantee covers every ring's bytes.
+            unsafe { self.init_rings_of(base, r) };
+        }
+        // SAFETY: as above.
+        unsafe { self.write_header(base) };
+    }
+
+    /// [`RegionLayout::init`] for a region in which only `receiver` reads rings (the
+    /// UCX conduit's local queues: a frame from any peer lands in `receiver`'s ring
+    /// from that peer): the header and `receiver`'s rings, nothing else, so that the
+    /// rest of a [`HeapRegion::sparse`] mapping is never touched. Of the P² rings laid
+    /// out, the P in use cost memory (and set-up time): 2 MiB of 128 MiB at P = 64.
+    ///
+    /// # Safety
+    /// As for [`RegionLayout::init`]; and no ring of another receiver is ever used.
+    ///
+    /// ```
+    /// use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
+    /// let layout = RegionLayout::new(64, &ConduitSpec::new(vec![ChannelSpec::new(256)])).unwrap();
+    /// let region = HeapRegion::sparse(layout.total_bytes()).unwrap(); // 64 MiB laid out
+    /// // SAFETY: fresh, zeroed, page-aligned memory of the layout's size; only rank 5's
+    /// // rings are used.
+    /// unsafe { layout.init_receiver(region.base(), 5) }; // 1 MiB of it written
+    /// ```
+    pub unsafe fn init_receiver(&self, base: NonNull<u8>, receiver: usize) {
+        // SAFETY: the caller's guarantee.
+        unsafe {
+            self.init_rings_of(base, receiver);
+            self.write_header(base);
+        }
+    }
+
+    /// Initialises the rings read by `receiver`, from every sender, on every channel.
+    ///
+    /// # Safety
+    /// As for [`RegionLayout::init`].
+    unsafe fn init_rings_of(&self, base: NonNull<u8>, receiver: usize) {
         for ch in 0..self.channels() {
             let senders = if self.channels[ch].shared {
                 1
             } else {
                 self.ranks
             };
-            for r in 0..self.ranks {
-                for s in 0..senders {
-                    // SAFETY: the caller's guarantee covers this ring's bytes.
-                    unsafe { self.ring(base, ch, r, s) }.init(0);
-                }
+            for s in 0..senders {
+                // SAFETY: the caller's guarantee covers this ring's bytes.
+                unsafe { self.ring(base, ch, receiver, s) }.init(0);
             }
         }
+    }
+
+    /// Writes the region's header.
+    ///
+    /// # Safety
+    /// As for [`RegionLayout::init`].
+    unsafe fn write_header(&self, base: NonNull<u8>) {
         let header = RegionHeader {
             magic: REGION_MAGIC,
             ranks: self.ranks as u64,
@@ -612,6 +655,25 @@ impl HeapRegion {
     /// assert_eq!(unsafe { r.base().as_ptr().read() }, 0);
     /// ```
     pub fn new(bytes: usize) -> Result<Self, ConduitError> {
+        Self::map(bytes, 0)
+    }
+
+    /// Maps `bytes` zeroed bytes of which most will never be touched: no swap or
+    /// commit charge is reserved for them (`MAP_NORESERVE`), so that the kernel's
+    /// overcommit check does not refuse a layout far larger than what is used (the
+    /// UCX conduit's local queues: P² rings laid out, P used; 31 GiB at P = 1 000).
+    ///
+    /// ```
+    /// use amrq::conduit::mem::HeapRegion;
+    /// let r = HeapRegion::sparse(1 << 30).unwrap(); // 1 GiB laid out, nothing used yet
+    /// // SAFETY: inside the fresh region.
+    /// assert_eq!(unsafe { r.base().as_ptr().add(12345).read() }, 0);
+    /// ```
+    pub fn sparse(bytes: usize) -> Result<Self, ConduitError> {
+        Self::map(bytes, libc::MAP_NORESERVE)
+    }
+
+    fn map(bytes: usize, flags: libc::c_int) -> Result<Self, ConduitError> {
         let len = bytes.max(1);
         // SAFETY: a fresh private anonymous mapping; the kernel picks the address.
         let p = unsafe {
@@ -619,7 +681,7 @@ impl HeapRegion {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
                 -1,
                 0,
             )
@@ -657,8 +719,52 @@ impl Drop for HeapRegion {
 
 #[cfg(test)]
 mod tests {
-    use super::RegionLayout;
+    use super::{HeapRegion, RegionLayout};
+    use crate::conduit::ring::{Consumer, FrameHeader, Producer, RawRing};
     use crate::conduit::{ChannelSpec, ConduitSpec};
+    use std::ptr::NonNull;
+
+    /// Bytes of the `len` bytes at `base` (page-aligned, mapped) that are in memory.
+    fn resident_bytes(base: NonNull<u8>, len: usize) -> usize {
+        const PAGE: usize = 4096;
+        let mut pages = vec![0u8; len.div_ceil(PAGE)];
+        // SAFETY: `base` starts a mapping of `len` bytes; one byte per page out.
+        let rc = unsafe { libc::mincore(base.as_ptr().cast(), len, pages.as_mut_ptr()) };
+        assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
+        pages.iter().filter(|&&p| p & 1 != 0).count() * PAGE
+    }
+
+    #[test]
+    fn a_receivers_init_writes_its_own_rings_and_nothing_else() {
+        let spec = ConduitSpec::new(vec![
+            ChannelSpec::new(256),
+            ChannelSpec::new(64).shared(true),
+        ]);
+        let (ranks, me) = (64, 5);
+        let layout = RegionLayout::new(ranks, &spec).unwrap();
+        let region = HeapRegion::sparse(layout.total_bytes()).unwrap();
+        assert_eq!(resident_bytes(region.base(), layout.total_bytes()), 0);
+        // SAFETY: fresh, zeroed, page-aligned memory of the layout's size; only rank
+        // 5's rings are used below.
+        unsafe { layout.init_receiver(region.base(), me) };
+        // Its 64 rings of channel 0, its shared ring, the header: each channel's run
+        // of rings may straddle a page more at either end.
+        let mine = ranks * RawRing::bytes(256) + RawRing::bytes(64) + 128;
+        let resident = resident_bytes(region.base(), layout.total_bytes());
+        assert!(
+            (mine..=mine + 6 * 4096).contains(&resident),
+            "{resident} bytes resident of {} laid out; rank {me}'s rings are {mine}",
+            layout.total_bytes()
+        );
+        for s in 0..ranks {
+            // SAFETY: rank 5's rings, initialised; the region outlives them.
+            let ring = unsafe { layout.ring(region.base(), 0, me, s) };
+            let (mut p, mut c) = (Producer::new(256, 0), Consumer::new(256, 0, 64));
+            assert!(c.peek(&ring).unwrap().is_none(), "ring {s} reads empty");
+            assert!(p.try_push(&ring, FrameHeader::default(), &[s as u64], b""));
+            assert!(c.peek(&ring).unwrap().is_some(), "ring {s} reads the frame");
+        }
+    }
 
     #[test]
     fn a_payload_floor_the_ring_cannot_carry_is_refused_at_setup() {

@@ -149,9 +149,14 @@ pub fn open_on(
         }
     }
     let layout = RegionLayout::new(size, spec)?;
-    let region = Arc::new(HeapRegion::new(layout.total_bytes())?);
-    // SAFETY: the region is fresh, zeroed, page-aligned and of the layout's size.
-    unsafe { layout.init(region.base()) };
+    // Laid out for every receiver (the proxies' send sides name all of them), read
+    // only by this rank: only its rings are initialised, the rest never touched.
+    let region = Arc::new(HeapRegion::sparse(layout.total_bytes())?);
+    // SAFETY: the region is fresh, zeroed, page-aligned and of the layout's size; only
+    // this rank's rings are used: its own endpoint reads them, and each proxy writes
+    // only into them (`rx::through`, `Local::to_self`), the proxies' other send sides
+    // and receive sides are never used.
+    unsafe { layout.init_receiver(region.base(), rank) };
     let segments: Arc<[HeapRegion]> = Arc::new([]);
     let local_boot = Boot::Threads(Arc::new(ThreadsBoot::new(size)));
     let endpoint = |r: Rank| {
