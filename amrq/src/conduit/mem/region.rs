@@ -544,10 +544,10 @@ impl RegionLayout {
     /// ```
     /// use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
     /// let layout = RegionLayout::new(64, &ConduitSpec::new(vec![ChannelSpec::new(256)])).unwrap();
-    /// let region = HeapRegion::sparse(layout.total_bytes()).unwrap(); // 64 MiB laid out
+    /// let region = HeapRegion::sparse(layout.total_bytes()).unwrap(); // 195 MiB, untouched
     /// // SAFETY: fresh, zeroed, page-aligned memory of the layout's size; only rank 5's
     /// // rings are used.
-    /// unsafe { layout.init_receiver(region.base(), 5) }; // 1 MiB of it written
+    /// unsafe { layout.init_receiver(region.base(), 5) }; // its 64 rings, 1 MiB, written
     /// ```
     pub unsafe fn init_receiver(&self, base: NonNull<u8>, receiver: usize) {
         // SAFETY: the caller's guarantee.

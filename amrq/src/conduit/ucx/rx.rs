@@ -557,7 +557,10 @@ impl Local {
                 self.list(key);
             }
             Undo::TagOn { src, before } => {
-                self.tag_on_out_total += before.0 - self.tag_on_out[src].0;
+                // The total stays the sum of the counts (taken out first: a frame
+                // pushed since the booking may have raised this one past `before`).
+                self.tag_on_out_total -= self.tag_on_out[src].0;
+                self.tag_on_out_total += before.0;
                 self.tag_on_out[src] = before;
             }
         }
