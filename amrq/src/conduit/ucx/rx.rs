@@ -88,6 +88,8 @@ pub struct Local {
     /// Tag-On blocks delivered and not yet returned, from all sources: while none
     /// are, a progress call does not look at the pools.
     tag_on_out_total: u64,
+    /// Credits booked that could not be sent: they go with the next ones.
+    unsent: Vec<Due>,
     /// Setup collectives: (epoch, source) → value.
     pub coll: BTreeMap<(u64, Rank), u64>,
 }
@@ -149,6 +151,7 @@ impl Shared {
                 shared_log: vec![VecDeque::new(); channels],
                 tag_on_out: vec![(0, 0); size],
                 tag_on_out_total: 0,
+                unsent: Vec::new(),
                 coll: BTreeMap::new(),
                 layout,
             }),
@@ -436,7 +439,7 @@ impl Local {
     /// under the lock of the local queues: the worker's own lock is held around the
     /// callbacks that take it.)
     pub fn credits_due(&mut self) -> Vec<Due> {
-        let mut due = Vec::new();
+        let mut due = std::mem::take(&mut self.unsent);
         // Shared rings: a frame's charge comes back once the head has passed it.
         for i in 0..self.shared_channels.len() {
             let ch = self.shared_channels[i];
@@ -471,14 +474,10 @@ impl Local {
                         peer: src,
                         what: ch as u64,
                         value: r.returned,
-                        undo: Undo::Shared {
-                            key,
-                            before: r.sent,
-                        },
                     });
                     r.sent = r.returned;
                 }
-                continue; // listed again when a charge comes back or a credit stays unsent
+                continue; // listed again when a charge comes back
             }
             // SAFETY: a ring of this layout, in the region the proxies keep alive.
             let ring = unsafe { self.layout.ring(self.base, ch, self.me, src) };
@@ -495,10 +494,6 @@ impl Local {
                     peer: src,
                     what: ch as u64,
                     value: head,
-                    undo: Undo::Ring {
-                        key,
-                        before: r.returned,
-                    },
                 });
                 r.returned = head;
             }
@@ -534,10 +529,6 @@ impl Local {
                     peer: src,
                     what: TAG_ON_FREED,
                     value: back + freed,
-                    undo: Undo::TagOn {
-                        src,
-                        before: (out, back),
-                    },
                 });
                 self.tag_on_out[src] = (out - freed, back + freed);
                 self.tag_on_out_total -= freed;
@@ -545,25 +536,13 @@ impl Local {
         }
     }
 
-    /// Takes back the booking of a credit that could not be sent: it is due again.
+    /// A credit that could not be sent now: it goes with the next ones. Its value is
+    /// a running total and the peer keeps the largest it has seen, so sending it late,
+    /// or after a newer one, is harmless; undoing its booking instead was not (a
+    /// Tag-On frame pushed by the progress thread between the booking and the undo
+    /// was forgotten, and with it a block the sender would never get back).
     pub fn unsent(&mut self, d: &Due) {
-        match d.undo {
-            Undo::Ring { key, before } => {
-                self.rings[key].returned = before;
-                self.list(key);
-            }
-            Undo::Shared { key, before } => {
-                self.rings[key].sent = before;
-                self.list(key);
-            }
-            Undo::TagOn { src, before } => {
-                // The total stays the sum of the counts (taken out first: a frame
-                // pushed since the booking may have raised this one past `before`).
-                self.tag_on_out_total -= self.tag_on_out[src].0;
-                self.tag_on_out_total += before.0;
-                self.tag_on_out[src] = before;
-            }
-        }
+        self.unsent.push(*d);
     }
 }
 
@@ -592,13 +571,48 @@ pub struct Due {
     pub what: u64,
     /// The ring's head, the charges returned, or the blocks freed, in all.
     pub value: u64,
-    undo: Undo,
 }
 
-/// What booking a credit changed.
-#[derive(Debug, Clone, Copy)]
-enum Undo {
-    Ring { key: usize, before: u64 },
-    Shared { key: usize, before: u64 },
-    TagOn { src: Rank, before: (u64, u64) },
+#[cfg(test)]
+mod tests {
+    use super::super::threads;
+    use super::{Kind, TAG_ON_FREED};
+    use crate::conduit::{ChannelSpec, ConduitSpec};
+
+    #[test]
+    fn an_unsent_tag_on_credit_goes_again_and_blocks_freed_meanwhile_count() {
+        if let Err(why) = super::super::available() {
+            eprintln!("no UCX here: {why}");
+            return;
+        }
+        let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")]
+            .map(|(k, v)| (k.into(), v.into()))
+            .into();
+        let eps = threads(2, &ConduitSpec::new(vec![ChannelSpec::new(64)]), &settings).unwrap();
+        let mut local = eps[0].shared.local();
+        // Three Tag-On frames from rank 1 on channel 0 (ring key 0 × 2 + 1), their
+        // blocks already free: a credit of 3 blocks in all...
+        for _ in 0..3 {
+            local.pushed(1, Kind::TagOn, 0, 16);
+        }
+        let due = local.credits_due();
+        let first = *due.iter().find(|d| d.what == TAG_ON_FREED).unwrap();
+        assert_eq!((first.peer, first.value), (1, 3));
+        // ... that cannot be sent now; meanwhile a fourth frame comes (the progress
+        // thread's callback can push one between the booking and the failed send).
+        local.pushed(1, Kind::TagOn, 0, 16);
+        local.unsent(&first);
+        let due = local.credits_due();
+        let sent = |d: &&super::Due| d.what == TAG_ON_FREED && d.peer == 1;
+        assert!(due.iter().any(|d| sent(&d) && d.value == 3), "{due:?}");
+        assert_eq!(due.iter().filter(sent).map(|d| d.value).max(), Some(4));
+        assert_eq!(local.tag_on_out_total, 0);
+        drop(local);
+        // Each leaves on its own thread: a leaving rank waits for the other's goodbye.
+        std::thread::scope(|s| {
+            for e in eps {
+                s.spawn(move || drop(e));
+            }
+        });
+    }
 }
