@@ -256,6 +256,11 @@ impl<L: Conduit, R: Conduit> Combined<L, R> {
         &self.local
     }
 
+    /// Both halves, to change (a front endpoint takes over their receive side).
+    pub(crate) fn halves_mut(&mut self) -> (&mut L, &mut R) {
+        (&mut self.local, &mut self.remote)
+    }
+
     /// The remote half.
     ///
     /// ```

@@ -241,6 +241,48 @@ pub fn cluster_hosts(test: &str, ranks: usize, case: Case<ClusterConduit>) {
     launch(l, test, ranks);
 }
 
+/// [`cluster_hosts`] with each rank's cluster behind the ring conduit's front
+/// (`MemConduit::across_hosts`), the endpoint a program's job gets across hosts.
+pub fn front_hosts(test: &str, ranks: usize, case: Case<MemConduit>) {
+    let joined = amrq::conduit::cluster::joined(&spec(), &[], Duration::from_secs(60));
+    run_rank(joined.map(|c| c.map(MemConduit::across_hosts)), |c| {
+        let cluster = c.across().expect("a front");
+        super::rig::assert_tcp_on_rig(cluster.remote());
+        assert_eq!(
+            cluster.local_ranks().len(),
+            2,
+            "two ranks share each host's memory"
+        );
+        case(
+            c,
+            &Job {
+                die: die_front_process,
+            },
+        )
+    });
+    if super::ucx::loopback_or_skip(test).is_none() {
+        return;
+    }
+    let _g = one_at_a_time();
+    let Some(rig) = super::rig::Rig::or_skip(ranks / 2, test) else {
+        return;
+    };
+    let mut l = Launcher::new(ranks);
+    let hosts = Hosts::new(
+        &rig.host_list(2),
+        super::rig::Rig::EXEC,
+        Some(&super::rig::address(0)),
+    );
+    l.hosts = Some(hosts.expect("hosts"));
+    l.env = super::rig::Rig::ucx_env();
+    launch(l, test, ranks);
+}
+
+fn die_front_process(c: MemConduit) {
+    let ok = mark_ran(c.rank());
+    std::process::exit(if ok { 0 } else { 1 });
+}
+
 fn die_cluster_process(c: ClusterConduit) {
     let ok = mark_ran(c.rank());
     std::process::exit(if ok { 0 } else { 1 });

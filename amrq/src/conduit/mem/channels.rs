@@ -99,6 +99,13 @@ pub(super) enum Tx {
         tail: *const crate::sync::AtomicU64,
         me: u64,
     },
+    /// A front's ring to a rank of a job across hosts (`across.rs`): no ring, the
+    /// frame goes to the cluster at once.
+    Network {
+        dest: Rank,
+        ch: Channel,
+        across: *const super::across::Across,
+    },
 }
 
 #[repr(align(128))]
@@ -112,6 +119,10 @@ pub(super) struct RxRing {
     /// Each frame's first arg word is the conduit's, not the user's: it names the
     /// sender on a shared ring, the channel on the interrupt channel's rings.
     pub(super) hidden: bool,
+    /// The job ranks of the senders a shared ring's hidden words name, where they name
+    /// them in another numbering: this host's ranks, in a channel of a job across
+    /// hosts (`RxChannel::across`); `None`: the hidden word is the job rank.
+    pub(super) hidden_ranks: Option<std::sync::Arc<[Rank]>>,
     /// Open while the ring is plain — `permitted`, not `hidden` and not `broken`: an
     /// Express frame is handed out as it is — else shut. The look's one compare of the
     /// header word tells both.
@@ -177,6 +188,13 @@ impl TxRing {
                 let words = with_hidden_word(*me, args);
                 shared_push(&self.ring, (prod, *tail), header, words, payload)
             }
+            Tx::Network { dest, ch, across } => {
+                let mut words = [0u64; MAX_ARGS];
+                words[..args.len()].copy_from_slice(args);
+                // SAFETY: the front that holds this ring holds the `Across` too, boxed.
+                let across = unsafe { &**across };
+                across.send(*dest, *ch, header, (words, args.len()), payload)
+            }
         }
     }
 
@@ -226,6 +244,9 @@ impl TxRing {
                 }
                 room
             }
+            Tx::Network { .. } => {
+                unreachable!("a front sends Long and Tag-On frames through its cluster")
+            }
             Tx::Shared { prod, tail, me } => {
                 let (words, n) = with_hidden_word(*me, args);
                 // SAFETY: the tail word is inside the region the owner keeps alive.
@@ -251,6 +272,11 @@ impl TxRing {
     #[cold]
     #[inline(never)]
     pub(super) fn no_room(&self, dest: Rank, ch: Channel) -> ConduitError {
+        // SAFETY: only ring code runs while the state is borrowed.
+        if let Tx::Network { across, .. } = unsafe { self.prod.get() } {
+            // SAFETY: as in `push`.
+            return unsafe { &**across }.refusal();
+        }
         if self.ring.is_closed() {
             ConduitError::ChannelClosed {
                 rank: dest,
@@ -347,6 +373,56 @@ impl RxChannel {
     #[inline(always)]
     pub(super) fn quiet(&self) -> bool {
         !self.busy.get() && self.rings.iter().all(RxRing::quiet)
+    }
+
+    /// One channel of a rank of a job across hosts, in the job's numbering, made of the
+    /// channel of the same queue of each half: `here`, this host's ranks (its ring `i`
+    /// from job rank `local_ranks[i]`, from shared memory) and `there`, every job rank's
+    /// ring (filled by the network for the ranks of other hosts). A per-sender channel
+    /// takes each sender's ring from the half that carries its frames; a shared channel
+    /// has both halves' rings, the first naming its senders by host rank.
+    pub(super) fn across(here: Self, there: Self, local_ranks: &[Rank]) -> Self {
+        let ranks = there.pools.len();
+        let mut local_of = vec![None; ranks];
+        for (i, &r) in local_ranks.iter().enumerate() {
+            local_of[r] = Some(i);
+        }
+        let mut near: Vec<Option<RxRing>> = Vec::from(here.rings).into_iter().map(Some).collect();
+        let mut far: Vec<Option<RxRing>> = Vec::from(there.rings).into_iter().map(Some).collect();
+        let shared = !there.shared_senders.is_empty();
+        let rings: Box<[RxRing]> = match shared {
+            true => {
+                let mut near = near.swap_remove(0).expect("a shared channel's ring");
+                near.hidden_ranks = Some(local_ranks.into());
+                let far = far.swap_remove(0).expect("a shared channel's ring");
+                Box::new([near, far])
+            }
+            false => (0..ranks)
+                .map(|s| {
+                    let ring = match local_of[s] {
+                        Some(i) => near[i].take(),
+                        None => far[s].take(),
+                    };
+                    ring.expect("each sender's ring taken once")
+                })
+                .collect(),
+        };
+        let pools = (0..ranks)
+            .map(|s| match local_of[s] {
+                Some(i) => here.pools[i],
+                None => there.pools[s],
+            })
+            .collect();
+        Self {
+            busy: Cell::new(rings.is_empty()),
+            rings,
+            cursor: Cell::new(0),
+            burst: Cell::new(0),
+            dropped: Cell::new(0),
+            moved: false,
+            shared_senders: there.shared_senders,
+            pools,
+        }
     }
 
     /// What stays behind of a channel whose receive side moved to another view.

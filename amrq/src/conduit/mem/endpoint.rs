@@ -131,6 +131,9 @@ pub struct MemConduit {
     /// Bad frames of peers, recorded per sender (shared with the interrupt view).
     pub(super) faults: crate::conduit::FaultLog,
     pub(super) _owner: RegionOwner,
+    /// The job across hosts this endpoint fronts (see `across.rs`); `None`: the job's
+    /// ranks are all in this endpoint's region.
+    pub(super) across: Option<Box<super::across::Across>>,
 }
 
 impl std::fmt::Debug for MemConduit {
@@ -250,6 +253,7 @@ impl MemConduit {
                         broken: Cell::new(false),
                         permitted,
                         hidden,
+                        hidden_ranks: None,
                         gate: Cell::new(match permitted && !hidden {
                             true => ExpressGate::OPEN,
                             false => ExpressGate::SHUT,
@@ -333,6 +337,7 @@ impl MemConduit {
             boot,
             faults: crate::conduit::FaultLog::new(rank),
             _owner: owner,
+            across: None,
         }
     }
 
@@ -406,6 +411,7 @@ impl MemConduit {
             boot: self.boot.clone(),
             faults: self.faults.clone(),
             _owner: self._owner.clone(),
+            across: None,
         };
         Some(InterruptRx::new(view, channels))
     }

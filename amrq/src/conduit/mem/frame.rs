@@ -250,10 +250,18 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
         // SAFETY: the block (not the frame) stays ours until its flag is cleared by the
         // handle's drop; the pool lives as long as the conduit this frame borrows.
         let data = unsafe { std::slice::from_raw_parts(self.payload.0, self.payload.1) };
-        Some(TagOnData::new(
-            data,
-            self.chan.pools[self.source].flag(index)?,
-        ))
+        // The sender's pool: by its rank, or (a frame whose sender was renumbered on
+        // its way out of a half of a job across hosts) the pool that holds the block.
+        let block = self.payload.0.cast_mut();
+        let pool = match self.chan.pools.get(self.source) {
+            Some(p) if p.block(index) == Some(block) => p,
+            _ => self
+                .chan
+                .pools
+                .iter()
+                .find(|p| p.block(index) == Some(block))?,
+        };
+        Some(TagOnData::new(data, pool.flag(index)?))
         // `self` drops here and clears the channel's outstanding mark.
     }
 }

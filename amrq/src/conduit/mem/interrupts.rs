@@ -4,7 +4,10 @@
 //! sleeps on the doorbell's shared futex word: a sender rings (and wakes) only when
 //! armed, so its fast path makes no system call.
 
+use super::across::job_frame;
 use super::{MemConduit, MemFrame};
+use crate::conduit::combined::{CombinedAlarm, CombinedInterrupts};
+use crate::conduit::ucx::{UcxAlarm, UcxInterrupts};
 use crate::conduit::{Armed, Channel, Conduit, ConduitError, InterruptAlarm, InterruptChannels};
 
 /// The Interrupt channels of one rank, for its progress thread. `Send`: move it there.
@@ -16,16 +19,23 @@ use crate::conduit::{Armed, Channel, Conduit, ConduitError, InterruptAlarm, Inte
 /// let rx: amrq::conduit::mem::InterruptRx = eps[0].take_interrupts().unwrap();
 /// assert!(!rx.any_ready());
 /// ```
-pub struct InterruptRx {
-    view: MemConduit,
-    channels: Vec<Channel>,
-    bits: u64,
+pub struct InterruptRx(Rx);
+
+/// Where the channels are: this endpoint's rings, or both halves of the cluster a
+/// front endpoint hands its calls to (`across.rs`).
+enum Rx {
+    Here {
+        view: Box<MemConduit>,
+        channels: Vec<Channel>,
+        bits: u64,
+    },
+    Across(Box<CombinedInterrupts<InterruptRx, UcxInterrupts>>),
 }
 
 impl std::fmt::Debug for InterruptRx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InterruptRx")
-            .field("channels", &self.channels)
+            .field("channels", &self.channels())
             .finish()
     }
 }
@@ -35,11 +45,16 @@ impl InterruptRx {
         let bits = channels.iter().fold(0, |b, &ch| {
             b | crate::conduit::ConduitSpec::doorbell_bit(ch)
         });
-        Self {
-            view,
+        Self(Rx::Here {
+            view: Box::new(view),
             channels,
             bits,
-        }
+        })
+    }
+
+    /// The Interrupt channels of both halves of a cluster, for a front endpoint.
+    pub(super) fn across(both: CombinedInterrupts<InterruptRx, UcxInterrupts>) -> Self {
+        Self(Rx::Across(Box::new(both)))
     }
 }
 
@@ -48,25 +63,38 @@ impl InterruptChannels for InterruptRx {
     type Alarm = Alarm;
 
     fn rank(&self) -> usize {
-        self.view.rank()
+        match &self.0 {
+            Rx::Here { view, .. } => view.rank(),
+            Rx::Across(both) => both.rank(),
+        }
     }
 
     fn channels(&self) -> &[Channel] {
-        &self.channels
+        match &self.0 {
+            Rx::Here { channels, .. } => channels,
+            Rx::Across(both) => both.channels(),
+        }
     }
 
     fn any_ready(&self) -> bool {
-        self.channels
-            .iter()
-            .any(|&ch| self.view.rx[ch].next_ready().is_some())
+        match &self.0 {
+            Rx::Here { view, channels, .. } => channels
+                .iter()
+                .any(|&ch| view.rx[ch].next_ready().is_some()),
+            Rx::Across(both) => both.any_ready(),
+        }
     }
 
     fn take(&self) -> Result<Option<(Channel, MemFrame<'_>)>, ConduitError> {
-        for &ch in &self.channels {
-            if let Some(frame) = self.view.peek(ch)? {
+        let (view, channels) = match &self.0 {
+            Rx::Here { view, channels, .. } => (view, channels),
+            Rx::Across(both) => return Ok(both.take()?.map(|(ch, f)| (ch, job_frame(f)))),
+        };
+        for &ch in channels {
+            if let Some(frame) = view.peek(ch)? {
                 // A frame flagged interrupt is delivered as a frame of the channel it
                 // was sent to (checked when it was taken).
-                let of = match self.view.caps.interrupt_channel == Some(ch) {
+                let of = match view.caps.interrupt_channel == Some(ch) {
                     true => frame.hidden_word() as Channel,
                     false => ch,
                 };
@@ -77,10 +105,13 @@ impl InterruptChannels for InterruptRx {
     }
 
     fn alarm(&self) -> Alarm {
-        Alarm {
-            doorbell: self.view.doorbell,
-            bits: self.bits,
-            _owner: self.view._owner.clone(),
+        match &self.0 {
+            Rx::Here { view, bits, .. } => Alarm(Doorbell::Here {
+                doorbell: view.doorbell,
+                bits: *bits,
+                _owner: view._owner.clone(),
+            }),
+            Rx::Across(both) => Alarm(Doorbell::Across(Box::new(both.alarm()))),
         }
     }
 }
@@ -96,39 +127,70 @@ impl InterruptChannels for InterruptRx {
 /// let armed = alarm.arm();
 /// alarm.disarm(armed);
 /// ```
-#[derive(Debug)]
-pub struct Alarm {
-    doorbell: *const super::Doorbell,
-    bits: u64,
-    _owner: super::RegionOwner,
+pub struct Alarm(Doorbell);
+
+impl std::fmt::Debug for Alarm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let across = matches!(self.0, Doorbell::Across(_));
+        f.debug_struct("Alarm").field("across", &across).finish()
+    }
+}
+
+/// What an [`Alarm`] arms: this rank's doorbell, or both halves' alarms of a cluster.
+enum Doorbell {
+    Here {
+        doorbell: *const super::Doorbell,
+        bits: u64,
+        _owner: super::RegionOwner,
+    },
+    Across(Box<CombinedAlarm<Alarm, UcxAlarm>>),
 }
 
 // SAFETY: the doorbell is only touched atomically and lives in the region `_owner`
-// keeps alive; nothing else is reached through the pointer.
+// keeps alive; nothing else is reached through the pointer. The cluster's alarms are
+// `Send + Sync` themselves.
 unsafe impl Send for Alarm {}
 // SAFETY: as above.
 unsafe impl Sync for Alarm {}
 
-impl Alarm {
-    fn doorbell(&self) -> &super::Doorbell {
-        // SAFETY: see the `Send` impl.
-        unsafe { &*self.doorbell }
-    }
-}
-
 impl InterruptAlarm for Alarm {
     /// Arms the channels' bits for a sleeper ([`super::Doorbell::arm_sleeper`]).
     fn arm(&self) -> Armed<'_> {
-        let d = self.doorbell();
-        let (seen, token) = d.arm_sleeper(self.bits);
-        Armed {
-            word: &d.wake,
-            seen,
-            token,
+        match &self.0 {
+            Doorbell::Here { doorbell, bits, .. } => {
+                // SAFETY: see the `Send` impl.
+                let d = unsafe { &**doorbell };
+                let (seen, token) = d.arm_sleeper(*bits);
+                Armed {
+                    word: &d.wake,
+                    seen,
+                    token,
+                }
+            }
+            Doorbell::Across(both) => both.arm(),
         }
     }
 
     fn disarm(&self, armed: Armed<'_>) {
-        self.doorbell().disarm_sleeper(self.bits, armed.token);
+        match &self.0 {
+            Doorbell::Here { doorbell, bits, .. } => {
+                // SAFETY: see the `Send` impl.
+                unsafe { &**doorbell }.disarm_sleeper(*bits, armed.token)
+            }
+            Doorbell::Across(both) => both.disarm(armed),
+        }
+    }
+
+    fn sleep_if(&self, still_idle: impl FnOnce() -> bool, timeout: std::time::Duration) {
+        match &self.0 {
+            Doorbell::Here { .. } => {
+                let armed = self.arm();
+                if still_idle() {
+                    crate::util::futex::wait(armed.word, armed.seen, timeout);
+                }
+                self.disarm(armed);
+            }
+            Doorbell::Across(both) => both.sleep_if(still_idle, timeout),
+        }
     }
 }

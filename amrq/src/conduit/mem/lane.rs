@@ -138,7 +138,7 @@ impl MemConduit {
         // no borrow of it is live (this thread is here). Only addresses are taken.
         let words = match unsafe { &mut *tx } {
             Tx::Own(p) => Some(p.words()),
-            Tx::Shared { .. } => None,
+            Tx::Shared { .. } | Tx::Network { .. } => None,
         };
         // Permitted, this rank's own ring, room for an Express frame's args.
         let inline = t.own_args_below > EXPRESS_ARGS;

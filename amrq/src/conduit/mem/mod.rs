@@ -13,6 +13,7 @@
 //!
 //! | file | holds |
 //! |---|---|
+//! | `across.rs` | the front of a job across hosts: an endpoint without rings that hands every call to the cluster conduit behind it |
 //! | `region.rs` | where every ring, doorbell and Tag-On pool sits in a region (offsets only), and the heap region of the `threads` conduit |
 //! | `endpoint.rs` | [`MemConduit`]: one rank's endpoint, built from [`Parts`] |
 //! | `channels.rs` | the per-ring states of an endpoint: send side, receive side, the round-robin scan of a channel |
@@ -24,6 +25,7 @@
 //! | `tag_on.rs` | [`TagOnPool`], the receiver-side blocks of Tag-On messages |
 //! | `interrupts.rs` | [`InterruptRx`], the receive side of the Interrupt channels moved to a progress thread |
 
+mod across;
 mod channels;
 mod conduit;
 mod endpoint;

@@ -4,22 +4,47 @@
 //! the target's word. Each completes before it returns ([`Started::Done`]).
 
 use super::MemConduit;
-use crate::conduit::{AtomicOp, ConduitError, Rank, Started};
+use crate::conduit::{AtomicOp, Conduit, ConduitError, Rank, Started};
 use std::sync::atomic::AtomicU64;
 
 impl MemConduit {
-    /// `len` bytes at `offset` of `rank`'s segment, as mapped here, checked inside it.
+    /// `len` bytes at `offset` of `rank`'s segment, as mapped here, checked inside it;
+    /// `Ok(None)` if it is not mapped here (a front's calls go to its cluster).
     #[inline(always)]
-    fn mapped_range(&self, rank: Rank, offset: usize, len: usize) -> Result<*mut u8, ConduitError> {
+    fn mapped_range(
+        &self,
+        rank: Rank,
+        offset: usize,
+        len: usize,
+    ) -> Result<Option<*mut u8>, ConduitError> {
         let Some(base) = self.segments.get(rank) else {
-            return Err(ConduitError::NoSuchRank {
-                rank,
-                size: self.size,
-            });
+            return self.unmapped(rank);
         };
         self.in_segment(rank, offset, len)?;
         // SAFETY: offset + len ≤ the segment's length (checked above).
-        Ok(unsafe { base.as_ptr().add(offset) })
+        Ok(Some(unsafe { base.as_ptr().add(offset) }))
+    }
+
+    /// [`Self::mapped_range`] of a rank whose segment is not mapped here: a front's
+    /// operation goes to its cluster (`Ok(None)`); otherwise there is no such rank.
+    #[cold]
+    fn unmapped(&self, rank: Rank) -> Result<Option<*mut u8>, ConduitError> {
+        match self.across {
+            Some(_) => Ok(None),
+            None => Err(ConduitError::NoSuchRank {
+                rank,
+                size: self.size,
+            }),
+        }
+    }
+
+    /// The cluster of a front: an unmapped segment's operations go there.
+    #[cold]
+    fn cluster(&self) -> &crate::conduit::cluster::ClusterConduit {
+        match &self.across {
+            Some(a) => &a.cluster,
+            None => unreachable!("`unmapped` answers Ok(None) only for a front"),
+        }
     }
 
     /// Copies `data` into `dest`'s segment at `offset`.
@@ -30,7 +55,9 @@ impl MemConduit {
         offset: usize,
         data: &[u8],
     ) -> Result<Started, ConduitError> {
-        let to = self.mapped_range(dest, offset, data.len())?;
+        let Some(to) = self.mapped_range(dest, offset, data.len())? else {
+            return self.cluster().put_nb(dest, offset, data);
+        };
         // SAFETY: `to` is valid for `data.len()` bytes (checked) and cannot overlap
         // `data`, a borrowed Rust slice. Other ranks writing the same bytes at the same
         // time is the program's protocol, as with any RMA.
@@ -50,7 +77,10 @@ impl MemConduit {
         buf: *mut u8,
         len: usize,
     ) -> Result<Started, ConduitError> {
-        let from = self.mapped_range(src, offset, len)?;
+        let Some(from) = self.mapped_range(src, offset, len)? else {
+            // SAFETY: the caller's contract on `buf`, passed on.
+            return unsafe { self.cluster().get_nb(src, offset, buf, len) };
+        };
         // SAFETY: `from` is valid for `len` bytes (checked), `buf` by the caller's
         // contract; a segment never overlaps the caller's buffer.
         unsafe { std::ptr::copy_nonoverlapping(from, buf, len) };
@@ -65,7 +95,9 @@ impl MemConduit {
         offset: usize,
         op: AtomicOp,
     ) -> Result<Started, ConduitError> {
-        let p = self.mapped_range(dest, offset, 8)?;
+        let Some(p) = self.mapped_range(dest, offset, 8)? else {
+            return self.cluster().atomic_nb(dest, offset, op);
+        };
         if offset % 8 != 0 {
             return Err(ConduitError::Misaligned { offset });
         }

@@ -275,8 +275,9 @@ impl MemConduit {
     /// out); otherwise what that drain returns.
     #[inline(always)]
     fn drainable(&self, ch: Channel) -> Result<&RxChannel, Result<usize, ConduitError>> {
-        let Some(chan) = self.rx.get(ch) else {
-            return Err(Err(self.no_channel(ch)));
+        let chan = match self.rx.get(ch) {
+            Some(chan) => chan,
+            None => self.channel_across(ch)?,
         };
         if chan.busy.get() {
             return Err(Self::nothing_to_drain(chan, ch));

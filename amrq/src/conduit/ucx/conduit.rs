@@ -283,6 +283,18 @@ impl UcxConduit {
         Ok(())
     }
 
+    /// The local queues' endpoint, whose channels a front endpoint takes over
+    /// (`conduit::mem`'s `across.rs`): the network keeps filling their rings.
+    pub(crate) fn receiver_mut(&mut self) -> &mut MemConduit {
+        &mut self.me
+    }
+
+    /// Progresses the worker: frames that came go into the local queues, credits and
+    /// sends go out.
+    pub(crate) fn progress_now(&self) {
+        self.progress();
+    }
+
     /// The bootstrap that reports this job's failed ranks.
     ///
     /// ```

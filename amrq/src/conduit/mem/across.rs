@@ -1,0 +1,295 @@
+//! A ring conduit that fronts a rank of a job across hosts.
+//!
+//! A program is compiled once and learns its placement at start-up, so the conduit it
+//! runs on is one type, and the one-host path must not pay for the network. A front
+//! holds no channels and no send rings of its own, so each of its calls fails the
+//! first test it makes on one host anyway (a channel in range, a mapped segment) and
+//! takes the path that test leads to when it fails, which is out of line; there it
+//! finds its [`Across`] and goes on:
+//!
+//! - **Receiving**: the receive side of both halves of the cluster is taken over at
+//!   start-up, channel by channel, into one channel per queue in the job's numbering
+//!   ([`RxChannel::across`]): each sender's ring from the half that carries its frames
+//!   (shared memory for this host's ranks, the UCX local queues for the others). A
+//!   drain or a look asks for the channel (`channel_across`), which progresses the
+//!   network first, and then runs the ordinary receive loop over it: the same code as
+//!   on one host, so the inlined loop is compiled the same way.
+//! - **Sending**: a front's send side to each rank has no ring (`Tx::Network`): the
+//!   send's push hands the frame to the cluster, which routes it by destination, and a
+//!   refusal comes back where a full ring's would. Long and Tag-On frames, one-sided
+//!   operations and the job's calls are handed to the cluster from the paths a call
+//!   takes when it finds no mapped segment or no receive side.
+//! - **Sleeping**: on both halves' words at once ([`Across::sleep`]).
+//!
+//! Interrupt channels stay in the halves, for the progress thread
+//! ([`Conduit::take_interrupts`]).
+
+use super::channels::{Local, RxChannel, Tx, TxRing, CHECK_SLOWLY};
+use super::{HeapRegion, MemConduit, MemFrame, TagOnPool};
+use crate::conduit::cluster::ClusterConduit;
+use crate::conduit::combined::HalfFrame;
+use crate::conduit::ring::{FrameHeader, RawRing, MAX_ARGS};
+use crate::conduit::{Arming, Channel, Conduit, ConduitError, Message, PollSet, Rank};
+use std::cell::Cell;
+
+/// What a front hands its calls to: the cluster, and the receive side taken from its
+/// halves (see the module doc).
+pub(super) struct Across {
+    pub(super) cluster: ClusterConduit,
+    /// Per channel, in the job's numbering; `None` for an Interrupt channel (left in
+    /// the halves).
+    rx: Box<[Option<RxChannel>]>,
+    /// Why the last send through the cluster refused its frame (`TxRing::no_room`
+    /// answers it).
+    refused: Cell<Option<ConduitError>>,
+    /// What the front's send sides point at (they have no ring): two slots, never
+    /// written.
+    placeholder: HeapRegion,
+}
+
+impl Across {
+    /// [`TxRing::push`] of a front's frame to `dest` on `ch`: sent through the cluster
+    /// at once; `false` if refused (see [`Across::refusal`]). A frame of the interrupt
+    /// channel is one flagged interrupt, its first word naming the channel it was sent
+    /// to.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn send(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        header: FrameHeader,
+        (words, n): ([u64; MAX_ARGS], usize),
+        payload: &[u8],
+    ) -> bool {
+        let (ch, flags, args) = match self.cluster.caps().interrupt_channel == Some(ch) && n > 0 {
+            true => (
+                words[0] as Channel,
+                header.flags | Message::INTERRUPT,
+                &words[1..n],
+            ),
+            false => (ch, header.flags, &words[..n]),
+        };
+        let msg = Message {
+            tag: header.tag,
+            flags,
+            args,
+            payload,
+        };
+        match self.cluster.try_send(dest, ch, &msg) {
+            Ok(()) => true,
+            Err(e) => {
+                self.refused.set(Some(e));
+                false
+            }
+        }
+    }
+
+    /// Why the last [`Across::send`] refused its frame.
+    pub(super) fn refusal(&self) -> ConduitError {
+        self.refused.take().unwrap_or(ConduitError::Busy)
+    }
+
+    /// The receive side of channel `ch`, if this front drains it.
+    pub(super) fn channel(&self, ch: Channel) -> Option<&RxChannel> {
+        self.rx.get(ch)?.as_ref()
+    }
+
+    /// Sleeps until a frame may have arrived on one of `set`'s channels in either half,
+    /// or `timeout` passes: both halves arm their wake-ups (the network's progresses
+    /// first), this front looks once more at the channels it took from them, then
+    /// waits on both words.
+    pub(super) fn sleep(
+        &self,
+        set: &PollSet,
+        timeout: std::time::Duration,
+    ) -> Result<(), ConduitError> {
+        let (local, remote) = (self.cluster.local(), self.cluster.remote());
+        let near = local.arm_arrival(set)?;
+        let far = match remote.arm_arrival(set) {
+            Ok(far) => far,
+            Err(e) => {
+                if let Arming::Armed(a) = near {
+                    local.disarm_arrival(set, a);
+                }
+                return Err(e);
+            }
+        };
+        let ready = set
+            .channels
+            .iter()
+            .any(|&ch| self.channel(ch).is_some_and(|c| c.next_ready().is_some()));
+        match (near, far) {
+            (Arming::Armed(n), Arming::Armed(f)) => {
+                if !ready {
+                    crate::util::futex::wait_any(&[(n.word, n.seen), (f.word, f.seen)], timeout);
+                }
+                local.disarm_arrival(set, n);
+                remote.disarm_arrival(set, f);
+            }
+            (n, f) => {
+                let sleepless =
+                    matches!(n, Arming::CannotSleep) || matches!(f, Arming::CannotSleep);
+                if let Arming::Armed(n) = n {
+                    local.disarm_arrival(set, n);
+                }
+                if let Arming::Armed(f) = f {
+                    remote.disarm_arrival(set, f);
+                }
+                if sleepless && !ready {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A frame of either half of the cluster (an Interrupt channel's), with its sender as a
+/// job rank (the local half numbers this host's ranks from 0).
+#[inline]
+pub(super) fn job_frame<'a>(f: HalfFrame<MemFrame<'a>, MemFrame<'a>>) -> MemFrame<'a> {
+    match f {
+        HalfFrame::Local(mut f, source) => {
+            f.source = source;
+            f
+        }
+        HalfFrame::Remote(f) => f,
+    }
+}
+
+impl MemConduit {
+    /// The endpoint of a rank of a job across hosts: a front for `cluster` (see the
+    /// module doc), with the job's rank, size and limits. It takes over the receive
+    /// side of `cluster`'s halves: their own receive calls find no frames after this.
+    ///
+    /// ```
+    /// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec, Message, ReceivedFrame};
+    /// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+    /// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+    /// # use amrq::bootstrap::{env::Place, JobKey};
+    /// # let place = Place {
+    /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()),
+    /// #     key: JobKey::random().unwrap(), launcher: "doc", host: "localhost".into(), rendezvous: Some(format!("127.0.0.1:{}", 40000 + (std::process::id() + 11) % 20000)),
+    /// # };
+    /// use amrq::conduit::{cluster, mem::MemConduit};
+    /// let c = cluster::join(&place, &spec, &settings, std::time::Duration::from_secs(10)).unwrap();
+    /// let front = MemConduit::across_hosts(c);
+    /// front.try_send(0, 0, &Message { tag: 3, args: &[7], ..Message::default() }).unwrap();
+    /// let f = loop {
+    ///     if let Some(f) = front.peek(0).unwrap() { break f; }
+    /// };
+    /// assert_eq!((f.source(), f.tag(), f.args()), (0, 3, &[7u64][..]));
+    /// f.release();
+    /// ```
+    pub fn across_hosts(mut cluster: ClusterConduit) -> Self {
+        let (rank, size) = (cluster.rank(), cluster.size());
+        let caps = cluster.caps().clone();
+        let local_ranks = cluster.local_ranks().to_vec();
+        let doorbell = cluster.local().doorbell;
+        let owner = cluster.local()._owner.clone();
+        let boot = cluster.remote().boot().clone();
+        let (local, remote) = cluster.halves_mut();
+        let far = remote.receiver_mut();
+        let rx = (0..caps.channels.len())
+            .map(|ch| {
+                if caps.channels[ch].interrupt || caps.interrupt_channel == Some(ch) {
+                    return None;
+                }
+                let here = std::mem::replace(&mut local.rx[ch], RxChannel::moved());
+                let there = std::mem::replace(&mut far.rx[ch], RxChannel::moved());
+                Some(RxChannel::across(here, there, &local_ranks))
+            })
+            .collect();
+        // Two slots (the least a ring has), page-aligned and zeroed: a placeholder that
+        // the front's send sides name and never write.
+        let placeholder =
+            HeapRegion::new(RawRing::bytes(2)).expect("a page for the placeholder ring of a front");
+        let across = Box::new(Across {
+            cluster,
+            rx,
+            refused: Cell::new(None),
+            placeholder,
+        });
+        let (ring_at, across_at) = (across.placeholder.base(), std::ptr::from_ref(&*across));
+        let tx = (0..caps.channels.len())
+            .flat_map(|ch| (0..size).map(move |dest| (ch, dest)))
+            .map(|(ch, dest)| {
+                let c = &caps.channels[ch];
+                TxRing {
+                    // SAFETY: page-aligned, room for two slots, alive as long as the
+                    // `Across` (which this endpoint holds), never written: `Tx::Network`
+                    // sends through the cluster.
+                    ring: unsafe { RawRing::new(ring_at, 2) },
+                    prod: Local::new(Tx::Network {
+                        dest,
+                        ch,
+                        across: across_at,
+                    }),
+                    max_args: c.max_args,
+                    permitted: c.senders.allows(rank) && caps.interrupt_channel != Some(ch),
+                    own_args_below: 0, // no quick send: every frame goes through `push`
+                    notify_bit: 0,
+                    doorbell,
+                    light_bit: 0,
+                    armed_word: Cell::new(&CHECK_SLOWLY),
+                    // SAFETY: an empty pool (no block): `claim` and `block` find nothing.
+                    pool: unsafe { TagOnPool::new(ring_at, 0, 0) },
+                    pool_cursor: Cell::new(0),
+                }
+            })
+            .collect();
+        Self {
+            rank,
+            size,
+            segment_bytes: caps.segment_bytes,
+            tx_channels: caps.channels.len(),
+            caps,
+            tx,
+            rx: Box::new([]),
+            segments: Box::new([]),
+            // Never armed (`arm_if_idle`): kept valid all the same.
+            doorbell,
+            one_poll_armed: Cell::new(0),
+            one_poll_idle: Cell::new(0),
+            boot,
+            faults: crate::conduit::FaultLog::new(rank),
+            _owner: owner,
+            across: Some(across),
+        }
+    }
+
+    /// The cluster this endpoint fronts, if it is a rank of a job across hosts.
+    ///
+    /// ```
+    /// use amrq::conduit::threads;
+    /// let eps = threads::endpoints(1, &[16]).unwrap();
+    /// assert!(eps[0].across().is_none()); // ranks of one process: rings of its own
+    /// ```
+    pub fn across(&self) -> Option<&ClusterConduit> {
+        self.across.as_deref().map(|a| &a.cluster)
+    }
+
+    /// The channel a front's drain or look of channel `ch` runs over, once the network
+    /// has made progress; otherwise (no front, no such channel, an Interrupt channel's)
+    /// what that drain returns.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn channel_across(
+        &self,
+        ch: Channel,
+    ) -> Result<&RxChannel, Result<usize, ConduitError>> {
+        let Some(a) = &self.across else {
+            return Err(Err(self.no_channel(ch)));
+        };
+        match a.rx.get(ch) {
+            None => Err(Err(self.no_channel(ch))),
+            Some(None) => Err(Err(ConduitError::DeliveredByInterrupts { channel: ch })),
+            Some(Some(chan)) => {
+                a.cluster.remote().progress_now();
+                Ok(chan)
+            }
+        }
+    }
+}
