@@ -107,7 +107,7 @@ where
     F: FnOnce(amrq::conduit::cluster::ClusterConduit) -> Result<Option<Outcome>, AppError>,
 {
     use amrq::conduit::cluster;
-    let c = match cluster::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout) {
+    let c = match cluster::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout.get()) {
         Ok(Some(c)) => c,
         Ok(None) => fail("--hosts: start it with amrun --hosts (no AMRQ_RENDEZVOUS found)"),
         Err(e) => fail(&e.to_string()),

@@ -56,7 +56,7 @@ pub fn rank_part(quick: bool) -> Result<(), String> {
         amrq::util::affinity::pin_to_core(rank).map_err(|e| e.to_string())?;
     }
     let cfg = Config::from_env().map_err(|e| e.to_string())?;
-    let c = cluster::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout)
+    let c = cluster::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout.get())
         .map_err(|e| e.to_string())?
         .ok_or("not started by a launcher across hosts (no AMRQ_RENDEZVOUS)")?;
     measure(c, quick).map_err(|e| e.to_string())

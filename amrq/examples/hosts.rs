@@ -34,7 +34,7 @@ fn main() {
         None => 10_000,
     };
     let cfg = Config::from_env().unwrap_or_else(|e| fail(&e));
-    let conduit = match cluster::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout) {
+    let conduit = match cluster::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout.get()) {
         Ok(Some(c)) => c,
         Ok(None) => {
             fail(&"start this program on hosts with amrun --hosts (it found no AMRQ_RENDEZVOUS)")

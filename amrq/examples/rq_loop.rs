@@ -207,9 +207,10 @@ fn empty_poll(o: &Args) {
 fn empty_one_poll(o: &Args, ranks: usize, queues: usize, armed: bool) -> f64 {
     use amrq::config::QueueSpec;
     let iters = o.iters_or(1_000_000);
-    let mut cfg = Config {
-        am_ring_slots: 4,
-        ..Config::default()
+    let mut cfg = {
+        let mut c = Config::new();
+        c.ring_slots.set(4);
+        c
     };
     let ids: Vec<QueueId> = (0..queues)
         .map(|i| {

@@ -142,7 +142,7 @@ fn rank_main(
         };
         println!(
             "ranks: 2 {how} pinned to cores 0 and 1; ring {} slots; {batches} batches of {iters} Short AMs",
-            cfg.am_ring_slots
+            cfg.ring_slots.get()
         );
         println!(
             "one-way Short AM stream: median {:.1} M msgs/s ({:.2} ns/msg; min {:.1}, max {:.1} M/s)",

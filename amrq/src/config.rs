@@ -1,86 +1,158 @@
-//! The settings of a job, in one typed value: the top of the layers, which turns them
-//! into what each layer below is built from ([`Config::conduit_spec`]).
+//! The settings of a job: each one a [`Setting`] that the program may set, else the
+//! `AMRQ_*` environment variable named after it sets, else its default. Every way to
+//! start a job reads the environment ([`Config::resolve`]); `amrun --print-config`
+//! shows what a program will use, and where each value came from.
 
+use crate::conduit::doorbell::DoorbellFence;
 use crate::conduit::ConduitSpec;
 pub use crate::conduit::Delivery;
 use crate::rq::QueueId;
 pub use crate::rq::QueueSpec;
+use crate::Error;
+use std::time::Duration;
 
-/// The settings of a job: ring sizes of the AM queues and of the user's named queues,
-/// and the size of each rank's registered segment.
-///
-/// ```
-/// use amrq::Config;
-/// let mut cfg = Config::default();
-/// let q = cfg.add_queue(64);
-/// assert_eq!(cfg.conduit_spec().channels[2].slots, 64);
-/// assert_eq!(q.index(), 2);
-/// assert_eq!(cfg.queue_named("q2"), Some(q));
-/// assert_eq!(cfg.segment_bytes, 64 << 20);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// Slots (64 B each) of each AM request ring and each AM reply ring, per sender.
-    /// A power of two ≥ 256 keeps Medium payloads of 4 KiB possible.
-    /// Environment: `AMRQ_RING_SLOTS`.
-    pub am_ring_slots: u64,
-    /// The user's named queues, in creation order (queue ids from 2 on).
-    pub queues: Vec<QueueSpec>,
-    /// Bytes of each rank's registered segment (Long messages, RMA), mapped by every
-    /// rank of the host. Environment: `AMRQ_SEGMENT_SIZE` (bytes, or with K/M/G).
-    pub segment_bytes: usize,
-    /// Tag-On blocks per (sender, receiver) pair.
-    pub tag_on_buffers: usize,
-    /// Bytes of each Tag-On block (the largest Tag-On message).
-    pub tag_on_bytes: usize,
-    /// Slots per sender of each rank's interrupt queue, which carries frames flagged
-    /// interrupt by their senders ([`Rq::enqueue_interrupt`](crate::rq::Rq::enqueue_interrupt))
-    /// to the receiver's progress thread; 0 (the default): no such queue.
-    pub interrupt_slots: u64,
-    /// How long a rank waits for the others to join at start-up (and for rank 0's
-    /// answer) before it gives up with an error. Environment: `AMRQ_ATTACH_TIMEOUT`
-    /// (seconds).
-    pub attach_timeout: std::time::Duration,
-    /// How the doorbell handshake between a sender and a receiver that may sleep
-    /// fences: asymmetric (the default: `membarrier` when a receiver arms, nothing per
-    /// send) or symmetric (a locked instruction per send). Environment:
-    /// `AMRQ_DOORBELL_FENCE`.
-    pub doorbell_fence: crate::conduit::doorbell::DoorbellFence,
-    /// The Split-C entry points ([`splitc_main`](crate::spmd::splitc_main),
-    /// [`splitc_threads`](crate::spmd::splitc_threads)) send every remote access as AM
-    /// frames, even to mapped peers: the message path a network takes, on one host.
-    /// Environment: `AMRQ_SPLITC_FRAMES` (`1` or `0`).
-    pub splitc_frames: bool,
-}
+/// The variable `amrun --print-config PROGRAM` runs the program with: it prints the
+/// settings it would use for a job of that many ranks, and exits
+/// ([`Config::described`]).
+pub const ENV_PRINT_CONFIG: &str = "AMRQ_PRINT_CONFIG";
 
-/// Where a setting's value came from (for `amrun --print-config`).
+/// Where a setting's value came from.
 ///
 /// ```
 /// use amrq::config::{Config, Source};
-/// let (_, ring) = Config::sources()[0]; // AMRQ_RING_SLOTS
-/// println!("ring slots from {}", if ring == Source::Env { "the environment" } else { "the default" });
+/// let mut cfg = Config::new();
+/// assert_eq!(cfg.segment_bytes.source(), Source::Default);
+/// cfg.segment_bytes.set(1 << 20);
+/// assert_eq!(cfg.segment_bytes.source(), Source::Program);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     /// The built-in default.
     Default,
-    /// An environment variable.
+    /// Its `AMRQ_*` environment variable.
     Env,
+    /// The program set it ([`Setting::set`]): the environment does not change it.
+    Program,
+}
+
+/// One setting: its value and where the value came from.
+///
+/// ```
+/// let mut cfg = amrq::Config::new();
+/// cfg.ring_slots.set(1024);
+/// assert_eq!(cfg.ring_slots.get(), 1024);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting<T> {
+    value: T,
+    source: Source,
+}
+
+impl<T: Copy> Setting<T> {
+    const fn default(value: T) -> Self {
+        Self {
+            value,
+            source: Source::Default,
+        }
+    }
+
+    /// The value.
+    ///
+    /// ```
+    /// assert_eq!(amrq::Config::new().ring_slots.get(), 256);
+    /// ```
+    pub fn get(&self) -> T {
+        self.value
+    }
+
+    /// Sets the value from the program: the environment no longer changes it.
+    ///
+    /// ```
+    /// let mut cfg = amrq::Config::new();
+    /// cfg.attach_timeout.set(std::time::Duration::from_secs(5));
+    /// assert_eq!(cfg.attach_timeout.get().as_secs(), 5);
+    /// ```
+    pub fn set(&mut self, value: T) {
+        self.value = value;
+        self.source = Source::Program;
+    }
+
+    /// Where the value came from.
+    ///
+    /// ```
+    /// use amrq::config::Source;
+    /// assert_eq!(amrq::Config::new().rma_frames.source(), Source::Default);
+    /// ```
+    pub fn source(&self) -> Source {
+        self.source
+    }
+
+    /// Takes `value` from the environment unless the program set this one.
+    fn from_env(&mut self, value: T) {
+        if self.source != Source::Program {
+            self.value = value;
+            self.source = Source::Env;
+        }
+    }
+}
+
+/// The settings of a job: where its ranks run, the sizes of its queues and memory, how
+/// long start-up may take, and the queues of the program's own.
+///
+/// ```
+/// use amrq::Config;
+/// let mut cfg = Config::new();
+/// cfg.segment_bytes.set(16 << 20);
+/// let q = cfg.add_queue(64);
+/// assert_eq!(cfg.conduit_spec().channels[q.index()].slots, 64);
+/// assert_eq!(cfg.queue_named("q2"), Some(q));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Ranks a program started on its own starts (a launcher's count wins over it).
+    /// Environment: `AMRQ_RANKS`; default: the cores this process may run on.
+    pub ranks: Setting<usize>,
+    /// Started on its own, run the ranks as threads of this process rather than as
+    /// processes. Environment: `AMRQ_THREADS` (`1` or `0`); default: processes.
+    pub threads: Setting<bool>,
+    /// Slots (64 B each) of each AM request ring and each AM reply ring, per sender: a
+    /// power of two; 256 or more keeps Medium payloads of 4 KiB possible. Environment:
+    /// `AMRQ_RING_SLOTS`; default 256.
+    pub ring_slots: Setting<u64>,
+    /// Bytes of each rank's registered segment (Long messages, one-sided operations,
+    /// the collectives' mailboxes). Environment: `AMRQ_SEGMENT_SIZE` (bytes, or with
+    /// K, M or G); default 64 MiB.
+    pub segment_bytes: Setting<usize>,
+    /// How long a rank waits for the others to join at start-up. Environment:
+    /// `AMRQ_ATTACH_TIMEOUT` (seconds); default 60.
+    pub attach_timeout: Setting<Duration>,
+    /// How the doorbell handshake between a sender and a receiver that may sleep
+    /// fences: asymmetric (`membarrier` when a receiver arms, nothing per send) or
+    /// symmetric (a locked instruction per send). Environment: `AMRQ_DOORBELL_FENCE`;
+    /// default asymmetric.
+    pub doorbell_fence: Setting<DoorbellFence>,
+    /// One-sided operations (and so Split-C's remote accesses) go as AM frames even
+    /// to ranks whose memory is mapped: the path a network takes, on one host.
+    /// Environment: `AMRQ_RMA_FRAMES` (`1` or `0`); default: direct where mapped.
+    pub rma_frames: Setting<bool>,
+    /// Tag-On blocks per (sender, receiver) pair. Environment: `AMRQ_TAG_ON_BUFFERS`;
+    /// default 8.
+    pub tag_on_buffers: Setting<usize>,
+    /// Bytes of each Tag-On block (the largest Tag-On message). Environment:
+    /// `AMRQ_TAG_ON_SIZE`; default 4096.
+    pub tag_on_bytes: Setting<usize>,
+    /// Slots per sender of each rank's interrupt queue, which carries frames flagged
+    /// interrupt by their senders ([`Rq::enqueue_interrupt`](crate::rq::Rq::enqueue_interrupt))
+    /// to the receiver's progress thread; 0: no such queue. Environment:
+    /// `AMRQ_INTERRUPT_SLOTS`; default 0.
+    pub interrupt_slots: Setting<u64>,
+    /// The program's own queues, in creation order (queue ids from 2 on).
+    pub queues: Vec<QueueSpec>,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self {
-            am_ring_slots: 256,
-            queues: Vec::new(),
-            segment_bytes: 64 << 20,
-            tag_on_buffers: 8,
-            tag_on_bytes: 4096,
-            interrupt_slots: 0,
-            attach_timeout: std::time::Duration::from_secs(60),
-            doorbell_fence: Default::default(),
-            splitc_frames: false,
-        }
+        Self::new()
     }
 }
 
@@ -102,74 +174,267 @@ pub fn parse_size(s: &str) -> Option<usize> {
     digits.parse::<usize>().ok()?.checked_mul(1 << shift)
 }
 
+/// `AMRQ_*` variable `name`'s value, parsed by `read`; `Ok(None)` if unset or empty.
+fn env<T>(
+    name: &'static str,
+    expected: &str,
+    read: impl FnOnce(&str) -> Option<T>,
+) -> Result<Option<T>, Error> {
+    let Some(value) = std::env::var_os(name) else {
+        return Ok(None);
+    };
+    let value = value.to_string_lossy().into_owned();
+    if value.trim().is_empty() {
+        return Ok(None);
+    }
+    match read(value.trim()) {
+        Some(v) => Ok(Some(v)),
+        None => Err(Error::Setting {
+            name,
+            value,
+            expected: expected.to_string(),
+        }),
+    }
+}
+
+fn flag(s: &str) -> Option<bool> {
+    match s {
+        "1" | "true" | "yes" => Some(true),
+        "0" | "false" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// One setting as `amrun --print-config` shows it.
+///
+/// ```
+/// let cfg = amrq::Config::new();
+/// let ring = cfg.listing().into_iter().find(|s| s.name == "AMRQ_RING_SLOTS").unwrap();
+/// assert_eq!((ring.value.as_str(), ring.agreed), ("256 slots", true));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// Its environment variable.
+    pub name: &'static str,
+    /// The value, in words.
+    pub value: String,
+    /// Where it came from.
+    pub source: Source,
+    /// Every rank of a job must have the same value (it shapes the memory they share,
+    /// or how they signal each other).
+    pub agreed: bool,
+}
+
 impl Config {
-    /// The defaults, overridden by `AMRQ_RING_SLOTS`, `AMRQ_SEGMENT_SIZE`,
-    /// `AMRQ_ATTACH_TIMEOUT`, `AMRQ_DOORBELL_FENCE` and `AMRQ_SPLITC_FRAMES` when set.
-    /// Unreadable values are an error that names the variable.
+    /// The defaults, with nothing read from the environment yet (every way to start a
+    /// job does that: [`Config::resolve`]).
+    ///
+    /// ```
+    /// let cfg = amrq::Config::new();
+    /// assert_eq!(cfg.segment_bytes.get(), 64 << 20);
+    /// ```
+    pub fn new() -> Self {
+        let cores = crate::util::affinity::allowed_cores().len().max(1);
+        Self {
+            ranks: Setting::default(cores),
+            threads: Setting::default(false),
+            ring_slots: Setting::default(256),
+            segment_bytes: Setting::default(64 << 20),
+            attach_timeout: Setting::default(Duration::from_secs(60)),
+            doorbell_fence: Setting::default(DoorbellFence::default()),
+            rma_frames: Setting::default(false),
+            tag_on_buffers: Setting::default(8),
+            tag_on_bytes: Setting::default(4096),
+            interrupt_slots: Setting::default(0),
+            queues: Vec::new(),
+        }
+    }
+
+    /// The defaults, overridden by the `AMRQ_*` variables that are set: what a program
+    /// that sets nothing itself runs with.
     ///
     /// ```
     /// let cfg = amrq::Config::from_env().expect("readable AMRQ_* variables");
-    /// assert!(cfg.am_ring_slots.is_power_of_two());
+    /// assert!(cfg.ring_slots.get().is_power_of_two());
     /// ```
-    pub fn from_env() -> Result<Self, String> {
-        let mut c = Self::default();
-        if let Ok(v) = std::env::var("AMRQ_RING_SLOTS") {
-            c.am_ring_slots = v
-                .parse()
-                .map_err(|_| format!("AMRQ_RING_SLOTS={v}: expected a power of two such as 256"))?;
-        }
-        if let Ok(v) = std::env::var("AMRQ_SEGMENT_SIZE") {
-            c.segment_bytes = parse_size(&v).ok_or_else(|| {
-                format!("AMRQ_SEGMENT_SIZE={v}: expected bytes such as 67108864 or 64M")
-            })?;
-        }
-        if let Ok(v) = std::env::var("AMRQ_ATTACH_TIMEOUT") {
-            c.attach_timeout = v
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| {
-                    format!("AMRQ_ATTACH_TIMEOUT={v}: expected seconds such as 60 or 0.5")
-                })?;
-        }
-        if let Ok(v) = std::env::var("AMRQ_DOORBELL_FENCE") {
-            c.doorbell_fence = v.parse().map_err(|e| format!("AMRQ_DOORBELL_FENCE={e}"))?;
-        }
-        if let Ok(v) = std::env::var("AMRQ_SPLITC_FRAMES") {
-            c.splitc_frames = match v.trim() {
-                "1" | "true" => true,
-                "0" | "false" => false,
-                _ => return Err(format!("AMRQ_SPLITC_FRAMES={v}: expected 1 or 0")),
-            };
-        }
-        Ok(c)
+    pub fn from_env() -> Result<Self, Error> {
+        let mut cfg = Self::new();
+        cfg.resolve()?;
+        Ok(cfg)
     }
 
-    /// Where each setting of [`Config::from_env`] comes from.
+    /// Reads the `AMRQ_*` variables into every setting the program has not set; an
+    /// unreadable value is an error that names the variable and what it expects.
     ///
     /// ```
-    /// use amrq::config::{Config, Source};
-    /// for (var, from) in Config::sources() {
-    ///     assert!(var.starts_with("AMRQ_"));
-    ///     assert_eq!(from == Source::Env, std::env::var_os(var).is_some());
-    /// }
+    /// let mut cfg = amrq::Config::new();
+    /// cfg.ring_slots.set(64);
+    /// cfg.resolve().unwrap();
+    /// assert_eq!(cfg.ring_slots.get(), 64); // the program's value, whatever AMRQ_RING_SLOTS says
     /// ```
-    pub fn sources() -> [(&'static str, Source); 5] {
-        let src = |k: &str| {
-            if std::env::var_os(k).is_some() {
-                Source::Env
-            } else {
-                Source::Default
-            }
+    pub fn resolve(&mut self) -> Result<(), Error> {
+        let count = |s: &str| s.parse::<usize>().ok().filter(|&n| n > 0);
+        if let Some(v) = env("AMRQ_RANKS", "expected a number of ranks, 1 or more", count)? {
+            self.ranks.from_env(v);
+        }
+        if let Some(v) = env("AMRQ_THREADS", "expected 1 or 0", flag)? {
+            self.threads.from_env(v);
+        }
+        let slots = |s: &str| {
+            s.parse::<u64>()
+                .ok()
+                .filter(|n| n.is_power_of_two() && *n >= 2)
         };
-        [
-            ("AMRQ_RING_SLOTS", src("AMRQ_RING_SLOTS")),
-            ("AMRQ_SEGMENT_SIZE", src("AMRQ_SEGMENT_SIZE")),
-            ("AMRQ_ATTACH_TIMEOUT", src("AMRQ_ATTACH_TIMEOUT")),
-            ("AMRQ_DOORBELL_FENCE", src("AMRQ_DOORBELL_FENCE")),
-            ("AMRQ_SPLITC_FRAMES", src("AMRQ_SPLITC_FRAMES")),
+        if let Some(v) = env(
+            "AMRQ_RING_SLOTS",
+            "expected a power of two such as 256",
+            slots,
+        )? {
+            self.ring_slots.from_env(v);
+        }
+        let size = |s: &str| parse_size(s).filter(|&n| n > 0);
+        if let Some(v) = env(
+            "AMRQ_SEGMENT_SIZE",
+            "expected bytes such as 67108864 or 64M",
+            size,
+        )? {
+            self.segment_bytes.from_env(v);
+        }
+        let secs = |s: &str| {
+            s.parse::<f64>()
+                .ok()
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .filter(|d| !d.is_zero())
+        };
+        if let Some(v) = env(
+            "AMRQ_ATTACH_TIMEOUT",
+            "expected seconds such as 60 or 0.5",
+            secs,
+        )? {
+            self.attach_timeout.from_env(v);
+        }
+        let fence = |s: &str| s.parse::<DoorbellFence>().ok();
+        if let Some(v) = env(
+            "AMRQ_DOORBELL_FENCE",
+            "expected asymmetric or symmetric",
+            fence,
+        )? {
+            self.doorbell_fence.from_env(v);
+        }
+        if let Some(v) = env("AMRQ_RMA_FRAMES", "expected 1 or 0", flag)? {
+            self.rma_frames.from_env(v);
+        }
+        if let Some(v) = env(
+            "AMRQ_TAG_ON_BUFFERS",
+            "expected a number of blocks, 1 or more",
+            count,
+        )? {
+            self.tag_on_buffers.from_env(v);
+        }
+        if let Some(v) = env(
+            "AMRQ_TAG_ON_SIZE",
+            "expected bytes such as 4096 or 4K",
+            size,
+        )? {
+            self.tag_on_bytes.from_env(v);
+        }
+        let any = |s: &str| {
+            s.parse::<u64>()
+                .ok()
+                .filter(|n| *n == 0 || n.is_power_of_two())
+        };
+        if let Some(v) = env(
+            "AMRQ_INTERRUPT_SLOTS",
+            "expected 0 or a power of two such as 16",
+            any,
+        )? {
+            self.interrupt_slots.from_env(v);
+        }
+        Ok(())
+    }
+
+    /// Every setting, its value in words and where it came from, in a fixed order.
+    ///
+    /// ```
+    /// use amrq::config::Source;
+    /// let mut cfg = amrq::Config::new();
+    /// cfg.segment_bytes.set(1 << 20);
+    /// let seg = cfg.listing().into_iter().find(|s| s.name == "AMRQ_SEGMENT_SIZE").unwrap();
+    /// assert_eq!((seg.value.as_str(), seg.source), ("1048576 bytes (1 MiB)", Source::Program));
+    /// ```
+    pub fn listing(&self) -> Vec<Listed> {
+        let bytes = |b: usize| match b % (1 << 20) {
+            0 => format!("{b} bytes ({} MiB)", b >> 20),
+            _ => format!("{b} bytes"),
+        };
+        let yes = |b: bool, on: &str, off: &str| if b { on } else { off }.to_string();
+        let item = |name, value, source, agreed| Listed {
+            name,
+            value,
+            source,
+            agreed,
+        };
+        vec![
+            item(
+                "AMRQ_RANKS",
+                format!("{} ranks", self.ranks.get()),
+                self.ranks.source(),
+                false,
+            ),
+            item(
+                "AMRQ_THREADS",
+                yes(self.threads.get(), "threads of one process", "processes"),
+                self.threads.source(),
+                false,
+            ),
+            item(
+                "AMRQ_RING_SLOTS",
+                format!("{} slots", self.ring_slots.get()),
+                self.ring_slots.source(),
+                true,
+            ),
+            item(
+                "AMRQ_SEGMENT_SIZE",
+                bytes(self.segment_bytes.get()),
+                self.segment_bytes.source(),
+                true,
+            ),
+            item(
+                "AMRQ_ATTACH_TIMEOUT",
+                format!("{:?}", self.attach_timeout.get()),
+                self.attach_timeout.source(),
+                false,
+            ),
+            item(
+                "AMRQ_DOORBELL_FENCE",
+                format!("{:?}", self.doorbell_fence.get()).to_lowercase(),
+                self.doorbell_fence.source(),
+                true,
+            ),
+            item(
+                "AMRQ_RMA_FRAMES",
+                yes(self.rma_frames.get(), "as AM frames", "direct where mapped"),
+                self.rma_frames.source(),
+                false,
+            ),
+            item(
+                "AMRQ_TAG_ON_BUFFERS",
+                format!("{} blocks", self.tag_on_buffers.get()),
+                self.tag_on_buffers.source(),
+                true,
+            ),
+            item(
+                "AMRQ_TAG_ON_SIZE",
+                bytes(self.tag_on_bytes.get()),
+                self.tag_on_bytes.source(),
+                true,
+            ),
+            item(
+                "AMRQ_INTERRUPT_SLOTS",
+                format!("{} slots", self.interrupt_slots.get()),
+                self.interrupt_slots.source(),
+                true,
+            ),
         ]
     }
 
@@ -177,7 +442,7 @@ impl Config {
     /// has `slots` slots (a power of two).
     ///
     /// ```
-    /// let mut cfg = amrq::Config::default();
+    /// let mut cfg = amrq::Config::new();
     /// let q = cfg.add_queue(64);
     /// assert_eq!(cfg.queue_named(&format!("q{}", q.index())), Some(q));
     /// ```
@@ -190,7 +455,7 @@ impl Config {
     ///
     /// ```
     /// use amrq::{config::QueueSpec, Config};
-    /// let mut cfg = Config::default();
+    /// let mut cfg = Config::new();
     /// let a = cfg.add(QueueSpec::new("results", 64).senders_only(vec![0]));
     /// let b = cfg.add(QueueSpec::new("work", 256).shared());
     /// assert_eq!(b.index(), a.index() + 1);
@@ -204,7 +469,7 @@ impl Config {
     ///
     /// ```
     /// use amrq::{config::QueueSpec, Config};
-    /// let mut cfg = Config::default();
+    /// let mut cfg = Config::new();
     /// let q = cfg.add(QueueSpec::new("results", 64));
     /// assert_eq!(cfg.queue_named("results"), Some(q));
     /// assert_eq!(cfg.queue_named("nothing"), None);
@@ -217,15 +482,15 @@ impl Config {
     }
 
     /// What the conduit is built from: one channel per queue (AM requests, AM replies,
-    /// the user's queues, then the interrupt queue if there is one, as
-    /// [`rq::channel_specs`](crate::rq::channel_specs) lays them out), the Tag-On pools
-    /// and the registered segments.
+    /// the program's queues, then the interrupt queue if there is one, as
+    /// [`rq::channel_specs`](crate::rq::channel_specs) lays them out), the Tag-On pools,
+    /// the registered segments, and the settings every rank must share, by name.
     ///
     /// ```
     /// use amrq::{config::QueueSpec, Config};
-    /// let mut cfg = Config::default();
+    /// let mut cfg = Config::new();
     /// cfg.add(QueueSpec::new("work", 64).shared());
-    /// cfg.interrupt_slots = 8;
+    /// cfg.interrupt_slots.set(8);
     /// let spec = cfg.conduit_spec();
     /// let slots: Vec<u64> = spec.channels.iter().map(|c| c.slots).collect();
     /// assert_eq!(slots, vec![256, 256, 64, 8]);
@@ -233,19 +498,35 @@ impl Config {
     /// assert_eq!(spec.interrupt_channel, Some(3));
     /// ```
     pub fn conduit_spec(&self) -> ConduitSpec {
-        let (channels, interrupt_channel) =
-            crate::rq::channel_specs(self.am_ring_slots, &self.queues, self.interrupt_slots);
+        let (channels, interrupt_channel) = crate::rq::channel_specs(
+            self.ring_slots.get(),
+            &self.queues,
+            self.interrupt_slots.get(),
+        );
+        let mut settings: Vec<(String, String)> = self
+            .listing()
+            .into_iter()
+            .filter(|s| s.agreed)
+            .map(|s| (s.name.to_string(), s.value))
+            .collect();
+        for (i, q) in self.queues.iter().enumerate() {
+            settings.push((
+                format!("queue {} (Config::add)", QueueId::FIRST_USER + i),
+                format!("{q:?}"),
+            ));
+        }
         ConduitSpec {
             channels,
             interrupt_channel,
-            tag_on_buffers: self.tag_on_buffers,
-            tag_on_bytes: self.tag_on_bytes,
-            segment_bytes: self.segment_bytes,
-            doorbell_fence: self.doorbell_fence,
+            tag_on_buffers: self.tag_on_buffers.get(),
+            tag_on_bytes: self.tag_on_bytes.get(),
+            segment_bytes: self.segment_bytes.get(),
+            doorbell_fence: self.doorbell_fence.get(),
             remedy: format!(
                 "lower each rank's registered segment with AMRQ_SEGMENT_SIZE or the AM ring size with AMRQ_RING_SLOTS (now {} slots)",
-                self.am_ring_slots
+                self.ring_slots.get()
             ),
+            settings,
         }
     }
 }

@@ -7,26 +7,22 @@
 //!   SIGTERM, then SIGKILL one second later, so the job ends within 2 s; every rank dies
 //!   with the launcher too (`PR_SET_PDEATHSIG`). The job's memory has no name (see
 //!   [`crate::bootstrap::shm`]), so there is nothing to clean up after any of them.
-//! - [`joined`] tells a process whether a launcher placed it in a job (amrun, or mpirun
-//!   and srun, see [`crate::bootstrap::env`]) and if so attaches it.
 //! - [`Hosts`] spreads the ranks over several hosts (`amrun --hosts`): each rank runs
 //!   through a command template (`ssh {host}`, `ip netns exec {host}`) and joins the job
 //!   at rank 0's TCP rendezvous; the key travels on the rank's standard input, never in
 //!   a command line.
-//! - [`launch`] is both: a program started by hand re-executes itself as N ranks (no
-//!   `fork` of a multi-threaded process), while the same binary started by `amrun` joins
-//!   that job, so a job never nests into N × N ranks.
+//!
+//! A program started on its own starts its ranks through a [`Launcher`] too
+//! ([`Config::run`](crate::Config::run)).
 
 use crate::bootstrap::env::{
-    detect, ENV_HOST, ENV_ID, ENV_KEY, ENV_RANK, ENV_RENDEZVOUS, ENV_SIZE, KEY_ON_STDIN,
+    ENV_HOST, ENV_ID, ENV_KEY, ENV_RANK, ENV_RENDEZVOUS, ENV_SIZE, KEY_ON_STDIN,
 };
 use crate::bootstrap::fault;
 use crate::bootstrap::liveness::signal_name;
 use crate::bootstrap::{BootError, JobKey};
-use crate::conduit::mem::MemConduit;
-use crate::conduit::{ConduitError, ConduitSpec};
+use crate::conduit::ConduitError;
 use crate::util::affinity::allowed_cores;
-use crate::Config;
 use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -43,7 +39,7 @@ use std::time::{Duration, Instant};
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
     /// A rank's process could not be started.
-    #[error("cannot start rank {rank} ({program}): {source}")]
+    #[error("cannot start rank {rank} ({program})")]
     Spawn {
         /// The rank.
         rank: usize,
@@ -145,6 +141,9 @@ pub struct Launcher {
     pub env: Vec<(String, String)>,
     /// Ranks on several hosts; `None`: every rank on this host.
     pub hosts: Option<Hosts>,
+    /// The name its messages start with (`amrun`; `amrq` for a program that starts
+    /// its own ranks).
+    pub name: String,
 }
 
 /// Where the ranks of a job across hosts run, and how to start a command on a host.
@@ -313,6 +312,7 @@ impl Launcher {
             quiet: false,
             env: Vec::new(),
             hosts: None,
+            name: "amrun".into(),
         }
     }
 
@@ -366,7 +366,8 @@ impl Launcher {
         let pinned = self.pins();
         if self.verbose && self.bind == Bind::Cores && !pinned && self.hosts.is_none() {
             eprintln!(
-                "amrun: {} ranks on {} cores: oversubscribed, ranks are not pinned (waits spin briefly, then sleep)",
+                "{}: {} ranks on {} cores: oversubscribed, ranks are not pinned (waits spin briefly, then sleep)",
+                self.name,
                 self.ranks,
                 cores.len()
             );
@@ -585,9 +586,14 @@ impl Launcher {
                     if self.verbose {
                         match f.rank {
                             Some(r) => {
-                                eprintln!("amrun: rank {r} {}; ending the other ranks", f.cause)
+                                eprintln!(
+                                    "{}: rank {r} {}; ending the other ranks",
+                                    self.name, f.cause
+                                )
                             }
-                            None => eprintln!("amrun: the job {}; ending every rank", f.cause),
+                            None => {
+                                eprintln!("{}: the job {}; ending every rank", self.name, f.cause)
+                            }
                         }
                     }
                     end_all(children, group, libc::SIGTERM);
@@ -710,111 +716,4 @@ fn label_output(rank: usize, child: &mut Child) -> Vec<std::thread::JoinHandle<(
         v.push(copy(rank, e, true));
     }
     v
-}
-
-/// If a launcher placed this process in a job, attaches it to the job's shared memory
-/// and returns its endpoint; `Ok(None)` if this process was started on its own.
-/// Waits at most `config.attach_timeout` for the other ranks.
-///
-/// ```
-/// // Started on its own (not by amrun, mpirun or srun), a program is in no job.
-/// let c = amrq::launch::joined(&amrq::Config::default()).unwrap();
-/// assert!(c.is_none());
-/// ```
-pub fn joined(config: &Config) -> Result<Option<MemConduit>, LaunchError> {
-    joined_spec(&config.conduit_spec(), config.attach_timeout)
-}
-
-/// [`joined`] with the conduit's channels and sizes given directly (what a program
-/// below the RQ layer, such as the conduit conformance tests, asks for), waiting at
-/// most `attach_timeout` for the other ranks.
-///
-/// ```
-/// let cfg = amrq::Config::default();
-/// let c = amrq::launch::joined_spec(&cfg.conduit_spec(), cfg.attach_timeout).unwrap();
-/// assert!(c.is_none()); // not started by a launcher
-/// ```
-pub fn joined_spec(
-    spec: &ConduitSpec,
-    attach_timeout: Duration,
-) -> Result<Option<MemConduit>, LaunchError> {
-    let Some(place) = detect()? else {
-        return Ok(None);
-    };
-    if let Some(at) = &place.rendezvous {
-        return Err(LaunchError::Config(format!(
-            "rank {} was started across hosts ({ENV_RENDEZVOUS}={at}, host {}), but this program \
-             runs on one host, over shared memory: run it with amrun -n N, or join with \
-             amrq::conduit::ucx::joined (as examples/hosts.rs does)",
-            place.rank, place.host
-        )));
-    }
-    Ok(Some(crate::conduit::shm::attach(
-        &place,
-        spec,
-        attach_timeout,
-    )?))
-}
-
-/// Runs `rank_main` as one rank of a job of `ranks` processes, and never returns.
-///
-/// Started on its own, the program re-executes itself `ranks` times (same arguments)
-/// and waits for them, exiting with the job's status. Started by `amrun` (or mpirun,
-/// srun), it is already a rank: it joins that job, whatever `ranks` says, so a job
-/// never nests. A rank exits with 0 when `rank_main` returns `Ok`; otherwise it records
-/// the error as the job's failure (the other ranks report this rank and this error,
-/// not that it left), prints it and exits with 1.
-///
-/// ```no_run
-/// use amrq::conduit::Conduit;
-/// amrq::launch::launch(2, &amrq::Config::default(), |conduit| {
-///     println!("rank {} of {}", conduit.rank(), conduit.size());
-///     Ok::<_, std::convert::Infallible>(())
-/// });
-/// ```
-pub fn launch<E, F>(ranks: usize, config: &Config, rank_main: F) -> !
-where
-    E: std::fmt::Display,
-    F: FnOnce(MemConduit) -> Result<(), E>,
-{
-    match joined(config) {
-        Ok(Some(conduit)) => {
-            let rank = crate::conduit::Conduit::rank(&conduit);
-            // Kept past `rank_main`, so that an error is recorded before the job
-            // handle drops (which would say this rank left cleanly).
-            let boot = conduit.boot().clone();
-            match rank_main(conduit) {
-                Ok(()) => {
-                    drop(boot);
-                    std::process::exit(0)
-                }
-                Err(e) => {
-                    boot.mark_failed(rank, format!("its program failed: {e}"));
-                    eprintln!("rank {rank}: {e}");
-                    std::process::exit(1)
-                }
-            }
-        }
-        Ok(None) => {
-            let exe = match std::env::current_exe() {
-                Ok(p) => p,
-                Err(e) => {
-                    eprintln!("cannot find this program to start its ranks: {e}");
-                    std::process::exit(1)
-                }
-            };
-            let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-            match Launcher::new(ranks).run(exe.as_os_str(), &args) {
-                Ok(out) => std::process::exit(out.code),
-                Err(e) => {
-                    eprintln!("{e}");
-                    std::process::exit(1)
-                }
-            }
-        }
-        Err(e) => {
-            eprintln!("cannot join the job: {e}");
-            std::process::exit(1)
-        }
-    }
 }

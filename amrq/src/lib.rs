@@ -26,18 +26,17 @@
 //! use std::cell::Cell;
 //!
 //! struct State { pong: ReplyHandler, got: Cell<u64> }
-//! let results = amrq::threads::run(2, &Config::default(), |conduit| {
+//! amrq::Config::new().threads(2, |setup| {
 //!     let mut table = HandlerTable::new();
 //!     let pong = table.reply("pong", |s: &State, m| { s.got.set(m.arg(0)?); Ok(()) });
 //!     let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0)? + 1]));
-//!     let am = Am::new(conduit, table, State { pong, got: Cell::new(0) })?;
+//!     let am = setup.start(table, State { pong, got: Cell::new(0) })?;
 //!     if am.rank() == 0 {
 //!         am.request(1, ping, &[41])?;
 //!         am.wait_until(|s| s.got.get() == 42)?;
 //!     }
 //!     am.barrier()
 //! }).unwrap();
-//! assert!(results.iter().all(|r| r.is_ok()));
 //! ```
 
 #![cfg_attr(amrq_loom, allow(dead_code, unused_imports))]
@@ -62,16 +61,20 @@ pub mod rq;
 #[cfg(not(amrq_loom))]
 pub mod splitc;
 #[cfg(not(amrq_loom))]
-pub mod spmd;
-#[cfg(not(amrq_loom))]
 pub mod summary;
-#[cfg(not(amrq_loom))]
-pub mod threads;
 #[cfg(not(amrq_loom))]
 pub mod util;
 
 #[cfg(not(amrq_loom))]
 pub use config::Config;
+#[cfg(not(amrq_loom))]
+mod error;
+#[cfg(not(amrq_loom))]
+pub use error::{Error, Result};
+#[cfg(not(amrq_loom))]
+mod job;
+#[cfg(not(amrq_loom))]
+pub use job::{run, Job, Setup};
 #[cfg(not(amrq_loom))]
 pub mod config;
 
@@ -79,7 +82,7 @@ pub mod config;
 #[cfg(not(amrq_loom))]
 pub mod prelude {
     pub use crate::am::{Am, AmError, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
-    pub use crate::conduit::{Conduit, Rank};
+    pub use crate::conduit::Rank;
     pub use crate::rq::{QueueId, Rq, RqError};
-    pub use crate::Config;
+    pub use crate::{Config, Job, Setup};
 }

@@ -3,14 +3,16 @@
 
 #![cfg(not(amrq_loom))]
 
+#[path = "common/ranks.rs"]
+mod ranks;
+
 use amrq::conduit::{Conduit, ConduitError, FaultKind, Message};
 use amrq::prelude::*;
-use amrq::threads::RunError;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 fn all_ok<T: std::fmt::Debug, E: std::fmt::Debug>(
-    out: Result<Vec<Result<T, E>>, RunError>,
+    out: Result<Vec<Result<T, E>>, String>,
 ) -> Vec<T> {
     out.expect("job ran")
         .into_iter()
@@ -34,7 +36,7 @@ fn mix(x: u64) -> u64 {
 fn million_messages_exactly_once_in_order_per_pair() {
     const RANKS: usize = 4;
     const PER_RANK: u64 = 250_000; // 10^6 in all
-    let out = amrq::threads::run(RANKS, &Config::default(), |conduit| -> Result<_, AmError> {
+    let out = crate::ranks::run(RANKS, &Config::default(), |conduit| -> Result<_, AmError> {
         let mut table = HandlerTable::new();
         let on_msg = table.request("msg", |s: &Seen, _ctx, m| {
             let src = m.source();
@@ -120,11 +122,12 @@ struct Flood {
 }
 
 fn flood(ranks: usize, per_peer: u64, ring_slots: u64) {
-    let cfg = Config {
-        am_ring_slots: ring_slots,
-        ..Config::default()
+    let cfg = {
+        let mut c = Config::new();
+        c.ring_slots.set(ring_slots);
+        c
     };
-    let out = amrq::threads::run(ranks, &cfg, |conduit| -> Result<_, AmError> {
+    let out = crate::ranks::run(ranks, &cfg, |conduit| -> Result<_, AmError> {
         let mut table = HandlerTable::new();
         let back = table.reply("back", |s: &Flood, m| {
             s.replies.set(s.replies.get() + 1);
@@ -188,7 +191,7 @@ fn medium_payload_is_delivered_in_place_up_to_the_maximum() {
     struct S {
         got: RefCell<Vec<(usize, u64)>>,
     }
-    let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<_, AmError> {
+    let out = crate::ranks::run(2, &Config::default(), |conduit| -> Result<_, AmError> {
         let mut table = HandlerTable::new();
         let h = table.request("bytes", |s: &S, _ctx, m| {
             let seed = m.arg(0)?;
@@ -248,7 +251,7 @@ fn medium_payload_is_delivered_in_place_up_to_the_maximum() {
 fn barrier_holds_every_rank_for_1_to_8_ranks() {
     for n in 1..=8usize {
         let entered: Vec<AtomicU64> = (0..20).map(|_| AtomicU64::new(0)).collect();
-        let out = amrq::threads::run(n, &Config::default(), |conduit| -> Result<(), AmError> {
+        let out = crate::ranks::run(n, &Config::default(), |conduit| -> Result<(), AmError> {
             let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
             for (k, e) in entered.iter().enumerate() {
                 e.fetch_add(1, Ordering::SeqCst);
@@ -273,7 +276,7 @@ fn bad_messages_are_dropped_and_recorded_as_the_senders_faults() {
     struct S {
         ran: Cell<u64>,
     }
-    let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<(), AmError> {
+    let out = crate::ranks::run(2, &Config::default(), |conduit| -> Result<(), AmError> {
         let mut table = HandlerTable::new();
         let rep = table.reply("rep", |_s: &S, _m| Ok(()));
         let req = table.request("req", |s: &S, _ctx, m| {
@@ -332,7 +335,7 @@ fn bad_messages_are_dropped_and_recorded_as_the_senders_faults() {
 /// barrier completes, and the fault is the peer's.
 #[test]
 fn a_barrier_is_not_failed_by_a_peers_bad_frame() {
-    let out = amrq::threads::run(3, &Config::default(), |conduit| -> Result<u64, AmError> {
+    let out = crate::ranks::run(3, &Config::default(), |conduit| -> Result<u64, AmError> {
         let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
         if am.rank() == 2 {
             let m = Message {
@@ -357,7 +360,7 @@ fn a_barrier_is_not_failed_by_a_peers_bad_frame() {
 fn a_barrier_interrupted_by_a_handler_error_can_be_finished() {
     const BARRIERS: u64 = 20;
     let passed = AtomicU64::new(0);
-    let out = amrq::threads::run(3, &Config::default(), |conduit| -> Result<u32, AmError> {
+    let out = crate::ranks::run(3, &Config::default(), |conduit| -> Result<u32, AmError> {
         let mut table = HandlerTable::<()>::new();
         let fail = table.request("fail", |_, _ctx, _m| {
             Err(AmError::Timeout {
@@ -402,7 +405,7 @@ fn a_barrier_interrupted_by_a_handler_error_can_be_finished() {
 /// rank that left, instead of waiting forever.
 #[test]
 fn a_barrier_waiting_on_a_rank_that_left_ends() {
-    let out = amrq::threads::run(3, &Config::default(), |conduit| -> Result<(), AmError> {
+    let out = crate::ranks::run(3, &Config::default(), |conduit| -> Result<(), AmError> {
         let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
         if am.rank() == 0 {
             return Ok(()); // leaves without entering the barrier
@@ -421,7 +424,7 @@ fn a_barrier_waiting_on_a_rank_that_left_ends() {
 
 #[test]
 fn handler_table_mismatch_is_reported_on_every_rank() {
-    let out = amrq::threads::run(3, &Config::default(), |conduit| {
+    let out = crate::ranks::run(3, &Config::default(), |conduit| {
         let mut table = HandlerTable::<()>::new();
         table.request("a", |_, _, _| Ok(()));
         if amrq::conduit::Conduit::rank(&conduit) == 2 {
@@ -450,7 +453,7 @@ fn handler_table_mismatch_is_reported_on_every_rank() {
 
 #[test]
 fn bad_rank_and_too_many_args_are_typed_errors() {
-    let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<(), AmError> {
+    let out = crate::ranks::run(2, &Config::default(), |conduit| -> Result<(), AmError> {
         let mut table = HandlerTable::<()>::new();
         let h = table.request("h", |_, _, _| Ok(()));
         let am = Am::new(conduit, table, ())?;
@@ -470,7 +473,7 @@ fn bad_rank_and_too_many_args_are_typed_errors() {
 
 #[test]
 fn a_panicking_rank_ends_the_others_waits_with_peer_dead() {
-    let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<(), AmError> {
+    let out = crate::ranks::run(2, &Config::default(), |conduit| -> Result<(), AmError> {
         let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
         if am.rank() == 1 {
             panic!("rank 1 fails on purpose");
@@ -487,9 +490,7 @@ fn a_panicking_rank_ends_the_others_waits_with_peer_dead() {
         Ok(())
     });
     match out {
-        Err(RunError::RankPanicked { rank: 1, message }) => {
-            assert_eq!(message, "rank 1 fails on purpose")
-        }
+        Err(message) => assert_eq!(message, "rank 1 panicked: rank 1 fails on purpose"),
         other => panic!("expected rank 1's panic, got {other:?}"),
     }
 }
@@ -499,11 +500,12 @@ mod common_long;
 
 #[test]
 fn long_requests_and_replies_land_in_the_segment() {
-    let cfg = Config {
-        segment_bytes: 4 << 20,
-        ..Config::default()
+    let cfg = {
+        let mut c = Config::new();
+        c.segment_bytes.set(4 << 20);
+        c
     };
-    let out = amrq::threads::run(2, &cfg, common_long::long_round_trips);
+    let out = crate::ranks::run(2, &cfg, common_long::long_round_trips);
     all_ok(out);
 }
 
@@ -512,7 +514,7 @@ mod common_left;
 
 #[test]
 fn a_rank_that_left_is_reported_not_waited_for() {
-    let out = amrq::threads::run(2, &Config::default(), common_left::left_rank);
+    let out = crate::ranks::run(2, &Config::default(), common_left::left_rank);
     all_ok(out);
 }
 
@@ -523,7 +525,7 @@ use cpu::thread_cpu;
 #[test]
 fn a_blocking_wait_sleeps_until_a_message_arrives() {
     const ROUNDS: u64 = 20;
-    let out = amrq::threads::run(2, &Config::default(), |conduit| -> Result<_, AmError> {
+    let out = crate::ranks::run(2, &Config::default(), |conduit| -> Result<_, AmError> {
         let mut table = HandlerTable::new();
         let bump = table.request("bump", |s: &Cell<u64>, _ctx, m| {
             s.set(m.arg(0)?);
@@ -566,7 +568,7 @@ fn split_phase_barrier_completes_only_after_every_rank_entered() {
     use std::sync::atomic::AtomicBool;
     for n in 1..=8 {
         let entered: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(false)).collect();
-        let out = amrq::threads::run(n, &Config::default(), |conduit| -> Result<u64, AmError> {
+        let out = crate::ranks::run(n, &Config::default(), |conduit| -> Result<u64, AmError> {
             let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
             let me = am.rank();
             assert!(matches!(am.barrier_wait(), Err(AmError::NoBarrier)));

@@ -4,6 +4,9 @@
 //! fault (the API refuses what a correct peer would never send). Arbitrary bytes at the
 //! receive path are the conduit's unit test (`conduit/mem/tests.rs`).
 
+#[path = "common/ranks.rs"]
+mod ranks;
+
 use amrq::conduit::{AtomicOp, ConduitError};
 use amrq::prelude::*;
 use amrq::rma::{Rma, RmaError, Strided};
@@ -238,12 +241,15 @@ struct State {
 fn make(
     tally: &Tally,
     am: &Am<State>,
-    rma: (&Rma<'_, State>, &Rma<'_, State>),
+    rma: &Rma<State>,
     handlers: (RequestHandler, RequestHandler),
     call: &Call,
 ) -> Result<(), TestCaseError> {
     let args = [7u64; 12];
-    let pick_rma = |frames: bool| if frames { rma.1 } else { rma.0 };
+    let pick_rma = |frames: bool| {
+        rma.use_frames(frames);
+        rma
+    };
     let am_result = |r: Result<(), AmError>| match r {
         Err(e) if broken(&e) => Err(TestCaseError::fail(format!("{call:?}: {e}"))),
         r => {
@@ -332,16 +338,15 @@ fn make(
             rma_result(r.map(drop))
         }
         Call::Alloc { len, align } => {
-            if let Ok(at) = rma.0.alloc_local(len, align) {
+            if let Ok(at) = rma.alloc_local(len, align) {
                 prop_assert!(at.checked_add(len).is_some_and(|end| end <= SEGMENT));
                 prop_assert!(align == 0 || !align.is_power_of_two() || at % align == 0);
-                rma.0
-                    .free(at)
+                rma.free(at)
                     .map_err(|e| TestCaseError::fail(e.to_string()))?;
             }
             Ok(())
         }
-        Call::Free { offset } => rma_result(rma.0.free(offset)),
+        Call::Free { offset } => rma_result(rma.free(offset)),
         Call::Strided {
             frames,
             dest,
@@ -364,10 +369,11 @@ fn make(
 
 #[test]
 fn arbitrary_arguments_give_typed_errors_and_leave_the_job_intact() {
-    let mut cfg = Config {
-        segment_bytes: SEGMENT,
-        interrupt_slots: 8,
-        ..Config::default()
+    let mut cfg = {
+        let mut c = Config::new();
+        c.segment_bytes.set(SEGMENT);
+        c.interrupt_slots.set(8);
+        c
     };
     cfg.add_queue(8);
     cfg.add(amrq::config::QueueSpec::new("shared", 16).shared());
@@ -390,7 +396,7 @@ fn arbitrary_arguments_give_typed_errors_and_leave_the_job_intact() {
 }
 
 fn run_calls(cfg: &Config, done: &AtomicBool, current: &std::sync::Mutex<String>) {
-    let out = amrq::threads::run(2, cfg, |conduit| -> Result<(), String> {
+    let out = crate::ranks::run(2, cfg, |conduit| -> Result<(), String> {
         let mut table = HandlerTable::new();
         let echo_back = table.reply("echo_back", |_: &State, m| m.arg(0).map(drop));
         let echo = table.request("echo", |s: &State, ctx, m| {
@@ -408,7 +414,8 @@ fn run_calls(cfg: &Config, done: &AtomicBool, current: &std::sync::Mutex<String>
             echo_back,
         };
         let am = Am::new(conduit, table, state).map_err(|e| e.to_string())?;
-        let (direct, frames) = (Rma::new(&am), Rma::over_frames(&am));
+        let rma = Rma::new(am);
+        let am = rma.am();
         if am.rank() == 1 {
             // Serves until rank 0 is done (its queues drained by these polls; its own
             // user queues fill, which is a full queue to rank 0, not an error).
@@ -427,7 +434,7 @@ fn run_calls(cfg: &Config, done: &AtomicBool, current: &std::sync::Mutex<String>
             let result = runner.run(&prop::collection::vec(call(), 1..24), |calls| {
                 for c in &calls {
                     *current.lock().unwrap() = format!("{c:?}");
-                    make(&tally, &am, (&direct, &frames), (echo, sink), c)?;
+                    make(&tally, am, &rma, (echo, sink), c)?;
                 }
                 // Intact: a round trip to the peer still comes back right.
                 let r = round.get() + 1;

@@ -2,6 +2,9 @@
 
 #![cfg(not(amrq_loom))]
 
+#[path = "common/ranks.rs"]
+mod ranks;
+
 #[path = "common/coll.rs"]
 mod common_coll;
 
@@ -16,7 +19,7 @@ fn every_collective_matches_the_model_for_1_to_8_ranks() {
         } else {
             &[1, 37, 5000]
         };
-        let out = amrq::threads::run(n, &Config::default(), |c| {
+        let out = crate::ranks::run(n, &Config::default(), |c| {
             common_coll::all_collectives(c, lens)
         });
         for (r, res) in out.expect("job ran").into_iter().enumerate() {

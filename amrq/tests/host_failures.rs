@@ -13,12 +13,14 @@
 
 #[path = "common/marker.rs"]
 mod marker;
+#[path = "common/ranks.rs"]
+mod ranks;
 #[path = "common/rig.rs"]
 mod rig;
 #[path = "common/ucx.rs"]
 mod ucx_common;
 
-use amrq::conduit::cluster::{self, ClusterConduit};
+use amrq::conduit::cluster::ClusterConduit;
 use amrq::conduit::{ChannelSpec, Conduit, ConduitError, ConduitSpec, Message, ReceivedFrame};
 use amrq::launch::{Hosts, Launcher};
 use amrq::prelude::Config;
@@ -34,8 +36,8 @@ fn spec() -> ConduitSpec {
 /// In a rank of a job: joins with the attach timeout of the environment, runs `body`
 /// and exits. Started by hand: returns.
 fn as_rank(body: fn(ClusterConduit) -> Result<(), String>) {
-    let timeout = Config::from_env().expect("config").attach_timeout;
-    run_rank(cluster::joined(&spec(), &[], timeout), |c| {
+    let timeout = Config::from_env().expect("config").attach_timeout.get();
+    run_rank(crate::ranks::joined_cluster(&spec(), timeout), |c| {
         rig::assert_tcp_on_rig(c.remote());
         body(c)
     });

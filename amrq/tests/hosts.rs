@@ -12,12 +12,14 @@
 
 #[path = "common/marker.rs"]
 mod marker;
+#[path = "common/ranks.rs"]
+mod ranks;
 #[path = "common/rig.rs"]
 mod rig;
 #[path = "common/ucx.rs"]
 mod ucx_common;
 
-use amrq::conduit::ucx::{self, UcxConduit};
+use amrq::conduit::ucx::UcxConduit;
 use amrq::conduit::{ChannelSpec, Conduit, ConduitError, ConduitSpec, Message, ReceivedFrame};
 use amrq::launch::{Hosts, Launcher, Outcome};
 use marker::{all_ran, child_args, run_rank, token};
@@ -34,10 +36,13 @@ fn spec() -> ConduitSpec {
 /// In a rank of a job: checks that UCX uses the rig's tcp, runs `body` and exits.
 /// Started by hand: returns.
 fn as_rank(body: fn(UcxConduit) -> Result<(), String>) {
-    run_rank(ucx::joined(&spec(), &[], Duration::from_secs(60)), |c| {
-        rig::assert_tcp_on_rig(&c);
-        body(c)
-    });
+    run_rank(
+        crate::ranks::joined_ucx(&spec(), Duration::from_secs(60)),
+        |c| {
+            rig::assert_tcp_on_rig(&c);
+            body(c)
+        },
+    );
 }
 
 /// A rig of `hosts` hosts, or `None` where the test cannot run (it said why).

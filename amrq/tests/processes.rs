@@ -7,6 +7,9 @@
 
 #![cfg(not(amrq_loom))]
 
+#[path = "common/ranks.rs"]
+mod ranks;
+
 use amrq::conduit::mem::MemConduit;
 use amrq::conduit::Conduit;
 use amrq::launch::{Bind, Launcher, Outcome};
@@ -24,7 +27,7 @@ use marker::{all_ran, child_args, run_rank, token};
 
 /// In a rank of this test's job: runs `body` and exits the process. Otherwise returns.
 fn rank_of(cfg: &Config, body: impl FnOnce(MemConduit) -> Result<(), String>) {
-    run_rank(amrq::launch::joined(cfg), body);
+    run_rank(crate::ranks::joined(cfg), body);
 }
 
 /// Starts `ranks` ranks of this test binary running `test`, by self-launch.
@@ -240,9 +243,10 @@ fn flood_rank(c: MemConduit, per_peer: u64) -> Result<(), String> {
 
 #[test]
 fn flood_of_requests_with_replies_4_processes() {
-    let cfg = Config {
-        am_ring_slots: 16,
-        ..Config::default()
+    let cfg = {
+        let mut c = Config::new();
+        c.ring_slots.set(16);
+        c
     };
     rank_of(&cfg, |c| flood_rank(c, 10_000));
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -460,9 +464,10 @@ fn a_rank_that_left_is_reported_not_waited_for_as_processes() {
 
 #[test]
 fn long_requests_and_replies_as_processes() {
-    let cfg = Config {
-        segment_bytes: 4 << 20,
-        ..Config::default()
+    let cfg = {
+        let mut c = Config::new();
+        c.segment_bytes.set(4 << 20);
+        c
     };
     rank_of(&cfg, common_long::long_round_trips);
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -507,9 +512,10 @@ fn which(program: &str) -> Result<std::path::PathBuf, ()> {
 
 #[test]
 fn flood_through_amrun() {
-    let cfg = Config {
-        am_ring_slots: 16,
-        ..Config::default()
+    let cfg = {
+        let mut c = Config::new();
+        c.ring_slots.set(16);
+        c
     };
     rank_of(&cfg, |c| flood_rank(c, 5_000));
     let _g = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

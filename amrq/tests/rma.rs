@@ -3,15 +3,17 @@
 
 #![cfg(not(amrq_loom))]
 
+#[path = "common/ranks.rs"]
+mod ranks;
+
 #[path = "common/rma.rs"]
 mod common_rma;
 
+use amrq::conduit::Conduit;
 use amrq::prelude::*;
 use amrq::rma::{Rma, RmaError};
 
-fn all_ok<T: std::fmt::Debug>(
-    out: Result<Vec<Result<T, RmaError>>, amrq::threads::RunError>,
-) -> Vec<T> {
+fn all_ok<T: std::fmt::Debug>(out: Result<Vec<Result<T, RmaError>>, String>) -> Vec<T> {
     out.expect("job ran")
         .into_iter()
         .enumerate()
@@ -23,7 +25,7 @@ fn all_ok<T: std::fmt::Debug>(
 fn put_and_get_agree_with_a_model_for_1_to_5_ranks() {
     for frames in [false, true] {
         for n in 1..=5 {
-            let out = amrq::threads::run(n, &Config::default(), |c| {
+            let out = crate::ranks::run(n, &Config::default(), |c| {
                 common_rma::against_a_model(c, 3_000, frames)
             });
             assert!(
@@ -38,7 +40,7 @@ fn put_and_get_agree_with_a_model_for_1_to_5_ranks() {
 fn indexed_and_strided_transfers_agree_with_a_model_direct_and_through_frames() {
     for frames in [false, true] {
         for n in 1..=4 {
-            let out = amrq::threads::run(n, &Config::default(), |c| {
+            let out = crate::ranks::run(n, &Config::default(), |c| {
                 common_rma::indexed_against_a_model(c, 120, frames)
             });
             assert!(
@@ -53,7 +55,7 @@ fn indexed_and_strided_transfers_agree_with_a_model_direct_and_through_frames() 
 fn atomics_from_every_rank_sum_exactly() {
     for (frames, k) in [(false, 5_001), (true, 1_001)] {
         for n in [1, 2, 3, 4, 8] {
-            let out = amrq::threads::run(n, &Config::default(), |c| {
+            let out = crate::ranks::run(n, &Config::default(), |c| {
                 common_rma::atomics_from_every_rank(c, k, frames)
             });
             all_ok(out);
@@ -63,13 +65,15 @@ fn atomics_from_every_rank_sum_exactly() {
 
 #[test]
 fn bad_addresses_sizes_and_frees_are_typed_errors() {
-    let cfg = Config {
-        segment_bytes: 1 << 20,
-        ..Config::default()
+    let cfg = {
+        let mut c = Config::new();
+        c.segment_bytes.set(1 << 20);
+        c
     };
-    let out = amrq::threads::run(2, &cfg, |c| -> Result<(), RmaError> {
+    let out = crate::ranks::run(2, &cfg, |c| -> Result<(), RmaError> {
         let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-        let rma = Rma::new(&am);
+        let rma = Rma::new(am);
+        let am = rma.am();
         let seg = 1 << 20;
         assert_eq!(
             rma.put(1, seg - 4, &[0; 8]),
@@ -128,9 +132,10 @@ fn bad_addresses_sizes_and_frees_are_typed_errors() {
 
 #[test]
 fn handles_and_sync_nbi_complete_every_operation_once_through_frames() {
-    let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    let out = crate::ranks::run(2, &Config::default(), |c| -> Result<(), RmaError> {
         let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-        let rma = Rma::over_frames(&am);
+        let rma = Rma::over_frames(am);
+        let am = rma.am();
         let at = rma.alloc_symmetric(4096, 64)?;
         let peer = 1 - am.rank();
         for i in 0..100u8 {
@@ -166,9 +171,10 @@ fn handles_and_sync_nbi_complete_every_operation_once_through_frames() {
 /// refused before anything is sent.
 #[test]
 fn implicit_gets_through_frames_land_every_piece_in_place() {
-    let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    let out = crate::ranks::run(2, &Config::default(), |c| -> Result<(), RmaError> {
         let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-        let rma = Rma::over_frames(&am);
+        let rma = Rma::over_frames(am);
+        let am = rma.am();
         let len = 3 * am.max_medium() + 5; // four replies
         let src = rma.alloc_symmetric(len, 8)?;
         let dst = rma.alloc_symmetric(3 * len + 2, 8)?;
@@ -208,9 +214,10 @@ fn implicit_gets_through_frames_land_every_piece_in_place() {
 /// each is now a typed error, and the job goes on.
 #[test]
 fn bad_arguments_are_typed_errors_not_panics() {
-    let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
+    let out = crate::ranks::run(2, &Config::default(), |c| -> Result<(), RmaError> {
         let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-        let rma = Rma::new(&am);
+        let rma = Rma::new(am);
+        let am = rma.am();
         for align in [0, 3, 24, usize::MAX] {
             assert!(
                 matches!(
@@ -228,13 +235,12 @@ fn bad_arguments_are_typed_errors_not_panics() {
             rma.alloc_local(usize::MAX, 8),
             Err(RmaError::OutOfMemory { .. })
         ));
-        // Two Rma over one Am share the segment's one allocator: no overlap.
-        let other = Rma::over_frames(&am);
+        // Allocations never overlap.
         let a = rma.alloc_local(100, 8)?;
-        let b = other.alloc_local(100, 8)?;
+        let b = rma.alloc_local(100, 8)?;
         assert!(a + 100 <= b || b + 100 <= a, "{a} and {b} overlap");
-        rma.free(b)?; // either frees what either allocated
-        other.free(a)?;
+        rma.free(b)?;
+        rma.free(a)?;
         // Strided regions that describe nothing, overflow, or are absurdly many.
         let data = [0u8; 16];
         let empty = amrq::rma::Strided {
@@ -283,13 +289,15 @@ fn bad_arguments_are_typed_errors_not_panics() {
 /// say so instead of dividing by zero.
 #[test]
 fn frames_too_small_for_one_sided_operations_are_refused_with_the_remedy() {
-    let cfg = Config {
-        am_ring_slots: 2,
-        ..Config::default()
+    let cfg = {
+        let mut c = Config::new();
+        c.ring_slots.set(2);
+        c
     };
-    let out = amrq::threads::run(2, &cfg, |c| -> Result<(), RmaError> {
+    let out = crate::ranks::run(2, &cfg, |c| -> Result<(), RmaError> {
         let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-        let rma = Rma::over_frames(&am);
+        let rma = Rma::over_frames(am);
+        let am = rma.am();
         let mut buf = [0u8; 8];
         let e = rma
             .get(1 - am.rank(), 0, &mut buf)
@@ -312,8 +320,9 @@ fn frames_too_small_for_one_sided_operations_are_refused_with_the_remedy() {
 #[test]
 fn an_operation_whose_target_left_ends_with_peer_left() {
     use amrq::conduit::ConduitError;
-    let out = amrq::threads::run(3, &Config::default(), |c| -> Result<(), RmaError> {
-        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    let out = crate::ranks::run(3, &Config::default(), |c| -> Result<(), RmaError> {
+        let rma = Rma::over_frames(Am::new(c, HandlerTable::<()>::new(), ())?);
+        let am = rma.am();
         match am.rank() {
             1 => Ok(()), // leaves at once, serving nothing
             0 => {
@@ -321,7 +330,7 @@ fn an_operation_whose_target_left_ends_with_peer_left() {
                     std::thread::yield_now();
                 }
                 let mut buf = [0u8; 8];
-                let got = Rma::over_frames(&am).get(1, 0, &mut buf);
+                let got = rma.get(1, 0, &mut buf);
                 let left = ConduitError::PeerLeft { rank: 1 };
                 assert!(
                     matches!(&got, Err(RmaError::Am(e)) if e.conduit() == Some(&left)),

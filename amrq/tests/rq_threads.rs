@@ -2,8 +2,11 @@
 
 #![cfg(not(amrq_loom))]
 
+#[path = "common/ranks.rs"]
+mod ranks;
+
 use amrq::conduit::doorbell::DoorbellFence;
-use amrq::conduit::{ConduitError, ReceivedFrame};
+use amrq::conduit::{Conduit, ConduitError, ReceivedFrame};
 use amrq::prelude::*;
 use amrq::rq::Dequeued;
 use std::time::Duration;
@@ -12,7 +15,7 @@ use std::time::Duration;
 fn full_queue_returns_false_and_loses_nothing() {
     let mut cfg = Config::default();
     let q = cfg.add_queue(8);
-    let out = amrq::threads::run(2, &cfg, |conduit| -> Result<(), AmError> {
+    let out = crate::ranks::run(2, &cfg, |conduit| -> Result<(), AmError> {
         let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
         let rq = am.rq();
         let mut accepted = Vec::new();
@@ -76,7 +79,7 @@ fn full_queue_returns_false_and_loses_nothing() {
 fn read_queue_leaves_the_frame_and_release_removes_it() {
     let mut cfg = Config::default();
     let q = cfg.add_queue(16);
-    let out = amrq::threads::run(1, &cfg, |conduit| -> Result<(), RqError> {
+    let out = crate::ranks::run(1, &cfg, |conduit| -> Result<(), RqError> {
         let rq = Rq::new(conduit);
         assert!(rq.enqueue(0, q, &[5], b"first")?);
         assert!(rq.enqueue(0, q, &[6], b"second")?);
@@ -116,7 +119,7 @@ fn read_queue_leaves_the_frame_and_release_removes_it() {
 fn bad_destination_queue_and_sizes_are_typed_errors() {
     let mut cfg = Config::default();
     let q = cfg.add_queue(4);
-    let out = amrq::threads::run(2, &cfg, |conduit| -> Result<(), RqError> {
+    let out = crate::ranks::run(2, &cfg, |conduit| -> Result<(), RqError> {
         let rq = Rq::new(conduit);
         let err = |r: Result<bool, RqError>| match r {
             Err(RqError::Conduit(e)) => e,
@@ -169,7 +172,7 @@ fn a_queue_takes_only_its_senders() {
     let mut cfg = Config::default();
     let q = cfg.add(QueueSpec::new("from-rank-0", 16).senders_only(vec![0]));
     assert_eq!(cfg.queue_named("from-rank-0"), Some(q));
-    let out = amrq::threads::run(2, &cfg, |conduit| -> Result<(), AmError> {
+    let out = crate::ranks::run(2, &cfg, |conduit| -> Result<(), AmError> {
         let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
         let rq = am.rq();
         if am.rank() == 0 {
@@ -208,18 +211,19 @@ mod one_poll;
 #[test]
 fn one_poll_through_its_armed_path_loses_nothing() {
     let (cfg, _) = one_poll::config();
-    let out = amrq::threads::run(2, &cfg, |c| one_poll::armed_bursts(c, 2000)).unwrap();
+    let out = crate::ranks::run(2, &cfg, |c| one_poll::armed_bursts(c, 2000)).unwrap();
     assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
 }
 
 #[test]
 fn am_poll_loses_nothing_that_arrives_around_its_arm_point() {
     for fence in [DoorbellFence::Asymmetric, DoorbellFence::Symmetric] {
-        let cfg = Config {
-            doorbell_fence: fence,
-            ..Config::default()
+        let cfg = {
+            let mut c = Config::new();
+            c.doorbell_fence.set(fence);
+            c
         };
-        let out = amrq::threads::run(2, &cfg, |c| {
+        let out = crate::ranks::run(2, &cfg, |c| {
             one_poll::am_poll_around_the_arm_point(c, 10_000, Duration::from_micros(200))
         })
         .unwrap();
@@ -239,8 +243,8 @@ fn one_poll_loses_nothing_that_arrives_around_its_arm_point() {
     ];
     for (fence, frames, max_pause) in runs {
         let (mut cfg, _) = one_poll::config();
-        cfg.doorbell_fence = fence;
-        let out = amrq::threads::run(2, &cfg, |c| {
+        cfg.doorbell_fence.set(fence);
+        let out = crate::ranks::run(2, &cfg, |c| {
             one_poll::arrivals_around_the_arm_point(c, frames, max_pause)
         })
         .unwrap();
@@ -251,7 +255,7 @@ fn one_poll_loses_nothing_that_arrives_around_its_arm_point() {
 #[test]
 fn one_poll_takes_queues_in_priority_order() {
     let (cfg, [urgent, normal, bulk]) = one_poll::config();
-    let out = amrq::threads::run(2, &cfg, |c| -> Result<(), AmError> {
+    let out = crate::ranks::run(2, &cfg, |c| -> Result<(), AmError> {
         let am = Am::new(c, HandlerTable::<()>::new(), ())?;
         let rq = am.rq();
         if am.rank() == 0 {
@@ -298,7 +302,7 @@ mod tag_on;
 #[test]
 fn tag_on_blocks_are_reused_without_leaks() {
     let (cfg, _) = tag_on::config();
-    let out = amrq::threads::run(2, &cfg, |c| tag_on::tag_on_reuse(c, 5_000)).unwrap();
+    let out = crate::ranks::run(2, &cfg, |c| tag_on::tag_on_reuse(c, 5_000)).unwrap();
     assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
 }
 
@@ -306,7 +310,7 @@ fn tag_on_blocks_are_reused_without_leaks() {
 fn the_plain_enqueue_chooses_the_kind_by_size() {
     use amrq::rq::Kind;
     let (cfg, q) = tag_on::config();
-    let out = amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
+    let out = crate::ranks::run(1, &cfg, |c| -> Result<(), RqError> {
         let rq = Rq::new(c);
         for (len, tag_on) in [
             (0usize, false),
@@ -378,8 +382,8 @@ mod interrupts {
         let mut cfg = Config::default();
         let data = cfg.add_queue(64); // a Poll queue
         let only0 = cfg.add(QueueSpec::new("only0", 8).senders_only(vec![0]));
-        cfg.interrupt_slots = 16;
-        let out = amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
+        cfg.interrupt_slots.set(16);
+        let out = crate::ranks::run(2, &cfg, |c| -> Result<(), RqError> {
             let mut rq = Rq::new(c);
             let (flagged, sum) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
             let (f2, s2) = (flagged.clone(), sum.clone());
@@ -426,7 +430,7 @@ mod interrupts {
         // Without an interrupt queue, a flagged enqueue says what to set.
         let mut cfg = Config::default();
         let q = cfg.add_queue(8);
-        let out = amrq::threads::run(1, &cfg, |c| Rq::new(c).enqueue_interrupt(0, q, &[], &[]));
+        let out = crate::ranks::run(1, &cfg, |c| Rq::new(c).enqueue_interrupt(0, q, &[], &[]));
         assert_eq!(
             out.unwrap()[0],
             Err(RqError::Conduit(ConduitError::NoInterruptChannel))
@@ -436,7 +440,7 @@ mod interrupts {
     #[test]
     fn interrupts_run_while_the_owner_computes_and_leave_poll_queues_alone() {
         let (cfg, alarms, work) = config();
-        let out = amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
+        let out = crate::ranks::run(2, &cfg, |c| -> Result<(), RqError> {
             let mut rq = Rq::new(c);
             if rq.rank() == 1 {
                 let sum = Arc::new(AtomicU64::new(0));
@@ -485,7 +489,7 @@ mod interrupts {
     #[test]
     fn handlers_wait_while_interrupts_are_held() {
         let (cfg, alarms, _) = config();
-        let out = amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
+        let out = crate::ranks::run(2, &cfg, |c| -> Result<(), RqError> {
             let mut rq = Rq::new(c);
             if rq.rank() == 1 {
                 let count = Arc::new(AtomicU64::new(0));
@@ -551,7 +555,7 @@ fn many_queues_many_senders_exactly_once() {
         cfg.add(QueueSpec::new("large", 64).one_poll()),
     ];
     let sizes = [0usize, 200, 2000]; // Express, Basic, Tag-On (plain enqueue picks)
-    let out = amrq::threads::run(RANKS, &cfg, |c| -> Result<(u64, u64), RqError> {
+    let out = crate::ranks::run(RANKS, &cfg, |c| -> Result<(u64, u64), RqError> {
         let rq = Rq::new(c);
         let me = rq.rank();
         let set = rq.poll_set(&qs)?;
@@ -620,7 +624,7 @@ fn a_shared_queue_delivers_every_senders_frames_exactly_once_and_in_order() {
     const RANKS: usize = 4;
     const PER_PAIR: u64 = 4_000;
     let (cfg, _) = shared::config();
-    let out = amrq::threads::run(RANKS, &cfg, |c| shared::flood(c, PER_PAIR)).unwrap();
+    let out = crate::ranks::run(RANKS, &cfg, |c| shared::flood(c, PER_PAIR)).unwrap();
     for (rank, r) in out.into_iter().enumerate() {
         let (got, sum) = r.unwrap_or_else(|e| panic!("rank {rank}: {e}"));
         assert_eq!(got, RANKS as u64 * PER_PAIR, "rank {rank}");
@@ -641,7 +645,7 @@ fn a_shared_queue_checks_senders_args_and_carries_long_frames() {
             .shared()
             .senders_only(vec![1]),
     );
-    let out = amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
+    let out = crate::ranks::run(2, &cfg, |c| -> Result<(), RqError> {
         let rq = Rq::new(c);
         assert!(rq.conduit().caps().channels[q.index()].shared);
         if rq.rank() == 1 {
@@ -689,8 +693,8 @@ fn an_interrupt_queue_sharing_a_doorbell_bit_is_refused_at_setup() {
         cfg.add_queue(2);
     }
     cfg.add(QueueSpec::new("late", 4).one_poll()); // queue 66: bit 2 again
-    match amrq::threads::run(1, &cfg, |_| ()) {
-        Err(amrq::threads::RunError::Setup(ConduitError::Setup(why))) => {
+    match cfg.clone().threads(1, |_| Ok(())) {
+        Err(amrq::Error::Conduit(ConduitError::Setup(why))) => {
             assert!(why.contains("shares doorbell bit 2 with queue 66"), "{why}")
         }
         other => panic!("expected a setup error, got {other:?}"),
@@ -700,7 +704,7 @@ fn an_interrupt_queue_sharing_a_doorbell_bit_is_refused_at_setup() {
     for i in 0..64 {
         cfg.add(QueueSpec::new(format!("q{i}"), 2).one_poll());
     }
-    assert!(amrq::threads::run(1, &cfg, |_| ()).is_ok());
+    assert!(crate::ranks::run(1, &cfg, |_| ()).is_ok());
 }
 
 #[path = "common/cpu.rs"]
@@ -713,7 +717,7 @@ fn a_blocking_wait_on_one_poll_queues_sleeps_and_sees_every_frame() {
     const ROUNDS: u64 = 200;
     let mut cfg = Config::default();
     let q = cfg.add(QueueSpec::new("events", 8).one_poll());
-    let out = amrq::threads::run(2, &cfg, |c| -> Result<(Duration, Duration), RqError> {
+    let out = crate::ranks::run(2, &cfg, |c| -> Result<(Duration, Duration), RqError> {
         let rq = Rq::new(c);
         let set = rq.poll_set(&[q])?;
         let cpu = cpu::thread_cpu;
@@ -754,7 +758,7 @@ fn a_rank_that_left_ends_blocking_enqueues_and_waits_with_typed_errors() {
     use amrq::config::QueueSpec;
     let mut cfg = Config::default();
     let q = cfg.add(QueueSpec::new("work", 4).one_poll());
-    let out = amrq::threads::run(2, &cfg, |c| -> Result<(), String> {
+    let out = crate::ranks::run(2, &cfg, |c| -> Result<(), String> {
         let rq = Rq::new(c);
         let set = rq.poll_set(&[q]).map_err(|e| e.to_string())?;
         if rq.rank() == 1 {

@@ -1,11 +1,14 @@
-#![cfg(not(amrq_loom))]
-
 //! The Split-C layer against models: spread-array indexing against a direct count;
 //! random reads and writes, and random puts, stores and gets, on 1–4 and 8 ranks, on the
 //! direct and the message path, against a copy of the array each rank keeps; store
 //! counting with several storers; a get through frames complete at `sync`; atomic
 //! procedures under contention; misuse; the split-phase model again over the UCX
 //! conduit (the network path: tcp on the loopback device).
+
+#![cfg(not(amrq_loom))]
+
+#[path = "common/ranks.rs"]
+mod ranks;
 
 use amrq::conduit::Conduit;
 use amrq::prelude::*;
@@ -67,10 +70,12 @@ fn next(x: &mut u64) -> u64 {
 /// written there; on the direct and the message path.
 fn random_reads_and_writes(procs: usize, frames: bool) {
     const LEN: usize = 97;
-    let out = amrq::threads::run(procs, &Config::default(), |c| -> Result<(), SplitCError> {
-        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-        let rma = Rma::new_or_over_frames(&am, frames);
-        let sc = SplitC::new(&rma)?;
+    let out = crate::ranks::run(procs, &Config::default(), |c| -> Result<(), SplitCError> {
+        let sc = SplitC::new(Rma::new_or_over_frames(
+            Am::new(c, HandlerTable::<()>::new(), ())?,
+            frames,
+        ))?;
+        let (_rma, _am) = (sc.rma(), sc.am());
         let a = sc.all_spread_malloc::<u64>(LEN, Layout::BlockCyclic(4))?;
         let mut model = vec![0u64; LEN];
         let mut seed = 0x9e37_79b9_7f4a_7c15;
@@ -134,10 +139,12 @@ fn reads_and_writes_match_a_model_on_the_message_path() {
 #[test]
 fn a_pointer_out_of_the_segment_is_refused() {
     for frames in [false, true] {
-        let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
-            let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-            let rma = Rma::new_or_over_frames(&am, frames);
-            let sc = SplitC::new(&rma)?;
+        let out = crate::ranks::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
+            let sc = SplitC::new(Rma::new_or_over_frames(
+                Am::new(c, HandlerTable::<()>::new(), ())?,
+                frames,
+            ))?;
+            let (_rma, am) = (sc.rma(), sc.am());
             let past = am.segment().1;
             for rank in 0..2 {
                 let p = GlobalPtr::<u32>::new(rank, past - 2);
@@ -158,7 +165,7 @@ fn a_pointer_out_of_the_segment_is_refused() {
 /// checks them against the model; on 1–4 ranks, both paths.
 fn random_split_phase(procs: usize, frames: bool) {
     let out =
-        amrq::threads::run(procs, &Config::default(), |c| split_phase_rank(c, frames)).unwrap();
+        crate::ranks::run(procs, &Config::default(), |c| split_phase_rank(c, frames)).unwrap();
     assert!(out.iter().all(Result::is_ok), "{out:?}");
 }
 
@@ -168,9 +175,11 @@ fn split_phase_rank<C: Conduit>(c: C, frames: bool) -> Result<(), SplitCError> {
     const SCRATCH: usize = 16;
     let procs = c.size();
     {
-        let am = Am::new(c, HandlerTable::<(), C>::new(), ())?;
-        let rma = Rma::new_or_over_frames(&am, frames);
-        let sc = SplitC::new(&rma)?;
+        let sc = SplitC::new(Rma::new_or_over_frames(
+            Am::new(c, HandlerTable::<(), C>::new(), ())?,
+            frames,
+        ))?;
+        let (_rma, _am) = (sc.rma(), sc.am());
         let me = sc.my_proc();
         let a = sc.all_spread_malloc::<u64>(LEN, Layout::BlockCyclic(5))?;
         let scratch = sc.all_spread_malloc::<u64>(procs * SCRATCH, Layout::BlockCyclic(SCRATCH))?;
@@ -266,10 +275,12 @@ fn split_phase_operations_and_stores_match_a_model_on_the_message_path() {
 fn store_sync_counts_stores_from_several_ranks() {
     const EACH: usize = 50;
     for frames in [false, true] {
-        let out = amrq::threads::run(4, &Config::default(), |c| -> Result<(), SplitCError> {
-            let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-            let rma = Rma::new_or_over_frames(&am, frames);
-            let sc = SplitC::new(&rma)?;
+        let out = crate::ranks::run(4, &Config::default(), |c| -> Result<(), SplitCError> {
+            let sc = SplitC::new(Rma::new_or_over_frames(
+                Am::new(c, HandlerTable::<()>::new(), ())?,
+                frames,
+            ))?;
+            let (_rma, _am) = (sc.rma(), sc.am());
             let (me, procs) = (sc.my_proc(), sc.procs());
             let a = sc.all_spread_malloc::<u32>(
                 procs * procs * EACH,
@@ -302,10 +313,9 @@ fn store_sync_counts_stores_from_several_ranks() {
 /// value or the new.
 #[test]
 fn a_get_through_frames_is_complete_at_sync() {
-    let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
-        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-        let rma = Rma::over_frames(&am);
-        let sc = SplitC::new(&rma)?;
+    let out = crate::ranks::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
+        let sc = SplitC::new(Rma::over_frames(Am::new(c, HandlerTable::<()>::new(), ())?))?;
+        let (_rma, am) = (sc.rma(), sc.am());
         let a = sc.all_spread_malloc::<u64>(4, Layout::Cyclic)?;
         let me = sc.my_proc();
         sc.write(a.at(me), 100 + me as u64)?;
@@ -334,7 +344,7 @@ fn as_three_processes(test: &str, frames: bool) {
     let token = marker::token();
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_amrun"))
         .env("AMRQ_TEST_TOKEN", &token)
-        .env("AMRQ_SPLITC_FRAMES", if frames { "1" } else { "0" })
+        .env("AMRQ_RMA_FRAMES", if frames { "1" } else { "0" })
         .args(["-n", "3", "--bind", "none", "--timeout", "120"])
         .arg(std::env::current_exe().expect("test binary"))
         .args(marker::child_args(test))
@@ -345,11 +355,11 @@ fn as_three_processes(test: &str, frames: bool) {
 }
 
 /// The split-phase model again with the ranks as processes started by `amrun` (3 ranks;
-/// the message path when `AMRQ_SPLITC_FRAMES` says so), each leaving word that it ran.
+/// the message path when `AMRQ_RMA_FRAMES` says so), each leaving word that it ran.
 fn split_phase_as_processes(test: &str, frames: bool) {
     let cfg = Config::default();
-    marker::run_rank(amrq::launch::joined(&cfg), |c| {
-        split_phase_rank(c, std::env::var("AMRQ_SPLITC_FRAMES").as_deref() == Ok("1"))
+    marker::run_rank(crate::ranks::joined(&cfg), |c| {
+        split_phase_rank(c, std::env::var("AMRQ_RMA_FRAMES").as_deref() == Ok("1"))
     });
     as_three_processes(test, frames);
 }
@@ -383,7 +393,7 @@ fn register_inc(t: &mut HandlerTable<()>) -> amrq::am::RequestHandler {
 /// the atomic procedure `inc`: every element ends at exactly PROCS · times, and each
 /// value a procedure answered (the element before) was answered once per element.
 fn contended_sums(
-    sc: &amrq::spmd::Context<'_, '_>,
+    sc: &SplitC<()>,
     inc: amrq::am::RequestHandler,
     times: u64,
 ) -> Result<(), SplitCError> {
@@ -419,29 +429,38 @@ fn contended_sums(
 #[test]
 fn atomic_procedures_sum_exactly_under_contention() {
     for frames in [false, true] {
-        let cfg = Config {
-            splitc_frames: frames,
-            ..Config::default()
+        let cfg = {
+            let mut c = Config::new();
+            c.rma_frames.set(frames);
+            c
         };
-        let out = amrq::spmd::splitc_threads_with(4, &cfg, register_inc, |sc, inc| {
-            assert_eq!(sc.is_direct(), !frames);
-            contended_sums(sc, inc, 300)
+        cfg.threads(4, |setup| {
+            let mut t = HandlerTable::new();
+            let inc = register_inc(&mut t);
+            let job = setup.start(t, ())?;
+            assert_eq!(job.splitc().is_direct(), !frames);
+            Ok(contended_sums(job.splitc(), inc, 300)?)
         })
         .unwrap();
-        assert!(out.iter().all(Result::is_ok), "{out:?}");
     }
 }
 
 /// Three processes started by `amrun` contend through `splitc_main_with` (the message
-/// path when `AMRQ_SPLITC_FRAMES` says so), each leaving word that it ran.
+/// path when `AMRQ_RMA_FRAMES` says so), each leaving word that it ran.
 fn atomic_procedures_as_processes(test: &str, frames: bool) {
     if std::env::var_os("AMRQ_TEST_TOKEN").is_some() {
-        let cfg = Config::from_env().expect("the job's configuration");
-        amrq::spmd::splitc_main_with(3, &cfg, register_inc, |sc, inc| {
-            assert_eq!(sc.is_direct(), !cfg.splitc_frames);
+        let mut cfg = Config::new();
+        cfg.ranks.set(3);
+        cfg.run(|setup| {
+            let frames = setup.config().rma_frames.get();
+            let mut t = HandlerTable::new();
+            let inc = register_inc(&mut t);
+            let job = setup.start(t, ())?;
+            let sc = job.splitc();
+            assert_eq!(sc.is_direct(), !frames);
             contended_sums(sc, inc, 200)?;
             assert!(marker::mark_ran(sc.my_proc()), "could not leave word");
-            Ok::<_, SplitCError>(())
+            Ok(())
         });
     }
     as_three_processes(test, frames);
@@ -468,7 +487,7 @@ fn atomic_procedures_sum_exactly_as_processes_on_the_message_path() {
 /// caller's fault when it is one (a missing arg).
 #[test]
 fn calls_are_refused_clearly() {
-    let out = amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
+    let out = crate::ranks::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
         let mut t = HandlerTable::<std::cell::Cell<Option<AmError>>>::new();
         let plain = t.request("plain", |s, ctx, _m| {
             s.set(ctx.reply_value(1).err());

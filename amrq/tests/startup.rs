@@ -42,6 +42,7 @@ fn spec(rank: usize, id: &str, key: JobKey, digest: u64, timeout: Duration) -> J
         key,
         user_bytes: 4096,
         digest,
+        agreement: String::new(),
         timeout,
         remedy: String::new(),
     }
@@ -257,19 +258,14 @@ fn fault_job() {
     {
         let _ = std::io::Write::write_all(&mut f, format!("{}\n", std::process::id()).as_bytes());
     }
-    let cfg = match amrq::Config::from_env() {
-        Ok(c) => amrq::Config {
-            segment_bytes: 1 << 20,
-            ..c
-        },
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2)
-        }
-    };
+    let mut cfg = amrq::Config::new();
+    cfg.segment_bytes.set(1 << 20);
+    cfg.ranks.set(3);
     let start = Instant::now();
-    amrq::launch::launch(3, &cfg, move |c| {
-        c.barrier().map_err(|e| e.to_string())?;
+    cfg.run(move |setup| {
+        let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+        let c = job.rq().conduit();
+        c.barrier()?;
         if c.rank() == 1 && what == "die" {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -282,20 +278,21 @@ fn fault_job() {
             unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
         }
         if c.rank() == 1 && what == "error" {
-            return Err("rank 1's own error".to_string());
+            return Err(amrq::Error::other("rank 1's own error"));
         }
         if what == "leave" {
             // Ranks 1 and 2 leave at once; rank 0 checks its peers while they do.
             while c.rank() == 0 && !(c.peer_left(1) && c.peer_left(2)) {
-                c.check_peers().map_err(|e| e.to_string())?;
+                c.check_peers()?;
             }
         } else {
-            c.barrier()
-                .map_err(|e| format!("{e} (after {} ms)", start.elapsed().as_millis()))?;
+            c.barrier().map_err(|e| {
+                amrq::Error::other(format!("{e} (after {} ms)", start.elapsed().as_millis()))
+            })?;
         }
         match marker::mark_ran(c.rank()) {
             true => Ok(()),
-            false => Err("cannot leave word that this rank ran".to_string()),
+            false => Err(amrq::Error::other("cannot leave word that this rank ran")),
         }
     });
 }
@@ -639,9 +636,10 @@ fn too_little_memory_says_what_is_needed_free_and_what_to_change() {
     let _g = one_at_a_time();
     let (free, _) = amrq::util::shm::memory_available().expect("/proc/meminfo");
     // Segments that cannot fit: twice what is free, over 2 ranks.
-    let cfg = amrq::Config {
-        segment_bytes: free as usize,
-        ..amrq::Config::default()
+    let cfg = {
+        let mut c = amrq::Config::new();
+        c.segment_bytes.set(free as usize);
+        c
     };
     let place = amrq::bootstrap::env::Place {
         rank: 0,

@@ -35,21 +35,21 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     /// use amrq::prelude::*;
     /// use std::cell::Cell;
-    /// let out = amrq::threads::run(2, &Config::default(), |c| -> Result<u64, AmError> {
+    /// let out = amrq::Config::new().threads(2, |setup| -> amrq::Result<u64> {
     ///     let mut t = HandlerTable::new();
     ///     // Adds to this rank's counter; answers the value before.
     ///     let add = t.request("add", |n: &Cell<u64>, ctx, m| {
     ///         let old = n.replace(n.get() + m.arg(0)?);
     ///         ctx.reply_value(old)
     ///     });
-    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     let am = setup.start(t, Cell::new(0))?;
     ///     let before = am.call(0, add, &[5])?; // both ranks add 5 at rank 0
     ///     am.barrier()?;
     ///     assert_eq!(am.rank() != 0 || am.state().get() == 10, true);
     ///     Ok(before)
     /// })
     /// .unwrap();
-    /// let mut befores: Vec<u64> = out.into_iter().map(Result::unwrap).collect();
+    /// let mut befores: Vec<u64> = out;
     /// befores.sort();
     /// assert_eq!(befores, [0, 5]);
     /// ```
@@ -137,17 +137,17 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     ///
     /// ```
     /// use amrq::prelude::*;
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let square = t.request("square", |_s: &(), ctx, m| ctx.reply_value(m.arg(0)? * m.arg(0)?));
-    ///     let am = Am::new(c, t, ())?;
+    ///     let am = setup.start(t, ())?;
     ///     if am.rank() == 0 {
     ///         assert_eq!(am.call(1, square, &[12])?, 144);
     ///         // Sent as a plain request, the handler's reply_value has no caller: refused.
     ///         am.request(0, square, &[2])?;
     ///         assert!(matches!(am.poll(), Err(AmError::NotACall)));
     ///     }
-    ///     am.barrier()
+    ///     Ok(am.barrier()?)
     /// })
     /// .unwrap();
     /// ```

@@ -79,16 +79,16 @@ impl<'a> Msg<'a> {
     /// ```
     /// use amrq::prelude::*;
     /// use std::cell::Cell;
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let from = t.request("from", |s: &Cell<Option<Rank>>, _ctx, m| { s.set(Some(m.source())); Ok(()) });
-    ///     let am = Am::new(c, t, Cell::new(None))?;
+    ///     let am = setup.start(t, Cell::new(None))?;
     ///     if am.rank() == 1 {
     ///         am.request(0, from, &[])?;
     ///     } else {
     ///         am.wait_until(|s| s.get() == Some(1))?;
     ///     }
-    ///     am.barrier()
+    ///     Ok(am.barrier()?)
     /// })
     /// .unwrap();
     /// ```
@@ -102,12 +102,12 @@ impl<'a> Msg<'a> {
     /// ```
     /// # use amrq::prelude::*;
     /// use std::cell::Cell;
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let n = t.request("n", |s: &Cell<usize>, _ctx, m| { s.set(m.args().len()); Ok(()) });
-    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     let am = setup.start(t, Cell::new(0))?;
     ///     am.request(0, n, &[1, 2, 3, 4, 5, 6, 7, 8])?;
-    ///     am.wait_until(|s| s.get() == 8)
+    ///     Ok(am.wait_until(|s| s.get() == 8)?)
     /// })
     /// .unwrap();
     /// ```
@@ -124,20 +124,20 @@ impl<'a> Msg<'a> {
     /// ```
     /// use amrq::prelude::*;
     /// use std::cell::Cell;
-    /// let out = amrq::threads::run(1, &Config::default(), |c| -> Result<u64, AmError> {
+    /// let out = amrq::Config::new().threads(1, |setup| -> amrq::Result<u64> {
     ///     let mut t = HandlerTable::new();
     ///     let add = t.request("add", |sum: &Cell<u64>, _ctx, m| {
     ///         sum.set(sum.get() + m.arg(0)? * m.arg(1)?);
     ///         Ok(())
     ///     });
-    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     let am = setup.start(t, Cell::new(0))?;
     ///     am.request(0, add, &[3, 4])?;
     ///     am.request(0, add, &[5])?; // one arg short: the sender's fault
     ///     am.wait_until(|_| am.faults().total() == 1)?;
     ///     Ok(am.state().get())
     /// })
     /// .unwrap();
-    /// assert_eq!(out, [Ok(12)]);
+    /// assert_eq!(out, [12]);
     /// ```
     #[inline(always)]
     pub fn arg(&self, i: usize) -> Result<u64, AmError> {
@@ -162,12 +162,12 @@ impl<'a> Msg<'a> {
     /// ```
     /// # use amrq::prelude::*;
     /// use std::cell::Cell;
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let len = t.request("len", |s: &Cell<usize>, _ctx, m| { s.set(m.payload().len()); Ok(()) });
-    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     let am = setup.start(t, Cell::new(0))?;
     ///     am.request_medium(0, len, &[], &[0u8; 100])?;
-    ///     am.wait_until(|s| s.get() == 100)
+    ///     Ok(am.wait_until(|s| s.get() == 100)?)
     /// })
     /// .unwrap();
     /// ```
@@ -216,7 +216,7 @@ unsafe impl Sync for Msg<'_> {}
 /// let mut t: HandlerTable<S> = HandlerTable::new();
 /// t.request("twice", |s, ctx, _m| {
 ///     ctx.reply(s.done, &[])?;
-///     ctx.reply(s.done, &[]) // error: use of moved value `ctx`
+///     Ok(ctx.reply(s.done, &[])?) // error: use of moved value `ctx`
 /// });
 /// ```
 ///
@@ -248,7 +248,7 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     /// ```
     /// use amrq::prelude::*;
     /// struct S { back: ReplyHandler }
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let back = t.reply("back", |_s: &S, _m| Ok(()));
     ///     // The context knows the requester: a reply goes back to it.
@@ -256,11 +256,11 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     ///         let from = ctx.source() as u64;
     ///         ctx.reply(s.back, &[from])
     ///     });
-    ///     let am = Am::new(c, t, S { back })?;
+    ///     let am = setup.start(t, S { back })?;
     ///     if am.rank() == 1 {
     ///         am.request(0, who, &[])?;
     ///     }
-    ///     am.barrier()
+    ///     Ok(am.barrier()?)
     /// })
     /// .unwrap();
     /// ```
@@ -274,7 +274,7 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     /// ```
     /// use amrq::prelude::*;
     /// use std::cell::Cell;
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     // A handler that reads the word at offset args[0] of its own segment.
     ///     let peek = t.request("peek", |s: &Cell<u64>, ctx, m| {
@@ -285,9 +285,10 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     ///         s.set(unsafe { base.as_ptr().add(off).cast::<u64>().read() });
     ///         Ok(())
     ///     });
-    ///     let am = Am::new(c, t, Cell::new(1))?;
+    ///     let am = setup.start(t, Cell::new(1))?;
     ///     am.request(0, peek, &[0])?;
-    ///     am.wait_until(|s| s.get() == 0) // a fresh segment is zeroed
+    ///     am.wait_until(|s| s.get() == 0)?; // a fresh segment is zeroed
+    ///     Ok(())
     /// })
     /// .unwrap();
     /// ```
@@ -301,16 +302,16 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     /// use amrq::prelude::*;
     /// use std::cell::Cell;
     /// struct S { sum: ReplyHandler, got: Cell<u64> }
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let sum = t.reply("sum", |s: &S, m| { s.got.set(m.arg(0)?); Ok(()) });
     ///     let add = t.request("add", |s: &S, ctx, m| ctx.reply(s.sum, &[m.arg(0)? + m.arg(1)?]));
-    ///     let am = Am::new(c, t, S { sum, got: Cell::new(0) })?;
+    ///     let am = setup.start(t, S { sum, got: Cell::new(0) })?;
     ///     if am.rank() == 0 {
     ///         am.request(1, add, &[40, 2])?;
     ///         am.wait_until(|s| s.got.get() == 42)?;
     ///     }
-    ///     am.barrier()
+    ///     Ok(am.barrier()?)
     /// })
     /// .unwrap();
     /// ```
@@ -326,16 +327,16 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     /// use amrq::prelude::*;
     /// use std::cell::RefCell;
     /// struct S { name: ReplyHandler, got: RefCell<Vec<u8>> }
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let name = t.reply("name", |s: &S, m| { *s.got.borrow_mut() = m.payload().to_vec(); Ok(()) });
     ///     let ask = t.request("ask", |s: &S, ctx, _m| ctx.reply_medium(s.name, &[], b"rank one"));
-    ///     let am = Am::new(c, t, S { name, got: RefCell::new(Vec::new()) })?;
+    ///     let am = setup.start(t, S { name, got: RefCell::new(Vec::new()) })?;
     ///     if am.rank() == 0 {
     ///         am.request(1, ask, &[])?;
     ///         am.wait_until(|s| s.got.borrow().as_slice() == b"rank one")?;
     ///     }
-    ///     am.barrier()
+    ///     Ok(am.barrier()?)
     /// })
     /// .unwrap();
     /// ```
@@ -356,17 +357,17 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     /// use amrq::prelude::*;
     /// use std::cell::Cell;
     /// struct S { landed: ReplyHandler, len: Cell<usize> }
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     // The reply's payload lands at byte 0 of the requester's segment.
     ///     let landed = t.reply("landed", |s: &S, m| { s.len.set(m.payload().len()); Ok(()) });
     ///     let fetch = t.request("fetch", |s: &S, ctx, _m| ctx.reply_long(s.landed, &[], &[7u8; 512], 0));
-    ///     let am = Am::new(c, t, S { landed, len: Cell::new(0) })?;
+    ///     let am = setup.start(t, S { landed, len: Cell::new(0) })?;
     ///     if am.rank() == 0 {
     ///         am.request(1, fetch, &[])?;
     ///         am.wait_until(|s| s.len.get() == 512)?;
     ///     }
-    ///     am.barrier()
+    ///     Ok(am.barrier()?)
     /// })
     /// .unwrap();
     /// ```

@@ -26,18 +26,18 @@ const _: () = assert!(super::segment_service::TAG_GET_PACKED < FIRST_USER_TAG);
 /// use std::cell::Cell;
 ///
 /// struct Counter { hits: Cell<u64> }
-/// let out = amrq::threads::run(4, &Config::default(), |conduit| {
+/// let out = amrq::Config::new().threads(4, |setup| {
 ///     let mut table = HandlerTable::new();
 ///     let hit = table.request("hit", |s: &Counter, _ctx, m| { s.hits.set(s.hits.get() + m.arg(0)?); Ok(()) });
-///     let am = Am::new(conduit, table, Counter { hits: Cell::new(0) })?;
+///     let am = setup.start(table, Counter { hits: Cell::new(0) })?;
 ///     for dest in 0..am.size() {
 ///         am.request(dest, hit, &[1])?;
 ///     }
 ///     am.wait_until(|s| s.hits.get() == 4)?;
 ///     am.barrier()?;
-///     Ok::<_, AmError>(am.state().hits.get())
+///     Ok(am.state().hits.get())
 /// }).unwrap();
-/// assert!(out.into_iter().all(|r| r == Ok(4)));
+/// assert_eq!(out, [4; 4]);
 /// ```
 pub struct Am<S, C: Conduit = MemConduit> {
     rq: Rq<C>,
@@ -75,12 +75,12 @@ impl<S, C: Conduit> Am<S, C> {
     ///
     /// ```
     /// use amrq::prelude::*;
-    /// let out = amrq::threads::run(2, &Config::default(), |c| {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     Ok::<_, AmError>((am.rank(), am.size()))
+    /// let out = amrq::Config::new().threads(2, |setup| {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     Ok((am.rank(), am.size()))
     /// })
     /// .unwrap();
-    /// assert_eq!(out, [Ok((0, 2)), Ok((1, 2))]);
+    /// assert_eq!(out, [(0, 2), (1, 2)]);
     /// ```
     pub fn new(conduit: C, table: HandlerTable<S, C>, state: S) -> Result<Self, AmError> {
         let me = conduit.rank();
@@ -118,11 +118,13 @@ impl<S, C: Conduit> Am<S, C> {
     ///
     /// ```
     /// # use amrq::prelude::*;
-    /// let ranks = amrq::threads::run(3, &Config::default(), |c| {
-    ///     Am::new(c, HandlerTable::<()>::new(), ()).map(|am| am.rank())
+    /// let ranks = amrq::Config::new().threads(3, |setup| {
+    ///     let job = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let am: &Am<()> = job.am();
+    ///     Ok(am.rank())
     /// })
     /// .unwrap();
-    /// assert_eq!(ranks.into_iter().collect::<Result<Vec<_>, _>>().unwrap(), [0, 1, 2]);
+    /// assert_eq!(ranks, [0, 1, 2]);
     /// ```
     pub fn rank(&self) -> Rank {
         self.rq.rank()
@@ -132,11 +134,12 @@ impl<S, C: Conduit> Am<S, C> {
     ///
     /// ```
     /// # use amrq::prelude::*;
-    /// let sizes = amrq::threads::run(2, &Config::default(), |c| {
-    ///     Am::new(c, HandlerTable::<()>::new(), ()).map(|am| am.size())
+    /// let sizes = amrq::Config::new().threads(2, |setup| {
+    ///     let job = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     Ok(job.am().size())
     /// })
     /// .unwrap();
-    /// assert!(sizes.iter().all(|s| *s == Ok(2)));
+    /// assert_eq!(sizes, [2, 2]);
     /// ```
     pub fn size(&self) -> usize {
         self.rq.size()
@@ -147,10 +150,10 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     /// # use amrq::prelude::*;
     /// use std::cell::Cell;
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let bump = t.request("bump", |n: &Cell<u64>, _ctx, _m| { n.set(n.get() + 1); Ok(()) });
-    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     let am = setup.start(t, Cell::new(0))?;
     ///     am.request(0, bump, &[])?;
     ///     am.wait_until(|n| n.get() == 1)?;
     ///     assert_eq!(am.state().get(), 1);
@@ -168,8 +171,8 @@ impl<S, C: Conduit> Am<S, C> {
     /// # use amrq::prelude::*;
     /// let mut cfg = Config::default();
     /// let q = cfg.add_queue(16); // a user queue beside the AM queues
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), AmError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
     ///     assert!(am.rq().enqueue(0, q, &[7], &[])?);
     ///     let mut args = [0u64; 8];
     ///     let got = am.rq().dequeue(q, &mut args, &mut [])?;
@@ -191,8 +194,8 @@ impl<S, C: Conduit> Am<S, C> {
     /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
     /// let mut cfg = Config::default();
     /// let alarms = cfg.add(QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt));
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), AmError> {
-    ///     let mut am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let mut am = setup.start(HandlerTable::<()>::new(), ())?;
     ///     let seen = Arc::new(AtomicU64::new(0));
     ///     let s = seen.clone();
     ///     let _intr = am
@@ -215,8 +218,8 @@ impl<S, C: Conduit> Am<S, C> {
     ///
     /// ```
     /// # use amrq::prelude::*;
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
     ///     let (base, len) = am.segment();
     ///     assert!(len > 0 && base.as_ptr() as usize % 8 == 0);
     ///     Ok(())
@@ -232,8 +235,8 @@ impl<S, C: Conduit> Am<S, C> {
     ///
     /// ```
     /// use amrq::prelude::*;
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
     ///     let at = am.segment_allocator().borrow_mut().alloc_local(64, 8);
     ///     assert!(at.is_some_and(|off| off % 8 == 0));
     ///     Ok(())
@@ -249,8 +252,8 @@ impl<S, C: Conduit> Am<S, C> {
     ///
     /// ```
     /// # use amrq::prelude::*;
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
     ///     assert!(am.max_medium() >= 4096);
     ///     Ok(())
     /// })
@@ -276,8 +279,8 @@ impl<S, C: Conduit> Am<S, C> {
     /// use amrq::prelude::*;
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// let arrived = AtomicUsize::new(0);
-    /// amrq::threads::run(3, &Config::default(), |c| -> Result<(), AmError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    /// amrq::Config::new().threads(3, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
     ///     arrived.fetch_add(1, Ordering::SeqCst);
     ///     am.barrier()?;
     ///     assert_eq!(arrived.load(Ordering::SeqCst), 3); // nobody leaves before all came
@@ -298,15 +301,15 @@ impl<S, C: Conduit> Am<S, C> {
     ///
     /// ```
     /// use amrq::prelude::*;
-    /// amrq::threads::run(3, &Config::default(), |c| -> Result<(), AmError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    /// amrq::Config::new().threads(3, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
     ///     am.barrier_notify()?;
     ///     let mut overlapped = 0u64;
     ///     while !am.barrier_try()? {
     ///         overlapped += 1; // work that does not need the others
     ///     }
     ///     am.barrier_notify()?; // the next one
-    ///     am.barrier_wait()
+    ///     Ok(am.barrier_wait()?)
     /// }).unwrap();
     /// ```
     pub fn barrier_notify(&self) -> Result<(), AmError> {
@@ -319,8 +322,8 @@ impl<S, C: Conduit> Am<S, C> {
     ///
     /// ```
     /// # use amrq::prelude::*;
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
     ///     assert!(matches!(am.barrier_try(), Err(AmError::NoBarrier)));
     ///     am.barrier_notify()?;
     ///     while !am.barrier_try()? {}
@@ -337,8 +340,8 @@ impl<S, C: Conduit> Am<S, C> {
     ///
     /// ```
     /// # use amrq::prelude::*;
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
     ///     am.barrier_notify()?;
     ///     let overlapped: u64 = (1..=100).sum(); // work done while the others arrive
     ///     am.barrier_wait()?;

@@ -8,17 +8,17 @@ use crate::rq::RqError;
 /// ```
 /// use amrq::prelude::*;
 /// use amrq::conduit::ConduitError;
-/// let out = amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+/// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
 ///     let mut t = HandlerTable::new();
 ///     let h = t.request("h", |_s: &(), _ctx, _m| Ok(()));
-///     let am = Am::new(c, t, ())?;
+///     let am = setup.start(t, ())?;
 ///     // A rank that does not exist: a typed error that says which, nothing sent.
-///     let e = am.request(5, h, &[]).unwrap_err();
+///     let e: AmError = am.request(5, h, &[]).unwrap_err();
 ///     assert!(matches!(e.conduit(), Some(ConduitError::NoSuchRank { .. })), "{e}");
-///     Err(AmError::NoBarrier)
+///     assert_eq!(am.barrier_try(), Err(AmError::NoBarrier)); // no barrier entered
+///     Ok(())
 /// })
 /// .unwrap();
-/// assert_eq!(out[0], Err(AmError::NoBarrier));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AmError {

@@ -309,18 +309,18 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     /// ```
     /// use amrq::prelude::*;
     /// use std::cell::Cell;
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     // A request handler gets the state, a context to reply through, and the message.
     ///     let double = t.request("double", |s: &Cell<u64>, _ctx, m| { s.set(m.arg(0)? * 2); Ok(()) });
     ///     // One captured word is carried beside the handler.
     ///     let k = 100u64;
     ///     let add_k = t.request("add_k", move |s: &Cell<u64>, _ctx, m| { s.set(m.arg(0)? + k); Ok(()) });
-    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     let am = setup.start(t, Cell::new(0))?;
     ///     am.request(0, double, &[21])?;
     ///     am.wait_until(|s| s.get() == 42)?;
     ///     am.request(0, add_k, &[1])?;
-    ///     am.wait_until(|s| s.get() == 101)
+    ///     Ok(am.wait_until(|s| s.get() == 101)?)
     /// })
     /// .unwrap();
     /// ```
@@ -353,14 +353,14 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     /// use amrq::prelude::*;
     /// use std::cell::Cell;
     /// struct S { answer: ReplyHandler, got: Cell<u64> }
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     // A reply handler gets the state and the message; it cannot send.
     ///     let answer = t.reply("answer", |s: &S, m| { s.got.set(m.arg(0)?); Ok(()) });
     ///     let ask = t.request("ask", |s: &S, ctx, _m| ctx.reply(s.answer, &[42]));
-    ///     let am = Am::new(c, t, S { answer, got: Cell::new(0) })?;
+    ///     let am = setup.start(t, S { answer, got: Cell::new(0) })?;
     ///     am.request(0, ask, &[])?;
-    ///     am.wait_until(|s| s.got.get() == 42)
+    ///     Ok(am.wait_until(|s| s.got.get() == 42)?)
     /// })
     /// .unwrap();
     /// ```

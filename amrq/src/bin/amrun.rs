@@ -20,7 +20,6 @@ fn main() {
 
 #[cfg(not(amrq_loom))]
 mod cli {
-    use amrq::config::Source;
     use amrq::launch::{Bind, Hosts, LaunchError, Launcher};
     use clap::{Parser, ValueEnum};
     use std::ffi::OsString;
@@ -68,7 +67,9 @@ mod cli {
         /// Prefix each output line with the rank that printed it.
         #[arg(long)]
         label: bool,
-        /// Print each setting, where it came from, and the shared memory the job maps.
+        /// Print how amrun would start the job and, for PROGRAM (run once to ask it) or
+        /// else for a program that sets nothing itself, each setting, where it came
+        /// from and the shared memory the job maps; then exit.
         #[arg(long)]
         print_config: bool,
         /// The program and its arguments.
@@ -117,11 +118,9 @@ mod cli {
         }
         if args.print_config {
             print_config(&args, &launcher);
+            return;
         }
         let Some((program, rest)) = args.command.split_first() else {
-            if args.print_config {
-                return;
-            }
             eprintln!("amrun: no PROGRAM given (amrun -n N PROGRAM ARGS…)");
             std::process::exit(2);
         };
@@ -178,63 +177,39 @@ mod cli {
             "  job id         {} (fresh; the key is fresh random and secret)",
             l.id
         );
-        let cfg = match amrq::Config::from_env() {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("amrun: {e}");
-                std::process::exit(2);
-            }
-        };
-        for (name, src) in amrq::Config::sources() {
-            let value = match name {
-                "AMRQ_RING_SLOTS" => format!("{} slots", cfg.am_ring_slots),
-                "AMRQ_ATTACH_TIMEOUT" => format!("{:?}", cfg.attach_timeout),
-                "AMRQ_DOORBELL_FENCE" => format!("{:?}", cfg.doorbell_fence).to_lowercase(),
-                "AMRQ_SPLITC_FRAMES" => match cfg.splitc_frames {
-                    true => "Split-C over AM frames".into(),
-                    false => "Split-C direct where mapped".into(),
-                },
-                _ => format!("{} bytes", cfg.segment_bytes),
-            };
-            let from = match src {
-                Source::Env => format!(
-                    "environment {name}={}",
-                    std::env::var(name).unwrap_or_default()
-                ),
-                Source::Default => "default".into(),
-            };
-            println!(
-                "  {:<14} {value} ({from})",
-                name.trim_start_matches("AMRQ_").to_lowercase()
-            );
-        }
-        if l.hosts.is_some() {
-            println!("  conduit        UCX between ranks (no shared memory across hosts)");
-            return;
-        }
-        match amrq::conduit::shm::job_bytes(l.ranks, &cfg.conduit_spec()) {
-            Ok((total, block, rings, segs)) => {
-                let mib = |b: usize| b as f64 / f64::from(1 << 20);
-                println!(
-                    "  shared memory  {:.1} MiB in one anonymous object (memfd, nothing in /dev/shm): bootstrap {:.2} MiB + rings {:.2} MiB ({} ranks² × 2 AM queues × {} slots × 64 B) + segments {:.1} MiB ({} × {:.1} MiB)",
-                    mib(total),
-                    mib(block),
-                    mib(rings),
-                    l.ranks,
-                    cfg.am_ring_slots,
-                    mib(segs),
-                    l.ranks,
-                    mib(cfg.segment_bytes)
-                );
-                match amrq::util::shm::memory_available() {
-                    Ok((free, whence)) => println!(
-                        "  memory free    {:.1} MiB ({whence})",
-                        free as f64 / f64::from(1 << 20)
-                    ),
-                    Err(e) => println!("  memory free    unknown ({e})"),
+        match args.command.split_first() {
+            // The program says what it will use: the settings it sets win over the
+            // environment's.
+            Some((program, rest)) => {
+                let out = std::process::Command::new(program)
+                    .args(rest)
+                    .env(amrq::config::ENV_PRINT_CONFIG, l.ranks.to_string())
+                    .status();
+                if !matches!(out, Ok(s) if s.success()) {
+                    eprintln!(
+                        "amrun: {} did not print its settings ({out:?}): is it an amrq program?",
+                        program.to_string_lossy()
+                    );
+                    std::process::exit(2);
                 }
             }
-            Err(e) => println!("  shared memory  cannot be computed: {e}"),
+            None => match amrq::Config::from_env() {
+                Ok(cfg) => print!("{}", cfg.described(l.ranks)),
+                Err(e) => {
+                    eprintln!("amrun: {e}");
+                    std::process::exit(2);
+                }
+            },
+        }
+        if l.hosts.is_some() {
+            println!("  across hosts           shared memory inside each host, UCX between hosts");
+        }
+        match amrq::util::shm::memory_available() {
+            Ok((free, whence)) => println!(
+                "  memory free            {:.1} MiB ({whence})",
+                free as f64 / f64::from(1 << 20)
+            ),
+            Err(e) => println!("  memory free            unknown ({e})"),
         }
     }
 }

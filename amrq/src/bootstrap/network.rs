@@ -40,7 +40,7 @@ const MAX_BLOB: usize = 1 << 20;
 /// ```
 /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
 /// # use std::time::Duration;
-/// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+/// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
 /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
 /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
 /// let e = &job.entries()[0];
@@ -61,7 +61,7 @@ pub struct Entry {
 /// ```no_run
 /// use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
 /// use std::time::Duration;
-/// let terms = Terms { id: "job-1".into(), key: JobKey::random()?, size: 2, digest: 0, bytes: 0 };
+/// let terms = Terms { id: "job-1".into(), key: JobKey::random()?, size: 2, digest: 0, bytes: 0 , agreement: String::new() };
 /// // Rank 1, on host "h1": rank 0 runs the same with rank 0, on the host of 10.0.0.1.
 /// let job = NetJob::form(1, "h1", "10.0.0.1:7000", &terms, b"my card".to_vec(), Duration::from_secs(60))?;
 /// println!("rank 0 runs on {}", job.entries()[0].host);
@@ -175,7 +175,7 @@ impl NetJob {
     /// ```
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
-    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
     /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// assert_eq!(job.rank(), 0); // a job of one rank, formed at its own rendezvous
@@ -230,7 +230,7 @@ impl NetJob {
     /// ```
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
-    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
     /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// assert_eq!(job.rank(), 0);
@@ -244,7 +244,7 @@ impl NetJob {
     /// ```
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
-    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
     /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// assert_eq!(job.entries().len(), 1);
@@ -258,7 +258,7 @@ impl NetJob {
     /// ```
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
-    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
     /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// assert_eq!(job.allgather(42).unwrap(), [42]);
@@ -286,7 +286,7 @@ impl NetJob {
     /// ```
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
-    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
     /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// assert_eq!(job.exchange(b"blob").unwrap(), [b"blob".to_vec()]);
@@ -342,7 +342,7 @@ impl NetJob {
     /// ```
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
-    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
     /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// job.barrier().unwrap();
@@ -357,7 +357,7 @@ impl NetJob {
     /// ```
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
-    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
     /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// assert!(job.check_peers().is_ok());
@@ -377,7 +377,7 @@ impl NetJob {
     /// ```
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
-    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 };
+    /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
     /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// job.mark_failed("gave up");
@@ -605,7 +605,8 @@ fn answer(
     if proof.u64() != PROOF {
         return Ok(None);
     }
-    let (mac, digest) = (proof.take::<32>(), proof.u64());
+    let (mac, digest, _bytes) = (proof.take::<32>(), proof.u64(), proof.u64());
+    let theirs = super::rendezvous::proof_agreement(&mut proof);
     let mut judge =
         |code: Code, reason: &str| s.write_all(&verdict(t, &nonce_s, &nonce_j, code, reason).b);
     if !same_mac(&mac, &joiner_mac(t, &nonce_j, &nonce_s, rank, size)) {
@@ -614,11 +615,7 @@ fn answer(
         return Ok(None);
     }
     if size != t.size as u64 || digest != t.digest {
-        let reason = format!(
-            "rank {rank} and rank 0 disagree on job {}: {size} vs {} ranks, configuration digest \
-             {digest:#x} vs {:#x}; give every rank the same settings",
-            t.id, t.size, t.digest
-        );
+        let reason = super::rendezvous::disagreement(t, rank, size, &theirs, digest);
         let _ = judge(Code::Disagrees, &reason);
         return Err(BootError::Refused(reason));
     }

@@ -33,7 +33,10 @@ const VERDICT: u64 = u64::from_le_bytes(*b"amrqVRD1");
 
 pub(super) const HELLO_BYTES: usize = 40;
 pub(super) const CHALLENGE_BYTES: usize = 24;
-pub(super) const PROOF_BYTES: usize = 56;
+/// Bytes of the settings text a Proof carries (a longer text is cut at a line; the
+/// digest still covers all of it).
+const AGREEMENT_BYTES: usize = 1024;
+pub(super) const PROOF_BYTES: usize = 56 + AGREEMENT_BYTES;
 const REASON_BYTES: usize = 256;
 pub(super) const VERDICT_BYTES: usize = 48 + REASON_BYTES;
 
@@ -59,7 +62,7 @@ pub(super) enum Code {
 /// # use amrq::util::shm::SharedFile;
 /// # use std::time::{Duration, Instant};
 /// # let id = format!("doc-{}-{}", std::process::id(), line!());
-/// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+/// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 , agreement: String::new() };
 /// # let name = rendezvous_name(&id);
 /// // Rank 0 opens the door and admits rank 1, which proves the key and agrees on the terms.
 /// let door = Door::open(&name, &id).unwrap();
@@ -81,6 +84,9 @@ pub struct Terms {
     pub size: usize,
     /// Digest of the configuration.
     pub digest: u64,
+    /// What every rank must agree on, one `name=value` per line (its digest is
+    /// `digest`): a rank that disagrees is told the first line that differs.
+    pub agreement: String,
     /// Bytes of the job's memory.
     pub bytes: u64,
 }
@@ -164,7 +170,65 @@ pub(super) fn proof(
     w.put(&joiner_mac(t, nonce_j, nonce_s, rank as u64, t.size as u64));
     w.put(&t.digest.to_le_bytes());
     w.put(&t.bytes.to_le_bytes());
+    let text = t.agreement.as_bytes();
+    let mut cut = text.len().min(AGREEMENT_BYTES);
+    if cut < text.len() {
+        cut = text[..cut]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+    }
+    w.put(&text[..cut]);
     w
+}
+
+/// The settings text of a Proof (what follows its digest and bytes).
+pub(super) fn proof_agreement<const N: usize>(proof: &mut Wire<N>) -> String {
+    let text = proof.take::<AGREEMENT_BYTES>();
+    String::from_utf8_lossy(&text)
+        .trim_end_matches('\0')
+        .to_string()
+}
+
+/// Why rank `rank` (`size` ranks, settings `theirs`, digest `digest`) may not join
+/// rank 0's job `t`: the first thing they disagree on, with both values.
+pub(super) fn disagreement(t: &Terms, rank: u64, size: u64, theirs: &str, digest: u64) -> String {
+    let what = if size != t.size as u64 {
+        format!(
+            "rank {rank} was started as one of {size} ranks and rank 0 as one of {}",
+            t.size
+        )
+    } else {
+        let value = |text: &str, name: &str| {
+            text.lines().find_map(|l| {
+                l.split_once('=')
+                    .filter(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            })
+        };
+        let differs = t.agreement.lines().chain(theirs.lines()).find_map(|l| {
+            let (name, _) = l.split_once('=')?;
+            let (mine, other) = (value(&t.agreement, name), value(theirs, name));
+            (mine != other).then(|| {
+                let shown = |v: Option<String>| v.unwrap_or_else(|| "nothing".into());
+                format!(
+                    "{name} is {} on rank {rank} and {} on rank 0",
+                    shown(other),
+                    shown(mine)
+                )
+            })
+        });
+        differs.unwrap_or_else(|| {
+            format!(
+                "their settings differ (digest {digest:#x} on rank {rank}, {:#x} on rank 0)",
+                t.digest
+            )
+        })
+    };
+    format!(
+        "rank {rank} cannot join job {}: {what}; give every rank the same settings",
+        t.id
+    )
 }
 
 /// Rank 0's Verdict: the code, rank 0's MAC over it, the reason in words.
@@ -217,7 +281,7 @@ fn read<const N: usize>(s: &UnixStream) -> io::Result<(Wire<N>, Option<OwnedFd>)
 /// # use amrq::util::shm::SharedFile;
 /// # use std::time::{Duration, Instant};
 /// # let id = format!("doc-{}-{}", std::process::id(), line!());
-/// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+/// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 , agreement: String::new() };
 /// # let name = rendezvous_name(&id);
 /// let door = Door::open(&name, &id).unwrap();
 /// let keeper = door.keep(terms.clone()); // the job formed: later joiners are refused
@@ -246,7 +310,7 @@ impl Door {
     /// # use amrq::util::shm::SharedFile;
     /// # use std::time::{Duration, Instant};
     /// # let id = format!("doc-{}-{}", std::process::id(), line!());
-    /// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+    /// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 , agreement: String::new() };
     /// # let name = rendezvous_name(&id);
     /// let door = Door::open(&name, &id).unwrap();
     /// assert!(Door::open(&name, &id).is_err()); // one door per job
@@ -276,7 +340,7 @@ impl Door {
     /// # use amrq::util::shm::SharedFile;
     /// # use std::time::{Duration, Instant};
     /// # let id = format!("doc-{}-{}", std::process::id(), line!());
-    /// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+    /// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 , agreement: String::new() };
     /// # let name = rendezvous_name(&id);
     /// let door = Door::open(&name, &id).unwrap();
     /// let memory = SharedFile::create("doc", 4096).unwrap();
@@ -343,7 +407,7 @@ impl Door {
     /// # use amrq::util::shm::SharedFile;
     /// # use std::time::{Duration, Instant};
     /// # let id = format!("doc-{}-{}", std::process::id(), line!());
-    /// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+    /// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 , agreement: String::new() };
     /// # let name = rendezvous_name(&id);
     /// let keeper = Door::open(&name, &id).unwrap().keep(terms.clone());
     /// let wrong = Terms { key: JobKey::random().unwrap(), ..terms.clone() };
@@ -388,7 +452,7 @@ impl Door {
 /// # use amrq::util::shm::SharedFile;
 /// # use std::time::{Duration, Instant};
 /// # let id = format!("doc-{}-{}", std::process::id(), line!());
-/// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+/// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 , agreement: String::new() };
 /// # let name = rendezvous_name(&id);
 /// let keeper: rendezvous::Keeper = Door::open(&name, &id).unwrap().keep(terms);
 /// drop(keeper);
@@ -470,6 +534,7 @@ fn answer(
         return Ok(Answer::Refused);
     }
     let (mac, digest, bytes) = (proof.take::<32>(), proof.u64(), proof.u64());
+    let theirs = proof_agreement(&mut proof);
     let judge =
         |code: Code, reason: String| (verdict(t, &nonce_s, &nonce_j, code, &reason), reason);
     let refuse = |code: Code, reason: String| {
@@ -498,10 +563,7 @@ fn answer(
     if size != t.size as u64 || digest != t.digest || bytes != t.bytes {
         let (v, reason) = judge(
             Code::Disagrees,
-            format!(
-                "rank {rank} and rank 0 disagree on job {}: {size} vs {} ranks, {bytes} vs {} bytes, configuration digest {digest:#x} vs {:#x}; give every rank the same settings",
-                t.id, t.size, t.bytes, t.digest
-            ),
+            disagreement(t, rank, size, &theirs, digest),
         );
         let _ = socket::send(s, &v.b, None);
         return Err(BootError::Shm(reason));
@@ -538,7 +600,7 @@ fn answer(
 /// # use amrq::util::shm::SharedFile;
 /// # use std::time::{Duration, Instant};
 /// # let id = format!("doc-{}-{}", std::process::id(), line!());
-/// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 };
+/// # let terms = Terms { id: id.clone(), key: JobKey::random().unwrap(), size: 2, digest: 0, bytes: 4096 , agreement: String::new() };
 /// # let name = rendezvous_name(&id);
 /// // No rank 0 at this name: the joiner gives up at its deadline, saying what to check.
 /// let e = rendezvous::join(&name, &terms, 1, Instant::now() + Duration::from_millis(100)).unwrap_err();

@@ -110,7 +110,7 @@ pub fn block_bytes(ranks: usize) -> usize {
 /// # use std::time::Duration;
 /// # let spec = JobSpec {
 /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
-/// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+/// #     user_bytes: 4096, digest: 0, agreement: String::new(), timeout: Duration::from_secs(5), remedy: "nothing".into(),
 /// # };
 /// let job = ShmJob::start(&spec, |_| {}).unwrap();
 /// job.barrier().unwrap();
@@ -134,7 +134,7 @@ pub struct ShmJob {
 /// use std::time::Duration;
 /// let spec = JobSpec {
 ///     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
-///     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+///     user_bytes: 4096, digest: 0, agreement: String::new(), timeout: Duration::from_secs(5), remedy: "nothing".into(),
 /// };
 /// let job = ShmJob::start(&spec, |_conduit_part| {}).unwrap();
 /// assert_eq!(job.rank(), 0);
@@ -153,6 +153,8 @@ pub struct JobSpec {
     pub user_bytes: usize,
     /// A digest of the configuration; every rank must bring the same.
     pub digest: u64,
+    /// What the digest is of, one `name=value` per line: named when a rank disagrees.
+    pub agreement: String,
     /// How long to wait for the others (the attach timeout).
     pub timeout: Duration,
     /// Said in the out-of-memory error: which option lowers the job's size.
@@ -169,7 +171,7 @@ impl ShmJob {
     /// # use std::time::Duration;
     /// # let spec = JobSpec {
     /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
-    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// #     user_bytes: 4096, digest: 0, agreement: String::new(), timeout: Duration::from_secs(5), remedy: "nothing".into(),
     /// # };
     /// // Rank 0 creates the memory and initialises the conduit's part before anyone joins.
     /// let job = ShmJob::start(&spec, |part| {
@@ -191,6 +193,7 @@ impl ShmJob {
             size: spec.size,
             digest: spec.digest,
             bytes: total as u64,
+            agreement: spec.agreement.clone(),
         };
         let job = if spec.rank == 0 {
             let door = match spec.size {
@@ -253,7 +256,7 @@ impl ShmJob {
     /// # use std::time::Duration;
     /// # let spec = JobSpec {
     /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
-    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// #     user_bytes: 4096, digest: 0, agreement: String::new(), timeout: Duration::from_secs(5), remedy: "nothing".into(),
     /// # };
     /// assert_eq!(ShmJob::start(&spec, |_| {}).unwrap().rank(), 0);
     /// ```
@@ -299,7 +302,7 @@ impl ShmJob {
     /// # use std::time::Duration;
     /// # let spec = JobSpec {
     /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
-    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// #     user_bytes: 4096, digest: 0, agreement: String::new(), timeout: Duration::from_secs(5), remedy: "nothing".into(),
     /// # };
     /// let job = ShmJob::start(&spec, |_| {}).unwrap();
     /// assert_eq!(job.user_base().as_ptr() as usize % 4096, 0);
@@ -316,7 +319,7 @@ impl ShmJob {
     /// # use std::time::Duration;
     /// # let spec = JobSpec {
     /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
-    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// #     user_bytes: 4096, digest: 0, agreement: String::new(), timeout: Duration::from_secs(5), remedy: "nothing".into(),
     /// # };
     /// ShmJob::start(&spec, |_| {}).unwrap().barrier().unwrap();
     /// ```
@@ -361,7 +364,7 @@ impl ShmJob {
     /// # use std::time::Duration;
     /// # let spec = JobSpec {
     /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
-    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// #     user_bytes: 4096, digest: 0, agreement: String::new(), timeout: Duration::from_secs(5), remedy: "nothing".into(),
     /// # };
     /// assert_eq!(ShmJob::start(&spec, |_| {}).unwrap().allgather(4).unwrap(), [4]);
     /// ```
@@ -385,7 +388,7 @@ impl ShmJob {
     /// # use std::time::Duration;
     /// # let spec = JobSpec {
     /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
-    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// #     user_bytes: 4096, digest: 0, agreement: String::new(), timeout: Duration::from_secs(5), remedy: "nothing".into(),
     /// # };
     /// let job = ShmJob::start(&spec, |_| {}).unwrap();
     /// assert!(!job.has_left(0)); // this rank is still in
@@ -405,7 +408,7 @@ impl ShmJob {
     /// # use std::time::Duration;
     /// # let spec = JobSpec {
     /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
-    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// #     user_bytes: 4096, digest: 0, agreement: String::new(), timeout: Duration::from_secs(5), remedy: "nothing".into(),
     /// # };
     /// assert!(ShmJob::start(&spec, |_| {}).unwrap().check_peers().is_ok());
     /// ```
@@ -445,7 +448,7 @@ impl ShmJob {
     /// # use std::time::Duration;
     /// # let spec = JobSpec {
     /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()), key: JobKey::random().unwrap(),
-    /// #     user_bytes: 4096, digest: 0, timeout: Duration::from_secs(5), remedy: "nothing".into(),
+    /// #     user_bytes: 4096, digest: 0, agreement: String::new(), timeout: Duration::from_secs(5), remedy: "nothing".into(),
     /// # };
     /// let job = ShmJob::start(&spec, |_| {}).unwrap();
     /// job.mark_failed("gave up"); // the others' check_peers now name this rank and why

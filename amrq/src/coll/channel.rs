@@ -29,9 +29,9 @@ pub const CHUNK: usize = 32 << 10;
 
 const LINE: usize = 64;
 
-/// One rank's ends of every channel.
-pub(super) struct Channels<'r, 'a, S, C: Conduit> {
-    rma: &'r Rma<'a, S, C>,
+/// One rank's ends of every channel (over the rank's one-sided operations, passed to
+/// each call).
+pub(super) struct Channels {
     mailbox: usize,
     n: usize,
     /// Chunks sent to each rank, and taken from each rank.
@@ -39,7 +39,7 @@ pub(super) struct Channels<'r, 'a, S, C: Conduit> {
     taken: RefCell<Vec<u64>>,
 }
 
-impl<'r, 'a, S, C: Conduit> Channels<'r, 'a, S, C> {
+impl Channels {
     /// Bytes of a mailbox for `n` ranks.
     pub(super) fn mailbox_bytes(n: usize) -> usize {
         2 * n * LINE + n * CHUNK
@@ -47,10 +47,9 @@ impl<'r, 'a, S, C: Conduit> Channels<'r, 'a, S, C> {
 
     /// The channels of this rank, over the symmetric `mailbox` (zeroed, of
     /// [`Channels::mailbox_bytes`]).
-    pub(super) fn new(rma: &'r Rma<'a, S, C>, mailbox: usize) -> Self {
+    pub(super) fn new<S, C: Conduit>(rma: &Rma<S, C>, mailbox: usize) -> Self {
         let n = rma.am().size();
         Self {
-            rma,
             mailbox,
             n,
             sent: RefCell::new(vec![0; n]),
@@ -72,8 +71,13 @@ impl<'r, 'a, S, C: Conduit> Channels<'r, 'a, S, C> {
 
     /// Waits until the word at `offset` of this rank's segment reaches `k`, running
     /// handlers meanwhile.
-    fn wait_for(&self, offset: usize, k: u64) -> Result<(), RmaError> {
-        let (rma, me) = (self.rma, self.rma.am().rank());
+    fn wait_for<S, C: Conduit>(
+        &self,
+        rma: &Rma<S, C>,
+        offset: usize,
+        k: u64,
+    ) -> Result<(), RmaError> {
+        let me = rma.am().rank();
         let mut backoff = Backoff::new();
         // The read is Acquire: the chunk (or the slot's release) is seen.
         while rma.load(me, offset)? < k {
@@ -90,26 +94,36 @@ impl<'r, 'a, S, C: Conduit> Channels<'r, 'a, S, C> {
     }
 
     /// Sends `data` (at most [`CHUNK`] bytes) to `dest` as one chunk.
-    pub(super) fn send(&self, dest: Rank, data: &[u8]) -> Result<(), RmaError> {
+    pub(super) fn send<S, C: Conduit>(
+        &self,
+        rma: &Rma<S, C>,
+        dest: Rank,
+        data: &[u8],
+    ) -> Result<(), RmaError> {
         debug_assert!(data.len() <= CHUNK);
         let k = self.sent.borrow()[dest] + 1;
-        self.wait_for(self.taken_by(dest), k - 1)?;
-        let me = self.rma.am().rank();
-        self.rma.put(dest, self.slot(me), data)?;
-        self.rma.store(dest, self.full(me), k)?;
+        self.wait_for(rma, self.taken_by(dest), k - 1)?;
+        let me = rma.am().rank();
+        rma.put(dest, self.slot(me), data)?;
+        rma.store(dest, self.full(me), k)?;
         self.sent.borrow_mut()[dest] = k;
         Ok(())
     }
 
     /// Takes the next chunk from `source` into `out` (its length is the chunk's: both
     /// sides know it).
-    pub(super) fn recv(&self, source: Rank, out: &mut [u8]) -> Result<(), RmaError> {
+    pub(super) fn recv<S, C: Conduit>(
+        &self,
+        rma: &Rma<S, C>,
+        source: Rank,
+        out: &mut [u8],
+    ) -> Result<(), RmaError> {
         debug_assert!(out.len() <= CHUNK);
         let k = self.taken.borrow()[source] + 1;
-        self.wait_for(self.full(source), k)?;
-        let me = self.rma.am().rank();
-        self.rma.get(me, self.slot(source), out)?;
-        self.rma.store(source, self.taken_by(me), k)?;
+        self.wait_for(rma, self.full(source), k)?;
+        let me = rma.am().rank();
+        rma.get(me, self.slot(source), out)?;
+        rma.store(source, self.taken_by(me), k)?;
         self.taken.borrow_mut()[source] = k;
         Ok(())
     }

@@ -64,26 +64,25 @@ pub fn max<T: Word + PartialOrd>(a: T, b: T) -> T {
 /// The collectives of one rank.
 ///
 /// ```
-/// use amrq::{prelude::*, coll::{self, Coll}, rma::{Rma, RmaError}};
-/// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<Vec<u64>, RmaError> {
-///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-///     let rma = Rma::new(&am);
-///     let coll = Coll::new(&rma)?;
+/// use amrq::{prelude::*, coll};
+/// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<Vec<u64>> {
+///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+///     let coll = am.coll();
 ///     let mut v = vec![am.rank() as u64 + 1; 4];
 ///     coll.allreduce(&mut v, coll::sum)?; // 1 + 2 + 3 everywhere
 ///     Ok(v)
 /// }).unwrap();
-/// assert!(out.iter().all(|v| v.as_ref().unwrap() == &vec![6u64; 4]));
+/// assert!(out.iter().all(|v| *v == vec![6u64; 4]));
 /// ```
-pub struct Coll<'r, 'a, S, C: Conduit = MemConduit> {
-    am: &'a Am<S, C>,
-    ch: Channels<'r, 'a, S, C>,
+pub struct Coll<S, C: Conduit = MemConduit> {
+    rma: Rma<S, C>,
+    ch: Channels,
 }
 
-impl<S, C: Conduit> std::fmt::Debug for Coll<'_, '_, S, C> {
+impl<S, C: Conduit> std::fmt::Debug for Coll<S, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Coll")
-            .field("rank", &self.am.rank())
+            .field("rank", &self.am().rank())
             .finish_non_exhaustive()
     }
 }
@@ -93,38 +92,51 @@ fn per_chunk<T>() -> usize {
     (CHUNK / std::mem::size_of::<T>().max(1)).max(1)
 }
 
-impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
+impl<S, C: Conduit> Coll<S, C> {
     /// Collective: the collectives of this rank, with a mailbox allocated symmetrically
     /// in the segments through `rma` (`2·N·64 + N·CHUNK` bytes per rank).
     ///
     /// ```
-    /// use amrq::{prelude::*, coll::Coll, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
-    ///     let free = rma.am().segment_allocator().borrow().free_bytes();
-    ///     let _coll = Coll::new(&rma)?; // every rank, together: its mailbox is symmetric
-    ///     assert!(rma.am().segment_allocator().borrow().free_bytes() < free);
-    ///     Ok(())
-    /// })
-    /// .unwrap();
+    /// use amrq::{am::{Am, HandlerTable}, coll::Coll, conduit::threads, rma::Rma, Config};
+    /// // A job's is made with it (`Job::coll`); here over an endpoint of one rank's own:
+    /// let mut eps = threads::endpoints_for(1, &Config::new().conduit_spec()).unwrap();
+    /// let rma = Rma::new(Am::new(eps.remove(0), HandlerTable::<()>::new(), ())?);
+    /// let free = rma.am().segment_allocator().borrow().free_bytes();
+    /// let coll = Coll::new(rma)?; // every rank, together: its mailbox is symmetric
+    /// assert!(coll.am().segment_allocator().borrow().free_bytes() < free);
+    /// # Ok::<(), amrq::Error>(())
     /// ```
-    pub fn new(rma: &'r Rma<'a, S, C>) -> Result<Self, RmaError> {
+    pub fn new(rma: Rma<S, C>) -> Result<Self, RmaError> {
         let n = rma.am().size();
-        let bytes = Channels::<S, C>::mailbox_bytes(n);
+        let bytes = Channels::mailbox_bytes(n);
         let mailbox = rma.alloc_symmetric(bytes, 64)?;
         // The allocator may hand out memory a previous user wrote: zero our mailbox,
         // and let every rank finish that before anyone sends.
         rma.put(rma.am().rank(), mailbox, &vec![0u8; bytes])?;
         rma.am().barrier()?;
         Ok(Self {
-            am: rma.am(),
-            ch: Channels::new(rma, mailbox),
+            ch: Channels::new(&rma, mailbox),
+            rma,
         })
     }
 
+    /// The one-sided operations below.
+    pub fn rma(&self) -> &Rma<S, C> {
+        &self.rma
+    }
+
+    /// The one-sided operations below, to change (see [`Rma::am_mut`]).
+    pub fn rma_mut(&mut self) -> &mut Rma<S, C> {
+        &mut self.rma
+    }
+
+    /// The AM layer below.
+    pub fn am(&self) -> &Am<S, C> {
+        self.rma.am()
+    }
+
     fn me_n(&self) -> (Rank, usize) {
-        (self.am.rank(), self.am.size())
+        (self.am().rank(), self.am().size())
     }
 
     /// This rank's parent (none at the root) and children in the binomial tree rooted
@@ -140,27 +152,26 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     /// Rank `root`'s `data` into every rank's `data` (same length everywhere).
     ///
     /// ```
-    /// use amrq::{prelude::*, coll::Coll, rma::{Rma, RmaError}};
-    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<Vec<f64>, RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
-    ///     let coll = Coll::new(&rma)?;
+    /// use amrq::{prelude::*, coll::Coll};
+    /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<Vec<f64>> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let coll = am.coll();
     ///     let mut v = if am.rank() == 2 { vec![0.5, 1.5] } else { vec![0.0; 2] };
     ///     coll.broadcast(2, &mut v)?;
     ///     Ok(v)
     /// })
     /// .unwrap();
-    /// assert!(out.iter().all(|v| v.as_deref() == Ok(&[0.5, 1.5][..])));
+    /// assert!(out.iter().all(|v| v.as_slice() == [0.5, 1.5]));
     /// ```
     pub fn broadcast<T: Word>(&self, root: Rank, data: &mut [T]) -> Result<(), RmaError> {
         let (parent, children) = self.tree(root)?;
         for chunk in data.chunks_mut(per_chunk::<T>()) {
             let b = bytes_of_mut(chunk);
             if let Some(p) = parent {
-                self.ch.recv(p, b)?;
+                self.ch.recv(&self.rma, p, b)?;
             }
             for &c in &children {
-                self.ch.send(c, b)?;
+                self.ch.send(&self.rma, c, b)?;
             }
         }
         Ok(())
@@ -171,17 +182,16 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     /// with partial results).
     ///
     /// ```
-    /// use amrq::{prelude::*, coll::{self, Coll}, rma::{Rma, RmaError}};
-    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<u64, RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
-    ///     let coll = Coll::new(&rma)?;
+    /// use amrq::{prelude::*, coll};
+    /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<u64> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let coll = am.coll();
     ///     let mut v = [am.rank() as u64 * 10];
     ///     coll.reduce(0, &mut v, coll::max)?;
     ///     Ok(v[0])
     /// })
     /// .unwrap();
-    /// assert_eq!(out[0], Ok(20)); // the root has the result; the others partial ones
+    /// assert_eq!(out[0], 20); // the root has the result; the others partial ones
     /// ```
     pub fn reduce<T: Word>(
         &self,
@@ -193,13 +203,13 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
         for chunk in data.chunks_mut(per_chunk::<T>()) {
             for &c in &children {
                 let mut got: Vec<T> = chunk.to_vec();
-                self.ch.recv(c, bytes_of_mut(&mut got))?;
+                self.ch.recv(&self.rma, c, bytes_of_mut(&mut got))?;
                 for (x, y) in chunk.iter_mut().zip(got) {
                     *x = op(*x, y);
                 }
             }
             if let Some(p) = parent {
-                self.ch.send(p, bytes_of(chunk))?;
+                self.ch.send(&self.rma, p, bytes_of(chunk))?;
             }
         }
         Ok(())
@@ -208,17 +218,16 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     /// [`Coll::reduce`] whose result lands in every rank's `data`.
     ///
     /// ```
-    /// use amrq::{prelude::*, coll::{self, Coll}, rma::{Rma, RmaError}};
-    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<i64, RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
-    ///     let coll = Coll::new(&rma)?;
+    /// use amrq::{prelude::*, coll};
+    /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<i64> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let coll = am.coll();
     ///     let mut v = [am.rank() as i64 - 1];
     ///     coll.allreduce(&mut v, coll::min)?;
     ///     Ok(v[0])
     /// })
     /// .unwrap();
-    /// assert_eq!(out, [Ok(-1), Ok(-1), Ok(-1)]);
+    /// assert_eq!(out, [-1, -1, -1]);
     /// ```
     pub fn allreduce<T: Word>(
         &self,
@@ -234,18 +243,17 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     /// `identity`). A chain, one chunk at a time.
     ///
     /// ```
-    /// use amrq::{prelude::*, coll::{self, Coll}, rma::{Rma, RmaError}};
-    /// let out = amrq::threads::run(4, &Config::default(), |c| -> Result<[u32; 2], RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
-    ///     let coll = Coll::new(&rma)?;
+    /// use amrq::{prelude::*, coll};
+    /// let out = amrq::Config::new().threads(4, |setup| -> amrq::Result<[u32; 2]> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let coll = am.coll();
     ///     let (mut inc, mut exc) = ([1u32], [1u32]);
     ///     coll.scan(&mut inc, true, 0, coll::sum)?;
     ///     coll.scan(&mut exc, false, 0, coll::sum)?;
     ///     Ok([inc[0], exc[0]])
     /// })
     /// .unwrap();
-    /// assert_eq!(out, [Ok([1, 0]), Ok([2, 1]), Ok([3, 2]), Ok([4, 3])]);
+    /// assert_eq!(out, [[1, 0], [2, 1], [3, 2], [4, 3]]);
     /// ```
     pub fn scan<T: Word>(
         &self,
@@ -259,7 +267,7 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
             // What the ranks before this one add up to, element by element.
             let mut before = vec![identity; chunk.len()];
             if me > 0 {
-                self.ch.recv(me - 1, bytes_of_mut(&mut before))?;
+                self.ch.recv(&self.rma, me - 1, bytes_of_mut(&mut before))?;
             }
             if me + 1 < n {
                 let upto: Vec<T> = before
@@ -267,7 +275,7 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
                     .zip(chunk.iter())
                     .map(|(&a, &b)| op(a, b))
                     .collect();
-                self.ch.send(me + 1, bytes_of(&upto))?;
+                self.ch.send(&self.rma, me + 1, bytes_of(&upto))?;
             }
             for (x, b) in chunk.iter_mut().zip(before) {
                 *x = if inclusive { op(b, *x) } else { b };
@@ -280,18 +288,17 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     /// order (`out.len() == N · mine.len()` at the root; ignored elsewhere).
     ///
     /// ```
-    /// use amrq::{prelude::*, coll::Coll, rma::{Rma, RmaError}};
-    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<Vec<u16>, RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
-    ///     let coll = Coll::new(&rma)?;
+    /// use amrq::{prelude::*, coll::Coll};
+    /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<Vec<u16>> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let coll = am.coll();
     ///     let r = am.rank() as u16;
     ///     let mut all = vec![0u16; 2 * am.size()];
     ///     coll.gather(1, &[r, r * 100], &mut all)?;
     ///     Ok(all)
     /// })
     /// .unwrap();
-    /// assert_eq!(out[1], Ok(vec![0, 0, 1, 100, 2, 200]));
+    /// assert_eq!(out[1], vec![0, 0, 1, 100, 2, 200]);
     /// ```
     pub fn gather<T: Word>(&self, root: Rank, mine: &[T], out: &mut [T]) -> Result<(), RmaError> {
         let (me, n) = self.me_n();
@@ -299,7 +306,7 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
         let m = mine.len();
         if me != root {
             for chunk in mine.chunks(per_chunk::<T>()) {
-                self.ch.send(root, bytes_of(chunk))?;
+                self.ch.send(&self.rma, root, bytes_of(chunk))?;
             }
             return Ok(());
         }
@@ -315,7 +322,7 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
                 continue;
             }
             for chunk in block.chunks_mut(per_chunk::<T>()) {
-                self.ch.recv(r, bytes_of_mut(chunk))?;
+                self.ch.recv(&self.rma, r, bytes_of_mut(chunk))?;
             }
         }
         Ok(())
@@ -324,17 +331,16 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     /// [`Coll::gather`] into every rank's `out` (`N · mine.len()` everywhere).
     ///
     /// ```
-    /// use amrq::{prelude::*, coll::Coll, rma::{Rma, RmaError}};
-    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<Vec<u8>, RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
-    ///     let coll = Coll::new(&rma)?;
+    /// use amrq::{prelude::*, coll::Coll};
+    /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<Vec<u8>> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let coll = am.coll();
     ///     let mut all = vec![0u8; am.size()];
     ///     coll.allgather(&[b'a' + am.rank() as u8], &mut all)?;
     ///     Ok(all)
     /// })
     /// .unwrap();
-    /// assert!(out.iter().all(|v| v.as_deref() == Ok(&b"abc"[..])));
+    /// assert!(out.iter().all(|v| v.as_slice() == b"abc"));
     /// ```
     pub fn allgather<T: Word>(&self, mine: &[T], out: &mut [T]) -> Result<(), RmaError> {
         let n = self.me_n().1;
@@ -353,11 +359,10 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     /// Bandwidth-matched, strictly alternating sends and receives (see the module doc).
     ///
     /// ```
-    /// use amrq::{prelude::*, coll::Coll, rma::{Rma, RmaError}};
-    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<Vec<u64>, RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
-    ///     let coll = Coll::new(&rma)?;
+    /// use amrq::{prelude::*, coll::Coll};
+    /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<Vec<u64>> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let coll = am.coll();
     ///     let me = am.rank() as u64;
     ///     // Block j (one word here) goes to rank j: the word 10·me + j.
     ///     let send: Vec<u64> = (0..3).map(|j| 10 * me + j).collect();
@@ -366,7 +371,7 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
     ///     Ok(recv)
     /// })
     /// .unwrap();
-    /// assert_eq!(out[1], Ok(vec![1, 11, 21])); // from ranks 0, 1, 2: their block 1
+    /// assert_eq!(out[1], vec![1, 11, 21]); // from ranks 0, 1, 2: their block 1
     /// ```
     pub fn exchange<T: Word>(&self, send: &[T], recv: &mut [T]) -> Result<(), RmaError> {
         let (me, n) = self.me_n();
@@ -377,32 +382,31 @@ impl<'r, 'a, S, C: Conduit> Coll<'r, 'a, S, C> {
             let out = send[to * m..(to + 1) * m].chunks(per_chunk::<T>());
             let inn = recv[from * m..(from + 1) * m].chunks_mut(per_chunk::<T>());
             for (o, x) in out.zip(inn) {
-                self.ch.send(to, bytes_of(o))?;
-                self.ch.recv(from, bytes_of_mut(x))?;
+                self.ch.send(&self.rma, to, bytes_of(o))?;
+                self.ch.recv(&self.rma, from, bytes_of_mut(x))?;
             }
         }
         Ok(())
     }
 }
 
-impl<S, C: Conduit> Coll<'_, '_, S, C> {
+impl<S, C: Conduit> Coll<S, C> {
     /// [`Coll::exchange`] without bandwidth matching, for measurements: in step i every
     /// rank sends its block to rank i, which takes them from everyone in rank order
     /// before step i + 1 — the hot spot RQ §4 warns of. Same result.
     ///
     /// ```
-    /// use amrq::{prelude::*, coll::Coll, rma::{Rma, RmaError}};
-    /// let out = amrq::threads::run(2, &Config::default(), |c| -> Result<Vec<u32>, RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
-    ///     let coll = Coll::new(&rma)?;
+    /// use amrq::{prelude::*, coll::Coll};
+    /// let out = amrq::Config::new().threads(2, |setup| -> amrq::Result<Vec<u32>> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let coll = am.coll();
     ///     let me = am.rank() as u32;
     ///     let mut recv = vec![0u32; 2];
     ///     coll.exchange_unmatched(&[me, me + 10], &mut recv)?;
     ///     Ok(recv)
     /// })
     /// .unwrap();
-    /// assert_eq!(out, [Ok(vec![0, 1]), Ok(vec![10, 11])]);
+    /// assert_eq!(out, [vec![0, 1], vec![10, 11]]);
     /// ```
     pub fn exchange_unmatched<T: Word>(&self, send: &[T], recv: &mut [T]) -> Result<(), RmaError> {
         let (me, n) = self.me_n();
@@ -416,12 +420,12 @@ impl<S, C: Conduit> Coll<'_, '_, S, C> {
                         continue;
                     }
                     for x in block.chunks_mut(per_chunk::<T>()) {
-                        self.ch.recv(from, bytes_of_mut(x))?;
+                        self.ch.recv(&self.rma, from, bytes_of_mut(x))?;
                     }
                 }
             } else {
                 for o in send[target * m..(target + 1) * m].chunks(per_chunk::<T>()) {
-                    self.ch.send(target, bytes_of(o))?;
+                    self.ch.send(&self.rma, target, bytes_of(o))?;
                 }
             }
         }

@@ -437,23 +437,22 @@ pub trait Conduit {
     ///
     /// ```
     /// use amrq::prelude::*;
-    /// use amrq::conduit::{Conduit, ConduitError, ReceivedFrame};
-    /// amrq::threads::run(1, &Config::default(), |c| {
-    ///     let (a, b) = (QueueId::AM_REPLY.index(), QueueId::AM_REQUEST.index());
-    ///     let msg = |tag| amrq::conduit::Message { tag, flags: 0, args: &[1], payload: &[] };
-    ///     c.try_send(0, b, &msg(7)).unwrap();
-    ///     c.try_send(0, a, &msg(9)).unwrap();
-    ///     let tags = std::cell::RefCell::new(vec![]);
-    ///     let took = c.drain_both::<ConduitError, _, _>(
-    ///         (a, 8),
-    ///         |f| Ok(tags.borrow_mut().push(f.tag())),
-    ///         (b, 8),
-    ///         |f| Ok(tags.borrow_mut().push(f.tag())),
-    ///     );
-    ///     assert_eq!(took, Ok(2));
-    ///     assert_eq!(tags.into_inner(), [9, 7]); // the first channel first
-    /// })
-    /// .unwrap();
+    /// use amrq::conduit::{threads, Conduit, ConduitError, ReceivedFrame};
+    /// let eps = threads::endpoints_for(1, &amrq::Config::new().conduit_spec()).unwrap();
+    /// let c = &eps[0];
+    /// let (a, b) = (QueueId::AM_REPLY.index(), QueueId::AM_REQUEST.index());
+    /// let msg = |tag| amrq::conduit::Message { tag, flags: 0, args: &[1], payload: &[] };
+    /// c.try_send(0, b, &msg(7)).unwrap();
+    /// c.try_send(0, a, &msg(9)).unwrap();
+    /// let tags = std::cell::RefCell::new(vec![]);
+    /// let took = c.drain_both::<ConduitError, _, _>(
+    ///     (a, 8),
+    ///     |f| Ok(tags.borrow_mut().push(f.tag())),
+    ///     (b, 8),
+    ///     |f| Ok(tags.borrow_mut().push(f.tag())),
+    /// );
+    /// assert_eq!(took, Ok(2));
+    /// assert_eq!(tags.into_inner(), [9, 7]); // the first channel first
     /// ```
     #[inline(always)]
     fn drain_both<E, F1, F2>(
@@ -480,16 +479,14 @@ pub trait Conduit {
     /// promises nothing (the default: drain and see).
     ///
     /// ```
-    /// use amrq::prelude::*;
-    /// use amrq::conduit::Conduit;
-    /// amrq::threads::run(1, &Config::default(), |c| {
-    ///     let ch = amrq::rq::QueueId::AM_REQUEST.index();
-    ///     assert!(c.quiet(ch));
-    ///     let msg = amrq::conduit::Message { tag: 7, flags: 0, args: &[1], payload: &[] };
-    ///     c.try_send(0, ch, &msg).unwrap();
-    ///     assert!(!c.quiet(ch));
-    /// })
-    /// .unwrap();
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints_for(1, &amrq::Config::new().conduit_spec()).unwrap();
+    /// let c = &eps[0];
+    /// let ch = amrq::rq::QueueId::AM_REQUEST.index();
+    /// assert!(c.quiet(ch));
+    /// let msg = amrq::conduit::Message { tag: 7, flags: 0, args: &[1], payload: &[] };
+    /// c.try_send(0, ch, &msg).unwrap();
+    /// assert!(!c.quiet(ch));
     /// ```
     #[inline(always)]
     fn quiet(&self, ch: Channel) -> bool {
@@ -655,16 +652,14 @@ pub trait Conduit {
     /// (the default: look at the channels).
     ///
     /// ```
-    /// use amrq::prelude::*;
-    /// use amrq::conduit::Conduit;
-    /// amrq::threads::run(1, &Config::default(), |c| {
-    ///     let set = c.poll_set(&[amrq::rq::QueueId::AM_REQUEST.index()]).unwrap();
-    ///     assert!(!c.nothing_arrived(&set)); // not armed yet
-    ///     while !c.nothing_arrived(&set) {
-    ///         c.polled(&set, 0); // empty polls, until the set is armed
-    ///     }
-    /// })
-    /// .unwrap();
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints_for(1, &amrq::Config::new().conduit_spec()).unwrap();
+    /// let c = &eps[0];
+    /// let set = c.poll_set(&[amrq::rq::QueueId::AM_REQUEST.index()]).unwrap();
+    /// assert!(!c.nothing_arrived(&set)); // not armed yet
+    /// while !c.nothing_arrived(&set) {
+    ///     c.polled(&set, 0); // empty polls, until the set is armed
+    /// }
     /// ```
     #[inline(always)]
     fn nothing_arrived(&self, set: &PollSet) -> bool {
@@ -760,7 +755,7 @@ pub trait Conduit {
     /// use amrq::conduit::{threads, Conduit};
     /// let eps = threads::endpoints(2, &[16]).unwrap();
     /// assert!(!eps[0].peer_left(1));
-    /// eps[1].boot().mark_left(1); // what threads::run does when rank 1's closure returns
+    /// eps[1].boot().mark_left(1); // what a job of threads does when rank 1's main returns
     /// assert!(eps[0].peer_left(1));
     /// ```
     fn peer_left(&self, rank: Rank) -> bool;

@@ -24,7 +24,7 @@ use super::combined::Combined;
 use super::mem::MemConduit;
 use super::ucx::{self, SegmentMemory, UcxConduit};
 use super::{Conduit, ConduitError, ConduitSpec, Rank};
-use crate::bootstrap::env::{detect_across_hosts, Place};
+use crate::bootstrap::env::Place;
 use crate::bootstrap::Boot;
 use std::time::Duration;
 
@@ -45,28 +45,6 @@ use std::time::Duration;
 /// assert_eq!(c.local_ranks(), [0]); // the ranks sharing memory with this one
 /// ```
 pub type ClusterConduit = Combined<MemConduit, UcxConduit>;
-
-/// If a launcher placed this process in a job across hosts (`AMRQ_RENDEZVOUS` is set),
-/// joins it; `Ok(None)` if this process was not started so. `settings` are UCX
-/// settings without the `UCX_` prefix; `timeout` bounds the wait for the other ranks.
-///
-/// ```no_run
-/// use amrq::conduit::{cluster, ChannelSpec, Conduit, ConduitSpec};
-/// let spec = ConduitSpec::new(vec![ChannelSpec::new(256)]);
-/// if let Some(c) = cluster::joined(&spec, &[], std::time::Duration::from_secs(60)).unwrap() {
-///     let here = c.local_ranks().len();
-///     println!("rank {} of {}, {here} on this host", c.rank(), c.size());
-/// }
-/// ```
-pub fn joined(
-    spec: &ConduitSpec,
-    settings: &[(String, String)],
-    timeout: Duration,
-) -> Result<Option<ClusterConduit>, ConduitError> {
-    detect_across_hosts()?
-        .map(|place| join(&place, spec, settings, timeout))
-        .transpose()
-}
 
 /// Joins the job `place` across hosts (see the module doc).
 ///

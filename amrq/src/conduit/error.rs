@@ -124,9 +124,10 @@ pub enum ConduitError {
     /// queued: nothing can arrive any more.
     #[error("every other rank has left the job and nothing is queued: the wait would never end")]
     AllPeersLeft,
-    /// A setup-time collective failed (a rank is missing or took too long).
-    #[error("bootstrap failed: {0}")]
-    Bootstrap(String),
+    /// Meeting the other ranks failed: the launcher's environment, the rendezvous, a
+    /// setup-time collective (a rank missing or too slow).
+    #[error(transparent)]
+    Bootstrap(crate::bootstrap::BootError),
     /// A frame sent into the interrupt channel itself, which carries only frames of
     /// other channels flagged [`Message::INTERRUPT`](super::Message::INTERRUPT).
     #[error("channel {channel} is the conduit's interrupt channel: send into the queue the frame is for, flagged interrupt (Rq::enqueue_interrupt)")]
@@ -161,7 +162,7 @@ impl From<crate::bootstrap::BootError> for ConduitError {
             crate::bootstrap::BootError::PeerDead { rank, cause } => {
                 ConduitError::PeerDead { rank, cause }
             }
-            other => ConduitError::Bootstrap(other.to_string()),
+            other => ConduitError::Bootstrap(other),
         }
     }
 }

@@ -132,8 +132,8 @@ impl std::fmt::Display for Fault {
 ///
 /// ```
 /// use amrq::prelude::*;
-/// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
-///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+/// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+///     let am = setup.start(HandlerTable::<()>::new(), ())?;
 ///     am.barrier()?;
 ///     assert!(am.faults().is_empty()); // well-behaved peers
 ///     assert_eq!(am.faults().of(1 - am.rank()), 0);

@@ -56,14 +56,12 @@ pub fn job_bytes(
     Ok((block + user, block, rings, seg * ranks))
 }
 
-/// A digest of everything in `spec` that shapes the shared object (FNV-1a over its
-/// description): ranks that bring different specs must not share one.
+/// A digest of what every rank of a job must agree on ([`ConduitSpec::agreement`],
+/// and the segment size as rounded here), FNV-1a: ranks that bring different specs
+/// must not share one object.
 pub(crate) fn digest(spec: &ConduitSpec, seg: usize) -> u64 {
-    let shape = format!(
-        "{:?}{:?}{}/{}/{seg}",
-        spec.channels, spec.interrupt_channel, spec.tag_on_buffers, spec.tag_on_bytes
-    );
-    shape.bytes().fold(0xcbf2_9ce4_8422_2325, |d, b| {
+    let text = format!("{}{seg}", spec.agreement());
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |d, b| {
         (d ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
 }
@@ -99,6 +97,7 @@ pub fn attach(
         key: place.key,
         user_bytes: user,
         digest: digest(spec, seg),
+        agreement: spec.agreement(),
         timeout,
         remedy: format!(
             "{} ({} MiB of segment per rank, {size} ranks)",

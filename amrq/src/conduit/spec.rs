@@ -173,6 +173,10 @@ pub struct ConduitSpec {
     /// What the user changes to lower the memory a job needs, named by setup errors
     /// that run out of it (the layer that reads the settings knows their names).
     pub remedy: String,
+    /// The program's settings this spec was made from, by name and value, which every
+    /// rank of a job must share: a rank that disagrees is refused with the first that
+    /// differs named ([`ConduitSpec::agreement`]). Empty for a spec made by hand.
+    pub settings: Vec<(String, String)>,
 }
 
 impl ConduitSpec {
@@ -193,7 +197,35 @@ impl ConduitSpec {
             segment_bytes: 64 << 10,
             doorbell_fence: Default::default(),
             remedy: "lower the segment or ring sizes".into(),
+            settings: Vec::new(),
         }
+    }
+
+    /// What every rank of a job must agree on, one `name=value` per line: the
+    /// program's settings ([`ConduitSpec::settings`]) first, then the shape the spec
+    /// gives the memory the ranks share. Ranks compare it when they meet.
+    ///
+    /// ```
+    /// use amrq::conduit::{ChannelSpec, ConduitSpec};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+    /// assert!(spec.agreement().contains("segment bytes=65536\n"));
+    /// ```
+    pub fn agreement(&self) -> String {
+        let mut text = String::new();
+        for (name, value) in &self.settings {
+            text.push_str(&format!("{name}={value}\n"));
+        }
+        for (ch, c) in self.channels.iter().enumerate() {
+            text.push_str(&format!("channel {ch}={c:?}\n"));
+        }
+        text.push_str(&format!("interrupt channel={:?}\n", self.interrupt_channel));
+        text.push_str(&format!(
+            "tag-on blocks={} of {} bytes\n",
+            self.tag_on_buffers, self.tag_on_bytes
+        ));
+        text.push_str(&format!("segment bytes={}\n", self.segment_bytes));
+        text.push_str(&format!("doorbell fence={:?}\n", self.doorbell_fence));
+        text
     }
 
     /// This spec for a job made of `ranks` of this one (its rank `i` being rank

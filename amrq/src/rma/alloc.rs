@@ -4,15 +4,15 @@
 use super::{Rma, RmaError};
 use crate::conduit::Conduit;
 
-impl<S, C: Conduit> Rma<'_, S, C> {
+impl<S, C: Conduit> Rma<S, C> {
     /// `len` bytes at alignment `align` (a power of two) in this rank's segment, for
     /// its own use (others may still put and get there once told the offset).
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     // Not collective: each rank as it likes; tell peers the offset if they need it.
     ///     let mine = rma.alloc_local(100 * (am.rank() + 1), 64)?;
     ///     assert_eq!(mine % 64, 0);
@@ -25,7 +25,7 @@ impl<S, C: Conduit> Rma<'_, S, C> {
         if !align.is_power_of_two() {
             return Err(RmaError::BadAlignment { align });
         }
-        let mut a = self.alloc.borrow_mut();
+        let mut a = self.am.segment_allocator().borrow_mut();
         a.alloc_local(len, align).ok_or(RmaError::OutOfMemory {
             len,
             free: a.free_bytes(),
@@ -39,10 +39,10 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// let offsets = amrq::threads::run(3, &Config::default(), |c| -> Result<usize, RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
-    ///     rma.alloc_symmetric(4096, 128) // every rank, same calls, same order
+    /// let offsets = amrq::Config::new().threads(3, |setup| -> amrq::Result<usize> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
+    ///     Ok(rma.alloc_symmetric(4096, 128)?) // every rank, same calls, same order
     /// })
     /// .unwrap();
     /// assert!(offsets.windows(2).all(|w| w[0] == w[1])); // the same offset everywhere
@@ -55,7 +55,11 @@ impl<S, C: Conduit> Rma<'_, S, C> {
         // traffic: first let every rank finish what it waits for (an operation through
         // frames needs its target to serve it).
         self.am.barrier()?;
-        let mine = self.alloc.borrow_mut().alloc_symmetric(len, align);
+        let mine = self
+            .am
+            .segment_allocator()
+            .borrow_mut()
+            .alloc_symmetric(len, align);
         let all = self
             .am
             .rq()
@@ -63,7 +67,7 @@ impl<S, C: Conduit> Rma<'_, S, C> {
             .allgather(mine.map_or(u64::MAX, |o| o as u64))?;
         if let Some(rank) = (0..all.len()).find(|&r| all[r] == u64::MAX || all[r] != all[0]) {
             if let Some(off) = mine {
-                let _ = self.alloc.borrow_mut().free(off);
+                let _ = self.am.segment_allocator().borrow_mut().free(off);
             }
             return Err(RmaError::NotSymmetric { len, rank });
         }
@@ -75,9 +79,9 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_local(64, 8)?;
     ///     rma.free(at)?;
     ///     assert!(rma.free(at).is_err()); // not allocated any more
@@ -86,7 +90,8 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     /// .unwrap();
     /// ```
     pub fn free(&self, offset: usize) -> Result<(), RmaError> {
-        self.alloc
+        self.am
+            .segment_allocator()
             .borrow_mut()
             .free(offset)
             .map(|_| ())

@@ -4,16 +4,16 @@
 use super::{frames, rma_error, Pending, Rma, RmaError};
 use crate::conduit::{AtomicOp, Conduit, Rank, Started};
 
-impl<S, C: Conduit> Rma<'_, S, C> {
+impl<S, C: Conduit> Rma<S, C> {
     /// Applies `op` to the u64 at `offset` (8-byte aligned) of `rank`'s segment and
     /// returns the value before; for [`AtomicOp::CompareSwap`], it was stored if that
     /// value equals `current`. Atomic against every other rank's atomics on the word.
     ///
     /// ```
     /// use amrq::{conduit::AtomicOp, prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let flags = rma.alloc_symmetric(8, 8)?;
     ///     am.barrier()?;
     ///     let before = rma.atomic(0, flags, AtomicOp::FetchOr(1 << am.rank()))?;
@@ -25,9 +25,9 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     /// .unwrap();
     /// ```
     pub fn atomic(&self, rank: Rank, offset: usize, op: AtomicOp) -> Result<u64, RmaError> {
-        if !self.direct_atomics {
+        if !self.direct_atomics.get() {
             self.word(rank, offset)?;
-            let id = frames::atomic(self.am, rank, offset, op)?;
+            let id = frames::atomic(&self.am, rank, offset, op)?;
             return self.collect(Pending::Frames(id), &mut []);
         }
         match self
@@ -46,9 +46,9 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let flag = rma.alloc_symmetric(8, 8)?;
     ///     if am.rank() == 0 {
     ///         rma.store(1, flag, 1)?; // Release: what 0 wrote before is visible with it
@@ -69,9 +69,9 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let w = rma.alloc_symmetric(8, 8)?;
     ///     rma.store(0, w, 99)?;
     ///     assert_eq!(rma.load(0, w)?, 99);
@@ -88,9 +88,9 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// let tickets = amrq::threads::run(3, &Config::default(), |c| -> Result<u64, RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// let tickets = amrq::Config::new().threads(3, |setup| -> amrq::Result<u64> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let counter = rma.alloc_symmetric(8, 8)?;
     ///     am.barrier()?;
     ///     let ticket = rma.fetch_add(0, counter, 1)?;
@@ -98,7 +98,7 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     ///     Ok(ticket)
     /// })
     /// .unwrap();
-    /// let mut t: Vec<u64> = tickets.into_iter().map(Result::unwrap).collect();
+    /// let mut t: Vec<u64> = tickets;
     /// t.sort();
     /// assert_eq!(t, [0, 1, 2]); // each rank a ticket of its own
     /// ```
@@ -110,9 +110,9 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let w = rma.alloc_symmetric(8, 8)?;
     ///     rma.fetch_add_i64(0, w, -5)?;
     ///     assert_eq!(rma.fetch_add_i64(0, w, 2)?, -5);
@@ -129,9 +129,9 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// let winners = amrq::threads::run(3, &Config::default(), |c| -> Result<bool, RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// let winners = amrq::Config::new().threads(3, |setup| -> amrq::Result<bool> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let lock = rma.alloc_symmetric(8, 8)?;
     ///     am.barrier()?;
     ///     let won = rma.compare_swap(0, lock, 0, am.rank() as u64 + 1)? == 0;
@@ -139,7 +139,7 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     ///     Ok(won)
     /// })
     /// .unwrap();
-    /// assert_eq!(winners.iter().filter(|w| **w == Ok(true)).count(), 1);
+    /// assert_eq!(winners.iter().filter(|&&w| w).count(), 1);
     /// ```
     pub fn compare_swap(
         &self,

@@ -7,9 +7,9 @@ use crate::conduit::Rank;
 ///
 /// ```
 /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-/// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RmaError> {
-///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-///     let rma = Rma::new(&am);
+/// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+///     let rma = am.rma();
 ///     let e = rma.alloc_symmetric(usize::MAX / 2, 8).unwrap_err();
 ///     println!("{e}"); // says how much was asked and how much is free
 ///     Ok(())

@@ -13,9 +13,11 @@ use std::cell::RefCell;
 ///
 /// ```
 /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-/// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-///     let rma = Rma::over_frames(&am);
+/// let mut frames = amrq::Config::new();
+/// frames.rma_frames.set(true); // every one-sided operation as AM frames
+/// frames.threads(2, |setup| -> amrq::Result<()> {
+///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+///     let rma = am.rma();
 ///     let at = rma.alloc_symmetric(8, 8)?;
 ///     let handles: Vec<_> = (0..4)
 ///         .map(|_| rma.put_nb(1 - am.rank(), at, &[3; 8]))
@@ -102,13 +104,13 @@ impl<S, C: Conduit> Handle<'_, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_local(8, 8)?;
     ///     let h = rma.put_nb(0, at, &[1; 8])?;
     ///     assert!(h.test()); // mapped memory: complete when returned
-    ///     h.wait()
+    ///     Ok(h.wait()?)
     /// })
     /// .unwrap();
     /// ```
@@ -130,9 +132,11 @@ impl<S, C: Conduit> Handle<'_, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::over_frames(&am);
+    /// let mut frames = amrq::Config::new();
+    /// frames.rma_frames.set(true); // every one-sided operation as AM frames
+    /// frames.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_symmetric(8, 8)?;
     ///     let mut buf = [0u8; 8];
     ///     rma.get_nb(1 - am.rank(), at, &mut buf)?.wait()?; // the peer serves it while we wait

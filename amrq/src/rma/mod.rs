@@ -98,9 +98,9 @@ pub(crate) fn bytes_of_mut<T: Word>(s: &mut [T]) -> &mut [u8] {
 ///
 /// ```
 /// use amrq::{prelude::*, rma::{Completion, Rma, RmaError}};
-/// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-///     let rma = Rma::new(&am);
+/// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+///     let rma = am.rma();
 ///     let (data, count) = (rma.alloc_symmetric(64, 8)?, rma.alloc_symmetric(8, 8)?);
 ///     am.barrier()?;
 ///     if am.rank() == 0 {
@@ -127,9 +127,9 @@ pub struct Completion<'a> {
 ///
 /// ```
 /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-/// let out = amrq::threads::run(2, &Config::default(), |c| -> Result<u64, RmaError> {
-///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-///     let rma = Rma::new(&am);
+/// let out = amrq::Config::new().threads(2, |setup| -> amrq::Result<u64> {
+///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+///     let rma = am.rma();
 ///     let at = rma.alloc_symmetric(8 * 4, 8)?; // the same offset on both ranks
 ///     let peer = 1 - am.rank();
 ///     rma.put_slice(peer, at, &[1u64, 2, 3, 4])?;
@@ -140,17 +140,15 @@ pub struct Completion<'a> {
 ///     am.barrier()?; // both have looked before either adds
 ///     Ok(rma.fetch_add(0, at, 10)?) // both add 10 to rank 0's first word
 /// }).unwrap();
-/// let olds: Vec<u64> = out.into_iter().map(Result::unwrap).collect();
+/// let olds: Vec<u64> = out;
 /// assert!(olds == [1, 11] || olds == [11, 1]);
 /// ```
-pub struct Rma<'a, S, C: Conduit = MemConduit> {
-    am: &'a Am<S, C>,
-    /// The `Am`'s segment allocator (one per segment, shared by every `Rma`).
-    alloc: &'a RefCell<SegmentAllocator>,
+pub struct Rma<S, C: Conduit = MemConduit> {
+    am: Am<S, C>,
     /// Put and get go through the conduit (else as frames).
-    direct: bool,
+    direct: Cell<bool>,
     /// Atomics go through the conduit (else as frames).
-    direct_atomics: bool,
+    direct_atomics: Cell<bool>,
     /// Ranks in the job.
     size: usize,
     /// Bytes of every rank's segment.
@@ -160,31 +158,29 @@ pub struct Rma<'a, S, C: Conduit = MemConduit> {
     nbi_ops: RefCell<Vec<Pending>>,
 }
 
-impl<S, C: Conduit> std::fmt::Debug for Rma<'_, S, C> {
+impl<S, C: Conduit> std::fmt::Debug for Rma<S, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Rma")
             .field("rank", &self.am.rank())
-            .field("alloc", &self.alloc)
+            .field("alloc", self.am.segment_allocator())
             .finish_non_exhaustive()
     }
 }
 
-impl<'a, S, C: Conduit> Rma<'a, S, C> {
+impl<S, C: Conduit> Rma<S, C> {
     /// The one-sided operations of `am`'s rank: through the conduit where it offers
     /// them ([`CapFlags`](crate::conduit::CapFlags)), as frames elsewhere. Not
     /// collective; but every rank that takes part in symmetric allocations makes one.
     ///
     /// ```
-    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am); // direct copies where a peer's segment is mapped
-    ///     assert!(rma.is_direct(1 - am.rank()));
-    ///     Ok(())
-    /// })
-    /// .unwrap();
+    /// use amrq::{am::{Am, HandlerTable}, conduit::threads, rma::Rma, Config};
+    /// // A job's is made with it (`Job::rma`); here over an endpoint of one rank's own:
+    /// let mut eps = threads::endpoints_for(1, &Config::new().conduit_spec()).unwrap();
+    /// let rma = Rma::new(Am::new(eps.remove(0), HandlerTable::<()>::new(), ())?);
+    /// assert!(rma.is_direct(0)); // a copy into mapped memory
+    /// # Ok::<(), amrq::Error>(())
     /// ```
-    pub fn new(am: &'a Am<S, C>) -> Self {
+    pub fn new(am: Am<S, C>) -> Self {
         let flags = am.rq().conduit().caps().flags;
         Self::with_paths(am, flags.put_get, flags.atomics)
     }
@@ -193,54 +189,46 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// a network conduit does, measurable on one host.
     ///
     /// ```
-    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::over_frames(&am);
-    ///     let at = rma.alloc_symmetric(8, 8)?;
-    ///     assert_eq!(rma.fetch_add(0, at, 5)? % 5, 0); // a request and its reply
-    ///     am.barrier()?;
-    ///     let mut v = [0u64];
-    ///     rma.get_slice(0, at, &mut v)?;
-    ///     assert_eq!(v[0], 10);
-    ///     am.barrier()?;
-    ///     Ok(())
-    /// }).unwrap();
+    /// use amrq::{am::{Am, HandlerTable}, conduit::threads, rma::Rma, Config};
+    /// let mut eps = threads::endpoints_for(1, &Config::new().conduit_spec()).unwrap();
+    /// let rma = Rma::over_frames(Am::new(eps.remove(0), HandlerTable::<()>::new(), ())?);
+    /// assert!(!rma.is_direct(0)); // even its own segment: a request and its reply
+    /// let at = rma.alloc_symmetric(8, 8)?;
+    /// assert_eq!(rma.fetch_add(0, at, 5)?, 0);
+    /// assert_eq!(rma.load(0, at)?, 5);
+    /// # Ok::<(), amrq::Error>(())
     /// ```
-    pub fn over_frames(am: &'a Am<S, C>) -> Self {
+    pub fn over_frames(am: Am<S, C>) -> Self {
         Self::with_paths(am, false, false)
     }
 
     /// [`Rma::over_frames`] when `frames`, else [`Rma::new`]: for programs that take
-    /// the path as a setting (`Config::splitc_frames`) or compare both.
+    /// the path as a setting (a job's `rma_frames` setting) or compare both.
     ///
     /// ```
-    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     for frames in [false, true] {
-    ///         let rma = Rma::new_or_over_frames(&am, frames);
-    ///         assert_eq!(rma.is_direct(1 - am.rank()), !frames); // threads map each other
-    ///     }
-    ///     Ok(())
-    /// })
-    /// .unwrap();
+    /// use amrq::{am::{Am, HandlerTable}, conduit::threads, rma::Rma, Config};
+    /// for frames in [false, true] {
+    ///     let mut eps = threads::endpoints_for(1, &Config::new().conduit_spec()).unwrap();
+    ///     let am = Am::new(eps.remove(0), HandlerTable::<()>::new(), ())?;
+    ///     let rma = Rma::new_or_over_frames(am, frames);
+    ///     assert_eq!(rma.is_direct(0), !frames);
+    /// }
+    /// # Ok::<(), amrq::Error>(())
     /// ```
-    pub fn new_or_over_frames(am: &'a Am<S, C>, frames: bool) -> Self {
+    pub fn new_or_over_frames(am: Am<S, C>, frames: bool) -> Self {
         match frames {
             true => Self::over_frames(am),
             false => Self::new(am),
         }
     }
 
-    fn with_paths(am: &'a Am<S, C>, direct: bool, direct_atomics: bool) -> Self {
+    fn with_paths(am: Am<S, C>, direct: bool, direct_atomics: bool) -> Self {
         let segment_bytes = am.rq().conduit().caps().segment_bytes;
         Self {
-            am,
-            alloc: am.segment_allocator(),
-            direct,
-            direct_atomics,
             size: am.size(),
+            am,
+            direct: Cell::new(direct),
+            direct_atomics: Cell::new(direct_atomics),
             segment_bytes,
             nbi_done: Cell::new(0),
             nbi_ops: RefCell::new(Vec::new()),
@@ -251,37 +239,72 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// on one host) rather than as frames.
     ///
     /// ```
-    /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     assert!(Rma::new(&am).is_direct(1));
-    ///     assert!(!Rma::over_frames(&am).is_direct(1)); // the message path
-    ///     Ok(())
+    /// use amrq::prelude::*;
+    /// for frames in [false, true] {
+    ///     let mut cfg = amrq::Config::new();
+    ///     cfg.rma_frames.set(frames); // true: the message path, as across a network
+    ///     let direct = cfg.threads(2, |setup| {
+    ///         let job = setup.start(HandlerTable::new(), ())?;
+    ///         Ok(job.rma().is_direct(1 - job.rank()))
+    ///     })?;
+    ///     assert_eq!(direct, [!frames; 2]); // threads map each other's segments
+    /// }
+    /// # Ok::<(), amrq::Error>(())
+    /// ```
+    pub fn is_direct(&self, rank: Rank) -> bool {
+        self.direct.get() && rank < self.size
+    }
+
+    /// From now on, every operation as AM frames (`true`), or through the conduit
+    /// where it offers them (`false`, as [`Rma::new`]): to compare both paths in one
+    /// job. Operations in flight complete as they started.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// amrq::Config::new().threads(2, |setup| {
+    ///     let job = setup.start(HandlerTable::new(), ())?;
+    ///     let at = job.rma().alloc_symmetric(8, 8)?;
+    ///     for frames in [false, true] {
+    ///         job.rma().use_frames(frames);
+    ///         assert_eq!(job.rma().is_direct(1 - job.rank()), !frames);
+    ///         job.rma().fetch_add(0, at, 1)?; // either way, one atomic add at rank 0
+    ///     }
+    ///     job.barrier()?;
+    ///     assert_eq!(job.rma().load(0, at)?, 4);
+    ///     job.barrier()
     /// })
     /// .unwrap();
     /// ```
-    pub fn is_direct(&self, rank: Rank) -> bool {
-        self.direct && rank < self.size
+    pub fn use_frames(&self, frames: bool) {
+        let flags = self.am.rq().conduit().caps().flags;
+        self.direct.set(!frames && flags.put_get);
+        self.direct_atomics.set(!frames && flags.atomics);
     }
 
     /// The AM layer below.
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     rma.am().barrier()?; // the AM layer below, for what RMA does not do
     ///     Ok(())
     /// })
     /// .unwrap();
     /// ```
-    pub fn am(&self) -> &'a Am<S, C> {
-        self.am
+    pub fn am(&self) -> &Am<S, C> {
+        &self.am
+    }
+
+    /// The AM layer below, to change (to start the progress thread of the job's
+    /// Interrupt queues: [`Am::start_interrupts`]).
+    pub fn am_mut(&mut self) -> &mut Am<S, C> {
+        &mut self.am
     }
 
     /// The conduit below.
-    fn conduit(&self) -> &'a C {
+    fn conduit(&self) -> &C {
         self.am.rq().conduit()
     }
 
@@ -321,9 +344,9 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_symmetric(16, 8)?;
     ///     if am.rank() == 0 {
     ///         rma.put(1, at, b"written by 0")?; // in place at rank 1 when it returns
@@ -355,9 +378,9 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         if let Some(c) = counter {
             self.word(rank, c)?;
         }
-        if !self.direct {
+        if !self.direct.get() {
             self.target(rank, offset, data.len())?;
-            let op = frames::put(self.am, rank, offset, data, counter)?;
+            let op = frames::put(&self.am, rank, offset, data, counter)?;
             return Ok(Some(Pending::Frames(op)));
         }
         // The conduit checks the range (one check on the fast path).
@@ -372,7 +395,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         // The count comes after the data: the put complete, then an atomic increment
         // (AcqRel, so whoever reads the count with Acquire sees the bytes).
         if let Some(p) = put {
-            p.wait(self.am, &mut [])?;
+            p.wait(&self.am, &mut [])?;
         }
         self.atomic(rank, c, AtomicOp::FetchAdd(1))?;
         Ok(None)
@@ -381,16 +404,16 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// Waits for an operation in flight: a get's bytes into `out` (frames); returns an
     /// atomic's old value.
     fn collect(&self, op: Pending, out: &mut [u8]) -> Result<u64, RmaError> {
-        op.wait(self.am, out)
+        op.wait(&self.am, out)
     }
 
     /// Copies `buf.len()` bytes at `offset` of `rank`'s segment into `buf`.
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_symmetric(8, 8)?;
     ///     rma.put(am.rank(), at, &[am.rank() as u8 + 1; 8])?; // my own
     ///     am.barrier()?;
@@ -419,10 +442,10 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         offset: usize,
         buf: &mut [u8],
     ) -> Result<Option<Pending>, RmaError> {
-        if !self.direct {
+        if !self.direct.get() {
             self.target(rank, offset, buf.len())?;
-            frames::medium_room(self.am)?;
-            let op = frames::get(self.am, rank, (offset, buf.len()), None)?;
+            frames::medium_room(&self.am)?;
+            let op = frames::get(&self.am, rank, (offset, buf.len()), None)?;
             return Ok(Some(Pending::Frames(op)));
         }
         // SAFETY: `buf` is borrowed by this call's caller, which completes an operation
@@ -440,9 +463,9 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_symmetric(3 * 8, 8)?;
     ///     if am.rank() == 0 {
     ///         rma.put_slice(1, at, &[1.5f64, 2.5, 3.5])?;
@@ -468,9 +491,9 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_symmetric(4 * 4, 8)?;
     ///     rma.put_slice(am.rank(), at, &[am.rank() as u32; 4])?;
     ///     am.barrier()?;
@@ -496,9 +519,9 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// use amrq::{prelude::*, conduit::ReceivedFrame, rma::{Completion, Rma, RmaError}};
     /// let mut cfg = Config::default();
     /// let arrived = cfg.add_queue(16);
-    /// amrq::threads::run(2, &cfg, |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// cfg.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let buf = rma.alloc_symmetric(64, 64)?;
     ///     if am.rank() == 0 {
     ///         let done = Completion { notify: Some((arrived, &[buf as u64])), ..Default::default() };
@@ -545,9 +568,9 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     /// use amrq::{conduit::ReceivedFrame, config::QueueSpec, prelude::*, rma::{Rma, RmaError}};
     /// let mut cfg = Config::default();
     /// let done = cfg.add(QueueSpec::new("gets done", 16));
-    /// amrq::threads::run(2, &cfg, |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// cfg.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_symmetric(8, 8)?;
     ///     rma.store(am.rank(), at, 40 + am.rank() as u64)?;
     ///     am.barrier()?;
@@ -578,9 +601,11 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::over_frames(&am); // through frames the handle has something to wait for
+    /// let mut frames = amrq::Config::new();
+    /// frames.rma_frames.set(true); // every one-sided operation as AM frames
+    /// frames.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma(); // through frames the handle has something to wait for
     ///     let at = rma.alloc_symmetric(1024, 8)?;
     ///     if am.rank() == 0 {
     ///         let mut data = vec![5u8; 1024];
@@ -604,7 +629,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ) -> Result<Handle<'_, S, C>, RmaError> {
         let op = self.put_start(rank, offset, data, None)?;
         Ok(Handle {
-            am: self.am,
+            am: &self.am,
             op,
             out: None,
             settled: RefCell::new(None),
@@ -617,9 +642,11 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::over_frames(&am);
+    /// let mut frames = amrq::Config::new();
+    /// frames.rma_frames.set(true); // every one-sided operation as AM frames
+    /// frames.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_symmetric(8, 8)?;
     ///     rma.store(am.rank(), at, am.rank() as u64 + 100)?;
     ///     am.barrier()?;
@@ -648,7 +675,7 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
             op => op,
         };
         Ok(Handle {
-            am: self.am,
+            am: &self.am,
             out: op.is_some().then_some(buf),
             op,
             settled: RefCell::new(None),
@@ -660,9 +687,11 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::over_frames(&am);
+    /// let mut frames = amrq::Config::new();
+    /// frames.rma_frames.set(true); // every one-sided operation as AM frames
+    /// frames.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_symmetric(64, 8)?;
     ///     for i in 0..8 {
     ///         rma.put_nbi(1 - am.rank(), at + 8 * i, &(i as u64).to_ne_bytes())?;
@@ -689,9 +718,11 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::over_frames(&am);
+    /// let mut frames = amrq::Config::new();
+    /// frames.rma_frames.set(true); // every one-sided operation as AM frames
+    /// frames.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_symmetric(8, 8)?;
     ///     rma.store(am.rank(), at, 7 * (am.rank() as u64 + 1))?;
     ///     am.barrier()?;
@@ -719,9 +750,11 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::over_frames(&am);
+    /// let mut frames = amrq::Config::new();
+    /// frames.rma_frames.set(true); // every one-sided operation as AM frames
+    /// frames.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_symmetric(16, 8)?;
     ///     rma.put_slice(am.rank(), at, &[am.rank() as u64 + 1])?;
     ///     am.barrier()?;
@@ -745,10 +778,10 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
         self.target(rank, offset, len)?;
         let me = self.am.rank();
         self.target(me, at, len)?;
-        if !self.direct {
-            frames::medium_room(self.am)?;
+        if !self.direct.get() {
+            frames::medium_room(&self.am)?;
             // The replies land at `at` as they come: nothing to copy at `sync_nbi`.
-            let op = frames::get(self.am, rank, (offset, len), Some(at))?;
+            let op = frames::get(&self.am, rank, (offset, len), Some(at))?;
             self.nbi_ops.borrow_mut().push(Pending::Frames(op));
             return Ok(());
         }
@@ -771,9 +804,11 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::over_frames(&am);
+    /// let mut frames = amrq::Config::new();
+    /// frames.rma_frames.set(true); // every one-sided operation as AM frames
+    /// frames.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_symmetric(8, 8)?;
     ///     rma.put_nbi(1 - am.rank(), at, &[1; 8])?;
     ///     rma.put_nbi(1 - am.rank(), at, &[2; 8])?;
@@ -812,9 +847,11 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::over_frames(&am);
+    /// let mut frames = amrq::Config::new();
+    /// frames.rma_frames.set(true); // every one-sided operation as AM frames
+    /// frames.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let (count, data) = (rma.alloc_symmetric(8, 8)?, rma.alloc_symmetric(24, 8)?);
     ///     rma.put_counted(1 - am.rank(), data, &[7u8; 24], count)?;
     ///     am.wait_until(|_| rma.load(am.rank(), count).is_ok_and(|n| n == 24))?;
@@ -832,12 +869,12 @@ impl<'a, S, C: Conduit> Rma<'a, S, C> {
     ) -> Result<(), RmaError> {
         self.target(rank, offset, data.len())?;
         self.word(rank, counter)?;
-        if self.direct && self.direct_atomics {
+        if self.direct.get() && self.direct_atomics.get() {
             self.put(rank, offset, data)?;
             self.fetch_add(rank, counter, data.len() as u64)?;
             return Ok(());
         }
-        Ok(frames::store(self.am, rank, offset, data, counter)?)
+        Ok(frames::store(&self.am, rank, offset, data, counter)?)
     }
 }
 

@@ -81,7 +81,7 @@ impl Strided<'_> {
     }
 }
 
-impl<S, C: Conduit> Rma<'_, S, C> {
+impl<S, C: Conduit> Rma<S, C> {
     /// Checks every block against `rank`'s segment and `bytes` against their total;
     /// returns the blocks split to at most `piece` bytes each.
     fn checked_blocks(
@@ -119,9 +119,11 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     for rma in [Rma::new(&am), Rma::over_frames(&am)] {
+    /// let mut frames = amrq::Config::new();
+    /// frames.rma_frames.set(true); // every one-sided operation as AM frames
+    /// frames.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     for rma in [am.rma(), am.rma()] {
     ///         let at = rma.alloc_symmetric(64, 64)?;
     ///         if am.rank() == 0 {
     ///             rma.put_indexed(1, &[(at + 1, 2), (at + 10, 3)], b"abcde")?;
@@ -150,7 +152,7 @@ impl<S, C: Conduit> Rma<'_, S, C> {
             }
             return Ok(());
         }
-        let am = self.am;
+        let am = &self.am;
         let list = self.checked_blocks(
             rank,
             blocks,
@@ -167,9 +169,9 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let at = rma.alloc_symmetric(16, 8)?;
     ///     rma.put(am.rank(), at, b"0123456789abcdef")?;
     ///     am.barrier()?;
@@ -196,7 +198,7 @@ impl<S, C: Conduit> Rma<'_, S, C> {
             }
             return Ok(());
         }
-        let am = self.am;
+        let am = &self.am;
         let list = self.checked_blocks(
             rank,
             blocks,
@@ -212,9 +214,9 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError, Strided}};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let grid = rma.alloc_symmetric(4 * 4, 8)?; // a 4×4 grid of bytes at each rank
     ///     am.barrier()?;
     ///     if am.rank() == 0 {
@@ -243,9 +245,9 @@ impl<S, C: Conduit> Rma<'_, S, C> {
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError, Strided}};
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RmaError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
     ///     let grid = rma.alloc_symmetric(9, 8)?;
     ///     rma.put(0, grid, b"abcdefghi")?; // a 3×3 grid
     ///     let diag = Strided { offset: grid, counts: &[1, 3], strides: &[4] };

@@ -9,8 +9,9 @@ use crate::conduit::{Rank, ReceivedFrame};
 /// use amrq::{rq::{Rq, RqError}, Config};
 /// let mut cfg = Config::default();
 /// let q = cfg.add_queue(16);
-/// amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
-///     let rq = Rq::new(c);
+/// cfg.threads(2, |setup| -> amrq::Result<()> {
+///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+///     let rq = job.rq();
 ///     if rq.rank() == 1 {
 ///         rq.enqueue(0, q, &[3], b"abc")?;
 ///     } else {
@@ -47,8 +48,9 @@ impl Dequeued {
     /// use amrq::{config::QueueSpec, rq::{Dequeued, Rq, RqError}, Config};
     /// let mut cfg = Config::default();
     /// let q = cfg.add(QueueSpec::new("q", 16).one_poll());
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     let set = rq.poll_set(&[q])?;
     ///     rq.enqueue(0, q, &[7], b"hi")?;
     ///     let (_, f) = rq.one_poll(&set)?.expect("a frame");

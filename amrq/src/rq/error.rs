@@ -6,8 +6,9 @@ use crate::conduit::ConduitError;
 ///
 /// ```
 /// use amrq::{rq::{QueueId, Rq, RqError}, Config};
-/// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RqError> {
-///     let rq = Rq::new(c);
+/// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+///     let rq = job.rq();
 ///     // The AM queues are the runtime's: a user enqueue into one is refused, and says why.
 ///     let e = rq.enqueue(0, QueueId::AM_REQUEST, &[], &[]).unwrap_err();
 ///     assert!(matches!(e, RqError::RuntimeQueue { queue: 0 }));

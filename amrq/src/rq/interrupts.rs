@@ -139,18 +139,16 @@ impl Atomicity {
 /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
 /// let mut cfg = Config::default();
 /// let q = cfg.add(QueueSpec::new("events", 16).delivery(Delivery::Interrupt));
-/// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-///     let mut rq = Rq::new(c);
-///     let n = Arc::new(AtomicU64::new(0));
-///     let m = n.clone();
-///     let intr = rq.start_interrupts(move |_q, _src, _args, _p| { m.fetch_add(1, Ordering::Relaxed); });
-///     let intr = intr.expect("an Interrupt queue");
-///     rq.enqueue(0, q, &[], &[])?;
-///     while n.load(Ordering::Relaxed) == 0 {}
-///     drop(intr); // stops the thread
-///     Ok(())
-/// })
-/// .unwrap();
+/// let mut eps = amrq::conduit::threads::endpoints_for(1, &cfg.conduit_spec()).unwrap();
+/// let mut rq = Rq::new(eps.remove(0));
+/// let n = Arc::new(AtomicU64::new(0));
+/// let m = n.clone();
+/// let intr = rq.start_interrupts(move |_q, _src, _args, _p| { m.fetch_add(1, Ordering::Relaxed); });
+/// let intr = intr.expect("an Interrupt queue");
+/// rq.enqueue(0, q, &[], &[])?;
+/// while n.load(Ordering::Relaxed) == 0 {}
+/// drop(intr); // stops the thread
+/// # Ok::<(), amrq::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct Interrupts {
@@ -166,21 +164,19 @@ pub struct Interrupts {
 /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
 /// let mut cfg = Config::default();
 /// let q = cfg.add(QueueSpec::new("events", 16).delivery(Delivery::Interrupt));
-/// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-///     let mut rq = Rq::new(c);
-///     let n = Arc::new(AtomicU64::new(0));
-///     let m = n.clone();
-///     let intr = rq.start_interrupts(move |_q, _src, _a, _p| { m.fetch_add(1, Ordering::SeqCst); }).unwrap();
-///     {
-///         let _section = intr.hold();
-///         rq.enqueue(0, q, &[], &[])?;
-///         std::thread::sleep(std::time::Duration::from_millis(20));
-///         assert_eq!(n.load(Ordering::SeqCst), 0); // deferred while held
-///     } // the section ends: the deferred handler runs here, on this thread
-///     while n.load(Ordering::SeqCst) == 0 {}
-///     Ok(())
-/// })
-/// .unwrap();
+/// let mut eps = amrq::conduit::threads::endpoints_for(1, &cfg.conduit_spec()).unwrap();
+/// let mut rq = Rq::new(eps.remove(0));
+/// let n = Arc::new(AtomicU64::new(0));
+/// let m = n.clone();
+/// let intr = rq.start_interrupts(move |_q, _src, _a, _p| { m.fetch_add(1, Ordering::SeqCst); }).unwrap();
+/// {
+///     let _section = intr.hold();
+///     rq.enqueue(0, q, &[], &[])?;
+///     std::thread::sleep(std::time::Duration::from_millis(20));
+///     assert_eq!(n.load(Ordering::SeqCst), 0); // deferred while held
+/// } // the section ends: the deferred handler runs here, on this thread
+/// while n.load(Ordering::SeqCst) == 0 {}
+/// # Ok::<(), amrq::Error>(())
 /// ```
 #[derive(Debug)]
 #[must_use = "the section ends when the guard is dropped"]
@@ -244,21 +240,19 @@ impl Interrupts {
     /// use std::sync::{Arc, Mutex};
     /// let mut cfg = Config::default();
     /// let q = cfg.add(QueueSpec::new("events", 16).delivery(Delivery::Interrupt));
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let mut rq = Rq::new(c);
-    ///     let log = Arc::new(Mutex::new(Vec::new()));
-    ///     let l = log.clone();
-    ///     let intr = rq.start_interrupts(move |_q, _s, a, _p| l.lock().unwrap().push(a[0])).unwrap();
-    ///     let section = intr.hold();
-    ///     rq.enqueue(0, q, &[1], &[])?;
-    ///     log.lock().unwrap().push(0); // no handler runs between these two lines
-    ///     assert_eq!(*log.lock().unwrap(), [0]);
-    ///     drop(section);
-    ///     while log.lock().unwrap().len() < 2 {}
-    ///     assert_eq!(*log.lock().unwrap(), [0, 1]);
-    ///     Ok(())
-    /// })
-    /// .unwrap();
+    /// let mut eps = amrq::conduit::threads::endpoints_for(1, &cfg.conduit_spec()).unwrap();
+    /// let mut rq = Rq::new(eps.remove(0));
+    /// let log = Arc::new(Mutex::new(Vec::new()));
+    /// let l = log.clone();
+    /// let intr = rq.start_interrupts(move |_q, _s, a, _p| l.lock().unwrap().push(a[0])).unwrap();
+    /// let section = intr.hold();
+    /// rq.enqueue(0, q, &[1], &[])?;
+    /// log.lock().unwrap().push(0); // no handler runs between these two lines
+    /// assert_eq!(*log.lock().unwrap(), [0]);
+    /// drop(section);
+    /// while log.lock().unwrap().len() < 2 {}
+    /// assert_eq!(*log.lock().unwrap(), [0, 1]);
+    /// # Ok::<(), amrq::Error>(())
     /// ```
     #[inline(always)]
     pub fn hold(&self) -> Hold<'_> {
@@ -284,14 +278,12 @@ impl Interrupts {
     /// use amrq::{config::{Delivery, QueueSpec}, rq::{Rq, RqError}, Config};
     /// let mut cfg = Config::default();
     /// cfg.add(QueueSpec::new("events", 16).delivery(Delivery::Interrupt));
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let mut rq = Rq::new(c);
-    ///     let intr = rq.start_interrupts(|_q, _s, _a, _p| {}).unwrap();
-    ///     // With membarrier (Linux ≥ 4.14) a section costs no fence.
-    ///     println!("cheap sections: {}", intr.asymmetric());
-    ///     Ok(())
-    /// })
-    /// .unwrap();
+    /// let mut eps = amrq::conduit::threads::endpoints_for(1, &cfg.conduit_spec()).unwrap();
+    /// let mut rq = Rq::new(eps.remove(0));
+    /// let intr = rq.start_interrupts(|_q, _s, _a, _p| {}).unwrap();
+    /// // With membarrier (Linux ≥ 4.14) a section costs no fence.
+    /// println!("cheap sections: {}", intr.asymmetric());
+    /// # Ok::<(), amrq::Error>(())
     /// ```
     pub fn asymmetric(&self) -> bool {
         self.atomicity.asymmetric

@@ -72,8 +72,9 @@ fn user_queue(q: QueueId) -> Result<(), RqError> {
 /// use amrq::{conduit::ReceivedFrame, rq::{Kind, Rq, RqError}, Config};
 /// let mut cfg = Config::default();
 /// let q = cfg.add_queue(64);
-/// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-///     let rq = Rq::new(c);
+/// cfg.threads(1, |setup| -> amrq::Result<()> {
+///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+///     let rq = job.rq();
 ///     for kind in [Kind::Express, Kind::Basic, Kind::TagOn] {
 ///         let payload: &[u8] = if kind == Kind::Express { b"tiny" } else { &[1; 600] };
 ///         assert!(rq.enqueue_as(0, q, kind, 0, &[], payload)?);
@@ -111,8 +112,9 @@ pub const TAG_ON_ABOVE: usize = 512;
 /// use amrq::{Config, rq::Rq, conduit::ReceivedFrame};
 /// let mut cfg = Config::default();
 /// let q = cfg.add_queue(4);
-/// let results = amrq::threads::run(2, &cfg, |conduit| {
-///     let rq = Rq::new(conduit);
+/// cfg.threads(2, |setup| {
+///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+///     let rq: &Rq = job.rq();
 ///     if rq.rank() == 0 {
 ///         assert!(rq.enqueue(1, q, &[1, 2], b"payload")?);
 ///     } else {
@@ -122,9 +124,8 @@ pub const TAG_ON_ABOVE: usize = 512;
 ///         assert_eq!((frame.source(), frame.args(), frame.payload()), (0, &[1u64, 2][..], &b"payload"[..]));
 ///         frame.release();
 ///     }
-///     Ok::<_, amrq::rq::RqError>(())
+///     Ok(())
 /// }).unwrap();
-/// assert!(results.iter().all(|r| r.is_ok()));
 /// ```
 #[derive(Debug)]
 pub struct Rq<C: Conduit = MemConduit> {
@@ -146,17 +147,16 @@ impl<C: Conduit> Rq<C> {
     /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
     /// let mut cfg = Config::default();
     /// let alarms = cfg.add(QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt));
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let mut rq = Rq::new(c);
-    ///     let seen = Arc::new(AtomicU64::new(0));
-    ///     let s = seen.clone();
-    ///     let intr = rq.start_interrupts(move |_q, _src, args, _p| { s.fetch_add(args[0], Ordering::Relaxed); })
-    ///         .expect("an Interrupt queue");
-    ///     rq.enqueue(0, alarms, &[5], &[])?;
-    ///     while seen.load(Ordering::Relaxed) != 5 {} // no poll: the handler ran anyway
-    ///     drop(intr);
-    ///     Ok(())
-    /// }).unwrap();
+    /// let mut eps = amrq::conduit::threads::endpoints_for(1, &cfg.conduit_spec()).unwrap();
+    /// let mut rq = Rq::new(eps.remove(0));
+    /// let seen = Arc::new(AtomicU64::new(0));
+    /// let s = seen.clone();
+    /// let intr = rq.start_interrupts(move |_q, _src, args, _p| { s.fetch_add(args[0], Ordering::Relaxed); })
+    ///     .expect("an Interrupt queue");
+    /// rq.enqueue(0, alarms, &[5], &[])?;
+    /// while seen.load(Ordering::Relaxed) != 5 {} // no poll: the handler ran anyway
+    /// drop(intr);
+    /// # Ok::<(), amrq::Error>(())
     /// ```
     pub fn start_interrupts<H>(&mut self, handler: H) -> Option<Interrupts>
     where
@@ -170,8 +170,9 @@ impl<C: Conduit> Rq<C> {
     ///
     /// ```
     /// use amrq::{rq::{Rq, RqError}, Config};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     assert!(rq.rank() < rq.size());
     ///     Ok(())
     /// })
@@ -185,8 +186,9 @@ impl<C: Conduit> Rq<C> {
     ///
     /// ```
     /// use amrq::{conduit::Conduit, rq::{Rq, RqError}, Config};
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     assert!(rq.conduit().caps().segment_bytes > 0);
     ///     Ok(())
     /// })
@@ -200,7 +202,8 @@ impl<C: Conduit> Rq<C> {
     ///
     /// ```
     /// use amrq::{rq::Rq, Config};
-    /// let ranks = amrq::threads::run(2, &Config::default(), |c| Rq::new(c).rank()).unwrap();
+    /// let eps = amrq::conduit::threads::endpoints_for(2, &Config::new().conduit_spec()).unwrap();
+    /// let ranks: Vec<usize> = eps.into_iter().map(|c| Rq::new(c).rank()).collect();
     /// assert_eq!(ranks, [0, 1]);
     /// ```
     pub fn rank(&self) -> Rank {
@@ -211,7 +214,8 @@ impl<C: Conduit> Rq<C> {
     ///
     /// ```
     /// use amrq::{rq::Rq, Config};
-    /// let sizes = amrq::threads::run(3, &Config::default(), |c| Rq::new(c).size()).unwrap();
+    /// let eps = amrq::conduit::threads::endpoints_for(3, &Config::new().conduit_spec()).unwrap();
+    /// let sizes: Vec<usize> = eps.into_iter().map(|c| Rq::new(c).size()).collect();
     /// assert_eq!(sizes, [3, 3, 3]);
     /// ```
     pub fn size(&self) -> usize {
@@ -228,8 +232,9 @@ impl<C: Conduit> Rq<C> {
     /// use amrq::{rq::{Rq, RqError}, Config};
     /// let mut cfg = Config::default();
     /// let q = cfg.add_queue(4); // 4 slots per sender
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     let mut accepted = 0;
     ///     while rq.enqueue(0, q, &[accepted], b"one slot")? {
     ///         accepted += 1;
@@ -266,8 +271,9 @@ impl<C: Conduit> Rq<C> {
     /// use amrq::{rq::{Kind, Rq, RqError}, Config};
     /// let mut cfg = Config::default();
     /// let q = cfg.add_queue(16);
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     assert!(rq.enqueue_as(0, q, Kind::Basic, 7, &[1], &[0u8; 200])?);
     ///     let too_big = rq.enqueue_as(0, q, Kind::Express, 7, &[1], &[0u8; 200]);
     ///     assert!(matches!(too_big, Err(RqError::NotExpress { .. })));
@@ -321,8 +327,9 @@ impl<C: Conduit> Rq<C> {
     /// use amrq::{conduit::ReceivedFrame, rq::{Rq, RqError}, Config};
     /// let mut cfg = Config::default();
     /// let q = cfg.add_queue(16);
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     rq.enqueue_tagged(0, q, 42, &[], &[])?;
     ///     assert_eq!(rq.read_queue(q)?.map(|f| f.tag()), Some(42));
     ///     Ok(())
@@ -354,20 +361,19 @@ impl<C: Conduit> Rq<C> {
     /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
     /// let mut cfg = Config::default();
     /// let q = cfg.add_queue(16); // a Poll queue
-    /// cfg.interrupt_slots = 8;
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let mut rq = Rq::new(c);
-    ///     let seen = Arc::new(AtomicU64::new(0));
-    ///     let s = seen.clone();
-    ///     let _intr = rq.start_interrupts(move |queue, _src, args, _p| {
-    ///         assert_eq!(queue, q);
-    ///         s.store(args[0], Ordering::Release);
-    ///     });
-    ///     rq.enqueue_interrupt(0, q, &[9], &[])?;
-    ///     while seen.load(Ordering::Acquire) != 9 {} // the owner never polls `q`
-    ///     assert!(rq.read_queue(q)?.is_none());
-    ///     Ok(())
-    /// }).unwrap();
+    /// cfg.interrupt_slots.set(8);
+    /// let mut eps = amrq::conduit::threads::endpoints_for(1, &cfg.conduit_spec()).unwrap();
+    /// let mut rq = Rq::new(eps.remove(0));
+    /// let seen = Arc::new(AtomicU64::new(0));
+    /// let s = seen.clone();
+    /// let _intr = rq.start_interrupts(move |queue, _src, args, _p| {
+    ///     assert_eq!(queue, q);
+    ///     s.store(args[0], Ordering::Release);
+    /// });
+    /// rq.enqueue_interrupt(0, q, &[9], &[])?;
+    /// while seen.load(Ordering::Acquire) != 9 {} // the owner never polls `q`
+    /// assert!(rq.read_queue(q)?.is_none());
+    /// # Ok::<(), RqError>(())
     /// ```
     pub fn enqueue_interrupt(
         &self,
@@ -396,8 +402,9 @@ impl<C: Conduit> Rq<C> {
     /// use amrq::{conduit::ReceivedFrame, rq::{Rq, RqError}, Config};
     /// let mut cfg = Config::default();
     /// let q = cfg.add_queue(16);
-    /// amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// cfg.threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     if rq.rank() == 0 {
     ///         // 4 KiB written at byte 8192 of rank 1's segment, then a frame naming them.
     ///         assert!(rq.enqueue_long(1, q, 0, &[1], &[3u8; 4096], 8192)?);
@@ -473,8 +480,9 @@ impl<C: Conduit> Rq<C> {
     /// let mut cfg = Config::default();
     /// let urgent = cfg.add(QueueSpec::new("urgent", 16).one_poll());
     /// let bulk = cfg.add(QueueSpec::new("bulk", 64).one_poll());
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     let set = rq.poll_set(&[urgent, bulk])?; // urgent first
     ///     rq.enqueue(0, bulk, &[2], &[])?;
     ///     rq.enqueue(0, urgent, &[1], &[])?;
@@ -502,8 +510,9 @@ impl<C: Conduit> Rq<C> {
     /// let mut cfg = Config::default();
     /// let low = cfg.add(QueueSpec::new("low", 16).one_poll());
     /// let high = cfg.add(QueueSpec::new("high", 16).one_poll());
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     let set = rq.poll_set(&[high, low])?;
     ///     rq.enqueue(0, low, &[1], &[])?;
     ///     rq.enqueue(0, high, &[2], &[])?;
@@ -533,8 +542,9 @@ impl<C: Conduit> Rq<C> {
     /// use std::time::Duration;
     /// let mut cfg = Config::default();
     /// let q = cfg.add(QueueSpec::new("work", 16).one_poll());
-    /// amrq::threads::run(2, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// cfg.threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     let set = rq.poll_set(&[q])?;
     ///     if rq.rank() == 0 {
     ///         std::thread::sleep(Duration::from_millis(5));
@@ -592,8 +602,9 @@ impl<C: Conduit> Rq<C> {
     /// use amrq::{config::QueueSpec, conduit::ReceivedFrame, rq::{Rq, RqError}, Config};
     /// let mut cfg = Config::default();
     /// let q = cfg.add(QueueSpec::new("tiny", 2));
-    /// let sums = amrq::threads::run(2, &cfg, |c| -> Result<u64, RqError> {
-    ///     let rq = Rq::new(c);
+    /// let sums = cfg.threads(2, |setup| -> amrq::Result<u64> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     let own = rq.poll_set(&[q])?;
     ///     let (peer, mut sum) = (1 - rq.rank(), 0);
     ///     // Both ranks send 1000 frames into the other's 2-slot queue at once.
@@ -606,7 +617,7 @@ impl<C: Conduit> Rq<C> {
     ///     }
     ///     Ok(sum)
     /// }).unwrap();
-    /// assert!(sums.iter().all(|s| *s.as_ref().unwrap() == 999 * 1000 / 2));
+    /// assert_eq!(sums, [999 * 1000 / 2; 2]);
     /// ```
     pub fn enqueue_or_serve(
         &self,
@@ -650,8 +661,9 @@ impl<C: Conduit> Rq<C> {
     /// use amrq::{config::QueueSpec, rq::{Rq, RqError}, Config};
     /// let mut cfg = Config::default();
     /// let q = cfg.add(QueueSpec::new("from 0 only", 16).senders_only(vec![0]));
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     rq.enqueue(0, q, &[1], &[])?; // rank 0 may send: delivered
     ///     assert_eq!(rq.dropped(q), 0);
     ///     Ok(())
@@ -668,8 +680,9 @@ impl<C: Conduit> Rq<C> {
     ///
     /// ```
     /// use amrq::{rq::{Rq, RqError}, Config};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     let f = rq.faults(); // correct peers: nothing dropped, no ring closed
     ///     assert_eq!((f.total(), f.of(1 - rq.rank()), f.closed().len()), (0, 0, 0));
     ///     Ok(())
@@ -685,12 +698,9 @@ impl<C: Conduit> Rq<C> {
     ///
     /// ```
     /// use amrq::{rq::{Rq, RqError}, Config};
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), RqError> {
-    ///     let (base, len) = Rq::new(c).segment();
-    ///     assert!(len >= 4096 && !base.as_ptr().is_null());
-    ///     Ok(())
-    /// })
-    /// .unwrap();
+    /// let mut eps = amrq::conduit::threads::endpoints_for(1, &Config::new().conduit_spec()).unwrap();
+    /// let (base, len) = Rq::new(eps.remove(0)).segment();
+    /// assert!(len >= 4096 && !base.as_ptr().is_null());
     /// ```
     pub fn segment(&self) -> (std::ptr::NonNull<u8>, usize) {
         self.conduit.segment()
@@ -703,8 +713,9 @@ impl<C: Conduit> Rq<C> {
     /// use amrq::{conduit::ReceivedFrame, rq::{Rq, RqError}, Config};
     /// let mut cfg = Config::default();
     /// let q = cfg.add_queue(16);
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     rq.enqueue(0, q, &[5], b"in place")?;
     ///     let f = rq.read_queue(q)?.expect("a frame");
     ///     assert_eq!(f.payload(), b"in place"); // borrowed from the queue's memory
@@ -731,8 +742,9 @@ impl<C: Conduit> Rq<C> {
     /// use amrq::{Config, conduit::ReceivedFrame, rq::{Rq, RqError}};
     /// let mut cfg = Config::default();
     /// let q = cfg.add_queue(16);
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     for i in 0..3 { rq.enqueue(0, q, &[i], &[])?; }
     ///     let mut sum = 0;
     ///     let n = rq.poll_queue(q, 10, |f| -> Result<(), RqError> { sum += f.args()[0]; Ok(()) })?;
@@ -758,8 +770,9 @@ impl<C: Conduit> Rq<C> {
     /// use amrq::{rq::{Rq, RqError}, Config};
     /// let mut cfg = Config::default();
     /// let q = cfg.add_queue(16);
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     rq.enqueue(0, q, &[1], &[])?;
     ///     assert!(rq.delete_queue(q)?); // removed unread
     ///     assert!(!rq.delete_queue(q)?); // nothing left
@@ -785,8 +798,9 @@ impl<C: Conduit> Rq<C> {
     /// use amrq::{rq::{Rq, RqError}, Config};
     /// let mut cfg = Config::default();
     /// let q = cfg.add_queue(16);
-    /// amrq::threads::run(1, &cfg, |c| -> Result<(), RqError> {
-    ///     let rq = Rq::new(c);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
     ///     rq.enqueue(0, q, &[1, 2], &[9; 40])?;
     ///     let (mut args, mut small) = ([0u64; 8], [0u8; 8]);
     ///     let e = rq.dequeue(q, &mut args, &mut small).unwrap_err();

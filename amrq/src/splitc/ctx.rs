@@ -32,10 +32,9 @@ const LINE_PAIR: usize = 128;
 /// ```
 /// use amrq::prelude::*;
 /// use amrq::splitc::{Layout, SplitC, SplitCError};
-/// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<f64, SplitCError> {
-///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-///     let rma = amrq::rma::Rma::new(&am);
-///     let sc = SplitC::new(&rma)?;
+/// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<f64> {
+///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+///     let sc = am.splitc();
 ///     let a = sc.all_spread_malloc::<f64>(30, Layout::Cyclic)?;
 ///     for i in a.local_indices(sc.my_proc()) {
 ///         sc.write(a.at(i), i as f64)?; // local: a plain store
@@ -49,12 +48,12 @@ const LINE_PAIR: usize = 128;
 ///     Ok(sum)
 /// })
 /// .unwrap();
-/// assert!(out.iter().all(|s| *s.as_ref().unwrap() == 435.0));
+/// assert!(out.iter().all(|s| *s == 435.0));
 /// ```
-pub struct SplitC<'r, 'a, S, C: Conduit = MemConduit> {
-    rma: &'r Rma<'a, S, C>,
-    /// Barriers' company: reductions, scans, broadcasts.
-    coll: Coll<'r, 'a, S, C>,
+pub struct SplitC<S, C: Conduit = MemConduit> {
+    /// Barriers' company: reductions, scans, broadcasts; and the one-sided operations
+    /// and the AM layer below it.
+    coll: Coll<S, C>,
     me: Rank,
     procs: usize,
     /// This rank's segment: where a local pointer's access is a plain copy.
@@ -73,17 +72,17 @@ pub struct SplitC<'r, 'a, S, C: Conduit = MemConduit> {
     start: std::time::Instant,
 }
 
-impl<S, C: Conduit> std::fmt::Debug for SplitC<'_, '_, S, C> {
+impl<S, C: Conduit> std::fmt::Debug for SplitC<S, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SplitC")
             .field("my_proc", &self.me)
             .field("procs", &self.procs)
-            .field("direct", &self.rma.is_direct(self.me))
+            .field("direct", &self.rma().is_direct(self.me))
             .finish_non_exhaustive()
     }
 }
 
-impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
+impl<S, C: Conduit> SplitC<S, C> {
     /// Collective: Split-C on `rma`'s rank, remote accesses by `rma`'s path: through
     /// mapped memory where the conduit maps peers' segments ([`Rma::new`], the direct
     /// path), as AM frames otherwise or with [`Rma::over_frames`] (the message path, as
@@ -95,21 +94,23 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     /// use amrq::prelude::*;
     /// use amrq::rma::Rma;
     /// use amrq::splitc::{GlobalPtr, SplitC, SplitCError};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::over_frames(&am);
-    ///     let sc = SplitC::new(&rma)?;
+    /// let mut frames = amrq::Config::new();
+    /// frames.rma_frames.set(true); // every one-sided operation as AM frames
+    /// frames.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
+    ///     let sc = am.splitc();
     ///     assert!(!sc.is_direct());
     ///     let at = rma.alloc_symmetric(8, 8)?;
     ///     let peer = GlobalPtr::<u64>::new(1 - sc.my_proc(), at);
     ///     sc.write(peer, 7)?; // a request, acknowledged once the bytes are in place
     ///     sc.barrier()?;
     ///     assert_eq!(sc.read(peer.on(sc.my_proc()))?, 7);
-    ///     sc.barrier()
+    ///     Ok(sc.barrier()?)
     /// })
     /// .unwrap();
     /// ```
-    pub fn new(rma: &'r Rma<'a, S, C>) -> Result<Self, SplitCError> {
+    pub fn new(rma: Rma<S, C>) -> Result<Self, SplitCError> {
         let am = rma.am();
         let procs = am.size();
         // Lines of their own: a peer's store writing into the array next to them,
@@ -120,17 +121,17 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
         // The allocator may hand out memory a previous user wrote: zero ours, and let
         // every rank finish that before anyone stores (`Coll::new` ends in a barrier).
         rma.put(am.rank(), counters, &vec![0; bytes])?;
+        let (me, segment) = (am.rank(), am.segment());
         let coll = Coll::new(rma)?;
         Ok(Self {
-            me: am.rank(),
+            me,
             procs,
-            segment: am.segment(),
+            segment,
             counters,
             stored_to: RefCell::new(vec![0; procs]),
             accounted: Cell::new(0),
             started: Cell::new(0),
             start: std::time::Instant::now(),
-            rma,
             coll,
         })
     }
@@ -139,11 +140,13 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     ///
     /// ```
     /// use amrq::splitc::SplitCError;
-    /// let me = amrq::spmd::splitc_threads(3, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    /// let me = amrq::Config::new().threads(3, |setup| -> amrq::Result<_> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     Ok(sc.my_proc())
     /// })
     /// .unwrap();
-    /// assert_eq!(me, [Ok(0), Ok(1), Ok(2)]);
+    /// assert_eq!(me, [0, 1, 2]);
     /// ```
     pub fn my_proc(&self) -> Rank {
         self.me
@@ -153,11 +156,13 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     ///
     /// ```
     /// use amrq::splitc::SplitCError;
-    /// let p = amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    /// let p = amrq::Config::new().threads(2, |setup| -> amrq::Result<_> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     Ok(sc.procs())
     /// })
     /// .unwrap();
-    /// assert_eq!(p, [Ok(2), Ok(2)]);
+    /// assert_eq!(p, [2, 2]);
     /// ```
     pub fn procs(&self) -> usize {
         self.procs
@@ -168,22 +173,26 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     /// ```
     /// use amrq::{splitc::SplitCError, Config};
     /// let mut cfg = Config::default();
-    /// cfg.splitc_frames = true; // every remote access as AM frames, as across a network
-    /// let direct = amrq::spmd::splitc_threads(2, &cfg, |sc| -> Result<_, SplitCError> {
+    /// cfg.rma_frames.set(true); // every remote access as AM frames, as across a network
+    /// let direct = cfg.threads(2, |setup| -> amrq::Result<_> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     Ok(sc.is_direct())
     /// })
     /// .unwrap();
-    /// assert_eq!(direct, [Ok(false), Ok(false)]);
+    /// assert_eq!(direct, [false, false]);
     /// ```
     pub fn is_direct(&self) -> bool {
-        self.rma.is_direct(self.me)
+        self.rma().is_direct(self.me)
     }
 
     /// True if `p` is in this rank's own segment (its accesses are plain copies).
     ///
     /// ```
     /// use amrq::splitc::{GlobalPtr, SplitCError};
-    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let p = GlobalPtr::<u64>::new(sc.my_proc(), 0);
     ///     assert!(sc.is_local(p) && !sc.is_local(p.on(1 - sc.my_proc())));
     ///     Ok(())
@@ -198,31 +207,40 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     ///
     /// ```
     /// use amrq::splitc::{GlobalPtr, SplitCError};
-    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let at = sc.rma().alloc_symmetric(8, 8)?; // one u64 at the same offset everywhere
     ///     sc.write(GlobalPtr::<u64>::new(0, at), 1)?;
-    ///     sc.barrier()
+    ///     Ok(sc.barrier()?)
     /// })
     /// .unwrap();
     /// ```
-    pub fn rma(&self) -> &'r Rma<'a, S, C> {
-        self.rma
+    pub fn rma(&self) -> &Rma<S, C> {
+        self.coll.rma()
     }
 
     /// The collectives below (gather, exchange, …).
     ///
     /// ```
     /// use amrq::splitc::SplitCError;
-    /// let out = amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    /// let out = amrq::Config::new().threads(2, |setup| -> amrq::Result<_> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let mut all = [0u32; 2];
     ///     sc.coll().allgather(&[sc.my_proc() as u32 * 7], &mut all)?;
     ///     Ok(all)
     /// })
     /// .unwrap();
-    /// assert_eq!(out, [Ok([0, 7]), Ok([0, 7])]);
+    /// assert_eq!(out, [[0, 7], [0, 7]]);
     /// ```
-    pub fn coll(&self) -> &Coll<'r, 'a, S, C> {
+    pub fn coll(&self) -> &Coll<S, C> {
         &self.coll
+    }
+
+    /// The collectives below, to change (see [`Rma::am_mut`]).
+    pub fn coll_mut(&mut self) -> &mut Coll<S, C> {
+        &mut self.coll
     }
 
     /// Wall-clock seconds since this context was made (Split-C's timers), for timing
@@ -230,7 +248,9 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     ///
     /// ```
     /// use amrq::splitc::SplitCError;
-    /// amrq::spmd::splitc_threads(1, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let t0 = sc.seconds();
     ///     sc.barrier()?;
     ///     assert!(sc.seconds() >= t0);
@@ -248,16 +268,15 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     /// ```
     /// use amrq::prelude::*;
     /// use amrq::{coll, rma::Rma, splitc::{SplitC, SplitCError}};
-    /// let out = amrq::threads::run(4, &Config::default(), |c| -> Result<(u64, u64, u64), SplitCError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::new(&am);
-    ///     let sc = SplitC::new(&rma)?;
+    /// let out = amrq::Config::new().threads(4, |setup| -> amrq::Result<(u64, u64, u64)> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let sc = am.splitc();
     ///     let me = sc.my_proc() as u64;
     ///     Ok((sc.all_reduce(me, coll::sum)?, sc.all_reduce(me, coll::max)?, sc.all_scan(me + 1, 0, coll::sum)?))
     /// })
     /// .unwrap();
-    /// assert_eq!(out[3], Ok((6, 3, 10)));
-    /// assert_eq!(out[1], Ok((6, 3, 3)));
+    /// assert_eq!(out[3], (6, 3, 10));
+    /// assert_eq!(out[1], (6, 3, 3));
     /// ```
     pub fn all_reduce<T: Word>(&self, v: T, op: impl Fn(T, T) -> T) -> Result<T, SplitCError> {
         let mut data = [v];
@@ -269,13 +288,15 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     ///
     /// ```
     /// use amrq::splitc::SplitCError;
-    /// let out = amrq::spmd::splitc_threads(3, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<_> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let mut v = [1.0f64, sc.my_proc() as f64];
     ///     sc.all_reduce_slice(&mut v, amrq::coll::sum)?;
     ///     Ok(v)
     /// })
     /// .unwrap();
-    /// assert!(out.iter().all(|v| *v == Ok([3.0, 3.0])));
+    /// assert!(out.iter().all(|v| *v == [3.0, 3.0]));
     /// ```
     pub fn all_reduce_slice<T: Word>(
         &self,
@@ -290,11 +311,13 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     ///
     /// ```
     /// use amrq::splitc::SplitCError;
-    /// let out = amrq::spmd::splitc_threads(3, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
-    ///     sc.all_scan(10u64, 0, amrq::coll::sum)
+    /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<_> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
+    ///     Ok(sc.all_scan(10u64, 0, amrq::coll::sum)?)
     /// })
     /// .unwrap();
-    /// assert_eq!(out, [Ok(10), Ok(20), Ok(30)]);
+    /// assert_eq!(out, [10, 20, 30]);
     /// ```
     pub fn all_scan<T: Word>(
         &self,
@@ -311,11 +334,13 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     ///
     /// ```
     /// use amrq::splitc::SplitCError;
-    /// let out = amrq::spmd::splitc_threads(3, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
-    ///     sc.broadcast(2, sc.my_proc() as i32 - 10)
+    /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<_> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
+    ///     Ok(sc.broadcast(2, sc.my_proc() as i32 - 10)?)
     /// })
     /// .unwrap();
-    /// assert_eq!(out, [Ok(-8), Ok(-8), Ok(-8)]);
+    /// assert_eq!(out, [-8, -8, -8]);
     /// ```
     pub fn broadcast<T: Word>(&self, root: Rank, v: T) -> Result<T, SplitCError> {
         let mut data = [v];
@@ -327,14 +352,16 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     ///
     /// ```
     /// use amrq::splitc::SplitCError;
-    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     assert_eq!(sc.am().size(), sc.procs()); // the AM layer below
     ///     Ok(())
     /// })
     /// .unwrap();
     /// ```
-    pub fn am(&self) -> &'a Am<S, C> {
-        self.rma.am()
+    pub fn am(&self) -> &Am<S, C> {
+        self.coll.am()
     }
 
     /// Runs atomic procedure `proc` (a request handler of the `Am`'s table) at the owner
@@ -349,7 +376,7 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     /// use amrq::prelude::*;
     /// use amrq::rma::Rma;
     /// use amrq::splitc::{update_local, GlobalPtr, SplitC, SplitCError};
-    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<f64, SplitCError> {
+    /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<f64> {
     ///     let mut t = HandlerTable::<()>::new();
     ///     // element += arg 1 (an f64's bits); answers the element before.
     ///     let add = t.request("add", |_, ctx, m| {
@@ -357,16 +384,16 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     ///         let old = update_local(&ctx, m.arg(0)?, |v: f64| v + x)?;
     ///         ctx.reply_value(old.to_bits())
     ///     });
-    ///     let am = Am::new(c, t, ())?;
-    ///     let rma = Rma::new(&am);
-    ///     let sc = SplitC::new(&rma)?;
+    ///     let am = setup.start(t, ())?;
+    ///     let rma = am.rma();
+    ///     let sc = am.splitc();
     ///     let at = GlobalPtr::<f64>::new(0, rma.alloc_symmetric(8, 8)?);
     ///     sc.atomic(add, at, &[2.5f64.to_bits()])?; // every rank adds 2.5 at rank 0
     ///     sc.barrier()?;
-    ///     sc.read(at)
+    ///     Ok(sc.read(at)?)
     /// })
     /// .unwrap();
-    /// assert!(out.into_iter().all(|v| v == Ok(7.5)));
+    /// assert!(out.into_iter().all(|v| v == 7.5));
     /// ```
     pub fn atomic<T: Word>(
         &self,
@@ -392,7 +419,9 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     ///
     /// ```
     /// use amrq::splitc::SplitCError;
-    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     sc.barrier()?; // also completes this rank's split-phase operations first
     ///     Ok(())
     /// })
@@ -411,10 +440,12 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     ///
     /// ```
     /// use amrq::splitc::{Layout, SplitCError};
-    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let a = sc.all_spread_malloc::<f32>(10, Layout::BlockCyclic(5))?; // one block each
     ///     assert_eq!((a.owner(4), a.owner(5)), (0, 1));
-    ///     sc.all_spread_free(a)
+    ///     Ok(sc.all_spread_free(a)?)
     /// })
     /// .unwrap();
     /// ```
@@ -426,7 +457,7 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
         let shape = SpreadArray::<T>::new(0, len, layout, self.procs);
         let bytes = shape.local_bytes().max(1);
         let base = self
-            .rma
+            .rma()
             .alloc_symmetric(bytes.next_multiple_of(LINE_PAIR), LINE_PAIR)?;
         Ok(SpreadArray::new(base, len, layout, self.procs))
     }
@@ -435,7 +466,9 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     ///
     /// ```
     /// use amrq::splitc::{Layout, SplitCError};
-    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let free = sc.rma().am().segment_allocator().borrow().free_bytes();
     ///     let a = sc.all_spread_malloc::<u64>(1000, Layout::Cyclic)?;
     ///     sc.all_spread_free(a)?; // collective, as the allocation was
@@ -446,7 +479,7 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
     /// ```
     pub fn all_spread_free<T: Word>(&self, a: SpreadArray<T>) -> Result<(), SplitCError> {
         self.barrier()?; // nobody still reads or writes it
-        Ok(self.rma.free(a.base())?)
+        Ok(self.rma().free(a.base())?)
     }
 
     /// Word `i` of this rank's counters: 0 the store count, 1 + r what rank r said it
@@ -491,26 +524,26 @@ impl<'r, 'a, S, C: Conduit> SplitC<'r, 'a, S, C> {
 /// ([`AmError::BadRuntimeMessage`], recorded against it).
 ///
 /// ```
-/// use amrq::splitc::{update_local, GlobalPtr, SplitCError};
-/// // An atomic procedure: the max of the element and the arg, run at the element's owner.
-/// let out = amrq::spmd::splitc_threads_with(
-///     3,
-///     &amrq::Config::default(),
-///     |t| t.request("max", |_, ctx, m| {
+/// use amrq::prelude::*;
+/// use amrq::splitc::{update_local, GlobalPtr};
+/// let out = amrq::Config::new().threads(3, |setup| {
+///     let mut t = HandlerTable::<()>::new();
+///     // An atomic procedure: the max of the element and the arg, run at the element's owner.
+///     let max = t.request("max", |_, ctx, m| {
 ///         let v = m.arg(1)?;
 ///         let old = update_local(&ctx, m.arg(0)?, |x: u64| x.max(v))?;
 ///         ctx.reply_value(old)
-///     }),
-///     |sc, max| -> Result<u64, SplitCError> {
-///         let at = GlobalPtr::<u64>::new(0, sc.rma().alloc_symmetric(8, 8)?);
-///         sc.barrier()?;
-///         sc.atomic(max, at, &[10 * sc.my_proc() as u64])?;
-///         sc.barrier()?;
-///         sc.read(at)
-///     },
-/// )
+///     });
+///     let job = setup.start(t, ())?;
+///     let sc = job.splitc();
+///     let at = GlobalPtr::<u64>::new(0, sc.rma().alloc_symmetric(8, 8)?);
+///     sc.barrier()?;
+///     sc.atomic(max, at, &[10 * sc.my_proc() as u64])?;
+///     sc.barrier()?;
+///     Ok(sc.read(at)?)
+/// })
 /// .unwrap();
-/// assert!(out.into_iter().all(|v| v == Ok(20)));
+/// assert!(out.into_iter().all(|v| v == 20));
 /// ```
 pub fn update_local<T: Word, S, C: Conduit>(
     ctx: &ReqCtx<'_, S, C>,

@@ -9,7 +9,9 @@ use crate::rma::RmaError;
 ///
 /// ```
 /// use amrq::splitc::{GlobalPtr, SplitCError};
-/// amrq::spmd::splitc_threads(1, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+/// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+///     let sc = job.splitc();
 ///     // An address past the segment: a typed error, nothing read.
 ///     let e = sc.read(GlobalPtr::<u64>::new(0, usize::MAX - 16)).unwrap_err();
 ///     println!("{e}");

@@ -15,8 +15,8 @@ fn input(r: usize, i: usize) -> u64 {
 /// Runs every collective for each length in `lens` with every root and checks it.
 pub fn all_collectives(c: MemConduit, lens: &[usize]) -> Result<(), RmaError> {
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    let rma = Rma::new(&am);
-    let coll = Coll::new(&rma)?;
+    let coll = Coll::new(Rma::new(am))?;
+    let am = coll.am();
     let (me, n) = (am.rank(), am.size());
     let mine = |len: usize| (0..len).map(|i| input(me, i)).collect::<Vec<u64>>();
     let column = |i: usize| (0..n).map(move |r| input(r, i));

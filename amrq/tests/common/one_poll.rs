@@ -2,6 +2,7 @@
 //! threads and the processes tests.
 
 use amrq::conduit::mem::MemConduit;
+use amrq::conduit::Conduit;
 use amrq::conduit::ReceivedFrame;
 use amrq::config::QueueSpec;
 use amrq::prelude::*;

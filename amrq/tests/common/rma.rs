@@ -2,6 +2,7 @@
 //! at once, completion counters. Shared by the threads and the processes tests.
 
 use amrq::conduit::mem::MemConduit;
+use amrq::conduit::Conduit;
 use amrq::prelude::*;
 use amrq::rma::{AtomicOp, Completion, Rma, RmaError};
 
@@ -31,7 +32,8 @@ const SLICE: usize = 4096;
 /// operations checked.
 pub fn against_a_model(c: MemConduit, ops: usize, frames: bool) -> Result<usize, RmaError> {
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    let rma = Rma::new_or_over_frames(&am, frames);
+    let rma = Rma::new_or_over_frames(am, frames);
+    let am = rma.am();
     let (me, n) = (am.rank(), am.size());
     let buf = rma.alloc_symmetric(n * SLICE, 64)?;
     let mine = buf + me * SLICE;
@@ -96,7 +98,8 @@ pub fn against_a_model(c: MemConduit, ops: usize, frames: bool) -> Result<usize,
 /// a put with a completion counter to every rank. Panics on a wrong total.
 pub fn atomics_from_every_rank(c: MemConduit, k: u64, frames: bool) -> Result<(), RmaError> {
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    let rma = Rma::new_or_over_frames(&am, frames);
+    let rma = Rma::new_or_over_frames(am, frames);
+    let am = rma.am();
     let (me, n) = (am.rank(), am.size() as u64);
     let words = rma.alloc_symmetric(64, 64)?;
     let (add, cas, xor, neg) = (words, words + 8, words + 16, words + 24);
@@ -170,7 +173,8 @@ pub fn indexed_against_a_model(
 ) -> Result<usize, RmaError> {
     use amrq::rma::Strided;
     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    let rma = Rma::new_or_over_frames(&am, frames);
+    let rma = Rma::new_or_over_frames(am, frames);
+    let am = rma.am();
     let (me, n) = (am.rank(), am.size());
     let buf = rma.alloc_symmetric(n * SLICE, 64)?;
     let mine = buf + me * SLICE;

@@ -24,7 +24,7 @@ pub fn tag_on_reuse(c: MemConduit, messages: u64) -> Result<(), String> {
     let r = |e: RqError| e.to_string();
     let am = Am::new(c, HandlerTable::<()>::new(), ()).map_err(e)?;
     let rq = am.rq();
-    let len_of = |i: u64| 513 + (i as usize * 37) % (cfg.tag_on_bytes - 513);
+    let len_of = |i: u64| 513 + (i as usize * 37) % (cfg.tag_on_bytes.get() - 513);
     if am.rank() == 0 {
         for i in 0..messages {
             let d = data(i, len_of(i));
@@ -66,7 +66,7 @@ pub fn tag_on_reuse(c: MemConduit, messages: u64) -> Result<(), String> {
     // No leak: all 8 blocks can be claimed again; a 9th Tag-On finds the pool full
     // while the queue itself still has room (Basic still fits).
     if am.rank() == 0 {
-        for i in 0..cfg.tag_on_buffers as u64 {
+        for i in 0..cfg.tag_on_buffers.get() as u64 {
             if !rq
                 .enqueue_as(1, q, Kind::TagOn, 0, &[i], &data(i, 1000))
                 .map_err(r)?
@@ -89,7 +89,7 @@ pub fn tag_on_reuse(c: MemConduit, messages: u64) -> Result<(), String> {
     }
     am.barrier().map_err(e)?;
     if am.rank() == 1 {
-        for _ in 0..cfg.tag_on_buffers + 1 {
+        for _ in 0..cfg.tag_on_buffers.get() + 1 {
             if !rq.delete_queue(q).map_err(r)? {
                 return Err("a frame went missing".into());
             }

@@ -14,6 +14,8 @@ mod cpu;
 mod deferred;
 #[path = "../common/marker.rs"]
 mod marker;
+#[path = "../common/ranks.rs"]
+mod ranks;
 #[path = "../common/rig.rs"]
 mod rig;
 mod run;
@@ -75,7 +77,8 @@ fn rma_completes_operations_a_conduit_leaves_in_flight() {
         .expect("endpoints");
     let rank = |c: deferred::Deferred<amrq::conduit::mem::MemConduit>| -> Result<(), RmaError> {
         let am = Am::new(c, HandlerTable::new(), ())?;
-        let rma = Rma::new(&am);
+        let rma = Rma::new(am);
+        let am = rma.am();
         let (me, peer) = (am.rank(), 1 - am.rank());
         let at = rma.alloc_symmetric(4096, 8)?;
         let counter = rma.alloc_symmetric(8, 8)?;

@@ -89,7 +89,7 @@ fn die_process(c: MemConduit) {
 /// amrq's launcher. In a rank (found by the launcher's environment) this runs the
 /// rank's part and exits; otherwise it starts the job and checks every rank ran.
 pub fn processes(test: &str, ranks: usize, case: Case<MemConduit>) {
-    let joined = amrq::launch::joined_spec(&spec(), Duration::from_secs(60));
+    let joined = super::ranks::joined_spec(&spec(), Duration::from_secs(60));
     run_rank(joined, |c| case(c, &Job { die: die_process }));
     let _g = one_at_a_time();
     let mut l = Launcher::new(ranks);
@@ -178,7 +178,7 @@ fn die_ucx(c: UcxConduit) {
 /// connected by UCX over tcp on the rig's veth; each rank first checks that UCX really
 /// uses that. Skipped, saying so, where UCX or namespaces are missing.
 pub fn ucx_hosts(test: &str, ranks: usize, case: Case<UcxConduit>) {
-    let joined = amrq::conduit::ucx::joined(&spec(), &[], Duration::from_secs(60));
+    let joined = super::ranks::joined_ucx(&spec(), Duration::from_secs(60));
     run_rank(joined, |c| {
         super::rig::assert_tcp_on_rig(&c);
         case(
@@ -208,7 +208,7 @@ pub fn ucx_hosts(test: &str, ranks: usize, case: Case<UcxConduit>) {
 /// rig's veth between hosts (each rank first checks that UCX really uses that).
 /// Skipped, saying so, where UCX or namespaces are missing.
 pub fn cluster_hosts(test: &str, ranks: usize, case: Case<ClusterConduit>) {
-    let joined = amrq::conduit::cluster::joined(&spec(), &[], Duration::from_secs(60));
+    let joined = super::ranks::joined_cluster(&spec(), Duration::from_secs(60));
     run_rank(joined, |c| {
         super::rig::assert_tcp_on_rig(c.remote());
         assert_eq!(
@@ -244,7 +244,7 @@ pub fn cluster_hosts(test: &str, ranks: usize, case: Case<ClusterConduit>) {
 /// [`cluster_hosts`] with each rank's cluster behind the ring conduit's front
 /// (`MemConduit::across_hosts`), the endpoint a program's job gets across hosts.
 pub fn front_hosts(test: &str, ranks: usize, case: Case<MemConduit>) {
-    let joined = amrq::conduit::cluster::joined(&spec(), &[], Duration::from_secs(60));
+    let joined = super::ranks::joined_cluster(&spec(), Duration::from_secs(60));
     run_rank(joined.map(|c| c.map(MemConduit::across_hosts)), |c| {
         let cluster = c.across().expect("a front");
         super::rig::assert_tcp_on_rig(cluster.remote());

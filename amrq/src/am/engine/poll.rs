@@ -52,10 +52,10 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     /// # use amrq::prelude::*;
     /// use std::cell::Cell;
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let hit = t.request("hit", |n: &Cell<u64>, _ctx, _m| { n.set(n.get() + 1); Ok(()) });
-    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     let am = setup.start(t, Cell::new(0))?;
     ///     assert_eq!(am.poll()?, 0);
     ///     am.request(0, hit, &[])?;
     ///     while am.poll()? == 0 {}
@@ -104,16 +104,16 @@ impl<S, C: Conduit> Am<S, C> {
     /// use amrq::prelude::*;
     /// use std::cell::Cell;
     /// struct S { pong: ReplyHandler, got: Cell<u64> }
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let pong = t.reply("pong", |s: &S, m| { s.got.set(m.arg(0)?); Ok(()) });
     ///     let ping = t.request("ping", |s: &S, ctx, m| ctx.reply(s.pong, &[m.arg(0)? * 2]));
-    ///     let am = Am::new(c, t, S { pong, got: Cell::new(0) })?;
+    ///     let am = setup.start(t, S { pong, got: Cell::new(0) })?;
     ///     if am.rank() == 0 {
     ///         am.request(1, ping, &[21])?;
     ///         am.wait_until(|s| s.got.get() == 42)?; // rank 1 serves it in its barrier
     ///     }
-    ///     am.barrier()
+    ///     Ok(am.barrier()?)
     /// })
     /// .unwrap();
     /// ```
@@ -177,9 +177,9 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     /// # use amrq::prelude::*;
     /// # use std::time::Duration;
-    /// let out = amrq::threads::run(1, &Config::default(), |c| {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     am.wait_until_for(Duration::from_millis(10), |_| false)
+    /// let out = amrq::Config::new().threads(1, |setup| {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     Ok(am.wait_until_for(Duration::from_millis(10), |_| false))
     /// }).unwrap();
     /// assert!(matches!(out[0], Err(AmError::Timeout { .. })));
     /// ```
@@ -313,17 +313,17 @@ impl<S, C: Conduit> Am<S, C> {
     ///
     /// ```
     /// use amrq::prelude::*;
-    /// let out = amrq::threads::run(2, &Config::default(), |c| -> Result<u64, AmError> {
+    /// let out = amrq::Config::new().threads(2, |setup| -> amrq::Result<u64> {
     ///     let mut t = HandlerTable::<()>::new();
     ///     let one = t.request("one", |_, _ctx, m| m.arg(0).map(drop));
-    ///     let am = Am::new(c, t, ())?;
+    ///     let am = setup.start(t, ())?;
     ///     am.request(1 - am.rank(), one, &[])?; // no arg: a bad message
     ///     am.wait_until(|_| am.faults().total() == 1)?;
     ///     am.barrier()?;
     ///     Ok(am.faults().of(1 - am.rank()))
     /// })
     /// .unwrap();
-    /// assert_eq!(out, [Ok(1), Ok(1)]);
+    /// assert_eq!(out, [1, 1]);
     /// ```
     pub fn faults(&self) -> crate::conduit::Faults {
         self.rq.faults()

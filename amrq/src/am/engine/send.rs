@@ -15,19 +15,19 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     /// use amrq::prelude::*;
     /// use std::cell::Cell;
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let add = t.request("add", |sum: &Cell<u64>, _ctx, m| {
     ///         sum.set(sum.get() + m.args().iter().sum::<u64>());
     ///         Ok(())
     ///     });
-    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     let am = setup.start(t, Cell::new(0))?;
     ///     if am.rank() == 0 {
     ///         am.request(1, add, &[1, 2, 3])?;
     ///     } else {
     ///         am.wait_until(|sum| sum.get() == 6)?;
     ///     }
-    ///     am.barrier()
+    ///     Ok(am.barrier()?)
     /// })
     /// .unwrap();
     /// ```
@@ -115,19 +115,19 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     /// use amrq::prelude::*;
     /// use std::cell::RefCell;
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let text = t.request("text", |got: &RefCell<String>, _ctx, m| {
     ///         got.borrow_mut().push_str(&String::from_utf8_lossy(m.payload()));
     ///         Ok(())
     ///     });
-    ///     let am = Am::new(c, t, RefCell::new(String::new()))?;
+    ///     let am = setup.start(t, RefCell::new(String::new()))?;
     ///     if am.rank() == 0 {
     ///         am.request_medium(1, text, &[], b"hello")?;
     ///     } else {
     ///         am.wait_until(|got| got.borrow().as_str() == "hello")?;
     ///     }
-    ///     am.barrier()
+    ///     Ok(am.barrier()?)
     /// })
     /// .unwrap();
     /// ```
@@ -150,20 +150,20 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     /// use amrq::prelude::*;
     /// use std::cell::Cell;
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     // The payload is already in place in this rank's segment when the handler runs.
     ///     let landed = t.request("landed", |sum: &Cell<u64>, _ctx, m| {
     ///         sum.set(m.payload().iter().map(|&b| u64::from(b)).sum());
     ///         Ok(())
     ///     });
-    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     let am = setup.start(t, Cell::new(0))?;
     ///     if am.rank() == 0 {
     ///         am.request_long(1, landed, &[], &[1u8; 1000], 4096)?;
     ///     } else {
     ///         am.wait_until(|sum| sum.get() == 1000)?;
     ///     }
-    ///     am.barrier()
+    ///     Ok(am.barrier()?)
     /// })
     /// .unwrap();
     /// ```
@@ -201,10 +201,10 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     /// # use amrq::prelude::*;
     /// use std::cell::Cell;
-    /// amrq::threads::run(1, &Config::default(), |c| -> Result<(), AmError> {
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let count = t.request("count", |n: &Cell<u64>, _ctx, _m| { n.set(n.get() + 1); Ok(()) });
-    ///     let am = Am::new(c, t, Cell::new(0))?;
+    ///     let am = setup.start(t, Cell::new(0))?;
     ///     let mut sent = 0;
     ///     while am.try_request(0, count, &[], &[])? {
     ///         sent += 1; // until the ring to itself is full: nothing is polled meanwhile

@@ -11,6 +11,7 @@ fn terms(size: usize, key: JobKey) -> Terms {
         size,
         digest: 7,
         bytes: 0,
+        agreement: String::new(),
     }
 }
 

@@ -444,6 +444,31 @@ impl MemConduit {
         unsafe { &*self.doorbell }
     }
 
+    /// The bootstraps of every job this endpoint is a rank of, and its rank in each:
+    /// one, or both halves' of a job across hosts. A clone keeps a job's shared memory
+    /// from saying this rank left until it is dropped, so that a failure recorded
+    /// first is what the others see.
+    ///
+    /// ```
+    /// use amrq::conduit::threads;
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// let boots = eps[1].boots();
+    /// assert_eq!(boots.len(), 1);
+    /// assert_eq!(boots[0].1, 1); // rank 1 of its one job
+    /// ```
+    pub fn boots(&self) -> Vec<(Boot, Rank)> {
+        match &self.across {
+            Some(a) => {
+                let local = a.cluster.local();
+                vec![
+                    (local.boot.clone(), local.rank),
+                    (self.boot.clone(), self.rank),
+                ]
+            }
+            None => vec![(self.boot.clone(), self.rank)],
+        }
+    }
+
     /// The bootstrap this endpoint's job uses.
     ///
     /// ```

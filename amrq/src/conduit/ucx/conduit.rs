@@ -8,7 +8,7 @@ use super::rx::{shared_charge, Shared};
 use super::sys::{self, StatusPtr};
 use super::waker::FdWaker;
 use super::wire::{self, Kind};
-use crate::bootstrap::Boot;
+use crate::bootstrap::{Boot, BootError};
 use crate::conduit::mem::{InterruptRx, MemConduit, MemFrame};
 use crate::conduit::ring::tail_after;
 use crate::conduit::{
@@ -354,10 +354,10 @@ impl UcxConduit {
                 let missing: Vec<Rank> = (0..self.size)
                     .filter(|&r| !l.coll.contains_key(&(epoch, r)))
                     .collect();
-                return Err(ConduitError::Bootstrap(format!(
+                return Err(ConduitError::Bootstrap(BootError::Timeout(format!(
                     "rank {} waited {PATIENCE:?} at a setup collective for ranks {missing:?}",
                     self.rank
-                )));
+                ))));
             }
             std::thread::yield_now();
         }

@@ -44,7 +44,7 @@ mod wire;
 pub use conduit::{UcxAlarm, UcxConduit, UcxInterrupts};
 pub use net::Card;
 pub(crate) use start::{form, wire_up};
-pub use start::{join, joined, open, open_on, threads, Opened, SegmentMemory};
+pub use start::{join, open, open_on, threads, Opened, SegmentMemory};
 
 /// Whether UCX can be used on this machine: `Err` says what to install.
 ///

@@ -13,7 +13,7 @@ use super::rx::Shared;
 use super::sys::{self, ucs_status_t};
 use super::waker::FdWaker;
 use super::wire;
-use crate::bootstrap::env::{detect_across_hosts, Place};
+use crate::bootstrap::env::Place;
 use crate::bootstrap::rendezvous::Terms;
 use crate::bootstrap::{Boot, NetJob, ShmJob, ThreadsBoot};
 use crate::conduit::mem::{HeapRegion, MemConduit, Parts, RegionLayout, RegionOwner};
@@ -402,28 +402,6 @@ pub fn threads(
         .collect()
 }
 
-/// If a launcher placed this process in a job across hosts (`AMRQ_RENDEZVOUS` is set:
-/// `amrun --hosts`, see [`crate::bootstrap::env`]), joins it over UCX; `Ok(None)` if
-/// this process was not started so. `settings` as in [`open`]; `timeout` bounds the
-/// wait for the other ranks (the attach timeout).
-///
-/// ```no_run
-/// use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
-/// let spec = ConduitSpec::new(vec![ChannelSpec::new(256)]);
-/// if let Some(c) = ucx::joined(&spec, &[], std::time::Duration::from_secs(60)).unwrap() {
-///     println!("rank {} of {}", c.rank(), c.size());
-/// }
-/// ```
-pub fn joined(
-    spec: &ConduitSpec,
-    settings: &[(String, String)],
-    timeout: Duration,
-) -> Result<Option<UcxConduit>, ConduitError> {
-    detect_across_hosts()?
-        .map(|place| join(&place, spec, settings, timeout))
-        .transpose()
-}
-
 /// Joins the job `place` across hosts over UCX: forms the job at rank 0's rendezvous
 /// (`place.rendezvous`), opens this rank's endpoint, exchanges the cards, connects
 /// to every rank and waits until all are connected (a barrier), so that a peer this
@@ -475,6 +453,7 @@ pub(crate) fn form(
         size: place.size,
         digest: crate::conduit::shm::digest(spec, spec.segment_bytes),
         bytes: 0,
+        agreement: spec.agreement(),
     };
     Ok(NetJob::form(
         place.rank,

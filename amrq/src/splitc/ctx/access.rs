@@ -6,19 +6,21 @@ use crate::conduit::Conduit;
 use crate::rma::Word;
 use crate::splitc::{GlobalPtr, SplitCError};
 
-impl<S, C: Conduit> SplitC<'_, '_, S, C> {
+impl<S, C: Conduit> SplitC<S, C> {
     /// The value at `p` (a blocking read: returns when the value is here).
     ///
     /// ```
     /// use amrq::splitc::{Layout, SplitCError};
-    /// let out = amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    /// let out = amrq::Config::new().threads(2, |setup| -> amrq::Result<_> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let a = sc.all_spread_malloc::<u32>(2, Layout::Cyclic)?; // a[0] on rank 0, a[1] on 1
     ///     sc.write(a.at(sc.my_proc()), 100 + sc.my_proc() as u32)?;
     ///     sc.barrier()?;
-    ///     sc.read(a.at(1 - sc.my_proc())) // the other rank's element
+    ///     Ok(sc.read(a.at(1 - sc.my_proc()))?) // the other rank's element
     /// })
     /// .unwrap();
-    /// assert_eq!(out, [Ok(101), Ok(100)]);
+    /// assert_eq!(out, [101, 100]);
     /// ```
     pub fn read<T: Word>(&self, p: GlobalPtr<T>) -> Result<T, SplitCError> {
         // SAFETY: every bit pattern, zeros too, is a value of a `Word` type.
@@ -31,16 +33,18 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///
     /// ```
     /// use amrq::splitc::{Layout, SplitCError};
-    /// let out = amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    /// let out = amrq::Config::new().threads(2, |setup| -> amrq::Result<_> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let a = sc.all_spread_malloc::<f64>(2, Layout::Cyclic)?;
     ///     if sc.my_proc() == 0 {
     ///         sc.write(a.at(1), 2.5)?; // complete at rank 1 when it returns
     ///     }
     ///     sc.barrier()?;
-    ///     sc.read(a.at(1))
+    ///     Ok(sc.read(a.at(1))?)
     /// })
     /// .unwrap();
-    /// assert_eq!(out, [Ok(2.5), Ok(2.5)]);
+    /// assert_eq!(out, [2.5, 2.5]);
     /// ```
     pub fn write<T: Word>(&self, p: GlobalPtr<T>, v: T) -> Result<(), SplitCError> {
         self.bulk_write(p, std::slice::from_ref(&v))
@@ -50,7 +54,9 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///
     /// ```
     /// use amrq::splitc::{GlobalPtr, SplitCError};
-    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let at = sc.rma().alloc_symmetric(4 * 8, 8)?;
     ///     let mine = GlobalPtr::<u64>::new(sc.my_proc(), at);
     ///     sc.bulk_write(mine, &[sc.my_proc() as u64; 4])?;
@@ -58,13 +64,13 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///     let mut theirs = [9u64; 4];
     ///     sc.bulk_read(mine.on(1 - sc.my_proc()), &mut theirs)?;
     ///     assert_eq!(theirs, [1 - sc.my_proc() as u64; 4]);
-    ///     sc.barrier()
+    ///     Ok(sc.barrier()?)
     /// })
     /// .unwrap();
     /// ```
     pub fn bulk_read<T: Word>(&self, src: GlobalPtr<T>, dst: &mut [T]) -> Result<(), SplitCError> {
         if !self.is_local(src) {
-            return Ok(self.rma.get_slice(src.rank(), src.offset(), dst)?);
+            return Ok(self.rma().get_slice(src.rank(), src.offset(), dst)?);
         }
         let from = self.local(src.offset(), std::mem::size_of_val(dst))?;
         // SAFETY: `local` checked the range lies in this rank's segment, which lives as
@@ -85,7 +91,9 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///
     /// ```
     /// use amrq::splitc::{GlobalPtr, SplitCError};
-    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let at = sc.rma().alloc_symmetric(3 * 2, 8)?;
     ///     if sc.my_proc() == 1 {
     ///         sc.bulk_write(GlobalPtr::<u16>::new(0, at), &[1, 2, 3])?;
@@ -100,7 +108,7 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     /// ```
     pub fn bulk_write<T: Word>(&self, dst: GlobalPtr<T>, src: &[T]) -> Result<(), SplitCError> {
         if !self.is_local(dst) {
-            return Ok(self.rma.put_slice(dst.rank(), dst.offset(), src)?);
+            return Ok(self.rma().put_slice(dst.rank(), dst.offset(), src)?);
         }
         self.copy_in(dst.offset(), crate::rma::bytes_of(src))
     }
@@ -112,10 +120,11 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     /// ```
     /// use amrq::prelude::*;
     /// use amrq::splitc::{Layout, SplitC, SplitCError};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = amrq::rma::Rma::over_frames(&am);
-    ///     let sc = SplitC::new(&rma)?;
+    /// let mut frames = amrq::Config::new();
+    /// frames.rma_frames.set(true); // every one-sided operation as AM frames
+    /// frames.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let sc = am.splitc();
     ///     let a = sc.all_spread_malloc::<u32>(4, Layout::Cyclic)?; // 2 per rank
     ///     let me = sc.my_proc();
     ///     sc.write(a.at(me), 10 + me as u32)?;
@@ -124,7 +133,7 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///     sc.get(mine, theirs)?; // in flight while this rank computes
     ///     assert_eq!(sc.sync()?, 1);
     ///     assert_eq!(sc.read(mine)?, 11 - me as u32);
-    ///     sc.barrier()
+    ///     Ok(sc.barrier()?)
     /// })
     /// .unwrap();
     /// ```
@@ -137,7 +146,9 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///
     /// ```
     /// use amrq::splitc::{GlobalPtr, SplitCError};
-    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let n = 64;
     ///     let (src, dst) = (sc.rma().alloc_symmetric(n * 8, 8)?, sc.rma().alloc_symmetric(n * 8, 8)?);
     ///     let me = sc.my_proc();
@@ -147,7 +158,7 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///     sc.bulk_get(GlobalPtr::<u64>::new(me, dst), GlobalPtr::new(1 - me, src), n)?;
     ///     sc.sync()?;
     ///     assert_eq!(sc.read(GlobalPtr::<u64>::new(me, dst + 8 * (n - 1)))?, 2 - me as u64);
-    ///     sc.barrier()
+    ///     Ok(sc.barrier()?)
     /// })
     /// .unwrap();
     /// ```
@@ -171,7 +182,7 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
             // them to overlap.
             unsafe { std::ptr::copy(from.as_ptr(), to.as_ptr(), len) };
         } else {
-            self.rma
+            self.rma()
                 .get_local_nbi(src.rank(), src.offset(), len, dst.offset())?;
         }
         self.started.set(self.started.get() + 1);
@@ -183,16 +194,18 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///
     /// ```
     /// use amrq::splitc::{Layout, SplitCError};
-    /// let out = amrq::spmd::splitc_threads(3, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<_> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let a = sc.all_spread_malloc::<u64>(3, Layout::Cyclic)?;
     ///     let right = (sc.my_proc() + 1) % sc.procs();
     ///     sc.put(a.at(right), sc.my_proc() as u64)?; // started…
     ///     sc.sync()?; // …complete
     ///     sc.barrier()?;
-    ///     sc.read(a.at(sc.my_proc())) // what my left neighbour put
+    ///     Ok(sc.read(a.at(sc.my_proc()))?) // what my left neighbour put
     /// })
     /// .unwrap();
-    /// assert_eq!(out, [Ok(2), Ok(0), Ok(1)]);
+    /// assert_eq!(out, [2, 0, 1]);
     /// ```
     pub fn put<T: Word>(&self, dst: GlobalPtr<T>, v: T) -> Result<(), SplitCError> {
         self.bulk_put(dst, std::slice::from_ref(&v))
@@ -204,7 +217,9 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///
     /// ```
     /// use amrq::splitc::{GlobalPtr, SplitCError};
-    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let at = sc.rma().alloc_symmetric(1024, 8)?;
     ///     let other = GlobalPtr::<u8>::new(1 - sc.my_proc(), at);
     ///     sc.bulk_put(other, &[7u8; 1024])?;
@@ -222,7 +237,7 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
             self.copy_in(dst.offset(), crate::rma::bytes_of(src))?;
         } else {
             let bytes = crate::rma::bytes_of(src);
-            self.rma.put_nbi(dst.rank(), dst.offset(), bytes)?;
+            self.rma().put_nbi(dst.rank(), dst.offset(), bytes)?;
         }
         self.started.set(self.started.get() + 1);
         Ok(())
@@ -233,7 +248,9 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///
     /// ```
     /// use amrq::splitc::{GlobalPtr, SplitCError};
-    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let at = sc.rma().alloc_symmetric(8, 8)?;
     ///     let me = GlobalPtr::<u64>::new(sc.my_proc(), at);
     ///     sc.write(me, 5)?;
@@ -241,14 +258,14 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///     sc.get(me.on(sc.my_proc()), me.on(1 - sc.my_proc()))?; // a get into my own word
     ///     sc.sync()?; // the value is here now
     ///     assert_eq!(sc.read(me)?, 5);
-    ///     sc.barrier()
+    ///     Ok(sc.barrier()?)
     /// })
     /// .unwrap();
     /// ```
     pub fn sync(&self) -> Result<usize, SplitCError> {
         let n = self.started.replace(0);
         if n > 0 {
-            self.rma.sync_nbi()?;
+            self.rma().sync_nbi()?;
         }
         Ok(n)
     }
@@ -264,10 +281,11 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     /// use amrq::prelude::*;
     /// use amrq::rma::Rma;
     /// use amrq::splitc::{SplitC, SplitCError};
-    /// amrq::threads::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = Rma::over_frames(&am);
-    ///     let sc = SplitC::new(&rma)?;
+    /// let mut frames = amrq::Config::new();
+    /// frames.rma_frames.set(true); // every one-sided operation as AM frames
+    /// frames.threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let sc = am.splitc();
     ///     let mut x = 0.0f64;
     ///     for i in 0..1000 {
     ///         x += (i as f64).sqrt(); // a long computation …
@@ -276,12 +294,12 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///         }
     ///     }
     ///     assert!(x > 0.0);
-    ///     sc.barrier()
+    ///     Ok(sc.barrier()?)
     /// })
     /// .unwrap();
     /// ```
     #[inline]
     pub fn poll(&self) -> Result<usize, SplitCError> {
-        Ok(self.rma.am().poll_outlined()?)
+        Ok(self.rma().am().poll_outlined()?)
     }
 }

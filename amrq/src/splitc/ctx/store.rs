@@ -8,23 +8,25 @@ use crate::splitc::{GlobalPtr, SplitCError};
 use crate::util::Backoff;
 use std::sync::atomic::Ordering;
 
-impl<S, C: Conduit> SplitC<'_, '_, S, C> {
+impl<S, C: Conduit> SplitC<S, C> {
     /// Store (Split-C's `*dst :- v`): writes `v` at `dst` with no reply; the owner
     /// learns of it by counting bytes ([`SplitC::store_sync`],
     /// [`SplitC::all_store_sync`]).
     ///
     /// ```
     /// use amrq::splitc::{Layout, SplitCError};
-    /// let out = amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<_, SplitCError> {
+    /// let out = amrq::Config::new().threads(2, |setup| -> amrq::Result<_> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let a = sc.all_spread_malloc::<u32>(8, Layout::Cyclic)?;
     ///     for i in 0..8 {
     ///         sc.store(a.at(i), i as u32 * 10)?; // no reply: counted at the owner
     ///     }
     ///     sc.all_store_sync()?; // every store of every rank is in place
-    ///     a.local_indices(sc.my_proc()).map(|i| sc.read(a.at(i))).sum::<Result<u32, _>>()
+    ///     Ok(a.local_indices(sc.my_proc()).map(|i| sc.read(a.at(i))).sum::<Result<u32, _>>()?)
     /// })
     /// .unwrap();
-    /// assert_eq!(out, [Ok(120), Ok(160)]); // rank 0 holds 0, 20, 40, 60
+    /// assert_eq!(out, [120, 160]); // rank 0 holds 0, 20, 40, 60
     /// ```
     pub fn store<T: Word>(&self, dst: GlobalPtr<T>, v: T) -> Result<(), SplitCError> {
         self.bulk_store(dst, std::slice::from_ref(&v))
@@ -35,10 +37,9 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     /// ```
     /// use amrq::prelude::*;
     /// use amrq::splitc::{Layout, SplitC, SplitCError};
-    /// let out = amrq::threads::run(3, &Config::default(), |c| -> Result<Vec<u64>, SplitCError> {
-    ///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    ///     let rma = amrq::rma::Rma::new(&am);
-    ///     let sc = SplitC::new(&rma)?;
+    /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<Vec<u64>> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let sc = am.splitc();
     ///     let a = sc.all_spread_malloc::<u64>(9, Layout::BlockCyclic(3))?; // 3 per rank
     ///     let (me, right) = (sc.my_proc(), (sc.my_proc() + 1) % 3);
     ///     sc.bulk_store(a.at(3 * right), &[me as u64; 3])?; // into the right neighbour
@@ -49,7 +50,7 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///     Ok(got)
     /// })
     /// .unwrap();
-    /// assert_eq!(out[1].as_ref().unwrap(), &[0, 0, 0]);
+    /// assert_eq!(out[1], [0, 0, 0]);
     /// ```
     pub fn bulk_store<T: Word>(&self, dst: GlobalPtr<T>, src: &[T]) -> Result<(), SplitCError> {
         let bytes = crate::rma::bytes_of(src);
@@ -61,7 +62,7 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
                 .fetch_add(bytes.len() as u64, Ordering::Release);
         } else {
             let (rank, at) = (dst.rank(), dst.offset());
-            self.rma.put_counted(rank, at, bytes, self.counters)?;
+            self.rma().put_counted(rank, at, bytes, self.counters)?;
         }
         self.stored_to.borrow_mut()[dst.rank()] += bytes.len() as u64;
         Ok(())
@@ -73,7 +74,9 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///
     /// ```
     /// use amrq::splitc::{GlobalPtr, SplitCError};
-    /// amrq::spmd::splitc_threads(2, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let at = sc.rma().alloc_symmetric(16, 8)?;
     ///     if sc.my_proc() == 0 {
     ///         sc.store(GlobalPtr::<u64>::new(1, at), 1)?;
@@ -82,7 +85,7 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///         sc.store_sync(16)?; // waits until 16 bytes have been stored here
     ///         assert_eq!(sc.read(GlobalPtr::<u64>::new(1, at + 8))?, 2);
     ///     }
-    ///     sc.barrier()
+    ///     Ok(sc.barrier()?)
     /// })
     /// .unwrap();
     /// ```
@@ -99,7 +102,9 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
     ///
     /// ```
     /// use amrq::splitc::{GlobalPtr, SplitCError};
-    /// amrq::spmd::splitc_threads(3, &amrq::Config::default(), |sc| -> Result<(), SplitCError> {
+    /// amrq::Config::new().threads(3, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let sc = job.splitc();
     ///     let at = sc.rma().alloc_symmetric(8 * 3, 8)?;
     ///     for r in 0..3 {
     ///         sc.store(GlobalPtr::<u64>::new(r, at + 8 * sc.my_proc()), 1)?;
@@ -116,7 +121,7 @@ impl<S, C: Conduit> SplitC<'_, '_, S, C> {
         let me = self.me as u64;
         for (rank, &n) in self.stored_to.borrow().iter().enumerate() {
             let word = self.counters + 8 * (1 + me as usize);
-            self.rma.put_slice(rank, word, &[n])?;
+            self.rma().put_slice(rank, word, &[n])?;
         }
         self.barrier()?;
         let expected: u64 = (0..self.procs)
