@@ -7,12 +7,10 @@
 //! CG of the same iterations: the residual and this rank's part of x.
 
 use crate::AppError;
-use amrq::am::{Am, HandlerTable};
+use amrq::am::HandlerTable;
 use amrq::coll;
-use amrq::conduit::mem::MemConduit;
-use amrq::conduit::Conduit;
-use amrq::rma::Rma;
 use amrq::splitc::{Layout, SplitC, SpreadArray};
+use amrq::Setup;
 use amrq_bench::report::{Figure, Outcome};
 use std::time::Instant;
 
@@ -87,7 +85,7 @@ fn rows_of(g: usize, p: usize, rank: usize) -> std::ops::Range<usize> {
 
 /// One CG run on this rank: x (its rows) and the last r·r; ns.
 fn parallel(
-    sc: &SplitC<'_, '_, ()>,
+    sc: &SplitC<()>,
     g: usize,
     iters: usize,
     ghost: &SpreadArray<f64>,
@@ -140,30 +138,30 @@ fn parallel(
 }
 
 /// One rank of the CG job: the outcome on rank 0.
-pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppError> {
-    let (me, p, g) = (c.rank(), c.size(), shape.grid.max(2));
+pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError> {
+    let (me, p, g) = (setup.rank(), setup.size(), shape.grid.max(2));
     if p > g {
         return Err(format!("{p} ranks for {g} grid rows: at most one rank per row").into());
     }
     let (want_x, want_rr) = sequential(g, shape.iters);
     let mut seq_us = Vec::new();
-    let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    let job = setup.start(HandlerTable::<()>::new(), ())?;
+    let (am, sc) = (job.am(), job.splitc());
     let mut o = Outcome::new("cg", p, 0.0);
     let rows = rows_of(g, p, me);
     for frames in [false, true] {
-        let rma = Rma::new_or_over_frames(&am, frames);
-        let sc = SplitC::new(&rma)?;
+        sc.rma().use_frames(frames);
         let path = if frames { "frames" } else { "direct" };
         let ghost = sc.all_spread_malloc::<f64>(p * 2 * g, Layout::BlockCyclic(2 * g))?;
         let mut per = Vec::new();
         let mut speedup = Vec::new();
         for batch in 0..=shape.batches {
-            let seq_ns = crate::on_rank_0_alone(&am, || {
+            let seq_ns = crate::on_rank_0_alone(am, || {
                 let t = Instant::now();
                 std::hint::black_box(sequential(g, shape.iters));
                 t.elapsed().as_secs_f64() * 1e9
             })?;
-            let (x, rr, ns) = parallel(&sc, g, shape.iters, &ghost)?;
+            let (x, rr, ns) = parallel(sc, g, shape.iters, &ghost)?;
             let mine = &want_x[rows.start * g..rows.end * g];
             let bad_x = x
                 .iter()

@@ -18,11 +18,9 @@
 //! against a sequential EM3D of the whole graph.
 
 use crate::{next, AppError};
-use amrq::am::{Am, HandlerTable};
-use amrq::conduit::mem::MemConduit;
-use amrq::conduit::Conduit;
-use amrq::rma::Rma;
+use amrq::am::HandlerTable;
 use amrq::splitc::{Layout, SplitC, SpreadArray};
+use amrq::Setup;
 use amrq_bench::report::{Figure, Outcome};
 use std::time::Instant;
 
@@ -160,8 +158,8 @@ impl Side {
 }
 
 /// One rank's EM3D on one path.
-struct Rank<'s, 'r, 'a> {
-    sc: &'s SplitC<'r, 'a, ()>,
+struct Rank<'s> {
+    sc: &'s SplitC<()>,
     n: usize,
     me: usize,
     e: SpreadArray<f64>,
@@ -172,7 +170,7 @@ struct Rank<'s, 'r, 'a> {
     sides: &'s [Side; 2],
 }
 
-impl Rank<'_, '_, '_> {
+impl Rank<'_> {
     /// Sets this rank's values to the initial ones.
     fn reset(&self) -> Result<(), AppError> {
         let (n, me) = (self.n, self.me);
@@ -273,8 +271,8 @@ impl Rank<'_, '_, '_> {
 }
 
 /// One rank of the EM3D job: the outcome on rank 0.
-pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppError> {
-    let (me, p, n) = (c.rank(), c.size(), shape.nodes.max(1));
+pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError> {
+    let (me, p, n) = (setup.rank(), setup.size(), shape.nodes.max(1));
     let e_edges = Edges::new(p, n, shape.remote, 0xe3d);
     let h_edges = Edges::new(p, n, shape.remote, 0x3d3);
     // Every rank's sides: this rank's own, and the ghost slots the largest needs.
@@ -290,15 +288,15 @@ pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppErro
         .max(1);
     let want = sequential(&e_edges, &h_edges, shape.iters);
     let mut seq_us = Vec::new();
-    let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    let job = setup.start(HandlerTable::<()>::new(), ())?;
+    let (am, sc) = (job.am(), job.splitc());
     let mut o = Outcome::new("em3d", p, 0.0);
     for frames in [false, true] {
-        let rma = Rma::new_or_over_frames(&am, frames);
-        let sc = SplitC::new(&rma)?;
+        sc.rma().use_frames(frames);
         let path = if frames { "frames" } else { "direct" };
         let block = Layout::BlockCyclic(n);
         let r = Rank {
-            sc: &sc,
+            sc,
             n,
             me,
             e: sc.all_spread_malloc(p * n, block)?,
@@ -310,7 +308,7 @@ pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppErro
         let mut per: Vec<Vec<f64>> = vec![Vec::new(); VERSIONS.len()];
         let mut speedup: Vec<Vec<f64>> = vec![Vec::new(); VERSIONS.len()];
         for batch in 0..=shape.batches {
-            let seq_ns = crate::on_rank_0_alone(&am, || {
+            let seq_ns = crate::on_rank_0_alone(am, || {
                 let t = Instant::now();
                 std::hint::black_box(sequential(&e_edges, &h_edges, shape.iters));
                 t.elapsed().as_secs_f64() * 1e9

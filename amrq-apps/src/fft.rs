@@ -19,11 +19,9 @@
 //! the whole array, with no transpose), which a unit test checks against a naive DFT.
 
 use crate::AppError;
-use amrq::am::{Am, HandlerTable};
-use amrq::conduit::mem::MemConduit;
-use amrq::conduit::Conduit;
-use amrq::rma::Rma;
+use amrq::am::HandlerTable;
 use amrq::splitc::{Layout, SplitC, SpreadArray};
+use amrq::Setup;
 use amrq_bench::report::{Figure, Outcome};
 use num_complex::Complex64;
 use rustfft::{Fft, FftPlanner};
@@ -141,7 +139,7 @@ struct Times {
 }
 
 /// One parallel 3-D FFT: leaves this rank's part of the result in `b.out`.
-fn parallel(sc: &SplitC<'_, '_, ()>, plan: &mut Plan, b: &mut Slabs) -> Result<Times, AppError> {
+fn parallel(sc: &SplitC<()>, plan: &mut Plan, b: &mut Slabs) -> Result<Times, AppError> {
     let (me, p, n) = (sc.my_proc(), sc.procs(), plan.n);
     let zs = block(n, p, me);
     b.planes.copy_from_slice(&b.input);
@@ -192,8 +190,8 @@ fn wrong(got: &[Complex64], want: &[Complex64]) -> usize {
 }
 
 /// One rank of the 3-D FFT job: the outcome on rank 0.
-pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppError> {
-    let (me, p, n) = (c.rank(), c.size(), shape.n.max(2));
+pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError> {
+    let (me, p, n) = (setup.rank(), setup.size(), shape.n.max(2));
     if p > n {
         return Err(format!("{p} ranks for a {n}-cube: at most one rank per plane").into());
     }
@@ -201,7 +199,8 @@ pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppErro
     let want = transformed(&mut plan);
     let (zs, ys) = (block(n, p, me), block(n, p, me));
     let want = &want[ys.start * n * n..ys.end * n * n];
-    let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+    let job = setup.start(HandlerTable::<()>::new(), ())?;
+    let (am, sc) = (job.am(), job.splitc());
     let mut o = Outcome::new("fft", p, 0.0);
     let largest = (0..p).map(|r| block(n, p, r).len()).max().unwrap_or(1);
     let mut seq_ms = Vec::new();
@@ -215,8 +214,7 @@ pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppErro
         _ => Default::default(),
     };
     for frames in [false, true] {
-        let rma = Rma::new_or_over_frames(&am, frames);
-        let sc = SplitC::new(&rma)?;
+        sc.rma().use_frames(frames);
         let path = if frames { "frames" } else { "direct" };
         let part = 2 * n * n * largest;
         let input = input_planes(n, zs.clone());
@@ -232,13 +230,13 @@ pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppErro
         // Bytes this rank stores into the others' slabs per run.
         let crossing = 16.0 * (n * n * zs.len()) as f64 * (n - ys.len()) as f64 / n as f64;
         for batch in 0..=shape.batches {
-            let seq_ns = crate::on_rank_0_alone(&am, || {
+            let seq_ns = crate::on_rank_0_alone(am, || {
                 a.copy_from_slice(&cube);
                 let t = Instant::now();
                 sequential(&mut plan, &mut a, &mut a_out);
                 t.elapsed().as_secs_f64() * 1e9
             })?;
-            let t = parallel(&sc, &mut plan, &mut b)?;
+            let t = parallel(sc, &mut plan, &mut b)?;
             let bad = wrong(&b.out, want);
             let bad = sc.all_reduce(bad as u64, amrq::coll::sum)?;
             if bad > 0 {

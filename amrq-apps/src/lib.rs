@@ -23,7 +23,7 @@ pub mod report;
 pub mod transpose;
 pub mod trisolve;
 
-use amrq::conduit::mem::MemConduit;
+use amrq::Setup;
 use amrq_bench::report::Outcome;
 
 /// A small seeded generator (xorshift64*): every rank that draws from the same seed
@@ -36,14 +36,15 @@ pub(crate) fn next(x: &mut u64) -> u64 {
 }
 
 /// What an application's rank can fail with.
-pub type AppError = Box<dyn std::error::Error + Send + Sync>;
+pub type AppError = amrq::Error;
 
 /// Flags every application takes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Common {
-    /// Ranks (processes, or threads with --threads); more than the cores share them.
-    #[arg(long, default_value_t = 2)]
-    pub ranks: usize,
+    /// Ranks started on its own (processes, or threads with --threads; default 2); a
+    /// launcher's count wins. More than the cores share them.
+    #[arg(long)]
+    pub ranks: Option<usize>,
     /// Run the ranks as threads of one process instead of processes.
     #[arg(long)]
     pub threads: bool,
@@ -69,56 +70,32 @@ pub fn oversubscribed(ranks: usize) -> bool {
     ranks > amrq::util::affinity::host_cores().max(1)
 }
 
-/// Runs `rank_main` on `o.ranks` ranks (processes, self-launched or joining `amrun`'s
-/// job, or threads), prints the outcome rank 0 returns — its text, or its JSON with
-/// `--json` — and exits: 0 if every rank succeeded, else 1 naming the failure.
-pub fn run_job<F>(o: &Common, cfg: &amrq::Config, rank_main: F) -> !
+/// Runs `rank_main` on the job's ranks wherever it was started (on its own: `--ranks`
+/// processes of this host, or threads with `--threads`; under `amrun`, `mpirun` or
+/// `srun`, on one host or several: the launcher's ranks), prints the outcome rank 0
+/// returns — its text, or its JSON with `--json` — and exits: 0 if every rank
+/// succeeded, else 1 naming the failure.
+pub fn run_job<F>(o: &Common, mut cfg: amrq::Config, rank_main: F) -> !
 where
-    F: Fn(MemConduit) -> Result<Option<Outcome>, AppError> + Sync,
+    F: Fn(Setup) -> Result<Option<Outcome>, AppError> + Sync,
 {
+    match o.ranks {
+        Some(n) => cfg.ranks.set(n),
+        None => cfg.ranks.set_default(2),
+    }
+    if o.threads {
+        cfg.threads.set(true);
+    }
     let json = o.json;
-    let rank = |c: MemConduit| -> Result<(), String> {
-        let out = rank_main(c).map_err(|e| e.to_string())?;
-        if let Some(out) = out {
+    cfg.run(|setup| {
+        if let Some(out) = rank_main(setup)? {
             match json {
                 true => println!("{}", out.json()),
                 false => println!("{}", out.text()),
             }
         }
         Ok(())
-    };
-    if o.threads {
-        match amrq::threads::run(o.ranks, cfg, rank) {
-            Ok(results) => match results.into_iter().find_map(Result::err) {
-                None => std::process::exit(0),
-                Some(e) => fail(&e),
-            },
-            Err(e) => fail(&e.to_string()),
-        }
-    }
-    amrq::launch::launch(o.ranks, cfg, rank)
-}
-
-/// Runs `rank_main` as one rank of a job that `amrun --hosts` started over the cluster
-/// conduit (shared memory between the ranks of a host, UCX between hosts), prints the
-/// outcome rank 0 returns as [`run_job`] does, and exits.
-pub fn run_on_hosts<F>(o: &Common, cfg: &amrq::Config, rank_main: F) -> !
-where
-    F: FnOnce(amrq::conduit::cluster::ClusterConduit) -> Result<Option<Outcome>, AppError>,
-{
-    use amrq::conduit::cluster;
-    let c = match cluster::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout.get()) {
-        Ok(Some(c)) => c,
-        Ok(None) => fail("--hosts: start it with amrun --hosts (no AMRQ_RENDEZVOUS found)"),
-        Err(e) => fail(&e.to_string()),
-    };
-    match rank_main(c) {
-        Ok(Some(out)) if o.json => println!("{}", out.json()),
-        Ok(Some(out)) => println!("{}", out.text()),
-        Ok(None) => {}
-        Err(e) => fail(&e.to_string()),
-    }
-    std::process::exit(0)
+    })
 }
 
 /// Runs `run` on rank 0 while the other ranks wait in a barrier, and returns what it

@@ -26,10 +26,6 @@ enum App {
         /// Bytes per chunk (one message).
         #[arg(long, default_value_t = 256)]
         chunk: usize,
-        /// Be a rank of a job `amrun --hosts` started (the cluster conduit: shared
-        /// memory inside a host, UCX between hosts); --ranks is amrun's then.
-        #[arg(long)]
-        hosts: bool,
     },
     /// Remote Queues §3.2.5: sparse triangular solve (interrupts, handlers, inlined).
     Trisolve {
@@ -98,33 +94,21 @@ fn main() {
     let cli = <Cli as clap::Parser>::parse();
     match cli.app {
         App::Transpose {
-            mut common,
+            common,
             block,
             chunk,
-            hosts,
         } => {
-            if hosts {
-                common.ranks = std::env::var("AMRQ_SIZE")
-                    .ok()
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(common.ranks);
-            }
-            let mut cfg = amrq::Config::from_env().unwrap_or_else(|e| amrq_apps::fail(&e));
+            let mut cfg = amrq::Config::new();
             let q = cfg.add_queue(transpose::QUEUE_SLOTS);
             let shape = transpose::Shape {
                 block,
                 chunk,
-                // Runs of about 1 MiB (quick) or 8 MiB between ranks, whatever the count.
-                reps: ((if common.quick { 1 } else { 8 } << 20)
-                    / (common.ranks * common.ranks.saturating_sub(1) * block).max(1))
-                .max(1),
+                // About 1 MiB (quick) or 8 MiB between ranks per run.
+                run_bytes: if common.quick { 1 } else { 8 } << 20,
                 batches: if common.quick { 5 } else { 21 },
                 check: common.check,
             };
-            if hosts {
-                amrq_apps::run_on_hosts(&common, &cfg, |c| transpose::rank_main(c, q, shape))
-            }
-            amrq_apps::run_job(&common, &cfg, |c| transpose::rank_main(c, q, shape))
+            amrq_apps::run_job(&common, cfg, |s| transpose::rank_main(s, q, shape))
         }
         App::Trisolve {
             common,
@@ -132,7 +116,7 @@ fn main() {
             file,
         } => {
             let (name, l) = load(&matrix, file.as_deref());
-            let mut cfg = amrq::Config::from_env().unwrap_or_else(|e| amrq_apps::fail(&e));
+            let mut cfg = amrq::Config::new();
             let queues = trisolve::Queues {
                 poll: cfg.add_queue(trisolve::QUEUE_SLOTS),
                 interrupt: cfg.add(
@@ -145,7 +129,7 @@ fn main() {
                 batches: if common.quick { 5 } else { 21 },
                 check: common.check,
             };
-            amrq_apps::run_job(&common, &cfg, |c| {
+            amrq_apps::run_job(&common, cfg, |c| {
                 trisolve::rank_main(c, queues, (&name, &l), shape)
             })
         }
@@ -154,7 +138,7 @@ fn main() {
             nodes,
             remote,
         } => {
-            let cfg = amrq::Config::from_env().unwrap_or_else(|e| amrq_apps::fail(&e));
+            let cfg = amrq::Config::new();
             if !(0.0..=1.0).contains(&remote) {
                 amrq_apps::fail(&format!("--remote {remote}: a fraction from 0 to 1"));
             }
@@ -164,37 +148,37 @@ fn main() {
                 iters: if common.quick { 5 } else { 20 },
                 batches: if common.quick { 3 } else { 11 },
             };
-            amrq_apps::run_job(&common, &cfg, |c| em3d::rank_main(c, shape))
+            amrq_apps::run_job(&common, cfg, |c| em3d::rank_main(c, shape))
         }
         App::Cg { common, grid } => {
-            let cfg = amrq::Config::from_env().unwrap_or_else(|e| amrq_apps::fail(&e));
+            let cfg = amrq::Config::new();
             let shape = cg::Shape {
                 grid,
                 iters: if common.quick { 20 } else { 100 },
                 batches: if common.quick { 3 } else { 11 },
             };
-            amrq_apps::run_job(&common, &cfg, |c| cg::rank_main(c, shape))
+            amrq_apps::run_job(&common, cfg, |c| cg::rank_main(c, shape))
         }
         App::Fft { common, size } => {
-            let cfg = amrq::Config::from_env().unwrap_or_else(|e| amrq_apps::fail(&e));
+            let cfg = amrq::Config::new();
             let shape = fft::Shape {
                 n: size,
                 batches: if common.quick { 3 } else { 11 },
             };
-            amrq_apps::run_job(&common, &cfg, |c| fft::rank_main(c, shape))
+            amrq_apps::run_job(&common, cfg, |c| fft::rank_main(c, shape))
         }
         App::Queens {
             common,
             board,
             depth,
         } => {
-            let cfg = amrq::Config::from_env().unwrap_or_else(|e| amrq_apps::fail(&e));
+            let cfg = amrq::Config::new();
             let shape = queens::Shape {
                 n: board,
                 depth,
                 batches: if common.quick { 3 } else { 11 },
             };
-            amrq_apps::run_job(&common, &cfg, |c| queens::rank_main(c, shape))
+            amrq_apps::run_job(&common, cfg, |c| queens::rank_main(c, shape))
         }
         App::All { quick, out } => all(quick, &out),
     }

@@ -22,9 +22,7 @@
 
 use crate::AppError;
 use amrq::am::{Am, HandlerTable, Msg, RequestHandler};
-use amrq::conduit::mem::MemConduit;
-use amrq::conduit::Conduit;
-use amrq::rma::Rma;
+use amrq::Setup;
 use amrq_bench::report::{Figure, Outcome};
 use std::cell::{Cell, RefCell};
 use std::time::Instant;
@@ -351,17 +349,16 @@ impl Searcher<'_> {
 }
 
 /// One rank of the N-Queens job: the outcome on rank 0.
-pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppError> {
-    let (me, p, n) = (c.rank(), c.size(), shape.n);
+pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError> {
+    let (me, p, n) = (setup.rank(), setup.size(), shape.n);
     if !(1..=20).contains(&n) {
         return Err(format!("--board {n}: from 1 to 20 queens").into());
     }
     let (t, inlets) = table();
-    let am = Am::new(c, t, State::new(n, p))?;
-    let rma = Rma::new(&am);
-    let coll = amrq::coll::Coll::new(&rma)?;
+    let job = setup.start(t, State::new(n, p))?;
+    let (am, coll) = (job.am(), job.coll());
     let s = Searcher {
-        am: &am,
+        am,
         inlets,
         depth: shape.depth.min(n),
         next: Cell::new((me + 1) % p),
@@ -378,7 +375,7 @@ pub fn rank_main(c: MemConduit, shape: Shape) -> Result<Option<Outcome>, AppErro
     let mut o = Outcome::new("queens", p, 0.0);
     let mut f: [Vec<f64>; 8] = Default::default();
     for batch in 0..=shape.batches {
-        let seq_ns = crate::on_rank_0_alone(&am, || {
+        let seq_ns = crate::on_rank_0_alone(am, || {
             let t = Instant::now();
             std::hint::black_box(count(std::hint::black_box(root), all));
             t.elapsed().as_secs_f64() * 1e9
@@ -455,26 +452,27 @@ mod tests {
     /// spawn is queued.
     #[test]
     fn a_peers_bad_messages_are_faults_not_work() {
-        let out = amrq::threads::run(1, &amrq::Config::default(), |c| -> Result<_, AppError> {
-            let (t, inlets) = table();
-            let am = Am::new(c, t, State::new(8, 1))?;
-            let bad_spawns = [
-                [ROOT, 9, 0, 0, 0],      // row past the board
-                [ROOT, 1, 1 << 8, 0, 0], // a column off the board
-                [7 << 32, 1, 1, 2, 0],   // rank 7 of 1
-            ];
-            for args in bad_spawns {
-                am.request(0, inlets.spawn, &args)?;
-            }
-            am.request(0, inlets.result, &[3, 1])?; // no frame 3
-            am.request(0, inlets.spawn, &[ROOT, 1, 1, 2, 0])?;
-            am.wait_until(|st| st.faults.get() + st.tasks.borrow().len() as u64 == 5)?;
-            let st = am.state();
-            let (tasks, finished) = (st.tasks.borrow().len(), st.finished.borrow().len());
-            Ok((st.faults.get(), tasks, finished))
-        })
-        .expect("a job");
-        assert_eq!(out[0].as_ref().expect("no error"), &(4, 1, 0));
+        let out = amrq::Config::new()
+            .threads(1, |setup| {
+                let (t, inlets) = table();
+                let am = setup.start(t, State::new(8, 1))?;
+                let bad_spawns = [
+                    [ROOT, 9, 0, 0, 0],      // row past the board
+                    [ROOT, 1, 1 << 8, 0, 0], // a column off the board
+                    [7 << 32, 1, 1, 2, 0],   // rank 7 of 1
+                ];
+                for args in bad_spawns {
+                    am.request(0, inlets.spawn, &args)?;
+                }
+                am.request(0, inlets.result, &[3, 1])?; // no frame 3
+                am.request(0, inlets.spawn, &[ROOT, 1, 1, 2, 0])?;
+                am.wait_until(|st| st.faults.get() + st.tasks.borrow().len() as u64 == 5)?;
+                let st = am.state();
+                let (tasks, finished) = (st.tasks.borrow().len(), st.finished.borrow().len());
+                Ok((st.faults.get(), tasks, finished))
+            })
+            .expect("a job");
+        assert_eq!(out[0], (4, 1, 0));
     }
 
     #[test]

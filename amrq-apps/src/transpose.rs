@@ -35,6 +35,7 @@ use amrq::am::{Am, AmError, HandlerTable, RequestHandler};
 use amrq::conduit::{Conduit, ReceivedFrame};
 use amrq::rq::{Kind, QueueId};
 use amrq::util::Backoff;
+use amrq::Setup;
 use amrq_bench::report::{Figure, Outcome};
 use std::cell::{Cell, RefCell};
 use std::time::Instant;
@@ -95,8 +96,9 @@ pub struct Shape {
     pub block: usize,
     /// Bytes per chunk (one message).
     pub chunk: usize,
-    /// Transposes per timed run.
-    pub reps: usize,
+    /// Bytes between ranks per timed run (transposes of P·(P−1)·block bytes, at
+    /// least one).
+    pub run_bytes: usize,
     /// Timed batches (one more runs first, as a warm-up, and is checked).
     pub batches: usize,
     /// Check every batch's result, not only the warm-up's.
@@ -141,8 +143,8 @@ fn pattern(src: usize, dst: usize, k: usize) -> u8 {
 }
 
 /// One rank's transpose: its data, the queue and the handler.
-struct Rank<'a, C: Conduit> {
-    am: &'a Am<Landing, C>,
+struct Rank<'a> {
+    am: &'a Am<Landing>,
     q: QueueId,
     land_h: RequestHandler,
     shape: Shape,
@@ -154,7 +156,7 @@ struct Rank<'a, C: Conduit> {
     gap_ns: f64,
 }
 
-impl<C: Conduit> Rank<'_, C> {
+impl Rank<'_> {
     /// Drains up to `budget` chunks of the queue into the receive buffer.
     fn drain(&self, budget: usize) -> Result<usize, AppError> {
         let s = self.am.state();
@@ -304,7 +306,7 @@ impl<C: Conduit> Rank<'_, C> {
 }
 
 /// The largest of every rank's `v` (a gather through rank 0 and back).
-fn all_max<C: Conduit>(am: &Am<Landing, C>, v: f64) -> Result<f64, AppError> {
+fn all_max(am: &Am<Landing>, v: f64) -> Result<f64, AppError> {
     let all = am
         .rq()
         .conduit()
@@ -314,8 +316,8 @@ fn all_max<C: Conduit>(am: &Am<Landing, C>, v: f64) -> Result<f64, AppError> {
 }
 
 /// Registers the landing handler.
-fn table<C: Conduit>() -> (HandlerTable<Landing, C>, RequestHandler) {
-    let mut t = HandlerTable::<Landing, C>::new();
+fn table() -> (HandlerTable<Landing>, RequestHandler) {
+    let mut t = HandlerTable::<Landing>::new();
     let h = t.request("transpose_land", |s, _ctx, m| {
         if land(&mut s.recv.borrow_mut(), m.arg(0)?, m.payload()) {
             s.got.set(s.got.get() + 1);
@@ -327,10 +329,10 @@ fn table<C: Conduit>() -> (HandlerTable<Landing, C>, RequestHandler) {
     (t, h)
 }
 
-/// One rank of the transpose job (queue `q` configured on every rank), on any conduit
-/// (shared memory on one host, the cluster conduit across hosts): the outcome on rank 0.
-pub fn rank_main<C: Conduit>(c: C, q: QueueId, shape: Shape) -> Result<Option<Outcome>, AppError> {
-    let (me, p) = (c.rank(), c.size());
+/// One rank of the transpose job (queue `q` configured on every rank), on one host or
+/// several: the outcome on rank 0.
+pub fn rank_main(setup: Setup, q: QueueId, shape: Shape) -> Result<Option<Outcome>, AppError> {
+    let (me, p) = (setup.rank(), setup.size());
     let (b, chunk) = (shape.block, shape.chunk);
     if chunk == 0 || b == 0 {
         return Err("block and chunk must be at least 1 byte".into());
@@ -342,7 +344,10 @@ pub fn rank_main<C: Conduit>(c: C, q: QueueId, shape: Shape) -> Result<Option<Ou
         bad: Cell::new(0),
         failed: Cell::new(0),
     };
-    let am = Am::new(c, t, state)?;
+    let job = setup.start(t, state)?;
+    let am = job.am();
+    // Transposes per timed run: about `run_bytes` between ranks whatever the count.
+    let reps = (shape.run_bytes / (p * p.saturating_sub(1) * b).max(1)).max(1);
     if chunk > am.max_medium() {
         return Err(format!(
             "a chunk of {chunk} bytes does not fit one message (at most {}): lower --chunk",
@@ -352,7 +357,7 @@ pub fn rank_main<C: Conduit>(c: C, q: QueueId, shape: Shape) -> Result<Option<Ou
     }
     let send = (0..p * b).map(|k| pattern(me, k / b, k % b)).collect();
     let mut r = Rank {
-        am: &am,
+        am,
         q,
         land_h,
         shape,
@@ -368,21 +373,21 @@ pub fn rank_main<C: Conduit>(c: C, q: QueueId, shape: Shape) -> Result<Option<Ou
     let mut ratio: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len()];
     let mut seq_bw = Vec::new();
     let mut failed: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len()];
-    let injections = (shape.reps * (p - 1) * b.div_ceil(chunk)).max(1) as f64;
-    let bytes = (shape.reps * p * (p - 1) * b) as f64;
+    let injections = (reps * (p - 1) * b.div_ceil(chunk)).max(1) as f64;
+    let bytes = (reps * p * (p - 1) * b) as f64;
     let mut gaps = Vec::new();
     for batch in 0..=shape.batches {
         let mut ns = [0.0; VARIANTS.len()];
         for k in 0..VARIANTS.len() {
             let i = (batch + k) % VARIANTS.len();
             am.state().failed.set(0);
-            ns[i] = r.run(VARIANTS[i], shape.reps)?;
+            ns[i] = r.run(VARIANTS[i], reps)?;
             if batch > 0 {
                 failed[i].push(am.state().failed.get() as f64 / injections);
             }
             if batch == 0 || shape.check {
                 let wrong = r.wrong();
-                let wrong = all_max(&am, wrong as f64)?;
+                let wrong = all_max(am, wrong as f64)?;
                 if wrong > 0.0 {
                     return Err(format!(
                         "transpose `{}`: a rank received {wrong} wrong bytes",
@@ -399,7 +404,7 @@ pub fn rank_main<C: Conduit>(c: C, q: QueueId, shape: Shape) -> Result<Option<Ou
             r.gap_ns = ns[d] / injections;
             gaps.push(r.gap_ns);
         }
-        let seq = sequential_ns(p, b, shape.reps);
+        let seq = sequential_ns(p, b, reps);
         if batch > 0 && me == 0 && p > 1 {
             for i in 0..VARIANTS.len() {
                 bw[i].push(bytes / ns[i] * 1e3); // MB/s
@@ -436,7 +441,7 @@ pub fn rank_main<C: Conduit>(c: C, q: QueueId, shape: Shape) -> Result<Option<Ou
     o.figures.push(Figure::of("gap_ns", &mut gaps));
     o.notes.push(format!(
         "blocks of {b} B in chunks of {chunk} B, {} transposes per run; bandwidth: bytes between ranks / time (MB/s); *_over_am: the variant's bandwidth over am's, per batch; sequential: the same bytes rearranged by one core; gap: the bottleneck's time per chunk, which bandwidth matching paces to; *_failed_dequeues: the fraction of dequeues between injections that found nothing (rank 0)",
-        shape.reps
+        reps
     ));
     Ok(Some(o))
 }

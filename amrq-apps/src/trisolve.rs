@@ -22,10 +22,10 @@
 use crate::matrix::Lower;
 use crate::AppError;
 use amrq::am::{Am, HandlerTable, RequestHandler};
-use amrq::conduit::mem::MemConduit;
-use amrq::conduit::{Conduit, ReceivedFrame};
+use amrq::conduit::ReceivedFrame;
 use amrq::rq::{Kind, QueueId};
 use amrq::util::Backoff;
+use amrq::Setup;
 use amrq_bench::report::{Figure, Outcome};
 use std::cell::RefCell;
 use std::sync::{Arc, Condvar, Mutex};
@@ -379,12 +379,12 @@ pub struct Shape {
 /// One rank of the solve job over matrix `l` named `name` (queues `q` configured on
 /// every rank): the outcome on rank 0.
 pub fn rank_main(
-    c: MemConduit,
+    setup: Setup,
     q: Queues,
     (name, l): (&str, &Lower),
     shape: Shape,
 ) -> Result<Option<Outcome>, AppError> {
-    let (me, p) = (c.rank(), c.size());
+    let (me, p) = (setup.rank(), setup.size());
     let mut t = HandlerTable::<State>::new();
     let h = t.request("trisolve_value", |st, _ctx, m| {
         let (k, bits) = (m.arg(0)?, m.arg(1)?);
@@ -398,10 +398,10 @@ pub fn rank_main(
         plan: RefCell::new(None),
         solver: RefCell::new(None),
     };
-    let mut am = Am::new(c, t, state)?;
+    let mut job = setup.start(t, state)?;
     let shared = Arc::new(Shared::default());
     let sh = shared.clone();
-    let _progress = am
+    let _progress = job
         .start_interrupts(move |_q, _src, args, _p| {
             let mut job = sh.job.lock().unwrap_or_else(|e| e.into_inner());
             if let (Some((plan, s)), [k, bits, ..]) = (job.as_mut(), args) {
@@ -415,12 +415,8 @@ pub fn rank_main(
     let b: Vec<f64> = (0..l.n()).map(|i| 1.0 + (i % 7) as f64).collect();
     let want = l.solve(&b);
     let plan = Arc::new(Plan::new(l, &b, me, p));
-    let r = Rank {
-        am: &am,
-        q,
-        h,
-        shared,
-    };
+    let am = job.am();
+    let r = Rank { am, q, h, shared };
     let mut per_mode: Vec<Vec<f64>> = vec![Vec::new(); MODES.len()];
     let mut speedup: Vec<Vec<f64>> = vec![Vec::new(); MODES.len()];
     let mut seq_ns = Vec::new();

@@ -20,7 +20,6 @@
 use crate::fixture::{bench_error, require_ranks, BenchAm};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
-use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
 use amrq::rma::Rma;
 
@@ -101,8 +100,8 @@ pub(crate) fn sweep(
     sizes: &[usize],
     combos: usize,
     count: fn(&Params, usize) -> u64,
-    mut one_batch: impl FnMut(usize, usize, u64) -> Result<Option<f64>, AmError>,
-) -> Result<Vec<Vec<Point>>, AmError> {
+    mut one_batch: impl FnMut(usize, usize, u64) -> amrq::Result<Option<f64>>,
+) -> amrq::Result<Vec<Vec<Point>>> {
     let mut samples = vec![vec![Vec::new(); sizes.len()]; combos];
     for round in 0..=p.batches {
         for (si, &x) in sizes.iter().enumerate() {
@@ -185,13 +184,13 @@ impl Kind {
 /// is rank 1's running count of arrays handled.
 fn array_batch(
     b: &BenchAm,
-    rma: &Rma<'_, crate::fixture::State, MemConduit>,
+    rma: &Rma<crate::fixture::State>,
     p: &Params,
     (kind, align): (Kind, usize),
     x: usize,
     n: u64,
     expect: &mut u64,
-) -> Result<Option<f64>, AmError> {
+) -> amrq::Result<Option<f64>> {
     let at = LANDING + align;
     let src = source(x);
     let data = &src[align..align + x];
@@ -258,10 +257,10 @@ fn array_batch(
 /// *array* (2 ranks): one-to-one blocking and non-blocking, swap and put for each
 /// alignment, and the memcpy reference, all interleaved; `put_vs_memcpy` is the ratio
 /// of bandwidths over the sizes ≥ 64 KiB, double-word aligned.
-pub fn array(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "array", 2, false)?;
-    let b = BenchAm::new(c)?;
-    let rma = Rma::new(&b.am);
+pub fn array(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "array", 2, false)?;
+    let b = BenchAm::new(setup)?;
+    let rma = b.am.rma();
     let sizes = sizes(p.quick, true);
     let mut combos: Vec<(Kind, usize)> = Vec::new();
     for (_, align) in ALIGNMENTS {
@@ -272,7 +271,7 @@ pub fn array(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
     combos.push((Kind::Memcpy, 8));
     let mut expect = 0u64;
     let points = sweep(p, &sizes, combos.len(), transfers, |ci, x, n| {
-        array_batch(&b, &rma, p, combos[ci], x, n, &mut expect)
+        array_batch(&b, rma, p, combos[ci], x, n, &mut expect)
     })?;
     b.am.barrier()?;
     if b.rank() != 0 {
@@ -322,9 +321,9 @@ pub fn array(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
 
 /// *array-two-to-one* (3 ranks): one segment and two segments, interleaved, double-word
 /// aligned (the alignments of the 2-rank set show the alignment effect).
-pub fn two_to_one(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "array-two-to-one", 3, false)?;
-    let b = BenchAm::new(c)?;
+pub fn two_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "array-two-to-one", 3, false)?;
+    let b = BenchAm::new(setup)?;
     let sizes = sizes(p.quick, true);
     let me = b.rank();
     const ALIGN: usize = 8;

@@ -2,7 +2,6 @@
 //! (Liu & Culler's "simple handler that increments a counter"), acknowledge, land
 //! Long arrays and send one back for *swap*.
 
-use amrq::conduit::mem::MemConduit;
 use amrq::conduit::ConduitError;
 use amrq::prelude::*;
 use std::cell::{Cell, RefCell};
@@ -27,10 +26,10 @@ pub struct State {
     landed: ReplyHandler,
 }
 
-/// An `Am` with the benchmark handlers.
+/// A rank's job with the benchmark handlers.
 pub struct BenchAm {
-    /// The engine.
-    pub am: Am<State>,
+    /// The job (its AM layer by `Deref`).
+    pub am: Job<State>,
     /// Counts.
     pub bump: RequestHandler,
     /// Counts and acknowledges with the count.
@@ -48,8 +47,8 @@ pub struct BenchAm {
 }
 
 impl BenchAm {
-    /// Sets up the handlers on `c`.
-    pub fn new(c: MemConduit) -> Result<Self, AmError> {
+    /// Starts the job of `setup` with the benchmark handlers.
+    pub fn new(setup: Setup) -> amrq::Result<Self> {
         let mut table = HandlerTable::new();
         let ack = table.reply("ack", |s: &State, m| {
             s.acked.set(m.arg(0)?);
@@ -107,7 +106,7 @@ impl BenchAm {
             landed,
         };
         Ok(Self {
-            am: Am::new(c, table, state)?,
+            am: setup.start(table, state)?,
             bump,
             ping,
             land,
@@ -129,7 +128,7 @@ impl BenchAm {
 
     /// Every rank's `value` on rank 0 (its own first, the others in arrival order);
     /// `None` elsewhere.
-    pub fn gather(&self, value: f64) -> Result<Option<Vec<f64>>, AmError> {
+    pub fn gather(&self, value: f64) -> amrq::Result<Option<Vec<f64>>> {
         let n = self.am.size();
         if self.rank() != 0 {
             self.am.request(0, self.tell, &[value.to_bits()])?;
@@ -155,9 +154,8 @@ impl BenchAm {
 }
 
 /// A setup error unless the job has exactly `n` ranks (`at_least`: `n` or more).
-pub fn require_ranks(c: &MemConduit, name: &str, n: usize, at_least: bool) -> Result<(), AmError> {
-    use amrq::conduit::Conduit;
-    let size = c.size();
+pub fn require_ranks(setup: &Setup, name: &str, n: usize, at_least: bool) -> Result<(), AmError> {
+    let size = setup.size();
     if size == n || (at_least && size > n) {
         return Ok(());
     }
@@ -183,9 +181,9 @@ pub fn bench_error(why: impl Into<String>) -> AmError {
 ///
 /// ```
 /// use amrq::prelude::*;
-/// amrq::threads::run(2, &Config::default(), |c| -> Result<(), AmError> {
-///     let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-///     amrq_bench::fixture::serving_barrier(&am)
+/// amrq::Config::new().threads(2, |setup| {
+///     let job = setup.start(HandlerTable::<()>::new(), ())?;
+///     Ok(amrq_bench::fixture::serving_barrier(&job)?)
 /// })
 /// .unwrap();
 /// ```

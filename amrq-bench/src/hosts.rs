@@ -16,10 +16,10 @@
 
 use crate::peers::ucx::server_then_client;
 use crate::peers::{pairs, run, ucx_final};
-use amrq::conduit::cluster::{self, ClusterConduit};
+use amrq::bootstrap::env::ENV_RENDEZVOUS;
 use amrq::prelude::*;
 use amrq::reference::median;
-use amrq::rma::{Rma, RmaError};
+use amrq::rma::RmaError;
 use std::cell::Cell;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -46,8 +46,12 @@ struct State {
 
 /// A rank's part: joins the job across hosts; rank 0 measures against rank 1 and prints
 /// one line `hosts: rtt_ns=… msgs_per_s=… bw_64k_mib_s=… put_64k_mib_s=…`, the median
-/// of `batches` timed batches each (after one warm-up).
-pub fn rank_part(quick: bool) -> Result<(), String> {
+/// of `batches` timed batches each (after one warm-up). Ends the process, unless it
+/// cannot start (the reason).
+pub fn rank_part(quick: bool) -> Result<std::convert::Infallible, String> {
+    if std::env::var_os(ENV_RENDEZVOUS).is_none() {
+        return Err("not started by a launcher across hosts (no AMRQ_RENDEZVOUS): run `amrq-bench hosts --hosts A,B`".into());
+    }
     if std::env::var_os(PIN).is_some() {
         let rank: usize = std::env::var("AMRQ_RANK")
             .ok()
@@ -55,14 +59,10 @@ pub fn rank_part(quick: bool) -> Result<(), String> {
             .unwrap_or(0);
         amrq::util::affinity::pin_to_core(rank).map_err(|e| e.to_string())?;
     }
-    let cfg = Config::from_env().map_err(|e| e.to_string())?;
-    let c = cluster::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout.get())
-        .map_err(|e| e.to_string())?
-        .ok_or("not started by a launcher across hosts (no AMRQ_RENDEZVOUS)")?;
-    measure(c, quick).map_err(|e| e.to_string())
+    Config::new().run(|setup| measure(setup, quick))
 }
 
-fn measure(c: ClusterConduit, quick: bool) -> Result<(), RmaError> {
+fn measure(setup: Setup, quick: bool) -> amrq::Result<()> {
     let mut table = HandlerTable::new();
     let pong = table.reply("pong", |s: &State, _| {
         s.count.set(s.count.get() + 1);
@@ -77,13 +77,13 @@ fn measure(c: ClusterConduit, quick: bool) -> Result<(), RmaError> {
         pong,
         count: Cell::new(0),
     };
-    let am = Am::new(c, table, state)?;
-    let rma = Rma::new(&am);
+    let am = setup.start(table, state)?;
+    let rma = am.rma();
     let at = rma.alloc_symmetric(BULK, 64)?;
     am.barrier()?;
     if am.rank() != 0 {
         // Rank 1 serves until rank 0 is done.
-        return Ok(am.barrier()?);
+        return am.barrier();
     }
     let pick = |q: u64, f: u64| if quick { q } else { f };
     let batches = pick(3, 11) as usize;
@@ -140,7 +140,7 @@ fn measure(c: ClusterConduit, quick: bool) -> Result<(), RmaError> {
         mib_s(per_long),
         mib_s(per_put)
     );
-    Ok(am.barrier()?)
+    am.barrier()
 }
 
 /// Where the two hosts are and how to reach them.

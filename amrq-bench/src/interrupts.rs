@@ -14,7 +14,6 @@ use crate::clock::{work, work_per_ns};
 use crate::fixture::{bench_error, require_ranks};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
-use amrq::conduit::mem::MemConduit;
 use amrq::conduit::{Conduit, ReceivedFrame};
 use amrq::config::{Delivery, QueueSpec};
 use amrq::prelude::*;
@@ -35,26 +34,32 @@ pub fn configure(cfg: &mut Config) -> (QueueId, QueueId) {
 /// *interrupts*, reported by rank 1: `hold_ns`, `deferred_handler_ns`, the overhead series and
 /// `interrupt_overhead_ns` / `poll_overhead_ns` at the shortest interval.
 pub fn interrupts(
-    c: MemConduit,
+    setup: Setup,
     p: &Params,
     irq: QueueId,
     poll: QueueId,
-) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "interrupts", 2, false)?;
-    let (seg, _) = c.mapped_segment(1).expect("rank 1 exists");
-    // SAFETY: rank 1's segment is mapped by both ranks, page aligned and zeroed at
-    // creation; this benchmark uses its first word as "rank 1 has finished its work".
-    let done = unsafe { &*seg.as_ptr().cast::<AtomicU64>() };
-    let mut rq = Rq::new(c);
-    let me = rq.rank();
+) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "interrupts", 2, false)?;
+    let mut job = setup.start(HandlerTable::<()>::new(), ())?;
+    let done_at = job.rma().alloc_symmetric(8, 8)?;
     let received = Arc::new(AtomicU64::new(0));
     let r = received.clone();
-    let intr = rq
+    let intr = job
         .start_interrupts(move |_, _, _, _| {
             // ORDERING: Release pairs with the Acquire loads that count arrivals.
             r.fetch_add(1, Ordering::Release);
         })
         .ok_or_else(|| bench_error("no Interrupt queue configured"))?;
+    let rq = job.rq();
+    let me = rq.rank();
+    let (seg, _) = rq.conduit().mapped_segment(1).expect("rank 1 exists");
+    // SAFETY: `done_at` is an 8-byte, 8-aligned symmetric allocation in rank 1's
+    // segment, which both ranks map; this benchmark uses it alone, as "rank 1 has
+    // finished its work", and rank 1 zeroes it before the first barrier.
+    let done = unsafe { &*seg.as_ptr().add(done_at).cast::<AtomicU64>() };
+    if me == 1 {
+        done.store(0, Ordering::Relaxed);
+    }
     let mut o = Outcome::new("interrupts", 2, p.clock.overhead_ns());
     rq.conduit().barrier().map_err(RqError::from)?;
     if me == 1 {
@@ -80,7 +85,7 @@ pub fn interrupts(
                 std::hint::spin_loop(); // long enough for the progress thread to defer it
             }
             if received.load(Ordering::Acquire) != before {
-                return Err(bench_error("a handler ran inside a hold section"));
+                return Err(bench_error("a handler ran inside a hold section").into());
             }
             let released = p.clock.start();
             drop(section); // runs the deferred handler on this thread

@@ -17,7 +17,6 @@ use crate::fixture::{require_ranks, BenchAm};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::unloaded::BURST;
 use crate::Params;
-use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
 
 /// Where ring and traverse arrays land in each segment.
@@ -33,7 +32,7 @@ fn exchange(
     count: u64,
     bytes: &[u8],
     expect: &mut u64,
-) -> Result<f64, AmError> {
+) -> amrq::Result<f64> {
     let t = p.clock.start();
     for _ in 0..count {
         if bytes.is_empty() {
@@ -48,15 +47,15 @@ fn exchange(
 }
 
 /// Every rank's `mine` (NaN: idle, left out), on rank 0.
-fn over_ranks(b: &BenchAm, mine: f64) -> Result<Option<Vec<f64>>, AmError> {
+fn over_ranks(b: &BenchAm, mine: f64) -> amrq::Result<Option<Vec<f64>>> {
     Ok(b.gather(mine)?
         .map(|all| all.into_iter().filter(|v| v.is_finite()).collect()))
 }
 
 /// *ring*: `ns_per_msg` (Short), and the array fit `startup_ns`, `bandwidth_mb_s`.
-pub fn ring(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "ring", 2, true)?;
-    let b = BenchAm::new(c)?;
+pub fn ring(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "ring", 2, true)?;
+    let b = BenchAm::new(setup)?;
     let n = b.am.size();
     let right = (b.rank() + 1) % n;
     let mut expect = 0;
@@ -101,9 +100,9 @@ pub fn ring(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
 
 /// *traverse*: per step, ns per message and the bandwidth of arrays of 64 KiB (16 KiB
 /// with `--quick`); figures are the medians over steps.
-pub fn traverse(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "traverse", 2, true)?;
-    let b = BenchAm::new(c)?;
+pub fn traverse(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "traverse", 2, true)?;
+    let b = BenchAm::new(setup)?;
     let n = b.am.size();
     let steps = n.next_power_of_two();
     let x = if p.quick { 16 << 10 } else { 64 << 10 };

@@ -129,10 +129,8 @@ fn main() {
     // A launcher's variables, even incomplete ones, mean a job around us.
     let placed = !matches!(amrq::bootstrap::env::detect(), Ok(None));
     if let (Bench::Hosts(_), true) = (&cli.bench, placed) {
-        match amrq_bench::hosts::rank_part(cli.quick) {
-            Ok(()) => std::process::exit(0),
-            Err(e) => fail(&e),
-        }
+        let Err(e) = amrq_bench::hosts::rank_part(cli.quick);
+        fail(&e);
     }
     if !matches!(cli.bench, Bench::Job(_)) && placed {
         // Its children would inherit the job's environment and join it.
@@ -163,15 +161,16 @@ fn run_job(cli: &Cli, job: Job) -> ! {
         ));
     }
     let mut cfg = amrq::Config::from_env().unwrap_or_else(|e| fail(&e.to_string()));
+    cfg.ranks.set(ranks);
     let queues = job.configure(&mut cfg);
-    amrq::launch::launch(ranks, &cfg, |c| -> Result<(), String> {
+    cfg.run(|setup| {
         let p = Params {
             batches: suite::batches(cli.quick),
             quick: cli.quick,
             clock: Clock::calibrate(),
         };
-        if let Some(o) = job.run(c, &p, queues).map_err(|e| e.to_string())? {
-            emit(cli, &o)?;
+        if let Some(o) = job.run(setup, &p, queues)? {
+            emit(cli, &o).map_err(amrq::Error::other)?;
         }
         Ok(())
     })

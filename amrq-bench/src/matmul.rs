@@ -39,9 +39,7 @@ use crate::fixture::{bench_error, require_ranks, serving_barrier};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
 use amrq::coll;
-use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
-use amrq::rma::{Rma, RmaError};
 use amrq::splitc::{Layout, SplitC, SplitCError, SpreadArray};
 
 /// Rows of A and C.
@@ -65,15 +63,7 @@ const POLL_EVERY: usize = 16;
 /// Column gets per probe of the column costs.
 const PROBES: usize = 64;
 
-type Sc<'r, 'a> = SplitC<'r, 'a, ()>;
-
-/// The AM error a Split-C error came from, or one that says what it was.
-fn am_error(e: SplitCError) -> AmError {
-    match e {
-        SplitCError::Rma(RmaError::Am(e)) => e,
-        other => bench_error(format!("matmul: {other}")),
-    }
-}
+type Sc = SplitC<()>;
 
 /// Element (i, j) of A and of B: made up, the same on every rank.
 fn a_at(i: usize, j: usize) -> f64 {
@@ -91,7 +81,7 @@ fn daxpys(
     x: &[f64],
     b: &[f64],
     (j, r): (usize, usize),
-    sc: Option<&Sc<'_, '_>>,
+    sc: Option<&Sc>,
 ) -> Result<(), SplitCError> {
     for (k, ck) in c.chunks_exact_mut(N).enumerate() {
         let s = b[k * r + j];
@@ -131,7 +121,7 @@ enum Variant {
 
 impl Problem {
     /// Collective: allocates and fills A, the buffers and B.
-    fn new(sc: &Sc<'_, '_>, m: usize, r: usize) -> Result<Self, SplitCError> {
+    fn new(sc: &Sc, m: usize, r: usize) -> Result<Self, SplitCError> {
         let (me, p) = (sc.my_proc(), sc.procs());
         let per = r / p;
         let a = sc.all_spread_malloc::<f64>(N * r, Layout::BlockCyclic(N * per))?;
@@ -161,7 +151,7 @@ impl Problem {
     }
 
     /// Runs one variant into `c` (zeroed first).
-    fn run(&self, sc: &Sc<'_, '_>, v: Variant, c: &mut [f64]) -> Result<(), SplitCError> {
+    fn run(&self, sc: &Sc, v: Variant, c: &mut [f64]) -> Result<(), SplitCError> {
         c.fill(0.0);
         let r = self.r;
         let column = |t: usize| self.a.at(self.order(t) * N);
@@ -200,7 +190,7 @@ impl Problem {
         Ok(())
     }
 
-    fn free(self, sc: &Sc<'_, '_>) -> Result<(), SplitCError> {
+    fn free(self, sc: &Sc) -> Result<(), SplitCError> {
         sc.all_spread_free(self.bufs)?;
         sc.all_spread_free(self.a)
     }
@@ -209,7 +199,7 @@ impl Problem {
 /// Times `f` on the ranks where `active`, then serves (polling, never sleeping) until
 /// every rank is done: the slowest active rank's ns.
 fn timed(
-    sc: &Sc<'_, '_>,
+    sc: &Sc,
     p: &Params,
     active: bool,
     f: impl FnOnce() -> Result<(), SplitCError>,
@@ -227,7 +217,7 @@ fn timed(
 /// The column get's costs on this path, medians over the batches, and its unloaded
 /// latency (one rank gets, the other only serves). The model takes the latency with
 /// both ranks getting at once, as they do in the multiply.
-fn probe(sc: &Sc<'_, '_>, p: &Params) -> Result<(ColumnGet, f64), SplitCError> {
+fn probe(sc: &Sc, p: &Params) -> Result<(ColumnGet, f64), SplitCError> {
     let me = sc.my_proc();
     let a = sc.all_spread_malloc::<f64>(2 * PROBES * N, Layout::BlockCyclic(PROBES * N))?;
     let bufs = sc.all_spread_malloc::<f64>(2 * N, Layout::BlockCyclic(N))?;
@@ -269,16 +259,14 @@ fn probe(sc: &Sc<'_, '_>, p: &Params) -> Result<(ColumnGet, f64), SplitCError> {
 }
 
 /// One path: the probe, then the sweep over m, into `o`.
-fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), SplitCError> {
-    let rma = Rma::new_or_over_frames(am, frames);
-    let sc = SplitC::new(&rma)?;
+fn path(sc: &SplitC<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), SplitCError> {
     let name = if frames { "frames" } else { "direct" };
-    let (get, unloaded) = probe(&sc, p)?;
+    let (get, unloaded) = probe(sc, p)?;
     let work = p.pick(4_096, 8_192) as usize;
     let mut curves: [Vec<Point>; 6] = Default::default();
     let (mut crossover, mut model_crossover) = (None, None);
     for m in MS {
-        let pb = Problem::new(&sc, m, work / m)?;
+        let pb = Problem::new(sc, m, work / m)?;
         let mut c = [vec![0.0; N * m], vec![0.0; N * m], vec![0.0; N * m]];
         let (mut split, mut blocking, mut alone, mut used) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -287,7 +275,7 @@ fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), Sp
             let mut ns = [0.0; 3];
             for k in 0..3 {
                 let v = (batch + k) % 3;
-                ns[v] = timed(&sc, p, true, || pb.run(&sc, variants[v], &mut c[v]))?;
+                ns[v] = timed(sc, p, true, || pb.run(sc, variants[v], &mut c[v]))?;
             }
             if batch == 0 {
                 let bad = (0..2).map(|v| c[v] != c[2]).filter(|&b| b).count();
@@ -332,7 +320,7 @@ fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), Sp
         ]) {
             curve.push(point);
         }
-        pb.free(&sc)?;
+        pb.free(sc)?;
     }
     let names = [
         "efficiency, split-phase",
@@ -376,15 +364,17 @@ fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), Sp
 }
 
 /// *matmul*: the AM paper's matrix multiply against its model, on both paths (2 ranks).
-pub fn matmul(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "matmul", 2, false)?;
-    let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+pub fn matmul(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "matmul", 2, false)?;
+    let job = setup.start(HandlerTable::<()>::new(), ())?;
+    let sc = job.splitc();
     let mut o = Outcome::new("matmul", 2, p.clock.overhead_ns());
     for frames in [false, true] {
-        path(&am, p, frames, &mut o).map_err(am_error)?;
+        sc.rma().use_frames(frames);
+        path(sc, p, frames, &mut o)?;
     }
-    am.barrier()?;
-    if am.rank() != 0 {
+    job.barrier()?;
+    if job.rank() != 0 {
         return Ok(None);
     }
     o.notes.push(format!(

@@ -16,7 +16,6 @@ use crate::fixture::{bench_error, require_ranks, BenchAm};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::unloaded::BURST;
 use crate::Params;
-use amrq::conduit::mem::MemConduit;
 use amrq::conduit::Conduit;
 use amrq::prelude::*;
 use amrq::rq::QueueId;
@@ -73,16 +72,16 @@ fn unsuccessful(
     p: &Params,
     iters: u64,
     polls: impl Fn(u64) -> bool,
-) -> Result<Figure, AmError> {
+) -> amrq::Result<Figure> {
     // The One-poll doorbell arms after 8 Ki ring looks (`membarrier`) or 32 polls.
     polls(20_000);
     let mut v = Vec::new();
     for _ in 0..p.batches {
         let t = p.clock.start();
         if !polls(iters) {
-            return Err(bench_error(format!(
-                "{name}: an unsuccessful poll found something"
-            )));
+            return Err(
+                bench_error(format!("{name}: an unsuccessful poll found something")).into(),
+            );
         }
         v.push(p.clock.since(t) / iters as f64);
     }
@@ -91,9 +90,9 @@ fn unsuccessful(
 
 /// *polling*: `<variant>_ns` for each unsuccessful poll, the successful-poll series
 /// and `successful_poll_ns` at their crossing.
-pub fn polling(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "polling", 2, false)?;
-    let b = BenchAm::new(c)?;
+pub fn polling(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "polling", 2, false)?;
+    let b = BenchAm::new(setup)?;
     let me = b.rank();
     let barrier = || b.am.rq().conduit().barrier().map_err(RqError::from);
     let iters = p.pick(200_000, 2_000_000);

@@ -11,7 +11,6 @@ use crate::clock::{work, work_per_ns};
 use crate::fixture::{require_ranks, BenchAm};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
-use amrq::conduit::mem::MemConduit;
 use amrq::conduit::Conduit;
 use amrq::prelude::*;
 
@@ -29,9 +28,9 @@ const SHORT: usize = 16;
 const ARRIVED: u64 = RING_SLOTS / 2;
 
 /// *signature*: the burst series per Δ, `rtt_ns`, and `o_s_ns`, `o_r_ns`, `g_ns`, `l_ns`.
-pub fn signature(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "signature", 2, false)?;
-    let b = BenchAm::new(c)?;
+pub fn signature(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "signature", 2, false)?;
+    let b = BenchAm::new(setup)?;
     let me = b.rank();
     let barrier = || b.am.rq().conduit().barrier().map_err(RqError::from);
     let max_k = 1u64 << p.pick(10, 12);

@@ -19,10 +19,8 @@
 use crate::fixture::{bench_error, require_ranks, serving_barrier};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
-use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
 use amrq::reference::{RawPingPong, RAW_PINGPONG_BYTES};
-use amrq::rma::{Rma, RmaError};
 use amrq::splitc::{GlobalPtr, Layout, SplitC, SplitCError};
 
 /// u32 elements of each rank's part: room for the largest bulk transfer (4 KiB).
@@ -37,19 +35,11 @@ const LANDING: usize = PART;
 /// The operations of Figures 6-3 and 6-4.
 const OPS: [&str; 5] = ["read", "write", "get", "put", "store"];
 
-/// The AM error a Split-C error came from, or one that says what it was.
-fn am_error(e: SplitCError) -> AmError {
-    match e {
-        SplitCError::Rma(RmaError::Am(e)) => e,
-        other => bench_error(format!("splitc: {other}")),
-    }
-}
-
 /// Runs `n` operations `op` of `len` u32 each on the other rank's part (`theirs`; a get
 /// lands at `mine`), and for gets and puts their `sync`. The operation is chosen once,
 /// outside the timed loop, so that its name is not compared per operation.
 fn run_op(
-    sc: &SplitC<'_, '_, ()>,
+    sc: &SplitC<()>,
     op: &str,
     (mine, theirs): (GlobalPtr<u32>, GlobalPtr<u32>),
     len: usize,
@@ -75,7 +65,7 @@ fn run_op(
 /// before it on the direct path); their target then accounts them with `store_sync`.
 /// ns per operation on rank 0, the barrier included.
 fn batch(
-    sc: &SplitC<'_, '_, ()>,
+    sc: &SplitC<()>,
     p: &Params,
     op: &str,
     parts: (GlobalPtr<u32>, GlobalPtr<u32>),
@@ -100,7 +90,7 @@ fn batch(
 
 /// Medians over the batches of `op` (one warm-up batch first); rank 0 only.
 fn measure(
-    sc: &SplitC<'_, '_, ()>,
+    sc: &SplitC<()>,
     p: &Params,
     op: &str,
     parts: (GlobalPtr<u32>, GlobalPtr<u32>),
@@ -119,9 +109,7 @@ fn measure(
 }
 
 /// Both figures on one path: the Figure 6-3 figures and the Figure 6-4 series.
-fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), SplitCError> {
-    let rma = Rma::new_or_over_frames(am, frames);
-    let sc = SplitC::new(&rma)?;
+fn path(sc: &SplitC<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), SplitCError> {
     let per_rank = LANDING + PART;
     let a = sc.all_spread_malloc::<u32>(2 * per_rank, Layout::BlockCyclic(per_rank))?;
     let me = sc.my_proc();
@@ -130,7 +118,7 @@ fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), Sp
     let reps = p.pick(1_000, 10_000);
     for op in OPS {
         for two_way in [false, true] {
-            let mut v = measure(&sc, p, op, parts, 1, (reps, two_way))?;
+            let mut v = measure(sc, p, op, parts, 1, (reps, two_way))?;
             if me == 0 {
                 let way = if two_way { "two" } else { "one" };
                 o.figures
@@ -142,7 +130,7 @@ fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), Sp
     for op in OPS {
         let mut points = Vec::new();
         for len in [1, 4, 16, 64, 256, PART] {
-            let mut v = measure(&sc, p, op, parts, len, (bulk_reps, false))?;
+            let mut v = measure(sc, p, op, parts, len, (bulk_reps, false))?;
             if me == 0 {
                 points.push(Point::of((4 * len) as f64, &mut v));
             }
@@ -163,9 +151,8 @@ fn path(am: &Am<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<(), Sp
 /// as the raw reference does), beside the raw cache-line round trip in alternating
 /// batches (`read_rtt_ns`, `raw_rtt_ns`, `read_rtt_ratio`); and 10,000 stores to the
 /// other rank then `all_store_sync` (`stores_10k_per_s`).
-fn goals(am: &Am<()>, p: &Params, o: &mut Outcome) -> Result<(), SplitCError> {
-    let rma = Rma::new(am);
-    let sc = SplitC::new(&rma)?;
+fn goals(sc: &SplitC<()>, p: &Params, o: &mut Outcome) -> Result<(), SplitCError> {
+    let rma = sc.rma();
     let me = sc.my_proc();
     // One element per 128-byte line pair, rotating over as many as the raw reference
     // uses, so that both touch the same number of lines.
@@ -181,7 +168,7 @@ fn goals(am: &Am<()>, p: &Params, o: &mut Outcome) -> Result<(), SplitCError> {
     sc.bulk_write(pp.at(me * lines * STRIDE), &zeros)?;
     sc.barrier()?;
     let (seg, _) =
-        am.rq().conduit().mapped_segment(0).ok_or_else(|| {
+        sc.am().rq().conduit().mapped_segment(0).ok_or_else(|| {
             SplitCError::from(bench_error("splitc: rank 0's segment is not mapped"))
         })?;
     // SAFETY: `raw_at` is a 128-aligned symmetric allocation of RAW_PINGPONG_BYTES in
@@ -248,16 +235,18 @@ fn goals(am: &Am<()>, p: &Params, o: &mut Outcome) -> Result<(), SplitCError> {
 
 /// *splitc*: Figures 6-3 and 6-4 of Begel et al. on both paths, and the goals
 /// on the direct path (2 ranks).
-pub fn splitc(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "splitc", 2, false)?;
-    let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+pub fn splitc(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "splitc", 2, false)?;
+    let job = setup.start(HandlerTable::<()>::new(), ())?;
+    let sc = job.splitc();
     let mut o = Outcome::new("splitc", 2, p.clock.overhead_ns());
-    goals(&am, p, &mut o).map_err(am_error)?;
+    goals(sc, p, &mut o)?;
     for frames in [false, true] {
-        path(&am, p, frames, &mut o).map_err(am_error)?;
+        sc.rma().use_frames(frames);
+        path(sc, p, frames, &mut o)?;
     }
-    am.barrier()?;
-    if am.rank() != 0 {
+    job.barrier()?;
+    if job.rank() != 0 {
         return Ok(None);
     }
     let fig = |k: &str| o.figures.iter().find(|f| f.key == k).map(|f| f.median);

@@ -17,7 +17,6 @@ use crate::array::{sizes, sweep};
 use crate::fixture::{require_ranks, BenchAm};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
-use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
 
 /// Where arrays land (rank 1) and where reflections land (rank 0).
@@ -39,7 +38,7 @@ fn batch(
     data: &[u8],
     n: u64,
     expect: &mut u64,
-) -> Result<Option<f64>, AmError> {
+) -> amrq::Result<Option<f64>> {
     b.am.barrier()?;
     *expect += n + u64::from(streaming);
     if b.rank() != 0 {
@@ -78,9 +77,9 @@ fn bandwidth(points: &[Point]) -> Vec<Point> {
 
 /// *stream*: the one-way and streaming series, `one_way_8b_ns`, `bw_64k_mb_s`,
 /// `bw_1m_mb_s` and `barrier_ns` on rank 0.
-pub fn stream(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "stream", 2, false)?;
-    let b = BenchAm::new(c)?;
+pub fn stream(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "stream", 2, false)?;
+    let b = BenchAm::new(setup)?;
     let sizes: Vec<usize> = [8]
         .into_iter()
         .chain(sizes(p.quick, true).into_iter().filter(|&x| x > 8))

@@ -8,9 +8,9 @@ use crate::results::{Machine, Results};
 use crate::{
     array, interrupts, loaded, matmul, polling, signature, splitc, stream, unloaded, Params,
 };
-use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
 use amrq::rq::QueueId;
+use amrq::Setup;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -124,14 +124,18 @@ impl Job {
     pub fn configure(self, cfg: &mut Config) -> Queues {
         match self {
             Job::OneToTwo | Job::TwoToOne => {
-                cfg.am_ring_slots = cfg.am_ring_slots.max(unloaded::DEEP_RING_SLOTS);
+                cfg.ring_slots
+                    .set(cfg.ring_slots.get().max(unloaded::DEEP_RING_SLOTS));
             }
             Job::Array | Job::ArrayTwoToOne | Job::Ring | Job::Traverse | Job::Stream => {
-                cfg.segment_bytes = cfg.segment_bytes.max(array::SEGMENT_BYTES);
+                cfg.segment_bytes
+                    .set(cfg.segment_bytes.get().max(array::SEGMENT_BYTES));
             }
-            Job::Matmul => cfg.segment_bytes = cfg.segment_bytes.max(matmul::SEGMENT_BYTES),
+            Job::Matmul => cfg
+                .segment_bytes
+                .set(cfg.segment_bytes.get().max(matmul::SEGMENT_BYTES)),
             Job::Polling => polling::configure(cfg),
-            Job::Signature => cfg.am_ring_slots = signature::RING_SLOTS,
+            Job::Signature => cfg.ring_slots.set(signature::RING_SLOTS),
             Job::Interrupts => {
                 return Queues {
                     irq: Some(interrupts::configure(cfg)),
@@ -143,7 +147,7 @@ impl Job {
     }
 
     /// Runs the job on this rank: the outcome on the rank that reports.
-    pub fn run(self, c: MemConduit, p: &Params, q: Queues) -> Result<Option<Outcome>, AmError> {
+    pub fn run(self, c: Setup, p: &Params, q: Queues) -> amrq::Result<Option<Outcome>> {
         match self {
             Job::RoundTrip => unloaded::round_trip(c, p),
             Job::RoundTripRanks => unloaded::round_trip_ranks(c, p),

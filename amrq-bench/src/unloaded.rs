@@ -16,7 +16,6 @@
 use crate::fixture::{require_ranks, BenchAm};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
-use amrq::conduit::mem::MemConduit;
 use amrq::conduit::Conduit;
 use amrq::prelude::*;
 use amrq::reference::{RawPingPong, RawStream, RAW_PINGPONG_BYTES, RAW_STREAM_BYTES};
@@ -28,9 +27,14 @@ pub const BURST: u64 = 1024;
 /// waits for room (Config::am_ring_slots).
 pub const DEEP_RING_SLOTS: u64 = 2 * BURST;
 
+/// The error of a job whose ranks share no memory: the raw references need it.
+fn not_shared() -> amrq::Error {
+    crate::fixture::bench_error("the raw reference needs both ranks on one host").into()
+}
+
 /// `iters` round trips from rank 0 to `dest`, each waiting for its acknowledgement;
 /// ns per round trip.
-fn round_trips(b: &BenchAm, p: &Params, dest: Rank, iters: u64) -> Result<f64, AmError> {
+fn round_trips(b: &BenchAm, p: &Params, dest: Rank, iters: u64) -> amrq::Result<f64> {
     let base = b.am.state().acks.get();
     let t = p.clock.start();
     for i in 1..=iters {
@@ -41,17 +45,19 @@ fn round_trips(b: &BenchAm, p: &Params, dest: Rank, iters: u64) -> Result<f64, A
 }
 
 /// *round-trip*: `round_trip_ns`, `raw_rtt_ns` and `ratio` on rank 0 (`None` elsewhere).
-pub fn round_trip(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "round-trip", 2, false)?;
-    let (seg, len) = c.mapped_segment(0).expect("rank 0 exists");
-    assert!(
-        len >= RAW_PINGPONG_BYTES,
-        "segment too small for the raw reference"
-    );
-    // SAFETY: rank 0's segment is mapped by both ranks and zeroed at creation; this
-    // benchmark uses its first bytes only for the raw reference.
-    let raw = unsafe { RawPingPong::in_memory(seg) };
-    let b = BenchAm::new(c)?;
+pub fn round_trip(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "round-trip", 2, false)?;
+    let b = BenchAm::new(setup)?;
+    let at = b.am.rma().alloc_symmetric(RAW_PINGPONG_BYTES, 4096)?;
+    let (seg, _) =
+        b.am.rq()
+            .conduit()
+            .mapped_segment(0)
+            .ok_or_else(not_shared)?;
+    // SAFETY: `at` is a fresh page-aligned allocation of RAW_PINGPONG_BYTES in rank 0's
+    // segment (zeroed at creation), mapped by both ranks and used for the raw
+    // reference only.
+    let raw = unsafe { RawPingPong::in_memory(seg.add(at)) };
     let iters = p.pick(5_000, 50_000);
     let (mut am_ns, mut raw_ns, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
     for batch in 0..=p.batches as u64 {
@@ -83,9 +89,9 @@ pub fn round_trip(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError>
 
 /// *round-trip-ranks*: the round trip from rank 0 to each other rank in turn
 /// (Liu & Culler's spatial locality), one series.
-pub fn round_trip_ranks(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "round-trip-ranks", 2, true)?;
-    let b = BenchAm::new(c)?;
+pub fn round_trip_ranks(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "round-trip-ranks", 2, true)?;
+    let b = BenchAm::new(setup)?;
     let n = b.am.size();
     let iters = p.pick(2_000, 20_000);
     let mut samples = vec![Vec::new(); n];
@@ -122,17 +128,19 @@ pub fn round_trip_ranks(c: MemConduit, p: &Params) -> Result<Option<Outcome>, Am
 
 /// *one-to-one*: `ns_per_msg`, `msgs_per_s`, `raw_msgs_per_s` and `ratio` (the
 /// median of the per-batch ratios of the two rates) on rank 0 (`None` elsewhere).
-pub fn one_to_one(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "one-to-one", 2, false)?;
-    let (seg, len) = c.mapped_segment(1).expect("rank 1 exists");
-    assert!(
-        len >= RAW_STREAM_BYTES,
-        "segment too small for the raw reference"
-    );
-    // SAFETY: rank 1's segment is mapped by both ranks and zeroed at creation; this
-    // benchmark uses its first bytes only for the raw reference.
-    let raw = unsafe { RawStream::in_memory(seg) };
-    let b = BenchAm::new(c)?;
+pub fn one_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "one-to-one", 2, false)?;
+    let b = BenchAm::new(setup)?;
+    let at = b.am.rma().alloc_symmetric(RAW_STREAM_BYTES, 4096)?;
+    let (seg, _) =
+        b.am.rq()
+            .conduit()
+            .mapped_segment(1)
+            .ok_or_else(not_shared)?;
+    // SAFETY: `at` is a fresh page-aligned allocation of RAW_STREAM_BYTES in rank 1's
+    // segment (zeroed at creation), mapped by both ranks and used for the raw
+    // reference only.
+    let raw = unsafe { RawStream::in_memory(seg.add(at)) };
     let bursts = p.pick(20, 200);
     let raw_n = bursts * BURST;
     let (mut per_msg, mut rate, mut raw_rate, mut ratio) =
@@ -161,7 +169,8 @@ pub fn one_to_one(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError>
             if raw.receive(batch * raw_n, raw_n) != 0 {
                 return Err(crate::fixture::bench_error(
                     "one-to-one: the raw stream's memory is not shared",
-                ));
+                )
+                .into());
             }
             b.wait_count((batch + 1) * bursts * BURST)?;
         }
@@ -182,9 +191,9 @@ pub fn one_to_one(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError>
 /// *one-to-two*: `send_ns` per message on rank 0: the time of the send loop alone
 /// (the rings hold a whole burst, so no send waits for a receiver); the
 /// acknowledgements are awaited outside the timed part.
-pub fn one_to_two(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "one-to-two", 3, false)?;
-    let b = BenchAm::new(c)?;
+pub fn one_to_two(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "one-to-two", 3, false)?;
+    let b = BenchAm::new(setup)?;
     let mut per_msg = Vec::new();
     let per_dest = BURST / 2;
     let mut expect = 0;
@@ -224,9 +233,9 @@ pub fn one_to_two(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError>
 /// *two-to-one*: `receive_ns` per message on rank 0: ranks 1 and 2 have each
 /// enqueued 1024 requests (all of them in rank 0's rings) before rank 0 starts its
 /// clock and polls until it has handled the 2048.
-pub fn two_to_one(c: MemConduit, p: &Params) -> Result<Option<Outcome>, AmError> {
-    require_ranks(&c, "two-to-one", 3, false)?;
-    let b = BenchAm::new(c)?;
+pub fn two_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
+    require_ranks(&setup, "two-to-one", 3, false)?;
+    let b = BenchAm::new(setup)?;
     let mut per_msg = Vec::new();
     // Conduit barriers, not AM ones: rank 0 must not poll outside its timed part.
     let barrier = || b.am.rq().conduit().barrier().map_err(RqError::from);

@@ -309,11 +309,13 @@ enum amrq_status amrq_table_reply(struct amrq_table_t *t,
                                   void *state,
                                   int *id);
 
-// Starts this rank: joins the job a launcher (`amrun`, `mpirun`, `srun`) placed it in
-// and meets the other ranks; `*out` is the rank's handle. Started on its own, the
-// program runs itself as `ranks_if_alone` ranks (the same arguments) and exits with
-// the job's status, never returning here — or, with `ranks_if_alone` ≤ 1, is a job of
-// one rank. Takes `t` (freed, whatever the outcome).
+// Starts this rank: joins the job a launcher (`amrun`, `mpirun`, `srun`; across hosts
+// with `amrun --hosts`) placed it in and meets the other ranks; `*out` is the rank's
+// handle. Started on its own, the program runs itself as `ranks_if_alone` ranks
+// (`AMRQ_RANKS` overrides it; the same arguments) and exits with the job's status,
+// never returning here — or, with one rank, is a job of one rank. The settings are
+// the `AMRQ_*` variables' (`amrun --print-config PROGRAM` lists them). Takes `t`
+// (freed, whatever the outcome).
 //
 // # Safety
 // `t` came from `amrq_table_new` and was neither freed nor given to `amrq_init`;

@@ -2,9 +2,8 @@
 //! double words), gather, allgather and the all-to-all exchange (bytes). Every rank of
 //! the job calls each one, in the same order, with the same lengths.
 
-use crate::job::{on_job, rank_of, Amrq, Handlers};
+use crate::job::{on_job, rank_of, Amrq};
 use crate::{slice, slice_mut, AmrqStatus, Failure};
-use amrq::coll::Coll;
 use amrq::rma::Word;
 use std::ffi::{c_int, c_void};
 
@@ -18,13 +17,6 @@ pub enum AmrqOp {
     Min = 1,
     /// The greatest.
     Max = 2,
-}
-
-/// The job's collectives.
-fn collectives(j: &Amrq) -> Result<&Coll<'static, 'static, Handlers>, Failure> {
-    j.coll
-        .as_ref()
-        .ok_or_else(|| Failure::argument("the job has no collectives"))
 }
 
 /// A word the reductions combine, with the identity of each operation (what an
@@ -75,7 +67,7 @@ pub unsafe extern "C" fn amrq_broadcast(
     let body = |j: &Amrq| {
         // SAFETY: the caller's guarantee: `data` points to `len` writable bytes.
         let bytes = unsafe { slice_mut(data.cast::<u8>(), len) }?;
-        Ok(collectives(j)?.broadcast(rank_of(root)?, bytes)?)
+        Ok(j.coll().broadcast(rank_of(root)?, bytes)?)
     };
     // SAFETY: the caller's guarantee.
     unsafe { on_job(am, body) }
@@ -94,7 +86,7 @@ enum Reduction {
 }
 
 fn reduce<T: Reduced>(j: &Amrq, data: &mut [T], op: c_int, how: Reduction) -> Result<(), Failure> {
-    let coll = collectives(j)?;
+    let coll = j.coll();
     let (f, identity) = operation::<T>(op)?;
     match how {
         Reduction::To(root) => coll.reduce(rank_of(root)?, data, f)?,
@@ -242,7 +234,7 @@ pub unsafe extern "C" fn amrq_gather(
 ) -> AmrqStatus {
     let body = |j: &Amrq| {
         let root = rank_of(root)?;
-        let room = if j.am.rank() == root {
+        let room = if j.am().rank() == root {
             total(j, len)?
         } else {
             0
@@ -250,7 +242,7 @@ pub unsafe extern "C" fn amrq_gather(
         // SAFETY: the caller's guarantee: `mine` points to `len` bytes, and at the root
         // `out` to `size · len` writable bytes.
         let (mine, out) = unsafe { (slice(mine.cast::<u8>(), len)?, slice_mut(out.cast(), room)?) };
-        Ok(collectives(j)?.gather(root, mine, out)?)
+        Ok(j.coll().gather(root, mine, out)?)
     };
     // SAFETY: the caller's guarantee.
     unsafe { on_job(am, body) }
@@ -274,7 +266,7 @@ pub unsafe extern "C" fn amrq_allgather(
         // SAFETY: the caller's guarantee: `mine` points to `len` bytes, `out` to
         // `size · len` writable bytes.
         let (mine, out) = unsafe { (slice(mine.cast::<u8>(), len)?, slice_mut(out.cast(), room)?) };
-        Ok(collectives(j)?.allgather(mine, out)?)
+        Ok(j.coll().allgather(mine, out)?)
     };
     // SAFETY: the caller's guarantee.
     unsafe { on_job(am, body) }
@@ -304,7 +296,7 @@ pub unsafe extern "C" fn amrq_exchange(
                 slice_mut(recv.cast(), room)?,
             )
         };
-        Ok(collectives(j)?.exchange(send, recv)?)
+        Ok(j.coll().exchange(send, recv)?)
     };
     // SAFETY: the caller's guarantee.
     unsafe { on_job(am, body) }
@@ -312,6 +304,6 @@ pub unsafe extern "C" fn amrq_exchange(
 
 /// `size · len` bytes: one block per rank.
 fn total(j: &Amrq, len: usize) -> Result<usize, Failure> {
-    len.checked_mul(j.am.size())
+    len.checked_mul(j.am().size())
         .ok_or_else(|| Failure::argument(format!("{len} bytes per rank overflow")))
 }

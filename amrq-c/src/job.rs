@@ -103,9 +103,8 @@ pub struct Amrq {
     fast: AmrqFast,
     /// What `fast` and the tokens point into.
     lanes: Lanes,
-    pub(crate) am: &'static Am<Handlers>,
-    pub(crate) rma: &'static Rma<'static, Handlers>,
-    pub(crate) coll: Option<amrq::coll::Coll<'static, 'static, Handlers>>,
+    /// Boxed: the lanes and the handlers' state point into it.
+    job: Box<amrq::Job<Handlers>>,
     request_ids: Vec<RequestHandler>,
     /// The queues the table declared, by their C id.
     pub(crate) queues: Vec<amrq::rq::QueueId>,
@@ -116,21 +115,40 @@ pub struct Amrq {
 
 impl Drop for Amrq {
     fn drop(&mut self) {
-        self.held.get_mut().clear(); // frames borrow the job's memory: left in place
-        self.coll = None;
-        // SAFETY: `rma` and `am` were leaked from boxes by `amrq_init` for this `Amrq`
-        // alone; the collectives that borrowed them are gone, and nothing else does.
-        unsafe {
-            drop(Box::from_raw(std::ptr::from_ref(self.rma).cast_mut()));
-            drop(Box::from_raw(std::ptr::from_ref(self.am).cast_mut()));
-        }
+        self.held.get_mut().clear(); // frames borrow the job's memory: gone before it
     }
 }
 
 impl Amrq {
+    /// The job's Active Messages.
+    pub(crate) fn am(&self) -> &Am<Handlers> {
+        self.job.am()
+    }
+
+    /// Its one-sided operations.
+    pub(crate) fn rma(&self) -> &Rma<Handlers> {
+        self.job.rma()
+    }
+
+    /// Its collectives.
+    pub(crate) fn coll(&self) -> &amrq::coll::Coll<Handlers> {
+        self.job.coll()
+    }
+
+    /// The job, for what C keeps across calls (a non-blocking operation's handle, a
+    /// frame held in place).
+    ///
+    /// # Safety
+    /// What borrows it is gone before `amrq_finalize` frees this `Amrq`.
+    pub(crate) unsafe fn kept(&self) -> &'static amrq::Job<Handlers> {
+        // SAFETY: boxed, the job stays where it is until this `Amrq` drops; the
+        // caller's guarantee covers the rest.
+        unsafe { &*std::ptr::from_ref(&*self.job) }
+    }
+
     /// Records this rank as failed in its job (after a panic).
     pub(crate) fn fail_job(&self, why: &str) {
-        let c = self.am.rq().conduit();
+        let c = self.am().rq().conduit();
         c.boot().mark_failed(c.rank(), why.to_string());
     }
 }
@@ -345,11 +363,13 @@ pub unsafe extern "C" fn amrq_table_reply(
     unsafe { register(t, name, id, ("reply", |t| t.handlers.replies.len()), add) }
 }
 
-/// Starts this rank: joins the job a launcher (`amrun`, `mpirun`, `srun`) placed it in
-/// and meets the other ranks; `*out` is the rank's handle. Started on its own, the
-/// program runs itself as `ranks_if_alone` ranks (the same arguments) and exits with
-/// the job's status, never returning here — or, with `ranks_if_alone` ≤ 1, is a job of
-/// one rank. Takes `t` (freed, whatever the outcome).
+/// Starts this rank: joins the job a launcher (`amrun`, `mpirun`, `srun`; across hosts
+/// with `amrun --hosts`) placed it in and meets the other ranks; `*out` is the rank's
+/// handle. Started on its own, the program runs itself as `ranks_if_alone` ranks
+/// (`AMRQ_RANKS` overrides it; the same arguments) and exits with the job's status,
+/// never returning here — or, with one rank, is a job of one rank. The settings are
+/// the `AMRQ_*` variables' (`amrun --print-config PROGRAM` lists them). Takes `t`
+/// (freed, whatever the outcome).
 ///
 /// # Safety
 /// `t` came from `amrq_table_new` and was neither freed nor given to `amrq_init`;
@@ -368,50 +388,33 @@ pub unsafe extern "C" fn amrq_init(
             }
             // SAFETY: the caller's guarantee.
             let t = unsafe { Box::from_raw(t) };
-            let job = |e: String| Failure::new(AmrqStatus::Job, e);
-            let mut cfg = amrq::Config::from_env().map_err(job)?;
+            let mut cfg = amrq::Config::new();
+            cfg.ranks
+                .set_default(usize::try_from(ranks_if_alone).unwrap_or(1).max(1));
             let queues: Vec<_> = t.queues.iter().map(|q| cfg.add(q.clone())).collect();
-            let conduit = match amrq::launch::joined(&cfg).map_err(|e| job(e.to_string()))? {
-                Some(c) => c,
-                None if ranks_if_alone > 1 => {
-                    let exe = std::env::current_exe().map_err(|e| job(e.to_string()))?;
-                    let args: Vec<_> = std::env::args_os().skip(1).collect();
-                    let launcher = amrq::launch::Launcher::new(ranks_if_alone as usize);
-                    match launcher.run(exe.as_os_str(), &args) {
-                        Ok(o) => std::process::exit(o.code),
-                        Err(e) => return Err(job(e.to_string())),
-                    }
-                }
-                None => amrq::conduit::threads::endpoints_for(1, &cfg.conduit_spec())
-                    .map_err(|e| job(e.to_string()))?
-                    .swap_remove(0),
-            };
+            let setup = cfg.join()?;
             let AmrqTable {
                 table,
                 handlers,
                 request_ids,
                 ..
             } = *t;
-            let am: &'static Am<Handlers> = Box::leak(Box::new(Am::new(conduit, table, handlers)?));
-            let rma: &'static Rma<'static, Handlers> = Box::leak(Box::new(Rma::new(am)));
+            let job = Box::new(setup.start(table, handlers)?);
             let lanes = Lanes::of(
-                am.rq().conduit(),
-                am.size(),
+                job.rq().conduit(),
+                job.size(),
                 request_ids.iter().map(|h| h.id()).collect(),
-                am.state().reply_ids.iter().map(|h| h.id()).collect(),
+                job.state().reply_ids.iter().map(|h| h.id()).collect(),
             );
-            am.state().reply_lanes.set(lanes.for_replies());
-            let mut job = Box::new(Amrq {
+            job.state().reply_lanes.set(lanes.for_replies());
+            let job = Box::new(Amrq {
                 fast: lanes.fast(),
                 lanes,
-                am,
-                rma,
-                coll: None,
+                job,
                 request_ids,
                 held: std::cell::RefCell::new(queues.iter().map(|_| None).collect()),
                 queues,
             });
-            job.coll = Some(amrq::coll::Coll::new(rma)?);
             put_out(out, Box::into_raw(job));
             Ok(())
         },
@@ -425,7 +428,7 @@ pub unsafe extern "C" fn amrq_init(
 /// `am` came from `amrq_init` and was not finalized; it is not used after.
 #[no_mangle]
 pub unsafe extern "C" fn amrq_finalize(am: *mut Amrq) -> AmrqStatus {
-    let body = |j: &Amrq| Ok(j.am.barrier()?);
+    let body = |j: &Amrq| Ok(j.am().barrier()?);
     // SAFETY: the caller's guarantee.
     let met = unsafe { on_job(am, body) };
     if am.is_null() {
@@ -450,7 +453,7 @@ pub unsafe extern "C" fn amrq_finalize(am: *mut Amrq) -> AmrqStatus {
 #[no_mangle]
 pub unsafe extern "C" fn amrq_rank(am: *const Amrq) -> c_int {
     // SAFETY: the caller's guarantee.
-    unsafe { job(am) }.map_or(-1, |j| j.am.rank() as c_int)
+    unsafe { job(am) }.map_or(-1, |j| j.am().rank() as c_int)
 }
 
 /// The ranks in the job (−1 for a null `am`).
@@ -460,7 +463,7 @@ pub unsafe extern "C" fn amrq_rank(am: *const Amrq) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn amrq_size(am: *const Amrq) -> c_int {
     // SAFETY: the caller's guarantee.
-    unsafe { job(am) }.map_or(-1, |j| j.am.size() as c_int)
+    unsafe { job(am) }.map_or(-1, |j| j.am().size() as c_int)
 }
 
 impl Amrq {
@@ -593,9 +596,9 @@ unsafe fn request(
         let bytes = unsafe { carried.bytes() }?;
         let dest = rank_of(dest)?;
         let sent = match carried {
-            Carried::Short => j.am.request(dest, h, args),
-            Carried::Medium(..) => j.am.request_medium(dest, h, args, bytes),
-            Carried::Long(_, _, offset) => j.am.request_long(dest, h, args, bytes, offset),
+            Carried::Short => j.am().request(dest, h, args),
+            Carried::Medium(..) => j.am().request_medium(dest, h, args, bytes),
+            Carried::Long(_, _, offset) => j.am().request_long(dest, h, args, bytes, offset),
         };
         Ok(sent?)
     };
@@ -735,7 +738,7 @@ pub unsafe extern "C" fn amrq_reply_long(
 #[no_mangle]
 pub unsafe extern "C" fn amrq_poll(am: *const Amrq, took: *mut usize) -> AmrqStatus {
     let body = |j: &Amrq| {
-        put_out(took, j.am.poll()?);
+        put_out(took, j.am().poll()?);
         Ok(())
     };
     // SAFETY: the caller's guarantee.
@@ -755,7 +758,7 @@ pub unsafe extern "C" fn amrq_wait_until(
 ) -> AmrqStatus {
     let body = |j: &Amrq| {
         // SAFETY: the caller's guarantee: `done` may be called with `arg`.
-        Ok(j.am.wait_until(|_| unsafe { done(arg) } != 0)?)
+        Ok(j.am().wait_until(|_| unsafe { done(arg) } != 0)?)
     };
     // SAFETY: the caller's guarantee.
     unsafe { on_job(am, body) }
@@ -818,7 +821,7 @@ pub unsafe extern "C" fn amrq_wait_u64(
 
 /// [`amrq_wait_u64`]'s loop: polls until `holds(word())`.
 fn wait_word(j: &Amrq, word: impl Fn() -> u64, holds: impl Fn(u64) -> bool) -> Result<(), Failure> {
-    Ok(j.am.wait_until(|_| holds(word()))?)
+    Ok(j.am().wait_until(|_| holds(word()))?)
 }
 
 /// Waits until every rank has called it (serving requests meanwhile).
@@ -827,7 +830,7 @@ fn wait_word(j: &Amrq, word: impl Fn() -> u64, holds: impl Fn(u64) -> bool) -> R
 /// `am` came from `amrq_init`.
 #[no_mangle]
 pub unsafe extern "C" fn amrq_barrier(am: *const Amrq) -> AmrqStatus {
-    let body = |j: &Amrq| Ok(j.am.barrier()?);
+    let body = |j: &Amrq| Ok(j.am().barrier()?);
     // SAFETY: the caller's guarantee.
     unsafe { on_job(am, body) }
 }
@@ -838,7 +841,7 @@ pub unsafe extern "C" fn amrq_barrier(am: *const Amrq) -> AmrqStatus {
 /// `am` came from `amrq_init`.
 #[no_mangle]
 pub unsafe extern "C" fn amrq_barrier_notify(am: *const Amrq) -> AmrqStatus {
-    let body = |j: &Amrq| Ok(j.am.barrier_notify()?);
+    let body = |j: &Amrq| Ok(j.am().barrier_notify()?);
     // SAFETY: the caller's guarantee.
     unsafe { on_job(am, body) }
 }
@@ -851,7 +854,7 @@ pub unsafe extern "C" fn amrq_barrier_notify(am: *const Amrq) -> AmrqStatus {
 #[no_mangle]
 pub unsafe extern "C" fn amrq_barrier_try(am: *const Amrq, done: *mut c_int) -> AmrqStatus {
     let body = |j: &Amrq| {
-        put_out(done, c_int::from(j.am.barrier_try()?));
+        put_out(done, c_int::from(j.am().barrier_try()?));
         Ok(())
     };
     // SAFETY: the caller's guarantee.
@@ -864,7 +867,7 @@ pub unsafe extern "C" fn amrq_barrier_try(am: *const Amrq, done: *mut c_int) -> 
 /// `am` came from `amrq_init`.
 #[no_mangle]
 pub unsafe extern "C" fn amrq_barrier_wait(am: *const Amrq) -> AmrqStatus {
-    let body = |j: &Amrq| Ok(j.am.barrier_wait()?);
+    let body = |j: &Amrq| Ok(j.am().barrier_wait()?);
     // SAFETY: the caller's guarantee.
     unsafe { on_job(am, body) }
 }

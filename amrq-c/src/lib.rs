@@ -97,6 +97,20 @@ impl Failure {
     }
 }
 
+impl From<amrq::Error> for Failure {
+    #[cold]
+    fn from(e: amrq::Error) -> Self {
+        use amrq::Error as E;
+        let status = match &e {
+            E::Conduit(_) | E::Am(_) => AmrqStatus::Am,
+            E::Rma(_) | E::SplitC(_) => AmrqStatus::Rma,
+            E::Rq(_) => AmrqStatus::Rq,
+            _ => AmrqStatus::Job,
+        };
+        Failure::new(status, e.chain())
+    }
+}
+
 impl From<amrq::am::AmError> for Failure {
     #[cold]
     fn from(e: amrq::am::AmError) -> Self {

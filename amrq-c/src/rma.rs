@@ -24,7 +24,7 @@ pub unsafe extern "C" fn amrq_alloc_symmetric(
     offset: *mut usize,
 ) -> AmrqStatus {
     let body = |j: &Amrq| {
-        put_out(offset, j.rma.alloc_symmetric(len, align)?);
+        put_out(offset, j.rma().alloc_symmetric(len, align)?);
         Ok(())
     };
     // SAFETY: the caller's guarantee.
@@ -43,7 +43,7 @@ pub unsafe extern "C" fn amrq_segment(
     len: *mut usize,
 ) -> AmrqStatus {
     let body = |j: &Amrq| {
-        let (p, n) = j.am.segment();
+        let (p, n) = j.am().segment();
         put_out(base, p.as_ptr().cast());
         put_out(len, n);
         Ok(())
@@ -119,10 +119,10 @@ pub unsafe extern "C" fn amrq_get_nbi(
 }
 
 /// A blocking or implicit put: `Rma::put` or `Rma::put_nbi`.
-type PutOp = fn(&Rma<'static, Handlers>, usize, usize, &[u8]) -> Result<(), RmaError>;
+type PutOp = fn(&Rma<Handlers>, usize, usize, &[u8]) -> Result<(), RmaError>;
 
 /// A blocking or implicit get: `Rma::get` or `Rma::get_nbi`.
-type GetOp = fn(&Rma<'static, Handlers>, usize, usize, &mut [u8]) -> Result<(), RmaError>;
+type GetOp = fn(&Rma<Handlers>, usize, usize, &mut [u8]) -> Result<(), RmaError>;
 
 /// A put of the `len` bytes at `src` by `op` (blocking or implicit).
 ///
@@ -138,7 +138,7 @@ unsafe fn put_by(
     let body = |j: &Amrq| {
         // SAFETY: the caller's guarantee: `src` points to `len` bytes.
         let src = unsafe { slice(src.cast(), len) }?;
-        Ok(op(j.rma, rank_of(rank)?, offset, src)?)
+        Ok(op(j.rma(), rank_of(rank)?, offset, src)?)
     };
     // SAFETY: the caller's guarantee.
     unsafe { on_job(am, body) }
@@ -159,7 +159,7 @@ unsafe fn get_by(
     let body = |j: &Amrq| {
         // SAFETY: the caller's guarantee: `dst` points to `len` writable bytes.
         let dst = unsafe { slice_mut(dst.cast(), len) }?;
-        Ok(op(j.rma, rank_of(rank)?, offset, dst)?)
+        Ok(op(j.rma(), rank_of(rank)?, offset, dst)?)
     };
     // SAFETY: the caller's guarantee.
     unsafe { on_job(am, body) }
@@ -173,7 +173,7 @@ unsafe fn get_by(
 #[no_mangle]
 pub unsafe extern "C" fn amrq_sync_nbi(am: *const Amrq, done: *mut u64) -> AmrqStatus {
     let body = |j: &Amrq| {
-        put_out(done, j.rma.sync_nbi()?);
+        put_out(done, j.rma().sync_nbi()?);
         Ok(())
     };
     // SAFETY: the caller's guarantee.
@@ -194,7 +194,7 @@ pub unsafe extern "C" fn amrq_fetch_add(
     old: *mut u64,
 ) -> AmrqStatus {
     let body = |j: &Amrq| {
-        put_out(old, j.rma.fetch_add(rank_of(rank)?, offset, v)?);
+        put_out(old, j.rma().fetch_add(rank_of(rank)?, offset, v)?);
         Ok(())
     };
     // SAFETY: the caller's guarantee.
@@ -257,7 +257,7 @@ pub unsafe extern "C" fn amrq_atomic(
             7 => AtomicOp::Store(operand),
             _ => return Err(Failure::argument(format!("no atomic operation {op}"))),
         };
-        put_out(old, j.rma.atomic(rank_of(rank)?, offset, op)?);
+        put_out(old, j.rma().atomic(rank_of(rank)?, offset, op)?);
         Ok(())
     };
     // SAFETY: the caller's guarantee.
@@ -287,7 +287,9 @@ pub unsafe extern "C" fn amrq_put_nb(
     let body = |j: &Amrq| {
         // SAFETY: the caller's guarantee: `src` points to `len` bytes.
         let src = unsafe { slice(src.cast(), len) }?;
-        let handle = j.rma.put_nb(rank_of(rank)?, offset, src)?;
+        // SAFETY: the C contract: a handle is waited on before `amrq_finalize`.
+        let rma = unsafe { j.kept() }.rma();
+        let handle = rma.put_nb(rank_of(rank)?, offset, src)?;
         put_out(h, Box::into_raw(Box::new(AmrqHandle { handle })));
         Ok(())
     };
@@ -314,7 +316,9 @@ pub unsafe extern "C" fn amrq_get_nb(
         // SAFETY: the caller's guarantee: `dst` points to `len` writable bytes that
         // stay valid until the handle is waited on (the handle may hold them so long).
         let dst: &'static mut [u8] = unsafe { slice_mut(dst.cast(), len) }?;
-        let handle = j.rma.get_nb(rank_of(rank)?, offset, dst)?;
+        // SAFETY: the C contract: a handle is waited on before `amrq_finalize`.
+        let rma = unsafe { j.kept() }.rma();
+        let handle = rma.get_nb(rank_of(rank)?, offset, dst)?;
         put_out(h, Box::into_raw(Box::new(AmrqHandle { handle })));
         Ok(())
     };
@@ -383,7 +387,7 @@ pub unsafe extern "C" fn amrq_raw_rtt_ns(
     ns: *mut f64,
 ) -> AmrqStatus {
     let body = |j: &Amrq| {
-        let c = j.am.rq().conduit();
+        let c = j.am().rq().conduit();
         let (seg, len) = c
             .mapped_segment(0)
             .ok_or_else(|| Failure::argument("rank 0's segment is not mapped here"))?;
@@ -399,7 +403,7 @@ pub unsafe extern "C" fn amrq_raw_rtt_ns(
         // SAFETY: inside rank 0's mapped segment (checked), 128-aligned, and by the
         // caller's guarantee zeroed and used for nothing else.
         let raw = unsafe { RawPingPong::in_memory(seg.add(offset)) };
-        match j.am.rank() {
+        match j.am().rank() {
             0 => put_out(ns, raw.initiate(base, iters)),
             1 => raw.respond(base, iters),
             _ => {}

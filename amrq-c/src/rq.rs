@@ -157,9 +157,10 @@ pub unsafe extern "C" fn amrq_enqueue(
         // SAFETY: the caller's guarantee: `args` points to `nargs` words, `payload` to
         // `len` bytes.
         let (args, bytes) = unsafe { (slice(args, nargs)?, slice(payload.cast(), len)?) };
-        let ok =
-            j.am.rq()
-                .enqueue(rank_of(dest)?, j.queue(q)?, args, bytes)?;
+        let ok = j
+            .am()
+            .rq()
+            .enqueue(rank_of(dest)?, j.queue(q)?, args, bytes)?;
         put_out(accepted, c_int::from(ok));
         Ok(())
     };
@@ -190,10 +191,11 @@ pub unsafe extern "C" fn amrq_dequeue(
     let body = |j: &Amrq| {
         // SAFETY: the caller's guarantee: writable room for the args and the payload.
         let (args, buf) = unsafe { (slice_mut(args, args_cap)?, slice_mut(buf.cast(), cap)?) };
-        let d =
-            j.am.rq()
-                .dequeue(j.queue(q)?, args, buf)
-                .map_err(|e| j.refused(e))?;
+        let d = j
+            .am()
+            .rq()
+            .dequeue(j.queue(q)?, args, buf)
+            .map_err(|e| j.refused(e))?;
         put_out(got, c_int::from(d.is_some()));
         if let Some(d) = d {
             put_out(out, d.into());
@@ -224,7 +226,8 @@ pub unsafe extern "C" fn amrq_read_queue(
         let mut held = j.held.borrow_mut();
         let slot = &mut held[q as usize]; // `queue` checked `q`
         if slot.is_none() {
-            *slot = j.am.rq().read_queue(id)?;
+            // SAFETY: a held frame is dropped before the job (`Drop for Amrq`).
+            *slot = unsafe { j.kept() }.rq().read_queue(id)?;
         }
         put_out(got, c_int::from(slot.is_some()));
         if let Some(f) = slot {
@@ -255,7 +258,7 @@ pub unsafe extern "C" fn amrq_delete_queue(
                 f.release();
                 true
             }
-            None => j.am.rq().delete_queue(id)?,
+            None => j.am().rq().delete_queue(id)?,
         };
         put_out(removed, c_int::from(done));
         Ok(())
@@ -284,7 +287,7 @@ pub unsafe extern "C" fn amrq_poll_set_new(
             .map(|&q| j.queue(q))
             .collect::<Result<Vec<_>, _>>()?;
         let s = AmrqPollSet {
-            set: j.am.rq().poll_set(&qs)?,
+            set: j.am().rq().poll_set(&qs)?,
         };
         put_out(set, Box::into_raw(Box::new(s)));
         Ok(())
@@ -332,7 +335,7 @@ pub unsafe extern "C" fn amrq_one_poll(
         // SAFETY: the caller's guarantee: writable room for the args and the payload.
         let (args, buf) = unsafe { (slice_mut(args, args_cap)?, slice_mut(buf.cast(), cap)?) };
         put_out(which, -1);
-        let Some((q, f)) = j.am.rq().one_poll(&s.set).map_err(|e| j.refused(e))? else {
+        let Some((q, f)) = j.am().rq().one_poll(&s.set).map_err(|e| j.refused(e))? else {
             return Ok(());
         };
         let d = Dequeued::take(f, args, buf)?;

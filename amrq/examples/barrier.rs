@@ -12,7 +12,6 @@
 
 mod common;
 
-use amrq::conduit::Conduit;
 use amrq::prelude::*;
 use amrq::reference::{median, RawPingPong, RAW_PINGPONG_BYTES};
 use std::time::Instant;
@@ -33,14 +32,13 @@ struct Args {
 fn main() {
     let o = <Args as clap::Parser>::parse();
     let ranks = o.ranks.max(1) as usize;
-    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
-    common::run_ranks(&o.common, ranks, &cfg, |c| {
-        rank_main(c, &o).map_err(|e| e.to_string())
-    });
+    let cfg = Config::new();
+    common::run(&o.common, cfg, ranks, |setup| rank_main(setup, &o));
 }
 
-fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), AmError> {
-    let n = conduit.size();
+fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
+    let threads = setup.config().threads.get();
+    let n = setup.size();
     let oversubscribed = n > amrq::util::affinity::allowed_cores().len().max(1);
     let iters = o.iters.unwrap_or(match (o.common.quick, oversubscribed) {
         (true, true) => 200,
@@ -49,15 +47,16 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), Am
         (false, false) => 100_000,
     });
     let batches = if o.common.quick { 7 } else { 21 };
-    let (seg, len) = conduit.mapped_segment(0).expect("rank 0 exists");
-    assert!(
-        len >= RAW_PINGPONG_BYTES,
-        "segment too small for the raw reference"
-    );
-    // SAFETY: rank 0's segment is mapped by every rank and zeroed at creation; this
-    // program uses its first bytes only for the raw reference, before any other use.
-    let raw = unsafe { RawPingPong::in_memory(seg) };
-    let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
+    let am = setup.start(HandlerTable::<()>::new(), ())?;
+    let at = am.rma().alloc_symmetric(RAW_PINGPONG_BYTES, 4096)?;
+    let Some((seg, _)) = am.rq().conduit().mapped_segment(0) else {
+        return Err(amrq::Error::other(
+            "barrier measures against the raw round trip in shared memory: run it on one host",
+        ));
+    };
+    // SAFETY: a fresh page-aligned allocation in rank 0's segment (zeroed at creation),
+    // mapped by every rank, used only for the raw reference.
+    let raw = unsafe { RawPingPong::in_memory(seg.add(at)) };
     let me = am.rank();
     let (mut blocking, mut split, mut raw_ns) = (Vec::new(), Vec::new(), Vec::new());
     for b in 0..=batches as u64 {
@@ -100,11 +99,7 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), Am
         } else {
             0.0
         };
-        let how = if o.common.threads {
-            "threads"
-        } else {
-            "processes"
-        };
+        let how = if threads { "threads" } else { "processes" };
         let placement = if oversubscribed {
             "more ranks than cores: not pinned, sharing cores"
         } else {

@@ -11,7 +11,7 @@
 
 mod common;
 
-use amrq::conduit::{Conduit, ReceivedFrame};
+use amrq::conduit::ReceivedFrame;
 use amrq::prelude::*;
 use amrq::reference::median;
 use std::cell::Cell;
@@ -35,17 +35,16 @@ struct State {
 
 fn main() {
     let o = <Args as clap::Parser>::parse();
-    let mut cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
-    cfg.am_ring_slots = 1024;
+    let mut cfg = Config::new();
+    cfg.ring_slots.set_default(1024);
     let q = cfg.add_queue(1024);
-    common::run_ranks(&o.common, 2, &cfg, |c| {
-        rank_main(c, &o, q).map_err(|e| e.to_string())
-    });
+    common::run(&o.common, cfg, 2, |setup| rank_main(setup, &o, q));
 }
 
-fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args, q: QueueId) -> Result<(), AmError> {
+fn rank_main(setup: Setup, o: &Args, q: QueueId) -> amrq::Result<()> {
+    let threads = setup.config().threads.get();
     let (iters, batches) = o.run.or(o.common.quick, (500_000, 5_000_000), (5, 11));
-    common::two_ranks("dispatch", conduit.size());
+    common::two_ranks("dispatch", setup.size())?;
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
         s.acked.set(m.arg(0)?);
@@ -65,7 +64,7 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args, q: QueueId) -> R
         done,
         acked: Cell::new(0),
     };
-    let am = Am::new(conduit, table, state)?;
+    let am = setup.start(table, state)?;
     let (mut inline, mut handler) = (Vec::new(), Vec::new());
     // Frames rank 1 will have counted at the end of this batch, in both modes (`finish`
     // answers with its count). Both ranks keep it: rank 1's barrier may already run the
@@ -121,19 +120,12 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args, q: QueueId) -> R
     // Both ways saw every frame: each batch's args sum to iters·(iters−1)/2.
     let want = (iters * (iters - 1) / 2).wrapping_mul(2 * (batches + 1));
     if am.rank() == 1 && am.state().sum.get() != want {
-        return Err(AmError::BadRuntimeMessage {
-            source_rank: 0,
-            what: "frames lost or duplicated",
-        });
+        return Err(amrq::Error::other("frames lost or duplicated"));
     }
     am.barrier()?;
     if am.rank() == 0 {
         let (ri, rh) = (median(&mut inline), median(&mut handler));
-        let how = if o.common.threads {
-            "threads"
-        } else {
-            "processes"
-        };
+        let how = if threads { "threads" } else { "processes" };
         println!("ranks: 2 {how}; {batches} batches of {iters} Short frames each way of receiving");
         println!(
             "handler dispatch (AM requests):      {:.1} M msgs/s",

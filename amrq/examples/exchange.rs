@@ -12,10 +12,8 @@
 
 mod common;
 
-use amrq::coll::Coll;
 use amrq::prelude::*;
 use amrq::reference::median;
-use amrq::rma::{Rma, RmaError};
 use std::time::Instant;
 
 /// All-to-all exchange, bandwidth-matched against the unmatched order (RQ §4).
@@ -34,16 +32,15 @@ struct Args {
 fn main() {
     let o = <Args as clap::Parser>::parse();
     let ranks = o.ranks.max(1) as usize;
-    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
-    common::run_ranks(&o.common, ranks, &cfg, |c| {
-        rank_main(c, &o).map_err(|e| e.to_string())
-    });
+    let cfg = Config::new();
+    common::run(&o.common, cfg, ranks, |setup| rank_main(setup, &o));
 }
 
-fn rank_main(c: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), RmaError> {
-    let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    let rma = Rma::new(&am);
-    let coll = Coll::new(&rma)?;
+fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
+    let threads = setup.config().threads.get();
+    let am = setup.start(HandlerTable::<()>::new(), ())?;
+    let _rma = am.rma();
+    let coll = am.coll();
     let (me, n) = (am.rank(), am.size());
     let block = (o.kib.unwrap_or(if o.common.quick { 64 } else { 1024 }) as usize) << 10;
     let m = block / 8;
@@ -78,11 +75,7 @@ fn rank_main(c: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), RmaError
         let moved = (n * (n - 1) * block) as f64;
         let (tm, tu) = (median(&mut matched), median(&mut unmatched));
         let cores = amrq::util::affinity::allowed_cores().len();
-        let how = if o.common.threads {
-            "threads"
-        } else {
-            "processes"
-        };
+        let how = if threads { "threads" } else { "processes" };
         let note = if n > cores {
             ", more ranks than cores: they share cores"
         } else {

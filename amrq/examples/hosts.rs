@@ -1,6 +1,6 @@
-//! Ranks on several hosts, over the cluster conduit (shared memory between the ranks
-//! of a host, UCX between hosts): each rank says where it runs and how it reaches its
-//! peers, every rank sends an Active Message to every other (each
+//! Ranks on several hosts (shared memory between the ranks of a host, UCX between
+//! hosts; on one host, shared memory alone): each rank says where it runs and how it
+//! reaches its peers, every rank sends an Active Message to every other (each
 //! handler counts them), and rank 0 times Short request→reply round trips with the
 //! last rank.
 //!
@@ -13,7 +13,6 @@
 //! passes every `UCX_*` variable on to the ranks.
 
 use amrq::conduit::combined::Route;
-use amrq::conduit::{cluster, Conduit};
 use amrq::prelude::*;
 use std::cell::Cell;
 use std::time::Instant;
@@ -33,17 +32,7 @@ fn main() {
             .unwrap_or_else(|_| fail(&format!("{a:?}: give ITERS as a number"))),
         None => 10_000,
     };
-    let cfg = Config::from_env().unwrap_or_else(|e| fail(&e));
-    let conduit = match cluster::joined(&cfg.conduit_spec(), &[], cfg.attach_timeout.get()) {
-        Ok(Some(c)) => c,
-        Ok(None) => {
-            fail(&"start this program on hosts with amrun --hosts (it found no AMRQ_RENDEZVOUS)")
-        }
-        Err(e) => fail(&e),
-    };
-    if let Err(e) = rank_main(conduit, iters) {
-        fail(&e);
-    }
+    amrq::run(|setup| rank_main(setup, iters))
 }
 
 fn fail(e: &dyn std::fmt::Display) -> ! {
@@ -51,24 +40,7 @@ fn fail(e: &dyn std::fmt::Display) -> ! {
     std::process::exit(1)
 }
 
-fn rank_main(conduit: cluster::ClusterConduit, iters: u64) -> Result<(), AmError> {
-    let (me, n) = (conduit.rank(), conduit.size());
-    let place = amrq::bootstrap::env::detect().ok().flatten();
-    let host = place.map(|p| p.host).unwrap_or_default();
-    let lanes: Vec<String> = (0..n)
-        .filter(|&p| p != me)
-        .map(|p| match conduit.route(p) {
-            Ok(Route::Local(_)) => format!("{p} via shared memory"),
-            _ => format!(
-                "{p} via {}",
-                transport(&conduit.remote().endpoint_info(p).unwrap_or_default())
-            ),
-        })
-        .collect();
-    println!(
-        "rank {me} of {n} on host {host}: to rank {}",
-        lanes.join(", ")
-    );
+fn rank_main(setup: Setup, iters: u64) -> amrq::Result<()> {
     let mut table = HandlerTable::new();
     let hello = table.request("hello", |s: &State, _, _| {
         s.hellos.set(s.hellos.get() + 1);
@@ -87,7 +59,24 @@ fn rank_main(conduit: cluster::ClusterConduit, iters: u64) -> Result<(), AmError
         hellos: Cell::new(0),
         count: Cell::new(0),
     };
-    let am = Am::new(conduit, table, state)?;
+    let am = setup.start(table, state)?;
+    let (me, n) = (am.rank(), am.size());
+    let place = amrq::bootstrap::env::detect().ok().flatten();
+    let host = place.map(|p| p.host).unwrap_or_else(|| "this one".into());
+    let lanes: Vec<String> = (0..n)
+        .filter(|&p| p != me)
+        .map(|p| match am.rq().conduit().across() {
+            Some(c) if !matches!(c.route(p), Ok(Route::Local(_))) => format!(
+                "{p} via {}",
+                transport(&c.remote().endpoint_info(p).unwrap_or_default())
+            ),
+            _ => format!("{p} via shared memory"),
+        })
+        .collect();
+    println!(
+        "rank {me} of {n} on host {host}: to rank {}",
+        lanes.join(", ")
+    );
     for peer in (0..n).filter(|&p| p != me) {
         am.request(peer, hello, &[me as u64])?;
     }

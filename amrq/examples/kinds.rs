@@ -14,7 +14,7 @@
 
 mod common;
 
-use amrq::conduit::{Conduit, ReceivedFrame};
+use amrq::conduit::ReceivedFrame;
 use amrq::prelude::*;
 use amrq::reference::median;
 use amrq::rq::Kind;
@@ -46,22 +46,17 @@ struct State {
 
 fn main() {
     let o = <Args as clap::Parser>::parse();
-    let mut cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
-    cfg.tag_on_buffers = 64;
+    let mut cfg = Config::new();
+    cfg.tag_on_buffers.set(64);
     let q = cfg.add_queue(1024);
     let shared = cfg.add(amrq::config::QueueSpec::new("shared", 1024).shared());
-    common::run_ranks(&o.common, 2, &cfg, |c| {
-        rank_main(c, &o, [q, shared]).map_err(|e| e.to_string())
-    });
+    common::run(&o.common, cfg, 2, |setup| rank_main(setup, &o, [q, shared]));
 }
 
-fn rank_main(
-    conduit: amrq::conduit::mem::MemConduit,
-    o: &Args,
-    queues: [QueueId; 2],
-) -> Result<(), AmError> {
+fn rank_main(setup: Setup, o: &Args, queues: [QueueId; 2]) -> amrq::Result<()> {
+    let threads = setup.config().threads.get();
     let (iters, batches) = o.run.or(o.common.quick, (200_000, 2_000_000), (5, 11));
-    common::two_ranks("kinds", conduit.size());
+    common::two_ranks("kinds", setup.size())?;
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
         s.acked.set(m.arg(0)?);
@@ -70,8 +65,7 @@ fn rank_main(
     let finish = table.request("finish", |s: &State, ctx, _m| {
         ctx.reply(s.done, &[s.count.get()])
     });
-    let am = Am::new(
-        conduit,
+    let am = setup.start(
         table,
         State {
             count: Cell::new(0),
@@ -121,18 +115,11 @@ fn rank_main(
     }
     am.barrier()?;
     if bad != 0 {
-        return Err(AmError::BadRuntimeMessage {
-            source_rank: 0,
-            what: "a payload arrived wrong",
-        });
+        return Err(amrq::Error::other("a payload arrived wrong"));
     }
     if am.rank() == 0 {
         let m: Vec<f64> = ns.iter_mut().map(|v| median(v)).collect();
-        let how = if o.common.threads {
-            "threads"
-        } else {
-            "processes"
-        };
+        let how = if threads { "threads" } else { "processes" };
         println!(
             "ranks: 2 {how}; {batches} batches of {iters} messages of each kind, read in place"
         );

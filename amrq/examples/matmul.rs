@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo run --release --example matmul [-- --quick] [--ranks N] [--m M] [--r R] [--threads] [--json]
-//! AMRQ_SPLITC_FRAMES=1 target/release/examples/matmul   # the message path
+//! AMRQ_RMA_FRAMES=1 target/release/examples/matmul   # the message path
 //! ```
 //! N = 128 rows; `--m` columns of B and C per rank (default 8); `--r` columns of A in
 //! all (default 4096, 512 with --quick). Every rank checks its columns of C against a
@@ -19,7 +19,7 @@ mod common;
 
 use amrq::coll;
 use amrq::splitc::{Layout, SpreadArray};
-use amrq::spmd::Context;
+use common::Context;
 use common::SplitCError as Error;
 
 /// Rows of A and C.
@@ -43,7 +43,7 @@ struct Args {
 
 fn main() {
     let o = <Args as clap::Parser>::parse();
-    let cfg = amrq::Config::from_env().unwrap_or_else(|e| common::fail(&e));
+    let cfg = amrq::Config::new();
     let r = o.r.unwrap_or(if o.common.quick { 512 } else { 4096 });
     if r % o.ranks != 0 || o.m == 0 {
         common::fail(&format!(
@@ -52,7 +52,7 @@ fn main() {
         ));
     }
     let shape = Shape { m: o.m, r };
-    common::run_splitc(&o.common, o.ranks, &cfg, |sc| {
+    common::run_splitc(&o.common, cfg, o.ranks, |sc| {
         program(sc, shape, o.common.json)
     })
 }
@@ -84,7 +84,7 @@ fn update(
     x: &[f64],
     b: &[f64],
     (j, r): (usize, usize),
-    sc: Option<&Context<'_, '_>>,
+    sc: Option<&Context>,
 ) -> Result<(), Error> {
     for (k, ck) in c.chunks_exact_mut(N).enumerate() {
         let s = b[k * r + j];
@@ -99,7 +99,7 @@ fn update(
 }
 
 /// Every rank's program.
-fn program(sc: &Context<'_, '_>, Shape { m, r }: Shape, json: bool) -> Result<(), Error> {
+fn program(sc: &Context, Shape { m, r }: Shape, json: bool) -> Result<(), Error> {
     let (me, p) = (sc.my_proc(), sc.procs());
     let per = r / p; // columns of A per rank
                      // A, column-major, its columns in blocks: rank q holds columns q·per … (q+1)·per − 1.

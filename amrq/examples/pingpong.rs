@@ -10,11 +10,11 @@
 //! `ratio` = amrq median / raw median (DESIGN.md), and `batch_ratio` the median of each
 //! amrq batch over the raw batch just before it, which stays right when the VM moves its
 //! CPUs in the middle of a run (the raw figure then jumps, e.g. from 150 to 600 ns).
-//! The raw lines live at the start of rank 0's registered segment, mapped by both.
+//! The raw lines live in rank 0's registered segment, mapped by both. Across hosts (one
+//! rank on each) there is no memory to share: it prints the round trip alone, and says so.
 
 mod common;
 
-use amrq::conduit::Conduit;
 use amrq::prelude::*;
 use amrq::reference::{median, RawPingPong, RAW_PINGPONG_BYTES};
 use std::cell::Cell;
@@ -37,10 +37,7 @@ struct State {
 
 fn main() {
     let o = <Args as clap::Parser>::parse();
-    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
-    common::run_ranks(&o.common, 2, &cfg, |c| {
-        rank_main(c, &o).map_err(|e| e.to_string())
-    });
+    common::run(&o.common, Config::new(), 2, |setup| rank_main(setup, &o));
 }
 
 // Out of line: the loops measured are compiled the same whatever the closure that calls
@@ -49,17 +46,10 @@ fn main() {
 // 93.3 ns, 163 alternating runs each); out of line again, 95.0 against 95.6 for the
 // build before the quick path (113 runs each).
 #[inline(never)]
-fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), AmError> {
+fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
     let (iters, batches) = o.run.or(o.common.quick, (20_000, 100_000), (11, 31));
-    common::two_ranks("pingpong", conduit.size());
-    let (seg, len) = conduit.mapped_segment(0).expect("rank 0 exists");
-    assert!(
-        len >= RAW_PINGPONG_BYTES,
-        "segment too small for the raw reference"
-    );
-    // SAFETY: the segment is page aligned, zeroed at creation and large enough; this
-    // program uses its first bytes for the raw ping-pong only.
-    let raw = unsafe { RawPingPong::in_memory(seg) };
+    common::two_ranks("pingpong", setup.size())?;
+    let threads = setup.config().threads.get();
     let mut table = HandlerTable::new();
     let pong = table.reply("pong", |s: &State, m| {
         s.count.set(m.arg(0)?);
@@ -69,46 +59,63 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), Am
         s.count.set(s.count.get() + 1);
         ctx.reply(s.pong, &[m.arg(0)?])
     });
-    let am = Am::new(
-        conduit,
-        table,
-        State {
-            pong,
-            count: Cell::new(0),
-        },
-    )?;
+    let state = State {
+        pong,
+        count: Cell::new(0),
+    };
+    let job = setup.start(table, state)?;
+    // The raw lines in rank 0's segment, mapped by both where they share memory; across
+    // hosts no memory is shared, and there is no raw reference to measure.
+    let at = job.rma().alloc_symmetric(RAW_PINGPONG_BYTES, 4096)?;
+    let raw = job.rq().conduit().mapped_segment(0).map(|(seg, _)| {
+        // SAFETY: `at` is a fresh page-aligned allocation of RAW_PINGPONG_BYTES in rank
+        // 0's segment (zeroed at creation), used for the raw ping-pong only.
+        unsafe { RawPingPong::in_memory(seg.add(at)) }
+    });
+    let am = job.am();
     let (mut am_ns, mut raw_ns) = (Vec::new(), Vec::new());
     // Batch 0 warms up and is dropped; then raw and amrq batches alternate.
     for b in 0..=batches {
         let base = b * iters;
         if am.rank() == 0 {
-            let r = raw.initiate(base, iters);
+            let r = raw.as_ref().map(|raw| raw.initiate(base, iters));
             let t = Instant::now();
             for i in base + 1..=base + iters {
                 am.request(1, ping, &[i])?;
                 am.wait_until(|s| s.count.get() >= i)?;
             }
             if b > 0 {
-                raw_ns.push(r);
+                raw_ns.extend(r);
                 am_ns.push(t.elapsed().as_nanos() as f64 / iters as f64);
             }
         } else {
-            raw.respond(base, iters);
+            if let Some(raw) = &raw {
+                raw.respond(base, iters);
+            }
             am.wait_until(|s| s.count.get() >= base + iters)?;
         }
     }
     am.barrier()?;
-    if am.rank() == 0 {
+    if am.rank() == 0 && raw.is_none() {
+        let rtt = median(&mut am_ns);
+        println!("ranks: 2 processes on two hosts; {batches} batches of {iters} round trips");
+        println!(
+            "raw cache-line round trip: not measured (the ranks share no memory across hosts)"
+        );
+        println!(
+            "AM Short request→reply:    median {:.2} µs (min {:.2}, max {:.2})",
+            rtt / 1e3,
+            am_ns[0] / 1e3,
+            am_ns[am_ns.len() - 1] / 1e3
+        );
+        common::summary("pingpong", o.common.json, &[("rtt_ns", rtt)]);
+    } else if am.rank() == 0 {
         let mut per_batch: Vec<f64> = am_ns.iter().zip(&raw_ns).map(|(a, r)| a / r).collect();
         let batch_ratio = median(&mut per_batch);
         let (rtt, raw_rtt) = (median(&mut am_ns), median(&mut raw_ns));
-        let how = if o.common.threads {
-            "threads"
-        } else {
-            "processes"
-        };
         println!(
-            "ranks: 2 {how} pinned to cores 0 and 1; {batches} batches of {iters} round trips"
+            "ranks: 2 {} pinned to cores 0 and 1; {batches} batches of {iters} round trips",
+            common::placement(threads)
         );
         println!(
             "raw cache-line round trip: median {raw_rtt:.1} ns (min {:.1}, max {:.1})",

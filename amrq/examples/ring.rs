@@ -13,7 +13,6 @@
 
 mod common;
 
-use amrq::conduit::Conduit;
 use amrq::prelude::*;
 use std::cell::{Cell, RefCell};
 use std::time::Instant;
@@ -26,9 +25,10 @@ struct Args {
     /// Messages (or operations) per batch.
     #[arg(long)]
     iters: Option<u64>,
-    /// Ranks (with more ranks than cores they are not pinned and share cores).
+    /// Ranks, where no launcher says (with more ranks than cores they are not pinned
+    /// and share cores).
     #[arg(long, default_value_t = 2)]
-    ranks: u64,
+    ranks: usize,
 }
 
 struct State {
@@ -39,18 +39,16 @@ struct State {
 
 fn main() {
     let o = <Args as clap::Parser>::parse();
-    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
-    let ranks = o.ranks.max(1) as usize;
-    common::run_ranks(&o.common, ranks, &cfg, |c| {
-        rank_main(c, &o).map_err(|e| e.to_string())
+    common::run(&o.common, Config::new(), o.ranks.max(1), |setup| {
+        rank_main(setup, &o)
     });
 }
 
-fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), AmError> {
+fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
     let iters = o
         .iters
         .unwrap_or(if o.common.quick { 500_000 } else { 5_000_000 });
-    let n = conduit.size();
+    let (n, threads) = (setup.size(), setup.config().threads.get());
     let mut table = HandlerTable::new();
     let msg = table.request("msg", |s: &State, _ctx, m| {
         let k = s.received.get() + 1;
@@ -72,7 +70,7 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), Am
         out_of_order: Cell::new(0),
         rates: RefCell::new(vec![None; n]),
     };
-    let am = Am::new(conduit, table, state)?;
+    let am = setup.start(table, state)?;
     let right = (am.rank() + 1) % n;
     am.barrier()?;
     let t = Instant::now();
@@ -82,10 +80,11 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), Am
     am.wait_until(|s| s.received.get() >= iters)?;
     let rate = iters as f64 / t.elapsed().as_secs_f64();
     if am.state().out_of_order.get() != 0 {
-        return Err(AmError::BadRuntimeMessage {
-            source_rank: (am.rank() + n - 1) % n,
-            what: "ring stream out of order",
-        });
+        return Err(amrq::Error::other(format!(
+            "rank {} received rank {}'s stream out of order",
+            am.rank(),
+            (am.rank() + n - 1) % n
+        )));
     }
     am.request(0, report, &[am.rank() as u64, rate.to_bits()])?;
     if am.rank() == 0 {
@@ -100,11 +99,7 @@ fn rank_main(conduit: amrq::conduit::mem::MemConduit, o: &Args) -> Result<(), Am
             .iter()
             .map(|r| r.unwrap_or(0.0))
             .collect();
-        let how = if o.common.threads {
-            "threads"
-        } else {
-            "processes"
-        };
+        let how = common::placement(threads);
         let cores = amrq::util::affinity::host_cores();
         let pinning = if n <= cores {
             "at most one per core".to_string()

@@ -20,7 +20,6 @@
 
 mod common;
 
-use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
 use amrq::reference::{fit_latency_bandwidth, median, memcpy_ns, RawPingPong, RAW_PINGPONG_BYTES};
 use amrq::rma::{Rma, RmaError};
@@ -35,10 +34,8 @@ struct Args {
 
 fn main() {
     let o = <Args as clap::Parser>::parse();
-    let cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
-    common::run_ranks(&o.common, 2, &cfg, |c| {
-        rank_main(c, &o).map_err(|e| e.to_string())
-    });
+    let cfg = Config::new();
+    common::run(&o.common, cfg, 2, |setup| rank_main(setup, &o));
 }
 
 /// The first `len` bytes of `buf` from its first page boundary on.
@@ -47,9 +44,10 @@ fn page_aligned(buf: &mut [u8], len: usize) -> &mut [u8] {
     &mut buf[skip..skip + len]
 }
 
-fn rank_main(c: MemConduit, o: &Args) -> Result<(), RmaError> {
-    let am = Am::new(c, HandlerTable::<()>::new(), ())?;
-    let rma = Rma::new(&am);
+fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
+    let threads = setup.config().threads.get();
+    let am = setup.start(HandlerTable::<()>::new(), ())?;
+    let rma = am.rma();
     let max = if o.common.quick { 4 << 20 } else { 16 << 20 };
     let sizes: Vec<usize> =
         std::iter::successors(Some(8usize), |s| Some(s * 8).filter(|&s| s <= max))
@@ -91,17 +89,13 @@ fn rank_main(c: MemConduit, o: &Args) -> Result<(), RmaError> {
         }
     }
     am.barrier()?;
-    let (frames_get, raw_rtt) = frames_get_vs_raw(&am, &rma, at, batches)?;
+    let (frames_get, raw_rtt) = frames_get_vs_raw(&am, rma, at, batches)?;
     if am.rank() != 0 {
         return Ok(());
     }
     println!(
         "ranks: 2 ({}), rank 0 puts into / gets from rank 1's segment; {batches} batches per size",
-        if o.common.threads {
-            "threads"
-        } else {
-            "processes"
-        }
+        if threads { "threads" } else { "processes" }
     );
     println!(
         "{:>10} {:>12} {:>12} {:>12} {:>10} {:>10} {:>10}",
@@ -147,7 +141,7 @@ fn rank_main(c: MemConduit, o: &Args) -> Result<(), RmaError> {
 /// it from its barrier wait) and of the raw round trip, in alternating batches.
 fn frames_get_vs_raw(
     am: &Am<()>,
-    rma: &Rma<'_, ()>,
+    rma: &Rma<()>,
     at: usize,
     batches: usize,
 ) -> Result<(f64, f64), RmaError> {
@@ -158,7 +152,8 @@ fn frames_get_vs_raw(
     // page aligned and zeroed (the allocator never handed it out before), used only
     // for the raw reference.
     let raw = unsafe { RawPingPong::in_memory(seg.add(raw_at)) };
-    let frames = Rma::over_frames(am);
+    rma.use_frames(true);
+    let frames = rma;
     let (mut get_ns, mut raw_ns) = (Vec::new(), Vec::new());
     let mut word = [0u8; 8];
     for b in 0..=batches as u64 {
@@ -177,5 +172,6 @@ fn frames_get_vs_raw(
         }
         am.barrier()?; // rank 1 serves the gets while it waits here
     }
+    rma.use_frames(false);
     Ok((median(&mut get_ns), median(&mut raw_ns)))
 }

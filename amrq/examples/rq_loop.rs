@@ -116,20 +116,10 @@ const AFTER: u64 = 1000;
 
 /// What `rank` returns, run as the one rank of a job on threads; a failure ends the
 /// program with its message.
-fn one_rank<T: Send>(
-    rank: impl Fn(amrq::conduit::mem::MemConduit) -> Result<T, AmError> + Sync,
-) -> T {
-    rank_zero(amrq::threads::run(1, &Config::default(), rank))
-}
-
-/// Rank 0's result of a job's results; a failure ends the program with its message.
-fn rank_zero<T, E: std::fmt::Display, J: std::fmt::Display>(
-    out: Result<Vec<Result<T, E>>, J>,
-) -> T {
-    match out.map(|mut v| v.swap_remove(0)) {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => common::fail(&e.to_string()),
-        Err(e) => common::fail(&e.to_string()),
+fn one_rank<T: Send>(rank: impl Fn(Setup) -> amrq::Result<T> + Sync) -> T {
+    match Config::new().threads(1, rank) {
+        Ok(mut v) => v.swap_remove(0),
+        Err(e) => common::fail(&e),
     }
 }
 
@@ -150,16 +140,17 @@ fn empty_wait(o: &Args) {
 fn empty_poll(o: &Args) {
     let iters = o.iters_or(2_000_000);
     let batches = o.batches.max(1);
-    let out = amrq::threads::run(1, &Config::default(), |c| -> Result<_, AmError> {
+    let (armed, busy) = one_rank(|setup| {
         let mut table = HandlerTable::new();
         let count = table.request("count", |s: &Cell<u64>, _ctx, _m| {
             s.set(s.get() + 1);
             Ok(())
         });
-        let am = Am::new(c, table, Cell::new(0))?;
+        let job = setup.start(table, Cell::new(0))?;
+        let am = job.am();
         let empty = || match am.poll() {
             Ok(0) => Ok(()),
-            Ok(_) => common::fail("a poll found something in empty queues"),
+            Ok(_) => common::fail(&"a poll found something in empty queues"),
             Err(e) => Err(e),
         };
         // Idle long, the queues are armed: one word per poll.
@@ -179,7 +170,7 @@ fn empty_poll(o: &Args) {
             for _ in 0..(iters / AFTER).max(1) {
                 am.request(0, count, &[])?;
                 if am.poll()? != 1 {
-                    common::fail("the request did not run");
+                    common::fail(&"the request did not run");
                 }
                 let t = Instant::now();
                 for _ in 0..AFTER {
@@ -191,7 +182,6 @@ fn empty_poll(o: &Args) {
         }
         Ok((median(&mut armed), median(&mut busy)))
     });
-    let (armed, busy) = rank_zero(out);
     println!("one rank, Am::poll on empty request and reply queues, {batches} batches of {iters}");
     println!("  idle long (queues armed):          {armed:.2} ns");
     println!("  within {AFTER} polls of a message:     {busy:.2} ns");
@@ -218,25 +208,23 @@ fn empty_one_poll(o: &Args, ranks: usize, queues: usize, armed: bool) -> f64 {
             cfg.add(if armed { spec.one_poll() } else { spec })
         })
         .collect();
-    let mut eps = threads::endpoints_for(ranks, &cfg.conduit_spec())
-        .unwrap_or_else(|e| common::fail(&e.to_string()));
+    let mut eps =
+        threads::endpoints_for(ranks, &cfg.conduit_spec()).unwrap_or_else(|e| common::fail(&e));
     let rq = amrq::rq::Rq::new(eps.swap_remove(0));
-    let set = rq
-        .poll_set(&ids)
-        .unwrap_or_else(|e| common::fail(&e.to_string()));
+    let set = rq.poll_set(&ids).unwrap_or_else(|e| common::fail(&e));
     let poll = || matches!(rq.one_poll(&set), Ok(None));
     for _ in 0..20_000 {
         poll(); // go idle: the doorbell arms after 8 Ki ring looks (`membarrier`) or 32 polls
     }
     if armed && rq.conduit().one_poll_armed() == 0 {
-        common::fail("the doorbell did not arm");
+        common::fail(&"the doorbell did not arm");
     }
     let mut v = Vec::new();
     for _ in 0..o.batches.max(1) {
         let t = Instant::now();
         for _ in 0..iters {
             if !poll() {
-                common::fail("a One-poll of empty queues found something");
+                common::fail(&"a One-poll of empty queues found something");
             }
         }
         v.push(t.elapsed().as_nanos() as f64 / iters as f64);
@@ -275,8 +263,8 @@ fn hold(o: &Args) {
     let iters = o.iters_or(10_000_000);
     let mut cfg = Config::default();
     cfg.add(QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt));
-    let mut eps = threads::endpoints_for(1, &cfg.conduit_spec())
-        .unwrap_or_else(|e| common::fail(&e.to_string()));
+    let mut eps =
+        threads::endpoints_for(1, &cfg.conduit_spec()).unwrap_or_else(|e| common::fail(&e));
     let mut rq = amrq::rq::Rq::new(eps.remove(0));
     let handled = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let h = handled.clone();
@@ -284,7 +272,7 @@ fn hold(o: &Args) {
         .start_interrupts(move |_, _, _, _| {
             h.fetch_add(1, std::sync::atomic::Ordering::Release);
         })
-        .unwrap_or_else(|| common::fail("no Interrupt queue"));
+        .unwrap_or_else(|| common::fail(&"no Interrupt queue"));
     let mut v = Vec::new();
     for _ in 0..o.batches.max(1) {
         let t = Instant::now();
@@ -361,25 +349,21 @@ struct State {
 /// One rank's request → reply loop, out of line so that what surrounds it in the
 /// binary (argument parsing, the job runner) cannot change how it is compiled.
 #[inline(never)]
-fn am_rank(
-    conduit: amrq::conduit::mem::MemConduit,
-    iters: u64,
-    batches: u64,
-) -> Result<Vec<f64>, AmError> {
+fn am_rank(setup: Setup, iters: u64, batches: u64) -> amrq::Result<Vec<f64>> {
     let mut table = HandlerTable::new();
     let pong = table.reply("pong", |s: &State, m| {
         s.got.set(m.arg(0)?);
         Ok(())
     });
     let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0)?]));
-    let am = Am::new(
-        conduit,
+    let job = setup.start(
         table,
         State {
             pong,
             got: Cell::new(0),
         },
     )?;
+    let am = job.am();
     let mut per_batch = Vec::new();
     let mut i = 0;
     for _ in 0..batches {
@@ -397,12 +381,9 @@ fn am_rank(
 /// One rank's empty waits: `waits` waits of `AFTER` rounds per batch; returns ns per
 /// round of each batch.
 #[inline(never)]
-fn empty_wait_rank(
-    conduit: amrq::conduit::mem::MemConduit,
-    waits: u64,
-    batches: u64,
-) -> Result<Vec<f64>, AmError> {
-    let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
+fn empty_wait_rank(setup: Setup, waits: u64, batches: u64) -> amrq::Result<Vec<f64>> {
+    let job = setup.start(HandlerTable::<()>::new(), ())?;
+    let am = job.am();
     let mut per_round = Vec::new();
     for _ in 0..batches {
         let t = Instant::now();
@@ -421,18 +402,14 @@ fn empty_wait_rank(
 /// One rank's one-way loop: `burst` requests to itself, then polls until their
 /// handlers ran; returns ns per message of each batch.
 #[inline(never)]
-fn oneway_rank(
-    conduit: amrq::conduit::mem::MemConduit,
-    iters: u64,
-    batches: u64,
-    burst: u64,
-) -> Result<Vec<f64>, AmError> {
+fn oneway_rank(setup: Setup, iters: u64, batches: u64, burst: u64) -> amrq::Result<Vec<f64>> {
     let mut table = HandlerTable::new();
     let count = table.request("count", |s: &Cell<u64>, _ctx, m| {
         s.set(s.get() + m.arg(0)?);
         Ok(())
     });
-    let am = Am::new(conduit, table, Cell::new(0))?;
+    let job = setup.start(table, Cell::new(0))?;
+    let am = job.am();
     let mut per_batch = Vec::new();
     let mut sent = 0u64;
     for _ in 0..batches {
@@ -449,7 +426,7 @@ fn oneway_rank(
         per_batch.push(t.elapsed().as_nanos() as f64 / (iters / burst * burst) as f64);
     }
     if am.state().get() != sent {
-        common::fail("a request was handled twice");
+        common::fail(&"a request was handled twice");
     }
     Ok(per_batch)
 }
@@ -501,8 +478,7 @@ fn am_loop(o: &Args) {
 fn rq_loop(o: &Args) {
     let iters = o.iters_or(200_000);
     let batches = o.batches.max(1);
-    let mut eps =
-        threads::endpoints(1, &[256, 256, 256]).unwrap_or_else(|e| common::fail(&e.to_string()));
+    let mut eps = threads::endpoints(1, &[256, 256, 256]).unwrap_or_else(|e| common::fail(&e));
     let rq = amrq::rq::Rq::new(eps.remove(0));
     let q = QueueId::new(QueueId::FIRST_USER); // the first two are the AM queues
     let mut per_batch = Vec::new();

@@ -6,7 +6,7 @@
 //! ```text
 //! cargo run --release --example splitc [-- --quick] [--ranks N] [--len N] [--threads] [--json]
 //! amrun -n 4 target/release/examples/splitc --quick
-//! AMRQ_SPLITC_FRAMES=1 target/release/examples/splitc   # every remote access as AM frames
+//! AMRQ_RMA_FRAMES=1 target/release/examples/splitc   # every remote access as AM frames
 //! ```
 //! Prints `splitc: ranks=… stores_per_s=… gets_per_s=… sum=…` last (the rates are of
 //! the whole job, rank 0's clock).
@@ -15,7 +15,7 @@ mod common;
 
 use amrq::coll;
 use amrq::splitc::Layout;
-use amrq::spmd::Context;
+use common::Context;
 
 use common::SplitCError as Error;
 
@@ -34,15 +34,15 @@ struct Args {
 
 fn main() {
     let o = <Args as clap::Parser>::parse();
-    let cfg = amrq::Config::from_env().unwrap_or_else(|e| common::fail(&e));
+    let cfg = amrq::Config::new();
     let n = o
         .len
         .unwrap_or(if o.common.quick { 1 << 14 } else { 1 << 20 });
-    common::run_splitc(&o.common, o.ranks, &cfg, |sc| program(sc, n, o.common.json))
+    common::run_splitc(&o.common, cfg, o.ranks, |sc| program(sc, n, o.common.json))
 }
 
 /// Every rank's program (Split-C's `splitc_main` body).
-fn program(sc: &Context<'_, '_>, n: usize, json: bool) -> Result<(), Error> {
+fn program(sc: &Context, n: usize, json: bool) -> Result<(), Error> {
     let me = sc.my_proc();
     let a = sc.all_spread_malloc::<f64>(n, Layout::Cyclic)?;
     let b = sc.all_spread_malloc::<f64>(n, Layout::Cyclic)?;

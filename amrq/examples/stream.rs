@@ -41,34 +41,21 @@ struct State {
 
 fn main() {
     let o = <Args as clap::Parser>::parse();
-    let mut cfg = Config::from_env().unwrap_or_else(|e| common::fail(&e));
+    let mut cfg = Config::new();
     if let Some(slots) = o.ring_slots {
-        cfg.am_ring_slots = slots;
+        cfg.ring_slots.set(slots);
     }
-    common::run_ranks(&o.common, 2, &cfg, |c| {
-        rank_main(c, &o, &cfg).map_err(|e| e.to_string())
-    });
+    common::run(&o.common, cfg, 2, |setup| rank_main(setup, &o));
 }
 
 // Out of line: the loops measured are compiled the same whatever the closure that calls
 // this inlines (see `pingpong`).
 #[inline(never)]
-fn rank_main(
-    conduit: amrq::conduit::mem::MemConduit,
-    o: &Args,
-    cfg: &Config,
-) -> Result<(), AmError> {
-    use amrq::conduit::Conduit;
+fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
+    let threads = setup.config().threads.get();
+    let ring_slots = setup.config().ring_slots.get();
     let (iters, batches) = o.run.or(o.common.quick, (1_000_000, 10_000_000), (5, 11));
-    common::two_ranks("stream", conduit.size());
-    let (seg, len) = conduit.mapped_segment(1).expect("rank 1 exists");
-    assert!(
-        len >= RAW_STREAM_BYTES,
-        "segment too small for the raw reference"
-    );
-    // SAFETY: rank 1's segment is mapped by both ranks, page aligned and zeroed at
-    // creation; this program uses its first bytes for the raw stream only.
-    let raw = unsafe { RawStream::in_memory(seg) };
+    common::two_ranks("stream", setup.size())?;
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
         s.acked.set(m.arg(0)?);
@@ -93,7 +80,16 @@ fn rank_main(
         acked: Cell::new(0),
         finished: Cell::new(0),
     };
-    let am = Am::new(conduit, table, state)?;
+    let am = setup.start(table, state)?;
+    let at = am.rma().alloc_symmetric(RAW_STREAM_BYTES, 4096)?;
+    let Some((seg, _)) = am.rq().conduit().mapped_segment(1) else {
+        return Err(amrq::Error::other(
+            "stream measures against the raw stream in shared memory: run it on one host",
+        ));
+    };
+    // SAFETY: a fresh page-aligned allocation in rank 1's segment (zeroed at creation),
+    // mapped by both ranks, used for the raw stream only.
+    let raw = unsafe { RawStream::in_memory(seg.add(at)) };
     let (mut rates, mut raw_rates) = (Vec::new(), Vec::new());
     let mut sent = 0u64;
     for b in 0..=batches {
@@ -114,10 +110,7 @@ fn rank_main(
             }
         } else {
             if raw.receive(b * iters, iters) != 0 {
-                return Err(AmError::BadRuntimeMessage {
-                    source_rank: 0,
-                    what: "the raw stream's memory is not shared",
-                });
+                return Err(amrq::Error::other("the raw stream's memory is not shared"));
             }
             // Rank 0 waits for the answer to `finish` before its next raw batch.
             am.wait_until(|s| s.finished.get() > b)?;
@@ -125,24 +118,17 @@ fn rank_main(
     }
     am.barrier()?;
     if am.rank() == 1 && am.state().out_of_order.get() != 0 {
-        return Err(AmError::BadRuntimeMessage {
-            source_rank: 0,
-            what: "stream arrived out of order",
-        });
+        return Err(amrq::Error::other("stream arrived out of order"));
     }
     if am.rank() == 0 {
         let mut per_batch: Vec<f64> = rates.iter().zip(&raw_rates).map(|(a, r)| a / r).collect();
         let batch_ratio = median(&mut per_batch);
         let raw_rate = median(&mut raw_rates);
         let rate = median(&mut rates);
-        let how = if o.common.threads {
-            "threads"
-        } else {
-            "processes"
-        };
+        let how = if threads { "threads" } else { "processes" };
         println!(
             "ranks: 2 {how} pinned to cores 0 and 1; ring {} slots; {batches} batches of {iters} Short AMs",
-            cfg.ring_slots.get()
+            ring_slots
         );
         println!(
             "one-way Short AM stream: median {:.1} M msgs/s ({:.2} ns/msg; min {:.1}, max {:.1} M/s)",

@@ -77,6 +77,21 @@ impl<T: Copy> Setting<T> {
         self.source = Source::Program;
     }
 
+    /// Sets the program's default: the value unless the environment (or a launcher's
+    /// rank count) says otherwise, with no word about the difference.
+    ///
+    /// ```
+    /// use amrq::config::Source;
+    /// let mut cfg = amrq::Config::new();
+    /// cfg.ranks.set_default(2); // this program runs on two ranks unless told otherwise
+    /// assert_eq!((cfg.ranks.get(), cfg.ranks.source()), (2, Source::Default));
+    /// ```
+    pub fn set_default(&mut self, value: T) {
+        if self.source == Source::Default {
+            self.value = value;
+        }
+    }
+
     /// Where the value came from.
     ///
     /// ```
@@ -88,7 +103,7 @@ impl<T: Copy> Setting<T> {
     }
 
     /// Takes `value` from the environment unless the program set this one.
-    fn from_env(&mut self, value: T) {
+    fn take_env(&mut self, value: T) {
         if self.source != Source::Program {
             self.value = value;
             self.source = Source::Env;
@@ -275,10 +290,10 @@ impl Config {
     pub fn resolve(&mut self) -> Result<(), Error> {
         let count = |s: &str| s.parse::<usize>().ok().filter(|&n| n > 0);
         if let Some(v) = env("AMRQ_RANKS", "expected a number of ranks, 1 or more", count)? {
-            self.ranks.from_env(v);
+            self.ranks.take_env(v);
         }
         if let Some(v) = env("AMRQ_THREADS", "expected 1 or 0", flag)? {
-            self.threads.from_env(v);
+            self.threads.take_env(v);
         }
         let slots = |s: &str| {
             s.parse::<u64>()
@@ -290,7 +305,7 @@ impl Config {
             "expected a power of two such as 256",
             slots,
         )? {
-            self.ring_slots.from_env(v);
+            self.ring_slots.take_env(v);
         }
         let size = |s: &str| parse_size(s).filter(|&n| n > 0);
         if let Some(v) = env(
@@ -298,7 +313,7 @@ impl Config {
             "expected bytes such as 67108864 or 64M",
             size,
         )? {
-            self.segment_bytes.from_env(v);
+            self.segment_bytes.take_env(v);
         }
         let secs = |s: &str| {
             s.parse::<f64>()
@@ -311,7 +326,7 @@ impl Config {
             "expected seconds such as 60 or 0.5",
             secs,
         )? {
-            self.attach_timeout.from_env(v);
+            self.attach_timeout.take_env(v);
         }
         let fence = |s: &str| s.parse::<DoorbellFence>().ok();
         if let Some(v) = env(
@@ -319,24 +334,24 @@ impl Config {
             "expected asymmetric or symmetric",
             fence,
         )? {
-            self.doorbell_fence.from_env(v);
+            self.doorbell_fence.take_env(v);
         }
         if let Some(v) = env("AMRQ_RMA_FRAMES", "expected 1 or 0", flag)? {
-            self.rma_frames.from_env(v);
+            self.rma_frames.take_env(v);
         }
         if let Some(v) = env(
             "AMRQ_TAG_ON_BUFFERS",
             "expected a number of blocks, 1 or more",
             count,
         )? {
-            self.tag_on_buffers.from_env(v);
+            self.tag_on_buffers.take_env(v);
         }
         if let Some(v) = env(
             "AMRQ_TAG_ON_SIZE",
             "expected bytes such as 4096 or 4K",
             size,
         )? {
-            self.tag_on_bytes.from_env(v);
+            self.tag_on_bytes.take_env(v);
         }
         let any = |s: &str| {
             s.parse::<u64>()
@@ -348,7 +363,7 @@ impl Config {
             "expected 0 or a power of two such as 16",
             any,
         )? {
-            self.interrupt_slots.from_env(v);
+            self.interrupt_slots.take_env(v);
         }
         Ok(())
     }

@@ -194,3 +194,33 @@ impl From<LaunchError> for Error {
         }
     }
 }
+
+/// The program's own message, as [`Error::other`]: `Err("…".into())` in a rank's main.
+///
+/// ```
+/// fn parse(words: &[&str]) -> amrq::Result<usize> {
+///     if words.is_empty() {
+///         return Err("give at least one word".into());
+///     }
+///     Ok(words.len())
+/// }
+/// assert_eq!(parse(&[]).unwrap_err().to_string(), "give at least one word");
+/// ```
+impl From<&str> for Error {
+    fn from(why: &str) -> Self {
+        Error::other(why)
+    }
+}
+
+/// The program's own message, as [`Error::other`].
+///
+/// ```
+/// let n = 3;
+/// let e: amrq::Error = format!("{n} is odd: give an even count").into();
+/// assert_eq!(e.to_string(), "3 is odd: give an even count");
+/// ```
+impl From<String> for Error {
+    fn from(why: String) -> Self {
+        Error::other(why)
+    }
+}

@@ -1,5 +1,5 @@
 //! Shared by the examples: the flags every example takes (parsed with clap, flattened
-//! into each example's own), the summary line, and running the ranks.
+//! into each example's own), the summary line, and starting the ranks.
 
 #![allow(dead_code)]
 
@@ -12,7 +12,8 @@ pub struct Common {
     /// Print the summary line as one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Run the ranks as threads of one process instead of processes.
+    /// Run the ranks as threads of one process instead of processes (as
+    /// `AMRQ_THREADS=1` does).
     #[arg(long)]
     pub threads: bool,
 }
@@ -41,14 +42,17 @@ impl Batches {
 }
 
 /// Exits with an error unless the job has 2 ranks (`name` runs on exactly 2).
-pub fn two_ranks(name: &str, size: usize) {
-    if size != 2 {
-        fail(&format!("{name} runs on 2 ranks, not {size}"));
+pub fn two_ranks(name: &str, size: usize) -> amrq::Result<()> {
+    match size {
+        2 => Ok(()),
+        n => Err(amrq::Error::other(format!(
+            "{name} runs on 2 ranks, not {n}: start it with amrun -n 2, or on its own"
+        ))),
     }
 }
 
 /// Says what went wrong and exits with status 2.
-pub fn fail(why: &str) -> ! {
+pub fn fail(why: &dyn std::fmt::Display) -> ! {
     eprintln!("error: {why}");
     std::process::exit(2)
 }
@@ -58,42 +62,43 @@ pub fn summary(name: &str, json: bool, kv: &[(&str, f64)]) {
     println!("{}", amrq::summary::line(name, json, kv));
 }
 
-/// Runs `rank_main` on `ranks` ranks: processes (self-launched, or joining `amrun`'s
-/// job), or threads with `--threads`. Never returns; the exit status is the job's.
-pub fn run_ranks<F>(o: &Common, ranks: usize, cfg: &amrq::Config, rank_main: F) -> !
+/// Runs `rank_main` as every rank of a job with `cfg`: `ranks` of them unless a
+/// launcher or `AMRQ_RANKS` says otherwise, as threads with `--threads`. Never returns.
+pub fn run<F>(o: &Common, mut cfg: amrq::Config, ranks: usize, rank_main: F) -> !
 where
-    F: Fn(amrq::conduit::mem::MemConduit) -> Result<(), String> + Sync,
+    F: Fn(amrq::Setup) -> amrq::Result<()> + Sync,
 {
+    cfg.ranks.set_default(ranks);
     if o.threads {
-        match amrq::threads::run(ranks, cfg, &rank_main) {
-            Ok(results) => match results.into_iter().find_map(Result::err) {
-                None => std::process::exit(0),
-                Some(e) => fail(&e),
-            },
-            Err(e) => fail(&e.to_string()),
-        }
+        cfg.threads.set(true);
     }
-    amrq::launch::launch(ranks, cfg, rank_main)
+    cfg.run(rank_main)
 }
+
+/// How the ranks run, for the examples' first lines.
+pub fn placement(threads: bool) -> &'static str {
+    if threads {
+        "threads"
+    } else {
+        "processes"
+    }
+}
+
+/// A Split-C program's rank: its context.
+pub type Context = amrq::splitc::SplitC<()>;
 
 /// What a Split-C example's program can fail with: the layer's errors, or a wrong
 /// result.
 pub type SplitCError = Box<dyn std::error::Error + Send + Sync>;
 
-/// [`run_ranks`] for a Split-C program: `program` runs on every rank with its context
-/// (`amrq::spmd::splitc_main`, or `splitc_threads` with `--threads`). Never returns.
-pub fn run_splitc<F>(o: &Common, ranks: usize, cfg: &amrq::Config, program: F) -> !
+/// [`run`] for a Split-C program: `program` runs on every rank with its context.
+pub fn run_splitc<F>(o: &Common, cfg: amrq::Config, ranks: usize, program: F) -> !
 where
-    F: Fn(&amrq::spmd::Context<'_, '_>) -> Result<(), SplitCError> + Sync,
+    F: Fn(&Context) -> Result<(), SplitCError> + Sync,
 {
-    if o.threads {
-        match amrq::spmd::splitc_threads(ranks, cfg, &program) {
-            Ok(results) => match results.into_iter().find_map(Result::err) {
-                None => std::process::exit(0),
-                Some(e) => fail(&e.to_string()),
-            },
-            Err(e) => fail(&e.to_string()),
-        }
-    }
-    amrq::spmd::splitc_main(ranks, cfg, program)
+    run(o, cfg, ranks, |setup| {
+        let job = setup.start(amrq::am::HandlerTable::new(), ())?;
+        program(job.splitc()).map_err(amrq::Error::other)?;
+        job.barrier()
+    })
 }

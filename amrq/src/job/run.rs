@@ -68,20 +68,83 @@ impl Config {
         if let Err(e) = self.resolve() {
             fail(None, &e);
         }
-        if let Some(ranks) = std::env::var_os(ENV_PRINT_CONFIG) {
-            let ranks = ranks.to_string_lossy().parse().unwrap_or(self.ranks.get());
-            print!("{}", self.described(ranks));
-            std::process::exit(0);
-        }
+        self.print_if_asked();
         match detect() {
             Err(e) => fail(None, &e.into()),
-            Ok(Some(place)) => self.as_rank(&place, &rank_main),
+            Ok(Some(place)) => self.run_as_rank(&place, &rank_main),
             Ok(None) if self.threads.get() => {
                 let ranks = self.ranks.get();
                 let out = self.threads(ranks, &rank_main);
                 std::process::exit(threads_status(out))
             }
             Ok(None) => self.launch_processes(),
+        }
+    }
+
+    /// This process's rank of a job with these settings, for a program that cannot
+    /// hand its rank's main to [`Config::run`] (a C program's `main`, a runtime that
+    /// owns its own): the same placements, without the exit at the end.
+    ///
+    /// Started by a launcher, it joins the launcher's job. Started on its own with
+    /// [`Config::ranks`] above 1, it starts that many processes of this program (the
+    /// same arguments) and exits with their status: the call does not return here.
+    /// With one rank, it returns a job of this process alone. Ranks as threads need a
+    /// main per rank: with [`Config::threads`] set, it is an error.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// let mut cfg = amrq::Config::new();
+    /// cfg.ranks.set(1); // on its own: a job of this process alone
+    /// let job = cfg.join().unwrap().start(HandlerTable::new(), ())?;
+    /// assert_eq!((job.rank(), job.size()), (0, 1));
+    /// # Ok::<(), amrq::Error>(())
+    /// ```
+    pub fn join(mut self) -> crate::Result<Setup> {
+        self.resolve()?;
+        self.print_if_asked();
+        match detect()? {
+            Some(place) => {
+                self.say_launcher_count(&place);
+                Ok(Setup::new(join(&place, &self)?, self))
+            }
+            None if self.threads.get() => Err(Error::Setting {
+                name: "AMRQ_THREADS",
+                value: "1".into(),
+                expected: "ranks as threads need a main each: start the program's ranks with Config::run, or unset it".into(),
+            }),
+            None if self.ranks.get() > 1 => self.launch_processes(),
+            None => {
+                let mut eps = crate::conduit::threads::endpoints_for(1, &self.conduit_spec())?;
+                Ok(Setup::new(eps.swap_remove(0), self))
+            }
+        }
+    }
+
+    /// With `AMRQ_PRINT_CONFIG=<ranks>` (what `amrun --print-config PROGRAM` sets):
+    /// prints [`Config::described`] and exits.
+    fn print_if_asked(&self) {
+        if let Some(ranks) = std::env::var_os(ENV_PRINT_CONFIG) {
+            let ranks = ranks.to_string_lossy().parse().unwrap_or(self.ranks.get());
+            print!("{}", self.described(ranks));
+            std::process::exit(0);
+        }
+    }
+
+    /// One line on standard error when the program asked for a rank count other than
+    /// the launcher's (rank 0 says it).
+    fn say_launcher_count(&self, place: &Place) {
+        if place.rank == 0
+            && self.ranks.source() != Source::Default
+            && self.ranks.get() != place.size
+        {
+            let asked = match self.ranks.source() {
+                Source::Env => format!("AMRQ_RANKS={}", self.ranks.get()),
+                _ => format!("{} (Config::ranks)", self.ranks.get()),
+            };
+            eprintln!(
+                "amrq: {} started {} ranks and the program asked for {asked}: the job has {}",
+                place.launcher, place.size, place.size
+            );
         }
     }
 
@@ -156,23 +219,11 @@ impl Config {
 
     /// This process is rank `place.rank` of a launcher's job: joins it, runs the rank's
     /// main and exits.
-    fn as_rank<F>(self, place: &Place, rank_main: &F) -> !
+    fn run_as_rank<F>(self, place: &Place, rank_main: &F) -> !
     where
         F: Fn(Setup) -> crate::Result<()> + Sync,
     {
-        if place.rank == 0
-            && self.ranks.source() != Source::Default
-            && self.ranks.get() != place.size
-        {
-            let asked = match self.ranks.source() {
-                Source::Env => format!("AMRQ_RANKS={}", self.ranks.get()),
-                _ => format!("{} (Config::ranks)", self.ranks.get()),
-            };
-            eprintln!(
-                "amrq: {} started {} ranks and the program asked for {asked}: the job has {}",
-                place.launcher, place.size, place.size
-            );
-        }
+        self.say_launcher_count(place);
         let conduit = match join(place, &self) {
             Ok(c) => c,
             Err(e) => fail(Some(place.rank), &e),

@@ -14,11 +14,20 @@ impl<S, C: Conduit> Am<S, C> {
     /// sleeps until an AM frame arrives or [`SLEEP_BACKSTOP`](crate::util::SLEEP_BACKSTOP) passes, or yields. Once
     /// past spinning it checks that every peer is alive, and (waiting for an arrival)
     /// that some peer is still there to send.
+    #[inline(always)]
     pub(super) fn snooze(&self, backoff: &mut Backoff, sleep: bool) -> Result<(), AmError> {
         if !backoff.is_yielding() {
             backoff.snooze();
             return Ok(());
         }
+        self.snooze_long(backoff, sleep)
+    }
+
+    /// [`Am::snooze`] once the spin budget is spent: out of line, so that the spinning
+    /// rounds of every wait stay a few inline instructions whatever the caller.
+    #[cold]
+    #[inline(never)]
+    fn snooze_long(&self, backoff: &mut Backoff, sleep: bool) -> Result<(), AmError> {
         let conduit = self.rq.conduit();
         conduit.check_peers()?;
         if sleep && conduit.all_peers_left() {
