@@ -32,7 +32,7 @@ fn main() {
             .unwrap_or_else(|_| fail(&format!("{a:?}: give ITERS as a number"))),
         None => 10_000,
     };
-    amrq::run(|setup| rank_main(setup, iters))
+    Config::new().run(|setup| rank_main(setup, iters))
 }
 
 fn fail(e: &dyn std::fmt::Display) -> ! {

@@ -17,7 +17,7 @@ use amrq::splitc::{GlobalPtr, Layout};
 const LEN: usize = 1000;
 
 fn main() {
-    amrq::run(|setup| {
+    Config::new().run(|setup| {
         let job = setup.start(HandlerTable::new(), ())?;
         let sc = job.splitc();
         let (me, n) = (sc.my_proc(), sc.procs());

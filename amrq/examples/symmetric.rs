@@ -12,7 +12,7 @@
 use amrq::prelude::*;
 
 fn main() {
-    amrq::run(|setup| {
+    Config::new().run(|setup| {
         let job = setup.start(HandlerTable::new(), ())?;
         let (me, n) = (job.rank(), job.size());
         let rma = job.rma();

@@ -11,12 +11,18 @@
 //! | [`am`] | Active Messages on RQ: handler table, request/reply, Short, Medium and Long, barrier |
 //! | [`rma`] | one-sided put/get, remote atomics, completion events, allocation in the registered segments |
 //! | [`coll`] | broadcast, reduce, allreduce, scan, gather, allgather, exchange (the barrier is [`am`]'s) |
-//! | [`splitc`] | Split-C: global pointers, spread arrays, read/write, split-phase get/put, store and `all_store_sync`, atomic procedures ([`spmd`] starts a Split-C program) |
+//! | [`splitc`] | Split-C: global pointers, spread arrays, read/write, split-phase get/put, store and `all_store_sync`, atomic procedures |
 //!
-//! Above them: [`launch`] starts and watches rank processes (`amrun`, self-launch),
-//! [`threads::run`] runs ranks as threads, [`Config`] holds a job's settings, and
-//! [`reference`](mod@reference) measures the hardware limits that benchmarks compare against,
-//! and [`summary`] prints the line every example and benchmark ends with.
+//! Above them, a program's way in: [`Config::run`] runs a rank's main wherever the job
+//! was started (alone, under `amrun`, `mpirun` or `srun`, on one host or several; as
+//! threads with `AMRQ_THREADS=1`), [`Config::join`] gives this process's rank to a main
+//! that stays in control, and [`Config::threads`] runs ranks as threads for tests; each
+//! gives the rank a [`Setup`], whose [`Setup::start`] returns the [`Job`] that owns every
+//! layer. [`Config`] holds the settings (the `AMRQ_*` variables unless the program sets
+//! them), [`Error`] is every layer's error, [`launch`] starts and watches rank processes
+//! (`amrun`), [`reference`](mod@reference) measures the hardware limits that benchmarks
+//! compare against, and [`summary`] prints the line every example and benchmark ends
+//! with.
 //!
 //! Each layer uses only the ones below it. An AM request is an enqueue into the
 //! destination's AM request queue; a poll is a dequeue plus dispatch (RQ paper, Fig. 3).
@@ -30,12 +36,12 @@
 //!     let mut table = HandlerTable::new();
 //!     let pong = table.reply("pong", |s: &State, m| { s.got.set(m.arg(0)?); Ok(()) });
 //!     let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0)? + 1]));
-//!     let am = setup.start(table, State { pong, got: Cell::new(0) })?;
-//!     if am.rank() == 0 {
-//!         am.request(1, ping, &[41])?;
-//!         am.wait_until(|s| s.got.get() == 42)?;
+//!     let job = setup.start(table, State { pong, got: Cell::new(0) })?;
+//!     if job.rank() == 0 {
+//!         job.request(1, ping, &[41])?;
+//!         job.wait_until(|s| s.got.get() == 42)?;
 //!     }
-//!     am.barrier()
+//!     job.barrier()
 //! }).unwrap();
 //! ```
 
@@ -74,7 +80,7 @@ pub use error::{Error, Result};
 #[cfg(not(amrq_loom))]
 mod job;
 #[cfg(not(amrq_loom))]
-pub use job::{run, Job, Setup};
+pub use job::{Job, Setup};
 #[cfg(not(amrq_loom))]
 pub mod config;
 

@@ -615,9 +615,12 @@ fn answer(
         return Ok(None);
     }
     if size != t.size as u64 || digest != t.digest {
-        let reason = super::rendezvous::disagreement(t, rank, size, &theirs, digest);
-        let _ = judge(Code::Disagrees, &reason);
-        return Err(BootError::Refused(reason));
+        let why = super::rendezvous::disagreement(t, rank, size, &theirs, digest);
+        let _ = judge(Code::Disagrees, &why);
+        return Err(BootError::Refused(format!(
+            "rank {rank} cannot join job {}: {why}",
+            t.id
+        )));
     }
     let rank = match usize::try_from(rank)
         .ok()

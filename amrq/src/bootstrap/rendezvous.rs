@@ -225,10 +225,7 @@ pub(super) fn disagreement(t: &Terms, rank: u64, size: u64, theirs: &str, digest
             )
         })
     };
-    format!(
-        "rank {rank} cannot join job {}: {what}; give every rank the same settings",
-        t.id
-    )
+    format!("{what}; give every rank the same settings")
 }
 
 /// Rank 0's Verdict: the code, rank 0's MAC over it, the reason in words.
@@ -561,12 +558,15 @@ fn answer(
         );
     };
     if size != t.size as u64 || digest != t.digest || bytes != t.bytes {
-        let (v, reason) = judge(
+        let (v, why) = judge(
             Code::Disagrees,
             disagreement(t, rank, size, &theirs, digest),
         );
         let _ = socket::send(s, &v.b, None);
-        return Err(BootError::Shm(reason));
+        return Err(BootError::Shm(format!(
+            "rank {rank} cannot join job {}: {why}",
+            t.id
+        )));
     }
     match usize::try_from(rank)
         .ok()

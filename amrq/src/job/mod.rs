@@ -17,12 +17,11 @@
 //! |---|---|
 //! | `mod.rs` | [`Job`]: the handle, and the layers it owns |
 //! | `setup.rs` | [`Setup`]: a rank's place before its job starts |
-//! | `run.rs` | the ways to start: [`run`](crate::run), [`Config::run`](crate::Config::run), [`Config::threads`](crate::Config::threads) |
+//! | `run.rs` | the ways to start: [`Config::run`](crate::Config::run), [`Config::join`](crate::Config::join), [`Config::threads`](crate::Config::threads) |
 
 mod run;
 mod setup;
 
-pub use run::run;
 pub use setup::Setup;
 
 use crate::am::Am;

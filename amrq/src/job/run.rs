@@ -1,8 +1,9 @@
-//! The three ways to start a job: [`run`] (settings from the environment),
-//! [`Config::run`] (a program's own settings) and [`Config::threads`] (ranks as threads
-//! of this process, their results returned: tests). The first two find the job's
-//! placement: the launcher that started this process (amrun, mpirun, srun; across
-//! hosts with a rendezvous), else they start the ranks themselves.
+//! The three ways to start a job: [`Config::run`] (a rank's main, run wherever the
+//! job's placement puts it), [`Config::join`] (this process's rank, for a main that
+//! stays in control: C) and [`Config::threads`] (ranks as threads of this process,
+//! their results returned: tests). The first two find the job's placement: the
+//! launcher that started this process (amrun, mpirun, srun; across hosts with a
+//! rendezvous), else they start the ranks themselves.
 
 use super::Setup;
 use crate::bootstrap::env::{detect, Place};
@@ -14,27 +15,6 @@ use crate::launch::Launcher;
 use crate::util::affinity::{allowed_cores, pin_to_core};
 use crate::{Config, Error};
 use std::panic::AssertUnwindSafe;
-
-/// Runs `rank_main` as every rank of a job, with the settings of the `AMRQ_*`
-/// variables and the defaults ([`Config::run`] with a [`Config::new`]), and exits
-/// with the job's status: 0 when every rank returned `Ok`.
-///
-/// ```no_run
-/// use amrq::prelude::*;
-/// fn main() {
-///     amrq::run(|setup| {
-///         let job = setup.start(HandlerTable::new(), ())?;
-///         println!("hello from rank {} of {}", job.rank(), job.size());
-///         Ok(())
-///     })
-/// }
-/// ```
-pub fn run<F>(rank_main: F) -> !
-where
-    F: Fn(Setup) -> crate::Result<()> + Sync,
-{
-    Config::new().run(rank_main)
-}
 
 impl Config {
     /// Runs `rank_main` as every rank of a job with these settings (each one the
@@ -343,9 +323,11 @@ fn failed(boots: &[(Boot, Rank)], cause: &str) {
 
 /// Says why this process cannot go on, and exits with 1.
 fn fail(rank: Option<Rank>, e: &Error) -> ! {
+    let text = e.chain();
     match rank {
-        Some(r) => eprintln!("amrq: rank {r}: {}", e.chain()),
-        None => eprintln!("amrq: {}", e.chain()),
+        // Labelled with the rank, unless the text already starts with it.
+        Some(r) if !text.starts_with(&format!("rank {r} ")) => eprintln!("amrq: rank {r}: {text}"),
+        _ => eprintln!("amrq: {text}"),
     }
     std::process::exit(1)
 }
