@@ -50,9 +50,10 @@ fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
     let am = setup.start(HandlerTable::<()>::new(), ())?;
     let at = am.rma().alloc_symmetric(RAW_PINGPONG_BYTES, 4096)?;
     let Some((seg, _)) = am.rq().conduit().mapped_segment(0) else {
-        return Err(amrq::Error::other(
-            "barrier measures against the raw round trip in shared memory: run it on one host",
-        ));
+        return Err(
+            "barrier measures against the raw round trip in shared memory: run it on one host"
+                .into(),
+        );
     };
     // SAFETY: a fresh page-aligned allocation in rank 0's segment (zeroed at creation),
     // mapped by every rank, used only for the raw reference.

@@ -120,7 +120,7 @@ fn rank_main(setup: Setup, o: &Args, q: QueueId) -> amrq::Result<()> {
     // Both ways saw every frame: each batch's args sum to iters·(iters−1)/2.
     let want = (iters * (iters - 1) / 2).wrapping_mul(2 * (batches + 1));
     if am.rank() == 1 && am.state().sum.get() != want {
-        return Err(amrq::Error::other("frames lost or duplicated"));
+        return Err("frames lost or duplicated".into());
     }
     am.barrier()?;
     if am.rank() == 0 {

@@ -115,7 +115,7 @@ fn rank_main(setup: Setup, o: &Args, queues: [QueueId; 2]) -> amrq::Result<()> {
     }
     am.barrier()?;
     if bad != 0 {
-        return Err(amrq::Error::other("a payload arrived wrong"));
+        return Err("a payload arrived wrong".into());
     }
     if am.rank() == 0 {
         let m: Vec<f64> = ns.iter_mut().map(|v| median(v)).collect();

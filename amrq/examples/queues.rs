@@ -37,18 +37,14 @@ fn main() {
                 };
                 let (from, i) = (args[0] as usize, args[1]);
                 if item.source != from || i != next[from] {
-                    return Err(amrq::Error::other(format!(
-                        "item {i} of rank {from} out of order"
-                    )));
+                    return Err(format!("item {i} of rank {from} out of order").into());
                 }
                 next[from] += 1;
                 (sum, taken) = (sum + i, taken + 1);
             }
             let expected = producers * ITEMS * (ITEMS - 1) / 2;
             if sum != expected {
-                return Err(amrq::Error::other(format!(
-                    "sum {sum}, expected {expected}"
-                )));
+                return Err(format!("sum {sum}, expected {expected}").into());
             }
             println!("rank 0 took {taken} items from {producers} producers, each rank's in order");
             let kv = [

@@ -80,11 +80,12 @@ fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
     am.wait_until(|s| s.received.get() >= iters)?;
     let rate = iters as f64 / t.elapsed().as_secs_f64();
     if am.state().out_of_order.get() != 0 {
-        return Err(amrq::Error::other(format!(
+        return Err(format!(
             "rank {} received rank {}'s stream out of order",
             am.rank(),
             (am.rank() + n - 1) % n
-        )));
+        )
+        .into());
     }
     am.request(0, report, &[am.rank() as u64, rate.to_bits()])?;
     if am.rank() == 0 {

@@ -35,7 +35,7 @@ fn main() {
         sc.sync()?; // every get is in place
         for i in 0..LEN {
             if sc.read(local(i))? != i as u64 {
-                return Err(amrq::Error::other(format!("element {i} read wrong")));
+                return Err(format!("element {i} read wrong").into());
             }
         }
         sc.barrier()?; // all have read before anyone writes
@@ -50,14 +50,14 @@ fn main() {
         for i in a.local_indices(me) {
             let v = sc.read(a.at(i))?;
             if v != 1_000_000 + i as u64 {
-                return Err(amrq::Error::other(format!("element {i} holds {v}")));
+                return Err(format!("element {i} holds {v}").into());
             }
             mine += v;
         }
         let sum = sc.all_reduce(mine, amrq::coll::sum)?;
         let want = (0..LEN as u64).map(|i| 1_000_000 + i).sum::<u64>();
         if sum != want {
-            return Err(amrq::Error::other(format!("sum {sum}, expected {want}")));
+            return Err(format!("sum {sum}, expected {want}").into());
         }
         sc.barrier()?;
         if me == 0 {

@@ -83,9 +83,9 @@ fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
     let am = setup.start(table, state)?;
     let at = am.rma().alloc_symmetric(RAW_STREAM_BYTES, 4096)?;
     let Some((seg, _)) = am.rq().conduit().mapped_segment(1) else {
-        return Err(amrq::Error::other(
-            "stream measures against the raw stream in shared memory: run it on one host",
-        ));
+        return Err(
+            "stream measures against the raw stream in shared memory: run it on one host".into(),
+        );
     };
     // SAFETY: a fresh page-aligned allocation in rank 1's segment (zeroed at creation),
     // mapped by both ranks, used for the raw stream only.
@@ -110,7 +110,7 @@ fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
             }
         } else {
             if raw.receive(b * iters, iters) != 0 {
-                return Err(amrq::Error::other("the raw stream's memory is not shared"));
+                return Err("the raw stream's memory is not shared".into());
             }
             // Rank 0 waits for the answer to `finish` before its next raw batch.
             am.wait_until(|s| s.finished.get() > b)?;
@@ -118,7 +118,7 @@ fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
     }
     am.barrier()?;
     if am.rank() == 1 && am.state().out_of_order.get() != 0 {
-        return Err(amrq::Error::other("stream arrived out of order"));
+        return Err("stream arrived out of order".into());
     }
     if am.rank() == 0 {
         let mut per_batch: Vec<f64> = rates.iter().zip(&raw_rates).map(|(a, r)| a / r).collect();

@@ -46,7 +46,7 @@ fn main() {
         };
         let job = setup.start(handlers, state)?;
         if job.size() < 2 {
-            return Err(amrq::Error::other("sum needs 2 ranks or more"));
+            return Err("sum needs 2 ranks or more".into());
         }
         if job.rank() == 0 {
             for i in 0..REQUESTS {
@@ -56,9 +56,7 @@ fn main() {
             let sum = job.state().sum.get();
             let expected = 3 * REQUESTS * (REQUESTS - 1) / 2;
             if sum != expected {
-                return Err(amrq::Error::other(format!(
-                    "sum {sum}, expected {expected}"
-                )));
+                return Err(format!("sum {sum}, expected {expected}").into());
             }
             println!("rank 1 added {REQUESTS} pairs: {sum}");
             println!(

@@ -29,14 +29,12 @@ fn main() {
         rma.get_slice((me + 1) % n, slots, &mut right)?;
         let want: Vec<u64> = (0..n).map(value).collect();
         if mine != want || right != want {
-            return Err(amrq::Error::other(format!(
-                "rank {me} read {mine:?} and {right:?}"
-            )));
+            return Err(format!("rank {me} read {mine:?} and {right:?}").into());
         }
         let mut sum = [me as u64];
         job.coll().allreduce(&mut sum, amrq::coll::sum)?;
         if sum[0] != (n * (n - 1) / 2) as u64 {
-            return Err(amrq::Error::other(format!("allreduce gave {}", sum[0])));
+            return Err(format!("allreduce gave {}", sum[0]).into());
         }
         job.barrier()?; // nobody frees its segment while another still reads it
         if me == 0 {

@@ -45,9 +45,10 @@ impl Batches {
 pub fn two_ranks(name: &str, size: usize) -> amrq::Result<()> {
     match size {
         2 => Ok(()),
-        n => Err(amrq::Error::other(format!(
+        n => Err(format!(
             "{name} runs on 2 ranks, not {n}: start it with amrun -n 2, or on its own"
-        ))),
+        )
+        .into()),
     }
 }
 
