@@ -24,7 +24,7 @@ use amrq::reference::{RawPingPong, RawStream, RAW_PINGPONG_BYTES, RAW_STREAM_BYT
 pub const BURST: u64 = 1024;
 
 /// Ring slots the one-to-two and two-to-one benchmarks need, so that a burst never
-/// waits for room (Config::am_ring_slots).
+/// waits for room (`Config::ring_slots`).
 pub const DEEP_RING_SLOTS: u64 = 2 * BURST;
 
 /// The error of a job whose ranks share no memory: the raw references need it.

@@ -223,14 +223,14 @@ fn reply_trampoline<'a, const K: usize>(s: &'a Handlers, m: Msg<'a>) -> Result<(
 /// round trip under callgrind).
 macro_rules! trampolines {
     ($($k:literal)*) => {
-        fn add_request(t: &mut HandlerTable<Handlers>, name: &'static str, k: usize) -> RequestHandler {
+        fn add_request(t: &mut HandlerTable<Handlers>, name: String, k: usize) -> RequestHandler {
             match k {
                 $($k => t.request(name, request_trampoline::<$k>),)*
                 _ => unreachable!("at most MAX_HANDLERS request handlers (checked by `register`)"),
             }
         }
 
-        fn add_reply(t: &mut HandlerTable<Handlers>, name: &'static str, k: usize) -> ReplyHandler {
+        fn add_reply(t: &mut HandlerTable<Handlers>, name: String, k: usize) -> ReplyHandler {
             match k {
                 $($k => t.reply(name, reply_trampoline::<$k>),)*
                 _ => unreachable!("at most MAX_HANDLERS reply handlers (checked by `register`)"),
@@ -275,19 +275,18 @@ pub unsafe extern "C" fn amrq_table_free(t: *mut AmrqTable) {
     }
 }
 
-/// The name of a handler (kept for the job's life: tables are built once).
+/// The name of a handler, copied (the table owns it).
 ///
 /// # Safety
 /// `name` is null or a NUL-terminated string.
-unsafe fn name_of(name: *const c_char) -> Result<&'static str, Failure> {
+unsafe fn name_of(name: *const c_char) -> Result<String, Failure> {
     if name.is_null() {
         return Err(Failure::argument("a null handler name"));
     }
     // SAFETY: the caller's guarantee.
-    let s = unsafe { CStr::from_ptr(name) }
+    Ok(unsafe { CStr::from_ptr(name) }
         .to_string_lossy()
-        .into_owned();
-    Ok(Box::leak(s.into_boxed_str()))
+        .into_owned())
 }
 
 /// Registers handler number `count(t)` of a kind as `name` through `add`; its number
@@ -301,7 +300,7 @@ unsafe fn register(
     name: *const c_char,
     id: *mut c_int,
     (kind, count): (&str, fn(&AmrqTable) -> usize),
-    add: impl FnOnce(&mut AmrqTable, &'static str, usize),
+    add: impl FnOnce(&mut AmrqTable, String, usize),
 ) -> AmrqStatus {
     guard(
         |_| {},

@@ -21,9 +21,10 @@ use std::time::Instant;
 struct Args {
     #[command(flatten)]
     common: common::Common,
-    /// Ranks (with more ranks than cores they are not pinned and share cores).
-    #[arg(long, default_value_t = 2)]
-    ranks: u64,
+    /// Ranks, where no launcher says (default `AMRQ_RANKS`, else 2; with more ranks
+    /// than cores they are not pinned and share cores).
+    #[arg(long)]
+    ranks: Option<usize>,
     /// Messages (or operations) per batch.
     #[arg(long)]
     iters: Option<u64>,
@@ -31,9 +32,12 @@ struct Args {
 
 fn main() {
     let o = <Args as clap::Parser>::parse();
-    let ranks = o.ranks.max(1) as usize;
-    let cfg = Config::new();
-    common::run(&o.common, cfg, ranks, |setup| rank_main(setup, &o));
+    common::run(
+        &o.common,
+        Config::new(),
+        common::Ranks::flag_or(o.ranks, 2),
+        |setup| rank_main(setup, &o),
+    );
 }
 
 fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {

@@ -38,7 +38,9 @@ fn main() {
     let mut cfg = Config::new();
     cfg.ring_slots.set_default(1024);
     let q = cfg.add_queue(1024);
-    common::run(&o.common, cfg, 2, |setup| rank_main(setup, &o, q));
+    common::run(&o.common, cfg, common::Ranks::Exactly(2), |setup| {
+        rank_main(setup, &o, q)
+    });
 }
 
 fn rank_main(setup: Setup, o: &Args, q: QueueId) -> amrq::Result<()> {

@@ -50,7 +50,9 @@ fn main() {
     cfg.tag_on_buffers.set(64);
     let q = cfg.add_queue(1024);
     let shared = cfg.add(amrq::config::QueueSpec::new("shared", 1024).shared());
-    common::run(&o.common, cfg, 2, |setup| rank_main(setup, &o, [q, shared]));
+    common::run(&o.common, cfg, common::Ranks::Exactly(2), |setup| {
+        rank_main(setup, &o, [q, shared])
+    });
 }
 
 fn rank_main(setup: Setup, o: &Args, queues: [QueueId; 2]) -> amrq::Result<()> {

@@ -20,7 +20,6 @@ mod common;
 use amrq::coll;
 use amrq::splitc::{Layout, SpreadArray};
 use common::Context;
-use common::SplitCError as Error;
 
 /// Rows of A and C.
 const N: usize = 128;
@@ -30,9 +29,9 @@ const N: usize = 128;
 struct Args {
     #[command(flatten)]
     common: common::Common,
-    /// Ranks.
-    #[arg(long, default_value_t = 2)]
-    ranks: usize,
+    /// Ranks, where no launcher says (default `AMRQ_RANKS`, else 2).
+    #[arg(long)]
+    ranks: Option<usize>,
     /// Columns of B and C per rank.
     #[arg(long, default_value_t = 8)]
     m: usize,
@@ -45,14 +44,11 @@ fn main() {
     let o = <Args as clap::Parser>::parse();
     let cfg = amrq::Config::new();
     let r = o.r.unwrap_or(if o.common.quick { 512 } else { 4096 });
-    if r % o.ranks != 0 || o.m == 0 {
-        common::fail(&format!(
-            "--r {r} must be a multiple of --ranks {}, and --m at least 1",
-            o.ranks
-        ));
+    if o.m == 0 {
+        common::fail(&"--m: give at least 1 column");
     }
     let shape = Shape { m: o.m, r };
-    common::run_splitc(&o.common, cfg, o.ranks, |sc| {
+    common::run_splitc(&o.common, cfg, common::Ranks::flag_or(o.ranks, 2), |sc| {
         program(sc, shape, o.common.json)
     })
 }
@@ -85,7 +81,7 @@ fn update(
     b: &[f64],
     (j, r): (usize, usize),
     sc: Option<&Context>,
-) -> Result<(), Error> {
+) -> amrq::Result<()> {
     for (k, ck) in c.chunks_exact_mut(N).enumerate() {
         let s = b[k * r + j];
         for (ci, xi) in ck.iter_mut().zip(x) {
@@ -99,8 +95,11 @@ fn update(
 }
 
 /// Every rank's program.
-fn program(sc: &Context, Shape { m, r }: Shape, json: bool) -> Result<(), Error> {
+fn program(sc: &Context, Shape { m, r }: Shape, json: bool) -> amrq::Result<()> {
     let (me, p) = (sc.my_proc(), sc.procs());
+    if r % p != 0 {
+        return Err(format!("--r {r} must be a multiple of the ranks, {p}").into());
+    }
     let per = r / p; // columns of A per rank
                      // A, column-major, its columns in blocks: rank q holds columns q·per … (q+1)·per − 1.
     let a: SpreadArray<f64> = sc.all_spread_malloc(N * r, Layout::BlockCyclic(N * per))?;

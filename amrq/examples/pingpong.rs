@@ -37,7 +37,12 @@ struct State {
 
 fn main() {
     let o = <Args as clap::Parser>::parse();
-    common::run(&o.common, Config::new(), 2, |setup| rank_main(setup, &o));
+    common::run(
+        &o.common,
+        Config::new(),
+        common::Ranks::Exactly(2),
+        |setup| rank_main(setup, &o),
+    );
 }
 
 // Out of line: the loops measured are compiled the same whatever the closure that calls

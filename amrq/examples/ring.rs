@@ -25,10 +25,10 @@ struct Args {
     /// Messages (or operations) per batch.
     #[arg(long)]
     iters: Option<u64>,
-    /// Ranks, where no launcher says (with more ranks than cores they are not pinned
-    /// and share cores).
-    #[arg(long, default_value_t = 2)]
-    ranks: usize,
+    /// Ranks, where no launcher says (default `AMRQ_RANKS`, else 2; with more ranks
+    /// than cores they are not pinned and share cores).
+    #[arg(long)]
+    ranks: Option<usize>,
 }
 
 struct State {
@@ -39,9 +39,12 @@ struct State {
 
 fn main() {
     let o = <Args as clap::Parser>::parse();
-    common::run(&o.common, Config::new(), o.ranks.max(1), |setup| {
-        rank_main(setup, &o)
-    });
+    common::run(
+        &o.common,
+        Config::new(),
+        common::Ranks::flag_or(o.ranks, 2),
+        |setup| rank_main(setup, &o),
+    );
 }
 
 fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {

@@ -35,7 +35,9 @@ struct Args {
 fn main() {
     let o = <Args as clap::Parser>::parse();
     let cfg = Config::new();
-    common::run(&o.common, cfg, 2, |setup| rank_main(setup, &o));
+    common::run(&o.common, cfg, common::Ranks::Exactly(2), |setup| {
+        rank_main(setup, &o)
+    });
 }
 
 /// The first `len` bytes of `buf` from its first page boundary on.
@@ -47,6 +49,12 @@ fn page_aligned(buf: &mut [u8], len: usize) -> &mut [u8] {
 fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
     let threads = setup.config().threads.get();
     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    if am.rq().conduit().mapped_segment(0).is_none() {
+        return Err(
+            "rma measures against memcpy and the raw round trip in shared memory: run it on one host"
+                .into(),
+        );
+    }
     let rma = am.rma();
     let max = if o.common.quick { 4 << 20 } else { 16 << 20 };
     let sizes: Vec<usize> =
@@ -147,7 +155,9 @@ fn frames_get_vs_raw(
 ) -> Result<(f64, f64), RmaError> {
     const ITERS: u64 = 2000;
     let raw_at = rma.alloc_symmetric(RAW_PINGPONG_BYTES, 4096)?;
-    let (seg, _) = am.rq().conduit().mapped_segment(0).expect("one host");
+    let Some((seg, _)) = am.rq().conduit().mapped_segment(0) else {
+        unreachable!("rank_main refused a job whose ranks share no memory")
+    };
     // SAFETY: a fresh symmetric allocation in rank 0's segment, mapped by both ranks,
     // page aligned and zeroed (the allocator never handed it out before), used only
     // for the raw reference.

@@ -17,16 +17,14 @@ use amrq::coll;
 use amrq::splitc::Layout;
 use common::Context;
 
-use common::SplitCError as Error;
-
 /// A spread array shifted with stores, then with gets.
 #[derive(clap::Parser)]
 struct Args {
     #[command(flatten)]
     common: common::Common,
-    /// Ranks.
-    #[arg(long, default_value_t = 2)]
-    ranks: usize,
+    /// Ranks, where no launcher says (default `AMRQ_RANKS`, else 2).
+    #[arg(long)]
+    ranks: Option<usize>,
     /// Elements of the array (default 2^20, 2^14 with --quick).
     #[arg(long)]
     len: Option<usize>,
@@ -38,11 +36,13 @@ fn main() {
     let n = o
         .len
         .unwrap_or(if o.common.quick { 1 << 14 } else { 1 << 20 });
-    common::run_splitc(&o.common, cfg, o.ranks, |sc| program(sc, n, o.common.json))
+    common::run_splitc(&o.common, cfg, common::Ranks::flag_or(o.ranks, 2), |sc| {
+        program(sc, n, o.common.json)
+    })
 }
 
 /// Every rank's program (Split-C's `splitc_main` body).
-fn program(sc: &Context, n: usize, json: bool) -> Result<(), Error> {
+fn program(sc: &Context, n: usize, json: bool) -> amrq::Result<()> {
     let me = sc.my_proc();
     let a = sc.all_spread_malloc::<f64>(n, Layout::Cyclic)?;
     let b = sc.all_spread_malloc::<f64>(n, Layout::Cyclic)?;

@@ -38,8 +38,9 @@ fn main() {
                 return Err(format!("element {i} read wrong").into());
             }
         }
-        sc.barrier()?; // all have read before anyone writes
-                       // Split-phase puts: 1_000_000 + i into each element the right neighbour owns.
+        // Every rank has read before anyone writes; then split-phase puts of
+        // 1_000_000 + i into each element the right neighbour owns.
+        sc.barrier()?;
         let right = (me + 1) % n;
         for i in a.local_indices(right).collect::<Vec<_>>() {
             sc.put(a.at(i), 1_000_000 + i as u64)?;

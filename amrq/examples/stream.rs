@@ -45,7 +45,9 @@ fn main() {
     if let Some(slots) = o.ring_slots {
         cfg.ring_slots.set(slots);
     }
-    common::run(&o.common, cfg, 2, |setup| rank_main(setup, &o));
+    common::run(&o.common, cfg, common::Ranks::Exactly(2), |setup| {
+        rank_main(setup, &o)
+    });
 }
 
 // Out of line: the loops measured are compiled the same whatever the closure that calls

@@ -102,6 +102,12 @@ impl<T: Copy> Setting<T> {
         self.source
     }
 
+    /// The value a launcher decided (its rank count), whatever the program or the
+    /// environment asked for; where the request came from stays readable.
+    pub(crate) fn launched(&mut self, value: T) {
+        self.value = value;
+    }
+
     /// Takes `value` from the environment unless the program set this one.
     fn take_env(&mut self, value: T) {
         if self.source != Source::Program {
@@ -124,7 +130,8 @@ impl<T: Copy> Setting<T> {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// Ranks a program started on its own starts (a launcher's count wins over it).
+    /// Ranks a program started on its own starts (a launcher's count wins over it, and
+    /// is what a started job's [`Setup::config`](crate::Setup::config) holds).
     /// Environment: `AMRQ_RANKS`; default: the cores this process may run on.
     pub ranks: Setting<usize>,
     /// Started on its own, run the ranks as threads of this process rather than as

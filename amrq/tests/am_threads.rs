@@ -316,7 +316,7 @@ fn bad_messages_are_dropped_and_recorded_as_the_senders_faults() {
                     FaultKind::UnknownHandler { id: 999 },
                     FaultKind::WrongHandlerKind {
                         id: rep.id(),
-                        name: "rep",
+                        name: "rep".into(),
                         arrived_as: "request"
                     },
                     FaultKind::MissingArg { index: 0, nargs: 0 },

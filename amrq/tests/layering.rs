@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Bottom to top. `util` and `sync` are helpers any layer may use (they use none);
-/// everything not listed (`threads`, `config`, `launch`, `reference`, `bin`) is the top.
+/// everything not listed (`job`, `config`, `error`, `launch`, `reference`, `summary`,
+/// `bin`) is the top.
 const LAYERS: &[&str] = &[
     "util",
     "sync",

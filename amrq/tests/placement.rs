@@ -30,7 +30,7 @@ fn placement_rank() {
         cfg.ring_slots.set(64);
     }
     let rank_main = move |setup: Setup| -> amrq::Result<()> {
-        let ring_slots = setup.config().ring_slots.get();
+        let (ring_slots, ranks) = (setup.config().ring_slots.get(), setup.config().ranks.get());
         let job = setup.start(HandlerTable::<()>::new(), ())?;
         job.barrier()?;
         if job.rank() == 1 && what == "fail" {
@@ -38,7 +38,7 @@ fn placement_rank() {
         }
         if job.rank() == 0 {
             println!(
-                "size={} segment={} ring_slots={ring_slots}",
+                "size={} segment={} ring_slots={ring_slots} config_ranks={ranks}",
                 job.size(),
                 job.am().segment().1
             );
@@ -49,8 +49,11 @@ fn placement_rank() {
         }
     };
     if join {
-        let out = cfg.join().and_then(rank_main);
-        std::process::exit(i32::from(out.is_err()));
+        if let Err(e) = cfg.join().and_then(rank_main) {
+            eprintln!("{}", e.chain());
+            std::process::exit(1);
+        }
+        std::process::exit(0);
     }
     cfg.run(rank_main)
 }
@@ -139,6 +142,11 @@ fn the_launchers_count_wins_and_one_line_names_both() {
     let out = output(under_amrun(2, "report", &token).env("AMRQ_RANKS", "3"));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(reported(&out, "size"), "2");
+    assert_eq!(
+        reported(&out, "config_ranks"),
+        "2",
+        "the settings say the job's count"
+    );
     let stderr = text(&out.stderr);
     let said: Vec<&str> = stderr
         .lines()
@@ -274,6 +282,11 @@ fn a_self_launched_jobs_failure_is_named_by_amrq_once() {
     let out = output(&mut program("fail", &token));
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.matches("the input has no header").count(),
+        1,
+        "said once, by the rank: {stderr}"
+    );
     assert!(
         stderr.contains("amrq: rank 1: the input has no header: give it one"),
         "{stderr}"
@@ -288,20 +301,22 @@ fn a_self_launched_jobs_failure_is_named_by_amrq_once() {
 #[test]
 fn every_layers_error_converts_into_one_error_type() {
     use amrq::conduit::ConduitError;
-    fn layers(job: &Job, hit: RequestHandler) -> amrq::Result<()> {
+    fn layers(job: &Job, q: amrq::rq::QueueId, hit: RequestHandler) -> amrq::Result<()> {
         let at = job.rma().alloc_symmetric(8, 8)?; // RmaError
         job.rma().put(1 - job.rank(), at, &[1; 8])?;
         job.splitc().barrier()?; // SplitCError
-        job.rq().faults(); // (RqError: the queues' own calls convert the same way)
+        while !job.rq().enqueue(1 - job.rank(), q, &[7], &[])? {} // RqError
         job.request(9, hit, &[])?; // AmError
         Ok(())
     }
-    let out = Config::new()
+    let mut cfg = Config::new();
+    let q = cfg.add_queue(16);
+    let out = cfg
         .threads(2, |setup| {
             let mut handlers = HandlerTable::new();
             let hit = handlers.request("hit", |_: &(), _ctx, _m| Ok(()));
             let job = setup.start(handlers, ())?;
-            Ok(layers(&job, hit))
+            Ok(layers(&job, q, hit))
         })
         .expect("the job runs");
     for e in out.into_iter().map(|r| r.expect_err("rank 9")) {

@@ -445,7 +445,7 @@ fn atomic_procedures_sum_exactly_under_contention() {
     }
 }
 
-/// Three processes started by `amrun` contend through `splitc_main_with` (the message
+/// Three processes started by `amrun` contend through atomic procedures (the message
 /// path when `AMRQ_RMA_FRAMES` says so), each leaving word that it ran.
 fn atomic_procedures_as_processes(test: &str, frames: bool) {
     if std::env::var_os("AMRQ_TEST_TOKEN").is_some() {

@@ -63,13 +63,31 @@ pub fn summary(name: &str, json: bool, kv: &[(&str, f64)]) {
     println!("{}", amrq::summary::line(name, json, kv));
 }
 
-/// Runs `rank_main` as every rank of a job with `cfg`: `ranks` of them unless a
-/// launcher or `AMRQ_RANKS` says otherwise, as threads with `--threads`. Never returns.
-pub fn run<F>(o: &Common, mut cfg: amrq::Config, ranks: usize, rank_main: F) -> !
+/// The ranks an example asks for when started alone: exactly these (a `--ranks` flag,
+/// or the 2 a two-rank example needs), or these unless `AMRQ_RANKS` says otherwise. A
+/// launcher's count wins either way.
+pub enum Ranks {
+    Exactly(usize),
+    Default(usize),
+}
+
+impl Ranks {
+    /// `--ranks` if given, else `default` unless `AMRQ_RANKS` says otherwise.
+    pub fn flag_or(flag: Option<usize>, default: usize) -> Self {
+        flag.map_or(Ranks::Default(default), Ranks::Exactly)
+    }
+}
+
+/// Runs `rank_main` as every rank of a job with `cfg`, as threads with `--threads`.
+/// Never returns.
+pub fn run<F>(o: &Common, mut cfg: amrq::Config, ranks: Ranks, rank_main: F) -> !
 where
     F: Fn(amrq::Setup) -> amrq::Result<()> + Sync,
 {
-    cfg.ranks.set_default(ranks);
+    match ranks {
+        Ranks::Exactly(n) => cfg.ranks.set(n.max(1)),
+        Ranks::Default(n) => cfg.ranks.set_default(n.max(1)),
+    }
     if o.threads {
         cfg.threads.set(true);
     }
@@ -88,18 +106,14 @@ pub fn placement(threads: bool) -> &'static str {
 /// A Split-C program's rank: its context.
 pub type Context = amrq::splitc::SplitC<()>;
 
-/// What a Split-C example's program can fail with: the layer's errors, or a wrong
-/// result.
-pub type SplitCError = Box<dyn std::error::Error + Send + Sync>;
-
 /// [`run`] for a Split-C program: `program` runs on every rank with its context.
-pub fn run_splitc<F>(o: &Common, cfg: amrq::Config, ranks: usize, program: F) -> !
+pub fn run_splitc<F>(o: &Common, cfg: amrq::Config, ranks: Ranks, program: F) -> !
 where
-    F: Fn(&Context) -> Result<(), SplitCError> + Sync,
+    F: Fn(&Context) -> amrq::Result<()> + Sync,
 {
     run(o, cfg, ranks, |setup| {
         let job = setup.start(amrq::am::HandlerTable::new(), ())?;
-        program(job.splitc()).map_err(amrq::Error::other)?;
+        program(job.splitc())?;
         job.barrier()
     })
 }

@@ -121,7 +121,7 @@ pub(crate) enum Kind {
 /// # let _ = (done, work);
 /// ```
 pub struct HandlerTable<S, C: Conduit = MemConduit> {
-    names: Vec<&'static str>,
+    names: Vec<std::borrow::Cow<'static, str>>,
     /// Request handlers indexed by tag (the runtime's tags, reply handlers' and unused
     /// tags are `None`): one entry per possible tag, so dispatch is one load and no
     /// bounds check, whatever a peer sent. (The 512 KiB are allocated zeroed: only the
@@ -332,12 +332,16 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     /// let (a, b) = (1u64, 2u64);
     /// t.request("two", move |_s, _ctx, _m| { let _ = (a, b); Ok(()) });
     /// ```
-    pub fn request<F>(&mut self, name: &'static str, f: F) -> RequestHandler
+    pub fn request<F>(
+        &mut self,
+        name: impl Into<std::borrow::Cow<'static, str>>,
+        f: F,
+    ) -> RequestHandler
     where
         F: for<'a> Fn(&'a S, ReqCtx<'a, S, C>, Msg<'a>) -> Result<(), AmError> + Copy + 'static,
     {
         let tag = self.next_tag();
-        self.names.push(name);
+        self.names.push(name.into());
         self.captures.push(Captures::of(f));
         self.requests[usize::from(tag)] = Some(call_request::<S, C, F>);
         RequestHandler(tag)
@@ -364,12 +368,16 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     /// })
     /// .unwrap();
     /// ```
-    pub fn reply<F>(&mut self, name: &'static str, f: F) -> ReplyHandler
+    pub fn reply<F>(
+        &mut self,
+        name: impl Into<std::borrow::Cow<'static, str>>,
+        f: F,
+    ) -> ReplyHandler
     where
         F: for<'a> Fn(&'a S, Msg<'a>) -> Result<(), AmError> + Copy + 'static,
     {
         let tag = self.next_tag();
-        self.names.push(name);
+        self.names.push(name.into());
         self.captures.push(Captures::of(f));
         self.replies[usize::from(tag)] = Some(call_reply::<S, C, F>);
         ReplyHandler(tag)
@@ -425,9 +433,9 @@ impl<S, C: Conduit> HandlerTable<S, C> {
         self.replies[usize::from(tag)]
     }
 
-    pub(crate) fn name(&self, tag: u16) -> &'static str {
+    pub(crate) fn name(&self, tag: u16) -> &str {
         tag.checked_sub(FIRST_USER_TAG)
-            .and_then(|i| self.names.get(usize::from(i)).copied())
-            .unwrap_or("?")
+            .and_then(|i| self.names.get(usize::from(i)))
+            .map_or("?", |n| n)
     }
 }

@@ -37,7 +37,7 @@ pub(super) const CHALLENGE_BYTES: usize = 24;
 /// digest still covers all of it).
 const AGREEMENT_BYTES: usize = 1024;
 pub(super) const PROOF_BYTES: usize = 56 + AGREEMENT_BYTES;
-const REASON_BYTES: usize = 256;
+const REASON_BYTES: usize = 512;
 pub(super) const VERDICT_BYTES: usize = 48 + REASON_BYTES;
 
 /// How long rank 0 gives one connection to say its part: a silent process cannot
@@ -191,41 +191,36 @@ pub(super) fn proof_agreement<const N: usize>(proof: &mut Wire<N>) -> String {
 }
 
 /// Why rank `rank` (`size` ranks, settings `theirs`, digest `digest`) may not join
-/// rank 0's job `t`: the first thing they disagree on, with both values.
+/// rank 0's job `t`: the first setting they disagree on with both values, and what to
+/// do about it.
 pub(super) fn disagreement(t: &Terms, rank: u64, size: u64, theirs: &str, digest: u64) -> String {
-    let what = if size != t.size as u64 {
-        format!(
-            "rank {rank} was started as one of {size} ranks and rank 0 as one of {}",
+    if size != t.size as u64 {
+        return format!(
+            "it was started as one of {size} ranks and rank 0 as one of {}; start every rank with the same count (the launcher's, or AMRQ_SIZE)",
             t.size
-        )
-    } else {
-        let value = |text: &str, name: &str| {
-            text.lines().find_map(|l| {
-                l.split_once('=')
-                    .filter(|(n, _)| *n == name)
-                    .map(|(_, v)| v.to_string())
-            })
-        };
-        let differs = t.agreement.lines().chain(theirs.lines()).find_map(|l| {
-            let (name, _) = l.split_once('=')?;
-            let (mine, other) = (value(&t.agreement, name), value(theirs, name));
-            (mine != other).then(|| {
-                let shown = |v: Option<String>| v.unwrap_or_else(|| "nothing".into());
-                format!(
-                    "{name} is {} on rank {rank} and {} on rank 0",
-                    shown(other),
-                    shown(mine)
-                )
-            })
-        });
-        differs.unwrap_or_else(|| {
-            format!(
-                "their settings differ (digest {digest:#x} on rank {rank}, {:#x} on rank 0)",
-                t.digest
-            )
+        );
+    }
+    let value = |text: &str, name: &str| {
+        text.lines().find_map(|l| {
+            l.split_once('=')
+                .filter(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
         })
     };
-    format!("{what}; give every rank the same settings")
+    // Only the lines both texts carry: a long text is cut at a line.
+    let differs = t.agreement.lines().find_map(|l| {
+        let (name, mine) = l.split_once('=')?;
+        let other = value(theirs, name)?;
+        (other != mine).then(|| {
+            format!("{name} is {other} on rank {rank} and {mine} on rank 0; give every rank the same settings")
+        })
+    });
+    differs.unwrap_or_else(|| {
+        format!(
+            "their queues or settings differ past what the rendezvous lists (digest {digest:#x} on rank {rank}, {:#x} on rank 0); give every rank the same settings, and add the same queues in the same order",
+            t.digest
+        )
+    })
 }
 
 /// Rank 0's Verdict: the code, rank 0's MAC over it, the reason in words.

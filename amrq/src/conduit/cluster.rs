@@ -68,6 +68,9 @@ pub fn join(
     settings: &[(String, String)],
     timeout: Duration,
 ) -> Result<ClusterConduit, ConduitError> {
+    // Before the rendezvous, so that a machine without UCX fails at once, not once
+    // every rank has met.
+    ucx::available().map_err(|e| ConduitError::NoUcx(e.to_string()))?;
     let job = ucx::form(place, spec, timeout)?;
     let local_ranks: Vec<Rank> = job
         .entries()

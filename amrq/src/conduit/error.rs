@@ -141,6 +141,10 @@ pub enum ConduitError {
     /// The job could not be set up.
     #[error("conduit setup failed: {0}")]
     Setup(String),
+    /// UCX, which carries frames between hosts, cannot be loaded on this machine: the
+    /// text says what to install.
+    #[error("{0}")]
+    NoUcx(String),
     /// An ability this conduit lacks (see its [`CapFlags`](super::CapFlags)): the layer
     /// above takes another path (one-sided operations as AM frames).
     #[error("this conduit does not offer {what} (its CapFlags say so); use the frame path")]

@@ -67,7 +67,7 @@ pub enum FaultKind {
         /// The id.
         id: u16,
         /// Its registered name.
-        name: &'static str,
+        name: String,
         /// "request" or "reply".
         arrived_as: &'static str,
     },

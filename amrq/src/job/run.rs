@@ -84,13 +84,19 @@ impl Config {
         self.print_if_asked();
         match detect()? {
             Some(place) => {
-                self.say_launcher_count(&place);
+                self.take_launcher_count(&place);
                 Ok(Setup::new(join(&place, &self)?, self))
             }
-            None if self.threads.get() => Err(Error::Setting {
-                name: "AMRQ_THREADS",
-                value: "1".into(),
-                expected: "ranks as threads need a main each: start the program's ranks with Config::run, or unset it".into(),
+            None if self.threads.get() => Err(match self.threads.source() {
+                Source::Env => Error::Setting {
+                    name: "AMRQ_THREADS",
+                    value: std::env::var("AMRQ_THREADS").unwrap_or_default(),
+                    expected: "0 here: ranks as threads need a main each, which Config::join does not have (Config::run has)".into(),
+                },
+                _ => crate::launch::LaunchError::Config(
+                    "Config::threads is set, and ranks as threads need a main each: start them with Config::run".into(),
+                )
+                .into(),
             }),
             None if self.ranks.get() > 1 => self.launch_processes(),
             None => {
@@ -110,9 +116,9 @@ impl Config {
         }
     }
 
-    /// One line on standard error when the program asked for a rank count other than
-    /// the launcher's (rank 0 says it).
-    fn say_launcher_count(&self, place: &Place) {
+    /// Takes the launcher's rank count, with one line on standard error when the
+    /// program asked for another (rank 0 says it).
+    fn take_launcher_count(&mut self, place: &Place) {
         if place.rank == 0
             && self.ranks.source() != Source::Default
             && self.ranks.get() != place.size
@@ -126,6 +132,7 @@ impl Config {
                 place.launcher, place.size, place.size
             );
         }
+        self.ranks.launched(place.size);
     }
 
     /// Runs `rank_main` on `ranks` ranks, each a thread of this process with its own
@@ -187,8 +194,8 @@ impl Config {
                     })
                 }
                 Err(e) => {
-                    return Err(crate::conduit::ConduitError::Setup(format!(
-                        "cannot start the thread of rank {rank}: {e}"
+                    return Err(crate::launch::LaunchError::Config(format!(
+                        "cannot start the thread of rank {rank}: {e}; run fewer ranks as threads, or as processes (AMRQ_THREADS=0)"
                     ))
                     .into())
                 }
@@ -199,11 +206,11 @@ impl Config {
 
     /// This process is rank `place.rank` of a launcher's job: joins it, runs the rank's
     /// main and exits.
-    fn run_as_rank<F>(self, place: &Place, rank_main: &F) -> !
+    fn run_as_rank<F>(mut self, place: &Place, rank_main: &F) -> !
     where
         F: Fn(Setup) -> crate::Result<()> + Sync,
     {
-        self.say_launcher_count(place);
+        self.take_launcher_count(place);
         let conduit = match join(place, &self) {
             Ok(c) => c,
             Err(e) => fail(Some(place.rank), &e),
@@ -309,7 +316,7 @@ fn join(place: &Place, config: &Config) -> crate::Result<MemConduit> {
     let spec = config.conduit_spec();
     let timeout = config.attach_timeout.get();
     Ok(match &place.rendezvous {
-        Some(_) => MemConduit::across_hosts(cluster::join(place, &spec, &[], timeout)?),
+        Some(_) => MemConduit::across_hosts(cluster::join(place, &spec, &[], timeout)?)?,
         None => shm::attach(place, &spec, timeout)?,
     })
 }

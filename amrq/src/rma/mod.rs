@@ -617,6 +617,7 @@ impl<S, C: Conduit> Rma<S, C> {
     ///     let mut back = [0u8; 1024];
     ///     rma.get(1, at, &mut back)?;
     ///     assert!(back.iter().all(|&b| b == 5));
+    ///     am.barrier()?; // rank 1 serves rank 0's get until then
     ///     Ok(())
     /// })
     /// .unwrap();

@@ -1,5 +1,5 @@
 //! Jobs whose ranks the layer tests drive through a conduit endpoint of their own (a
-//! program's job starts through `amrq::run` / `Config::run` / `Config::threads`; these
+//! program's job starts through `Config::run` / `Config::join` / `Config::threads`; these
 //! tests build the layers on the endpoint themselves): ranks as threads over the
 //! `threads` conduit, and a process joining its launcher's job over `shm`.
 

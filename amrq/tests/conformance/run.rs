@@ -35,7 +35,7 @@ pub fn threads(_test: &str, ranks: usize, case: Case<MemConduit>) {
 /// Runs `case` on every endpoint of `eps`, one thread each, and fails the test with
 /// every rank's complaint. `boots` gives the bootstraps of the rank's jobs and its rank
 /// in each (one per conduit it is made of), which are told when a rank has finished (as
-/// `amrq::threads::run` does).
+/// `Config::threads` does).
 pub fn on_threads<C: Conduit + Send + 'static>(
     eps: Vec<C>,
     boots: impl Fn(&C) -> Vec<(Boot, usize)>,
@@ -245,7 +245,12 @@ pub fn cluster_hosts(test: &str, ranks: usize, case: Case<ClusterConduit>) {
 /// (`MemConduit::across_hosts`), the endpoint a program's job gets across hosts.
 pub fn front_hosts(test: &str, ranks: usize, case: Case<MemConduit>) {
     let joined = super::ranks::joined_cluster(&spec(), Duration::from_secs(60));
-    run_rank(joined.map(|c| c.map(MemConduit::across_hosts)), |c| {
+    let front = joined.map_err(|e| e.to_string()).and_then(|c| {
+        c.map(MemConduit::across_hosts)
+            .transpose()
+            .map_err(|e| e.to_string())
+    });
+    run_rank(front, |c| {
         let cluster = c.across().expect("a front");
         super::rig::assert_tcp_on_rig(cluster.remote());
         assert_eq!(

@@ -353,7 +353,7 @@ impl<S, C: Conduit> Am<S, C> {
         let kind = match self.table.kind(tag) {
             Some(_) => FaultKind::WrongHandlerKind {
                 id: tag,
-                name: self.table.name(tag),
+                name: self.table.name(tag).to_string(),
                 arrived_as,
             },
             None => FaultKind::UnknownHandler { id: tag },

@@ -47,6 +47,48 @@ pub(super) struct Across {
     placeholder: HeapRegion,
 }
 
+/// The front's [`Across`], owned through a raw pointer rather than a `Box`: the
+/// front's send sides keep pointers to it, and moving a `Box` would assert that no
+/// other pointer to its contents is in use.
+pub(super) struct AcrossOwner(std::ptr::NonNull<Across>);
+
+impl AcrossOwner {
+    fn new(across: Across) -> Self {
+        Self(std::ptr::NonNull::from(Box::leak(Box::new(across))))
+    }
+
+    /// Where the send sides find it.
+    fn ptr(&self) -> *const Across {
+        self.0.as_ptr()
+    }
+}
+
+impl std::ops::Deref for AcrossOwner {
+    type Target = Across;
+
+    fn deref(&self) -> &Across {
+        // SAFETY: allocated by `new` and freed only by `drop`; nothing writes through
+        // the send sides' pointers (they read it, as this does).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl std::ops::DerefMut for AcrossOwner {
+    fn deref_mut(&mut self) -> &mut Across {
+        // SAFETY: as in `deref`; `&mut self` is the front's own `&mut`, so no send of
+        // it runs meanwhile and the send sides' pointers are not in use.
+        unsafe { self.0.as_mut() }
+    }
+}
+
+impl Drop for AcrossOwner {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `new` as a box; the front that holds this owner holds
+        // the send sides too, and drops them with it.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
 impl Across {
     /// [`TxRing::push`] of a front's frame to `dest` on `ch`: sent through the cluster
     /// at once; `false` if refused (see [`Across::refusal`]). A frame of the interrupt
@@ -162,6 +204,7 @@ impl MemConduit {
     /// The endpoint of a rank of a job across hosts: a front for `cluster` (see the
     /// module doc), with the job's rank, size and limits. It takes over the receive
     /// side of `cluster`'s halves: their own receive calls find no frames after this.
+    /// Fails only if a page for its placeholder ring cannot be had.
     ///
     /// ```
     /// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec, Message, ReceivedFrame};
@@ -175,7 +218,7 @@ impl MemConduit {
     /// # };
     /// use amrq::conduit::{cluster, mem::MemConduit};
     /// let c = cluster::join(&place, &spec, &settings, std::time::Duration::from_secs(10)).unwrap();
-    /// let front = MemConduit::across_hosts(c);
+    /// let front = MemConduit::across_hosts(c).unwrap();
     /// front.try_send(0, 0, &Message { tag: 3, args: &[7], ..Message::default() }).unwrap();
     /// let f = loop {
     ///     if let Some(f) = front.peek(0).unwrap() { break f; }
@@ -183,7 +226,7 @@ impl MemConduit {
     /// assert_eq!((f.source(), f.tag(), f.args()), (0, 3, &[7u64][..]));
     /// f.release();
     /// ```
-    pub fn across_hosts(mut cluster: ClusterConduit) -> Self {
+    pub fn across_hosts(mut cluster: ClusterConduit) -> Result<Self, ConduitError> {
         let (rank, size) = (cluster.rank(), cluster.size());
         let caps = cluster.caps().clone();
         let local_ranks = cluster.local_ranks().to_vec();
@@ -204,15 +247,14 @@ impl MemConduit {
             .collect();
         // Two slots (the least a ring has), page-aligned and zeroed: a placeholder that
         // the front's send sides name and never write.
-        let placeholder =
-            HeapRegion::new(RawRing::bytes(2)).expect("a page for the placeholder ring of a front");
-        let across = Box::new(Across {
+        let placeholder = HeapRegion::new(RawRing::bytes(2))?;
+        let across = AcrossOwner::new(Across {
             cluster,
             rx,
             refused: Cell::new(None),
             placeholder,
         });
-        let (ring_at, across_at) = (across.placeholder.base(), std::ptr::from_ref(&*across));
+        let (ring_at, across_at) = (across.placeholder.base(), across.ptr());
         let tx = (0..caps.channels.len())
             .flat_map(|ch| (0..size).map(move |dest| (ch, dest)))
             .map(|(ch, dest)| {
@@ -240,7 +282,7 @@ impl MemConduit {
                 }
             })
             .collect();
-        Self {
+        Ok(Self {
             rank,
             size,
             segment_bytes: caps.segment_bytes,
@@ -257,7 +299,7 @@ impl MemConduit {
             faults: crate::conduit::FaultLog::new(rank),
             _owner: owner,
             across: Some(across),
-        }
+        })
     }
 
     /// The cluster this endpoint fronts, if it is a rank of a job across hosts.
@@ -268,7 +310,7 @@ impl MemConduit {
     /// assert!(eps[0].across().is_none()); // ranks of one process: rings of its own
     /// ```
     pub fn across(&self) -> Option<&ClusterConduit> {
-        self.across.as_deref().map(|a| &a.cluster)
+        self.across.as_ref().map(|a| &a.cluster)
     }
 
     /// The channel a front's drain or look of channel `ch` runs over, once the network

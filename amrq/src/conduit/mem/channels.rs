@@ -191,7 +191,8 @@ impl TxRing {
             Tx::Network { dest, ch, across } => {
                 let mut words = [0u64; MAX_ARGS];
                 words[..args.len()].copy_from_slice(args);
-                // SAFETY: the front that holds this ring holds the `Across` too, boxed.
+                // SAFETY: the front that holds this ring holds the `Across` too
+                // (`AcrossOwner`), alive as long as it is.
                 let across = unsafe { &**across };
                 across.send(*dest, *ch, header, (words, args.len()), payload)
             }

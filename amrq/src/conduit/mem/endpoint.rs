@@ -133,7 +133,7 @@ pub struct MemConduit {
     pub(super) _owner: RegionOwner,
     /// The job across hosts this endpoint fronts (see `across.rs`); `None`: the job's
     /// ranks are all in this endpoint's region.
-    pub(super) across: Option<Box<super::across::Across>>,
+    pub(super) across: Option<super::across::AcrossOwner>,
 }
 
 impl std::fmt::Debug for MemConduit {

@@ -147,9 +147,13 @@ enum Doorbell {
 }
 
 // SAFETY: the doorbell is only touched atomically and lives in the region `_owner`
-// keeps alive; nothing else is reached through the pointer. The cluster's alarms are
-// `Send + Sync` themselves.
+// keeps alive; nothing else is reached through the pointer. The network half's alarm
+// is `Send + Sync` itself (checked below), and the other half is an `Alarm`.
 unsafe impl Send for Alarm {}
+const _: () = {
+    fn send_and_sync<T: Send + Sync>() {}
+    let _ = send_and_sync::<UcxAlarm>;
+};
 // SAFETY: as above.
 unsafe impl Sync for Alarm {}
 

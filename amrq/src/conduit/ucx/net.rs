@@ -113,7 +113,7 @@ impl Net {
         segment: (*mut u8, usize),
         shared: bool,
     ) -> Result<Self, ConduitError> {
-        let ucp = Ucp::get().map_err(|e| ConduitError::Setup(e.to_string()))?;
+        let ucp = Ucp::get().map_err(|e| ConduitError::NoUcx(e.to_string()))?;
         let mut config = null_mut();
         // SAFETY: NULL prefix and file: the environment's UCX_ settings.
         check(ucp, "ucp_config_read", unsafe {
