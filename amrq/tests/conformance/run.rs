@@ -223,22 +223,7 @@ pub fn cluster_hosts(test: &str, ranks: usize, case: Case<ClusterConduit>) {
             },
         )
     });
-    if super::ucx::loopback_or_skip(test).is_none() {
-        return;
-    }
-    let _g = one_at_a_time();
-    let Some(rig) = super::rig::Rig::or_skip(ranks / 2, test) else {
-        return;
-    };
-    let mut l = Launcher::new(ranks);
-    let hosts = Hosts::new(
-        &rig.host_list(2),
-        super::rig::Rig::EXEC,
-        Some(&super::rig::address(0)),
-    );
-    l.hosts = Some(hosts.expect("hosts"));
-    l.env = super::rig::Rig::ucx_env();
-    launch(l, test, ranks);
+    on_rig(test, ranks);
 }
 
 /// [`cluster_hosts`] with each rank's cluster behind the ring conduit's front
@@ -265,6 +250,12 @@ pub fn front_hosts(test: &str, ranks: usize, case: Case<MemConduit>) {
             },
         )
     });
+    on_rig(test, ranks);
+}
+
+/// Starts `test` as `ranks` processes on namespace hosts, two per host (skipped,
+/// saying so, where UCX or namespaces are missing).
+fn on_rig(test: &str, ranks: usize) {
     if super::ucx::loopback_or_skip(test).is_none() {
         return;
     }
