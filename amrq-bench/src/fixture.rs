@@ -2,7 +2,6 @@
 //! (Liu & Culler's "simple handler that increments a counter"), acknowledge, land
 //! Long arrays and send one back for *swap*.
 
-use amrq::conduit::ConduitError;
 use amrq::prelude::*;
 use std::cell::{Cell, RefCell};
 
@@ -44,6 +43,8 @@ pub struct BenchAm {
     /// A Long request reflected: counts, and its payload goes back by a Long reply to
     /// offset `arg(0)` of the sender's segment (the reply counts in `fetched`).
     pub echo: RequestHandler,
+    /// Counts, then fails: the sender's poll or wait gets the failure back.
+    pub refuse: RequestHandler,
 }
 
 impl BenchAm {
@@ -94,6 +95,10 @@ impl BenchAm {
             s.told.borrow_mut().push(f64::from_bits(m.arg(0)?));
             Ok(())
         });
+        let refuse = table.request("refuse", |s: &State, _ctx, _m| {
+            s.count.set(s.count.get() + 1);
+            Err("refused, as the benchmark asks".into())
+        });
         let state = State {
             count: Cell::new(0),
             bytes: Cell::new(0),
@@ -113,6 +118,7 @@ impl BenchAm {
             fetch,
             tell,
             echo,
+            refuse,
         })
     }
 
@@ -172,7 +178,7 @@ pub fn require_ranks(setup: &Setup, name: &str, n: usize, at_least: bool) -> Res
 /// A benchmark's own error (a refused set-up, an impossible observation), as an
 /// `AmError` so that it travels with the runtime's errors.
 pub fn bench_error(why: impl Into<String>) -> AmError {
-    AmError::Rq(RqError::Conduit(ConduitError::Setup(why.into())))
+    AmError::Failed(why.into())
 }
 
 /// A barrier that polls without ever sleeping until it completes: a rank that only

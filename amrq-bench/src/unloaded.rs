@@ -4,6 +4,8 @@
 //! - *round-trip*: a request and its reply, one at a time (`T = 2L + 4o` in LogP),
 //!   beside the raw cache-line round trip of the same two ranks, measured in
 //!   alternating batches; with more ranks, *round-trip-ranks* pings each in turn.
+//!   In the same batches, a request whose handler fails: the time until the sender's
+//!   wait returns the failure, and that time in round trips of the same batch.
 //! - *one-to-one*: rank 0 pipelines 1024 requests to rank 1, then waits for a reply
 //!   that acknowledges all of them (one ring per pair is FIFO: when rank 1 handles the
 //!   last request, it has handled the 1024); the time per message, beside the raw
@@ -44,7 +46,23 @@ fn round_trips(b: &BenchAm, p: &Params, dest: Rank, iters: u64) -> amrq::Result<
     Ok(p.clock.since(t) / iters as f64)
 }
 
-/// *round-trip*: `round_trip_ns`, `raw_rtt_ns` and `ratio` on rank 0 (`None` elsewhere).
+/// `iters` requests to `dest` whose handler fails, each waiting for the failure to
+/// come back; ns per request.
+fn failures(b: &BenchAm, p: &Params, dest: Rank, iters: u64) -> amrq::Result<f64> {
+    let t = p.clock.start();
+    for _ in 0..iters {
+        b.am.request(dest, b.refuse, &[])?;
+        match b.am.wait_until(|_| false) {
+            Err(AmError::RequestFailed(_)) => {}
+            Err(e) => return Err(e.into()),
+            Ok(()) => unreachable!("the wait's condition never holds"),
+        }
+    }
+    Ok(p.clock.since(t) / iters as f64)
+}
+
+/// *round-trip*: `round_trip_ns`, `raw_rtt_ns`, `ratio`, `failure_ns` and
+/// `failure_round_trips` on rank 0 (`None` elsewhere).
 pub fn round_trip(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     require_ranks(&setup, "round-trip", 2, false)?;
     let b = BenchAm::new(setup)?;
@@ -59,20 +77,26 @@ pub fn round_trip(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     // reference only.
     let raw = unsafe { RawPingPong::in_memory(seg.add(at)) };
     let iters = p.pick(5_000, 50_000);
+    // A failure costs a fault recorded, its text and a notice: fewer of them.
+    let failing = iters / 10;
     let (mut am_ns, mut raw_ns, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut failure_ns, mut failure_rtts) = (Vec::new(), Vec::new());
     for batch in 0..=p.batches as u64 {
         let base = batch * iters;
         if b.rank() == 0 {
             let r = raw.initiate(base, iters);
             let a = round_trips(&b, p, 1, iters)?;
+            let f = failures(&b, p, 1, failing)?;
             if batch > 0 {
                 am_ns.push(a);
                 raw_ns.push(r);
                 ratio.push(a / r);
+                failure_ns.push(f);
+                failure_rtts.push(f / a);
             }
         } else {
             raw.respond(base, iters);
-            b.wait_count(base + iters)?;
+            b.wait_count((batch + 1) * (iters + failing))?;
         }
     }
     b.am.barrier()?;
@@ -82,6 +106,8 @@ pub fn round_trip(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
             Figure::of("round_trip_ns", &mut am_ns),
             Figure::of("raw_rtt_ns", &mut raw_ns),
             Figure::of("ratio", &mut ratio),
+            Figure::of("failure_ns", &mut failure_ns),
+            Figure::of("failure_round_trips", &mut failure_rtts),
         ];
         o
     }))

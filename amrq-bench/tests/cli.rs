@@ -156,7 +156,16 @@ fn the_round_trip_prints_its_summary_line_and_json_to_out() {
     assert!(out.status.success(), "{out:?}");
     let p = pairs(&out.stdout, "round-trip");
     let keys: Vec<&str> = p.iter().map(|(k, _)| k.as_str()).collect();
-    assert_eq!(keys, ["round_trip_ns", "raw_rtt_ns", "ratio"]);
+    assert_eq!(
+        keys,
+        [
+            "round_trip_ns",
+            "raw_rtt_ns",
+            "ratio",
+            "failure_ns",
+            "failure_round_trips"
+        ]
+    );
     assert!(p.iter().all(|&(_, v)| v > 0.0), "{p:?}");
 
     let dir = std::env::temp_dir().join(format!("amrq-bench-test-{}", std::process::id()));

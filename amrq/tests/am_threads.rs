@@ -269,8 +269,18 @@ fn barrier_holds_every_rank_for_1_to_8_ranks() {
     }
 }
 
+/// Reply handler `rep` (id `id`) named by a request.
+fn wrong_kind(id: u16) -> FaultKind {
+    FaultKind::WrongHandlerKind {
+        id,
+        name: "rep".into(),
+        arrived_as: "request",
+    }
+}
+
 /// Messages a correct peer never sends are dropped and recorded against their sender,
-/// never run by the wrong handler and never returned by the poll that met them.
+/// never run by the wrong handler and never returned by the poll that met them; the
+/// sender is told of each.
 #[test]
 fn bad_messages_are_dropped_and_recorded_as_the_senders_faults() {
     struct S {
@@ -303,6 +313,20 @@ fn bad_messages_are_dropped_and_recorded_as_the_senders_faults() {
             raw(rep.id(), &[])?;
             raw(req.id(), &[])?;
             am.request(1, req, &[1])?;
+            // Each comes back, in order, as the failure of a wait.
+            let told = [
+                ("", FaultKind::UnknownHandler { id: 999 }),
+                ("rep", wrong_kind(rep.id())),
+                ("req", FaultKind::MissingArg { index: 0, nargs: 0 }),
+            ];
+            for (name, reason) in told {
+                match am.wait_until(|_| false) {
+                    Err(AmError::RequestFailed(f)) => {
+                        assert_eq!((f.target, f.name.as_str(), &f.reason), (1, name, &reason))
+                    }
+                    other => panic!("the failure {reason} came back as {other:?}"),
+                }
+            }
         } else {
             while am.state().ran.get() == 0 {
                 am.poll()?; // never an error: the faults are rank 0's
@@ -314,11 +338,7 @@ fn bad_messages_are_dropped_and_recorded_as_the_senders_faults() {
                 kinds,
                 vec![
                     FaultKind::UnknownHandler { id: 999 },
-                    FaultKind::WrongHandlerKind {
-                        id: rep.id(),
-                        name: "rep".into(),
-                        arrived_as: "request"
-                    },
+                    wrong_kind(rep.id()),
                     FaultKind::MissingArg { index: 0, nargs: 0 },
                 ]
             );
@@ -353,21 +373,22 @@ fn a_barrier_is_not_failed_by_a_peers_bad_frame() {
     assert_eq!(all_ok(out), [1, 0, 0]);
 }
 
-/// A handler's own error ends the barrier call that ran it, and the next `barrier()`
-/// finishes that barrier instead of answering `BarrierInProgress`: every rank stays in
-/// step (each later barrier still separates the ranks).
+/// A reply handler's own error ends the barrier call that ran it, and the next
+/// `barrier()` finishes that barrier instead of answering `BarrierInProgress`: every
+/// rank stays in step (each later barrier still separates the ranks).
 #[test]
 fn a_barrier_interrupted_by_a_handler_error_can_be_finished() {
     const BARRIERS: u64 = 20;
     let passed = AtomicU64::new(0);
     let out = crate::ranks::run(3, &Config::default(), |conduit| -> Result<u32, AmError> {
-        let mut table = HandlerTable::<()>::new();
-        let fail = table.request("fail", |_, _ctx, _m| {
+        let mut table = HandlerTable::<Cell<Option<ReplyHandler>>>::new();
+        let fail = table.reply("fail", |_, _m| {
             Err(AmError::Timeout {
                 waited: std::time::Duration::ZERO,
             })
         });
-        let am = Am::new(conduit, table, ())?;
+        let ask = table.request("ask", |s, ctx, _m| ctx.reply(s.get().expect("set"), &[]));
+        let am = Am::new(conduit, table, Cell::new(Some(fail)))?;
         let interrupted = Cell::new(0);
         let barrier = || loop {
             match am.barrier() {
@@ -377,8 +398,8 @@ fn a_barrier_interrupted_by_a_handler_error_can_be_finished() {
             }
         };
         for k in 0..BARRIERS {
-            if am.rank() == 1 && k % 3 == 0 {
-                am.request(0, fail, &[])?;
+            if am.rank() == 0 && k % 3 == 0 {
+                am.request(1, ask, &[])?; // its reply fails at rank 0, in a barrier
             }
             barrier()?;
             // Everyone passed barrier k before anyone passes the next one.

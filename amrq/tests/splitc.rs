@@ -10,7 +10,7 @@
 #[path = "common/ranks.rs"]
 mod ranks;
 
-use amrq::conduit::Conduit;
+use amrq::conduit::{Conduit, FaultKind};
 use amrq::prelude::*;
 use amrq::rma::{Rma, RmaError};
 use amrq::splitc::{GlobalPtr, Layout, SplitC, SplitCError, SpreadArray};
@@ -483,8 +483,8 @@ fn atomic_procedures_sum_exactly_as_processes_on_the_message_path() {
 }
 
 /// `reply_value` in a handler of a plain request is a typed error; a call naming a
-/// handler that fails is refused, and the poll that ran it reports the failure as the
-/// caller's fault when it is one (a missing arg).
+/// handler that fails comes back as a failure naming the target, the handler and the
+/// reason, and the target records it as the caller's fault.
 #[test]
 fn calls_are_refused_clearly() {
     let out = crate::ranks::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
@@ -505,7 +505,11 @@ fn calls_are_refused_clearly() {
             }
             done
         })?;
-        assert_eq!(am.call(peer, needs_arg, &[1]), Err(AmError::RemoteRefused));
+        let Err(AmError::RequestFailed(f)) = am.call(peer, needs_arg, &[1]) else {
+            panic!("a call whose handler lacks an arg must fail");
+        };
+        assert_eq!((f.target, f.name.as_str()), (peer, "needs_arg"));
+        assert_eq!(f.reason, FaultKind::MissingArg { index: 3, nargs: 1 });
         am.barrier()?;
         assert_eq!(am.faults().of(peer), 1);
         Ok(())

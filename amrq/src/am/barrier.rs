@@ -83,7 +83,7 @@ impl Barrier {
         match self.state.get() {
             BarrierState::Idle => return Err(AmError::NoBarrier),
             BarrierState::Entered { .. } => {
-                self.noted(am.poll_outlined().and_then(|_| self.advance(am)))?;
+                self.noted(am.poll_runtime().and_then(|_| self.advance(am)))?;
             }
             BarrierState::Complete => {}
         }

@@ -9,10 +9,11 @@
 //! | `CALL` (op, handler, args…) | runs the handler on the args | `CALL_DONE` (op, status, value) |
 
 use super::handlers::FIRST_USER_TAG;
-use super::ops::{Landed, OK, REFUSED};
+use super::ops::{Landed, OK};
 use super::payload::Payload;
 use super::{Am, AmError, Msg, ReplyHandler, ReqCtx, RequestHandler};
 use crate::conduit::{Conduit, ConduitError, Rank};
+use crate::rq::QueueId;
 
 pub(super) const TAG_CALL: u16 = 10;
 pub(super) const TAG_CALL_DONE: u16 = 11;
@@ -29,8 +30,9 @@ impl<S, C: Conduit> Am<S, C> {
     /// Runs request handler `handler` at `dest` on `args` (at most [`CALL_ARGS`]) and
     /// returns the value it answered with ([`ReqCtx::reply_value`]; 0 if it answered
     /// nothing), running handlers while it waits. The handler runs atomically with
-    /// respect to `dest`'s other handlers. [`AmError::RemoteRefused`] if `dest` has no
-    /// such handler or the handler failed.
+    /// respect to `dest`'s other handlers. [`AmError::RequestFailed`] if `dest` could
+    /// not run it (no such request handler there, an arg missing, the handler's own
+    /// error), saying which and why; `dest` goes on serving.
     ///
     /// ```
     /// use amrq::prelude::*;
@@ -92,41 +94,37 @@ impl<S, C: Conduit> Am<S, C> {
         }
     }
 
-    /// Runs the handler a call names and answers it, whatever the handler did: its
-    /// value, or refused (no such request handler, or it failed; its error is then
-    /// handled as any handler's).
+    /// Runs the handler a call names and answers it: its value, or why it could not
+    /// run (no such request handler, an arg missing, its own error), which is also
+    /// recorded as the caller's fault, as for any request.
     fn run_call(&self, msg: Msg<'_>) -> Result<(), AmError> {
         let (op, id) = (msg.arg(0)?, msg.arg(1)?);
-        let handler = u16::try_from(id)
-            .ok()
-            .filter(|&t| t >= FIRST_USER_TAG)
-            .and_then(|t| self.table.request_fn(t).map(|h| (t, h)));
-        let answer = |status: u64, value: u64| {
-            let args = [op, status, value];
-            self.send_reply(
-                msg.source(),
-                ReplyHandler(TAG_CALL_DONE),
-                &args,
-                Payload::Inline(&[]),
-            )
-        };
-        let Some((tag, h)) = handler else {
-            answer(REFUSED, 0)?;
+        let source = msg.source();
+        let Some(tag) = u16::try_from(id).ok().filter(|&t| t >= FIRST_USER_TAG) else {
             return Err(AmError::BadRuntimeMessage {
-                source_rank: msg.source(),
-                what: "a call names no request handler of this rank",
+                source_rank: source,
+                what: "a call names a runtime handler id",
             });
         };
-        self.call_value.set(Some(None)); // serving a call, no value yet
-        let ran = h(self, tag, msg.source(), &msg.args()[2..], msg.payload());
-        let value = self.call_value.take().flatten();
-        match ran {
-            Ok(()) => answer(OK, value.unwrap_or(0)),
-            Err(e) => {
-                answer(REFUSED, 0)?;
-                Err(e.into())
+        let reason = match self.table.request_fn(tag) {
+            None => self.not_a_request(tag),
+            Some(h) => {
+                self.call_value.set(Some(None)); // serving a call, no value yet
+                let ran = h(self, tag, source, &msg.args()[2..], msg.payload());
+                let value = self.call_value.take().flatten();
+                match ran {
+                    Ok(()) => {
+                        let args = [op, OK, value.unwrap_or(0)];
+                        let done = ReplyHandler(TAG_CALL_DONE);
+                        return self.send_reply(source, done, &args, Payload::Inline(&[]));
+                    }
+                    Err(e) => self.request_fault(e.into())?,
+                }
             }
-        }
+        };
+        self.notify_failure(source, tag, op, &reason)?;
+        self.record_fault(QueueId::AM_REQUEST, source, reason);
+        Ok(())
     }
 }
 
@@ -143,9 +141,13 @@ impl<S, C: Conduit> ReqCtx<'_, S, C> {
     ///     let am = setup.start(t, ())?;
     ///     if am.rank() == 0 {
     ///         assert_eq!(am.call(1, square, &[12])?, 144);
-    ///         // Sent as a plain request, the handler's reply_value has no caller: refused.
+    ///         // Sent as a plain request, the handler's reply_value has no caller: the
+    ///         // request fails, with AmError::NotACall's text as the reason.
     ///         am.request(0, square, &[2])?;
-    ///         assert!(matches!(am.poll(), Err(AmError::NotACall)));
+    ///         let Err(AmError::RequestFailed(f)) = am.wait_until(|_| false) else {
+    ///             unreachable!()
+    ///         };
+    ///         assert!(f.to_string().contains("use ReqCtx::reply"), "{f}");
     ///     }
     ///     Ok(am.barrier()?)
     /// })

@@ -57,6 +57,17 @@ pub struct Am<S, C: Conduit = MemConduit> {
     /// While a handler serves a call ([`Am::call`]): `Some`, with the value it answered.
     /// Handlers do not nest (a handler cannot send requests), so one is enough.
     pub(super) call_value: Cell<Option<Option<u64>>>,
+    /// Request failures the runtime's own waits ran, for the program's next poll or
+    /// wait (`failure.rs`); `failure_kept` says whether there are any in one load.
+    pub(super) kept_failures:
+        std::cell::RefCell<std::collections::VecDeque<Box<super::RequestFailure>>>,
+    pub(super) failure_kept: Cell<bool>,
+}
+
+impl<S, C: Conduit> Drop for Am<S, C> {
+    fn drop(&mut self) {
+        self.say_unreturned_failures();
+    }
 }
 
 impl<S, C: Conduit> std::fmt::Debug for Am<S, C> {
@@ -111,6 +122,8 @@ impl<S, C: Conduit> Am<S, C> {
             barrier: Barrier::new(conduit_size),
             reply_streak: Cell::new(0),
             call_value: Cell::new(None),
+            kept_failures: Default::default(),
+            failure_kept: Cell::new(false),
         })
     }
 

@@ -1,5 +1,6 @@
 //! The Active Messages layer's error type.
 
+use super::RequestFailure;
 use crate::conduit::{ConduitError, FaultKind, Rank};
 use crate::rq::RqError;
 
@@ -44,6 +45,17 @@ pub enum AmError {
         "the target refused a one-sided operation (address outside its segment, or misaligned)"
     )]
     RemoteRefused,
+    /// A request its target could not run: no such request handler there, an arg the
+    /// handler asked for and the message lacks, or the handler's own error. Returned
+    /// once, by the sender's first poll or wait that runs the target's notice or
+    /// follows a runtime wait that ran it ([`Am::poll`](super::Am::poll)), or by the
+    /// [`Am::call`](super::Am::call) it answers.
+    #[error("{0}")]
+    RequestFailed(Box<RequestFailure>),
+    /// A handler's own error, in words (`Err("…".into())` in a handler): its request
+    /// fails with this text as the reason.
+    #[error("{0}")]
+    Failed(String),
     /// [`ReqCtx::reply_value`](super::ReqCtx::reply_value) in a handler of a request
     /// sent with `request`, not [`Am::call`](super::Am::call): nobody waits for a value.
     #[error("reply_value answers a request sent with Am::call; this one was sent with request (use ReqCtx::reply)")]
@@ -87,6 +99,18 @@ pub enum AmError {
     Rq(#[from] RqError),
 }
 
+impl From<&str> for AmError {
+    fn from(text: &str) -> Self {
+        AmError::Failed(text.to_string())
+    }
+}
+
+impl From<String> for AmError {
+    fn from(text: String) -> Self {
+        AmError::Failed(text)
+    }
+}
+
 impl From<ConduitError> for AmError {
     fn from(e: ConduitError) -> Self {
         AmError::Rq(RqError::Conduit(e))
@@ -96,26 +120,54 @@ impl From<ConduitError> for AmError {
 /// An error on its way out of a drain of the AM queues: boxed, so that what the scan
 /// moves per frame fits in a register (an `AmError` is 48 bytes, and its `Result`s went
 /// through memory on every frame and every poll). Made only on the cold paths.
-pub(crate) struct Stop(Box<AmError>);
+pub(crate) struct Stop(Box<Stopped>);
+
+/// What a [`Stop`] holds.
+pub(crate) struct Stopped {
+    pub(crate) error: AmError,
+    /// The request a user's request handler returned the error for: its sender and
+    /// handler id.
+    pub(crate) request: Option<(Rank, u16)>,
+}
+
+impl Stop {
+    /// A user's request handler's error, for request `tag` of `source`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn of_request(error: AmError, source: Rank, tag: u16) -> Self {
+        Stop(Box::new(Stopped {
+            error,
+            request: Some((source, tag)),
+        }))
+    }
+
+    /// What it holds.
+    pub(crate) fn into_inner(self) -> Stopped {
+        *self.0
+    }
+}
 
 impl From<AmError> for Stop {
     #[cold]
-    fn from(e: AmError) -> Self {
-        Stop(Box::new(e))
+    fn from(error: AmError) -> Self {
+        Stop(Box::new(Stopped {
+            error,
+            request: None,
+        }))
     }
 }
 
 impl From<ConduitError> for Stop {
     #[cold]
     fn from(e: ConduitError) -> Self {
-        Stop(Box::new(e.into()))
+        AmError::from(e).into()
     }
 }
 
 impl From<Stop> for AmError {
     #[cold]
     fn from(s: Stop) -> Self {
-        *s.0
+        s.0.error
     }
 }
 

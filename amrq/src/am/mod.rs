@@ -14,6 +14,11 @@
 //! - **Deadlock freedom**: requests and replies travel in separate queues; `poll` runs
 //!   replies first; a sender waiting for room polls (replies, then requests); a reply
 //!   waiting for room polls only replies, whose handlers never send.
+//! - **Failures reach the sender**: a request its target cannot run (no such handler,
+//!   an arg missing, the handler's own error) comes back as
+//!   [`AmError::RequestFailed`], naming the target, the handler and the reason, from
+//!   the sender's next poll or wait ([`Am::poll`] says which); the target records it
+//!   in [`Am::faults`] and goes on.
 //! - Handlers run inside [`Am::poll`], [`Am::wait_until`] and sends that wait for room.
 //!   They get the rank's state as `&S`: use `Cell`s for what they change, because a reply
 //!   handler may run while a request handler waits to reply.
@@ -23,6 +28,7 @@ mod call;
 mod ctx;
 mod engine;
 mod error;
+mod failure;
 mod handlers;
 mod ops;
 mod payload;
@@ -33,6 +39,7 @@ pub use call::CALL_ARGS;
 pub use ctx::{Msg, MsgLayout, ReqCtx};
 pub use engine::Am;
 pub use error::AmError;
+pub use failure::RequestFailure;
 pub use handlers::{HandlerTable, ReplyFn, ReplyHandler, RequestFn, RequestHandler};
 pub(crate) use ops::OpId;
 pub(crate) use payload::Payload;

@@ -7,7 +7,7 @@
 //! — or, for a get into this rank's own segment (which stays mapped as long as the
 //! conduit), straight at their place there, with no copy in between.
 
-use super::{Am, AmError, Msg};
+use super::{Am, AmError, Msg, RequestFailure};
 use crate::conduit::{Conduit, ConduitError, Rank};
 
 /// A reply's status word: the target did what was asked.
@@ -42,6 +42,8 @@ struct OpSlot {
     live: bool,
     pending: usize,
     refused: bool,
+    /// Why the target could not run a call ([`Am::call`]'s failure notice).
+    failure: Option<Box<RequestFailure>>,
     /// Bytes the replies bring, in all.
     len: usize,
     /// Where they land: the slot's buffer, or this offset of the rank's own segment.
@@ -66,6 +68,7 @@ impl Ops {
         let s = &mut self.slots[i];
         s.generation = s.generation.wrapping_add(1);
         (s.live, s.target, s.pending, s.refused, s.value) = (true, target, pending, false, 0);
+        s.failure = None;
         (s.len, s.land) = (len, land);
         s.data.clear();
         if land.is_none() {
@@ -148,7 +151,8 @@ impl<S, C: Conduit> Am<S, C> {
 
     /// Waits for `op` (running handlers), copies a get's bytes into `out` (as many as
     /// both hold), frees its slot and returns an atomic's old value (0 for others).
-    /// [`AmError::RemoteRefused`] if the target refused it;
+    /// [`AmError::RemoteRefused`] if the target refused it, [`AmError::RequestFailed`]
+    /// if it could not run a call;
     /// [`ConduitError::PeerLeft`] if the target left the job without answering.
     pub(crate) fn op_wait(&self, op: OpId, out: &mut [u8]) -> Result<u64, AmError> {
         let target = self.ops.borrow().slots[op.slot].target;
@@ -164,11 +168,27 @@ impl<S, C: Conduit> Am<S, C> {
         let n = out.len().min(s.data.len());
         out[..n].copy_from_slice(&s.data[..n]);
         let (refused, value) = (s.refused, s.value);
+        let failure = ops.slots[op.slot].failure.take();
         ops.close(op);
-        match refused {
-            true => Err(AmError::RemoteRefused),
-            false => Ok(value),
+        match (failure, refused) {
+            (Some(f), _) => Err(AmError::RequestFailed(f)),
+            (None, true) => Err(AmError::RemoteRefused),
+            (None, false) => Ok(value),
         }
+    }
+
+    /// Lands a call's failure notice in its operation.
+    pub(super) fn land_failure(
+        &self,
+        op: u64,
+        source: Rank,
+        failure: Box<RequestFailure>,
+    ) -> Result<(), AmError> {
+        let mut ops = self.ops.borrow_mut();
+        let slot = ops.slot(op, source)?;
+        slot.failure = Some(failure);
+        slot.pending -= 1;
+        Ok(())
     }
 
     /// Lands a reply (`msg`: the operation's word, the status, then what `landed`

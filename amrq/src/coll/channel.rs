@@ -81,7 +81,7 @@ impl Channels {
         let mut backoff = Backoff::new();
         // The read is Acquire: the chunk (or the slot's release) is seen.
         while rma.load(me, offset)? < k {
-            if rma.am().poll_outlined()? == 0 {
+            if rma.am().poll_runtime()? == 0 {
                 if backoff.is_yielding() {
                     rma.am().rq().conduit().check_peers()?;
                 }

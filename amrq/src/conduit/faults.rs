@@ -79,6 +79,13 @@ pub enum FaultKind {
         /// Args the message carries.
         nargs: usize,
     },
+    /// A request handler returned an error (its text; the handler's name is the
+    /// sender's to look up, as both ranks hold the same table).
+    #[error("the handler returned an error: {error}")]
+    HandlerFailed {
+        /// The error, as the handler's rank displayed it.
+        error: String,
+    },
     /// A runtime message (barrier, one-sided operation) that makes no sense here.
     #[error("a malformed runtime message: {what}")]
     BadRuntimeMessage {

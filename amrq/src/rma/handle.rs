@@ -81,7 +81,7 @@ impl Pending {
             Pending::Frames(op) => Ok(am.op_wait(op, out)?),
             Pending::Conduit(t) => {
                 let mut answer = None;
-                am.wait_until(|_| {
+                am.wait_runtime(|_| {
                     answer = Self::settled(t, am);
                     answer.is_some()
                 })?;

@@ -556,7 +556,7 @@ impl<S, C: Conduit> Rma<S, C> {
     /// Enqueues a completion frame, waiting for room (running handlers meanwhile).
     fn notify(&self, rank: Rank, q: QueueId, args: &[u64]) -> Result<(), RmaError> {
         while !self.am.rq().enqueue(rank, q, args, &[])? {
-            self.am.poll_outlined()?;
+            self.am.poll_runtime()?;
         }
         Ok(())
     }

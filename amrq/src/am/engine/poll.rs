@@ -4,6 +4,7 @@
 use super::{Am, REPLY_BUDGET, REQUEST_BUDGET};
 use crate::am::barrier::TAG_BARRIER;
 use crate::am::error::Stop;
+use crate::am::failure::TAG_FAILED;
 use crate::am::{AmError, Msg};
 use crate::conduit::{Conduit, ConduitError, Fault, FaultKind, Rank, ReceivedFrame};
 use crate::rq::QueueId;
@@ -48,11 +49,15 @@ impl<S, C: Conduit> Am<S, C> {
     /// Runs the handlers of arrived messages: up to 32 replies first, then up to 64
     /// requests. Returns how many messages were taken.
     ///
-    /// A message a correct peer never sends (a handler id this rank does not have, a
-    /// request naming a reply handler, one whose handler finds an arg missing) is
-    /// dropped and recorded as its sender's fault ([`Am::faults`]); it is not an error
-    /// of this call, which goes on with the next message. An error a handler returns
-    /// for other reasons is returned, after its message was removed.
+    /// A request this rank cannot run (a handler id it does not have, a reply handler's
+    /// id, an arg its handler finds missing, the handler's own error) is dropped,
+    /// recorded as its sender's fault ([`Am::faults`]) and told to its sender; it is not
+    /// an error of this call, which goes on with the next message. At the sender, the
+    /// notice ends the first poll or wait that runs it with [`AmError::RequestFailed`];
+    /// one that a runtime wait ran (a send waiting for room, a barrier, a one-sided
+    /// operation) is kept, and returned by the next wait or by the next poll that runs
+    /// nothing else. A reply handler's error is returned by the poll that ran it, after
+    /// its message was removed.
     ///
     /// A rank that has polled in vain a long while (thousands of polls) arms its AM
     /// queues, as One-poll does: then an empty poll reads one word, and the first
@@ -75,20 +80,31 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     #[inline(always)]
     pub fn poll(&self) -> Result<usize, AmError> {
+        // A kept failure is looked for only when nothing ran: a busy poll pays nothing.
+        match self.poll_am() {
+            Ok(0) if self.failure_kept.get() => Err(self.kept_failure()),
+            polled => polled,
+        }
+    }
+
+    /// [`Am::poll`] without the look at failures kept by the runtime's waits.
+    #[inline(always)]
+    fn poll_am(&self) -> Result<usize, AmError> {
         if self.rq.conduit().nothing_arrived(&self.am_queues) {
             return Ok(0); // inline in the caller's loop: a few instructions
         }
         // The drain inline in the caller's loop: 28 instructions fewer per poll that
         // finds a message than a call (callgrind, `rq_loop --am-oneway`), for ~2 KB of
-        // code per call site. The runtime's own waits call `poll_outlined` instead.
+        // code per call site. The runtime's own waits call `poll_runtime` instead.
         self.poll_queues().map_err(AmError::from)
     }
 
-    /// [`Am::poll`] compiled once, for the runtime's waits, where the poll is one step
-    /// among others.
+    /// [`Am::poll`] compiled once, for the waits, where the poll is one step among
+    /// others. A failure notice it runs is returned, as by `poll`; the runtime's own
+    /// waits call [`Am::poll_runtime`], which keeps it.
     #[inline(never)]
     pub(crate) fn poll_outlined(&self) -> Result<usize, AmError> {
-        self.poll()
+        self.poll_am()
     }
 
     /// [`Am::poll`] past the armed check: drains the queues.
@@ -128,6 +144,9 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     #[inline]
     pub fn wait_until(&self, mut done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
+        if self.failure_kept.get() {
+            return Err(self.kept_failure());
+        }
         let mut backoff = Backoff::new();
         while !done(&self.state) {
             self.wait_round(&mut backoff)?;
@@ -135,9 +154,30 @@ impl<S, C: Conduit> Am<S, C> {
         Ok(())
     }
 
-    /// [`Am::wait_until`] for a condition that only a message of `from` can make true:
-    /// [`ConduitError::PeerLeft`] once `from` has left the job and the condition still
-    /// does not hold after a last look (what it sent before leaving is visible then).
+    /// [`Am::poll`] out of line, for the program's polls through the layers above
+    /// (`SplitC::poll`).
+    #[inline(never)]
+    pub(crate) fn poll_program(&self) -> Result<usize, AmError> {
+        self.poll()
+    }
+
+    /// [`Am::wait_until`] for the runtime's own waits: a failure notice it runs is kept
+    /// for the program's next poll or wait.
+    pub(crate) fn wait_runtime(&self, mut done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
+        let mut backoff = Backoff::new();
+        while !done(&self.state) {
+            if let Err(e) = self.wait_round(&mut backoff) {
+                self.keep_failure(e)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Am::wait_until`] for the runtime's own waits, on a condition that only a
+    /// message of `from` can make true: [`ConduitError::PeerLeft`] once `from` has left
+    /// the job and the condition still does not hold after a last look (what it sent
+    /// before leaving is visible then). A failure notice it runs is kept for the
+    /// program's next poll or wait.
     pub(crate) fn wait_on(
         &self,
         from: Rank,
@@ -146,14 +186,16 @@ impl<S, C: Conduit> Am<S, C> {
         let mut backoff = Backoff::new();
         while !done(&self.state) {
             if backoff.is_yielding() && self.rq.conduit().peer_left(from) {
-                self.poll_outlined()?;
+                self.poll_runtime()?;
                 if done(&self.state) {
                     break;
                 }
                 self.rq.conduit().check_peers()?; // a failure is reported before "left"
                 return Err(ConduitError::PeerLeft { rank: from }.into());
             }
-            self.wait_round(&mut backoff)?;
+            if let Err(e) = self.wait_round(&mut backoff) {
+                self.keep_failure(e)?;
+            }
         }
         Ok(())
     }
@@ -197,6 +239,9 @@ impl<S, C: Conduit> Am<S, C> {
         timeout: std::time::Duration,
         mut done: impl FnMut(&S) -> bool,
     ) -> Result<(), AmError> {
+        if self.failure_kept.get() {
+            return Err(self.kept_failure());
+        }
         let start = std::time::Instant::now();
         let mut backoff = Backoff::new();
         while !done(&self.state) {
@@ -247,12 +292,13 @@ impl<S, C: Conduit> Am<S, C> {
         }
     }
 
-    /// Runs the request handler `frame` names; a peer's fault is contained.
+    /// Runs the request handler `frame` names; a failure is contained and told to the
+    /// sender.
     #[inline(always)]
     fn run_request(&self, frame: &C::Frame<'_>) -> Result<(), Stop> {
         match self.dispatch_request(frame) {
             Ok(()) => Ok(()),
-            Err(e) => self.contain(QueueId::AM_REQUEST, e),
+            Err(e) => self.contain_request(e),
         }
     }
 
@@ -306,8 +352,25 @@ impl<S, C: Conduit> Am<S, C> {
         }
     }
 
+    /// A request handler's error. A user's handler's: unless it ends this rank's part
+    /// in the job (a peer failed or left), the request failed — recorded as its
+    /// sender's fault and told to the sender — and the poll goes on. A runtime
+    /// request's (whose failure its own reply answers): contained as any handler's.
     #[cold]
-    fn record_fault(&self, q: QueueId, source: Rank, kind: FaultKind) {
+    #[inline(never)]
+    fn contain_request(&self, e: Stop) -> Result<(), Stop> {
+        let stopped = e.into_inner();
+        let Some((source, tag)) = stopped.request else {
+            return self.contain(QueueId::AM_REQUEST, stopped.error.into());
+        };
+        let kind = self.request_fault(stopped.error)?;
+        self.notify_failure(source, tag, 0, &kind)?;
+        self.record_fault(QueueId::AM_REQUEST, source, kind);
+        Ok(())
+    }
+
+    #[cold]
+    pub(crate) fn record_fault(&self, q: QueueId, source: Rank, kind: FaultKind) {
         self.rq.conduit().record_fault(Fault {
             source: Some(source),
             channel: q.index(),
@@ -316,9 +379,9 @@ impl<S, C: Conduit> Am<S, C> {
     }
 
     /// The faults of peers this rank has seen: messages dropped because a correct peer
-    /// never sends them (unknown handlers, missing args, malformed runtime messages,
-    /// frames outside this rank's memory, corrupt rings), per sender. See
-    /// [`Faults`](crate::conduit::Faults).
+    /// never sends them or they could not run (unknown handlers, missing args, handlers'
+    /// errors, malformed runtime messages, frames outside this rank's memory, corrupt
+    /// rings), per sender. See [`Faults`](crate::conduit::Faults).
     ///
     /// ```
     /// use amrq::prelude::*;
@@ -327,6 +390,9 @@ impl<S, C: Conduit> Am<S, C> {
     ///     let one = t.request("one", |_, _ctx, m| m.arg(0).map(drop));
     ///     let am = setup.start(t, ())?;
     ///     am.request(1 - am.rank(), one, &[])?; // no arg: a bad message
+    ///     // The peer's notice ends this wait; the peer recorded the fault before it.
+    ///     let failed = am.wait_until(|_| false);
+    ///     assert!(matches!(failed, Err(AmError::RequestFailed(_))), "{failed:?}");
     ///     am.wait_until(|_| am.faults().total() == 1)?;
     ///     am.barrier()?;
     ///     Ok(am.faults().of(1 - am.rank()))
@@ -346,18 +412,25 @@ impl<S, C: Conduit> Am<S, C> {
         if tag == TAG_BARRIER && is_request {
             return self.barrier.arrived(msg.arg(0)?, msg.source());
         }
+        if tag == TAG_FAILED && !is_request {
+            return self.take_notice(msg);
+        }
         let (q, arrived_as) = match is_request {
             true => (QueueId::AM_REQUEST, "request"),
             false => (QueueId::AM_REPLY, "reply"),
         };
-        let kind = match self.table.kind(tag) {
-            Some(_) => FaultKind::WrongHandlerKind {
+        let kind = match (is_request, self.table.kind(tag)) {
+            (true, _) => self.not_a_request(tag),
+            (false, Some(_)) => FaultKind::WrongHandlerKind {
                 id: tag,
                 name: self.table.name(tag).to_string(),
                 arrived_as,
             },
-            None => FaultKind::UnknownHandler { id: tag },
+            (false, None) => FaultKind::UnknownHandler { id: tag },
         };
+        if is_request {
+            self.notify_failure(msg.source(), tag, 0, &kind)?;
+        }
         self.record_fault(q, msg.source(), kind);
         Ok(())
     }

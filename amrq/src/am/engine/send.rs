@@ -283,7 +283,10 @@ impl<S, C: Conduit> Am<S, C> {
     ) -> Result<(), AmError> {
         let mut backoff = Backoff::new();
         loop {
-            if poll(self)? == 0 {
+            // A failure notice is kept for the program's next poll or wait: this send
+            // goes on.
+            let ran = poll(self).or_else(|e| self.keep_failure(e).map(|()| 1))?;
+            if ran == 0 {
                 // A failure anywhere in the job is reported before "it left": a rank
                 // that left because another failed is not the one to blame.
                 if backoff.is_yielding() {

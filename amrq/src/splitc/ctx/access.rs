@@ -300,6 +300,6 @@ impl<S, C: Conduit> SplitC<S, C> {
     /// ```
     #[inline]
     pub fn poll(&self) -> Result<usize, SplitCError> {
-        Ok(self.rma().am().poll_outlined()?)
+        Ok(self.rma().am().poll_program()?)
     }
 }

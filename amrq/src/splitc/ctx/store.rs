@@ -145,7 +145,7 @@ impl<S, C: Conduit> SplitC<S, C> {
         let am = self.am();
         let mut backoff = Backoff::new();
         while self.stored_here() < target {
-            if am.poll_outlined()? > 0 {
+            if am.poll_runtime()? > 0 {
                 backoff.reset();
                 continue;
             }
