@@ -365,12 +365,12 @@ impl Launcher {
         let cores = allowed_cores();
         let pinned = self.pins();
         if self.verbose && self.bind == Bind::Cores && !pinned && self.hosts.is_none() {
-            eprintln!(
+            crate::util::say(&format!(
                 "{}: {} ranks on {} cores: oversubscribed, ranks are not pinned (waits spin briefly, then sleep)",
                 self.name,
                 self.ranks,
                 cores.len()
-            );
+            ));
         }
         let mut children: Vec<Option<Child>> = Vec::with_capacity(self.ranks);
         let mut readers = Vec::new();
@@ -585,15 +585,14 @@ impl Launcher {
                 (None, Some((f, _))) => {
                     if self.verbose {
                         match f.rank {
-                            Some(r) => {
-                                eprintln!(
-                                    "{}: rank {r} {}; ending the other ranks",
-                                    self.name, f.cause
-                                )
-                            }
-                            None => {
-                                eprintln!("{}: the job {}; ending every rank", self.name, f.cause)
-                            }
+                            Some(r) => crate::util::say(&format!(
+                                "{}: rank {r} {}; ending the other ranks",
+                                self.name, f.cause
+                            )),
+                            None => crate::util::say(&format!(
+                                "{}: the job {}; ending every rank",
+                                self.name, f.cause
+                            )),
                         }
                     }
                     end_all(children, group, libc::SIGTERM);
@@ -683,7 +682,8 @@ fn forward_signals() {
     }
 }
 
-/// Copies a rank's stdout and stderr line by line, each line prefixed with `[rank] `.
+/// Copies a rank's stdout and stderr line by line, each line prefixed with `[rank] `
+/// and written whole.
 fn label_output(rank: usize, child: &mut Child) -> Vec<std::thread::JoinHandle<()>> {
     fn copy(
         rank: usize,
@@ -692,19 +692,19 @@ fn label_output(rank: usize, child: &mut Child) -> Vec<std::thread::JoinHandle<(
     ) -> std::thread::JoinHandle<()> {
         std::thread::spawn(move || {
             let mut r = std::io::BufReader::new(from);
-            let mut line = Vec::new();
+            let prefix = format!("[{rank}] ");
+            let mut line = prefix.clone().into_bytes();
+            // The label and the line in one buffer, written in one `write(2)`: lines of
+            // ranks never interleave mid-line.
             while matches!(r.read_until(b'\n', &mut line), Ok(n) if n > 0) {
-                let mut out: Box<dyn Write> = if to_err {
-                    Box::new(std::io::stderr().lock())
-                } else {
-                    Box::new(std::io::stdout().lock())
-                };
-                let _ = write!(out, "[{rank}] ");
-                let _ = out.write_all(&line);
                 if !line.ends_with(b"\n") {
-                    let _ = out.write_all(b"\n");
+                    line.push(b'\n');
                 }
-                line.clear();
+                let _ = match to_err {
+                    true => std::io::stderr().lock().write_all(&line),
+                    false => std::io::stdout().lock().write_all(&line),
+                };
+                line.truncate(prefix.len());
             }
         })
     }

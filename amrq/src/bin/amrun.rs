@@ -84,7 +84,7 @@ mod cli {
     pub fn main() {
         let args = Args::parse();
         let fail = |e: String| -> ! {
-            eprintln!("amrun: {e}");
+            amrq::util::say(&format!("amrun: {e}"));
             std::process::exit(2)
         };
         let hosts = match &args.hosts {
@@ -111,7 +111,9 @@ mod cli {
         launcher.label = args.label;
         if let Some(t) = args.timeout {
             if !(t > 0.0 && t.is_finite()) {
-                eprintln!("amrun: --timeout {t}: give a positive number of seconds");
+                amrq::util::say(&format!(
+                    "amrun: --timeout {t}: give a positive number of seconds"
+                ));
                 std::process::exit(2);
             }
             launcher.timeout = Some(Duration::from_secs_f64(t));
@@ -121,14 +123,14 @@ mod cli {
             return;
         }
         let Some((program, rest)) = args.command.split_first() else {
-            eprintln!("amrun: no PROGRAM given (amrun -n N PROGRAM ARGS…)");
+            amrq::util::say("amrun: no PROGRAM given (amrun -n N PROGRAM ARGS…)");
             std::process::exit(2);
         };
         match launcher.run(program, rest) {
             Ok(out) => std::process::exit(out.code),
             Err(e @ LaunchError::Config(_)) => fail(e.to_string()),
             Err(e) => {
-                eprintln!("amrun: {e}");
+                amrq::util::say(&format!("amrun: {e}"));
                 std::process::exit(1);
             }
         }
@@ -186,17 +188,17 @@ mod cli {
                     .env(amrq::config::ENV_PRINT_CONFIG, l.ranks.to_string())
                     .status();
                 if !matches!(out, Ok(s) if s.success()) {
-                    eprintln!(
+                    amrq::util::say(&format!(
                         "amrun: {} did not print its settings ({out:?}): is it an amrq program?",
                         program.to_string_lossy()
-                    );
+                    ));
                     std::process::exit(2);
                 }
             }
             None => match amrq::Config::from_env() {
                 Ok(cfg) => print!("{}", cfg.described(l.ranks)),
                 Err(e) => {
-                    eprintln!("amrun: {e}");
+                    amrq::util::say(&format!("amrun: {e}"));
                     std::process::exit(2);
                 }
             },

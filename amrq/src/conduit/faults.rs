@@ -296,10 +296,10 @@ impl FaultLog {
         let text = fault.to_string();
         let first = self.lock().add(fault);
         if first {
-            eprintln!(
+            crate::util::say(&format!(
                 "amrq: rank {} dropped a bad frame {text} (further ones are counted in its faults log)",
                 self.me
-            );
+            ));
         }
     }
 

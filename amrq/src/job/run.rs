@@ -127,10 +127,10 @@ impl Config {
                 Source::Env => format!("AMRQ_RANKS={}", self.ranks.get()),
                 _ => format!("{} (Config::ranks)", self.ranks.get()),
             };
-            eprintln!(
+            crate::util::say(&format!(
                 "amrq: {} started {} ranks and the program asked for {asked}: the job has {}",
                 place.launcher, place.size, place.size
-            );
+            ));
         }
         self.ranks.launched(place.size);
     }
@@ -333,8 +333,10 @@ fn fail(rank: Option<Rank>, e: &Error) -> ! {
     let text = e.chain();
     match rank {
         // Labelled with the rank, unless the text already starts with it.
-        Some(r) if !text.starts_with(&format!("rank {r} ")) => eprintln!("amrq: rank {r}: {text}"),
-        _ => eprintln!("amrq: {text}"),
+        Some(r) if !text.starts_with(&format!("rank {r} ")) => {
+            crate::util::say(&format!("amrq: rank {r}: {text}"))
+        }
+        _ => crate::util::say(&format!("amrq: {text}")),
     }
     std::process::exit(1)
 }
@@ -369,11 +371,11 @@ fn threads_status(out: crate::Result<Vec<()>>) -> i32 {
     match out {
         Ok(_) => 0,
         Err(e @ Error::RankPanicked { .. }) => {
-            eprintln!("amrq: {e}");
+            crate::util::say(&format!("amrq: {e}"));
             101
         }
         Err(e) => {
-            eprintln!("amrq: {}", e.chain());
+            crate::util::say(&format!("amrq: {}", e.chain()));
             1
         }
     }
