@@ -9,7 +9,7 @@
 
 enum { WORDS = 4096 };
 
-static int LONG;
+static amrq_request_handler_t LONG;
 
 /* A Long request's payload: already in place in this rank's segment. */
 typedef struct {

@@ -6,7 +6,8 @@
  * just before it). Run it under `amrun -n 2`, or alone (it starts 2 ranks). */
 #include "common.h"
 
-static int PING, PONG;
+static amrq_request_handler_t PING;
+static amrq_reply_handler_t PONG;
 
 /* Written by the handlers, which run inside amrq calls only: no volatile needed. */
 typedef struct {

@@ -4,7 +4,7 @@
  * Run it under `amrun -n N`, or alone (it starts 2 ranks). */
 #include "common.h"
 
-static int COUNT;
+static amrq_request_handler_t COUNT;
 
 static void count(void *s, amrq_token_t *t, const amrq_msg_t *m) {
     (void)t;

@@ -3,13 +3,15 @@
  * written inline, 7 and 8 by the library), in bursts longer than the ring (the inline
  * send finds it full and the library waits for room), and each is answered by a reply
  * of as many args; both sides check every message's sender, args and order. Then the
- * calls a correct program never makes: a second reply, a handler or rank that does not
- * exist, args missing. Prints
+ * calls a correct program never makes: a second reply, a handler id never set, a reply
+ * handler's id cast to a request handler's, a rank that does not exist, args missing,
+ * nine args. Prints
  *   sends: ranks=... checked=... refused=...
  * Run it under `amrun -n N`, or alone (it starts 2 ranks). */
 #include "common.h"
 
-static int ASK, ANSWER;
+static amrq_request_handler_t ASK;
+static amrq_reply_handler_t ANSWER;
 
 typedef struct {
     uint64_t asked;     /* requests received, in order */
@@ -89,8 +91,12 @@ int main(void) {
 
     /* What a correct program never sends is refused, inline or not, and nothing is sent. */
     uint64_t one = 1, refused = 0;
-    refused += amrq_request(am, right, 99, &one, 1) == AMRQ_STATUS_ARGUMENT;
-    refused += amrq_request(am, right, -1, &one, 1) == AMRQ_STATUS_ARGUMENT;
+    amrq_request_handler_t unset = {0}, as_reply = {ANSWER.id}, past = {ASK.id + 1};
+    uint64_t nine[9] = {0};
+    refused += amrq_request(am, right, unset, &one, 1) == AMRQ_STATUS_ARGUMENT;
+    refused += amrq_request(am, right, as_reply, &one, 1) == AMRQ_STATUS_ARGUMENT;
+    refused += amrq_request(am, right, past, &one, 1) == AMRQ_STATUS_ARGUMENT;
+    refused += amrq_request(am, right, ASK, nine, 9) == AMRQ_STATUS_ARGUMENT;
     refused += amrq_request(am, size, ASK, &one, 1) == AMRQ_STATUS_AM; /* no such rank */
     refused += amrq_request(am, -1, ASK, &one, 1) == AMRQ_STATUS_ARGUMENT;
     refused += amrq_request(am, right, ASK, NULL, 2) == AMRQ_STATUS_ARGUMENT;
@@ -98,10 +104,10 @@ int main(void) {
     refused += amrq_reply(NULL, ANSWER, &one, 1) == AMRQ_STATUS_ARGUMENT;
     CHECK(amrq_barrier(am));
     CHECK(amrq_poll(am, NULL));
-    if (st.asked != n || st.answered != n || st.bad != 0 || st.refused != n || refused != 7) {
+    if (st.asked != n || st.answered != n || st.bad != 0 || st.refused != n || refused != 9) {
         fprintf(stderr,
                 "sends: rank %d: asked %llu answered %llu of %llu, %llu bad, %llu second replies "
-                "refused, %llu of 7 bad calls refused\n",
+                "refused, %llu of 9 bad calls refused\n",
                 me, (unsigned long long)st.asked, (unsigned long long)st.answered,
                 (unsigned long long)n, (unsigned long long)st.bad,
                 (unsigned long long)st.refused, (unsigned long long)refused);

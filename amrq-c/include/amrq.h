@@ -14,8 +14,23 @@ typedef struct amrq_t amrq_t;
 // inline amrq_reply reads and writes its first member, an amrq_token_fast_t).
 typedef struct amrq_token_t amrq_token_t;
 
+// Where request handlers' ids start: the `k`-th registered has `AMRQ_REQUEST_IDS + k`.
+#define AMRQ_REQUEST_IDS 1381040128
+
+// Where reply handlers' ids start: the `k`-th registered has `AMRQ_REPLY_IDS + k`.
+#define AMRQ_REPLY_IDS 1380974592
+
 // Request handlers, and reply handlers, a program may register.
 #define AMRQ_MAX_HANDLERS 64
+
+// The version of what `amrq.h`'s inline code reads and writes: the handles' first
+// members ([`AmrqFast`], [`AmrqTokenFast`]), [`AmrqLane`], the Express frame and the
+// handler ids' tags. The header passes its own to `amrq_init`, which refuses a header
+// of another version (`AMRQ_STATUS_JOB`, saying which): a program compiled against
+// one library's header and linked with another's would otherwise write frames the
+// library misreads. The layout assertions below name what it covers: change one,
+// raise it.
+#define AMRQ_ABI 2
 
 // A remote atomic's operation (`amrq_atomic`).
 typedef enum amrq_atomic_op {
@@ -67,9 +82,11 @@ typedef enum amrq_op {
 typedef enum amrq_status {
   // It worked.
   AMRQ_STATUS_OK = 0,
-  // An argument was wrong: a null pointer, an unknown handler id, too many args.
+  // An argument was wrong: a null pointer, a handler id never set or of the other
+  // kind, more than 8 args, a rank below 0.
   AMRQ_STATUS_ARGUMENT = 1,
-  // The job could not be started or joined.
+  // The job could not be started or joined (also: this program's `amrq.h` is not of
+  // the library's `AMRQ_ABI`).
   AMRQ_STATUS_JOB = 2,
   // An Active Message operation failed (a dead peer, a full queue that never
   // drained, …).
@@ -111,8 +128,22 @@ typedef struct amrq_msg_t {
 // A request handler: `state` is what it was registered with.
 typedef void (*amrq_request_fn)(void *state, amrq_token_t *token, const struct amrq_msg_t *msg);
 
+// A request handler, as `amrq_table_request` names it (a type of its own: C refuses a
+// reply handler here).
+typedef struct amrq_request_handler_t {
+  // The tagged id (`AMRQ_REQUEST_IDS` + registration order).
+  uint32_t id;
+} amrq_request_handler_t;
+
 // A reply handler.
 typedef void (*amrq_reply_fn)(void *state, const struct amrq_msg_t *msg);
+
+// A reply handler, as `amrq_table_reply` names it (a type of its own: C refuses a
+// request handler here).
+typedef struct amrq_reply_handler_t {
+  // The tagged id (`AMRQ_REPLY_IDS` + registration order).
+  uint32_t id;
+} amrq_reply_handler_t;
 
 // One ring as the inline sends see it: [`ExpressLane`], field for field.
 typedef struct amrq_lane_t {
@@ -297,7 +328,7 @@ enum amrq_status amrq_table_request(struct amrq_table_t *t,
                                     const char *name,
                                     amrq_request_fn f,
                                     void *state,
-                                    int *id);
+                                    struct amrq_request_handler_t *id);
 
 // Registers reply handler `f` (called with `state`) as `name`; its id goes to `*id`.
 //
@@ -307,7 +338,7 @@ enum amrq_status amrq_table_reply(struct amrq_table_t *t,
                                   const char *name,
                                   amrq_reply_fn f,
                                   void *state,
-                                  int *id);
+                                  struct amrq_reply_handler_t *id);
 
 // Starts this rank: joins the job a launcher (`amrun`, `mpirun`, `srun`; across hosts
 // with `amrun --hosts`) placed it in and meets the other ranks; `*out` is the rank's
@@ -317,10 +348,18 @@ enum amrq_status amrq_table_reply(struct amrq_table_t *t,
 // the `AMRQ_*` variables' (`amrun --print-config PROGRAM` lists them). Takes `t`
 // (freed, whatever the outcome).
 //
+// The header's `amrq_init` calls this with the version of its inline code
+// (`AMRQ_ABI`); another language's FFI passes the `AMRQ_ABI` of the header it
+// mirrors. A version other than the library's is refused (`AMRQ_STATUS_JOB`), the
+// table freed.
+//
 // # Safety
 // `t` came from `amrq_table_new` and was neither freed nor given to `amrq_init`;
 // `out` is writable.
-enum amrq_status amrq_init(struct amrq_table_t *t, int ranks_if_alone, amrq_t **out);
+enum amrq_status amrq_init_abi(struct amrq_table_t *t,
+                               int ranks_if_alone,
+                               amrq_t **out,
+                               uint32_t abi);
 
 // Leaves the job after a barrier with the other ranks, and frees `am` (also when the
 // barrier failed: its status is returned).
@@ -351,7 +390,7 @@ int amrq_size(const amrq_t *am);
 // `am` came from `amrq_init`; `args` points to `nargs` words.
 enum amrq_status amrq_request_call(const amrq_t *am,
                                    int dest,
-                                   int handler,
+                                   struct amrq_request_handler_t handler,
                                    const uint64_t *args,
                                    size_t nargs);
 
@@ -362,7 +401,7 @@ enum amrq_status amrq_request_call(const amrq_t *am,
 // As `amrq_request_call`; `payload` points to `len` bytes.
 enum amrq_status amrq_request_medium(const amrq_t *am,
                                      int dest,
-                                     int handler,
+                                     struct amrq_request_handler_t handler,
                                      const uint64_t *args,
                                      size_t nargs,
                                      const void *payload,
@@ -376,7 +415,7 @@ enum amrq_status amrq_request_medium(const amrq_t *am,
 // As `amrq_request_medium`.
 enum amrq_status amrq_request_long(const amrq_t *am,
                                    int dest,
-                                   int handler,
+                                   struct amrq_request_handler_t handler,
                                    const uint64_t *args,
                                    size_t nargs,
                                    const void *payload,
@@ -391,7 +430,7 @@ enum amrq_status amrq_request_long(const amrq_t *am,
 // `token` is the one the running request handler was called with; `args` points to
 // `nargs` words.
 enum amrq_status amrq_reply_call(amrq_token_t *token,
-                                 int handler,
+                                 struct amrq_reply_handler_t handler,
                                  const uint64_t *args,
                                  size_t nargs);
 
@@ -400,7 +439,7 @@ enum amrq_status amrq_reply_call(amrq_token_t *token,
 // # Safety
 // As `amrq_reply_call`; `payload` points to `len` bytes.
 enum amrq_status amrq_reply_medium(amrq_token_t *token,
-                                   int handler,
+                                   struct amrq_reply_handler_t handler,
                                    const uint64_t *args,
                                    size_t nargs,
                                    const void *payload,
@@ -412,7 +451,7 @@ enum amrq_status amrq_reply_medium(amrq_token_t *token,
 // # Safety
 // As `amrq_reply_medium`.
 enum amrq_status amrq_reply_long(amrq_token_t *token,
-                                 int handler,
+                                 struct amrq_reply_handler_t handler,
                                  const uint64_t *args,
                                  size_t nargs,
                                  const void *payload,
@@ -759,36 +798,45 @@ static inline int amrq_express_(const amrq_lane_t *l, uint16_t tag, const uint64
 
 // Sends a Short request (nargs <= 8 args) to rank dest, waiting for room if the queue
 // is full (running handlers meanwhile); inline for at most six args and room now.
-static inline enum amrq_status amrq_request(const amrq_t *am, int dest, int handler,
+static inline enum amrq_status amrq_request(const amrq_t *am, int dest,
+                                            amrq_request_handler_t handler,
                                             const uint64_t *args, size_t nargs) {
   const amrq_fast_t *f = (const amrq_fast_t *)(const void *)am;
-  if (f && (size_t)(unsigned)dest < f->size && (size_t)(unsigned)handler < f->nrequests &&
-      (args || !nargs) &&
-      amrq_express_(&f->requests[dest], f->request_tags[handler], args, nargs))
+  uint32_t k = handler.id - AMRQ_REQUEST_IDS;
+  if (f && (size_t)(unsigned)dest < f->size && k < f->nrequests && (args || !nargs) &&
+      amrq_express_(&f->requests[dest], f->request_tags[k], args, nargs))
     return AMRQ_STATUS_OK;
   return amrq_request_call(am, dest, handler, args, nargs);
 }
 
 // Replies to the request being handled with a Short reply (at most one per request);
 // inline for at most six args and room now.
-static inline enum amrq_status amrq_reply(amrq_token_t *token, int handler,
+static inline enum amrq_status amrq_reply(amrq_token_t *token, amrq_reply_handler_t handler,
                                           const uint64_t *args, size_t nargs) {
   amrq_token_fast_t *t = (amrq_token_fast_t *)(void *)token;
-  if (t && !t->replied && (size_t)(unsigned)handler < t->nreplies && (args || !nargs) &&
-      amrq_express_(t->lane, t->reply_tags[handler], args, nargs)) {
+  uint32_t k = handler.id - AMRQ_REPLY_IDS;
+  if (t && !t->replied && k < t->nreplies && (args || !nargs) &&
+      amrq_express_(t->lane, t->reply_tags[k], args, nargs)) {
     t->replied = 1;
     return AMRQ_STATUS_OK;
   }
   return amrq_reply_call(token, handler, args, nargs);
 }
 #else
-static inline enum amrq_status amrq_request(const amrq_t *am, int dest, int handler,
+static inline enum amrq_status amrq_request(const amrq_t *am, int dest,
+                                            amrq_request_handler_t handler,
                                             const uint64_t *args, size_t nargs) {
   return amrq_request_call(am, dest, handler, args, nargs);
 }
-static inline enum amrq_status amrq_reply(amrq_token_t *token, int handler,
+static inline enum amrq_status amrq_reply(amrq_token_t *token, amrq_reply_handler_t handler,
                                           const uint64_t *args, size_t nargs) {
   return amrq_reply_call(token, handler, args, nargs);
 }
 #endif
+
+// Starts this rank (see amrq_init_abi), with this header's AMRQ_ABI: a library whose
+// inline format differs refuses it, saying so.
+static inline enum amrq_status amrq_init(amrq_table_t *t, int ranks_if_alone, amrq_t **out) {
+  return amrq_init_abi(t, ranks_if_alone, out, AMRQ_ABI);
+}
 #endif  // AMRQ_H_INLINE_SENDS

@@ -5,6 +5,7 @@
 //! `K`-th request handler registered is `request_trampoline::<K>`, which calls the
 //! `K`-th C function with its state (at most [`MAX_HANDLERS`] of each kind).
 
+use crate::ids::{AmrqReplyHandler, AmrqRequestHandler, AMRQ_REPLY_IDS, AMRQ_REQUEST_IDS};
 use crate::lane::{AmrqFast, AmrqLane, AmrqTokenFast, Lanes};
 use crate::{guard, put_out, slice, AmrqStatus, Failure};
 use amrq::am::{Am, AmError, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
@@ -295,10 +296,10 @@ unsafe fn name_of(name: *const c_char) -> Result<String, Failure> {
 /// # Safety
 /// `t` came from `amrq_table_new`; `name` is a NUL-terminated string; `id` is null or
 /// writable.
-unsafe fn register(
+unsafe fn register<Id>(
     t: *mut AmrqTable,
     name: *const c_char,
-    id: *mut c_int,
+    id: (*mut Id, fn(usize) -> Id),
     (kind, count): (&str, fn(&AmrqTable) -> usize),
     add: impl FnOnce(&mut AmrqTable, String, usize),
 ) -> AmrqStatus {
@@ -314,7 +315,7 @@ unsafe fn register(
             }
             // SAFETY: the caller's guarantee.
             add(t, unsafe { name_of(name) }?, k);
-            put_out(id, k as c_int);
+            put_out(id.0, id.1(k));
             Ok(())
         },
     )
@@ -332,12 +333,16 @@ pub unsafe extern "C" fn amrq_table_request(
     name: *const c_char,
     f: AmrqRequestFn,
     state: *mut c_void,
-    id: *mut c_int,
+    id: *mut AmrqRequestHandler,
 ) -> AmrqStatus {
     let add = |t: &mut AmrqTable, name, k: usize| {
         t.request_ids.push(add_request(&mut t.table, name, k));
         t.handlers.requests.push((f, state));
     };
+    let tagged: fn(usize) -> AmrqRequestHandler = |k| AmrqRequestHandler {
+        id: AMRQ_REQUEST_IDS + k as u32,
+    };
+    let id = (id, tagged);
     // SAFETY: the caller's guarantee.
     unsafe { register(t, name, id, ("request", |t| t.handlers.requests.len()), add) }
 }
@@ -352,12 +357,16 @@ pub unsafe extern "C" fn amrq_table_reply(
     name: *const c_char,
     f: AmrqReplyFn,
     state: *mut c_void,
-    id: *mut c_int,
+    id: *mut AmrqReplyHandler,
 ) -> AmrqStatus {
     let add = |t: &mut AmrqTable, name, k: usize| {
         t.handlers.reply_ids.push(add_reply(&mut t.table, name, k));
         t.handlers.replies.push((f, state));
     };
+    let tagged: fn(usize) -> AmrqReplyHandler = |k| AmrqReplyHandler {
+        id: AMRQ_REPLY_IDS + k as u32,
+    };
+    let id = (id, tagged);
     // SAFETY: the caller's guarantee.
     unsafe { register(t, name, id, ("reply", |t| t.handlers.replies.len()), add) }
 }
@@ -370,14 +379,20 @@ pub unsafe extern "C" fn amrq_table_reply(
 /// the `AMRQ_*` variables' (`amrun --print-config PROGRAM` lists them). Takes `t`
 /// (freed, whatever the outcome).
 ///
+/// The header's `amrq_init` calls this with the version of its inline code
+/// (`AMRQ_ABI`); another language's FFI passes the `AMRQ_ABI` of the header it
+/// mirrors. A version other than the library's is refused (`AMRQ_STATUS_JOB`), the
+/// table freed.
+///
 /// # Safety
 /// `t` came from `amrq_table_new` and was neither freed nor given to `amrq_init`;
 /// `out` is writable.
 #[no_mangle]
-pub unsafe extern "C" fn amrq_init(
+pub unsafe extern "C" fn amrq_init_abi(
     t: *mut AmrqTable,
     ranks_if_alone: c_int,
     out: *mut *mut Amrq,
+    abi: u32,
 ) -> AmrqStatus {
     guard(
         |_| {},
@@ -387,6 +402,15 @@ pub unsafe extern "C" fn amrq_init(
             }
             // SAFETY: the caller's guarantee.
             let t = unsafe { Box::from_raw(t) };
+            if abi != crate::lane::AMRQ_ABI {
+                return Err(Failure::new(
+                    AmrqStatus::Job,
+                    format!(
+                        "this program was compiled with an amrq.h of ABI {abi} and is linked with a libamrq_c of ABI {}: compile it with the amrq.h installed beside this library (pkg-config --cflags amrq)",
+                        crate::lane::AMRQ_ABI
+                    ),
+                ));
+            }
             let mut cfg = amrq::Config::new();
             cfg.ranks
                 .set_default(usize::try_from(ranks_if_alone).unwrap_or(1).max(1));
@@ -466,11 +490,8 @@ pub unsafe extern "C" fn amrq_size(am: *const Amrq) -> c_int {
 }
 
 impl Amrq {
-    fn request_id(&self, handler: c_int) -> Result<RequestHandler, Failure> {
-        usize::try_from(handler)
-            .ok()
-            .and_then(|k| self.request_ids.get(k).copied())
-            .ok_or_else(|| no_handler("request", handler))
+    fn request_id(&self, handler: AmrqRequestHandler) -> Result<RequestHandler, Failure> {
+        Ok(self.request_ids[handler.checked(self.request_ids.len())?])
     }
 }
 
@@ -486,7 +507,7 @@ impl Amrq {
 pub unsafe extern "C" fn amrq_request_call(
     am: *const Amrq,
     dest: c_int,
-    handler: c_int,
+    handler: AmrqRequestHandler,
     args: *const u64,
     nargs: usize,
 ) -> AmrqStatus {
@@ -503,7 +524,7 @@ pub unsafe extern "C" fn amrq_request_call(
 pub unsafe extern "C" fn amrq_request_medium(
     am: *const Amrq,
     dest: c_int,
-    handler: c_int,
+    handler: AmrqRequestHandler,
     args: *const u64,
     nargs: usize,
     payload: *const c_void,
@@ -532,7 +553,7 @@ pub unsafe extern "C" fn amrq_request_medium(
 pub unsafe extern "C" fn amrq_request_long(
     am: *const Amrq,
     dest: c_int,
-    handler: c_int,
+    handler: AmrqRequestHandler,
     args: *const u64,
     nargs: usize,
     payload: *const c_void,
@@ -583,14 +604,14 @@ impl Carried {
 unsafe fn request(
     am: *const Amrq,
     dest: c_int,
-    handler: c_int,
+    handler: AmrqRequestHandler,
     (args, nargs): (*const u64, usize),
     carried: Carried,
 ) -> AmrqStatus {
     let body = |j: &Amrq| {
         let h = j.request_id(handler)?;
         // SAFETY: the caller's guarantee: `args` points to `nargs` words.
-        let args = unsafe { slice(args, nargs) }?;
+        let args = unsafe { args_of(args, nargs) }?;
         // SAFETY: the caller's guarantee: a payload pointer points to its length.
         let bytes = unsafe { carried.bytes() }?;
         let dest = rank_of(dest)?;
@@ -605,6 +626,22 @@ unsafe fn request(
     unsafe { on_job(am, body) }
 }
 
+/// A message's args from C: at most [`amrq::conduit::ring::MAX_ARGS`]
+/// (`AMRQ_STATUS_ARGUMENT` beyond, as for any argument C can check).
+///
+/// # Safety
+/// `args` points to `nargs` words (or `nargs` is 0, or above the limit).
+unsafe fn args_of<'a>(args: *const u64, nargs: usize) -> Result<&'a [u64], Failure> {
+    let max = amrq::conduit::ring::MAX_ARGS;
+    if nargs > max {
+        return Err(Failure::argument(format!(
+            "{nargs} args: a message carries at most {max}"
+        )));
+    }
+    // SAFETY: the caller's guarantee.
+    unsafe { slice(args, nargs) }
+}
+
 /// A rank number from C.
 pub(crate) fn rank_of(r: c_int) -> Result<usize, Failure> {
     usize::try_from(r).map_err(|_| Failure::argument(format!("rank {r}")))
@@ -616,13 +653,6 @@ fn replied_already() -> Failure {
     Failure::argument("this request was replied to already")
 }
 
-/// The error of a handler id that names no handler of `kind`.
-#[cold]
-#[inline(never)]
-fn no_handler(kind: &str, handler: c_int) -> Failure {
-    Failure::argument(format!("no {kind} handler {handler}"))
-}
-
 /// The reply of the handler `token` was given to, with `args` and, if `len` > 0, a
 /// payload: at most one per request.
 ///
@@ -631,7 +661,7 @@ fn no_handler(kind: &str, handler: c_int) -> Failure {
 /// `nargs` words and `payload` to `len` bytes.
 unsafe fn reply(
     token: *mut AmrqToken<'static>,
-    handler: c_int,
+    handler: AmrqReplyHandler,
     (args, nargs): (*const u64, usize),
     carried: Carried,
 ) -> AmrqStatus {
@@ -643,14 +673,11 @@ unsafe fn reply(
             if t.fast.replied != 0 {
                 return Err(replied_already()); // by the inline `amrq_reply`, or here
             }
-            let h = usize::try_from(handler)
-                .ok()
-                .and_then(|k| t.replies.get(k).copied())
-                .ok_or_else(|| no_handler("reply", handler))?;
+            let h = t.replies[handler.checked(t.replies.len())?];
             let ctx = t.ctx.take().ok_or_else(replied_already)?;
             t.fast.replied = 1;
             // SAFETY: the caller's guarantee: `args` points to `nargs` words.
-            let args = unsafe { slice(args, nargs) }?;
+            let args = unsafe { args_of(args, nargs) }?;
             // SAFETY: the caller's guarantee: a payload pointer points to its length.
             let bytes = unsafe { carried.bytes() }?;
             let sent = match carried {
@@ -677,7 +704,7 @@ unsafe fn reply(
 #[no_mangle]
 pub unsafe extern "C" fn amrq_reply_call(
     token: *mut AmrqToken<'static>,
-    handler: c_int,
+    handler: AmrqReplyHandler,
     args: *const u64,
     nargs: usize,
 ) -> AmrqStatus {
@@ -692,7 +719,7 @@ pub unsafe extern "C" fn amrq_reply_call(
 #[no_mangle]
 pub unsafe extern "C" fn amrq_reply_medium(
     token: *mut AmrqToken<'static>,
-    handler: c_int,
+    handler: AmrqReplyHandler,
     args: *const u64,
     nargs: usize,
     payload: *const c_void,
@@ -711,7 +738,7 @@ pub unsafe extern "C" fn amrq_reply_medium(
 #[allow(clippy::too_many_arguments)] // a C signature: pointers and lengths side by side
 pub unsafe extern "C" fn amrq_reply_long(
     token: *mut AmrqToken<'static>,
-    handler: c_int,
+    handler: AmrqReplyHandler,
     args: *const u64,
     nargs: usize,
     payload: *const c_void,

@@ -51,6 +51,26 @@ pub struct AmrqLane {
     pub owner: *const c_void,
 }
 
+/// The version of what `amrq.h`'s inline code reads and writes: the handles' first
+/// members ([`AmrqFast`], [`AmrqTokenFast`]), [`AmrqLane`], the Express frame and the
+/// handler ids' tags. The header passes its own to `amrq_init`, which refuses a header
+/// of another version (`AMRQ_STATUS_JOB`, saying which): a program compiled against
+/// one library's header and linked with another's would otherwise write frames the
+/// library misreads. The layout assertions below name what it covers: change one,
+/// raise it.
+pub const AMRQ_ABI: u32 = 2;
+
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<AmrqFast>() == 56 && offset_of!(AmrqFast, reply_tags) == 48);
+    assert!(size_of::<AmrqTokenFast>() == 32 && offset_of!(AmrqTokenFast, replied) == 24);
+    assert!(offset_of!(AmrqLane, owner) == 56);
+    assert!(amrq::conduit::ring::MAX_ARGS == 8);
+    assert!(
+        crate::ids::AMRQ_REQUEST_IDS == 0x5251_0000 && crate::ids::AMRQ_REPLY_IDS == 0x5250_0000
+    );
+};
+
 const _: () = {
     assert!(std::mem::size_of::<AmrqLane>() == std::mem::size_of::<ExpressLane>());
     assert!(std::mem::align_of::<AmrqLane>() == std::mem::align_of::<ExpressLane>());

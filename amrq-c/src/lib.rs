@@ -36,6 +36,7 @@
 //! library's) are built by its Makefile and run by `tests/c_examples.rs` and CI.
 
 pub mod coll;
+pub mod ids;
 pub mod job;
 pub mod lane;
 pub mod rma;
@@ -51,9 +52,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub enum AmrqStatus {
     /// It worked.
     Ok = 0,
-    /// An argument was wrong: a null pointer, an unknown handler id, too many args.
+    /// An argument was wrong: a null pointer, a handler id never set or of the other
+    /// kind, more than 8 args, a rank below 0.
     Argument = 1,
-    /// The job could not be started or joined.
+    /// The job could not be started or joined (also: this program's `amrq.h` is not of
+    /// the library's `AMRQ_ABI`).
     Job = 2,
     /// An Active Message operation failed (a dead peer, a full queue that never
     /// drained, …).

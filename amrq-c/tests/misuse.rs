@@ -3,7 +3,9 @@
 //! rank).
 
 use amrq_c::coll::*;
+use amrq_c::ids::{AmrqReplyHandler, AmrqRequestHandler, AMRQ_REPLY_IDS, AMRQ_REQUEST_IDS};
 use amrq_c::job::*;
+use amrq_c::lane::AMRQ_ABI;
 use amrq_c::rma::*;
 use amrq_c::rq::*;
 use amrq_c::{amrq_last_error, AmrqStatus};
@@ -23,10 +25,10 @@ unsafe extern "C" fn nothing(_: *mut c_void, _: *mut AmrqToken<'static>, _: *con
 #[test]
 fn bad_arguments_get_a_status_and_a_message() {
     let t = amrq_table_new();
-    let mut id = -1;
+    let mut id = AmrqRequestHandler { id: 0 };
     // SAFETY: a table from amrq_table_new, a NUL-terminated name, a writable id.
     let st = unsafe { amrq_table_request(t, c"nothing".as_ptr(), nothing, null_mut(), &mut id) };
-    assert_eq!((st, id), (AmrqStatus::Ok, 0));
+    assert_eq!((st, id.id), (AmrqStatus::Ok, AMRQ_REQUEST_IDS));
     let mut q = -1;
     // SAFETY: the table, a NUL-terminated name, a writable id.
     let st = unsafe { amrq_table_queue(t, c"work".as_ptr(), 8, 0, &mut q) };
@@ -36,16 +38,32 @@ fn bad_arguments_get_a_status_and_a_message() {
     assert_eq!(st, AmrqStatus::Argument);
     let mut am = null_mut();
     // SAFETY: the table, given once; a writable out pointer.
-    let st = unsafe { amrq_init(t, 1, &mut am) };
+    let st = unsafe { amrq_init_abi(t, 1, &mut am, AMRQ_ABI) };
     assert_eq!(st, AmrqStatus::Ok, "{}", last_error());
     // SAFETY: every call below: `am` came from amrq_init and is finalized last; the
     // pointers are null or point to what they say.
     unsafe {
         assert_eq!((amrq_rank(am), amrq_size(am)), (0, 1));
         assert_eq!(amrq_rank(null()), -1);
-        assert_eq!(amrq_request_call(am, 0, 7, null(), 0), AmrqStatus::Argument);
+        let seventh = AmrqRequestHandler {
+            id: AMRQ_REQUEST_IDS + 7,
+        };
+        assert_eq!(
+            amrq_request_call(am, 0, seventh, null(), 0),
+            AmrqStatus::Argument
+        );
         assert!(
-            last_error().contains("no request handler 7"),
+            last_error().contains("no request handler has id 0x52510007"),
+            "{}",
+            last_error()
+        );
+        let as_reply = AmrqRequestHandler { id: AMRQ_REPLY_IDS };
+        assert_eq!(
+            amrq_request_call(am, 0, as_reply, null(), 0),
+            AmrqStatus::Argument
+        );
+        assert!(
+            last_error().contains("a reply handler's id"),
             "{}",
             last_error()
         );
@@ -57,7 +75,7 @@ fn bad_arguments_get_a_status_and_a_message() {
         let nine = [0u64; 9];
         assert_eq!(
             amrq_request_call(am, 0, id, nine.as_ptr(), 9),
-            AmrqStatus::Am
+            AmrqStatus::Argument
         );
         assert_eq!(
             amrq_request_call(am, 5, id, null(), 0),
@@ -80,7 +98,12 @@ fn bad_arguments_get_a_status_and_a_message() {
             last_error()
         );
         assert_eq!(
-            amrq_reply_call(null_mut(), 0, null(), 0),
+            amrq_reply_call(
+                null_mut(),
+                AmrqReplyHandler { id: AMRQ_REPLY_IDS },
+                null(),
+                0
+            ),
             AmrqStatus::Argument
         );
         assert_eq!(amrq_wait(null_mut()), AmrqStatus::Argument);
@@ -227,4 +250,77 @@ fn bad_arguments_get_a_status_and_a_message() {
         assert_eq!(took, 1, "the second frame, held at finalize");
         assert_eq!(amrq_finalize(am), AmrqStatus::Ok);
     }
+}
+
+/// Each status `amrq.h` documents, from a call that must return it, with a message
+/// naming the cause. `AMRQ_STATUS_PANIC` is a bug in amrq: no input produces it, and
+/// none of these calls does.
+#[test]
+fn every_documented_status_comes_from_the_call_the_header_says() {
+    // A program compiled against another header: the job is not started.
+    let mut am = null_mut();
+    // SAFETY: a fresh table, given once; a writable out pointer.
+    let st = unsafe { amrq_init_abi(amrq_table_new(), 1, &mut am, AMRQ_ABI + 1) };
+    assert_eq!((st, am.is_null()), (AmrqStatus::Job, true));
+    assert!(
+        last_error().contains("pkg-config --cflags amrq"),
+        "{}",
+        last_error()
+    );
+
+    let t = amrq_table_new();
+    let (mut id, mut q) = (AmrqRequestHandler { id: 0 }, -1);
+    // SAFETY: the table, NUL-terminated names, writable ids; then given once to init.
+    unsafe {
+        assert_eq!(
+            amrq_table_request(t, c"nothing".as_ptr(), nothing, null_mut(), &mut id),
+            AmrqStatus::Ok
+        );
+        assert_eq!(
+            amrq_table_queue(t, c"q".as_ptr(), 8, 0, &mut q),
+            AmrqStatus::Ok
+        );
+        assert_eq!(amrq_init_abi(t, 1, &mut am, AMRQ_ABI), AmrqStatus::Ok);
+    }
+    let (word, far) = ([1u8; 8], usize::MAX / 2);
+    let payload = [9u8; 24];
+    // SAFETY: every call: `am` came from amrq_init_abi (finalized last); the pointers
+    // are null or point to what they say.
+    let table: [(AmrqStatus, &str, &dyn Fn() -> AmrqStatus); 6] = unsafe {
+        [
+            (AmrqStatus::Ok, "", &|| amrq_poll(am, null_mut())),
+            (AmrqStatus::Argument, "null amrq_t", &|| {
+                amrq_poll(null(), null_mut())
+            }),
+            (AmrqStatus::Am, "rank 5 does not exist", &|| {
+                amrq_request_call(am, 5, id, null(), 0)
+            }),
+            (AmrqStatus::Rma, "outside", &|| {
+                amrq_put(am, 0, far, word.as_ptr().cast(), 8)
+            }),
+            (AmrqStatus::Rq, "24", &|| {
+                let mut accepted = 0;
+                let p = payload.as_ptr().cast();
+                let sent = amrq_enqueue(am, 0, q, null(), 0, p, 24, &mut accepted);
+                assert_eq!(sent, AmrqStatus::Ok);
+                let (mut args, mut buf) = ([0u64; 8], [0u8; 8]);
+                let (mut d, mut took) = (std::mem::zeroed::<AmrqDequeued>(), 0);
+                let (a, b) = (args.as_mut_ptr(), buf.as_mut_ptr().cast());
+                amrq_dequeue(am, q, a, 8, b, 8, &mut d, &mut took) // 24 bytes, room for 8
+            }),
+            (AmrqStatus::Argument, "9 args", &|| {
+                let nine = [0u64; 9];
+                amrq_request_call(am, 0, id, nine.as_ptr(), 9)
+            }),
+        ]
+    };
+    for (want, says, call) in table {
+        let got = call();
+        assert_eq!(got, want, "{}", last_error());
+        if want != AmrqStatus::Ok {
+            assert!(last_error().contains(says), "{want:?}: {}", last_error());
+        }
+    }
+    // SAFETY: `am` came from amrq_init_abi and is not used after.
+    assert_eq!(unsafe { amrq_finalize(am) }, AmrqStatus::Ok);
 }
