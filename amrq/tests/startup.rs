@@ -281,8 +281,17 @@ fn fault_job() {
             return Err(amrq::Error::other("rank 1's own error"));
         }
         if what == "leave" {
-            // Ranks 1 and 2 leave at once; rank 0 checks its peers while they do.
-            while c.rank() == 0 && !(c.peer_left(1) && c.peer_left(2)) {
+            // Ranks 1 and 2 leave at once (`Job::leave`: they wait for nobody); rank 0
+            // checks its peers while they do.
+            if c.rank() != 0 {
+                let rank = c.rank();
+                job.leave();
+                return match marker::mark_ran(rank) {
+                    true => Ok(()),
+                    false => Err(amrq::Error::other("cannot leave word that this rank ran")),
+                };
+            }
+            while !(c.peer_left(1) && c.peer_left(2)) {
                 c.check_peers()?;
             }
         } else {

@@ -113,7 +113,12 @@ impl Barrier {
                     let (epoch, arrivals) = (self.epoch.get(), &self.arrivals);
                     let (me, n) = (am.rank(), am.size());
                     let partner = (me + n - (1 << (sent - 1)) % n) % n;
-                    am.wait_on(partner, |_| arrivals[sent - 1].get() >= epoch)?;
+                    let heard = |_: &S| arrivals[sent - 1].get() >= epoch;
+                    am.wait_on(partner, |s| heard(s) || am.returned(partner))?;
+                    if !heard(am.state()) {
+                        // Its arrivals came before its `RETURNED`: none is coming.
+                        return Err(AmError::PeerReturned { rank: partner });
+                    }
                     self.advance(am)?;
                 }
             }

@@ -58,10 +58,13 @@ pub struct Am<S, C: Conduit = MemConduit> {
     /// Handlers do not nest (a handler cannot send requests), so one is enough.
     pub(super) call_value: Cell<Option<Option<u64>>>,
     /// Request failures the runtime's own waits ran, for the program's next poll or
-    /// wait (`failure.rs`); `failure_kept` says whether there are any in one load.
+    /// wait (`failure.rs`).
     pub(super) kept_failures:
         std::cell::RefCell<std::collections::VecDeque<Box<super::RequestFailure>>>,
+    /// Whether there are any kept failures, in one load.
     pub(super) failure_kept: Cell<bool>,
+    /// The job's end, as this rank sees it (`exit.rs`).
+    pub(super) exit: super::exit::Exit,
 }
 
 impl<S, C: Conduit> Drop for Am<S, C> {
@@ -124,6 +127,7 @@ impl<S, C: Conduit> Am<S, C> {
             call_value: Cell::new(None),
             kept_failures: Default::default(),
             failure_kept: Cell::new(false),
+            exit: super::exit::Exit::new(conduit_size),
         })
     }
 

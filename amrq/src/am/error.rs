@@ -88,6 +88,20 @@ pub enum AmError {
         /// Args the message carries.
         nargs: usize,
     },
+    /// A barrier needs a rank that has returned from its main, which enters no barrier
+    /// any more.
+    #[error("rank {rank} has returned from its main, so this barrier can never complete: every rank must reach the same barriers before it returns")]
+    PeerReturned {
+        /// The rank.
+        rank: Rank,
+    },
+    /// Every other rank has returned from its main and nothing is in flight to this
+    /// rank: the wait's condition can never become true.
+    #[error("every other rank has returned from its main and rank {rank} has nothing in flight: this wait can never end (the message it waits for was never sent)")]
+    NothingCanArrive {
+        /// This rank.
+        rank: Rank,
+    },
     /// A wait with a deadline ran out.
     #[error("condition still false after waiting {waited:?}")]
     Timeout {

@@ -28,6 +28,7 @@ mod call;
 mod ctx;
 mod engine;
 mod error;
+mod exit;
 mod failure;
 mod handlers;
 mod ops;

@@ -19,6 +19,7 @@
 //! | `setup.rs` | [`Setup`]: a rank's place before its job starts |
 //! | `run.rs` | the ways to start: [`Config::run`](crate::Config::run), [`Config::join`](crate::Config::join), [`Config::threads`](crate::Config::threads) |
 
+mod end;
 mod run;
 mod setup;
 
@@ -50,11 +51,31 @@ use crate::splitc::SplitC;
 /// .unwrap();
 /// assert_eq!(sums, [6, 6, 6]);
 /// ```
-pub struct Job<S = ()> {
-    sc: SplitC<S>,
+pub struct Job<S: 'static = ()> {
+    /// The layers: taken out by the drop only (`end.rs`).
+    sc: std::mem::ManuallyDrop<SplitC<S>>,
+    /// The rank takes no part in the job's end ([`Job::leave`], [`Job::finish`]).
+    leaving: bool,
 }
 
-impl<S> std::fmt::Debug for Job<S> {
+impl<S: 'static> Drop for Job<S> {
+    /// Returning from a rank's main drops its `Job`: it serves its peers until every
+    /// rank has returned and every message sent has been handled, then leaves (see
+    /// [`Job::finish`]); a main that failed leaves at once, its failure recorded. Not
+    /// after [`Job::leave`], nor while unwinding from a panic.
+    fn drop(&mut self) {
+        // SAFETY: `sc` is taken once, here, and not used after.
+        let sc = unsafe { std::mem::ManuallyDrop::take(&mut self.sc) };
+        if self.leaving || std::thread::panicking() {
+            return;
+        }
+        if let Some(layers) = end::park(Box::new(sc)) {
+            end::end_in_place(&*layers);
+        }
+    }
+}
+
+impl<S: 'static> std::fmt::Debug for Job<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Job")
             .field("rank", &self.rank())
@@ -63,7 +84,7 @@ impl<S> std::fmt::Debug for Job<S> {
     }
 }
 
-impl<S> std::ops::Deref for Job<S> {
+impl<S: 'static> std::ops::Deref for Job<S> {
     type Target = Am<S>;
 
     fn deref(&self) -> &Am<S> {
@@ -71,7 +92,7 @@ impl<S> std::ops::Deref for Job<S> {
     }
 }
 
-impl<S> Job<S> {
+impl<S: 'static> Job<S> {
     /// This rank.
     ///
     /// ```
@@ -218,6 +239,53 @@ impl<S> Job<S> {
     /// ```
     pub fn splitc(&self) -> &SplitC<S> {
         &self.sc
+    }
+
+    /// Ends this rank's part, as returning from its main does: serves its peers until
+    /// the job is quiescent — every rank has returned (or called `finish`), every Active
+    /// Message sent has been handled — and then leaves, so that no message in flight is
+    /// lost and no peer waits on a rank that has gone. Returns what prevented that (a
+    /// peer failed). Messages left in Remote Queues' user queues are the program's.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let mut t = HandlerTable::new();
+    ///     let add = t.request("add", |n: &Cell<u64>, _ctx, m| { n.set(n.get() + m.arg(0)?); Ok(()) });
+    ///     let job = setup.start(t, Cell::new(0))?;
+    ///     if job.rank() == 0 {
+    ///         for _ in 0..1000 {
+    ///             job.request(1, add, &[1])?; // then return at once: safe
+    ///         }
+    ///         return job.finish();
+    ///     }
+    ///     job.wait_until(|n| n.get() == 1000)?;
+    ///     job.finish()
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn finish(mut self) -> crate::Result<()> {
+        self.leaving = true; // the drop has nothing left to do
+        Ok(self.am().quiesce()?)
+    }
+
+    /// Leaves the job now, without waiting for the others: the way for a rank to leave
+    /// early. A message in flight to it is lost; a peer that waits for it, or for its
+    /// barrier, gets [`ConduitError::PeerLeft`](crate::conduit::ConduitError::PeerLeft).
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     job.barrier()?;
+    ///     job.leave(); // nobody needs this rank any more
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn leave(mut self) {
+        self.leaving = true;
     }
 
     /// Starts the progress thread of the job's Interrupt queues ([`Am::start_interrupts`]).

@@ -5,6 +5,7 @@
 //! launcher that started this process (amrun, mpirun, srun; across hosts with a
 //! rendezvous), else they start the ranks themselves.
 
+use super::end::run_main;
 use super::Setup;
 use crate::bootstrap::env::{detect, Place};
 use crate::bootstrap::Boot;
@@ -14,7 +15,6 @@ use crate::config::{Source, ENV_PRINT_CONFIG};
 use crate::launch::Launcher;
 use crate::util::affinity::{allowed_cores, pin_to_core};
 use crate::{Config, Error};
-use std::panic::AssertUnwindSafe;
 
 impl Config {
     /// Runs `rank_main` as every rank of a job with these settings (each one the
@@ -170,12 +170,16 @@ impl Config {
                             }
                             let boots = ep.boots();
                             let setup = Setup::new(ep, config.clone());
-                            let out =
-                                std::panic::catch_unwind(AssertUnwindSafe(|| rank_main(setup)));
-                            match &out {
-                                Ok(Ok(_)) => boots.iter().for_each(|(b, r)| b.mark_left(*r)),
-                                Ok(Err(e)) => failed(&boots, &e.chain()),
-                                Err(p) => failed(&boots, &panic_message(p.as_ref())),
+                            let out = run_main(
+                                || rank_main(setup),
+                                |out| match out {
+                                    Ok(Err(e)) => failed(&boots, &e.chain()),
+                                    Err(p) => failed(&boots, &panic_message(p.as_ref())),
+                                    Ok(Ok(_)) => {}
+                                },
+                            );
+                            if let Ok(Ok(_)) = &out {
+                                boots.iter().for_each(|(b, r)| b.mark_left(*r));
                             }
                             out
                         })
@@ -220,19 +224,21 @@ impl Config {
         // says this rank left.
         let boots = conduit.boots();
         let setup = Setup::new(conduit, self);
-        match std::panic::catch_unwind(AssertUnwindSafe(|| rank_main(setup))) {
+        let out = run_main(
+            || rank_main(setup),
+            |out| match out {
+                Ok(Err(e)) => failed(&boots, &e.chain()),
+                Err(p) => failed(&boots, &format!("panicked: {}", panic_message(p.as_ref()))),
+                Ok(Ok(())) => {}
+            },
+        );
+        match out {
             Ok(Ok(())) => {
                 drop(boots);
                 std::process::exit(0)
             }
-            Ok(Err(e)) => {
-                failed(&boots, &e.chain());
-                fail(Some(rank), &e)
-            }
-            Err(p) => {
-                failed(&boots, &format!("panicked: {}", panic_message(p.as_ref())));
-                std::process::exit(101)
-            }
+            Ok(Err(e)) => fail(Some(rank), &e),
+            Err(_) => std::process::exit(101),
         }
     }
 

@@ -87,11 +87,12 @@ impl Setup {
     /// .unwrap();
     /// assert_eq!(refused, [true, true]); // every rank is told, none runs on
     /// ```
-    pub fn start<S>(self, handlers: HandlerTable<S>, state: S) -> crate::Result<Job<S>> {
+    pub fn start<S: 'static>(self, handlers: HandlerTable<S>, state: S) -> crate::Result<Job<S>> {
         let am = Am::new(self.conduit, handlers, state)?;
         let rma = Rma::new_or_over_frames(am, self.config.rma_frames.get());
         Ok(Job {
-            sc: SplitC::new(rma)?,
+            sc: std::mem::ManuallyDrop::new(SplitC::new(rma)?),
+            leaving: false,
         })
     }
 }

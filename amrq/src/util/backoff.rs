@@ -24,6 +24,10 @@
 #[derive(Debug, Default, Clone)]
 pub struct Backoff {
     rounds: u32,
+    /// The round of the `CHECK` a wait started once every other rank had returned
+    /// (`am/exit.rs`); 0 for none. Beside `rounds`, so that a new `Backoff` is still
+    /// one store.
+    pub(crate) check_round: u32,
 }
 
 /// Longest sleep of a blocking wait between two looks at its condition and its peers:
@@ -52,7 +56,10 @@ impl Backoff {
     /// assert!(!b.is_yielding());
     /// ```
     pub const fn new() -> Self {
-        Self { rounds: 0 }
+        Self {
+            rounds: 0,
+            check_round: 0,
+        }
     }
 
     /// Waits a little: `pause` while under the spin limit, `yield_now` after it.

@@ -31,6 +31,9 @@ impl<S, C: Conduit> Am<S, C> {
     fn snooze_long(&self, backoff: &mut Backoff, sleep: bool) -> Result<(), AmError> {
         let conduit = self.rq.conduit();
         conduit.check_peers()?;
+        if sleep {
+            self.check_stuck(backoff)?;
+        }
         if sleep && conduit.all_peers_left() {
             // What they sent before leaving is visible now: one last look.
             return match self.poll_outlined()? {
@@ -406,7 +409,10 @@ impl<S, C: Conduit> Am<S, C> {
 
     #[cold]
     fn dispatch_other(&self, is_request: bool, tag: u16, msg: Msg<'_>) -> Result<(), AmError> {
-        if self.serve_one_sided(is_request, tag, msg)? || self.serve_call(is_request, tag, msg)? {
+        if self.serve_one_sided(is_request, tag, msg)?
+            || self.serve_call(is_request, tag, msg)?
+            || self.serve_exit(is_request, tag, msg)?
+        {
             return Ok(());
         }
         if tag == TAG_BARRIER && is_request {
