@@ -89,6 +89,16 @@ fn barrier_without_one(setup: Setup) -> amrq::Result<()> {
     Ok(())
 }
 
+/// Rank 2 leaves early (`Job::leave`); the others return and must not wait for it.
+fn one_leaves_early(setup: Setup) -> amrq::Result<()> {
+    let job = setup.start(HandlerTable::<()>::new(), ())?;
+    job.barrier()?;
+    if job.rank() == 2 {
+        job.leave();
+    }
+    Ok(())
+}
+
 /// The processes' part.
 #[test]
 fn exit_rank() {
@@ -100,6 +110,7 @@ fn exit_rank() {
         match what.as_str() {
             "flood" => flood_and_return(setup, None)?,
             "nothing" => wait_for_nothing(setup)?,
+            "leave" => one_leaves_early(setup)?,
             _ => barrier_without_one(setup)?,
         }
         match marker::mark_ran(rank) {
@@ -201,4 +212,14 @@ fn a_barrier_a_returned_rank_never_enters_ends_naming_it() {
         stderr.contains("rank 1 has returned from its main"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_rank_that_leaves_early_is_not_waited_for() {
+    let out = Config::new().threads(3, one_leaves_early);
+    assert!(out.is_ok(), "{}", out.unwrap_err().chain());
+    let token = marker::token();
+    let (code, _, stderr) = under_amrun(3, "leave", &token);
+    assert_eq!(code, 0, "{stderr}");
+    marker::all_ran(&token, 3);
 }

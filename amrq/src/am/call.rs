@@ -13,7 +13,6 @@ use super::ops::{Landed, OK};
 use super::payload::Payload;
 use super::{Am, AmError, Msg, ReplyHandler, ReqCtx, RequestHandler};
 use crate::conduit::{Conduit, ConduitError, Rank};
-use crate::rq::QueueId;
 
 pub(super) const TAG_CALL: u16 = 10;
 pub(super) const TAG_CALL_DONE: u16 = 11;
@@ -122,9 +121,7 @@ impl<S, C: Conduit> Am<S, C> {
                 }
             }
         };
-        self.notify_failure(source, tag, op, &reason)?;
-        self.record_fault(QueueId::AM_REQUEST, source, reason);
-        Ok(())
+        self.fail_request(source, tag, op, reason)
     }
 }
 

@@ -3,12 +3,15 @@
 //! sent has been handled — and only then leaves.
 //!
 //! Rings are FIFO per sender and queue, and handlers never send requests, so counting
-//! messages is not needed; two markers per pair of ranks settle it:
+//! messages is not needed; markers settle it:
 //!
 //! | step | sends (runtime request `EXIT`) | done when |
 //! |---|---|---|
 //! | returned | `RETURNED` to every other rank: after every request it sent them | every other rank's `RETURNED` handled here: all their requests to this rank were |
 //! | flush | `FLUSH` to every other rank, answered by `EXIT_DONE` (a reply, after the replies it sent here) | every `EXIT_DONE` handled (all this rank's requests and their replies were), and every other rank's `FLUSH` served (nobody needs this rank any more) |
+//!
+//! Three messages per pair of ranks, each way; a rank that left the job early is not
+//! waited for.
 //!
 //! A rank still running can tell when its wait cannot end: once every other rank has
 //! returned, a wait that finds nothing sends a `CHECK` round (a flush that does not
@@ -19,7 +22,7 @@
 use super::handlers::FIRST_USER_TAG;
 use super::payload::Payload;
 use super::{Am, AmError, Msg, ReplyHandler};
-use crate::conduit::{Conduit, Rank};
+use crate::conduit::{Conduit, ConduitError, Rank};
 use crate::util::Backoff;
 use std::cell::Cell;
 
@@ -32,18 +35,17 @@ const RETURNED: u64 = 0;
 const FLUSH: u64 = 1;
 const CHECK: u64 = 2;
 
-/// One rank's view of the job's end.
+/// One rank's view of the job's end: per rank, what has been heard from it.
 #[derive(Debug)]
 pub(super) struct Exit {
-    /// Per rank: its `RETURNED` was handled here.
+    /// Its `RETURNED` was handled here.
     returned: Box<[Cell<bool>]>,
-    returned_count: Cell<usize>,
-    /// Per rank: its exit `FLUSH` was served here.
+    /// Its exit `FLUSH` was served here.
     flushed: Box<[Cell<bool>]>,
-    flushed_count: Cell<usize>,
-    /// The round of this rank's last `FLUSH` or `CHECK`, and how many answered it.
+    /// It answered this rank's current `FLUSH` or `CHECK` round.
+    answered: Box<[Cell<bool>]>,
+    /// The round of this rank's last `FLUSH` or `CHECK`.
     round: Cell<u32>,
-    answered: Cell<usize>,
     /// This rank has returned (its `RETURNED` went out).
     done: Cell<bool>,
 }
@@ -53,11 +55,9 @@ impl Exit {
         let flags = || (0..size).map(|_| Cell::new(false)).collect();
         Self {
             returned: flags(),
-            returned_count: Cell::new(0),
             flushed: flags(),
-            flushed_count: Cell::new(0),
+            answered: flags(),
             round: Cell::new(0),
-            answered: Cell::new(0),
             done: Cell::new(false),
         }
     }
@@ -71,24 +71,39 @@ impl Exit {
 impl<S, C: Conduit> Am<S, C> {
     /// Takes part in the job's end, serving the peers meanwhile: returns once the job is
     /// quiescent and this rank may leave. Called once, when the program is done with
-    /// this rank (by the layer that owns this one, when the program lets go of it).
+    /// this rank (by the layer that owns this one, when the program lets go of it). A
+    /// peer that has left the job (early, without taking part) is not waited for.
     pub(crate) fn quiesce(&self) -> Result<(), AmError> {
-        let (exit, others) = (&self.exit, self.size() - 1);
-        if exit.done.replace(true) || others == 0 {
+        let exit = &self.exit;
+        if exit.done.replace(true) || self.size() == 1 {
             return Ok(());
         }
         self.to_others(RETURNED, 0)?;
-        self.wait_runtime(|_| exit.returned_count.get() == others)?;
+        self.wait_runtime(|_| self.heard_from_all(&exit.returned))?;
         self.flush_round(FLUSH)?;
-        self.wait_runtime(|_| exit.answered.get() == others && exit.flushed_count.get() == others)
+        self.wait_runtime(|_| {
+            self.heard_from_all(&exit.answered) && self.heard_from_all(&exit.flushed)
+        })
     }
 
-    /// Sends `EXIT(kind, round)` to every other rank.
+    /// True if every other rank has set its flag in `flags`, or left the job without
+    /// taking part in its end (no `RETURNED` from it). A rank that took part leaves
+    /// only after it has served this rank's `FLUSH`, so its answers are heard first.
+    fn heard_from_all(&self, flags: &[Cell<bool>]) -> bool {
+        let (me, conduit, exit) = (self.rank(), self.rq().conduit(), &self.exit);
+        (0..self.size())
+            .all(|r| r == me || flags[r].get() || (!exit.returned[r].get() && conduit.peer_left(r)))
+    }
+
+    /// Sends `EXIT(kind, round)` to every other rank still in the job.
     fn to_others(&self, kind: u64, round: u64) -> Result<(), AmError> {
         let me = self.rank();
         for dest in (0..self.size()).filter(|&r| r != me) {
             let args = [kind, round];
-            self.send_request(dest, TAG_EXIT, &args, Payload::Inline(&[]))?;
+            match self.send_request(dest, TAG_EXIT, &args, Payload::Inline(&[])) {
+                Err(e) if e.conduit() == Some(&ConduitError::PeerLeft { rank: dest }) => {}
+                sent => sent?,
+            }
         }
         Ok(())
     }
@@ -97,19 +112,25 @@ impl<S, C: Conduit> Am<S, C> {
     /// what this rank sent it before.
     fn flush_round(&self, kind: u64) -> Result<(), AmError> {
         let exit = &self.exit;
-        exit.round.set(exit.round.get() + 1);
-        exit.answered.set(0);
+        let next = exit.round.get() % (Backoff::NO_CHECK - 1) + 1; // never 0 nor NO_CHECK
+        exit.round.set(next);
+        exit.answered.iter().for_each(|a| a.set(false));
         self.to_others(kind, u64::from(exit.round.get()))
     }
 
     /// For the wait `backoff` belongs to, when it found nothing (`snooze_long`): once
     /// every other rank has returned, a `CHECK` round of this wait's own (the program
     /// may have sent requests before it); when all have answered, nothing can arrive
-    /// any more. `Ok` while the wait may still end.
+    /// any more. `Ok` while the wait may still end. Not for waits whose condition
+    /// something else than this rank's handlers makes true ([`Backoff::no_check`]).
     #[cold]
     pub(super) fn check_stuck(&self, backoff: &mut Backoff) -> Result<(), AmError> {
-        let (exit, others) = (&self.exit, self.size() - 1);
-        if others == 0 || exit.done.get() || exit.returned_count.get() < others {
+        let exit = &self.exit;
+        if backoff.check_round == Backoff::NO_CHECK
+            || exit.done.get()
+            || self.size() == 1
+            || !self.heard_from_all(&exit.returned)
+        {
             return Ok(());
         }
         if backoff.check_round == 0 || backoff.check_round != exit.round.get() {
@@ -117,7 +138,7 @@ impl<S, C: Conduit> Am<S, C> {
             backoff.check_round = exit.round.get();
             return Ok(());
         }
-        match exit.answered.get() == others {
+        match self.heard_from_all(&exit.answered) {
             true => Err(AmError::NothingCanArrive { rank: self.rank() }),
             false => Ok(()),
         }
@@ -137,19 +158,15 @@ impl<S, C: Conduit> Am<S, C> {
     ) -> Result<bool, AmError> {
         let exit = &self.exit;
         let source = msg.source();
-        let seen = |flags: &[Cell<bool>], count: &Cell<usize>| {
-            if flags.get(source).is_some_and(|f| !f.replace(true)) {
-                count.set(count.get() + 1);
-            }
-        };
+        let mark = |flags: &[Cell<bool>]| flags.get(source).map(|f| f.set(true));
         match (tag, is_request) {
             (TAG_EXIT, true) => {
                 let (kind, round) = (msg.arg(0)?, msg.arg(1)?);
                 match kind {
-                    RETURNED => seen(&exit.returned, &exit.returned_count),
+                    RETURNED => drop(mark(&exit.returned)),
                     FLUSH | CHECK => {
                         if kind == FLUSH {
-                            seen(&exit.flushed, &exit.flushed_count);
+                            mark(&exit.flushed);
                         }
                         let done = ReplyHandler(TAG_EXIT_DONE);
                         self.send_reply(source, done, &[round], Payload::Inline(&[]))?;
@@ -165,7 +182,7 @@ impl<S, C: Conduit> Am<S, C> {
             }
             (TAG_EXIT_DONE, false) => {
                 if msg.arg(0)? == u64::from(exit.round.get()) {
-                    exit.answered.set(exit.answered.get() + 1);
+                    mark(&exit.answered);
                 }
                 Ok(true)
             }

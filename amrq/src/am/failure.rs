@@ -110,10 +110,30 @@ fn clipped(s: &str, max: usize) -> &str {
 }
 
 impl<S, C: Conduit> Am<S, C> {
-    /// At the target: tells `source` that its request for handler `handler` (a call's
-    /// operation `op`, or 0) was not run, and why.
+    /// At the target: records that `source`'s request for handler `handler` (a call's
+    /// operation `op`, or 0) could not run, as `source`'s fault, and tells `source`
+    /// why — unless it has gone (a failed or departed sender is told nothing, and that
+    /// is no error of this poll).
     #[cold]
-    pub(super) fn notify_failure(
+    pub(super) fn fail_request(
+        &self,
+        source: Rank,
+        handler: u16,
+        op: u64,
+        reason: FaultKind,
+    ) -> Result<(), AmError> {
+        let told = self.notify_failure(source, handler, op, &reason);
+        self.record_fault(crate::rq::QueueId::AM_REQUEST, source, reason);
+        match told {
+            Err(e) if !e.fails_request() => Ok(()), // the sender has gone: nobody to tell
+            told => told,
+        }
+    }
+
+    /// Tells `source` that its request for handler `handler` (a call's operation `op`,
+    /// or 0) was not run, and why.
+    #[cold]
+    fn notify_failure(
         &self,
         source: Rank,
         handler: u16,
@@ -149,11 +169,7 @@ impl<S, C: Conduit> Am<S, C> {
         let text = || String::from_utf8_lossy(msg.payload()).into_owned();
         let reason = match code {
             1 => FaultKind::UnknownHandler { id: handler },
-            2 => FaultKind::WrongHandlerKind {
-                id: handler,
-                name: name.clone(),
-                arrived_as: "request",
-            },
+            2 => self.not_a_request(handler),
             3 => FaultKind::MissingArg {
                 index: a as usize,
                 nargs: b as usize,

@@ -44,6 +44,9 @@ struct OpSlot {
     refused: bool,
     /// Why the target could not run a call ([`Am::call`]'s failure notice).
     failure: Option<Box<RequestFailure>>,
+    /// Its wait ended with an error before every reply was in: freed when the last
+    /// one lands (so that a late reply is neither a fault nor another operation's).
+    abandoned: bool,
     /// Bytes the replies bring, in all.
     len: usize,
     /// Where they land: the slot's buffer, or this offset of the rank's own segment.
@@ -68,7 +71,7 @@ impl Ops {
         let s = &mut self.slots[i];
         s.generation = s.generation.wrapping_add(1);
         (s.live, s.target, s.pending, s.refused, s.value) = (true, target, pending, false, 0);
-        s.failure = None;
+        (s.failure, s.abandoned) = (None, false);
         (s.len, s.land) = (len, land);
         s.data.clear();
         if land.is_none() {
@@ -93,6 +96,18 @@ impl Ops {
                 source_rank: source,
                 what: "a reply for no operation in flight to it",
             }),
+        }
+    }
+
+    /// One reply of the operation `op` names is in: an abandoned operation whose
+    /// last reply this was is freed.
+    fn landed(&mut self, op: u64) {
+        let slot = (op & u64::from(u32::MAX)) as usize;
+        let s = &mut self.slots[slot];
+        s.pending -= 1;
+        if s.pending == 0 && s.abandoned {
+            s.live = false;
+            self.free.push(slot);
         }
     }
 
@@ -158,8 +173,11 @@ impl<S, C: Conduit> Am<S, C> {
         let target = self.ops.borrow().slots[op.slot].target;
         let waited = self.wait_on(target, |_| self.op_done(op));
         if let Err(e) = waited {
-            if e.conduit() == Some(&ConduitError::PeerLeft { rank: target }) {
-                self.ops.borrow_mut().close(op); // no reply can come any more
+            let mut ops = self.ops.borrow_mut();
+            let left = e.conduit() == Some(&ConduitError::PeerLeft { rank: target });
+            match left || ops.slots[op.slot].pending == 0 {
+                true => ops.close(op), // no reply can come any more
+                false => ops.slots[op.slot].abandoned = true,
             }
             return Err(e);
         }
@@ -185,9 +203,8 @@ impl<S, C: Conduit> Am<S, C> {
         failure: Box<RequestFailure>,
     ) -> Result<(), AmError> {
         let mut ops = self.ops.borrow_mut();
-        let slot = ops.slot(op, source)?;
-        slot.failure = Some(failure);
-        slot.pending -= 1;
+        ops.slot(op, source)?.failure = Some(failure);
+        ops.landed(op);
         Ok(())
     }
 
@@ -219,7 +236,7 @@ impl<S, C: Conduit> Am<S, C> {
             }
             Landed::Value(v) => slot.value = v,
         }
-        slot.pending -= 1;
+        ops.landed(op);
         Ok(())
     }
 }

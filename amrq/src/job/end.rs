@@ -42,13 +42,13 @@ thread_local! {
 /// Where a dropped `Job`'s layers go: parked for the runner (`Some` given back if no
 /// runner is on this thread, for the drop to end in place).
 pub(super) fn park(layers: Box<dyn Ending>) -> Option<Box<dyn Ending>> {
-    match PARKING.with(Cell::get) {
-        true => {
-            PARKED.with(|p| p.borrow_mut().push(layers));
-            None
-        }
-        false => Some(layers),
+    // A `Job` dropped while the thread's locals are torn down has no runner any more.
+    if !PARKING.try_with(Cell::get).unwrap_or(false) {
+        return Some(layers);
     }
+    let mut layers = Some(layers);
+    let _ = PARKED.try_with(|p| p.borrow_mut().extend(layers.take()));
+    layers
 }
 
 /// Ends `layers` in place, saying on stderr what prevented it.

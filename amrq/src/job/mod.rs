@@ -245,7 +245,8 @@ impl<S: 'static> Job<S> {
     /// the job is quiescent — every rank has returned (or called `finish`), every Active
     /// Message sent has been handled — and then leaves, so that no message in flight is
     /// lost and no peer waits on a rank that has gone. Returns what prevented that (a
-    /// peer failed). Messages left in Remote Queues' user queues are the program's.
+    /// peer failed: its `PeerDead`, which returning from the main leaves to that peer
+    /// to report). Messages left in Remote Queues' user queues are the program's.
     ///
     /// ```
     /// use amrq::prelude::*;

@@ -25,8 +25,8 @@
 pub struct Backoff {
     rounds: u32,
     /// The round of the `CHECK` a wait started once every other rank had returned
-    /// (`am/exit.rs`); 0 for none. Beside `rounds`, so that a new `Backoff` is still
-    /// one store.
+    /// (`am/exit.rs`); 0 for none, [`Backoff::NO_CHECK`] for a wait that must not
+    /// check. Beside `rounds`, so that a new `Backoff` is still one store.
     pub(crate) check_round: u32,
 }
 
@@ -59,6 +59,19 @@ impl Backoff {
         Self {
             rounds: 0,
             check_round: 0,
+        }
+    }
+
+    /// `check_round` of a wait whose condition something else than the rank's own
+    /// handlers may make true (a transfer the conduit completes, the job's end itself):
+    /// it never concludes that nothing can arrive.
+    pub(crate) const NO_CHECK: u32 = u32::MAX;
+
+    /// A new `Backoff` for such a wait.
+    pub(crate) const fn no_check() -> Self {
+        Self {
+            rounds: 0,
+            check_round: Self::NO_CHECK,
         }
     }
 

@@ -31,9 +31,6 @@ impl<S, C: Conduit> Am<S, C> {
     fn snooze_long(&self, backoff: &mut Backoff, sleep: bool) -> Result<(), AmError> {
         let conduit = self.rq.conduit();
         conduit.check_peers()?;
-        if sleep {
-            self.check_stuck(backoff)?;
-        }
         if sleep && conduit.all_peers_left() {
             // What they sent before leaving is visible now: one last look.
             return match self.poll_outlined()? {
@@ -42,6 +39,7 @@ impl<S, C: Conduit> Am<S, C> {
             };
         }
         if sleep {
+            self.check_stuck(backoff)?;
             conduit.wait_for_arrival(&self.am_queues, SLEEP_BACKSTOP)?;
         } else {
             backoff.snooze();
@@ -125,8 +123,11 @@ impl<S, C: Conduit> Am<S, C> {
     }
 
     /// Polls until `done(state)` holds. Spins a bounded time between empty polls, then
-    /// yields; ends with [`ConduitError::PeerDead`](crate::conduit::ConduitError::PeerDead)
-    /// if a rank of the job has failed.
+    /// sleeps; ends with [`ConduitError::PeerDead`](crate::conduit::ConduitError::PeerDead)
+    /// if a rank of the job has failed, with [`AmError::RequestFailed`] if a request of
+    /// this rank's could not run, and with [`AmError::NothingCanArrive`] once every
+    /// other rank has returned from its main and nothing is in flight to this one — so
+    /// `done` should be a condition only this rank's handlers make true.
     ///
     /// ```
     /// use amrq::prelude::*;
@@ -167,7 +168,7 @@ impl<S, C: Conduit> Am<S, C> {
     /// [`Am::wait_until`] for the runtime's own waits: a failure notice it runs is kept
     /// for the program's next poll or wait.
     pub(crate) fn wait_runtime(&self, mut done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
-        let mut backoff = Backoff::new();
+        let mut backoff = Backoff::no_check();
         while !done(&self.state) {
             if let Err(e) = self.wait_round(&mut backoff) {
                 self.keep_failure(e)?;
@@ -367,9 +368,7 @@ impl<S, C: Conduit> Am<S, C> {
             return self.contain(QueueId::AM_REQUEST, stopped.error.into());
         };
         let kind = self.request_fault(stopped.error)?;
-        self.notify_failure(source, tag, 0, &kind)?;
-        self.record_fault(QueueId::AM_REQUEST, source, kind);
-        Ok(())
+        Ok(self.fail_request(source, tag, 0, kind)?)
     }
 
     #[cold]
@@ -435,7 +434,7 @@ impl<S, C: Conduit> Am<S, C> {
             (false, None) => FaultKind::UnknownHandler { id: tag },
         };
         if is_request {
-            self.notify_failure(msg.source(), tag, 0, &kind)?;
+            return self.fail_request(msg.source(), tag, 0, kind);
         }
         self.record_fault(q, msg.source(), kind);
         Ok(())
