@@ -122,14 +122,14 @@ struct Landing {
 }
 
 /// Copies `bytes` to `at` of `buf`; false (nothing copied) if it does not fit.
-fn land(buf: &mut [u8], at: u64, bytes: &[u8]) -> bool {
+fn land(buf: &mut [u8], at: u64, bytes: amrq::conduit::Bytes<'_>) -> bool {
     let at = usize::try_from(at).unwrap_or(usize::MAX);
     match at
         .checked_add(bytes.len())
         .and_then(|end| buf.get_mut(at..end))
     {
         Some(d) => {
-            d.copy_from_slice(bytes);
+            bytes.copy_to(d);
             true
         }
         None => false,
@@ -319,7 +319,7 @@ fn all_max(am: &Am<Landing>, v: f64) -> Result<f64, AppError> {
 fn table() -> (HandlerTable<Landing>, RequestHandler) {
     let mut t = HandlerTable::<Landing>::new();
     let h = t.request("transpose_land", |s, _ctx, m| {
-        if land(&mut s.recv.borrow_mut(), m.arg(0)?, m.payload()) {
+        if land(&mut s.recv.borrow_mut(), m.arg(0)?, m.payload_in_place()) {
             s.got.set(s.got.get() + 1);
         } else {
             s.bad.set(s.bad.get() + 1);
@@ -472,10 +472,13 @@ mod tests {
     #[test]
     fn a_chunk_lands_only_where_it_fits() {
         let mut buf = vec![0u8; 8];
-        assert!(land(&mut buf, 4, &[1, 2, 3, 4]));
+        assert!(land(&mut buf, 4, (&[1, 2, 3, 4][..]).into()));
         assert_eq!(buf, [0, 0, 0, 0, 1, 2, 3, 4]);
-        assert!(!land(&mut buf, 5, &[9; 4]), "past the end");
-        assert!(!land(&mut buf, u64::MAX, &[9]), "an overflowing place");
+        assert!(!land(&mut buf, 5, (&[9; 4][..]).into()), "past the end");
+        assert!(
+            !land(&mut buf, u64::MAX, (&[9][..]).into()),
+            "an overflowing place"
+        );
         assert_eq!(buf, [0, 0, 0, 0, 1, 2, 3, 4], "nothing copied when refused");
     }
 

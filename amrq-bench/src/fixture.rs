@@ -21,6 +21,10 @@ pub struct State {
     pub source: RefCell<Vec<u8>>,
     /// Values other ranks told this one (`tell`), in arrival order.
     pub told: RefCell<Vec<f64>>,
+    /// The sum of the bytes `read` read.
+    pub sum: Cell<u64>,
+    /// Where `read` copies a payload to (its mode 2).
+    scratch: RefCell<Vec<u8>>,
     ack: ReplyHandler,
     landed: ReplyHandler,
 }
@@ -45,6 +49,25 @@ pub struct BenchAm {
     pub echo: RequestHandler,
     /// Counts, then fails: the sender's poll or wait gets the failure back.
     pub refuse: RequestHandler,
+    /// A Long request whose handler reads its payload, as `arg(1)` says ([`Read`]),
+    /// and adds its bytes to `sum`; counts and acknowledges as `land`.
+    pub read: RequestHandler,
+}
+
+/// How `read`'s handler reads a Long payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// Lent in place (`unsafe`: nothing writes the bytes meanwhile).
+    InPlace = 0,
+    /// `m.payload()`: copied out into a new vector.
+    Copied = 1,
+    /// `m.payload_in_place().copy_to(..)`: copied into a buffer kept across messages.
+    CopiedTo = 2,
+}
+
+/// The sum of `bytes`, as a handler that reads its payload computes it.
+fn sum_of(bytes: &[u8]) -> u64 {
+    bytes.iter().map(|&b| u64::from(b)).sum()
 }
 
 impl BenchAm {
@@ -70,7 +93,7 @@ impl BenchAm {
         });
         let land = table.request("land", |s: &State, ctx, m| {
             s.count.set(s.count.get() + 1);
-            s.bytes.set(s.bytes.get() + m.payload().len() as u64);
+            s.bytes.set(s.bytes.get() + m.payload_len() as u64);
             if m.arg(0)? == 1 {
                 ctx.reply(s.ack, &[s.count.get()])?;
             }
@@ -89,7 +112,11 @@ impl BenchAm {
         });
         let echo = table.request("echo", |s: &State, ctx, m| {
             s.count.set(s.count.get() + 1);
-            ctx.reply_long(s.landed, &[], m.payload(), m.arg(0)? as usize)
+            // SAFETY: the sender writes nothing to the landing bytes until this
+            // reflection reaches it, and no other rank writes them: nothing writes the
+            // payload while it is borrowed.
+            let data = unsafe { m.payload_in_place().as_slice_unchecked() };
+            ctx.reply_long(s.landed, &[], data, m.arg(0)? as usize)
         });
         let tell = table.request("tell", |s: &State, _ctx, m| {
             s.told.borrow_mut().push(f64::from_bits(m.arg(0)?));
@@ -99,6 +126,27 @@ impl BenchAm {
             s.count.set(s.count.get() + 1);
             Err("refused, as the benchmark asks".into())
         });
+        let read = table.request("read", |s: &State, ctx, m| {
+            let p = m.payload_in_place();
+            let sum = match m.arg(1)? {
+                // SAFETY: the sender writes the landing bytes again only after this
+                // message's acknowledgement or barrier, and no other rank writes them.
+                0 => sum_of(unsafe { p.as_slice_unchecked() }),
+                1 => sum_of(&m.payload()),
+                _ => {
+                    let mut buf = s.scratch.borrow_mut();
+                    buf.resize(p.len(), 0);
+                    p.copy_to(&mut buf);
+                    sum_of(&buf)
+                }
+            };
+            s.sum.set(s.sum.get().wrapping_add(sum));
+            s.count.set(s.count.get() + 1);
+            if m.arg(0)? == 1 {
+                ctx.reply(s.ack, &[s.count.get()])?;
+            }
+            Ok(())
+        });
         let state = State {
             count: Cell::new(0),
             bytes: Cell::new(0),
@@ -107,6 +155,8 @@ impl BenchAm {
             fetched: Cell::new(0),
             source: RefCell::new(Vec::new()),
             told: RefCell::new(Vec::new()),
+            sum: Cell::new(0),
+            scratch: RefCell::new(Vec::new()),
             ack,
             landed,
         };
@@ -119,6 +169,7 @@ impl BenchAm {
             tell,
             echo,
             refuse,
+            read,
         })
     }
 

@@ -8,15 +8,21 @@
 //!   landing bytes back to the sender's cache; bytes per second. Its 64 KiB and 1 MiB
 //!   points are the peers table's bandwidths (`mpi_bench.c`'s windows of `MPI_Isend`,
 //!   `ucx_perftest`'s `ucp_am_bw`).
+//! - *reading a Long payload*: Long requests of x bytes streamed as above to a handler
+//!   that sums the payload's bytes, read three ways in turn: lent in place (`unsafe`),
+//!   copied out by `m.payload()`, copied by `copy_to` into a buffer kept across
+//!   messages. Each message lands at its own offset, one of more than a ring's worth,
+//!   so that no later message is written into bytes a handler still reads.
 //! - the 2-rank barrier.
 //!
 //! The round trip and the message rate of the peers table come from *round-trip* and
 //! *one-to-one*.
 
 use crate::array::{sizes, sweep};
-use crate::fixture::{require_ranks, BenchAm};
+use crate::fixture::{require_ranks, BenchAm, Read};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
+use amrq::conduit::Conduit;
 use amrq::prelude::*;
 
 /// Where arrays land (rank 1) and where reflections land (rank 0).
@@ -70,6 +76,44 @@ fn batch(
     Ok(Some(p.clock.since(t) / 2.0))
 }
 
+/// The read modes, in the order of their series.
+const READS: [Read; 3] = [Read::InPlace, Read::Copied, Read::CopiedTo];
+
+/// Landing places for `read` batches of `x`-byte messages: one more than the messages a
+/// ring holds (a message's slot is free only once its handler returned, so the sender
+/// writes a place again only after its handler ended); `None` if they do not fit the
+/// receiver's segment.
+fn read_places(b: &BenchAm, x: usize) -> Option<usize> {
+    let caps = b.am.rq().conduit().caps();
+    let slots = caps.channels[QueueId::AM_REQUEST.index()].slots as usize;
+    let places = slots + 1;
+    (places.checked_mul(x)? <= b.am.segment().1).then_some(places)
+}
+
+/// One batch of `n` streamed `read` requests of `data` in mode `read`, landing in turn
+/// at `places` places: ns on rank 0, `None` on rank 1.
+fn read_batch(
+    b: &BenchAm,
+    p: &Params,
+    read: Read,
+    data: &[u8],
+    n: u64,
+    places: usize,
+) -> amrq::Result<Option<f64>> {
+    b.am.barrier()?;
+    if b.rank() != 0 {
+        return Ok(None);
+    }
+    let acks = b.am.state().acks.get();
+    let t = p.clock.start();
+    for i in 1..=n {
+        let at = (i as usize % places) * data.len();
+        b.am.request_long(1, b.read, &[u64::from(i == n), read as u64], data, at)?;
+    }
+    b.wait_acks(acks + 1)?;
+    Ok(Some(p.clock.since(t)))
+}
+
 /// MB/s at each point of a series of ns per message.
 fn bandwidth(points: &[Point]) -> Vec<Point> {
     points.iter().map(|p| p.map(|x, ns| x * 1e3 / ns)).collect()
@@ -88,6 +132,16 @@ pub fn stream(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     let mut expect = 0;
     let series = sweep(p, &sizes, 2, messages, |combo, x, n| {
         batch(&b, p, combo == 1, &big[..x], n, &mut expect)
+    })?;
+    // Every rank's segment has the same size: the same sizes fit on both.
+    let fitting: Vec<usize> = sizes
+        .iter()
+        .copied()
+        .filter(|&x| read_places(&b, x).is_some())
+        .collect();
+    let reads = sweep(p, &fitting, READS.len(), messages, |mode, x, n| {
+        let places = read_places(&b, x).unwrap_or(1);
+        read_batch(&b, p, READS[mode], &big[..x], n, places)
     })?;
     let iters = p.pick(2_000, 20_000);
     let mut v = Vec::new();
@@ -121,6 +175,26 @@ pub fn stream(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     o.figures.extend(at(&streamed, 65536.0, "bw_64k_mb_s"));
     o.figures.extend(at(&streamed, 1048576.0, "bw_1m_mb_s"));
     o.figures.push(Figure::of("barrier_ns", &mut v));
+    let reads: Vec<Vec<Point>> = reads.iter().map(|pts| bandwidth(pts)).collect();
+    for (pts, key) in reads.iter().zip([
+        "read_in_place_64k_mb_s",
+        "read_copied_64k_mb_s",
+        "read_copied_to_64k_mb_s",
+    ]) {
+        o.figures.extend(at(pts, 65536.0, key));
+    }
+    let ratio = |pts: &[Point], key: &str| {
+        let base = at(&reads[0], 65536.0, key)?;
+        at(pts, 65536.0, key).map(|f| Figure {
+            key: key.into(),
+            median: f.median / base.median,
+            min: f.median / base.median,
+            max: f.median / base.median,
+        })
+    };
+    o.figures.extend(ratio(&reads[1], "read_copied_64k_ratio"));
+    o.figures
+        .extend(ratio(&reads[2], "read_copied_to_64k_ratio"));
     o.series.push(Series {
         name: "one-way time (half a reflected Long round trip)".into(),
         x: "bytes".into(),
@@ -133,5 +207,17 @@ pub fn stream(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
         y: "MB/s".into(),
         points: streamed,
     });
+    for (pts, how) in reads.into_iter().zip([
+        "lent in place (unsafe)",
+        "copied out by payload()",
+        "copied by copy_to into a kept buffer",
+    ]) {
+        o.series.push(Series {
+            name: format!("streaming Long requests whose handler sums the payload, {how}"),
+            x: "bytes".into(),
+            y: "MB/s".into(),
+            points: pts,
+        });
+    }
     Ok(Some(o))
 }

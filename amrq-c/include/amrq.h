@@ -25,12 +25,12 @@ typedef struct amrq_token_t amrq_token_t;
 
 // The version of what `amrq.h`'s inline code reads and writes: the handles' first
 // members ([`AmrqFast`], [`AmrqTokenFast`]), [`AmrqLane`], the Express frame and the
-// handler ids' tags. The header passes its own to `amrq_init`, which refuses a header
+// handler ids' tags; and the message a handler is handed (`AmrqMsg`). The header passes its own to `amrq_init`, which refuses a header
 // of another version (`AMRQ_STATUS_JOB`, saying which): a program compiled against
 // one library's header and linked with another's would otherwise write frames the
 // library misreads. The layout assertions below name what it covers: change one,
 // raise it.
-#define AMRQ_ABI 2
+#define AMRQ_ABI 3
 
 // A remote atomic's operation (`amrq_atomic`).
 typedef enum amrq_atomic_op {
@@ -114,8 +114,10 @@ typedef struct amrq_table_t amrq_table_t;
 typedef struct amrq_msg_t {
   // The args.
   const uint64_t *args;
-  // The payload, valid during the handler only: Medium's in the queue, Long's in
-  // this rank's segment, where it stays.
+  // The payload, valid during the handler only: Medium's in the queue, where no
+  // peer writes it until the handler returns; Long's in this rank's segment, where it
+  // stays and where any rank may `put` meanwhile (copy it out, or read it as the
+  // program's protocol allows).
   const void *payload;
   // How many args (0–8).
   size_t nargs;
@@ -123,6 +125,8 @@ typedef struct amrq_msg_t {
   size_t len;
   // The sender's rank.
   size_t source;
+  // 1 for a Long payload (in this rank's segment), 0 for Short or Medium.
+  size_t in_segment;
 } amrq_msg_t;
 
 // A request handler: `state` is what it was registered with.

@@ -24,8 +24,10 @@ pub const MAX_HANDLERS: usize = 64;
 pub struct AmrqMsg {
     /// The args.
     pub args: *const u64,
-    /// The payload, valid during the handler only: Medium's in the queue, Long's in
-    /// this rank's segment, where it stays.
+    /// The payload, valid during the handler only: Medium's in the queue, where no
+    /// peer writes it until the handler returns; Long's in this rank's segment, where it
+    /// stays and where any rank may `put` meanwhile (copy it out, or read it as the
+    /// program's protocol allows).
     pub payload: *const c_void,
     /// How many args (0–8).
     pub nargs: usize,
@@ -33,6 +35,8 @@ pub struct AmrqMsg {
     pub len: usize,
     /// The sender's rank.
     pub source: usize,
+    /// 1 for a Long payload (in this rank's segment), 0 for Short or Medium.
+    pub in_segment: usize,
 }
 
 const _: () = {
@@ -43,6 +47,7 @@ const _: () = {
     assert!(offset_of!(AmrqMsg, nargs) == l.nargs);
     assert!(offset_of!(AmrqMsg, len) == l.len);
     assert!(offset_of!(AmrqMsg, source) == l.source);
+    assert!(offset_of!(AmrqMsg, in_segment) == l.in_segment);
     assert!(size_of::<AmrqMsg>() == l.size);
     assert!(align_of::<AmrqMsg>() == align_of::<Msg<'static>>());
 };

@@ -104,7 +104,7 @@ fn rank_main(setup: Setup, o: &Args, queues: [QueueId; 2]) -> amrq::Result<()> {
                     left -= am
                         .rq()
                         .poll_queue(q, left as usize, |f| -> Result<(), RqError> {
-                            let sum: u64 = f.payload().iter().map(|&b| u64::from(b)).sum();
+                            let sum: u64 = f.payload().to_cow().iter().map(|&b| u64::from(b)).sum();
                             if f.payload().len() != len || (len > 0 && sum != want_sum) {
                                 bad += 1;
                             }

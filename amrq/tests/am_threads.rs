@@ -201,7 +201,7 @@ fn medium_payload_is_delivered_in_place_up_to_the_maximum() {
                 .enumerate()
                 .all(|(i, &b)| b == (i as u64 ^ seed) as u8);
             assert!(ok, "payload bytes intact");
-            s.got.borrow_mut().push((m.payload().len(), seed));
+            s.got.borrow_mut().push((m.payload_len(), seed));
             Ok(())
         });
         let am = Am::new(

@@ -109,7 +109,10 @@ impl<S, C: Conduit> Am<S, C> {
             None => self.not_a_request(tag),
             Some(h) => {
                 self.call_value.set(Some(None)); // serving a call, no value yet
-                let ran = h(self, tag, source, &msg.args()[2..], msg.payload());
+                let p = msg.payload_in_place();
+                // SAFETY: the call's payload, valid while its frame is (this call);
+                // held bytes lie right after the args, and are unwritten meanwhile.
+                let ran = unsafe { h(self, tag, source, &msg.args()[2..], p.as_ptr(), p.len()) };
                 let value = self.call_value.take().flatten();
                 match ran {
                     Ok(()) => {

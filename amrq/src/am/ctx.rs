@@ -2,19 +2,31 @@
 
 use super::payload::Payload;
 use super::{Am, AmError, ReplyHandler};
-use crate::conduit::{Conduit, Rank};
+use crate::conduit::{Bytes, Conduit, Rank};
 use crate::rq::QueueId;
+use std::borrow::Cow;
 use std::marker::PhantomData;
 
 /// An arriving message, borrowed in place from the queue.
 ///
+/// What a handler may assume about the payload depends on where it lies:
+///
+/// - **Medium** (and Tag-On): in this rank's own queue, where no peer writes it until
+///   the handler returns. [`Msg::payload`] lends it in place, at no cost.
+/// - **Long**: in this rank's registered segment, at the offset the sender chose. It
+///   was complete when the handler started, but any rank may `put` into those bytes or
+///   send another Long there meanwhile, so it is never lent as a `&[u8]`:
+///   [`Msg::payload`] copies it out, and [`Msg::payload_in_place`] reads it without an
+///   allocation (into a buffer of the handler's, or in place under `unsafe` for a
+///   protocol that rules such writes out).
+///
 /// Laid out as C's `amrq_msg_t` (`#[repr(C)]`: the args' address, the payload's, their
-/// lengths, the sender; see [`Msg::C_LAYOUT`]), so that the C interface hands a
-/// handler the message the poll built, not a copy.
+/// lengths, the sender, whether the payload is in the segment; see [`Msg::C_LAYOUT`]),
+/// so that the C interface hands a handler the message the poll built, not a copy.
 ///
 /// ```
 /// # use amrq::am::Msg;
-/// fn sum(m: &Msg<'_>) -> u64 { m.args().iter().sum::<u64>() + m.payload().len() as u64 }
+/// fn sum(m: &Msg<'_>) -> u64 { m.args().iter().sum::<u64>() + m.payload_len() as u64 }
 /// ```
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -24,7 +36,8 @@ pub struct Msg<'a> {
     nargs: usize,
     len: usize,
     source: Rank,
-    borrows: PhantomData<(&'a [u64], &'a [u8])>,
+    in_segment: usize,
+    borrows: PhantomData<(&'a [u64], Bytes<'a>)>,
 }
 
 /// Where [`Msg`]'s fields lie: what C's `amrq_msg_t` mirrors (asserted where it is
@@ -32,7 +45,8 @@ pub struct Msg<'a> {
 ///
 /// ```
 /// let l = amrq::am::Msg::C_LAYOUT;
-/// assert_eq!((l.args, l.payload, l.nargs, l.len, l.source, l.size), (0, 8, 16, 24, 32, 40));
+/// assert_eq!((l.args, l.payload, l.nargs, l.len, l.source, l.in_segment), (0, 8, 16, 24, 32, 40));
+/// assert_eq!(l.size, 48);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MsgLayout {
@@ -46,6 +60,8 @@ pub struct MsgLayout {
     pub len: usize,
     /// Offset of the sender's rank (`usize`).
     pub source: usize,
+    /// Offset of the in-segment mark (`usize`: 1 for a Long payload, else 0).
+    pub in_segment: usize,
     /// Size of the whole.
     pub size: usize,
 }
@@ -58,20 +74,46 @@ impl<'a> Msg<'a> {
         nargs: std::mem::offset_of!(Msg<'static>, nargs),
         len: std::mem::offset_of!(Msg<'static>, len),
         source: std::mem::offset_of!(Msg<'static>, source),
+        in_segment: std::mem::offset_of!(Msg<'static>, in_segment),
         size: std::mem::size_of::<Msg<'static>>(),
     };
 
     /// The message `source` sent, with `args` and `payload`.
     #[inline(always)]
-    pub(crate) fn new(source: Rank, args: &'a [u64], payload: &'a [u8]) -> Self {
+    pub(crate) fn new(source: Rank, args: &'a [u64], payload: Bytes<'a>) -> Self {
         Self {
             args: args.as_ptr(),
             payload: payload.as_ptr(),
             nargs: args.len(),
             len: payload.len(),
             source,
+            in_segment: usize::from(payload.is_shared()),
             borrows: PhantomData,
         }
+    }
+
+    /// The message `source` sent, with `args` and the payload of `len` bytes at
+    /// `payload`, as a poll hands it to a handler (as words, no frame): the payload is
+    /// held if it lies in the frame right after the args (a Medium one, inline in the
+    /// ring), and treated as shared otherwise: a Long frame's payload is in the segment
+    /// and its args are followed by its (offset, length) pair in the ring, so the two
+    /// never meet. Costs nothing unless the handler reads the payload.
+    ///
+    /// # Safety
+    /// `payload` is valid for reads of `len` bytes for `'a`, and unwritten for `'a`
+    /// if it is right after `args`.
+    #[inline(always)]
+    pub(crate) unsafe fn of_words(
+        source: Rank,
+        args: &'a [u64],
+        payload: *const u8,
+        len: usize,
+    ) -> Self {
+        let held = len == 0 || std::ptr::eq(payload, args.as_ptr_range().end.cast());
+        // SAFETY: the caller's contract, and a held payload is unwritten for `'a`.
+        Self::new(source, args, unsafe {
+            Bytes::from_raw(payload, len, !held)
+        })
     }
 
     /// The sender.
@@ -156,25 +198,70 @@ impl<'a> Msg<'a> {
         }
     }
 
-    /// The payload, in place: in the queue for Medium (empty for Short), in this rank's
-    /// registered segment for Long.
+    /// The payload: borrowed in place for Medium (empty for Short), copied out of this
+    /// rank's segment for Long (see [`Msg`]; [`Msg::payload_in_place`] reads a Long
+    /// payload without allocating).
     ///
     /// ```
     /// # use amrq::prelude::*;
     /// use std::cell::Cell;
     /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
-    ///     let len = t.request("len", |s: &Cell<usize>, _ctx, m| { s.set(m.payload().len()); Ok(()) });
+    ///     let sum = t.request("sum", |s: &Cell<u64>, _ctx, m| {
+    ///         s.set(m.payload().iter().map(|&b| u64::from(b)).sum());
+    ///         Ok(())
+    ///     });
     ///     let am = setup.start(t, Cell::new(0))?;
-    ///     am.request_medium(0, len, &[], &[0u8; 100])?;
-    ///     Ok(am.wait_until(|s| s.get() == 100)?)
+    ///     am.request_medium(0, sum, &[], &[1u8; 100])?; // lent in place
+    ///     am.wait_until(|s| s.get() == 100)?;
+    ///     am.request_long(0, sum, &[], &[2u8; 4096], 0)?; // copied out of the segment
+    ///     Ok(am.wait_until(|s| s.get() == 8192)?)
     /// })
     /// .unwrap();
     /// ```
     #[inline(always)]
-    pub fn payload(&self) -> &'a [u8] {
-        // SAFETY: `new` took the address and length from a `&'a [u8]`.
-        unsafe { std::slice::from_raw_parts(self.payload, self.len) }
+    pub fn payload(&self) -> Cow<'a, [u8]> {
+        self.payload_in_place().to_cow()
+    }
+
+    /// The payload where it lies, not copied: held in the queue for Medium, shared in
+    /// this rank's segment for Long (see [`Bytes`]).
+    ///
+    /// ```
+    /// # use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let mut t = HandlerTable::new();
+    ///     // Reads the first 8 bytes of a Long payload without an allocation.
+    ///     let head = t.request("head", |s: &Cell<u64>, _ctx, m| {
+    ///         let p = m.payload_in_place();
+    ///         let mut word = [0u8; 8];
+    ///         if p.is_shared() && p.copy_to(&mut word) == 8 {
+    ///             s.set(u64::from_le_bytes(word));
+    ///         }
+    ///         Ok(())
+    ///     });
+    ///     let am = setup.start(t, Cell::new(0))?;
+    ///     am.request_long(0, head, &[], &7u64.to_le_bytes(), 64)?;
+    ///     Ok(am.wait_until(|s| s.get() == 7)?)
+    /// })
+    /// .unwrap();
+    /// ```
+    #[inline(always)]
+    pub fn payload_in_place(&self) -> Bytes<'a> {
+        // SAFETY: `new` took the address, length and kind from a `Bytes<'a>`.
+        unsafe { Bytes::from_raw(self.payload, self.len, self.in_segment != 0) }
+    }
+
+    /// The payload's length in bytes (0 for Short), read without touching it.
+    ///
+    /// ```
+    /// # use amrq::am::Msg;
+    /// fn is_short(m: &Msg<'_>) -> bool { m.payload_len() == 0 }
+    /// ```
+    #[inline(always)]
+    pub fn payload_len(&self) -> usize {
+        self.len
     }
 }
 
@@ -183,15 +270,15 @@ impl std::fmt::Debug for Msg<'_> {
         f.debug_struct("Msg")
             .field("source", &self.source)
             .field("args", &self.args())
-            .field("payload", &self.payload())
+            .field("payload", &self.payload_in_place())
             .finish()
     }
 }
 
-const _: () = assert!(std::mem::size_of::<Msg<'static>>() == 5 * std::mem::size_of::<usize>());
+const _: () = assert!(std::mem::size_of::<Msg<'static>>() == 6 * std::mem::size_of::<usize>());
 
-// SAFETY: a `Msg` is two shared borrows (`&'a [u64]`, `&'a [u8]`) in raw parts, and those
-// are `Send` and `Sync`: so was the `Msg` that held them as slices.
+// SAFETY: a `Msg` is a shared borrow (`&'a [u64]`) and a `Bytes<'a>` in raw parts, and
+// those are `Send` and `Sync`: so is the `Msg` made of them.
 unsafe impl Send for Msg<'_> {}
 // SAFETY: as above.
 unsafe impl Sync for Msg<'_> {}

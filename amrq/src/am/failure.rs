@@ -166,7 +166,7 @@ impl<S, C: Conduit> Am<S, C> {
             Some(_) => self.table.name(handler).to_string(),
             None => String::new(),
         };
-        let text = || String::from_utf8_lossy(msg.payload()).into_owned();
+        let text = || String::from_utf8_lossy(&msg.payload()).into_owned();
         let reason = match code {
             1 => FaultKind::UnknownHandler { id: handler },
             2 => self.not_a_request(handler),

@@ -141,8 +141,10 @@ const TAGS: usize = 1 << u16::BITS;
 /// memory) and its error boxed, so that the result comes back in one register. One
 /// instance per handler type, with the handler's body inlined in it; `tag` finds what
 /// the handler captures, if anything.
+/// The payload goes as its address and length, never as a `&[u8]`: a Long one lies in
+/// the segment, where peers may write ([`Msg::of_words`] tells it apart).
 pub(crate) type RawRequest<S, C> =
-    for<'a> fn(&'a Am<S, C>, u16, Rank, &'a [u64], &'a [u8]) -> Result<(), Stop>;
+    for<'a> unsafe fn(&'a Am<S, C>, u16, Rank, &'a [u64], *const u8, usize) -> Result<(), Stop>;
 /// How a poll calls a reply handler (see [`RawRequest`]).
 pub(crate) type RawReply<S, C> = RawRequest<S, C>;
 
@@ -189,13 +191,17 @@ impl Captures {
 }
 
 /// The [`RawRequest`] of handler type `F`.
+///
+/// # Safety
+/// As [`Msg::of_words`], for `payload` and `len`.
 #[inline(always)]
-fn call_request<'a, S, C: Conduit, F>(
+unsafe fn call_request<'a, S, C: Conduit, F>(
     am: &'a Am<S, C>,
     tag: u16,
     source: Rank,
     args: &'a [u64],
-    payload: &'a [u8],
+    payload: *const u8,
+    len: usize,
 ) -> Result<(), Stop>
 where
     F: for<'b> Fn(&'b S, ReqCtx<'b, S, C>, Msg<'b>) -> Result<(), AmError> + Copy + 'static,
@@ -210,26 +216,33 @@ where
     f(
         &am.state,
         ReqCtx { am, source },
-        Msg::new(source, args, payload),
+        // SAFETY: the caller's contract.
+        unsafe { Msg::of_words(source, args, payload, len) },
     )
     .map_err(|e| Stop::of_request(e, source, tag))
 }
 
 /// The [`RawReply`] of handler type `F`.
+///
+/// # Safety
+/// As [`Msg::of_words`], for `payload` and `len`.
 #[inline(always)]
-fn call_reply<'a, S, C: Conduit, F>(
+unsafe fn call_reply<'a, S, C: Conduit, F>(
     am: &'a Am<S, C>,
     tag: u16,
     source: Rank,
     args: &'a [u64],
-    payload: &'a [u8],
+    payload: *const u8,
+    len: usize,
 ) -> Result<(), Stop>
 where
     F: for<'b> Fn(&'b S, Msg<'b>) -> Result<(), AmError> + Copy + 'static,
 {
     // SAFETY: as in `call_request` (`HandlerTable::reply`).
     let f: F = unsafe { Captures::handler(&am.table, tag) };
-    f(&am.state, Msg::new(source, args, payload)).map_err(Stop::from)
+    // SAFETY: the caller's contract.
+    let msg = unsafe { Msg::of_words(source, args, payload, len) };
+    f(&am.state, msg).map_err(Stop::from)
 }
 
 /// A table of `TAGS` entries, all `None`.

@@ -21,7 +21,7 @@
 use super::ops::{Landed, OK, REFUSED};
 use super::payload::Payload;
 use super::{Am, AmError, Msg, ReplyHandler};
-use crate::conduit::{AtomicOp, Conduit};
+use crate::conduit::{AtomicOp, Bytes, Conduit};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(crate) const TAG_PUT: u16 = 1;
@@ -98,22 +98,24 @@ impl<S, C: Conduit> Am<S, C> {
         }
         let mut out = Vec::with_capacity(total);
         for (o, n) in list {
+            let at = out.len();
+            out.resize(at + n, 0);
             // SAFETY: `o + n` ≤ the segment's length (`blocks` checked).
-            out.extend_from_slice(unsafe { std::slice::from_raw_parts(base.as_ptr().add(o), n) });
+            unsafe { segment_bytes(base, o, n) }.copy_to(&mut out[at..]);
         }
         Some(out)
     }
 
-    /// `len` bytes at `offset` of this rank's segment, if inside and one reply holds them.
-    fn own_bytes(&self, offset: u64, len: u64) -> Option<&[u8]> {
+    /// A copy of the `len` bytes at `offset` of this rank's segment, if inside and one
+    /// reply holds them.
+    fn own_bytes(&self, offset: u64, len: u64) -> Option<Vec<u8>> {
         let (base, seg) = self.segment();
         let (o, n) = (usize::try_from(offset).ok()?, usize::try_from(len).ok()?);
         if o.checked_add(n)? > seg || n > self.max_medium() {
             return None;
         }
-        // SAFETY: `o + n` ≤ the segment's length (checked above); peers write these
-        // bytes only as the program's protocol allows (as with any get).
-        Some(unsafe { std::slice::from_raw_parts(base.as_ptr().add(o), n) })
+        // SAFETY: `o + n` ≤ the segment's length (checked above).
+        Some(unsafe { segment_bytes(base, o, n) }.to_vec())
     }
 
     /// The word at `offset` of this rank's segment, if it is inside and 8-aligned.
@@ -161,7 +163,7 @@ impl<S, C: Conduit> Am<S, C> {
                 reply(TAG_PUT_DONE, &[op()?, status(bumped)], &[])?;
             }
             (TAG_GET, true) => match self.own_bytes(msg.arg(1)?, msg.arg(2)?) {
-                Some(bytes) => reply(TAG_GET_DATA, &[op()?, OK, msg.arg(3)?], bytes)?,
+                Some(bytes) => reply(TAG_GET_DATA, &[op()?, OK, msg.arg(3)?], &bytes)?,
                 None => reply(TAG_GET_DATA, &[op()?, REFUSED, msg.arg(3)?], &[])?,
             },
             (TAG_ATOMIC, true) => {
@@ -183,14 +185,14 @@ impl<S, C: Conduit> Am<S, C> {
                     };
                     // ORDERING: Release: the store's bytes (in place before this frame
                     // was published) are seen by whoever reads the count with Acquire.
-                    w.fetch_add(msg.payload().len() as u64, Ordering::Release);
+                    w.fetch_add(msg.payload_len() as u64, Ordering::Release);
                 }
             }
             (TAG_PUT_PACKED, true) => {
-                let ok = self.scatter_blocks(msg.arg(1)?, msg.payload());
+                let ok = self.scatter_blocks(msg.arg(1)?, &msg.payload());
                 reply(TAG_PUT_DONE, &[op()?, status(ok)], &[])?;
             }
-            (TAG_GET_PACKED, true) => match self.gather_blocks(msg.arg(1)?, msg.payload()) {
+            (TAG_GET_PACKED, true) => match self.gather_blocks(msg.arg(1)?, &msg.payload()) {
                 Some(bytes) => reply(TAG_GET_DATA, &[op()?, OK, msg.arg(2)?], &bytes)?,
                 None => reply(TAG_GET_DATA, &[op()?, REFUSED, msg.arg(2)?], &[])?,
             },
@@ -201,7 +203,7 @@ impl<S, C: Conduit> Am<S, C> {
                     &msg,
                     Landed::Bytes {
                         at,
-                        bytes: msg.payload(),
+                        bytes: &msg.payload(),
                     },
                 )?
             }
@@ -210,4 +212,14 @@ impl<S, C: Conduit> Am<S, C> {
         }
         Ok(true)
     }
+}
+
+/// The `n` bytes at `o` of a segment at `base`, which peers may write meanwhile: only
+/// copied out, never lent.
+///
+/// # Safety
+/// `o + n` ≤ the segment's length; the segment stays mapped while the view lives.
+unsafe fn segment_bytes<'a>(base: std::ptr::NonNull<u8>, o: usize, n: usize) -> Bytes<'a> {
+    // SAFETY: the caller's range lies inside the mapped segment.
+    unsafe { Bytes::shared(base.as_ptr().add(o), n) }
 }

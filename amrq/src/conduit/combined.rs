@@ -27,8 +27,9 @@
 //!   them.
 
 use super::{
-    Armed, Arming, AtomicOp, Caps, Channel, Conduit, ConduitError, Fault, Faults, InterruptAlarm,
-    InterruptChannels, Message, OpToken, PollSet, Rank, ReceivedFrame, Started, TagOnData,
+    Armed, Arming, AtomicOp, Bytes, Caps, Channel, Conduit, ConduitError, Fault, Faults,
+    InterruptAlarm, InterruptChannels, Message, OpToken, PollSet, Rank, ReceivedFrame, Started,
+    TagOnData,
 };
 use std::cell::Cell;
 
@@ -343,7 +344,7 @@ impl<'a, A: ReceivedFrame<'a>, B: ReceivedFrame<'a>> ReceivedFrame<'a> for HalfF
     fn args(&self) -> &[u64] {
         either!(self, f => f.args())
     }
-    fn payload(&self) -> &[u8] {
+    fn payload(&self) -> Bytes<'_> {
         either!(self, f => f.payload())
     }
     fn is_tag_on(&self) -> bool {

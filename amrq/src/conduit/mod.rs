@@ -68,6 +68,8 @@ pub mod ring;
 #[cfg(not(amrq_loom))]
 mod api;
 #[cfg(not(amrq_loom))]
+mod bytes;
+#[cfg(not(amrq_loom))]
 pub mod cluster;
 #[cfg(not(amrq_loom))]
 pub mod combined;
@@ -94,6 +96,8 @@ pub mod ucx;
 
 #[cfg(not(amrq_loom))]
 pub use api::{CapFlags, Caps, Channel, ChannelCaps, Conduit, Message, PollSet, Rank, Senders};
+#[cfg(not(amrq_loom))]
+pub use bytes::Bytes;
 #[cfg(not(amrq_loom))]
 pub use error::ConduitError;
 #[cfg(not(amrq_loom))]

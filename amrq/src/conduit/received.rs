@@ -1,7 +1,7 @@
 //! What a receiver holds of a frame: [`ReceivedFrame`], a frame still in place in its
 //! queue, and [`TagOnData`], a Tag-On block kept after its frame left.
 
-use super::Rank;
+use super::{Bytes, Rank};
 
 /// A Tag-On data block kept after its frame left the queue: read in place, freed for
 /// the sender's reuse when dropped (StarT-Voyager's receiver-side buffer pool).
@@ -122,8 +122,8 @@ pub trait ReceivedFrame<'a> {
     /// assert_eq!(eps[1].peek(0).unwrap().unwrap().args(), [1, 2, 3]);
     /// ```
     fn args(&self) -> &[u64];
-    /// Its payload, borrowed in place: in the receive ring, or for a Long message in
-    /// this rank's registered segment.
+    /// Its payload, in place: held in the receive ring (or Tag-On block), or for a Long
+    /// message shared in this rank's registered segment (see [`Bytes`]).
     ///
     /// ```
     /// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
@@ -131,7 +131,7 @@ pub trait ReceivedFrame<'a> {
     /// eps[0].try_send(1, 0, &Message { tag: 0, flags: 0, args: &[], payload: &[4; 100] }).unwrap();
     /// assert_eq!(eps[1].peek(0).unwrap().unwrap().payload(), [4; 100]);
     /// ```
-    fn payload(&self) -> &[u8];
+    fn payload(&self) -> Bytes<'_>;
     /// True for a Tag-On message, whose payload is a block of the receiver's pool.
     ///
     /// ```

@@ -74,7 +74,7 @@ impl Dequeued {
             });
         }
         args[..a.len()].copy_from_slice(a);
-        buf[..p.len()].copy_from_slice(p);
+        p.copy_to(buf);
         let d = Dequeued {
             source: f.source(),
             tag: f.tag(),

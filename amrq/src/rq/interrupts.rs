@@ -21,7 +21,7 @@
 //! alternative — a locked state word — costs 11 ns per section and little per interrupt;
 //! it is what this falls back to where `membarrier` is not available.
 
-use crate::conduit::{ConduitError, InterruptAlarm, InterruptChannels, ReceivedFrame};
+use crate::conduit::{Bytes, ConduitError, InterruptAlarm, InterruptChannels, ReceivedFrame};
 use crate::rq::QueueId;
 use crate::util::{futex, membarrier};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -40,7 +40,7 @@ struct Served<R, H> {
     handler: H,
 }
 
-impl<R: InterruptChannels, H: FnMut(QueueId, usize, &[u64], &[u8])> Served<R, H> {
+impl<R: InterruptChannels, H: FnMut(QueueId, usize, &[u64], Bytes<'_>)> Served<R, H> {
     /// Runs the handler on up to `budget` frames; how many ran.
     fn run(&mut self, budget: usize) -> usize {
         let handler = &mut self.handler;
@@ -191,7 +191,7 @@ impl Interrupts {
     pub(crate) fn start<R, H>(rx: R, handler: H) -> Self
     where
         R: InterruptChannels,
-        H: FnMut(QueueId, usize, &[u64], &[u8]) + Send + 'static,
+        H: FnMut(QueueId, usize, &[u64], Bytes<'_>) + Send + 'static,
     {
         let asymmetric = membarrier::register_private();
         let (alarm, rank) = (rx.alarm(), rx.rank());

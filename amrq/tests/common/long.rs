@@ -14,11 +14,13 @@ pub struct LongState {
 }
 
 impl LongState {
-    /// True if `p` lies inside this rank's registered segment (Long: no copy).
-    fn in_segment(&self, p: &[u8]) -> bool {
+    /// True if `m`'s payload lies inside this rank's registered segment, shared (Long:
+    /// no copy, never lent as a slice).
+    fn in_segment(&self, m: &Msg<'_>) -> bool {
         let (base, len) = self.segment.get();
+        let p = m.payload_in_place();
         let at = p.as_ptr() as usize;
-        at >= base && at + p.len() <= base + len
+        p.is_shared() && p.held().is_none() && at >= base && at + p.len() <= base + len
     }
 
     fn count(&self, ok: bool) {
@@ -45,12 +47,12 @@ pub fn long_round_trips(c: MemConduit) -> Result<(), String> {
             .into_iter()
             .rev()
             .collect();
-        s.count(m.payload() == &want[..] && (want.is_empty() || s.in_segment(m.payload())));
+        s.count(*m.payload() == want[..] && (want.is_empty() || s.in_segment(&m)));
         Ok(())
     });
     let take = table.request("take", |s: &LongState, ctx, m| {
         let len = m.arg(0)? as usize;
-        if m.payload() != &pattern(len, m.arg(1)?)[..] || (len > 0 && !s.in_segment(m.payload())) {
+        if *m.payload() != pattern(len, m.arg(1)?)[..] || (len > 0 && !s.in_segment(&m)) {
             s.count(false);
         }
         let reversed: Vec<u8> = m.payload().iter().rev().copied().collect();

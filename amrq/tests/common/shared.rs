@@ -38,7 +38,11 @@ pub fn flood(c: MemConduit, per_pair: u64) -> Result<(u64, u64), RqError> {
             assert_eq!(seq, next[src], "from rank {src}: out of order or twice");
             assert_eq!(f.args()[6], seq ^ src as u64);
             assert_eq!(f.payload().len(), len_of(seq));
-            assert!(f.payload().iter().all(|&b| b == (seq as u8) ^ (src as u8)));
+            assert!(f
+                .payload()
+                .to_vec()
+                .iter()
+                .all(|&b| b == (seq as u8) ^ (src as u8)));
             next[src] += 1;
             *sum = sum.wrapping_add(seq * 31 + src as u64);
             *got += 1;

@@ -40,7 +40,7 @@ pub fn tag_on_reuse(c: MemConduit, messages: u64) -> Result<(), String> {
             let Some(f) = rq.read_queue(q).map_err(r)? else {
                 continue;
             };
-            if !f.is_tag_on() || f.args() != [i] || f.payload() != &data(i, len_of(i))[..] {
+            if !f.is_tag_on() || f.args() != [i] || f.payload() != data(i, len_of(i))[..] {
                 return Err(format!(
                     "message {i} arrived wrong (tag-on: {})",
                     f.is_tag_on()

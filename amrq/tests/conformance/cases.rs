@@ -435,8 +435,8 @@ pub fn frame_limits<C: Conduit>(c: C, _: &Job<C>) -> Outcome {
         };
         let good = match got {
             0 => f.args() == &args[..caps.max_args] && f.payload().is_empty(),
-            1 => f.args() == [1] && f.payload() == &big[1..],
-            2 => f.args() == [2] && f.is_tag_on() && f.payload() == &tag_on[1..],
+            1 => f.args() == [1] && f.payload() == big[1..],
+            2 => f.args() == [2] && f.is_tag_on() && f.payload() == tag_on[1..],
             _ => f.args() == [3] && f.is_long() && f.payload() == [7; 8],
         };
         if !good {

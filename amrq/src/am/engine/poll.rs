@@ -320,7 +320,12 @@ impl<S, C: Conduit> Am<S, C> {
     fn dispatch_request(&self, frame: &C::Frame<'_>) -> Result<(), Stop> {
         let tag = frame.tag();
         match self.table.request_fn(tag) {
-            Some(h) => h(self, tag, frame.source(), frame.args(), frame.payload()),
+            Some(h) => {
+                let p = frame.payload();
+                // SAFETY: the frame's payload, valid while the frame is (this call);
+                // held bytes lie right after the args, and are unwritten meanwhile.
+                unsafe { h(self, tag, frame.source(), frame.args(), p.as_ptr(), p.len()) }
+            }
             None => Ok(self.dispatch_other(true, tag, Self::msg_of(frame))?),
         }
     }
@@ -330,7 +335,12 @@ impl<S, C: Conduit> Am<S, C> {
     fn dispatch_reply(&self, frame: &C::Frame<'_>) -> Result<(), Stop> {
         let tag = frame.tag();
         match self.table.reply_fn(tag) {
-            Some(h) => h(self, tag, frame.source(), frame.args(), frame.payload()),
+            Some(h) => {
+                let p = frame.payload();
+                // SAFETY: the frame's payload, valid while the frame is (this call);
+                // held bytes lie right after the args, and are unwritten meanwhile.
+                unsafe { h(self, tag, frame.source(), frame.args(), p.as_ptr(), p.len()) }
+            }
             None => Ok(self.dispatch_other(false, tag, Self::msg_of(frame))?),
         }
     }

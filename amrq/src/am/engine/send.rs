@@ -118,7 +118,7 @@ impl<S, C: Conduit> Am<S, C> {
     /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
     ///     let text = t.request("text", |got: &RefCell<String>, _ctx, m| {
-    ///         got.borrow_mut().push_str(&String::from_utf8_lossy(m.payload()));
+    ///         got.borrow_mut().push_str(&String::from_utf8_lossy(&m.payload()));
     ///         Ok(())
     ///     });
     ///     let am = setup.start(t, RefCell::new(String::new()))?;
