@@ -92,11 +92,11 @@ impl Variant {
 /// How big a transpose, and how much to measure.
 #[derive(Debug, Clone, Copy)]
 pub struct Shape {
-    /// Bytes per block (one rank's data for one other rank).
+    /// PayloadView per block (one rank's data for one other rank).
     pub block: usize,
-    /// Bytes per chunk (one message).
+    /// PayloadView per chunk (one message).
     pub chunk: usize,
-    /// Bytes between ranks per timed run (transposes of P·(P−1)·block bytes, at
+    /// PayloadView between ranks per timed run (transposes of P·(P−1)·block bytes, at
     /// least one).
     pub run_bytes: usize,
     /// Timed batches (one more runs first, as a warm-up, and is checked).
@@ -122,7 +122,7 @@ struct Landing {
 }
 
 /// Copies `bytes` to `at` of `buf`; false (nothing copied) if it does not fit.
-fn land(buf: &mut [u8], at: u64, bytes: amrq::conduit::Bytes<'_>) -> bool {
+fn land(buf: &mut [u8], at: u64, bytes: amrq::conduit::PayloadView<'_>) -> bool {
     let at = usize::try_from(at).unwrap_or(usize::MAX);
     match at
         .checked_add(bytes.len())

@@ -129,8 +129,11 @@ impl BenchAm {
         let read = table.request("read", |s: &State, ctx, m| {
             let p = m.payload_in_place();
             let sum = match m.arg(1)? {
-                // SAFETY: the sender writes the landing bytes again only after this
-                // message's acknowledgement or barrier, and no other rank writes them.
+                // SAFETY: the sender lands its messages in turn at more places than a
+                // ring holds messages (`stream`'s `read_places`) and writes a message's
+                // bytes only once it has a slot for its frame: a place is written again
+                // only after this handler returned and released its slot. No other rank
+                // writes them.
                 0 => sum_of(unsafe { p.as_slice_unchecked() }),
                 1 => sum_of(&m.payload()),
                 _ => {

@@ -19,7 +19,7 @@
 //! *one-to-one*.
 
 use crate::array::{sizes, sweep};
-use crate::fixture::{require_ranks, BenchAm, Read};
+use crate::fixture::{bench_error, require_ranks, BenchAm, Read};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
 use amrq::conduit::Conduit;
@@ -80,8 +80,9 @@ fn batch(
 const READS: [Read; 3] = [Read::InPlace, Read::Copied, Read::CopiedTo];
 
 /// Landing places for `read` batches of `x`-byte messages: one more than the messages a
-/// ring holds (a message's slot is free only once its handler returned, so the sender
-/// writes a place again only after its handler ended); `None` if they do not fit the
+/// ring holds. The sender writes a message's bytes only once its frame has a slot, and
+/// a slot is free only once the handler of the frame before it there returned, so a
+/// place is written again only after its handler ended. `None` if they do not fit the
 /// receiver's segment.
 fn read_places(b: &BenchAm, x: usize) -> Option<usize> {
     let caps = b.am.rq().conduit().caps();
@@ -139,10 +140,16 @@ pub fn stream(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
         .copied()
         .filter(|&x| read_places(&b, x).is_some())
         .collect();
-    let reads = sweep(p, &fitting, READS.len(), messages, |mode, x, n| {
-        let places = read_places(&b, x).unwrap_or(1);
-        read_batch(&b, p, READS[mode], &big[..x], n, places)
-    })?;
+    let reads = sweep(
+        p,
+        &fitting,
+        READS.len(),
+        messages,
+        |mode, x, n| match read_places(&b, x) {
+            Some(places) => read_batch(&b, p, READS[mode], &big[..x], n, places),
+            None => Err(bench_error("stream: swept a size whose places do not fit").into()),
+        },
+    )?;
     let iters = p.pick(2_000, 20_000);
     let mut v = Vec::new();
     for _ in 0..=p.batches {
@@ -160,7 +167,7 @@ pub fn stream(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     }
     let [one_way, streamed]: [Vec<Point>; 2] = series
         .try_into()
-        .map_err(|_| crate::fixture::bench_error("stream: two series expected"))?;
+        .map_err(|_| bench_error("stream: two series expected"))?;
     let streamed = bandwidth(&streamed);
     let mut o = Outcome::new("stream", 2, p.clock.overhead_ns());
     let at = |pts: &[Point], x: f64, key: &str| {

@@ -6,6 +6,10 @@
 #include <stdint.h>
 #include <stddef.h>
 
+// Bytes a call reads (a payload to send, data to put, a queue item) must not be written
+// by any rank during the call: a caller that sends from its own segment (a Long
+// payload a handler forwards, say) orders the peers' puts there before or after it.
+
 // A rank of a running job (opaque; the inline sends read its first member, an
 // amrq_fast_t).
 typedef struct amrq_t amrq_t;
@@ -194,10 +198,14 @@ typedef struct amrq_frame_t {
   const uint64_t *args;
   // How many.
   size_t nargs;
-  // The payload, in place.
+  // The payload, in place: in the queue's memory, where no peer writes it; or for a
+  // Long frame (`in_segment` 1) in this rank's segment, where any rank may `put`
+  // meanwhile (copy it out, or read it as the program's protocol allows).
   const void *payload;
   // Its length in bytes.
   size_t len;
+  // 1 for a Long payload of at least one byte (in this rank's segment), else 0.
+  size_t in_segment;
 } amrq_frame_t;
 
 // What the inline `amrq_request` reads of an `amrq_t`: its first member.

@@ -16,6 +16,10 @@
 //! other ranks learn of it instead of waiting. C handlers are plain function pointers
 //! with a `void *` state, called from `amrq_poll` (and every call that waits).
 //!
+//! Bytes a call reads (a payload to send, data to put) must not be written by any rank
+//! during the call: a caller that sends from its own segment orders the peers' puts
+//! there before or after it, as with any one-sided operation.
+//!
 //! A C program:
 //!
 //! ```c

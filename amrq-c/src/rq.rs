@@ -46,10 +46,14 @@ pub struct AmrqFrame {
     pub args: *const u64,
     /// How many.
     pub nargs: usize,
-    /// The payload, in place.
+    /// The payload, in place: in the queue's memory, where no peer writes it; or for a
+    /// Long frame (`in_segment` 1) in this rank's segment, where any rank may `put`
+    /// meanwhile (copy it out, or read it as the program's protocol allows).
     pub payload: *const c_void,
     /// Its length in bytes.
     pub len: usize,
+    /// 1 for a Long payload of at least one byte (in this rank's segment), else 0.
+    pub in_segment: usize,
 }
 
 impl AmrqFrame {
@@ -61,6 +65,7 @@ impl AmrqFrame {
             nargs: f.args().len(),
             payload: f.payload().as_ptr().cast(),
             len: f.payload().len(),
+            in_segment: usize::from(f.payload().is_shared() && !f.payload().is_empty()),
         }
     }
 }

@@ -110,8 +110,9 @@ impl<S, C: Conduit> Am<S, C> {
             Some(h) => {
                 self.call_value.set(Some(None)); // serving a call, no value yet
                 let p = msg.payload_in_place();
-                // SAFETY: the call's payload, valid while its frame is (this call);
-                // held bytes lie right after the args, and are unwritten meanwhile.
+                // SAFETY: the call's payload, valid while its frame is (this call): a
+                // call carries none, and `msg` said where any would lie (a shared one
+                // never right after the args, which end where the call's end).
                 let ran = unsafe { h(self, tag, source, &msg.args()[2..], p.as_ptr(), p.len()) };
                 let value = self.call_value.take().flatten();
                 match ran {

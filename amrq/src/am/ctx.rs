@@ -2,7 +2,7 @@
 
 use super::payload::Payload;
 use super::{Am, AmError, ReplyHandler};
-use crate::conduit::{Bytes, Conduit, Rank};
+use crate::conduit::{Conduit, PayloadView, Rank};
 use crate::rq::QueueId;
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -11,8 +11,8 @@ use std::marker::PhantomData;
 ///
 /// What a handler may assume about the payload depends on where it lies:
 ///
-/// - **Medium** (and Tag-On): in this rank's own queue, where no peer writes it until
-///   the handler returns. [`Msg::payload`] lends it in place, at no cost.
+/// - **Medium**: in this rank's own queue, where no peer writes it until the handler
+///   returns. [`Msg::payload`] lends it in place, at no cost.
 /// - **Long**: in this rank's registered segment, at the offset the sender chose. It
 ///   was complete when the handler started, but any rank may `put` into those bytes or
 ///   send another Long there meanwhile, so it is never lent as a `&[u8]`:
@@ -37,7 +37,7 @@ pub struct Msg<'a> {
     len: usize,
     source: Rank,
     in_segment: usize,
-    borrows: PhantomData<(&'a [u64], Bytes<'a>)>,
+    borrows: PhantomData<(&'a [u64], PayloadView<'a>)>,
 }
 
 /// Where [`Msg`]'s fields lie: what C's `amrq_msg_t` mirrors (asserted where it is
@@ -60,7 +60,8 @@ pub struct MsgLayout {
     pub len: usize,
     /// Offset of the sender's rank (`usize`).
     pub source: usize,
-    /// Offset of the in-segment mark (`usize`: 1 for a Long payload, else 0).
+    /// Offset of the in-segment mark (`usize`: 1 for a Long payload of at least one
+    /// byte, else 0).
     pub in_segment: usize,
     /// Size of the whole.
     pub size: usize,
@@ -80,24 +81,27 @@ impl<'a> Msg<'a> {
 
     /// The message `source` sent, with `args` and `payload`.
     #[inline(always)]
-    pub(crate) fn new(source: Rank, args: &'a [u64], payload: Bytes<'a>) -> Self {
+    pub(crate) fn new(source: Rank, args: &'a [u64], payload: PayloadView<'a>) -> Self {
         Self {
             args: args.as_ptr(),
             payload: payload.as_ptr(),
             nargs: args.len(),
             len: payload.len(),
             source,
-            in_segment: usize::from(payload.is_shared()),
+            // An empty payload is nowhere: never in the segment.
+            in_segment: usize::from(payload.is_shared() && !payload.is_empty()),
             borrows: PhantomData,
         }
     }
 
     /// The message `source` sent, with `args` and the payload of `len` bytes at
-    /// `payload`, as a poll hands it to a handler (as words, no frame): the payload is
-    /// held if it lies in the frame right after the args (a Medium one, inline in the
-    /// ring), and treated as shared otherwise: a Long frame's payload is in the segment
-    /// and its args are followed by its (offset, length) pair in the ring, so the two
-    /// never meet. Costs nothing unless the handler reads the payload.
+    /// `payload`, as a poll hands it to a handler (as words, no frame). A payload that
+    /// lies in the frame right after the args (a Medium one, inline in the ring) is
+    /// held; any other is treated as shared. What makes that sound is the converse,
+    /// which every frame keeps: a shared payload never starts right after its args (a
+    /// Long frame's args are followed by its (offset, length) pair in the ring, and its
+    /// payload is in the segment, apart from the ring). Costs nothing unless the
+    /// handler reads the payload.
     ///
     /// # Safety
     /// `payload` is valid for reads of `len` bytes for `'a`, and unwritten for `'a`
@@ -112,7 +116,7 @@ impl<'a> Msg<'a> {
         let held = len == 0 || std::ptr::eq(payload, args.as_ptr_range().end.cast());
         // SAFETY: the caller's contract, and a held payload is unwritten for `'a`.
         Self::new(source, args, unsafe {
-            Bytes::from_raw(payload, len, !held)
+            PayloadView::from_raw(payload, len, !held)
         })
     }
 
@@ -200,7 +204,8 @@ impl<'a> Msg<'a> {
 
     /// The payload: borrowed in place for Medium (empty for Short), copied out of this
     /// rank's segment for Long (see [`Msg`]; [`Msg::payload_in_place`] reads a Long
-    /// payload without allocating).
+    /// payload without allocating, and [`Msg::payload_len`] gives the length without a
+    /// copy).
     ///
     /// ```
     /// # use amrq::prelude::*;
@@ -225,7 +230,7 @@ impl<'a> Msg<'a> {
     }
 
     /// The payload where it lies, not copied: held in the queue for Medium, shared in
-    /// this rank's segment for Long (see [`Bytes`]).
+    /// this rank's segment for Long (see [`PayloadView`]).
     ///
     /// ```
     /// # use amrq::prelude::*;
@@ -248,9 +253,9 @@ impl<'a> Msg<'a> {
     /// .unwrap();
     /// ```
     #[inline(always)]
-    pub fn payload_in_place(&self) -> Bytes<'a> {
-        // SAFETY: `new` took the address, length and kind from a `Bytes<'a>`.
-        unsafe { Bytes::from_raw(self.payload, self.len, self.in_segment != 0) }
+    pub fn payload_in_place(&self) -> PayloadView<'a> {
+        // SAFETY: `new` took the address, length and kind from a `PayloadView<'a>`.
+        unsafe { PayloadView::from_raw(self.payload, self.len, self.in_segment != 0) }
     }
 
     /// The payload's length in bytes (0 for Short), read without touching it.
@@ -277,7 +282,7 @@ impl std::fmt::Debug for Msg<'_> {
 
 const _: () = assert!(std::mem::size_of::<Msg<'static>>() == 6 * std::mem::size_of::<usize>());
 
-// SAFETY: a `Msg` is a shared borrow (`&'a [u64]`) and a `Bytes<'a>` in raw parts, and
+// SAFETY: a `Msg` is a shared borrow (`&'a [u64]`) and a `PayloadView<'a>` in raw parts, and
 // those are `Send` and `Sync`: so is the `Msg` made of them.
 unsafe impl Send for Msg<'_> {}
 // SAFETY: as above.

@@ -5,7 +5,7 @@ use super::barrier::Barrier;
 use super::handlers::FIRST_USER_TAG;
 use super::{AmError, HandlerTable};
 use crate::conduit::mem::MemConduit;
-use crate::conduit::{Bytes, Conduit, PollSet, Rank};
+use crate::conduit::{Conduit, PayloadView, PollSet, Rank};
 use crate::rq::{QueueId, Rq};
 use std::cell::Cell;
 
@@ -225,7 +225,7 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     pub fn start_interrupts<H>(&mut self, handler: H) -> Option<crate::rq::Interrupts>
     where
-        H: FnMut(QueueId, Rank, &[u64], Bytes<'_>) + Send + 'static,
+        H: FnMut(QueueId, Rank, &[u64], PayloadView<'_>) + Send + 'static,
     {
         self.rq.start_interrupts(handler)
     }

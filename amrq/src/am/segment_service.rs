@@ -21,7 +21,7 @@
 use super::ops::{Landed, OK, REFUSED};
 use super::payload::Payload;
 use super::{Am, AmError, Msg, ReplyHandler};
-use crate::conduit::{AtomicOp, Bytes, Conduit};
+use crate::conduit::{AtomicOp, Conduit, PayloadView};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(crate) const TAG_PUT: u16 = 1;
@@ -219,7 +219,7 @@ impl<S, C: Conduit> Am<S, C> {
 ///
 /// # Safety
 /// `o + n` ≤ the segment's length; the segment stays mapped while the view lives.
-unsafe fn segment_bytes<'a>(base: std::ptr::NonNull<u8>, o: usize, n: usize) -> Bytes<'a> {
+unsafe fn segment_bytes<'a>(base: std::ptr::NonNull<u8>, o: usize, n: usize) -> PayloadView<'a> {
     // SAFETY: the caller's range lies inside the mapped segment.
-    unsafe { Bytes::shared(base.as_ptr().add(o), n) }
+    unsafe { PayloadView::shared(base.as_ptr().add(o), n) }
 }

@@ -27,8 +27,8 @@
 //!   them.
 
 use super::{
-    Armed, Arming, AtomicOp, Bytes, Caps, Channel, Conduit, ConduitError, Fault, Faults,
-    InterruptAlarm, InterruptChannels, Message, OpToken, PollSet, Rank, ReceivedFrame, Started,
+    Armed, Arming, AtomicOp, Caps, Channel, Conduit, ConduitError, Fault, Faults, InterruptAlarm,
+    InterruptChannels, Message, OpToken, PayloadView, PollSet, Rank, ReceivedFrame, Started,
     TagOnData,
 };
 use std::cell::Cell;
@@ -344,7 +344,7 @@ impl<'a, A: ReceivedFrame<'a>, B: ReceivedFrame<'a>> ReceivedFrame<'a> for HalfF
     fn args(&self) -> &[u64] {
         either!(self, f => f.args())
     }
-    fn payload(&self) -> Bytes<'_> {
+    fn payload(&self) -> PayloadView<'_> {
         either!(self, f => f.payload())
     }
     fn is_tag_on(&self) -> bool {

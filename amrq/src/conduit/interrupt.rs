@@ -4,7 +4,7 @@
 //! without Interrupt channels ([`NoInterrupts`], [`NoFrame`]).
 
 use super::api::drain_taken;
-use super::{Bytes, Channel, ConduitError, Rank, ReceivedFrame, TagOnData};
+use super::{Channel, ConduitError, PayloadView, Rank, ReceivedFrame, TagOnData};
 
 /// The receive side of a rank's Interrupt channels, moved out of its endpoint
 /// ([`Conduit::take_interrupts`](super::Conduit::take_interrupts)) into a progress thread (RQ's selective interrupts).
@@ -268,7 +268,7 @@ impl<'a> ReceivedFrame<'a> for NoFrame {
     fn args(&self) -> &[u64] {
         match *self {}
     }
-    fn payload(&self) -> Bytes<'_> {
+    fn payload(&self) -> PayloadView<'_> {
         match *self {}
     }
     fn is_tag_on(&self) -> bool {

@@ -68,8 +68,6 @@ pub mod ring;
 #[cfg(not(amrq_loom))]
 mod api;
 #[cfg(not(amrq_loom))]
-mod bytes;
-#[cfg(not(amrq_loom))]
 pub mod cluster;
 #[cfg(not(amrq_loom))]
 pub mod combined;
@@ -84,6 +82,8 @@ pub mod mem;
 #[cfg(not(amrq_loom))]
 mod one_sided;
 #[cfg(not(amrq_loom))]
+mod payload_view;
+#[cfg(not(amrq_loom))]
 mod received;
 #[cfg(not(amrq_loom))]
 pub mod shm;
@@ -97,8 +97,6 @@ pub mod ucx;
 #[cfg(not(amrq_loom))]
 pub use api::{CapFlags, Caps, Channel, ChannelCaps, Conduit, Message, PollSet, Rank, Senders};
 #[cfg(not(amrq_loom))]
-pub use bytes::Bytes;
-#[cfg(not(amrq_loom))]
 pub use error::ConduitError;
 #[cfg(not(amrq_loom))]
 pub(crate) use faults::FaultLog;
@@ -108,6 +106,8 @@ pub use faults::{Fault, FaultKind, Faults, RECENT_FAULTS};
 pub use interrupt::{Armed, Arming, InterruptAlarm, InterruptChannels, NoFrame, NoInterrupts};
 #[cfg(not(amrq_loom))]
 pub use one_sided::{AtomicOp, OpToken, Started};
+#[cfg(not(amrq_loom))]
+pub use payload_view::PayloadView;
 #[cfg(not(amrq_loom))]
 pub use received::{ReceivedFrame, TagOnData};
 #[cfg(not(amrq_loom))]

@@ -1,7 +1,7 @@
 //! What a receiver holds of a frame: [`ReceivedFrame`], a frame still in place in its
 //! queue, and [`TagOnData`], a Tag-On block kept after its frame left.
 
-use super::{Bytes, Rank};
+use super::{PayloadView, Rank};
 
 /// A Tag-On data block kept after its frame left the queue: read in place, freed for
 /// the sender's reuse when dropped (StarT-Voyager's receiver-side buffer pool).
@@ -124,7 +124,9 @@ pub trait ReceivedFrame<'a> {
     /// ```
     fn args(&self) -> &[u64];
     /// Its payload, in place: held in the receive ring (or Tag-On block), or for a Long
-    /// message shared in this rank's registered segment (see [`Bytes`]).
+    /// message shared in this rank's registered segment (see [`PayloadView`]). A shared
+    /// payload never starts right after the args: the Active Message layer tells the
+    /// two kinds apart by that.
     ///
     /// ```
     /// use amrq::conduit::{threads, Conduit, Message, ReceivedFrame};
@@ -132,7 +134,7 @@ pub trait ReceivedFrame<'a> {
     /// eps[0].try_send(1, 0, &Message { tag: 0, flags: 0, args: &[], payload: &[4; 100] }).unwrap();
     /// assert_eq!(eps[1].peek(0).unwrap().unwrap().payload(), [4; 100]);
     /// ```
-    fn payload(&self) -> Bytes<'_>;
+    fn payload(&self) -> PayloadView<'_>;
     /// True for a Tag-On message, whose payload is a block of the receiver's pool.
     ///
     /// ```

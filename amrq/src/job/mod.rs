@@ -311,7 +311,9 @@ impl<S: 'static> Job<S> {
     /// ```
     pub fn start_interrupts<H>(&mut self, handler: H) -> Option<crate::rq::Interrupts>
     where
-        H: FnMut(crate::rq::QueueId, Rank, &[u64], crate::conduit::Bytes<'_>) + Send + 'static,
+        H: FnMut(crate::rq::QueueId, Rank, &[u64], crate::conduit::PayloadView<'_>)
+            + Send
+            + 'static,
     {
         self.sc
             .coll_mut()

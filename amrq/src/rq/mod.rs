@@ -44,7 +44,7 @@ pub use queue_id::QueueId;
 pub use spec::{channel_specs, QueueSpec};
 
 use crate::conduit::mem::MemConduit;
-use crate::conduit::{Bytes, Conduit, ConduitError, Message, PollSet, Rank, ReceivedFrame};
+use crate::conduit::{Conduit, ConduitError, Message, PayloadView, PollSet, Rank, ReceivedFrame};
 
 /// RQ's answer to a conduit send: committed (`true`), full (`false`, nothing sent), or
 /// an error.
@@ -161,7 +161,7 @@ impl<C: Conduit> Rq<C> {
     /// ```
     pub fn start_interrupts<H>(&mut self, handler: H) -> Option<Interrupts>
     where
-        H: FnMut(QueueId, Rank, &[u64], Bytes<'_>) + Send + 'static,
+        H: FnMut(QueueId, Rank, &[u64], PayloadView<'_>) + Send + 'static,
     {
         let rx = self.conduit.take_interrupts()?;
         Some(Interrupts::start(rx, handler))

@@ -263,10 +263,9 @@ impl<S, C: Conduit> Am<S, C> {
         Ok(())
     }
 
-    /// Runs one reply if one is there (the conduit's look and drain in one pass:
-    /// callgrind, 16 instructions fewer per AM round trip than a quiet look and a
-    /// drain of one; `pingpong` at ~125 ns 0.778 of raw against 0.825); returns how
-    /// many ran.
+    /// Runs one reply if one is there (the conduit's look and drain in one pass: 16
+    /// instructions fewer per AM round trip than a quiet look and a drain of one);
+    /// returns how many ran.
     #[inline(always)]
     fn take_reply(&self) -> Result<usize, Stop> {
         let q = QueueId::AM_REPLY.index();
@@ -280,9 +279,7 @@ impl<S, C: Conduit> Am<S, C> {
     /// The reply queue, empty in most polls, is first asked whether it is quiet (a few
     /// loads); the request queue is drained at once: its drain finds an empty ring in
     /// a look, and a poll that has a request to run saves the quiet scan before it
-    /// (callgrind: 28 instructions fewer per AM round trip, 22 per one-way AM; the
-    /// `pingpong` example's ratio to raw fell from a median of 1.074 to 1.043 at the
-    /// ~145 ns placement, 6 pairs of runs alternating, 5 in its favour).
+    /// (28 instructions fewer per AM round trip, 22 per one-way AM).
     #[inline(always)]
     pub(super) fn drain(&self, q: QueueId, budget: usize) -> Result<usize, Stop> {
         let conduit = self.rq.conduit();
@@ -321,10 +318,19 @@ impl<S, C: Conduit> Am<S, C> {
         let tag = frame.tag();
         match self.table.request_fn(tag) {
             Some(h) => {
-                let p = frame.payload();
-                // SAFETY: the frame's payload, valid while the frame is (this call);
-                // held bytes lie right after the args, and are unwritten meanwhile.
-                unsafe { h(self, tag, frame.source(), frame.args(), p.as_ptr(), p.len()) }
+                let (args, p) = (frame.args(), frame.payload());
+                // The handler tells held from shared by where the payload lies
+                // (`Msg::of_words`): a shared one never starts right after the args.
+                debug_assert!(
+                    !p.is_shared()
+                        || p.is_empty()
+                        || !std::ptr::eq(p.as_ptr(), args.as_ptr_range().end.cast()),
+                    "a shared payload right after its args"
+                );
+                // SAFETY: the frame's payload, valid while the frame is (this call); a
+                // held one is unwritten meanwhile, and a shared one is not right after
+                // the args (asserted above), so the handler never lends it.
+                unsafe { h(self, tag, frame.source(), args, p.as_ptr(), p.len()) }
             }
             None => Ok(self.dispatch_other(true, tag, Self::msg_of(frame))?),
         }
@@ -336,10 +342,19 @@ impl<S, C: Conduit> Am<S, C> {
         let tag = frame.tag();
         match self.table.reply_fn(tag) {
             Some(h) => {
-                let p = frame.payload();
-                // SAFETY: the frame's payload, valid while the frame is (this call);
-                // held bytes lie right after the args, and are unwritten meanwhile.
-                unsafe { h(self, tag, frame.source(), frame.args(), p.as_ptr(), p.len()) }
+                let (args, p) = (frame.args(), frame.payload());
+                // The handler tells held from shared by where the payload lies
+                // (`Msg::of_words`): a shared one never starts right after the args.
+                debug_assert!(
+                    !p.is_shared()
+                        || p.is_empty()
+                        || !std::ptr::eq(p.as_ptr(), args.as_ptr_range().end.cast()),
+                    "a shared payload right after its args"
+                );
+                // SAFETY: the frame's payload, valid while the frame is (this call); a
+                // held one is unwritten meanwhile, and a shared one is not right after
+                // the args (asserted above), so the handler never lends it.
+                unsafe { h(self, tag, frame.source(), args, p.as_ptr(), p.len()) }
             }
             None => Ok(self.dispatch_other(false, tag, Self::msg_of(frame))?),
         }

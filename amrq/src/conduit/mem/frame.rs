@@ -4,7 +4,9 @@
 use super::channels::{RxChannel, RxRing};
 use super::TagOnPool;
 use crate::conduit::ring::{ExpressGate, Peeked, ARGS_OFFSET, FLAG_LONG, FLAG_TAG_ON, USER_FLAGS};
-use crate::conduit::{Bytes, Channel, Fault, FaultKind, FaultLog, Rank, ReceivedFrame, TagOnData};
+use crate::conduit::{
+    Channel, Fault, FaultKind, FaultLog, PayloadView, Rank, ReceivedFrame, TagOnData,
+};
 
 /// The (index, length) inline payload of a Long or Tag-On frame, if it is 16 bytes.
 pub(super) fn inline_pair(inline: *const u8, p: &Peeked) -> Option<(usize, usize)> {
@@ -209,12 +211,12 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
         unsafe { std::slice::from_raw_parts(self.args.0, self.args.1) }
     }
     #[inline(always)]
-    fn payload(&self) -> Bytes<'_> {
+    fn payload(&self) -> PayloadView<'_> {
         // SAFETY: `payload_of` checked the range: inside the frame or its Tag-On block
         // (which stay ours, unwritten, until `release` consumes `self`), or for a Long
         // frame inside this rank's segment, mapped as long as the conduit, where peers
         // may write meanwhile: shared.
-        unsafe { Bytes::from_raw(self.payload.0, self.payload.1, self.is_long()) }
+        unsafe { PayloadView::from_raw(self.payload.0, self.payload.1, self.is_long()) }
     }
     #[inline(always)]
     fn release(self) {

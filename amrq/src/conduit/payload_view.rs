@@ -1,4 +1,4 @@
-//! [`Bytes`], a received payload that may lie where a peer can write it.
+//! [`PayloadView`], a received payload that may lie where a peer can write it.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -10,17 +10,20 @@ use std::marker::PhantomData;
 ///
 /// - **Held** (Short, Medium, Tag-On): in the receiver's own queue slots or Tag-On
 ///   block, which no peer rewrites until the frame is released (the handler has
-///   returned). [`Bytes::held`] lends them as a `&[u8]`, free of cost.
+///   returned). [`PayloadView::held`] lends them as a `&[u8]`, free of cost.
 /// - **Shared** (Long): in the receiver's registered segment, where any rank may `put`
-///   or send another Long at the same moment. They are only copied out
-///   ([`Bytes::to_cow`], [`Bytes::to_vec`], [`Bytes::copy_to`]): bytes a peer writes
-///   during the copy arrive as any mix of old and new, as with any get, but the copy is
-///   yours and stays as read. A program whose protocol rules out such writes may borrow
-///   them in place with the `unsafe` [`Bytes::as_slice_unchecked`].
+///   or send another Long at the same moment. They are never lent: they are copied out
+///   ([`PayloadView::to_cow`], [`PayloadView::to_vec`], [`PayloadView::copy_to`]) through
+///   raw pointers, so the compiler assumes nothing about them, and the copy is yours and
+///   stays as read. A write to those bytes during the copy is still a conflict, as with
+///   any get: the program's protocol orders writes before the message was sent or after
+///   the copy (otherwise what the copy holds is undefined). A program whose protocol
+///   rules out such writes for longer may borrow them in place with the `unsafe`
+///   [`PayloadView::as_slice_unchecked`].
 ///
 /// ```
-/// use amrq::conduit::Bytes;
-/// let b = Bytes::from(&b"in the queue"[..]);
+/// use amrq::conduit::PayloadView;
+/// let b = PayloadView::from(&b"in the queue"[..]);
 /// assert_eq!(b.held(), Some(&b"in the queue"[..])); // borrowed: no copy
 /// assert_eq!(b.len(), 12);
 /// let mut first = [0u8; 2];
@@ -29,14 +32,14 @@ use std::marker::PhantomData;
 /// assert_eq!(b, b"in the queue");
 /// ```
 #[derive(Clone, Copy)]
-pub struct Bytes<'a> {
+pub struct PayloadView<'a> {
     ptr: *const u8,
     len: usize,
     shared: bool,
     borrows: PhantomData<&'a [u8]>,
 }
 
-impl<'a> Bytes<'a> {
+impl<'a> PayloadView<'a> {
     /// Bytes a peer may write while they are read: a Long payload in the segment.
     ///
     /// # Safety
@@ -52,10 +55,10 @@ impl<'a> Bytes<'a> {
         }
     }
 
-    /// Bytes at `ptr`, shared ([`Bytes::shared`]) or held.
+    /// Bytes at `ptr`, shared ([`PayloadView::shared`]) or held.
     ///
     /// # Safety
-    /// As [`Bytes::shared`]; and if not `shared`, no one writes them for `'a`.
+    /// As [`PayloadView::shared`]; and if not `shared`, no one writes them for `'a`.
     #[inline(always)]
     pub(crate) unsafe fn from_raw(ptr: *const u8, len: usize, shared: bool) -> Self {
         Self {
@@ -69,7 +72,7 @@ impl<'a> Bytes<'a> {
     /// The number of bytes.
     ///
     /// ```
-    /// assert_eq!(amrq::conduit::Bytes::from(&[1u8, 2][..]).len(), 2);
+    /// assert_eq!(amrq::conduit::PayloadView::from(&[1u8, 2][..]).len(), 2);
     /// ```
     #[inline(always)]
     pub fn len(&self) -> usize {
@@ -79,7 +82,7 @@ impl<'a> Bytes<'a> {
     /// True for no bytes (a Short message's payload).
     ///
     /// ```
-    /// assert!(amrq::conduit::Bytes::from(&[][..]).is_empty());
+    /// assert!(amrq::conduit::PayloadView::from(&[][..]).is_empty());
     /// ```
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
@@ -87,10 +90,10 @@ impl<'a> Bytes<'a> {
     }
 
     /// True if a peer may write the bytes while they are read (a Long payload, in the
-    /// registered segment): [`Bytes::held`] is then `None`.
+    /// registered segment): [`PayloadView::held`] is then `None`.
     ///
     /// ```
-    /// assert!(!amrq::conduit::Bytes::from(&b"medium"[..]).is_shared());
+    /// assert!(!amrq::conduit::PayloadView::from(&b"medium"[..]).is_shared());
     /// ```
     #[inline(always)]
     pub fn is_shared(&self) -> bool {
@@ -101,7 +104,7 @@ impl<'a> Bytes<'a> {
     /// (Short, Medium, Tag-On); `None` for a Long payload.
     ///
     /// ```
-    /// let b = amrq::conduit::Bytes::from(&b"abc"[..]);
+    /// let b = amrq::conduit::PayloadView::from(&b"abc"[..]);
     /// assert_eq!(b.held().map(|s| s.len()), Some(3));
     /// ```
     #[inline(always)]
@@ -111,11 +114,11 @@ impl<'a> Bytes<'a> {
         (!self.shared).then(|| unsafe { std::slice::from_raw_parts(self.ptr, self.len) })
     }
 
-    /// The bytes: borrowed if held, else copied out (see [`Bytes`]).
+    /// The bytes: borrowed if held, else copied out (see [`PayloadView`]).
     ///
     /// ```
     /// use std::borrow::Cow;
-    /// let b = amrq::conduit::Bytes::from(&b"abc"[..]);
+    /// let b = amrq::conduit::PayloadView::from(&b"abc"[..]);
     /// assert!(matches!(b.to_cow(), Cow::Borrowed(b"abc")));
     /// ```
     #[inline]
@@ -129,12 +132,12 @@ impl<'a> Bytes<'a> {
     /// A copy of the bytes.
     ///
     /// ```
-    /// assert_eq!(amrq::conduit::Bytes::from(&[5u8; 3][..]).to_vec(), vec![5, 5, 5]);
+    /// assert_eq!(amrq::conduit::PayloadView::from(&[5u8; 3][..]).to_vec(), vec![5, 5, 5]);
     /// ```
     pub fn to_vec(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(self.len);
-        // SAFETY: `v` has room for `len` bytes; `copy_raw` writes them all before
-        // `set_len` makes them visible.
+        // SAFETY: `v` has room for `len` bytes, a fresh allocation apart from the view;
+        // `copy_raw` writes them all before `set_len` makes them visible.
         unsafe {
             self.copy_raw(v.as_mut_ptr(), self.len);
             v.set_len(self.len);
@@ -142,18 +145,20 @@ impl<'a> Bytes<'a> {
         v
     }
 
-    /// Copies the first `min(self.len(), dst.len())` bytes into `dst`; returns how many.
-    /// No allocation: the way to read a large Long payload into a buffer of one's own.
+    /// Copies the first `min(self.len(), dst.len())` bytes into `dst`; returns how many
+    /// (take a part first with [`PayloadView::get`]). No allocation: the way to read a
+    /// large Long payload into a buffer of one's own.
     ///
     /// ```
     /// let mut buf = [0u8; 8];
-    /// assert_eq!(amrq::conduit::Bytes::from(&b"abc"[..]).copy_to(&mut buf), 3);
+    /// assert_eq!(amrq::conduit::PayloadView::from(&b"abc"[..]).copy_to(&mut buf), 3);
     /// assert_eq!(&buf[..3], b"abc");
     /// ```
     #[inline]
     pub fn copy_to(&self, dst: &mut [u8]) -> usize {
         let n = self.len.min(dst.len());
-        // SAFETY: `dst` is valid for `n ≤ dst.len()` bytes.
+        // SAFETY: `dst` is valid for `n ≤ dst.len()` bytes, and apart from the view: a
+        // `&mut` is exclusive, and the view's bytes are never lent mutably.
         unsafe { self.copy_raw(dst.as_mut_ptr(), n) };
         n
     }
@@ -161,14 +166,13 @@ impl<'a> Bytes<'a> {
     /// Copies the first `n ≤ len` bytes to `dst`.
     ///
     /// # Safety
-    /// `dst` is valid for writes of `n ≤ self.len` bytes.
+    /// `dst` is valid for writes of `n ≤ self.len` bytes and does not overlap the view.
     #[inline(always)]
     unsafe fn copy_raw(&self, dst: *mut u8, n: usize) {
         debug_assert!(n <= self.len);
         // SAFETY: `ptr` is valid for reads of `len ≥ n` bytes (`from_raw`'s contract),
-        // `dst` for writes of `n` (ours); a caller's buffer is never the segment or a
-        // queue slot, so they do not overlap. Raw pointers only: no reference is formed
-        // over bytes a peer may be writing.
+        // `dst` for writes of `n` and apart from them (the caller's). Raw pointers only:
+        // no reference is formed over bytes a peer may be writing.
         unsafe { std::ptr::copy_nonoverlapping(self.ptr, dst, n) };
     }
 
@@ -182,7 +186,7 @@ impl<'a> Bytes<'a> {
     /// behaviour, however harmless the program meant it to be.
     ///
     /// ```
-    /// let b = amrq::conduit::Bytes::from(&b"abc"[..]);
+    /// let b = amrq::conduit::PayloadView::from(&b"abc"[..]);
     /// // SAFETY: held bytes: no peer writes them while the message is held.
     /// assert_eq!(unsafe { b.as_slice_unchecked() }, b"abc");
     /// ```
@@ -192,11 +196,39 @@ impl<'a> Bytes<'a> {
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
+    /// The part `range` of the payload, as a view of the same kind; `None` if it does not
+    /// lie inside.
+    ///
+    /// ```
+    /// let b = amrq::conduit::PayloadView::from(&b"header:body"[..]);
+    /// let body = b.get(7..).expect("inside");
+    /// assert_eq!(body, b"body");
+    /// assert!(b.get(5..20).is_none());
+    /// ```
+    pub fn get(&self, range: impl std::ops::RangeBounds<usize>) -> Option<Self> {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let start = match range.start_bound() {
+            Included(&s) => s,
+            Excluded(&s) => s.checked_add(1)?,
+            Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Included(&e) => e.checked_add(1)?,
+            Excluded(&e) => e,
+            Unbounded => self.len,
+        };
+        if start > end || end > self.len {
+            return None;
+        }
+        // SAFETY: `start ≤ end ≤ len`: inside the view, of the same kind.
+        Some(unsafe { Self::from_raw(self.ptr.add(start), end - start, self.shared) })
+    }
+
     /// The first byte's address (for C, or to compute an offset in the segment).
     ///
     /// ```
     /// let s = &b"abc"[..];
-    /// assert_eq!(amrq::conduit::Bytes::from(s).as_ptr(), s.as_ptr());
+    /// assert_eq!(amrq::conduit::PayloadView::from(s).as_ptr(), s.as_ptr());
     /// ```
     #[inline(always)]
     pub fn as_ptr(&self) -> *const u8 {
@@ -204,7 +236,7 @@ impl<'a> Bytes<'a> {
     }
 }
 
-impl<'a> From<&'a [u8]> for Bytes<'a> {
+impl<'a> From<&'a [u8]> for PayloadView<'a> {
     /// Held bytes (a test's stand-in for a Medium payload).
     #[inline(always)]
     fn from(s: &'a [u8]) -> Self {
@@ -213,37 +245,49 @@ impl<'a> From<&'a [u8]> for Bytes<'a> {
     }
 }
 
-impl PartialEq<[u8]> for Bytes<'_> {
+impl PartialEq<[u8]> for PayloadView<'_> {
     fn eq(&self, other: &[u8]) -> bool {
         self.len == other.len() && *self.to_cow() == *other
     }
 }
 
-impl PartialEq<&[u8]> for Bytes<'_> {
+impl PartialEq<&[u8]> for PayloadView<'_> {
     fn eq(&self, other: &&[u8]) -> bool {
         *self == **other
     }
 }
 
-impl PartialEq<Vec<u8>> for Bytes<'_> {
+impl PartialEq<Vec<u8>> for PayloadView<'_> {
     fn eq(&self, other: &Vec<u8>) -> bool {
         *self == other[..]
     }
 }
 
-impl<const N: usize> PartialEq<[u8; N]> for Bytes<'_> {
+impl<const N: usize> PartialEq<[u8; N]> for PayloadView<'_> {
     fn eq(&self, other: &[u8; N]) -> bool {
         *self == other[..]
     }
 }
 
-impl<const N: usize> PartialEq<&[u8; N]> for Bytes<'_> {
+impl<const N: usize> PartialEq<&[u8; N]> for PayloadView<'_> {
     fn eq(&self, other: &&[u8; N]) -> bool {
         *self == other[..]
     }
 }
 
-impl std::fmt::Debug for Bytes<'_> {
+impl PartialEq<PayloadView<'_>> for [u8] {
+    fn eq(&self, other: &PayloadView<'_>) -> bool {
+        other == self
+    }
+}
+
+impl PartialEq<PayloadView<'_>> for &[u8] {
+    fn eq(&self, other: &PayloadView<'_>) -> bool {
+        other == *self
+    }
+}
+
+impl std::fmt::Debug for PayloadView<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.held() {
             Some(s) => s.fmt(f),
@@ -252,23 +296,23 @@ impl std::fmt::Debug for Bytes<'_> {
     }
 }
 
-// SAFETY: a `Bytes` lends its bytes only as a `&'a [u8]` when held (which is `Send` and
+// SAFETY: a `PayloadView` lends its bytes only as a `&'a [u8]` when held (which is `Send` and
 // `Sync`) and otherwise only copies them out through raw pointers, which any thread
 // may do while the memory is mapped (for `'a`).
-unsafe impl Send for Bytes<'_> {}
+unsafe impl Send for PayloadView<'_> {}
 // SAFETY: as above.
-unsafe impl Sync for Bytes<'_> {}
+unsafe impl Sync for PayloadView<'_> {}
 
 #[cfg(test)]
 mod tests {
-    use super::Bytes;
+    use super::PayloadView;
     use std::borrow::Cow;
 
     #[test]
     fn shared_bytes_are_only_copied_out() {
         let data = vec![9u8; 100];
         // SAFETY: `data` outlives `b` and nothing writes it.
-        let b = unsafe { Bytes::shared(data.as_ptr(), data.len()) };
+        let b = unsafe { PayloadView::shared(data.as_ptr(), data.len()) };
         assert!(b.is_shared() && b.held().is_none());
         assert!(matches!(b.to_cow(), Cow::Owned(v) if v == data));
         let mut short = [0u8; 10];
@@ -277,7 +321,11 @@ mod tests {
         let mut long = [0u8; 200];
         assert_eq!(b.copy_to(&mut long), 100);
         assert_eq!(b, &data[..]);
+        assert_eq!(&data[..], b);
         assert_ne!(b, &data[..99]);
+        let part = b.get(10..20).expect("inside");
+        assert!(part.is_shared() && part.len() == 10 && part.to_vec() == [9; 10]);
+        assert!(b.get(..=100).is_none() && b.get(101..).is_none());
         assert_eq!(format!("{b:?}"), "<100 bytes in the segment>");
     }
 }
