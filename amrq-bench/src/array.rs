@@ -8,7 +8,7 @@
 //! - *swap*: rank 0 asks rank 1 for its array (sent back by a Long reply), sends its
 //!   own, and waits for both and the acknowledgement;
 //! - *put*: a blocking one-sided put of the same array, beside a single-core `memcpy`
-//!   of it measured in the same run (DESIGN.md "Conventions");
+//!   of it measured in the same run;
 //! - *two-to-one* (3 ranks, `array-two-to-one`): ranks 1 and 2 send halves of an array
 //!   into one buffer of rank 0 (*one segment*) or into two buffers (*two segments*);
 //!   rank 0's time per array, from its go-ahead to the last half handled. On shared

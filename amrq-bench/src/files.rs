@@ -1,6 +1,6 @@
 //! The files of a report (`amrq-bench all --out DIR`): `results.json` (everything),
 //! `results.csv` (every figure and data point, one per row), `summary.md` (tables
-//! shaped like the paper's) and `plots/*.svg|png`.
+//! shaped like the paper's) and `plots/*.svg`.
 
 use crate::peers::table::row;
 use crate::peers::{Status, METRICS};
@@ -297,12 +297,7 @@ frames served by the owner. get and put are issued back to back and completed by
 
     s += "\n## Plots\n\n";
     for c in charts(r) {
-        let _ = writeln!(
-            s,
-            "- {}: [SVG](plots/{f}.svg), [PNG](plots/{f}.png)",
-            c.title,
-            f = c.file
-        );
+        let _ = writeln!(s, "- {}: [SVG](plots/{f}.svg)", c.title, f = c.file);
     }
 
     s += "\n## Every figure\n\n";
@@ -557,7 +552,16 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
             "MB/s",
             true,
             false,
-            curves("stream", &|n| n.starts_with("streaming"), &id),
+            curves("stream", &|n| n == "streaming Long requests", &id),
+        ),
+        chart(
+            "long_payload_reads",
+            "A handler that sums its Long payload: read in place or copied out",
+            "bytes",
+            "MB/s",
+            true,
+            false,
+            curves("stream", &|n| n.contains("sums the payload"), &id),
         ),
         chart(
             "poll_intersection",

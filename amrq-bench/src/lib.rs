@@ -1,6 +1,6 @@
 //! amrq's benchmark suite: Liu & Culler's microbenchmarks as the paper defines them,
-//! the LogP signature of Begel et al. §6.1, the references of DESIGN.md "Conventions"
-//! measured in the same run, and the peers (Open MPI, UCX, GASNet-EX) side by side.
+//! the LogP signature of Begel et al. §6.1, the hardware references (a raw cache-line
+//! round trip, a raw stream, a single-core copy) measured in the same run, and the peers (Open MPI, UCX, GASNet-EX) side by side.
 //! The binary `amrq-bench` runs them; this library holds the benchmarks, the analysis
 //! and the report so that tests can run them in tiny configurations.
 //!

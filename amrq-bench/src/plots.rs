@@ -1,6 +1,6 @@
-//! The plots of a report, each as SVG and PNG, drawn by plotters from crates alone:
-//! its SVG and bitmap backends, and the DejaVu Sans font bundled by the `dejavu`
-//! crate (plotters' default font support needs system libraries).
+//! The plots of a report, as SVG, drawn by plotters from crates alone: its SVG backend,
+//! and the DejaVu Sans font bundled by the `dejavu` crate (plotters' default font
+//! support needs system libraries).
 //!
 //! Logarithmic axes are drawn by plotting log10 of the values on a linear axis and
 //! labelling the ticks with the values, so that every chart has one coordinate type.
@@ -218,14 +218,11 @@ impl Chart<'_> {
         root.present().map_err(err)
     }
 
-    /// Writes `dir/<file>.svg` and `dir/<file>.png`.
+    /// Writes `dir/<file>.svg`.
     pub fn write(&self, dir: &Path) -> Result<(), String> {
         register_font();
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let size = (900, 560);
         let svg = dir.join(format!("{}.svg", self.file));
-        self.draw(SVGBackend::new(&svg, size).into_drawing_area())?;
-        let png = dir.join(format!("{}.png", self.file));
-        self.draw(BitMapBackend::new(&png, size).into_drawing_area())
+        self.draw(SVGBackend::new(&svg, (900, 560)).into_drawing_area())
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! An [`Outcome`] holds named figures (a median with its spread) and series of data
 //! points (x, median, spread), plus the set-up it ran on. It prints as text (tables,
-//! notes, then the summary line `NAME: key=value …` of DESIGN.md "Conventions" last)
+//! notes, then the summary line `NAME: key=value …` last)
 //! or as one JSON object with `--json`, which is what `amrq-bench all` reads back.
 
 use amrq::summary::plain;

@@ -127,3 +127,59 @@ fn the_c_examples_build_and_run_under_amrun() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The C programs the README and the guide show in full (each block of ```c), built
+/// against the static library of this build as the Makefile builds the examples, and
+/// run under `amrun -n 2`.
+#[test]
+fn the_c_programs_of_the_readme_and_the_guide_build_and_run() {
+    let dir = build_dir();
+    build_library(&dir);
+    let out = std::env::temp_dir().join(format!("amrq-c-docs-{}", std::process::id()));
+    std::fs::create_dir_all(&out).expect("a directory for the programs");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut built = 0;
+    for doc in ["README.md", "docs/guide/06-c.md"] {
+        let text = std::fs::read_to_string(root.join(doc)).expect("the document");
+        for (i, block) in text.split("```c\n").skip(1).enumerate() {
+            let code = block.split("```").next().expect("a closed block");
+            assert!(
+                code.contains("int main"),
+                "{doc}: a C block that is not a whole program"
+            );
+            let src = out.join(format!("{}-{i}.c", doc.replace('/', "-")));
+            std::fs::write(&src, code).expect("the source");
+            let exe = src.with_extension("");
+            let status = Command::new("cc")
+                .args([
+                    "-O2",
+                    "-Wall",
+                    "-Wextra",
+                    "-Werror",
+                    "-std=c11",
+                    "-D_POSIX_C_SOURCE=200809L",
+                ])
+                .arg(concat!("-I", env!("CARGO_MANIFEST_DIR"), "/include"))
+                .arg("-o")
+                .arg(&exe)
+                .arg(&src)
+                .arg(dir.join("libamrq_c.a"))
+                .args([
+                    "-lgcc_s",
+                    "-lutil",
+                    "-lrt",
+                    "-lpthread",
+                    "-lm",
+                    "-ldl",
+                    "-lc",
+                ])
+                .status()
+                .expect("cc runs (install a C compiler)");
+            assert!(status.success(), "{doc}'s C block {i} does not build");
+            amrun(2, &exe, &[]);
+            built += 1;
+        }
+    }
+    assert!(built >= 3, "only {built} C programs found");
+    let _ = std::fs::remove_dir_all(&out);
+}

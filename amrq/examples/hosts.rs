@@ -8,8 +8,8 @@
 //! amrun --hosts h0:1,h1:1 --exec 'ip netns exec {host}' --rendezvous 169.254.7.1 \
 //!     target/release/examples/hosts [ITERS]
 //! ```
-//! (The README shows how to make two namespace hosts `h0`, `h1` on one machine.) The
-//! transport is UCX's choice unless `UCX_TLS` / `UCX_NET_DEVICES` say otherwise; amrun
+//! (`docs/guide/07-across-hosts.md` shows how to make two namespace hosts `h0`, `h1`
+//! on one machine.) The transport is UCX's choice unless `UCX_TLS` / `UCX_NET_DEVICES` say otherwise; amrun
 //! passes every `UCX_*` variable on to the ranks.
 
 use amrq::conduit::combined::Route;

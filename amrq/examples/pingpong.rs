@@ -7,7 +7,7 @@
 //! Two ranks as processes (self-launched, or under `amrun -n 2`), pinned to cores 0 and
 //! 1; `--threads` runs them as threads instead. Rank 0 prints, after both have finished,
 //! `pingpong: rtt_ns=… raw_rtt_ns=… ratio=… batch_ratio=…`: medians over batches,
-//! `ratio` = amrq median / raw median (DESIGN.md), and `batch_ratio` the median of each
+//! `ratio` = amrq median / raw median, and `batch_ratio` the median of each
 //! amrq batch over the raw batch just before it, which stays right when the VM moves its
 //! CPUs in the middle of a run (the raw figure then jumps, e.g. from 150 to 600 ns).
 //! The raw lines live in rank 0's registered segment, mapped by both. Across hosts (one
@@ -46,10 +46,7 @@ fn main() {
 }
 
 // Out of line: the loops measured are compiled the same whatever the closure that calls
-// this inlines. A smaller send (the quick path) let the closure inline it, and the AM
-// loop compiled there ran ~2 ns slower per round trip at ~130 ns (median 95.2 against
-// 93.3 ns, 163 alternating runs each); out of line again, 95.0 against 95.6 for the
-// build before the quick path (113 runs each).
+// this inlines (inlined into it, the AM loop's code moved and its timing with it).
 #[inline(never)]
 fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
     let (iters, batches) = o.run.or(o.common.quick, (20_000, 100_000), (11, 31));

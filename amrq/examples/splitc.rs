@@ -1,4 +1,4 @@
-//! A Split-C program in Rust (the README's Split-C section): a spread array written by
+//! A Split-C program in Rust (the guide's Split-C chapter): a spread array written by
 //! its owners, shifted by one element with reply-free stores, completed by
 //! `all_store_sync`, checked, and summed with a reduction; then the same shift read
 //! back with split-phase gets.

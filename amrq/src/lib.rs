@@ -1,7 +1,7 @@
 //! # amrq — Active Messages on Remote Queues
 //!
 //! A communication runtime for parallel programs, built in the layers of the classic
-//! papers (see `DESIGN.md` of the project and the README's architecture section):
+//! papers:
 //!
 //! | module | layer |
 //! |---|---|
@@ -27,6 +27,15 @@
 //! Each layer uses only the ones below it. An AM request is an enqueue into the
 //! destination's AM request queue; a poll is a dequeue plus dispatch (RQ paper, Fig. 3).
 //!
+//! # Features
+//!
+//! - `amrun` (off by default): builds the `amrun` launcher (`cargo install amrq
+//!   --features amrun`), which needs `clap`. A program that only depends on the library
+//!   leaves it off.
+//!
+//! Across hosts, the UCX half is loaded at run time (`libucp`), so the library builds
+//! without UCX installed; a job across hosts then fails at start-up saying so.
+//!
 //! ```
 //! use amrq::prelude::*;
 //! use std::cell::Cell;
@@ -48,6 +57,33 @@
 #![cfg_attr(amrq_loom, allow(dead_code, unused_imports))]
 
 pub(crate) mod sync;
+
+/// The README's and the guide's Rust blocks, compiled and run as doctests.
+#[cfg(doctest)]
+mod docs {
+    #[doc = include_str!("../../README.md")]
+    struct Readme;
+    #[doc = include_str!("../../docs/guide/01-launching.md")]
+    struct Launching;
+    #[doc = include_str!("../../docs/guide/02-active-messages.md")]
+    struct ActiveMessages;
+    #[doc = include_str!("../../docs/guide/03-remote-queues.md")]
+    struct RemoteQueues;
+    #[doc = include_str!("../../docs/guide/04-one-sided.md")]
+    struct OneSided;
+    #[doc = include_str!("../../docs/guide/05-split-c.md")]
+    struct SplitC;
+    #[doc = include_str!("../../docs/guide/06-c.md")]
+    struct FromC;
+    #[doc = include_str!("../../docs/guide/07-across-hosts.md")]
+    struct AcrossHosts;
+    #[doc = include_str!("../../docs/guide/08-failures.md")]
+    struct Failures;
+    #[doc = include_str!("../../docs/guide/09-troubleshooting.md")]
+    struct Troubleshooting;
+    #[doc = include_str!("../../docs/guide/10-tuning.md")]
+    struct Tuning;
+}
 
 #[cfg(not(amrq_loom))]
 pub mod am;

@@ -1,12 +1,12 @@
-//! Hardware references measured in the same run as amrq's figures (DESIGN.md,
-//! "Conventions"): the raw cache-line round trip and the raw one-way stream between two
+//! Hardware references measured in the same run as amrq's figures (a VM's CPUs move, so
+//! only ratios of one run compare): the raw cache-line round trip and the raw one-way stream between two
 //! pinned ranks. No amrq code runs in either.
 //!
 //! - [`RawPingPong`] ping-pongs a flag over 256 rotating pairs of cache lines in one
 //!   mapping, each side spinning tightly (no `pause`) — rotating, because which physical
-//!   lines are used moves the figure by up to 40 % (ANCHORS.md).
-//! - [`RawStream`] streams 64-byte slots one way through a plain SPSC ring: the design
-//!   of the C reference's `stream_spsc N1024 K256` row (`../shared/proto/amproto.c`).
+//!   lines are used moves the figure by up to 40 %.
+//! - [`RawStream`] streams 64-byte slots one way through a plain SPSC ring of 1024
+//!   slots, the consumer freeing them 256 at a time.
 
 use crate::sync::{AtomicU64, Ordering};
 
@@ -339,8 +339,8 @@ pub fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Nanoseconds per `memcpy` of `src` into `dst` (same length), over `reps` copies: the
-/// single-core copy that bulk transfers are measured against (DESIGN.md "Conventions":
-/// same size, both buffers warm, same run).
+/// single-core copy that bulk transfers are measured against (same size, both buffers
+/// warm, same run).
 ///
 /// ```
 /// let (src, mut dst) = (vec![1u8; 4096], vec![0u8; 4096]);

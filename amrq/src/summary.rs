@@ -1,4 +1,4 @@
-//! The summary line every example and benchmark ends with (DESIGN.md, "Conventions"):
+//! The summary line every example and benchmark ends with:
 //! `NAME: key=value …`, or one JSON object with the same keys, values as plain
 //! decimals.
 

@@ -1,4 +1,4 @@
-//! Each layer uses only the layers below it (DESIGN.md, "Layers"). This test reads the
+//! Each layer uses only the layers below it. This test reads the
 //! sources and fails on any path that reaches a layer above the file's own, so the
 //! folders keep telling the truth. A path counts wherever it is written, code or doc
 //! link: `crate::rq::…`, `crate::{conduit, rq}`, `$crate::…`, a crate-root name

@@ -1,6 +1,6 @@
 //! `amrq-apps all`'s report: `summary.md` (tables shaped like the papers' figures, and
 //! whether each figure's shape holds here), `results.json`, `results.csv` and the plots
-//! (SVG and PNG), from the outcomes of every application run. The sections are in
+//! (SVG), from the outcomes of every application run. The sections are in
 //! `rq` (Remote Queues' applications), `splitc` (Split-C's) and `tam` (the
 //! message-driven search); the speed-up curves of them all are here.
 
@@ -200,10 +200,10 @@ pub fn write(outcomes: &[Outcome], quick: bool, out: &Path) -> Result<(), String
             );
         }
     }
-    s += "\n## Plots\n\n- speed-up of every application on 1, 2 and 4 ranks: [SVG](plots/speedup.svg), [PNG](plots/speedup.png)\n\
-- transpose bandwidth per variant: [SVG](plots/transpose.svg), [PNG](plots/transpose.png)\n\
-- triangular solve, µs per solve by mode: [SVG](plots/trisolve.svg), [PNG](plots/trisolve.png)\n\
-- message-driven N-Queens on 2 ranks by grain: [SVG](plots/queens.svg), [PNG](plots/queens.png)\n";
+    s += "\n## Plots\n\n- speed-up of every application on 1, 2 and 4 ranks: [SVG](plots/speedup.svg)\n\
+- transpose bandwidth per variant: [SVG](plots/transpose.svg)\n\
+- triangular solve, µs per solve by mode: [SVG](plots/trisolve.svg)\n\
+- message-driven N-Queens on 2 ranks by grain: [SVG](plots/queens.svg)\n";
     w("summary.md", &s)?;
     let json = serde_json::to_string_pretty(outcomes).map_err(|e| e.to_string())?;
     w("results.json", &json)?;

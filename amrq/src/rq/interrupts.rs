@@ -13,7 +13,7 @@
 //! the release to the end of a deferred handler in `rq_loop --hold`, where waking the
 //! progress thread to run it took 42 µs: a futex wake and a `membarrier`). The channels
 //! and the handler sit behind one lock that the progress thread takes per batch. The default is
-//! the asymmetric scheme of ANCHORS.md, which serves the paper's use (frequent sections,
+//! the asymmetric scheme, which serves the paper's use (frequent sections,
 //! rare interrupts): entering and leaving are plain stores with compiler fences
 //! (0.5 ns), while the progress thread, before each batch of handlers, marks itself
 //! running and issues `membarrier(PRIVATE_EXPEDITED)`, which orders the owner's stores
@@ -21,7 +21,7 @@
 //! alternative — a locked state word — costs 11 ns per section and little per interrupt;
 //! it is what this falls back to where `membarrier` is not available.
 
-use crate::conduit::{Bytes, ConduitError, InterruptAlarm, InterruptChannels, ReceivedFrame};
+use crate::conduit::{ConduitError, InterruptAlarm, InterruptChannels, PayloadView, ReceivedFrame};
 use crate::rq::QueueId;
 use crate::util::{futex, membarrier};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -40,7 +40,7 @@ struct Served<R, H> {
     handler: H,
 }
 
-impl<R: InterruptChannels, H: FnMut(QueueId, usize, &[u64], Bytes<'_>)> Served<R, H> {
+impl<R: InterruptChannels, H: FnMut(QueueId, usize, &[u64], PayloadView<'_>)> Served<R, H> {
     /// Runs the handler on up to `budget` frames; how many ran.
     fn run(&mut self, budget: usize) -> usize {
         let handler = &mut self.handler;
@@ -191,7 +191,7 @@ impl Interrupts {
     pub(crate) fn start<R, H>(rx: R, handler: H) -> Self
     where
         R: InterruptChannels,
-        H: FnMut(QueueId, usize, &[u64], Bytes<'_>) + Send + 'static,
+        H: FnMut(QueueId, usize, &[u64], PayloadView<'_>) + Send + 'static,
     {
         let asymmetric = membarrier::register_private();
         let (alarm, rank) = (rx.alarm(), rx.rank());

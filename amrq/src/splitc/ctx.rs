@@ -114,8 +114,7 @@ impl<S, C: Conduit> SplitC<S, C> {
         let am = rma.am();
         let procs = am.size();
         // Lines of their own: a peer's store writing into the array next to them,
-        // while this rank counts stores, made the line bounce (store took 1.3–1.5x a
-        // put through frames at the ~280 ns placement, 0.7–0.8x with this).
+        // while this rank counts stores, would make the line bounce between the cores.
         let bytes = (8 * (procs + 1)).next_multiple_of(LINE_PAIR);
         let counters = rma.alloc_symmetric(bytes, LINE_PAIR)?;
         // The allocator may hand out memory a previous user wrote: zero ours, and let

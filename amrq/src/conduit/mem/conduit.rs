@@ -17,8 +17,8 @@ use crate::conduit::{
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 
-/// Empty polls in a row before One-poll arms the doorbell (ANCHORS.md: "after many
-/// empty polls it arms a ring"), where arming costs a locked instruction.
+/// Empty polls in a row before One-poll arms the doorbell: arming costs a locked
+/// instruction, which a rank that polls often should not pay on every poll.
 const ARM_AFTER: u32 = 32;
 /// Where arming issues `membarrier` (~10 µs while a peer runs): ring looks (empty polls
 /// × channels polled) in a row before One-poll arms: some 30–50 µs of idle polling on

@@ -134,13 +134,9 @@ pub enum Look {
 
 /// The consumer's private state. Lives in the receiving rank.
 ///
-/// The consumer prefetches nothing ahead of its head: on the AMD EPYC host of
-/// 2026-11-26 a read prefetch 64 slots ahead, once 16 frames behind, cost
-/// `amrq-bench one-to-one` 30 % at the ~130 ns placement (0.61 of the raw stream
-/// against 0.86–0.89 without it) and `examples/stream` 17 % (0.86 against 1.03), in
-/// alternating runs, the producer prefetching 8 ahead both times. On the Intel host of
-/// 2026-11-25 (~275 ns) it had doubled the stream, with the producer prefetching 8
-/// slots ahead; that host was not measured since.
+/// The consumer prefetches nothing ahead of its head: the producer's writes bring the
+/// lines over anyway, and a read prefetch raced them (it slowed the one-way stream on
+/// one host as much as it sped it on another).
 ///
 /// ```
 /// use amrq::conduit::ring::Consumer;
@@ -178,8 +174,8 @@ impl Consumer {
         }
     }
 
-    /// The default batch for a ring of `nslots`: 64 slots (ANCHORS.md), at most a quarter
-    /// of the ring.
+    /// The default batch for a ring of `nslots`: 64 slots (the producer learns of freed
+    /// slots once per batch, not per frame), at most a quarter of the ring.
     ///
     /// ```
     /// use amrq::conduit::ring::Consumer;

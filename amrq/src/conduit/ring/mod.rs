@@ -2,7 +2,8 @@
 //! does not own (a heap region for the `threads` conduit, a shared mapping for `shm`).
 //!
 //! One ring per (sender → receiver, channel): the CM-5/Alewife "one NI queue per pair"
-//! mapping of DESIGN.md, which ANCHORS.md measured at 1.03× the raw cache-line round trip.
+//! mapping, whose round trip is that of a raw cache-line ping-pong (a fetch-add shared
+//! queue pays a contended atomic per frame).
 //! No atomic read-modify-write anywhere on the fast path:
 //!
 //! - each slot starts with a **sequence word**, written last with Release by the producer

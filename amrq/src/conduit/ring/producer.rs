@@ -5,19 +5,10 @@ use super::memory::RingMemory;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
 /// How far past its tail the producer prefetches a slot for writing (one the cached
-/// head says is free): a sixteenth of the ring, at least one slot.
-///
-/// Measured on the AMD EPYC host of 2026-11-26 against the previous 8 slots (with the
-/// consumer's read prefetch, since removed): medians of 110–220 alternating `--quick`
-/// runs at each placement, ratio to the raw reference of the same run. At ~130 ns,
-/// ~570 ns: `examples/stream` (1024 slots) 0.86, 0.72 → 0.97, 0.95; the same with
-/// 256 slots 0.86, 0.78 → 0.94, 0.98; `amrq-bench one-to-one` 0.61, 0.54 → 0.79,
-/// 0.56. A thirty-second (8 slots of a 256-slot ring) gave one-to-one 0.89 at ~130 ns
-/// but the 256-slot stream 0.83 at ~570 ns; 64 slots on any ring, one-to-one 0.48.
-/// The header's inline C send uses the same distance. On 2026-11-27 (a raw stream of
-/// ~160 M msgs/s) against 16 slots at every size: `stream` 0.774 / 0.764 at 256 slots,
-/// 0.606 / 0.606 at 1024 (~480 alternating runs each); without the prefetch, 0.657 and
-/// 0.599.
+/// head says is free): a sixteenth of the ring, at least one group. Near enough that the
+/// line is still in cache when written, far enough that the consumer has left it: a
+/// closer distance fetched lines the consumer was still reading, a farther one evicted
+/// them before use. The header's inline C send uses the same distance.
 ///
 /// The slots are prefetched [`PREFETCH_GROUP`] at a time, from a multiple of the group
 /// this far past the group the tail has just entered: so the distance is a multiple of
@@ -34,11 +25,7 @@ pub(crate) const fn prefetch_ahead(mask: u64) -> u64 {
 /// How many slots the producer prefetches at once: each time its tail enters a new
 /// group of this many, the group [`prefetch_ahead`] past it, one cache line each: a
 /// test of the tail per send and eight prefetches every eighth send, instead of the
-/// distance's arithmetic and its test on every send. Callgrind's budget went 249.6 →
-/// 243.2 per one-way AM and 396.3 → 385.4 per round trip; alternating runs on the AMD
-/// host of 2026-11-27, ratio to the raw reference of the same run: `pingpong` 0.755 →
-/// 0.729 (~125 ns, ~200 runs each), 0.780 → 0.698 (~570 ns, ~20); `stream --quick`
-/// 1.043 → 1.047 (~125 ns, ~2400 runs each), 0.932 → 0.988 (~570 ns, ~120).
+/// distance's arithmetic and its test on every send.
 pub(crate) const PREFETCH_GROUP: u64 = 8;
 
 /// Writes the initial state of a ring whose first frame will be at position `start`:
