@@ -1,5 +1,5 @@
-/* The README's first C program: rank 0 asks rank 1 for a value and waits for the
- * answer. Built by CI the way a user builds one, against an installed amrq:
+/* The guide's first C program (docs/guide/06-c.md): rank 0 asks rank 1 for a value
+ * and waits for the answer. Built by CI the way a user builds one, against an installed amrq:
  *   cc first.c $(pkg-config --cflags --libs amrq) -o first && amrun -n 2 ./first */
 #include <stdio.h>
 #include <stdint.h>
