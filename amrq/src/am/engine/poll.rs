@@ -5,6 +5,7 @@ use super::{Am, REPLY_BUDGET, REQUEST_BUDGET};
 use crate::am::barrier::TAG_BARRIER;
 use crate::am::error::Stop;
 use crate::am::failure::TAG_FAILED;
+use crate::am::handlers::RawRequest;
 use crate::am::{AmError, Msg};
 use crate::conduit::{Conduit, ConduitError, Fault, FaultKind, Rank, ReceivedFrame};
 use crate::rq::QueueId;
@@ -317,21 +318,7 @@ impl<S, C: Conduit> Am<S, C> {
     fn dispatch_request(&self, frame: &C::Frame<'_>) -> Result<(), Stop> {
         let tag = frame.tag();
         match self.table.request_fn(tag) {
-            Some(h) => {
-                let (args, p) = (frame.args(), frame.payload());
-                // The handler tells held from shared by where the payload lies
-                // (`Msg::of_words`): a shared one never starts right after the args.
-                debug_assert!(
-                    !p.is_shared()
-                        || p.is_empty()
-                        || !std::ptr::eq(p.as_ptr(), args.as_ptr_range().end.cast()),
-                    "a shared payload right after its args"
-                );
-                // SAFETY: the frame's payload, valid while the frame is (this call); a
-                // held one is unwritten meanwhile, and a shared one is not right after
-                // the args (asserted above), so the handler never lends it.
-                unsafe { h(self, tag, frame.source(), args, p.as_ptr(), p.len()) }
-            }
+            Some(h) => self.call_raw(h, tag, frame),
             None => Ok(self.dispatch_other(true, tag, Self::msg_of(frame))?),
         }
     }
@@ -341,23 +328,28 @@ impl<S, C: Conduit> Am<S, C> {
     fn dispatch_reply(&self, frame: &C::Frame<'_>) -> Result<(), Stop> {
         let tag = frame.tag();
         match self.table.reply_fn(tag) {
-            Some(h) => {
-                let (args, p) = (frame.args(), frame.payload());
-                // The handler tells held from shared by where the payload lies
-                // (`Msg::of_words`): a shared one never starts right after the args.
-                debug_assert!(
-                    !p.is_shared()
-                        || p.is_empty()
-                        || !std::ptr::eq(p.as_ptr(), args.as_ptr_range().end.cast()),
-                    "a shared payload right after its args"
-                );
-                // SAFETY: the frame's payload, valid while the frame is (this call); a
-                // held one is unwritten meanwhile, and a shared one is not right after
-                // the args (asserted above), so the handler never lends it.
-                unsafe { h(self, tag, frame.source(), args, p.as_ptr(), p.len()) }
-            }
+            Some(h) => self.call_raw(h, tag, frame),
             None => Ok(self.dispatch_other(false, tag, Self::msg_of(frame))?),
         }
+    }
+
+    /// Calls handler `h` (of `tag`) on `frame`: its words as they lie, the payload as
+    /// address and length.
+    #[inline(always)]
+    fn call_raw(&self, h: RawRequest<S, C>, tag: u16, frame: &C::Frame<'_>) -> Result<(), Stop> {
+        let (args, p) = (frame.args(), frame.payload());
+        // The handler tells held from shared by where the payload lies
+        // (`Msg::of_words`): a shared one never starts right after the args.
+        debug_assert!(
+            !p.is_shared()
+                || p.is_empty()
+                || !std::ptr::eq(p.as_ptr(), args.as_ptr_range().end.cast()),
+            "a shared payload right after its args"
+        );
+        // SAFETY: the frame's payload, valid while the frame is (this call); a held one
+        // is unwritten meanwhile, and a shared one is not right after the args (asserted
+        // above), so the handler never lends it.
+        unsafe { h(self, tag, frame.source(), args, p.as_ptr(), p.len()) }
     }
 
     /// What a handler is handed of `frame`.
