@@ -47,12 +47,8 @@ impl<'a> PayloadView<'a> {
     /// through raw pointers, never through a Rust reference of this process).
     #[inline(always)]
     pub(crate) unsafe fn shared(ptr: *const u8, len: usize) -> Self {
-        Self {
-            ptr,
-            len,
-            shared: true,
-            borrows: PhantomData,
-        }
+        // SAFETY: the caller's contract, which is `from_raw`'s for shared bytes.
+        unsafe { Self::from_raw(ptr, len, true) }
     }
 
     /// Bytes at `ptr`, shared ([`PayloadView::shared`]) or held.
