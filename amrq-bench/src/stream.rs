@@ -79,16 +79,13 @@ fn batch(
 /// The read modes, in the order of their series.
 const READS: [Read; 3] = [Read::InPlace, Read::Copied, Read::CopiedTo];
 
-/// Landing places for `read` batches of `x`-byte messages: one more than the messages a
-/// ring holds. The sender writes a message's bytes only once its frame has a slot, and
-/// a slot is free only once the handler of the frame before it there returned, so a
-/// place is written again only after its handler ended. `None` if they do not fit the
-/// receiver's segment.
-fn read_places(b: &BenchAm, x: usize) -> Option<usize> {
+/// Landing places for `read` batches: one more than the messages a ring holds. The
+/// sender writes a message's bytes only once its frame has a slot, and a slot is free
+/// only once the handler of the frame before it there returned, so a place is written
+/// again only after its handler ended.
+fn read_places(b: &BenchAm) -> usize {
     let caps = b.am.rq().conduit().caps();
-    let slots = caps.channels[QueueId::AM_REQUEST.index()].slots as usize;
-    let places = slots + 1;
-    (places.checked_mul(x)? <= b.am.segment().1).then_some(places)
+    caps.channels[QueueId::AM_REQUEST.index()].slots as usize + 1
 }
 
 /// One batch of `n` streamed `read` requests of `data` in mode `read`, landing in turn
@@ -134,22 +131,16 @@ pub fn stream(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     let series = sweep(p, &sizes, 2, messages, |combo, x, n| {
         batch(&b, p, combo == 1, &big[..x], n, &mut expect)
     })?;
-    // Every rank's segment has the same size: the same sizes fit on both.
+    // The sizes whose places fit the receiver's segment (every rank's has the same size).
+    let places = read_places(&b);
     let fitting: Vec<usize> = sizes
         .iter()
         .copied()
-        .filter(|&x| read_places(&b, x).is_some())
+        .filter(|&x| places.checked_mul(x).is_some_and(|n| n <= b.am.segment().1))
         .collect();
-    let reads = sweep(
-        p,
-        &fitting,
-        READS.len(),
-        messages,
-        |mode, x, n| match read_places(&b, x) {
-            Some(places) => read_batch(&b, p, READS[mode], &big[..x], n, places),
-            None => Err(bench_error("stream: swept a size whose places do not fit").into()),
-        },
-    )?;
+    let reads = sweep(p, &fitting, READS.len(), messages, |mode, x, n| {
+        read_batch(&b, p, READS[mode], &big[..x], n, places)
+    })?;
     let iters = p.pick(2_000, 20_000);
     let mut v = Vec::new();
     for _ in 0..=p.batches {
