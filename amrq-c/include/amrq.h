@@ -29,8 +29,8 @@ typedef struct amrq_token_t amrq_token_t;
 
 // The version of what `amrq.h`'s inline code reads and writes: the handles' first
 // members ([`AmrqFast`], [`AmrqTokenFast`]), [`AmrqLane`], the Express frame and the
-// handler ids' tags; and the message a handler is handed (`AmrqMsg`). The header passes its own to `amrq_init`, which refuses a header
-// of another version (`AMRQ_STATUS_JOB`, saying which): a program compiled against
+// handler ids' tags; and the message a handler is handed (`AmrqMsg`). The header
+// passes its own to `amrq_init`, which refuses a header of another version (`AMRQ_STATUS_JOB`, saying which): a program compiled against
 // one library's header and linked with another's would otherwise write frames the
 // library misreads. The layout assertions below name what it covers: change one,
 // raise it.
@@ -114,7 +114,7 @@ typedef struct amrq_poll_set_t amrq_poll_set_t;
 typedef struct amrq_table_t amrq_table_t;
 
 // An arriving message, as a C handler sees it: the message the poll built, handed
-// over as it is (`amrq::am::Msg` has this layout: asserted in `src/job.rs`).
+// over as it is (`amrq::am::Msg` has this layout: asserted below).
 typedef struct amrq_msg_t {
   // The args.
   const uint64_t *args;
@@ -129,7 +129,7 @@ typedef struct amrq_msg_t {
   size_t len;
   // The sender's rank.
   size_t source;
-  // 1 for a Long payload (in this rank's segment), 0 for Short or Medium.
+  // 1 for a Long payload of at least one byte (in this rank's segment), else 0.
   size_t in_segment;
 } amrq_msg_t;
 

@@ -7,6 +7,7 @@
 
 use crate::ids::{AmrqReplyHandler, AmrqRequestHandler, AMRQ_REPLY_IDS, AMRQ_REQUEST_IDS};
 use crate::lane::{AmrqFast, AmrqLane, AmrqTokenFast, Lanes};
+use crate::msg::{c_msg, AmrqMsg};
 use crate::{guard, put_out, slice, AmrqStatus, Failure};
 use amrq::am::{Am, AmError, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
 use amrq::conduit::mem::MemConduit;
@@ -17,46 +18,6 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 
 /// Request handlers, and reply handlers, a program may register.
 pub const MAX_HANDLERS: usize = 64;
-
-/// An arriving message, as a C handler sees it: the message the poll built, handed
-/// over as it is (`amrq::am::Msg` has this layout: asserted in `src/job.rs`).
-#[repr(C)]
-pub struct AmrqMsg {
-    /// The args.
-    pub args: *const u64,
-    /// The payload, valid during the handler only: Medium's in the queue, where no
-    /// peer writes it until the handler returns; Long's in this rank's segment, where it
-    /// stays and where any rank may `put` meanwhile (copy it out, or read it as the
-    /// program's protocol allows).
-    pub payload: *const c_void,
-    /// How many args (0–8).
-    pub nargs: usize,
-    /// The payload's bytes (0 for Short).
-    pub len: usize,
-    /// The sender's rank.
-    pub source: usize,
-    /// 1 for a Long payload (in this rank's segment), 0 for Short or Medium.
-    pub in_segment: usize,
-}
-
-const _: () = {
-    use std::mem::{align_of, offset_of, size_of};
-    let l = Msg::C_LAYOUT;
-    assert!(offset_of!(AmrqMsg, args) == l.args);
-    assert!(offset_of!(AmrqMsg, payload) == l.payload);
-    assert!(offset_of!(AmrqMsg, nargs) == l.nargs);
-    assert!(offset_of!(AmrqMsg, len) == l.len);
-    assert!(offset_of!(AmrqMsg, source) == l.source);
-    assert!(offset_of!(AmrqMsg, in_segment) == l.in_segment);
-    assert!(size_of::<AmrqMsg>() == l.size);
-    assert!(align_of::<AmrqMsg>() == align_of::<Msg<'static>>());
-};
-
-/// `m` as C sees it: the same bytes.
-#[inline(always)]
-fn c_msg(m: &Msg<'_>) -> *const AmrqMsg {
-    std::ptr::from_ref(m).cast()
-}
 
 /// What a request handler replies through (valid during the handler only).
 #[repr(C)]

@@ -53,8 +53,8 @@ pub struct AmrqLane {
 
 /// The version of what `amrq.h`'s inline code reads and writes: the handles' first
 /// members ([`AmrqFast`], [`AmrqTokenFast`]), [`AmrqLane`], the Express frame and the
-/// handler ids' tags; and the message a handler is handed (`AmrqMsg`). The header passes its own to `amrq_init`, which refuses a header
-/// of another version (`AMRQ_STATUS_JOB`, saying which): a program compiled against
+/// handler ids' tags; and the message a handler is handed (`AmrqMsg`). The header
+/// passes its own to `amrq_init`, which refuses a header of another version (`AMRQ_STATUS_JOB`, saying which): a program compiled against
 /// one library's header and linked with another's would otherwise write frames the
 /// library misreads. The layout assertions below name what it covers: change one,
 /// raise it.

@@ -43,6 +43,7 @@ pub mod coll;
 pub mod ids;
 pub mod job;
 pub mod lane;
+pub mod msg;
 pub mod rma;
 pub mod rq;
 

@@ -6,6 +6,7 @@ use amrq_c::coll::*;
 use amrq_c::ids::{AmrqReplyHandler, AmrqRequestHandler, AMRQ_REPLY_IDS, AMRQ_REQUEST_IDS};
 use amrq_c::job::*;
 use amrq_c::lane::AMRQ_ABI;
+use amrq_c::msg::AmrqMsg;
 use amrq_c::rma::*;
 use amrq_c::rq::*;
 use amrq_c::{amrq_last_error, AmrqStatus};
