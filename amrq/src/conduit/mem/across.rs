@@ -214,7 +214,7 @@ impl MemConduit {
     /// # use amrq::bootstrap::{env::Place, JobKey};
     /// # let place = Place {
     /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()),
-    /// #     key: JobKey::random().unwrap(), launcher: "doc", host: "localhost".into(), rendezvous: Some(format!("127.0.0.1:{}", 40000 + (std::process::id() + 11) % 20000)),
+    /// #     key: JobKey::random().unwrap(), launcher: "doc", host: "localhost".into(), rendezvous: Some(format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port())),
     /// # };
     /// use amrq::conduit::{cluster, mem::MemConduit};
     /// let c = cluster::join(&place, &spec, &settings, std::time::Duration::from_secs(10)).unwrap();
