@@ -41,7 +41,7 @@ const MAX_BLOB: usize = 1 << 20;
 /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
 /// # use std::time::Duration;
 /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
-/// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+/// # let at = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
 /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
 /// let e = &job.entries()[0];
 /// assert_eq!((e.host.as_str(), e.blob.as_slice()), ("h0", &b"card"[..]));
@@ -176,7 +176,7 @@ impl NetJob {
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
     /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
-    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let at = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// assert_eq!(job.rank(), 0); // a job of one rank, formed at its own rendezvous
     /// ```
@@ -231,7 +231,7 @@ impl NetJob {
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
     /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
-    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let at = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// assert_eq!(job.rank(), 0);
     /// ```
@@ -245,7 +245,7 @@ impl NetJob {
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
     /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
-    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let at = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// assert_eq!(job.entries().len(), 1);
     /// ```
@@ -259,7 +259,7 @@ impl NetJob {
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
     /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
-    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let at = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// assert_eq!(job.allgather(42).unwrap(), [42]);
     /// ```
@@ -287,7 +287,7 @@ impl NetJob {
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
     /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
-    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let at = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// assert_eq!(job.exchange(b"blob").unwrap(), [b"blob".to_vec()]);
     /// ```
@@ -343,7 +343,7 @@ impl NetJob {
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
     /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
-    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let at = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// job.barrier().unwrap();
     /// ```
@@ -358,7 +358,7 @@ impl NetJob {
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
     /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
-    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let at = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// assert!(job.check_peers().is_ok());
     /// ```
@@ -378,7 +378,7 @@ impl NetJob {
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
     /// # use std::time::Duration;
     /// # let terms = Terms { id: "doc".into(), key: JobKey::random().unwrap(), size: 1, digest: 0, bytes: 0 , agreement: String::new() };
-    /// # let at = format!("127.0.0.1:{}", 20000 + (std::process::id() + line!()) % 20000);
+    /// # let at = format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
     /// # let job = NetJob::form(0, "h0", &at, &terms, b"card".to_vec(), Duration::from_secs(10)).unwrap();
     /// job.mark_failed("gave up");
     /// assert!(job.barrier().is_err()); // a failed rank's collectives end

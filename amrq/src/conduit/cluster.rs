@@ -38,7 +38,7 @@ use std::time::Duration;
 /// # use amrq::bootstrap::{env::Place, JobKey};
 /// # let place = Place {
 /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()),
-/// #     key: JobKey::random().unwrap(), launcher: "doc", host: "localhost".into(), rendezvous: Some(format!("127.0.0.1:{}", 40000 + (std::process::id() + 7) % 20000)),
+/// #     key: JobKey::random().unwrap(), launcher: "doc", host: "localhost".into(), rendezvous: Some(format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port())),
 /// # };
 /// use amrq::conduit::cluster::{self, ClusterConduit};
 /// let c: ClusterConduit = cluster::join(&place, &spec, &settings, std::time::Duration::from_secs(10)).unwrap();
@@ -56,7 +56,7 @@ pub type ClusterConduit = Combined<MemConduit, UcxConduit>;
 /// # use amrq::bootstrap::{env::Place, JobKey};
 /// # let place = Place {
 /// #     rank: 0, size: 1, id: format!("doc-{}", std::process::id()),
-/// #     key: JobKey::random().unwrap(), launcher: "doc", host: "localhost".into(), rendezvous: Some(format!("127.0.0.1:{}", 40000 + (std::process::id() + 13) % 20000)),
+/// #     key: JobKey::random().unwrap(), launcher: "doc", host: "localhost".into(), rendezvous: Some(format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port())),
 /// # };
 /// use amrq::conduit::cluster;
 /// let c = cluster::join(&place, &spec, &settings, std::time::Duration::from_secs(10)).unwrap();
