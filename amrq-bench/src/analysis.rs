@@ -279,7 +279,7 @@ mod tests {
                 (x, 1500.0 + x / 12.5)
             })
             .collect();
-        let (c, b) = amrq::reference::fit_latency_bandwidth(&pts);
+        let (c, b) = crate::reference::fit_latency_bandwidth(&pts);
         assert!(
             (c - 1500.0).abs() < 1e-6 && (b - 12.5).abs() < 1e-9,
             "{c} {b}"

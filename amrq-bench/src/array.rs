@@ -201,7 +201,7 @@ fn array_batch(
         }
         let mut dst = vec![0u8; x + 64];
         return Ok(Some(
-            amrq::reference::memcpy_ns(data, &mut dst[align..align + x], n) * n as f64,
+            crate::reference::memcpy_ns(data, &mut dst[align..align + x], n) * n as f64,
         ));
     }
     if kind == Kind::Swap {

@@ -2,7 +2,7 @@
 //! (von Eicken et al., nCUBE/2: 21 instructions to send a one-word message, 34 to
 //! receive it).
 //!
-//! How it is measured: `rq_loop` (one rank, messages to itself, so that no other core
+//! How it is measured: `amrq-bench rq-loop` (one rank, messages to itself, so that no other core
 //! is involved) runs under `valgrind --tool=callgrind --dump-instr=yes` twice, with N and
 //! 2N iterations; the difference of the two runs' cost at each instruction address,
 //! divided by N, is that instruction's count per iteration, free of start-up. Each
@@ -12,11 +12,11 @@
 //! called them. The counts are deterministic: the same binary gives the same figures on
 //! a busy or an idle machine, which is why CI can guard them ([`check`]).
 //!
-//! Needs `valgrind`, and `addr2line` and `nm` from binutils, and the release build of
-//! the examples (`cargo build --release --examples`: `debug = 1` keeps line tables).
+//! Needs `valgrind`, and `addr2line` and `nm` from binutils, and a release build
+//! (`debug = 1` keeps line tables).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// Which side of the message an instruction serves.
@@ -160,7 +160,7 @@ const TABLE: &[(&str, Side, Task)] = {
         ("Am::wait_round", Receive, Scheduling),
         ("Rq::poll_queue", Receive, Scheduling),
         ("Rq::read_queue", Receive, Scheduling),
-        // rq_loop's handlers (closures of its rank functions), then its loops.
+        // rq-loop's handlers (closures of its rank functions), then its loops.
         ("am_rank::{{closure}}", Receive, Handler),
         ("oneway_rank::{{closure}}", Receive, Handler),
         ("rq_loop::am_rank", Harness, Other),
@@ -175,14 +175,14 @@ const TABLE: &[(&str, Side, Task)] = {
     ]
 };
 
-/// One measured mode of `rq_loop`.
+/// One measured mode of `amrq-bench rq-loop`.
 #[derive(Debug, Clone)]
 pub struct Mode {
     /// Key in the committed figures (`am_oneway`, …).
     pub key: &'static str,
     /// What one iteration is.
     pub what: &'static str,
-    /// `rq_loop`'s arguments.
+    /// `rq-loop`'s arguments.
     pub args: &'static [&'static str],
 }
 
@@ -369,9 +369,9 @@ fn run(cmd: &mut Command) -> Result<std::process::Output, String> {
 /// Self cost per instruction address, and the (mangled) function of each address.
 type Profile = (HashMap<u64, u64>, HashMap<u64, String>);
 
-/// Self cost per instruction address of `rq_loop args --batches 1 --iters iters` under
-/// callgrind, with the mangled function each address belongs to.
-fn profile(rq_loop: &Path, args: &[&str], iters: u64, tmp: &Path) -> Result<Profile, String> {
+/// Self cost per instruction address of `amrq-bench rq-loop args --batches 1 --iters
+/// iters` under callgrind, with the mangled function each address belongs to.
+fn profile(bench: &Path, args: &[&str], iters: u64, tmp: &Path) -> Result<Profile, String> {
     let file = tmp.join(format!("callgrind.{iters}.out"));
     run(Command::new("valgrind")
         .args([
@@ -382,7 +382,8 @@ fn profile(rq_loop: &Path, args: &[&str], iters: u64, tmp: &Path) -> Result<Prof
             "--demangle=no",
         ])
         .arg(format!("--callgrind-out-file={}", file.display()))
-        .arg(rq_loop)
+        .arg(bench)
+        .arg("rq-loop")
         .args(args)
         .args(["--batches", "1", "--iters", &iters.to_string()]))?;
     let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
@@ -467,12 +468,13 @@ fn inline_chains(binary: &Path, addrs: &[u64]) -> Result<HashMap<u64, Vec<String
     Ok(chains)
 }
 
-/// Measures one mode with `iters` and `2 × iters` iterations (see the module doc).
-pub fn measure(rq_loop: &Path, mode: &Mode, iters: u64) -> Result<Budget, String> {
+/// Measures one mode with `iters` and `2 × iters` iterations (see the module doc), in
+/// `bench`, an `amrq-bench` executable.
+pub fn measure(bench: &Path, mode: &Mode, iters: u64) -> Result<Budget, String> {
     let tmp = std::env::temp_dir().join(format!("amrq-budget-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    let once = profile(rq_loop, mode.args, iters, &tmp);
-    let twice = profile(rq_loop, mode.args, 2 * iters, &tmp);
+    let once = profile(bench, mode.args, iters, &tmp);
+    let twice = profile(bench, mode.args, 2 * iters, &tmp);
     let _ = std::fs::remove_dir_all(&tmp);
     let ((c1, _), (c2, func)) = (once?, twice?);
     let per_iter: HashMap<u64, f64> = c2
@@ -485,9 +487,9 @@ pub fn measure(rq_loop: &Path, mode: &Mode, iters: u64) -> Result<Budget, String
         })
         .filter(|&(_, v)| v.abs() >= 0.005)
         .collect();
-    let offset = load_offset(rq_loop, &func)?;
+    let offset = load_offset(bench, &func)?;
     let addrs: Vec<u64> = per_iter.keys().map(|a| a.wrapping_sub(offset)).collect();
-    let chains = inline_chains(rq_loop, &addrs)?;
+    let chains = inline_chains(bench, &addrs)?;
     let mut b = Budget::default();
     for (a, v) in per_iter {
         let chain = chains.get(&a.wrapping_sub(offset));
@@ -510,7 +512,7 @@ pub fn measure(rq_loop: &Path, mode: &Mode, iters: u64) -> Result<Budget, String
 /// The Markdown table of one mode's budget, send and receive side by side.
 pub fn table(mode: &Mode, b: &Budget) -> String {
     let mut s = format!(
-        "**{}** — {} (`rq_loop {}`)\n\n| task | send | receive |\n|---|---:|---:|\n",
+        "**{}** — {} (`amrq-bench rq-loop {}`)\n\n| task | send | receive |\n|---|---:|---:|\n",
         mode.key,
         mode.what,
         mode.args.join(" ")
@@ -607,11 +609,4 @@ pub fn check(
             grown.join("\n  ")
         ))
     }
-}
-
-/// `rq_loop` next to this executable (both are in `target/release`), if built.
-pub fn default_rq_loop() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let p = exe.parent()?.join("examples").join("rq_loop");
-    p.exists().then_some(p)
 }

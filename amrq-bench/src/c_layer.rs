@@ -1,6 +1,6 @@
 //! Is the C interface a thin layer? The C `pingpong` (`amrq-c/c/pingpong.c`) and its
-//! Rust twin (`examples/pingpong`) run in turn, each as a 2-rank job under `amrun`,
-//! and each prints its round trip's ratio to the raw cache-line round trip it measured
+//! Rust twin (`amrq-bench round-trip`) run in turn, each as a 2-rank job under `amrun`,
+//! and each gives its round trip's ratio to the raw cache-line round trip it measured
 //! in the same run. The C layer is thin when the C program's median ratio lies within
 //! the spread (smallest to largest) of the Rust program's, at the same placement.
 //!
@@ -23,15 +23,15 @@ pub struct Programs {
     pub amrun: PathBuf,
     /// The C `pingpong` (`make -C amrq-c/c` builds it).
     pub c: PathBuf,
-    /// The Rust `pingpong` example.
+    /// `amrq-bench`, whose `round-trip` is the Rust twin.
     pub rust: PathBuf,
 }
 
 impl Programs {
     /// The programs of the build that `dir` (a profile's directory, such as
     /// `target/release`) holds: `amrun`, `c-examples/pingpong` (where `.ci/run` and the
-    /// README's `make` put it) and `examples/pingpong`; an error names what is missing
-    /// and how to build it.
+    /// README's `make` put it) and `amrq-bench`; an error names what is missing and how
+    /// to build it.
     ///
     /// ```
     /// let e = amrq_bench::c_layer::Programs::in_build(std::path::Path::new("/nowhere")).unwrap_err();
@@ -41,7 +41,7 @@ impl Programs {
         let p = Self {
             amrun: dir.join("amrun"),
             c: dir.join("c-examples").join("pingpong"),
-            rust: dir.join("examples").join("pingpong"),
+            rust: dir.join("amrq-bench"),
         };
         let missing: Vec<String> = [&p.amrun, &p.c, &p.rust]
             .iter()
@@ -52,14 +52,15 @@ impl Programs {
             return Ok(p);
         }
         Err(format!(
-            "missing {}: build them with `cargo build --release --workspace --bins --examples` and \
+            "missing {}: build them with `cargo build --release --workspace --lib --bins` and \
              `make -C amrq-c/c LIBDIR=$PWD/target/release OUT=$PWD/target/release/c-examples`",
             missing.join(", ")
         ))
     }
 }
 
-/// What one run printed: `pingpong: rtt_ns=… raw_rtt_ns=… ratio=…`.
+/// What one run gave: the C program's `pingpong: rtt_ns=… raw_rtt_ns=… ratio=…`, or
+/// `round-trip`'s figures.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Run {
     /// The AM round trip, ns (median of its batches).
@@ -88,6 +89,29 @@ impl Run {
             ratio: get("ratio")?,
         })
     }
+
+    /// The run `amrq-bench round-trip --json` reports: the medians of its round trip
+    /// and its raw round trip, and their ratio.
+    ///
+    /// ```
+    /// use amrq_bench::c_layer::Run;
+    /// use amrq_bench::report::{Figure, Outcome};
+    /// let mut o = Outcome::new("round-trip", 2, 20.0);
+    /// o.figures = vec![Figure::single("round_trip_ns", 99.0), Figure::single("raw_rtt_ns", 110.0)];
+    /// let r = Run::from_outcome(&format!("ranks: 2\n{}\n", o.json())).unwrap();
+    /// assert_eq!((r.rtt_ns, r.raw_rtt_ns, r.ratio), (99.0, 110.0, 0.9));
+    /// assert!(Run::from_outcome("round-trip: round_trip_ns=99\n").is_none());
+    /// ```
+    pub fn from_outcome(out: &str) -> Option<Self> {
+        let o: crate::report::Outcome = serde_json::from_str(out.lines().last()?).ok()?;
+        let get = |k: &str| o.figures.iter().find(|f| f.key == k).map(|f| f.median);
+        let (rtt_ns, raw_rtt_ns) = (get("round_trip_ns")?, get("raw_rtt_ns")?);
+        Some(Self {
+            rtt_ns,
+            raw_rtt_ns,
+            ratio: rtt_ns / raw_rtt_ns,
+        })
+    }
 }
 
 /// A C run and the Rust run right after it.
@@ -95,28 +119,40 @@ impl Run {
 pub struct Pair {
     /// The C `pingpong`'s run.
     pub c: Run,
-    /// The Rust `pingpong`'s run.
+    /// The Rust twin's run.
     pub rust: Run,
 }
 
-/// Runs `program` as a 2-rank job under `amrun` (its `--quick` configuration with
-/// `quick`) and reads its summary line.
-fn run_one(p: &Programs, program: &Path, quick: bool) -> Result<Run, String> {
+/// Runs `program args` as a 2-rank job under `amrun` (its `--quick` configuration with
+/// `quick`) and reads what it reports with `read`.
+fn run_one(
+    p: &Programs,
+    program: &Path,
+    args: &[&str],
+    quick: bool,
+    read: fn(&str) -> Option<Run>,
+) -> Result<Run, String> {
     let mut cmd = Command::new(&p.amrun);
-    cmd.args(["-n", "2"]).arg(program);
+    cmd.args(["-n", "2"]).arg(program).args(args);
     if quick {
         cmd.arg("--quick");
     }
     let out = child::run(&mut cmd, Duration::from_secs(120))
         .map_err(|e| format!("{}: {e}", program.display()))?;
-    Run::parse(&out).ok_or_else(|| format!("{}: no summary line in {out:?}", program.display()))
+    read(&out).ok_or_else(|| format!("{}: no round trip in {out:?}", program.display()))
 }
 
 /// One pair: the C program, then the Rust one.
 pub fn run_pair(p: &Programs, quick: bool) -> Result<Pair, String> {
     Ok(Pair {
-        c: run_one(p, &p.c, quick)?,
-        rust: run_one(p, &p.rust, quick)?,
+        c: run_one(p, &p.c, &[], quick, Run::parse)?,
+        rust: run_one(
+            p,
+            &p.rust,
+            &["round-trip", "--json"],
+            quick,
+            Run::from_outcome,
+        )?,
     })
 }
 

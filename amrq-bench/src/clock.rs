@@ -30,7 +30,7 @@ impl Clock {
             })
             .collect();
         Self {
-            overhead_ns: amrq::reference::median(&mut v),
+            overhead_ns: crate::reference::median(&mut v),
         }
     }
 

@@ -7,7 +7,7 @@ use crate::peers::{Status, METRICS};
 use crate::plots::Chart;
 use crate::report::{Outcome, Point};
 use crate::results::Results;
-use amrq::summary::plain;
+use crate::summary::plain;
 use std::fmt::Write as _;
 use std::path::Path;
 

@@ -16,9 +16,9 @@
 
 use crate::peers::ucx::server_then_client;
 use crate::peers::{pairs, run, ucx_final};
+use crate::reference::median;
 use amrq::bootstrap::env::ENV_RENDEZVOUS;
 use amrq::prelude::*;
-use amrq::reference::median;
 use amrq::rma::RmaError;
 use std::cell::Cell;
 use std::process::Command;

@@ -12,12 +12,12 @@
 
 use crate::clock::{work, work_per_ns};
 use crate::fixture::{bench_error, require_ranks};
+use crate::reference::median;
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
 use amrq::conduit::{Conduit, ReceivedFrame};
 use amrq::config::{Delivery, QueueSpec};
 use amrq::prelude::*;
-use amrq::reference::median;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -18,6 +18,9 @@
 //! | [`peers`] | Open MPI, `ucx_perftest` and GASNet-EX's tests, as a table |
 //! | [`child`] | a child process with a deadline (every program the suite starts) |
 //! | [`suite`] | `all`: every benchmark, then the peers; [`results`] what it produced, [`files`] the report and plots written from it |
+//! | [`programs`] | the commands outside the report: barrier, dispatch, exchange, kinds, rma, rq-loop |
+//! | [`reference`] | the hardware references: a raw cache-line round trip, a raw stream, memcpy |
+//! | [`summary`] | the summary line every command ends with |
 
 pub mod analysis;
 pub mod array;
@@ -34,13 +37,16 @@ pub mod matmul;
 pub mod peers;
 pub mod plots;
 pub mod polling;
+pub mod programs;
 pub mod progress;
+pub mod reference;
 pub mod report;
 pub mod results;
 pub mod signature;
 pub mod splitc;
 pub mod stream;
 pub mod suite;
+pub mod summary;
 pub mod unloaded;
 
 /// How much to measure, and the clock to measure with.

@@ -65,7 +65,7 @@ pub fn ring(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
         msgs.push(exchange(&b, p, right, BURST, &[], &mut expect)?);
     }
     msgs.remove(0); // warm-up
-    let per_msg = over_ranks(&b, amrq::reference::median(&mut msgs))?;
+    let per_msg = over_ranks(&b, crate::reference::median(&mut msgs))?;
     let mut points = Vec::new();
     for &x in &sizes(p.quick, false) {
         let data = vec![7u8; x];
@@ -76,7 +76,7 @@ pub fn ring(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
             v.push(exchange(&b, p, right, count, &data, &mut expect)?);
         }
         v.remove(0);
-        let mine = amrq::reference::median(&mut v);
+        let mine = crate::reference::median(&mut v);
         if let Some(mut all) = over_ranks(&b, mine)? {
             points.push(Point::of(x as f64, &mut all));
         }
@@ -125,8 +125,8 @@ pub fn traverse(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
             msgs.remove(0);
             arr.remove(0);
             (
-                amrq::reference::median(&mut msgs),
-                amrq::reference::median(&mut arr),
+                crate::reference::median(&mut msgs),
+                crate::reference::median(&mut arr),
             )
         } else {
             (f64::NAN, f64::NAN)

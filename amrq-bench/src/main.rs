@@ -30,6 +30,9 @@ struct Cli {
     /// Print JSON instead of the tables and summary line.
     #[arg(long, global = true)]
     json: bool,
+    /// Run the ranks as threads of one process (as `AMRQ_THREADS=1` does).
+    #[arg(long, global = true)]
+    threads: bool,
     /// Write results here (`all`: the report; the others: append JSON to DIR/NAME.json).
     #[arg(long, global = true)]
     out: Option<PathBuf>,
@@ -47,6 +50,8 @@ struct Cli {
 enum Bench {
     #[command(flatten)]
     Job(Job),
+    #[command(flatten)]
+    Program(amrq_bench::programs::Program),
     /// Open MPI, UCX and GASNet-EX beside amrq, alternating in rounds: the table on
     /// stdout, each peer's raw output in --out/peers (default results/peers).
     Peers,
@@ -55,10 +60,10 @@ enum Bench {
     /// Between two hosts: amrq (cluster conduit) and ucx_perftest over the same link,
     /// alternating in rounds; the report goes to --out/hosts.md if given.
     Hosts(HostsArgs),
-    /// Instructions per message of the fast paths (callgrind on `rq_loop`), by task as
+    /// Instructions per message of the fast paths (callgrind on `rq-loop`), by task as
     /// in the AM paper's Table 2; the Markdown goes to --out/budget.md if given.
     Budget(BudgetArgs),
-    /// The C pingpong (amrq-c) and the Rust one in turn, each under `amrun -n 2`: is the
+    /// The C pingpong (amrq-c) and `round-trip` in turn, each under `amrun -n 2`: is the
     /// C layer thin (its median ratio to raw within the Rust spread, per placement)?
     CPingpong(CPingpongArgs),
 }
@@ -68,18 +73,14 @@ struct CPingpongArgs {
     /// Pairs of runs (C, then Rust).
     #[arg(long, default_value_t = 20)]
     pairs: usize,
-    /// The build holding amrun, examples/pingpong and c-examples/pingpong (default:
-    /// this binary's directory).
+    /// The build holding amrun, amrq-bench and c-examples/pingpong (default: this
+    /// binary's directory).
     #[arg(long)]
     build: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug, Clone)]
 struct BudgetArgs {
-    /// The `rq_loop` example to measure (default: target/release/examples/rq_loop
-    /// beside this binary; `cargo build --release --examples` builds it).
-    #[arg(long)]
-    rq_loop: Option<PathBuf>,
     /// Iterations of the shorter of the two runs per mode.
     #[arg(long, default_value_t = 100_000)]
     iters: u64,
@@ -132,12 +133,19 @@ fn main() {
         let Err(e) = amrq_bench::hosts::rank_part(cli.quick);
         fail(&e);
     }
-    if !matches!(cli.bench, Bench::Job(_)) && placed {
+    if !matches!(cli.bench, Bench::Job(_) | Bench::Program(_)) && placed {
         // Its children would inherit the job's environment and join it.
         fail("`all` and `peers` start their own jobs: run them directly, not under amrun, mpirun or srun");
     }
     match cli.bench.clone() {
         Bench::Job(job) => run_job(&cli, job),
+        Bench::Program(p) => p.run(&amrq_bench::programs::Flags {
+            quick: cli.quick,
+            json: cli.json,
+            threads: cli.threads,
+            ranks: cli.ranks,
+            out: cli.out.clone(),
+        }),
         Bench::Peers => peers(&cli),
         Bench::All => all(&cli),
         Bench::Hosts(h) => hosts(&cli, &h),
@@ -162,6 +170,9 @@ fn run_job(cli: &Cli, job: Job) -> ! {
     }
     let mut cfg = amrq::Config::from_env().unwrap_or_else(|e| fail(&e.to_string()));
     cfg.ranks.set(ranks);
+    if cli.threads {
+        cfg.threads.set(true);
+    }
     let queues = job.configure(&mut cfg);
     cfg.run(|setup| {
         let p = Params {
@@ -297,13 +308,7 @@ fn hosts(cli: &Cli, h: &HostsArgs) {
 /// `budget`: each mode's breakdown, a summary line of the totals, and the guard.
 fn budget(cli: &Cli, b: &BudgetArgs) {
     use amrq_bench::budget::{self, MODES};
-    let rq_loop = b
-        .rq_loop
-        .clone()
-        .or_else(budget::default_rq_loop)
-        .unwrap_or_else(|| {
-            fail("no rq_loop: build it with `cargo build --release --examples`, or pass --rq-loop")
-        });
+    let bench = std::env::current_exe().unwrap_or_else(|e| fail(&e.to_string()));
     let mut text = String::from(
         "Instructions per iteration under callgrind (difference of two runs, N and 2N iterations), charged to the tasks of the AM paper's Table 2 (see `amrq-bench/src/budget.rs`).\n\n",
     );
@@ -312,7 +317,7 @@ fn budget(cli: &Cli, b: &BudgetArgs) {
         std::collections::BTreeMap::new(),
     );
     for mode in MODES {
-        let m = budget::measure(&rq_loop, mode, b.iters).unwrap_or_else(|e| fail(&e));
+        let m = budget::measure(&bench, mode, b.iters).unwrap_or_else(|e| fail(&e));
         text += &budget::table(mode, &m);
         if b.by_function {
             let mut v: Vec<_> = m.by_function.iter().collect();
@@ -336,7 +341,7 @@ fn budget(cli: &Cli, b: &BudgetArgs) {
     }
     for (name, figures) in [("budget", &totals), ("budget_whole", &wholes)] {
         let kv: Vec<(&str, f64)> = figures.iter().map(|(k, &v)| (k.as_str(), v)).collect();
-        println!("{}", amrq::summary::line(name, cli.json, &kv));
+        println!("{}", amrq_bench::summary::line(name, cli.json, &kv));
     }
     if let Some(file) = &b.check {
         let committed = std::fs::read_to_string(file)
@@ -388,6 +393,6 @@ fn c_pingpong(cli: &Cli, a: &CPingpongArgs) {
                 f64::from(u8::from(b.verdict() == Verdict::Slower)),
             ),
         ];
-        println!("{}", amrq::summary::line("c_pingpong", cli.json, &kv));
+        println!("{}", amrq_bench::summary::line("c_pingpong", cli.json, &kv));
     }
 }

@@ -134,9 +134,11 @@ impl Chart<'_> {
         // Log axes label the powers of ten only.
         let tick = |log: bool| {
             move |v: &f64| match log {
-                true if (v - v.round()).abs() < 1e-6 => amrq::summary::plain(10f64.powf(v.round())),
+                true if (v - v.round()).abs() < 1e-6 => {
+                    crate::summary::plain(10f64.powf(v.round()))
+                }
                 true => String::new(),
-                false => amrq::summary::plain(*v),
+                false => crate::summary::plain(*v),
             }
         };
         let (fx, fy) = (tick(self.log_x), tick(self.log_y));

@@ -5,7 +5,7 @@
 //! notes, then the summary line `NAME: key=value …` last)
 //! or as one JSON object with `--json`, which is what `amrq-bench all` reads back.
 
-use amrq::summary::plain;
+use crate::summary::plain;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// JSON has no NaN: serde_json writes it as `null`, which reads back as NaN here (a
@@ -38,7 +38,7 @@ impl Figure {
     /// assert_eq!((f.median, f.min, f.max), (2.0, 1.0, 3.0));
     /// ```
     pub fn of(key: impl Into<String>, samples: &mut [f64]) -> Self {
-        let median = amrq::reference::median(samples);
+        let median = crate::reference::median(samples);
         Self {
             key: key.into(),
             median,
@@ -219,7 +219,7 @@ impl Outcome {
             .iter()
             .map(|f| (&f.key[..], f.median))
             .collect();
-        amrq::summary::line(&self.name, false, &kv)
+        crate::summary::line(&self.name, false, &kv)
     }
 
     /// The text report: each series as a table, the notes, the summary line last.

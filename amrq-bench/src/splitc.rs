@@ -17,10 +17,10 @@
 //! the same run) and `stores_10k_per_s` (10,000 stores, then `all_store_sync`).
 
 use crate::fixture::{bench_error, require_ranks, serving_barrier};
+use crate::reference::{RawPingPong, RAW_PINGPONG_BYTES};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
 use amrq::prelude::*;
-use amrq::reference::{RawPingPong, RAW_PINGPONG_BYTES};
 use amrq::splitc::{GlobalPtr, Layout, SplitC, SplitCError};
 
 /// u32 elements of each rank's part: room for the largest bulk transfer (4 KiB).
@@ -157,7 +157,7 @@ fn goals(sc: &SplitC<()>, p: &Params, o: &mut Outcome) -> Result<(), SplitCError
     // One element per 128-byte line pair, rotating over as many as the raw reference
     // uses, so that both touch the same number of lines.
     const STRIDE: usize = 16;
-    let lines = amrq::reference::LINE_PAIRS;
+    let lines = crate::reference::LINE_PAIRS;
     let pp =
         sc.all_spread_malloc::<u64>(2 * lines * STRIDE, Layout::BlockCyclic(lines * STRIDE))?;
     let raw_at = rma.alloc_symmetric(RAW_PINGPONG_BYTES, 128)?;

@@ -16,11 +16,11 @@
 //!   rank 0 times handling the 2048: the receive overhead.
 
 use crate::fixture::{require_ranks, BenchAm};
+use crate::reference::{RawPingPong, RawStream, RAW_PINGPONG_BYTES, RAW_STREAM_BYTES};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
 use amrq::conduit::Conduit;
 use amrq::prelude::*;
-use amrq::reference::{RawPingPong, RawStream, RAW_PINGPONG_BYTES, RAW_STREAM_BYTES};
 
 /// Messages per burst (the paper's 1024).
 pub const BURST: u64 = 1024;
@@ -29,10 +29,8 @@ pub const BURST: u64 = 1024;
 /// waits for room (`Config::ring_slots`).
 pub const DEEP_RING_SLOTS: u64 = 2 * BURST;
 
-/// The error of a job whose ranks share no memory: the raw references need it.
-fn not_shared() -> amrq::Error {
-    crate::fixture::bench_error("the raw reference needs both ranks on one host").into()
-}
+/// The note of a job whose ranks share no memory (two hosts): the raw references need it.
+const NOT_SHARED: &str = "raw reference not measured: the two ranks share no memory (two hosts)";
 
 /// `iters` round trips from rank 0 to `dest`, each waiting for its acknowledgement;
 /// ns per round trip.
@@ -67,15 +65,12 @@ pub fn round_trip(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     require_ranks(&setup, "round-trip", 2, false)?;
     let b = BenchAm::new(setup)?;
     let at = b.am.rma().alloc_symmetric(RAW_PINGPONG_BYTES, 4096)?;
-    let (seg, _) =
-        b.am.rq()
-            .conduit()
-            .mapped_segment(0)
-            .ok_or_else(not_shared)?;
-    // SAFETY: `at` is a fresh page-aligned allocation of RAW_PINGPONG_BYTES in rank 0's
-    // segment (zeroed at creation), mapped by both ranks and used for the raw
-    // reference only.
-    let raw = unsafe { RawPingPong::in_memory(seg.add(at)) };
+    let raw = b.am.rq().conduit().mapped_segment(0).map(|(seg, _)| {
+        // SAFETY: `at` is a fresh page-aligned allocation of RAW_PINGPONG_BYTES in rank
+        // 0's segment (zeroed at creation), mapped by both ranks and used for the raw
+        // reference only.
+        unsafe { RawPingPong::in_memory(seg.add(at)) }
+    });
     let iters = p.pick(5_000, 50_000);
     // A failure costs a fault recorded, its text and a notice: fewer of them.
     let failing = iters / 10;
@@ -84,31 +79,36 @@ pub fn round_trip(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     for batch in 0..=p.batches as u64 {
         let base = batch * iters;
         if b.rank() == 0 {
-            let r = raw.initiate(base, iters);
+            let r = raw.map(|raw| raw.initiate(base, iters));
             let a = round_trips(&b, p, 1, iters)?;
             let f = failures(&b, p, 1, failing)?;
             if batch > 0 {
                 am_ns.push(a);
-                raw_ns.push(r);
-                ratio.push(a / r);
+                raw_ns.extend(r);
+                ratio.extend(r.map(|r| a / r));
                 failure_ns.push(f);
                 failure_rtts.push(f / a);
             }
         } else {
-            raw.respond(base, iters);
+            if let Some(raw) = raw {
+                raw.respond(base, iters);
+            }
             b.wait_count((batch + 1) * (iters + failing))?;
         }
     }
     b.am.barrier()?;
     Ok((b.rank() == 0).then(|| {
         let mut o = Outcome::new("round-trip", 2, p.clock.overhead_ns());
-        o.figures = vec![
-            Figure::of("round_trip_ns", &mut am_ns),
-            Figure::of("raw_rtt_ns", &mut raw_ns),
-            Figure::of("ratio", &mut ratio),
-            Figure::of("failure_ns", &mut failure_ns),
-            Figure::of("failure_round_trips", &mut failure_rtts),
-        ];
+        o.figures = vec![Figure::of("round_trip_ns", &mut am_ns)];
+        if raw.is_some() {
+            o.figures.push(Figure::of("raw_rtt_ns", &mut raw_ns));
+            o.figures.push(Figure::of("ratio", &mut ratio));
+        } else {
+            o.notes.push(NOT_SHARED.into());
+        }
+        o.figures.push(Figure::of("failure_ns", &mut failure_ns));
+        o.figures
+            .push(Figure::of("failure_round_trips", &mut failure_rtts));
         o
     }))
 }
@@ -158,15 +158,12 @@ pub fn one_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     require_ranks(&setup, "one-to-one", 2, false)?;
     let b = BenchAm::new(setup)?;
     let at = b.am.rma().alloc_symmetric(RAW_STREAM_BYTES, 4096)?;
-    let (seg, _) =
-        b.am.rq()
-            .conduit()
-            .mapped_segment(1)
-            .ok_or_else(not_shared)?;
-    // SAFETY: `at` is a fresh page-aligned allocation of RAW_STREAM_BYTES in rank 1's
-    // segment (zeroed at creation), mapped by both ranks and used for the raw
-    // reference only.
-    let raw = unsafe { RawStream::in_memory(seg.add(at)) };
+    let raw = b.am.rq().conduit().mapped_segment(1).map(|(seg, _)| {
+        // SAFETY: `at` is a fresh page-aligned allocation of RAW_STREAM_BYTES in rank
+        // 1's segment (zeroed at creation), mapped by both ranks and used for the raw
+        // reference only.
+        unsafe { RawStream::in_memory(seg.add(at)) }
+    });
     let bursts = p.pick(20, 200);
     let raw_n = bursts * BURST;
     let (mut per_msg, mut rate, mut raw_rate, mut ratio) =
@@ -174,7 +171,7 @@ pub fn one_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     for batch in 0..=p.batches as u64 {
         b.am.barrier()?;
         if b.rank() == 0 {
-            let r = raw.send(batch * raw_n, raw_n);
+            let r = raw.map(|raw| raw.send(batch * raw_n, raw_n));
             let t = p.clock.start();
             for _ in 0..bursts {
                 for _ in 0..BURST - 1 {
@@ -188,11 +185,11 @@ pub fn one_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
             if batch > 0 {
                 per_msg.push(ns);
                 rate.push(1e9 / ns);
-                raw_rate.push(r);
-                ratio.push(1e9 / ns / r);
+                raw_rate.extend(r);
+                ratio.extend(r.map(|r| 1e9 / ns / r));
             }
         } else {
-            if raw.receive(batch * raw_n, raw_n) != 0 {
+            if raw.is_some_and(|raw| raw.receive(batch * raw_n, raw_n) != 0) {
                 return Err(crate::fixture::bench_error(
                     "one-to-one: the raw stream's memory is not shared",
                 )
@@ -207,9 +204,13 @@ pub fn one_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
         o.figures = vec![
             Figure::of("ns_per_msg", &mut per_msg),
             Figure::of("msgs_per_s", &mut rate),
-            Figure::of("raw_msgs_per_s", &mut raw_rate),
-            Figure::of("ratio", &mut ratio),
         ];
+        if raw.is_some() {
+            o.figures.push(Figure::of("raw_msgs_per_s", &mut raw_rate));
+            o.figures.push(Figure::of("ratio", &mut ratio));
+        } else {
+            o.notes.push(NOT_SHARED.into());
+        }
         o
     }))
 }

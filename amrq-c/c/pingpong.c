@@ -1,10 +1,40 @@
 /* Short AM round trip between two ranks, beside the raw cache-line round trip measured
- * in the same run between the same two ranks: the C twin of examples/pingpong.rs, and
- * the same summary line,
+ * in the same run between the same two ranks: the C twin of `amrq-bench round-trip`
+ * (whose raw reference raw_rtt_ns repeats, line for line), with the summary line
  *   pingpong: rtt_ns=... raw_rtt_ns=... ratio=... batch_ratio=...
  * (medians over batches; batch_ratio: the median of each AM batch over the raw batch
  * just before it). Run it under `amrun -n 2`, or alone (it starts 2 ranks). */
 #include "common.h"
+#include <stdatomic.h>
+
+/* The raw reference: a flag ping-ponged over 256 rotating pairs of 128-byte lines in
+ * rank 0's segment, each side spinning tightly; no amrq code between the round trips. */
+enum { LINE_PAIRS = 256 };
+typedef struct {
+    _Alignas(128) _Atomic uint64_t word;
+    char pad[128 - sizeof(uint64_t)];
+} line_t;
+typedef struct {
+    line_t ping[LINE_PAIRS], pong[LINE_PAIRS];
+} raw_lines_t;
+
+/* Ranks 0 and 1: round trips base+1 ..= base+iters; rank 0 gets ns per round trip. */
+static double raw_rtt_ns(raw_lines_t *l, int me, uint64_t base, uint64_t iters) {
+    double t0 = now_ns();
+    for (uint64_t i = base + 1; i <= base + iters; i++) {
+        size_t k = (size_t)(i % LINE_PAIRS);
+        if (me == 0) {
+            atomic_store_explicit(&l->ping[k].word, i, memory_order_release);
+            while (atomic_load_explicit(&l->pong[k].word, memory_order_acquire) != i) {
+            }
+        } else {
+            while (atomic_load_explicit(&l->ping[k].word, memory_order_acquire) != i) {
+            }
+            atomic_store_explicit(&l->pong[k].word, i, memory_order_release);
+        }
+    }
+    return (now_ns() - t0) / (double)iters;
+}
 
 static amrq_request_handler_t PING;
 static amrq_reply_handler_t PONG;
@@ -38,14 +68,21 @@ int main(int argc, char **argv) {
         return 1;
     }
     int me = amrq_rank(am);
-    size_t lines;
-    CHECK(amrq_alloc_symmetric(am, amrq_raw_bytes(), 128, &lines));
+    /* Zeroed (a fresh segment) and used for nothing else. */
+    size_t at, len;
+    void *rank0;
+    CHECK(amrq_alloc_symmetric(am, sizeof(raw_lines_t), 128, &at));
+    CHECK(amrq_peer_segment(am, 0, &rank0, &len));
+    if (rank0 == NULL) {
+        fprintf(stderr, "pingpong: the two ranks share no memory (two hosts): no raw reference\n");
+        return 1;
+    }
+    raw_lines_t *lines = (raw_lines_t *)((char *)rank0 + at);
     CHECK(amrq_barrier(am));
     double raw[MAX_BATCHES], rtt[MAX_BATCHES], ratio[MAX_BATCHES];
     uint64_t base = 0, seq = 0, served = 0;
     for (int b = 0; b < batches; b++) {
-        double r = 0;
-        CHECK(amrq_raw_rtt_ns(am, lines, base, iters, &r));
+        double r = raw_rtt_ns(lines, me, base, iters);
         base += iters;
         CHECK(amrq_barrier(am));
         if (me == 0) {

@@ -541,6 +541,16 @@ enum amrq_status amrq_alloc_symmetric(const amrq_t *am, size_t len, size_t align
 // `am` came from `amrq_init`; `base` and `len` are null or writable.
 enum amrq_status amrq_segment(const amrq_t *am, void **base, size_t *len);
 
+// `rank`'s segment as this process maps it: its first byte to `*base` and its length
+// to `*len`, or null and 0 where it is not mapped (`rank` runs on another host: reach
+// it with `amrq_put` and `amrq_get`). Ranks of one host map each other's segments, so
+// C code may load and store there directly, with C11 atomics where another rank reads
+// or writes the same bytes meanwhile.
+//
+// # Safety
+// `am` came from `amrq_init`; `base` and `len` are null or writable.
+enum amrq_status amrq_peer_segment(const amrq_t *am, int rank, void **base, size_t *len);
+
 // Copies `len` bytes from `src` to `offset` in `rank`'s segment; complete on return.
 //
 // # Safety
@@ -644,23 +654,6 @@ enum amrq_status amrq_test(const struct amrq_handle_t *h, int *done);
 // `h` came from `amrq_put_nb` or `amrq_get_nb` and was not waited on; it is not used
 // after.
 enum amrq_status amrq_wait(struct amrq_handle_t *h);
-
-// Bytes of the raw reference's lines (`amrq_raw_rtt_ns`).
-size_t amrq_raw_bytes(void);
-
-// Collective between ranks 0 and 1 (the others return at once): `iters` raw
-// cache-line round trips over the lines at `offset` of rank 0's segment (a symmetric
-// allocation of `amrq_raw_bytes()`, 128-aligned, zeroed, used for nothing else), no
-// amrq code between them; rank 0 gets ns per round trip in `*ns`. `base` numbers the
-// round trips: it grows by at least `iters` from one call to the next.
-//
-// # Safety
-// `am` came from `amrq_init`; `ns` is null or writable; the lines are as above.
-enum amrq_status amrq_raw_rtt_ns(const amrq_t *am,
-                                 size_t offset,
-                                 uint64_t base,
-                                 uint64_t iters,
-                                 double *ns);
 
 // Declares queue `name` of `slots` slots per sender (a power of two), armed for
 // One-poll if `one_poll` is non-zero; its id goes to `*id`. Every rank declares the

@@ -7,7 +7,7 @@
 //! | `amrq_request*`, `amrq_reply*`, `amrq_poll`, `amrq_wait_until`, `amrq_wait_u64`, `amrq_barrier*` | Active Messages, Short, Medium and Long; polling; the split-phase barrier | [`job`] |
 //! | `amrq_request`, `amrq_reply` (inline in `amrq.h`), `amrq_lane_notify` | Short sends written into the ring in the caller | [`lane`] |
 //! | `amrq_table_queue`, `amrq_enqueue`, `amrq_dequeue`, `amrq_read_queue`, `amrq_delete_queue`, `amrq_poll_set_new`, `amrq_one_poll` | Remote Queues: named queues, enqueue (accepted or full), dequeue, read in place, One-poll | [`rq`] |
-//! | `amrq_alloc_symmetric`, `amrq_segment`, `amrq_put*`, `amrq_get*` (blocking, with handles: `amrq_test`, `amrq_wait`; implicit: `amrq_sync_nbi`), `amrq_fetch_add`, `amrq_atomic`, `amrq_raw_rtt_ns` | one-sided operations, remote atomics, the raw reference | [`rma`] |
+//! | `amrq_alloc_symmetric`, `amrq_segment`, `amrq_peer_segment`, `amrq_put*`, `amrq_get*` (blocking, with handles: `amrq_test`, `amrq_wait`; implicit: `amrq_sync_nbi`), `amrq_fetch_add`, `amrq_atomic` | one-sided operations, remote atomics | [`rma`] |
 //! | `amrq_broadcast`, `amrq_reduce_*`, `amrq_allreduce_*`, `amrq_scan_*`, `amrq_gather`, `amrq_allgather`, `amrq_exchange` | collectives | [`coll`] |
 //!
 //! Every function returns an [`AmrqStatus`]; on an error, [`amrq_last_error`] says what

@@ -1,12 +1,11 @@
-//! One-sided operations on the ranks' registered segments, remote atomics, and the raw
-//! reference a C benchmark compares itself with.
+//! One-sided operations on the ranks' registered segments, and remote atomics.
 //!
 //! Addresses are byte offsets into a rank's segment; `amrq_alloc_symmetric` gives one
-//! that is the same on every rank, and `amrq_segment` the local address of this rank's.
+//! that is the same on every rank, `amrq_segment` the local address of this rank's, and
+//! `amrq_peer_segment` that of a rank of the same host.
 
 use crate::job::{on_job, rank_of, Amrq, Handlers};
 use crate::{guard, put_out, slice, slice_mut, AmrqStatus, Failure};
-use amrq::reference::{RawPingPong, RAW_PINGPONG_BYTES};
 use amrq::rma::{Rma, RmaError};
 use std::ffi::{c_int, c_void};
 
@@ -45,6 +44,43 @@ pub unsafe extern "C" fn amrq_segment(
     let body = |j: &Amrq| {
         let (p, n) = j.am().segment();
         put_out(base, p.as_ptr().cast());
+        put_out(len, n);
+        Ok(())
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { on_job(am, body) }
+}
+
+/// `rank`'s segment as this process maps it: its first byte to `*base` and its length
+/// to `*len`, or null and 0 where it is not mapped (`rank` runs on another host: reach
+/// it with `amrq_put` and `amrq_get`). Ranks of one host map each other's segments, so
+/// C code may load and store there directly, with C11 atomics where another rank reads
+/// or writes the same bytes meanwhile.
+///
+/// # Safety
+/// `am` came from `amrq_init`; `base` and `len` are null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn amrq_peer_segment(
+    am: *const Amrq,
+    rank: c_int,
+    base: *mut *mut c_void,
+    len: *mut usize,
+) -> AmrqStatus {
+    let body = |j: &Amrq| {
+        let r = rank_of(rank)?;
+        if r >= j.am().size() {
+            return Err(Failure::argument(format!(
+                "rank {r} does not exist: the job has ranks 0..{}",
+                j.am().size()
+            )));
+        }
+        let (p, n) = j
+            .am()
+            .rq()
+            .conduit()
+            .mapped_segment(r)
+            .map_or((std::ptr::null_mut(), 0), |(p, n)| (p.as_ptr().cast(), n));
+        put_out(base, p);
         put_out(len, n);
         Ok(())
     };
@@ -362,54 +398,4 @@ pub unsafe extern "C" fn amrq_wait(h: *mut AmrqHandle) -> AmrqStatus {
             Ok(h.handle.wait()?)
         },
     )
-}
-
-/// Bytes of the raw reference's lines (`amrq_raw_rtt_ns`).
-#[no_mangle]
-pub extern "C" fn amrq_raw_bytes() -> usize {
-    RAW_PINGPONG_BYTES
-}
-
-/// Collective between ranks 0 and 1 (the others return at once): `iters` raw
-/// cache-line round trips over the lines at `offset` of rank 0's segment (a symmetric
-/// allocation of `amrq_raw_bytes()`, 128-aligned, zeroed, used for nothing else), no
-/// amrq code between them; rank 0 gets ns per round trip in `*ns`. `base` numbers the
-/// round trips: it grows by at least `iters` from one call to the next.
-///
-/// # Safety
-/// `am` came from `amrq_init`; `ns` is null or writable; the lines are as above.
-#[no_mangle]
-pub unsafe extern "C" fn amrq_raw_rtt_ns(
-    am: *const Amrq,
-    offset: usize,
-    base: u64,
-    iters: u64,
-    ns: *mut f64,
-) -> AmrqStatus {
-    let body = |j: &Amrq| {
-        let c = j.am().rq().conduit();
-        let (seg, len) = c
-            .mapped_segment(0)
-            .ok_or_else(|| Failure::argument("rank 0's segment is not mapped here"))?;
-        if offset % 128 != 0
-            || offset
-                .checked_add(RAW_PINGPONG_BYTES)
-                .is_none_or(|e| e > len)
-        {
-            return Err(Failure::argument(format!(
-                "offset {offset}: not 128-aligned, or {RAW_PINGPONG_BYTES} bytes do not fit in the segment"
-            )));
-        }
-        // SAFETY: inside rank 0's mapped segment (checked), 128-aligned, and by the
-        // caller's guarantee zeroed and used for nothing else.
-        let raw = unsafe { RawPingPong::in_memory(seg.add(offset)) };
-        match j.am().rank() {
-            0 => put_out(ns, raw.initiate(base, iters)),
-            1 => raw.respond(base, iters),
-            _ => {}
-        }
-        Ok(())
-    };
-    // SAFETY: the caller's guarantee.
-    unsafe { on_job(am, body) }
 }

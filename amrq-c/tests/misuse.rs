@@ -122,9 +122,21 @@ fn bad_arguments_get_a_status_and_a_message() {
         assert_eq!((st, h.is_null()), (AmrqStatus::Rma, true));
         let mut at = 0;
         assert_eq!(amrq_alloc_symmetric(am, 64, 64, &mut at), AmrqStatus::Ok);
+        let (mut mine, mut theirs, mut len) = (null_mut(), null_mut(), 0);
+        assert_eq!(amrq_segment(am, &mut mine, &mut len), AmrqStatus::Ok);
         assert_eq!(
-            amrq_raw_rtt_ns(am, at + 1, 0, 1, null_mut()),
+            amrq_peer_segment(am, 0, &mut theirs, &mut len),
+            AmrqStatus::Ok
+        );
+        assert!(!theirs.is_null() && theirs == mine && len > 0);
+        assert_eq!(
+            amrq_peer_segment(am, 5, &mut theirs, &mut len),
             AmrqStatus::Argument
+        );
+        assert!(
+            last_error().contains("rank 5 does not exist"),
+            "{}",
+            last_error()
         );
         let mut v = [3u64];
         assert_eq!(

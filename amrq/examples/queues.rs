@@ -47,12 +47,7 @@ fn main() {
                 return Err(format!("sum {sum}, expected {expected}").into());
             }
             println!("rank 0 took {taken} items from {producers} producers, each rank's in order");
-            let kv = [
-                ("producers", producers as f64),
-                ("items", taken as f64),
-                ("sum", sum as f64),
-            ];
-            println!("{}", amrq::summary::line("queues", false, &kv));
+            println!("queues: producers={producers} items={taken} sum={sum}");
         }
         job.barrier()
     })

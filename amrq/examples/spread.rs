@@ -63,12 +63,7 @@ fn main() {
         sc.barrier()?;
         if me == 0 {
             println!("{n} ranks, {LEN} elements: gets and puts complete at sync; the array adds to {sum}");
-            let kv = [
-                ("ranks", n as f64),
-                ("len", LEN as f64),
-                ("sum", sum as f64),
-            ];
-            println!("{}", amrq::summary::line("spread", false, &kv));
+            println!("spread: ranks={n} len={LEN} sum={sum}");
         }
         Ok(())
     })

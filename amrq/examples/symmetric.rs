@@ -42,8 +42,7 @@ fn main() {
                 "{n} ranks: every slot everywhere holds its rank's value; ranks add to {}",
                 sum[0]
             );
-            let kv = [("ranks", n as f64), ("rank_sum", sum[0] as f64)];
-            println!("{}", amrq::summary::line("symmetric", false, &kv));
+            println!("symmetric: ranks={n} rank_sum={}", sum[0]);
         }
         Ok(())
     })

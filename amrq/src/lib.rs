@@ -20,9 +20,7 @@
 //! gives the rank a [`Setup`], whose [`Setup::start`] returns the [`Job`] that owns every
 //! layer. [`Config`] holds the settings (the `AMRQ_*` variables unless the program sets
 //! them), [`Error`] is every layer's error, [`launch`] starts and watches rank processes
-//! (`amrun`), [`reference`](mod@reference) measures the hardware limits that benchmarks
-//! compare against, and [`summary`] prints the line every example and benchmark ends
-//! with.
+//! (`amrun`).
 //!
 //! Each layer uses only the ones below it. An AM request is an enqueue into the
 //! destination's AM request queue; a poll is a dequeue plus dispatch (RQ paper, Fig. 3).
@@ -95,15 +93,11 @@ pub mod conduit;
 #[cfg(not(amrq_loom))]
 pub mod launch;
 #[cfg(not(amrq_loom))]
-pub mod reference;
-#[cfg(not(amrq_loom))]
 pub mod rma;
 #[cfg(not(amrq_loom))]
 pub mod rq;
 #[cfg(not(amrq_loom))]
 pub mod splitc;
-#[cfg(not(amrq_loom))]
-pub mod summary;
 #[cfg(not(amrq_loom))]
 pub mod util;
 

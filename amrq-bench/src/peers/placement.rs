@@ -8,7 +8,7 @@
 //! peer's. A pair whose probes differ by more than [`STRADDLE`]× straddled a change and
 //! gives no ratio; the others are grouped by placement ([`classes`]).
 
-use amrq::reference::{median, RawPingPong};
+use crate::reference::{median, RawPingPong};
 use amrq::util::affinity::{allowed_cores, pin_to_core};
 
 /// Probes further apart than this factor: the placement changed in between.

@@ -5,7 +5,7 @@
 
 use super::{placement, speedup, Comparison, Peers, Status, METRICS};
 use crate::report::{Figure, Outcome};
-use amrq::summary::plain;
+use crate::summary::plain;
 use std::fmt::Write;
 
 /// The tag of a peer's figures (`Open MPI` → `open_mpi`).

@@ -96,7 +96,7 @@ impl<S, C: Conduit> Am<S, C> {
             return Ok(0); // inline in the caller's loop: a few instructions
         }
         // The drain inline in the caller's loop: 28 instructions fewer per poll that
-        // finds a message than a call (callgrind, `rq_loop --am-oneway`), for ~2 KB of
+        // finds a message than a call (callgrind, `amrq-bench rq-loop --am-oneway`), for ~2 KB of
         // code per call site. The runtime's own waits call `poll_runtime` instead.
         self.poll_queues().map_err(AmError::from)
     }

@@ -159,7 +159,7 @@ impl MemConduit {
     /// (dropped and recorded against its sender; a corrupt header closes the ring).
     /// It never fails: the `Result` is `peek`'s own return type, so that the frame is
     /// built in place where `peek` returns it (an `Option` here cost 33 instructions per
-    /// enqueue and `read_queue` in `rq_loop` under callgrind, 282 against 249: the frame
+    /// enqueue and `read_queue` in `amrq-bench rq-loop` under callgrind, 282 against 249: the frame
     /// was copied). An Express frame of a plain ring does not come here: `peek` and the
     /// drains hand it out from their own look.
     #[inline(always)]

@@ -12,7 +12,7 @@
 //!   per-message cost of a stream, where the receive loop takes frames in a row);
 //! - `--ring-floor`: the one-word AM of `--am-oneway` written and read with the ring
 //!   primitives alone (no channel, permission, fault, re-entrancy or One-poll): the
-//!   floor the runtime's figure is read against (see `rq_loop/floor.rs`);
+//!   floor the runtime's figure is read against (see `floor.rs`);
 //! - `--empty-poll`: `Am::poll` when nothing has arrived: idle long (the queues armed,
 //!   as One-poll arms its own), and within 1000 polls of a message (every ring looked at);
 //! - `--empty-wait`: a round of `Am::wait_until` in which nothing arrives (the reply
@@ -26,91 +26,93 @@
 //!   the release, on the other core if it is free).
 //!
 //! ```text
-//! cargo run --release --example rq_loop [-- --quick] [--am] [--iters N] [--json]
+//! amrq-bench rq-loop [--quick] [--am | --am-oneway [--burst K] | --ring-floor | --empty-poll | --empty-wait | --one-poll | --hold] [--iters N] [--json]
 //! ```
 //! Last line: `rq_loop: ns_per_frame=…`, `am_loop: ns_per_round_trip=…`,
 //! `am_oneway: ns_per_message=…`, `ring_floor: ns_per_message=…` or
 //! `empty_wait: ns_per_round=…` (medians).
 
-mod common;
-#[path = "rq_loop/floor.rs"]
 mod floor;
 
+use super::Flags;
+use crate::reference::median;
 use amrq::conduit::{threads, ReceivedFrame};
 use amrq::prelude::*;
-use amrq::reference::median;
 use amrq::rq::QueueId;
 use std::cell::Cell;
 use std::time::Instant;
 
 /// Single-thread cost of the fast paths, one rank (for callgrind).
-#[derive(clap::Parser)]
+#[derive(Debug, Clone, clap::Args)]
 #[command(group = clap::ArgGroup::new("mode").multiple(false))]
-struct Args {
-    #[command(flatten)]
-    common: common::Common,
+pub struct Args {
     /// A whole Short AM round trip to itself.
     #[arg(long, group = "mode")]
-    am: bool,
+    pub am: bool,
     /// One-word Short AMs to itself, each sent and handled (per message).
     #[arg(long, group = "mode")]
-    am_oneway: bool,
+    pub am_oneway: bool,
     /// With `--am-oneway`: requests sent before polling them all.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=128))]
-    burst: u64,
+    pub burst: u64,
     /// The one-word AM of `--am-oneway` with the ring primitives alone (a floor).
     #[arg(long, group = "mode")]
-    ring_floor: bool,
+    pub ring_floor: bool,
     /// An empty `Am::poll`.
     #[arg(long, group = "mode")]
-    empty_poll: bool,
+    pub empty_poll: bool,
     /// A round of `Am::wait_until` in which nothing arrives.
     #[arg(long, group = "mode")]
-    empty_wait: bool,
+    pub empty_wait: bool,
     /// An empty One-poll over 1–64 queues and 1–8 ranks.
     #[arg(long, group = "mode")]
-    one_poll: bool,
+    pub one_poll: bool,
     /// Entering and leaving a hold section; deferred handlers.
     #[arg(long, group = "mode")]
-    hold: bool,
+    pub hold: bool,
     /// Iterations per batch.
     #[arg(long)]
-    iters: Option<u64>,
+    pub iters: Option<u64>,
     /// Batches; each figure is the median over them.
     #[arg(long, default_value_t = 11)]
-    batches: u64,
+    pub batches: u64,
 }
 
 impl Args {
     /// `--iters`, or `quick` with `--quick` and ten times it without.
-    fn iters_or(&self, quick: u64) -> u64 {
+    fn iters_or(&self, f: &Flags, quick: u64) -> u64 {
         self.iters
-            .unwrap_or(if self.common.quick { quick } else { 10 * quick })
+            .unwrap_or(if f.quick { quick } else { 10 * quick })
     }
 }
 
-fn main() {
-    let o = <Args as clap::Parser>::parse();
+/// Runs the command.
+pub fn main(o: &Args, f: &Flags) -> ! {
+    run(o, f);
+    std::process::exit(0)
+}
+
+fn run(o: &Args, f: &Flags) {
     if o.am {
-        am_loop(&o)
+        am_loop(o, f)
     } else if o.am_oneway {
-        am_oneway(&o)
+        am_oneway(o, f)
     } else if o.ring_floor {
-        ring_floor(&o)
+        ring_floor(o, f)
     } else if o.empty_poll {
-        empty_poll(&o)
+        empty_poll(o, f)
     } else if o.empty_wait {
-        empty_wait(&o)
+        empty_wait(o, f)
     } else if o.one_poll {
-        one_poll(&o)
+        one_poll(o, f)
     } else if o.hold {
-        hold(&o)
+        hold(o, f)
     } else {
-        rq_loop(&o)
+        rq_loop(o, f)
     }
 }
 
-/// Empty polls timed after each message of `rq_loop --empty-poll`'s busy case: fewer
+/// Empty polls timed after each message of `rq-loop --empty-poll`'s busy case: fewer
 /// than arm the queues.
 const AFTER: u64 = 1000;
 
@@ -119,7 +121,7 @@ const AFTER: u64 = 1000;
 fn one_rank<T: Send>(rank: impl Fn(Setup) -> amrq::Result<T> + Sync) -> T {
     match Config::new().threads(1, rank) {
         Ok(mut v) => v.swap_remove(0),
-        Err(e) => common::fail(&e),
+        Err(e) => super::fail(&e),
     }
 }
 
@@ -128,17 +130,17 @@ fn one_rank<T: Send>(rank: impl Fn(Setup) -> amrq::Result<T> + Sync) -> T {
 /// the tight phase of the wait's backoff (what a rank waiting for a reply runs until
 /// it comes).
 #[inline(never)]
-fn empty_wait(o: &Args) {
-    let iters = o.iters_or(2_000_000);
+fn empty_wait(o: &Args, f: &Flags) {
+    let iters = o.iters_or(f, 2_000_000);
     let (batches, waits) = (o.batches.max(1), (iters / AFTER).max(1));
     let mut v = one_rank(|c| empty_wait_rank(c, waits, batches));
     let ns = median(&mut v);
     println!("one rank, Am::wait_until with nothing arriving, {batches} batches of {waits} waits of {AFTER} rounds");
-    common::summary("empty_wait", o.common.json, &[("ns_per_round", ns)]);
+    f.summary("empty_wait", &[("ns_per_round", ns)]);
 }
 
-fn empty_poll(o: &Args) {
-    let iters = o.iters_or(2_000_000);
+fn empty_poll(o: &Args, f: &Flags) {
+    let iters = o.iters_or(f, 2_000_000);
     let batches = o.batches.max(1);
     let (armed, busy) = one_rank(|setup| {
         let mut table = HandlerTable::new();
@@ -150,7 +152,7 @@ fn empty_poll(o: &Args) {
         let am = job.am();
         let empty = || match am.poll() {
             Ok(0) => Ok(()),
-            Ok(_) => common::fail(&"a poll found something in empty queues"),
+            Ok(_) => super::fail(&"a poll found something in empty queues"),
             Err(e) => Err(e),
         };
         // Idle long, the queues are armed: one word per poll.
@@ -170,7 +172,7 @@ fn empty_poll(o: &Args) {
             for _ in 0..(iters / AFTER).max(1) {
                 am.request(0, count, &[])?;
                 if am.poll()? != 1 {
-                    common::fail(&"the request did not run");
+                    super::fail(&"the request did not run");
                 }
                 let t = Instant::now();
                 for _ in 0..AFTER {
@@ -185,18 +187,17 @@ fn empty_poll(o: &Args) {
     println!("one rank, Am::poll on empty request and reply queues, {batches} batches of {iters}");
     println!("  idle long (queues armed):          {armed:.2} ns");
     println!("  within {AFTER} polls of a message:     {busy:.2} ns");
-    common::summary(
+    f.summary(
         "empty_poll",
-        o.common.json,
         &[("ns_per_poll", armed), ("busy_ns_per_poll", busy)],
     );
 }
 
 /// Median ns of an empty `one_poll` over `queues` queues of rank 0 of a `ranks`-rank job
 /// (the other ranks' endpoints idle), armed when the queues are `one_poll` queues.
-fn empty_one_poll(o: &Args, ranks: usize, queues: usize, armed: bool) -> f64 {
+fn empty_one_poll(o: &Args, f: &Flags, ranks: usize, queues: usize, armed: bool) -> f64 {
     use amrq::config::QueueSpec;
-    let iters = o.iters_or(1_000_000);
+    let iters = o.iters_or(f, 1_000_000);
     let mut cfg = {
         let mut c = Config::new();
         c.ring_slots.set(4);
@@ -209,22 +210,22 @@ fn empty_one_poll(o: &Args, ranks: usize, queues: usize, armed: bool) -> f64 {
         })
         .collect();
     let mut eps =
-        threads::endpoints_for(ranks, &cfg.conduit_spec()).unwrap_or_else(|e| common::fail(&e));
+        threads::endpoints_for(ranks, &cfg.conduit_spec()).unwrap_or_else(|e| super::fail(&e));
     let rq = amrq::rq::Rq::new(eps.swap_remove(0));
-    let set = rq.poll_set(&ids).unwrap_or_else(|e| common::fail(&e));
+    let set = rq.poll_set(&ids).unwrap_or_else(|e| super::fail(&e));
     let poll = || matches!(rq.one_poll(&set), Ok(None));
     for _ in 0..20_000 {
         poll(); // go idle: the doorbell arms after 8 Ki ring looks (`membarrier`) or 32 polls
     }
     if armed && rq.conduit().one_poll_armed() == 0 {
-        common::fail(&"the doorbell did not arm");
+        super::fail(&"the doorbell did not arm");
     }
     let mut v = Vec::new();
     for _ in 0..o.batches.max(1) {
         let t = Instant::now();
         for _ in 0..iters {
             if !poll() {
-                common::fail(&"a One-poll of empty queues found something");
+                super::fail(&"a One-poll of empty queues found something");
             }
         }
         v.push(t.elapsed().as_nanos() as f64 / iters as f64);
@@ -232,21 +233,20 @@ fn empty_one_poll(o: &Args, ranks: usize, queues: usize, armed: bool) -> f64 {
     median(&mut v)
 }
 
-fn one_poll(o: &Args) {
+fn one_poll(o: &Args, f: &Flags) {
     let cases = [(1, 1), (1, 8), (1, 64), (8, 64)];
     let armed: Vec<f64> = cases
         .iter()
-        .map(|&(r, q)| empty_one_poll(o, r, q, true))
+        .map(|&(r, q)| empty_one_poll(o, f, r, q, true))
         .collect();
-    let scan = empty_one_poll(o, 8, 64, false);
+    let scan = empty_one_poll(o, f, 8, 64, false);
     println!("empty One-poll, receiver idle (doorbell armed):");
     for (&(r, q), ns) in cases.iter().zip(&armed) {
         println!("  {q:>2} queues, {r} ranks: {ns:.2} ns");
     }
     println!("the same 64 queues × 8 ranks scanned ring by ring (no doorbell): {scan:.1} ns");
-    common::summary(
+    f.summary(
         "one_poll",
-        o.common.json,
         &[
             ("q1_ns", armed[0]),
             ("q8_ns", armed[1]),
@@ -258,13 +258,13 @@ fn one_poll(o: &Args) {
 }
 
 /// An uncontended critical section against a running (idle) progress thread.
-fn hold(o: &Args) {
+fn hold(o: &Args, f: &Flags) {
     use amrq::config::{Delivery, QueueSpec};
-    let iters = o.iters_or(10_000_000);
+    let iters = o.iters_or(f, 10_000_000);
     let mut cfg = Config::default();
     cfg.add(QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt));
     let mut eps =
-        threads::endpoints_for(1, &cfg.conduit_spec()).unwrap_or_else(|e| common::fail(&e));
+        threads::endpoints_for(1, &cfg.conduit_spec()).unwrap_or_else(|e| super::fail(&e));
     let mut rq = amrq::rq::Rq::new(eps.remove(0));
     let handled = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let h = handled.clone();
@@ -272,7 +272,7 @@ fn hold(o: &Args) {
         .start_interrupts(move |_, _, _, _| {
             h.fetch_add(1, std::sync::atomic::Ordering::Release);
         })
-        .unwrap_or_else(|| common::fail(&"no Interrupt queue"));
+        .unwrap_or_else(|| super::fail(&"no Interrupt queue"));
     let mut v = Vec::new();
     for _ in 0..o.batches.max(1) {
         let t = Instant::now();
@@ -290,13 +290,12 @@ fn hold(o: &Args) {
         "fences on both sides (no membarrier here)"
     };
     println!("hold_interrupts enter + exit, uncontended ({scheme}): {ns:.2} ns");
-    let deferred_ns = deferred(o, &rq, &intr, &handled);
+    let deferred_ns = deferred(f, &rq, &intr, &handled);
     println!(
         "a handler deferred by a section: {deferred_ns:.0} ns from the release to its end (median)"
     );
-    common::summary(
+    f.summary(
         "hold",
-        o.common.json,
         &[
             ("ns_per_section", ns),
             ("deferred_handler_ns", deferred_ns),
@@ -309,14 +308,14 @@ fn hold(o: &Args) {
 /// is enqueued inside the section, which then lasts long enough (50 µs) for the
 /// progress thread to find it and defer it.
 fn deferred(
-    o: &Args,
+    f: &Flags,
     rq: &amrq::rq::Rq,
     intr: &amrq::rq::Interrupts,
     handled: &std::sync::atomic::AtomicU64,
 ) -> f64 {
     use std::sync::atomic::Ordering;
     let alarms = QueueId::new(QueueId::FIRST_USER);
-    let rounds = if o.common.quick { 200 } else { 2000 };
+    let rounds = if f.quick { 200 } else { 2000 };
     let mut v = Vec::with_capacity(rounds);
     for i in 0..rounds as u64 {
         let before = handled.load(Ordering::Acquire);
@@ -426,59 +425,47 @@ fn oneway_rank(setup: Setup, iters: u64, batches: u64, burst: u64) -> amrq::Resu
         per_batch.push(t.elapsed().as_nanos() as f64 / (iters / burst * burst) as f64);
     }
     if am.state().get() != sent {
-        common::fail(&"a request was handled twice");
+        super::fail(&"a request was handled twice");
     }
     Ok(per_batch)
 }
 
 #[inline(never)]
-fn am_oneway(o: &Args) {
-    let iters = o.iters_or(200_000);
+fn am_oneway(o: &Args, f: &Flags) {
+    let iters = o.iters_or(f, 200_000);
     let (batches, burst) = (o.batches.max(1), o.burst);
     let mut v = one_rank(|c| oneway_rank(c, iters, batches, burst));
     println!(
         "one rank, one-word Short AM request to itself and its handler, bursts of {burst}, {batches} batches of {iters}"
     );
-    common::summary(
-        "am_oneway",
-        o.common.json,
-        &[("ns_per_message", median(&mut v))],
-    );
+    f.summary("am_oneway", &[("ns_per_message", median(&mut v))]);
 }
 
 #[inline(never)]
-fn ring_floor(o: &Args) {
-    let iters = o.iters_or(200_000);
+fn ring_floor(o: &Args, f: &Flags) {
+    let iters = o.iters_or(f, 200_000);
     let batches = o.batches.max(1);
     let mut v = floor::floor_rank(iters, batches);
     println!(
         "ring primitives alone: a one-word Express frame written, one look at a reply and a request ring, a handler from a table, {batches} batches of {iters}"
     );
-    common::summary(
-        "ring_floor",
-        o.common.json,
-        &[("ns_per_message", median(&mut v))],
-    );
+    f.summary("ring_floor", &[("ns_per_message", median(&mut v))]);
 }
 
 #[inline(never)]
-fn am_loop(o: &Args) {
-    let iters = o.iters_or(200_000);
+fn am_loop(o: &Args, f: &Flags) {
+    let iters = o.iters_or(f, 200_000);
     let batches = o.batches.max(1);
     let mut v = one_rank(|c| am_rank(c, iters, batches));
     println!("one rank, Short AM request → reply to itself, {batches} batches of {iters}");
-    common::summary(
-        "am_loop",
-        o.common.json,
-        &[("ns_per_round_trip", median(&mut v))],
-    );
+    f.summary("am_loop", &[("ns_per_round_trip", median(&mut v))]);
 }
 
 #[inline(never)]
-fn rq_loop(o: &Args) {
-    let iters = o.iters_or(200_000);
+fn rq_loop(o: &Args, f: &Flags) {
+    let iters = o.iters_or(f, 200_000);
     let batches = o.batches.max(1);
-    let mut eps = threads::endpoints(1, &[256, 256, 256]).unwrap_or_else(|e| common::fail(&e));
+    let mut eps = threads::endpoints(1, &[256, 256, 256]).unwrap_or_else(|e| super::fail(&e));
     let rq = amrq::rq::Rq::new(eps.remove(0));
     let q = QueueId::new(QueueId::FIRST_USER); // the first two are the AM queues
     let mut per_batch = Vec::new();
@@ -488,21 +475,21 @@ fn rq_loop(o: &Args) {
         for i in 0..iters {
             match rq.enqueue(0, q, &[i], &[]) {
                 Ok(true) => {}
-                other => common::fail(&format!("enqueue: {other:?}")),
+                other => super::fail(&format!("enqueue: {other:?}")),
             }
             match rq.read_queue(q) {
                 Ok(Some(f)) => {
                     sum = sum.wrapping_add(f.args()[0]);
                     f.release();
                 }
-                other => common::fail(&format!("read_queue: {other:?}")),
+                other => super::fail(&format!("read_queue: {other:?}")),
             }
         }
         per_batch.push(t.elapsed().as_nanos() as f64 / iters as f64);
     }
     let expect = (iters * (iters - 1) / 2).wrapping_mul(batches);
     if sum != expect {
-        common::fail(&format!(
+        super::fail(&format!(
             "checksum {sum} != {expect}: frames lost or duplicated"
         ));
     }
@@ -510,5 +497,5 @@ fn rq_loop(o: &Args) {
     println!(
         "one rank, enqueue → read_queue → release of a Short frame, {batches} batches of {iters}"
     );
-    common::summary("rq_loop", o.common.json, &[("ns_per_frame", ns)]);
+    f.summary("rq_loop", &[("ns_per_frame", ns)]);
 }

@@ -4,26 +4,24 @@
 //! loop body of its own — no handler table, no indirect call. Batches alternate.
 //!
 //! ```text
-//! cargo run --release --example dispatch [-- --quick] [--iters N] [--batches B] [--threads] [--json]
+//! amrq-bench dispatch [--quick] [--iters N] [--batches B] [--threads] [--json]
 //! ```
 //! Last line (rank 0, after both finished):
 //! `dispatch: inline_msgs_per_s=… handler_msgs_per_s=… ratio=…` (ratio = inline / handler).
 
-mod common;
-
+use super::{Flags, Ranks};
+use crate::reference::median;
 use amrq::conduit::ReceivedFrame;
 use amrq::prelude::*;
-use amrq::reference::median;
 use std::cell::Cell;
 use std::time::Instant;
 
 /// Inlined polling against handler dispatch (RQ §3.2.3).
-#[derive(clap::Parser)]
-struct Args {
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// How much to measure.
     #[command(flatten)]
-    common: common::Common,
-    #[command(flatten)]
-    run: common::Batches,
+    pub run: super::Batches,
 }
 
 struct State {
@@ -33,20 +31,18 @@ struct State {
     acked: Cell<u64>,
 }
 
-fn main() {
-    let o = <Args as clap::Parser>::parse();
+/// Runs the command.
+pub fn main(o: &Args, f: &Flags) -> ! {
     let mut cfg = Config::new();
     cfg.ring_slots.set_default(1024);
     let q = cfg.add_queue(1024);
-    common::run(&o.common, cfg, common::Ranks::Exactly(2), |setup| {
-        rank_main(setup, &o, q)
-    });
+    f.run(cfg, Ranks::Exactly(2), |setup| rank_main(setup, o, f, q));
 }
 
-fn rank_main(setup: Setup, o: &Args, q: QueueId) -> amrq::Result<()> {
+fn rank_main(setup: Setup, o: &Args, f: &Flags, q: QueueId) -> amrq::Result<()> {
     let threads = setup.config().threads.get();
-    let (iters, batches) = o.run.or(o.common.quick, (500_000, 5_000_000), (5, 11));
-    common::two_ranks("dispatch", setup.size())?;
+    let (iters, batches) = o.run.or(f.quick, (500_000, 5_000_000), (5, 11));
+    super::two_ranks("dispatch", setup.size())?;
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
         s.acked.set(m.arg(0)?);
@@ -137,9 +133,8 @@ fn rank_main(setup: Setup, o: &Args, q: QueueId) -> amrq::Result<()> {
             "inlined polling (RQ queue, in place): {:.1} M msgs/s",
             ri / 1e6
         );
-        common::summary(
+        f.summary(
             "dispatch",
-            o.common.json,
             &[
                 ("inline_msgs_per_s", ri),
                 ("handler_msgs_per_s", rh),

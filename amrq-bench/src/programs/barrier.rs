@@ -4,53 +4,43 @@
 //! one message each way).
 //!
 //! ```text
-//! cargo run --release --example barrier [-- --quick] [--ranks N] [--threads] [--json]
+//! amrq-bench barrier [--quick] [--ranks N] [--iters N] [--threads] [--json]
 //! ```
 //! Last line: `barrier: ranks=… barrier_ns=… split_ns=… raw_rtt_ns=… ratio=…` (medians;
 //! ratio = barrier / raw round trip). With more ranks than cores the ranks are not
 //! pinned and share cores (the output says so): waits then sleep and wake by futex.
 
-mod common;
-
+use super::{Flags, Ranks};
+use crate::reference::{median, RawPingPong, RAW_PINGPONG_BYTES};
 use amrq::prelude::*;
-use amrq::reference::{median, RawPingPong, RAW_PINGPONG_BYTES};
 use std::time::Instant;
 
 /// The runtime's barrier, blocking and split-phase, against the raw round trip.
-#[derive(clap::Parser)]
-struct Args {
-    #[command(flatten)]
-    common: common::Common,
-    /// Ranks, where no launcher says (default `AMRQ_RANKS`, else 2; with more ranks
-    /// than cores they are not pinned and share cores).
-    #[arg(long)]
-    ranks: Option<usize>,
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
     /// Messages (or operations) per batch.
     #[arg(long)]
-    iters: Option<u64>,
+    pub iters: Option<u64>,
 }
 
-fn main() {
-    let o = <Args as clap::Parser>::parse();
-    common::run(
-        &o.common,
-        Config::new(),
-        common::Ranks::flag_or(o.ranks, 2),
-        |setup| rank_main(setup, &o),
-    );
+/// Runs the command.
+pub fn main(o: &Args, f: &Flags) -> ! {
+    f.run(Config::new(), Ranks::Default(2), |setup| {
+        rank_main(setup, o, f)
+    });
 }
 
-fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
+fn rank_main(setup: Setup, o: &Args, f: &Flags) -> amrq::Result<()> {
     let threads = setup.config().threads.get();
     let n = setup.size();
     let oversubscribed = n > amrq::util::affinity::allowed_cores().len().max(1);
-    let iters = o.iters.unwrap_or(match (o.common.quick, oversubscribed) {
+    let iters = o.iters.unwrap_or(match (f.quick, oversubscribed) {
         (true, true) => 200,
         (true, false) => 20_000,
         (false, true) => 2_000,
         (false, false) => 100_000,
     });
-    let batches = if o.common.quick { 7 } else { 21 };
+    let batches = if f.quick { 7 } else { 21 };
     let am = setup.start(HandlerTable::<()>::new(), ())?;
     let at = am.rma().alloc_symmetric(RAW_PINGPONG_BYTES, 4096)?;
     let Some((seg, _)) = am.rq().conduit().mapped_segment(0) else {
@@ -117,9 +107,8 @@ fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
             println!("raw cache-line round trip (ranks 0 and 1): median {rtt:.1} ns");
         }
         let ratio = if rtt > 0.0 { bl / rtt } else { 0.0 };
-        common::summary(
+        f.summary(
             "barrier",
-            o.common.json,
             &[
                 ("ranks", n as f64),
                 ("barrier_ns", bl),

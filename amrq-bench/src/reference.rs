@@ -8,12 +8,12 @@
 //! - [`RawStream`] streams 64-byte slots one way through a plain SPSC ring of 1024
 //!   slots, the consumer freeing them 256 at a time.
 
-use crate::sync::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Cache-line pairs the raw ping-pong rotates over.
 ///
 /// ```
-/// assert_eq!(amrq::reference::RAW_PINGPONG_BYTES, 2 * amrq::reference::LINE_PAIRS * 128);
+/// assert_eq!(amrq_bench::reference::RAW_PINGPONG_BYTES, 2 * amrq_bench::reference::LINE_PAIRS * 128);
 /// ```
 pub const LINE_PAIRS: usize = 256;
 
@@ -25,7 +25,7 @@ struct Line(AtomicU64);
 /// in memory shared by two processes (see [`RawPingPong::in_memory`]).
 ///
 /// ```
-/// use amrq::reference::RawPingPong;
+/// use amrq_bench::reference::RawPingPong;
 /// let lines = RawPingPong::new();
 /// let ns = std::thread::scope(|s| {
 ///     s.spawn(|| lines.respond(0, 1000));
@@ -43,7 +43,7 @@ pub struct RawPingPong {
 ///
 /// ```
 /// // What to allocate (128-aligned) for RawPingPong::in_memory.
-/// assert_eq!(amrq::reference::RAW_PINGPONG_BYTES, 65536);
+/// assert_eq!(amrq_bench::reference::RAW_PINGPONG_BYTES, 65536);
 /// ```
 pub const RAW_PINGPONG_BYTES: usize = std::mem::size_of::<RawPingPong>();
 const _: () = assert!(RAW_PINGPONG_BYTES == 2 * LINE_PAIRS * 128);
@@ -52,7 +52,7 @@ impl RawPingPong {
     /// Fresh lines on the heap (ranks as threads).
     ///
     /// ```
-    /// let lines = amrq::reference::RawPingPong::new();
+    /// let lines = amrq_bench::reference::RawPingPong::new();
     /// std::thread::scope(|s| {
     ///     s.spawn(|| lines.respond(0, 10));
     ///     lines.initiate(0, 10);
@@ -72,7 +72,7 @@ impl RawPingPong {
     /// before either rank first uses it, and used for nothing else meanwhile.
     ///
     /// ```
-    /// use amrq::reference::{RawPingPong, RAW_PINGPONG_BYTES};
+    /// use amrq_bench::reference::{RawPingPong, RAW_PINGPONG_BYTES};
     /// let f = amrq::util::shm::SharedFile::create("amrq-doc", RAW_PINGPONG_BYTES as u64).unwrap();
     /// let m = f.map(RAW_PINGPONG_BYTES).unwrap(); // another process maps the same file
     /// // SAFETY: page aligned, RAW_PINGPONG_BYTES long, zeroed, used for nothing else.
@@ -92,7 +92,7 @@ impl RawPingPong {
     /// `base` must grow by at least `iters` between calls on the same lines.
     ///
     /// ```
-    /// let lines = amrq::reference::RawPingPong::new();
+    /// let lines = amrq_bench::reference::RawPingPong::new();
     /// std::thread::scope(|s| {
     ///     s.spawn(|| { lines.respond(0, 500); lines.respond(500, 500); });
     ///     let first = lines.initiate(0, 500);
@@ -116,7 +116,7 @@ impl RawPingPong {
     /// The responder's side of [`RawPingPong::initiate`].
     ///
     /// ```
-    /// let lines = amrq::reference::RawPingPong::new();
+    /// let lines = amrq_bench::reference::RawPingPong::new();
     /// std::thread::scope(|s| {
     ///     s.spawn(|| lines.initiate(0, 50));
     ///     lines.respond(0, 50); // returns after answering all 50
@@ -136,13 +136,13 @@ impl RawPingPong {
 /// Slots of the raw stream's ring.
 ///
 /// ```
-/// assert_eq!(amrq::reference::STREAM_SLOTS, 1024); // the C reference's stream_spsc N1024
+/// assert_eq!(amrq_bench::reference::STREAM_SLOTS, 1024); // the C reference's stream_spsc N1024
 /// ```
 pub const STREAM_SLOTS: usize = 1024;
 /// Slots the raw stream's consumer takes between two publications of its head.
 ///
 /// ```
-/// assert_eq!(amrq::reference::STREAM_SLOTS as u64 / amrq::reference::STREAM_PUBLISH_EVERY, 4);
+/// assert_eq!(amrq_bench::reference::STREAM_SLOTS as u64 / amrq_bench::reference::STREAM_PUBLISH_EVERY, 4);
 /// ```
 pub const STREAM_PUBLISH_EVERY: u64 = 256;
 
@@ -172,7 +172,7 @@ struct StreamSlot {
 /// one-way message stream between the two cores can reach.
 ///
 /// ```
-/// use amrq::reference::RawStream;
+/// use amrq_bench::reference::RawStream;
 /// let ring = RawStream::new();
 /// let rate = std::thread::scope(|s| {
 ///     s.spawn(|| assert_eq!(ring.receive(0, 10_000), 0)); // no message wrong
@@ -189,7 +189,7 @@ pub struct RawStream {
 /// Bytes a [`RawStream`] takes.
 ///
 /// ```
-/// assert_eq!(amrq::reference::RAW_STREAM_BYTES, 128 + 64 * 1024);
+/// assert_eq!(amrq_bench::reference::RAW_STREAM_BYTES, 128 + 64 * 1024);
 /// ```
 pub const RAW_STREAM_BYTES: usize = std::mem::size_of::<RawStream>();
 #[cfg(not(amrq_loom))]
@@ -209,7 +209,7 @@ impl RawStream {
     /// A fresh ring on the heap (ranks as threads).
     ///
     /// ```
-    /// use amrq::reference::RawStream;
+    /// use amrq_bench::reference::RawStream;
     /// let s = RawStream::new();
     /// std::thread::scope(|t| {
     ///     t.spawn(|| assert_eq!(s.receive(0, 5000), 0));
@@ -233,7 +233,7 @@ impl RawStream {
     /// before either rank first uses it, and used for nothing else meanwhile.
     ///
     /// ```
-    /// use amrq::reference::{RawStream, RAW_STREAM_BYTES};
+    /// use amrq_bench::reference::{RawStream, RAW_STREAM_BYTES};
     /// let f = amrq::util::shm::SharedFile::create("amrq-doc", RAW_STREAM_BYTES as u64).unwrap();
     /// let m = f.map(RAW_STREAM_BYTES).unwrap();
     /// // SAFETY: page aligned, RAW_STREAM_BYTES long, zeroed, used for nothing else.
@@ -254,7 +254,7 @@ impl RawStream {
     /// last call on the same ring ended (0 on a fresh ring).
     ///
     /// ```
-    /// let ring = amrq::reference::RawStream::new();
+    /// let ring = amrq_bench::reference::RawStream::new();
     /// std::thread::scope(|s| {
     ///     s.spawn(|| { ring.receive(0, 2000); ring.receive(2000, 2000); });
     ///     ring.send(0, 2000);
@@ -290,7 +290,7 @@ impl RawStream {
     /// shared wrongly).
     ///
     /// ```
-    /// let ring = amrq::reference::RawStream::new();
+    /// let ring = amrq_bench::reference::RawStream::new();
     /// std::thread::scope(|s| {
     ///     s.spawn(|| ring.send(0, 100));
     ///     assert_eq!(ring.receive(0, 100), 0); // every message's args as sent
@@ -323,7 +323,7 @@ impl RawStream {
 /// Median of `v` (sorted in place); NaN-free input expected, 0.0 for an empty slice.
 ///
 /// ```
-/// assert_eq!(amrq::reference::median(&mut [3.0, 1.0, 2.0]), 2.0);
+/// assert_eq!(amrq_bench::reference::median(&mut [3.0, 1.0, 2.0]), 2.0);
 /// ```
 pub fn median(v: &mut [f64]) -> f64 {
     if v.is_empty() {
@@ -344,7 +344,7 @@ pub fn median(v: &mut [f64]) -> f64 {
 ///
 /// ```
 /// let (src, mut dst) = (vec![1u8; 4096], vec![0u8; 4096]);
-/// assert!(amrq::reference::memcpy_ns(&src, &mut dst, 100) > 0.0);
+/// assert!(amrq_bench::reference::memcpy_ns(&src, &mut dst, 100) > 0.0);
 /// assert_eq!(dst, src);
 /// ```
 pub fn memcpy_ns(src: &[u8], dst: &mut [u8], reps: u64) -> f64 {
@@ -363,7 +363,7 @@ pub fn memcpy_ns(src: &[u8], dst: &mut [u8], reps: u64) -> f64 {
 ///
 /// ```
 /// let pts: Vec<(f64, f64)> = [8.0, 1024.0, 65536.0].iter().map(|&x| (x, 50.0 + x / 4.0)).collect();
-/// let (c, b) = amrq::reference::fit_latency_bandwidth(&pts);
+/// let (c, b) = amrq_bench::reference::fit_latency_bandwidth(&pts);
 /// assert!((c - 50.0).abs() < 1e-6 && (b - 4.0).abs() < 1e-9);
 /// ```
 pub fn fit_latency_bandwidth(points: &[(f64, f64)]) -> (f64, f64) {

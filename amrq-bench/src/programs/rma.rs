@@ -7,7 +7,7 @@
 //! (on one host a put is a copy by the caller: no receiver involvement).
 //!
 //! ```text
-//! cargo run --release --example rma [-- --quick] [--threads] [--json]
+//! amrq-bench rma [--quick] [--threads] [--json]
 //! ```
 //! Then the 8-byte blocking get through AM frames (`Rma::over_frames`: a request and a
 //! Medium reply, what a network conduit does) against the raw cache-line round trip
@@ -18,26 +18,17 @@
 //! put bandwidth / memcpy bandwidth, the lowest over sizes ≥ 64 KiB; the last, frames
 //! get / raw round trip).
 
-mod common;
-
+use super::{Flags, Ranks};
+use crate::reference::{fit_latency_bandwidth, median, memcpy_ns, RawPingPong, RAW_PINGPONG_BYTES};
 use amrq::prelude::*;
-use amrq::reference::{fit_latency_bandwidth, median, memcpy_ns, RawPingPong, RAW_PINGPONG_BYTES};
 use amrq::rma::{Rma, RmaError};
 use std::time::Instant;
 
-/// Put and get against memcpy of the same size, and the fit T = c + x / B.
-#[derive(clap::Parser)]
-struct Args {
-    #[command(flatten)]
-    common: common::Common,
-}
-
-fn main() {
-    let o = <Args as clap::Parser>::parse();
-    let cfg = Config::new();
-    common::run(&o.common, cfg, common::Ranks::Exactly(2), |setup| {
-        rank_main(setup, &o)
-    });
+/// Runs the command.
+pub fn main(f: &Flags) -> ! {
+    f.run(Config::new(), Ranks::Exactly(2), |setup| {
+        rank_main(setup, f)
+    })
 }
 
 /// The first `len` bytes of `buf` from its first page boundary on.
@@ -46,7 +37,7 @@ fn page_aligned(buf: &mut [u8], len: usize) -> &mut [u8] {
     &mut buf[skip..skip + len]
 }
 
-fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
+fn rank_main(setup: Setup, f: &Flags) -> amrq::Result<()> {
     let threads = setup.config().threads.get();
     let am = setup.start(HandlerTable::<()>::new(), ())?;
     if am.rq().conduit().mapped_segment(0).is_none() {
@@ -56,7 +47,7 @@ fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
         );
     }
     let rma = am.rma();
-    let max = if o.common.quick { 4 << 20 } else { 16 << 20 };
+    let max = if f.quick { 4 << 20 } else { 16 << 20 };
     let sizes: Vec<usize> =
         std::iter::successors(Some(8usize), |s| Some(s * 8).filter(|&s| s <= max))
             .chain([64 << 10, 256 << 10, 1 << 20, max])
@@ -64,7 +55,7 @@ fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
             .into_iter()
             .collect();
     let at = rma.alloc_symmetric(max, 4096)?;
-    let batches = if o.common.quick { 5 } else { 11 };
+    let batches = if f.quick { 5 } else { 11 };
     let mut rows = Vec::new();
     if am.rank() == 0 {
         // Page-aligned local buffers, like the segment: a copy whose destination sits a
@@ -76,8 +67,8 @@ fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
         let src = &*src;
         let dst = page_aligned(&mut dst_buf, max);
         for &size in &sizes {
-            let reps = ((if o.common.quick { 8 << 20 } else { 64 << 20 }) / size).clamp(20, 200_000)
-                as u64;
+            let reps =
+                ((if f.quick { 8 << 20 } else { 64 << 20 }) / size).clamp(20, 200_000) as u64;
             let (mut put, mut get, mut cpy) = (Vec::new(), Vec::new(), Vec::new());
             for _ in 0..batches {
                 let t = Instant::now();
@@ -127,9 +118,8 @@ fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
     println!(
         "put fit: T = {c:.1} ns + x / {b:.2} B/ns (least squares over all sizes, relative errors)"
     );
-    common::summary(
+    f.summary(
         "rma",
-        o.common.json,
         &[
             ("put_8b_ns", rows[0].1),
             ("get_8b_ns", rows[0].2),

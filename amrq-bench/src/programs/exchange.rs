@@ -4,53 +4,43 @@
 //! i), RQ §4's comparison. Both move the same bytes through the same chunk channels.
 //!
 //! ```text
-//! cargo run --release --example exchange [-- --quick] [--ranks N] [--kib K] [--threads] [--json]
+//! amrq-bench exchange [--quick] [--ranks N] [--kib K] [--threads] [--json]
 //! ```
 //! Last line: `exchange: ranks=… block_bytes=… matched_gb_s=… unmatched_gb_s=… ratio=…`
 //! (bytes leaving all ranks per second, medians; ratio = matched / unmatched). With more
 //! ranks than cores the ranks share cores (the output says so).
 
-mod common;
-
+use super::{Flags, Ranks};
+use crate::reference::median;
 use amrq::prelude::*;
-use amrq::reference::median;
 use std::time::Instant;
 
 /// All-to-all exchange, bandwidth-matched against the unmatched order (RQ §4).
-#[derive(clap::Parser)]
-struct Args {
-    #[command(flatten)]
-    common: common::Common,
-    /// Ranks, where no launcher says (default 4; with more ranks than cores they are
-    /// not pinned and share cores).
-    #[arg(long)]
-    ranks: Option<usize>,
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
     /// KiB per block (default 64 with --quick, 1024 otherwise).
     #[arg(long)]
-    kib: Option<u64>,
+    pub kib: Option<u64>,
 }
 
-fn main() {
-    let o = <Args as clap::Parser>::parse();
-    common::run(
-        &o.common,
-        Config::new(),
-        common::Ranks::flag_or(o.ranks, 4),
-        |setup| rank_main(setup, &o),
-    );
+/// Runs the command.
+pub fn main(o: &Args, f: &Flags) -> ! {
+    f.run(Config::new(), Ranks::Default(4), |setup| {
+        rank_main(setup, o, f)
+    });
 }
 
-fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
+fn rank_main(setup: Setup, o: &Args, f: &Flags) -> amrq::Result<()> {
     let threads = setup.config().threads.get();
     let am = setup.start(HandlerTable::<()>::new(), ())?;
     let _rma = am.rma();
     let coll = am.coll();
     let (me, n) = (am.rank(), am.size());
-    let block = (o.kib.unwrap_or(if o.common.quick { 64 } else { 1024 }) as usize) << 10;
+    let block = (o.kib.unwrap_or(if f.quick { 64 } else { 1024 }) as usize) << 10;
     let m = block / 8;
     let send: Vec<u64> = (0..n * m).map(|i| (me * n * m + i) as u64).collect();
     let mut recv = vec![0u64; n * m];
-    let batches = if o.common.quick { 5 } else { 15 };
+    let batches = if f.quick { 5 } else { 15 };
     let (mut matched, mut unmatched) = (Vec::new(), Vec::new());
     for b in 0..=batches {
         am.barrier()?;
@@ -96,9 +86,8 @@ fn rank_main(setup: Setup, o: &Args) -> amrq::Result<()> {
             tu * 1e3,
             moved / tu / 1e9
         );
-        common::summary(
+        f.summary(
             "exchange",
-            o.common.json,
             &[
                 ("ranks", n as f64),
                 ("block_bytes", block as f64),

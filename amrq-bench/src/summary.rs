@@ -6,7 +6,7 @@
 /// decimals; no exponent, no trailing zeros, no `-0`; `0` for NaN and infinities.
 ///
 /// ```
-/// use amrq::summary::plain;
+/// use amrq_bench::summary::plain;
 /// assert_eq!(plain(1.5000), "1.5");
 /// assert_eq!(plain(2.0), "2");
 /// assert_eq!(plain(1e21), "1000000000000000000000");
@@ -31,7 +31,7 @@ pub fn plain(v: f64) -> String {
 /// same keys.
 ///
 /// ```
-/// use amrq::summary::line;
+/// use amrq_bench::summary::line;
 /// assert_eq!(line("pingpong", false, &[("rtt_ns", 91.25), ("ratio", 1.9)]), "pingpong: rtt_ns=91.25 ratio=1.9");
 /// assert_eq!(line("stream", true, &[("msgs_per_s", 3e7)]), r#"{"name":"stream","msgs_per_s":30000000}"#);
 /// ```

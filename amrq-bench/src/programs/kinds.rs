@@ -7,27 +7,25 @@
 //! compare-and-swap), to show what the reservation costs against a sender's own ring.
 //!
 //! ```text
-//! cargo run --release --example kinds [-- --quick] [--iters N] [--batches B] [--threads] [--json]
+//! amrq-bench kinds [--quick] [--iters N] [--batches B] [--threads] [--json]
 //! ```
 //! Last line (rank 0, after both finished): `kinds: express_ns=… basic_ns=… tag_on_ns=…
 //! shared_express_ns=…` (median ns per message).
 
-mod common;
-
+use super::{Flags, Ranks};
+use crate::reference::median;
 use amrq::conduit::ReceivedFrame;
 use amrq::prelude::*;
-use amrq::reference::median;
 use amrq::rq::Kind;
 use std::cell::Cell;
 use std::time::Instant;
 
 /// The enqueue → dequeue pipeline per message kind: Express, Basic, Tag-On, shared.
-#[derive(clap::Parser)]
-struct Args {
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// How much to measure.
     #[command(flatten)]
-    common: common::Common,
-    #[command(flatten)]
-    run: common::Batches,
+    pub run: super::Batches,
 }
 
 /// (kind, payload bytes, into the shared queue).
@@ -44,21 +42,21 @@ struct State {
     acked: Cell<u64>,
 }
 
-fn main() {
-    let o = <Args as clap::Parser>::parse();
+/// Runs the command.
+pub fn main(o: &Args, f: &Flags) -> ! {
     let mut cfg = Config::new();
     cfg.tag_on_buffers.set(64);
     let q = cfg.add_queue(1024);
     let shared = cfg.add(amrq::config::QueueSpec::new("shared", 1024).shared());
-    common::run(&o.common, cfg, common::Ranks::Exactly(2), |setup| {
-        rank_main(setup, &o, [q, shared])
+    f.run(cfg, Ranks::Exactly(2), |setup| {
+        rank_main(setup, o, f, [q, shared])
     });
 }
 
-fn rank_main(setup: Setup, o: &Args, queues: [QueueId; 2]) -> amrq::Result<()> {
+fn rank_main(setup: Setup, o: &Args, f: &Flags, queues: [QueueId; 2]) -> amrq::Result<()> {
     let threads = setup.config().threads.get();
-    let (iters, batches) = o.run.or(o.common.quick, (200_000, 2_000_000), (5, 11));
-    common::two_ranks("kinds", setup.size())?;
+    let (iters, batches) = o.run.or(f.quick, (200_000, 2_000_000), (5, 11));
+    super::two_ranks("kinds", setup.size())?;
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
         s.acked.set(m.arg(0)?);
@@ -129,9 +127,8 @@ fn rank_main(setup: Setup, o: &Args, queues: [QueueId; 2]) -> amrq::Result<()> {
         println!("Basic (1 arg + 1 KiB inline):  {:.1} ns/msg", m[1]);
         println!("Tag-On (1 arg + 1 KiB block):  {:.1} ns/msg", m[2]);
         println!("Express, shared queue:         {:.1} ns/msg", m[3]);
-        common::summary(
+        f.summary(
             "kinds",
-            o.common.json,
             &[
                 ("express_ns", m[0]),
                 ("basic_ns", m[1]),
