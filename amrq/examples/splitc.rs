@@ -63,17 +63,16 @@ fn main() {
             return Err(format!("{bad} elements wrong after the shifts; sum {sum}").into());
         }
         if me == 0 {
-            let per_s = |secs: f64| n as f64 / secs / 1e6;
+            let per_s = |secs: f64| n as f64 / secs;
+            let path = match sc.is_direct() {
+                true => "loads and stores where memory is shared, AM frames elsewhere",
+                false => "AM frames",
+            };
             println!(
-                "{} ranks, {n} elements: {:.1} M stores/s, {:.1} M gets/s ({})",
+                "{} ranks, {n} elements: {:.0} stores/s, {:.0} gets/s ({path})",
                 sc.procs(),
                 per_s(stores_s),
                 per_s(gets_s),
-                if sc.is_direct() {
-                    "direct"
-                } else {
-                    "AM frames"
-                }
             );
             println!("splitc: ranks={} sum={sum}", sc.procs());
         }
