@@ -45,19 +45,30 @@ fn build_library(dir: &Path) {
 
 /// Builds the C examples into a fresh directory; its path.
 fn built() -> PathBuf {
-    let dir = build_dir();
-    build_library(&dir);
     let out = std::env::temp_dir().join(format!("amrq-c-examples-{}", std::process::id()));
     std::fs::create_dir_all(&out).expect("a directory for the examples");
-    let status = Command::new("make")
-        .arg("-C")
+    make(&out, &[]);
+    out
+}
+
+/// Builds, with the C examples' Makefile against this build's static library, into
+/// `out`: the examples, or the programs `names` whose sources are in `out`.
+fn make(out: &Path, names: &[String]) {
+    let dir = build_dir();
+    build_library(&dir);
+    let mut cmd = Command::new("make");
+    cmd.arg("-C")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/c"))
         .arg(format!("LIBDIR={}", dir.display()))
-        .arg(format!("OUT={}", out.display()))
+        .arg(format!("OUT={}", out.display()));
+    if !names.is_empty() {
+        cmd.arg(format!("SRC={}", out.display()))
+            .arg(format!("EXAMPLES={}", names.join(" ")));
+    }
+    let status = cmd
         .status()
         .expect("make runs (install make and a C compiler)");
-    assert!(status.success(), "the C examples did not build");
-    out
+    assert!(status.success(), "the C programs {names:?} did not build");
 }
 
 /// Runs `amrun -n ranks program args…`; its stdout, after asserting success.
@@ -129,16 +140,14 @@ fn the_c_examples_build_and_run_under_amrun() {
 }
 
 /// The C programs the README and the guide show in full (each block of ```c), built
-/// against the static library of this build as the Makefile builds the examples, and
-/// run under `amrun -n 2`.
+/// by the examples' Makefile against the static library of this build, and run under
+/// `amrun -n 2`.
 #[test]
 fn the_c_programs_of_the_readme_and_the_guide_build_and_run() {
-    let dir = build_dir();
-    build_library(&dir);
     let out = std::env::temp_dir().join(format!("amrq-c-docs-{}", std::process::id()));
     std::fs::create_dir_all(&out).expect("a directory for the programs");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut built = 0;
+    let mut names = Vec::new();
     for doc in ["README.md", "docs/guide/06-c.md"] {
         let text = std::fs::read_to_string(root.join(doc)).expect("the document");
         for (i, block) in text.split("```c\n").skip(1).enumerate() {
@@ -147,39 +156,15 @@ fn the_c_programs_of_the_readme_and_the_guide_build_and_run() {
                 code.contains("int main"),
                 "{doc}: a C block that is not a whole program"
             );
-            let src = out.join(format!("{}-{i}.c", doc.replace('/', "-")));
-            std::fs::write(&src, code).expect("the source");
-            let exe = src.with_extension("");
-            let status = Command::new("cc")
-                .args([
-                    "-O2",
-                    "-Wall",
-                    "-Wextra",
-                    "-Werror",
-                    "-std=c11",
-                    "-D_POSIX_C_SOURCE=200809L",
-                ])
-                .arg(concat!("-I", env!("CARGO_MANIFEST_DIR"), "/include"))
-                .arg("-o")
-                .arg(&exe)
-                .arg(&src)
-                .arg(dir.join("libamrq_c.a"))
-                .args([
-                    "-lgcc_s",
-                    "-lutil",
-                    "-lrt",
-                    "-lpthread",
-                    "-lm",
-                    "-ldl",
-                    "-lc",
-                ])
-                .status()
-                .expect("cc runs (install a C compiler)");
-            assert!(status.success(), "{doc}'s C block {i} does not build");
-            amrun(2, &exe, &[]);
-            built += 1;
+            let name = format!("{}-{i}", doc.replace(['/', '.'], "-"));
+            std::fs::write(out.join(format!("{name}.c")), code).expect("the source");
+            names.push(name);
         }
     }
-    assert!(built >= 3, "only {built} C programs found");
+    assert!(names.len() >= 3, "only {} C programs found", names.len());
+    make(&out, &names);
+    for name in &names {
+        amrun(2, &out.join(name), &[]);
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
