@@ -101,9 +101,14 @@ impl Run {
     /// let r = Run::from_outcome(&format!("ranks: 2\n{}\n", o.json())).unwrap();
     /// assert_eq!((r.rtt_ns, r.raw_rtt_ns, r.ratio), (99.0, 110.0, 0.9));
     /// assert!(Run::from_outcome("round-trip: round_trip_ns=99\n").is_none());
+    /// let trailing = format!("{}\nnote: a line after it\n", o.json());
+    /// assert!(Run::from_outcome(&trailing).is_some());
     /// ```
     pub fn from_outcome(out: &str) -> Option<Self> {
-        let o: crate::report::Outcome = serde_json::from_str(out.lines().last()?).ok()?;
+        let o: crate::report::Outcome = out
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str(l).ok())?;
         let get = |k: &str| o.figures.iter().find(|f| f.key == k).map(|f| f.median);
         let (rtt_ns, raw_rtt_ns) = (get("round_trip_ns")?, get("raw_rtt_ns")?);
         Some(Self {

@@ -7,6 +7,7 @@
 //! peers and prints their table; `all` runs everything and writes the report.
 
 use amrq_bench::clock::Clock;
+use amrq_bench::programs::fail;
 use amrq_bench::report::Outcome;
 use amrq_bench::suite::{self, Job};
 use amrq_bench::Params;
@@ -120,20 +121,19 @@ struct HostsArgs {
     job: bool,
 }
 
-fn fail(why: &str) -> ! {
-    eprintln!("amrq-bench: {why}");
-    std::process::exit(2)
-}
-
 fn main() {
     let cli = Cli::parse();
     // A launcher's variables, even incomplete ones, mean a job around us.
     let placed = !matches!(amrq::bootstrap::env::detect(), Ok(None));
     if let (Bench::Hosts(_), true) = (&cli.bench, placed) {
         let Err(e) = amrq_bench::hosts::rank_part(cli.quick);
-        fail(&e);
+        fail(e);
     }
-    if !matches!(cli.bench, Bench::Job(_) | Bench::Program(_)) && placed {
+    let alone = matches!(cli.bench, Bench::Job(_) | Bench::Program(_));
+    if cli.threads && !alone {
+        fail("--threads is for a benchmark or program run alone (amrq-bench round-trip --threads)");
+    }
+    if !alone && placed {
         // Its children would inherit the job's environment and join it.
         fail("`all` and `peers` start their own jobs: run them directly, not under amrun, mpirun or srun");
     }
@@ -163,12 +163,12 @@ fn run_job(cli: &Cli, job: Job) -> ! {
         } else {
             "2 or more".into()
         };
-        fail(&format!(
+        fail(format!(
             "{} runs on {want} ranks (--ranks {default}), not {ranks}",
             job.name()
         ));
     }
-    let mut cfg = amrq::Config::from_env().unwrap_or_else(|e| fail(&e.to_string()));
+    let mut cfg = amrq::Config::from_env().unwrap_or_else(|e| fail(e));
     cfg.ranks.set(ranks);
     if cli.threads {
         cfg.threads.set(true);
@@ -190,18 +190,10 @@ fn run_job(cli: &Cli, job: Job) -> ! {
 /// Prints an outcome and appends it to `--out`.
 fn emit(cli: &Cli, o: &Outcome) -> Result<(), String> {
     println!("{}", if cli.json { o.json() } else { o.text() });
-    if let Some(dir) = &cli.out {
-        use std::io::Write;
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let path = dir.join(format!("{}.json", o.name));
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        writeln!(f, "{}", o.json()).map_err(|e| e.to_string())?;
+    match &cli.out {
+        Some(dir) => amrq_bench::summary::append(dir, &o.name, &o.json()),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// `peers`: rounds of amrq and each peer; the table on stdout, then the notes and the
@@ -217,7 +209,7 @@ fn peers(cli: &Cli) {
         Some(out.join("peers")),
         |what| progress.note(format!("peers: {what}")),
     )
-    .unwrap_or_else(|e| fail(&e));
+    .unwrap_or_else(|e| fail(e));
     progress.finish();
     let table = amrq_bench::peers::table(&p, Clock::calibrate().overhead_ns());
     let rounds_json = out.join("peers").join("rounds.json");
@@ -225,13 +217,13 @@ fn peers(cli: &Cli) {
     if let Err(e) =
         std::fs::create_dir_all(out.join("peers")).and_then(|()| std::fs::write(&rounds_json, json))
     {
-        fail(&format!("{}: {e}", rounds_json.display()));
+        fail(format!("{}: {e}", rounds_json.display()));
     }
     if !cli.json {
         println!("{}", amrq_bench::peers::text(&p));
     }
     if let Err(e) = emit(cli, &table) {
-        fail(&e)
+        fail(e)
     }
 }
 
@@ -247,7 +239,7 @@ fn all(cli: &Cli) {
             println!("{}", r.table.text());
             println!("report: {}", out.join("summary.md").display());
         }
-        Err(e) => fail(&e),
+        Err(e) => fail(e),
     }
 }
 
@@ -257,25 +249,25 @@ fn hosts(cli: &Cli, h: &HostsArgs) {
     use amrq_bench::hosts::{amrq_round, report, ucx_round, Link};
     let names: Vec<String> = h.hosts.split(',').map(|n| n.trim().to_string()).collect();
     let [a, b] = names.as_slice() else {
-        fail(&format!("--hosts {}: give two hosts, A,B", h.hosts))
+        fail(format!("--hosts {}: give two hosts, A,B", h.hosts))
     };
     let address = h.rendezvous.clone().unwrap_or_else(|| a.clone());
     if h.job {
         let list = format!("{a}:1,{b}:1");
         let hosts = amrq::launch::Hosts::new(&list, &h.exec, Some(&address))
-            .unwrap_or_else(|e| fail(&e.to_string()));
+            .unwrap_or_else(|e| fail(e));
         let mut l = amrq::launch::Launcher::new(2);
         l.hosts = Some(hosts);
         l.verbose = false;
         l.timeout = Some(std::time::Duration::from_secs(240));
-        let exe = std::env::current_exe().unwrap_or_else(|e| fail(&e.to_string()));
+        let exe = std::env::current_exe().unwrap_or_else(|e| fail(e));
         let mut args = vec!["hosts".into(), "--hosts".into(), h.hosts.clone().into()];
         if cli.quick {
             args.push("--quick".into());
         }
         match l.run(exe.as_os_str(), &args) {
             Ok(out) => std::process::exit(out.code),
-            Err(e) => fail(&e.to_string()),
+            Err(e) => fail(e),
         }
     }
     let link = Link {
@@ -291,8 +283,8 @@ fn hosts(cli: &Cli, h: &HostsArgs) {
             r + 1,
             h.rounds.max(1)
         );
-        let am = amrq_round(&link, cli.quick).unwrap_or_else(|e| fail(&format!("amrq: {e}")));
-        let ucx = ucx_round(&link, cli.quick).unwrap_or_else(|e| fail(&format!("UCX: {e}")));
+        let am = amrq_round(&link, cli.quick).unwrap_or_else(|e| fail(format!("amrq: {e}")));
+        let ucx = ucx_round(&link, cli.quick).unwrap_or_else(|e| fail(format!("UCX: {e}")));
         rounds.push((am, ucx));
     }
     let text = report(&link, &rounds);
@@ -300,7 +292,7 @@ fn hosts(cli: &Cli, h: &HostsArgs) {
     if let Some(dir) = &cli.out {
         let path = dir.join("hosts.md");
         if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &text)) {
-            fail(&format!("{}: {e}", path.display()));
+            fail(format!("{}: {e}", path.display()));
         }
     }
 }
@@ -308,7 +300,7 @@ fn hosts(cli: &Cli, h: &HostsArgs) {
 /// `budget`: each mode's breakdown, a summary line of the totals, and the guard.
 fn budget(cli: &Cli, b: &BudgetArgs) {
     use amrq_bench::budget::{self, MODES};
-    let bench = std::env::current_exe().unwrap_or_else(|e| fail(&e.to_string()));
+    let bench = std::env::current_exe().unwrap_or_else(|e| fail(e));
     let mut text = String::from(
         "Instructions per iteration under callgrind (difference of two runs, N and 2N iterations), charged to the tasks of the AM paper's Table 2 (see `amrq-bench/src/budget.rs`).\n\n",
     );
@@ -317,7 +309,7 @@ fn budget(cli: &Cli, b: &BudgetArgs) {
         std::collections::BTreeMap::new(),
     );
     for mode in MODES {
-        let m = budget::measure(&bench, mode, b.iters).unwrap_or_else(|e| fail(&e));
+        let m = budget::measure(&bench, mode, b.iters).unwrap_or_else(|e| fail(e));
         text += &budget::table(mode, &m);
         if b.by_function {
             let mut v: Vec<_> = m.by_function.iter().collect();
@@ -333,7 +325,7 @@ fn budget(cli: &Cli, b: &BudgetArgs) {
     if let Some(dir) = &cli.out {
         let path = dir.join("budget.md");
         if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &text)) {
-            fail(&format!("{}: {e}", path.display()));
+            fail(format!("{}: {e}", path.display()));
         }
     }
     if !cli.json {
@@ -347,12 +339,12 @@ fn budget(cli: &Cli, b: &BudgetArgs) {
         let committed = std::fs::read_to_string(file)
             .map_err(|e| format!("{}: {e}", file.display()))
             .and_then(|t| budget::parse_figures(&t))
-            .unwrap_or_else(|e| fail(&e));
+            .unwrap_or_else(|e| fail(e));
         match budget::check(&committed, &wholes, b.tolerance / 100.0) {
             Ok(notes) => notes
                 .iter()
                 .for_each(|n| eprintln!("amrq-bench budget: {n}")),
-            Err(e) => fail(&e),
+            Err(e) => fail(e),
         }
     }
 }
@@ -367,12 +359,12 @@ fn c_pingpong(cli: &Cli, a: &CPingpongArgs) {
     let programs = dir
         .ok_or_else(|| "no build directory: pass --build".to_string())
         .and_then(|d| Programs::in_build(&d))
-        .unwrap_or_else(|e| fail(&e));
+        .unwrap_or_else(|e| fail(e));
     let progress = amrq_bench::progress::Progress::new(Some(a.pairs));
     let mut runs = Vec::new();
     for i in 0..a.pairs {
         progress.start(format!("c-pingpong: pair {}/{}", i + 1, a.pairs));
-        runs.push(run_pair(&programs, cli.quick).unwrap_or_else(|e| fail(&e)));
+        runs.push(run_pair(&programs, cli.quick).unwrap_or_else(|e| fail(e)));
     }
     progress.finish();
     let (bands, left_out) = bands(&runs);

@@ -192,7 +192,6 @@ pub struct RawStream {
 /// assert_eq!(amrq_bench::reference::RAW_STREAM_BYTES, 128 + 64 * 1024);
 /// ```
 pub const RAW_STREAM_BYTES: usize = std::mem::size_of::<RawStream>();
-#[cfg(not(amrq_loom))]
 const _: () = {
     assert!(std::mem::size_of::<StreamSlot>() == 64);
     assert!(RAW_STREAM_BYTES == 128 + 64 * STREAM_SLOTS);

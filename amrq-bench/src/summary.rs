@@ -1,4 +1,4 @@
-//! The summary line every example and benchmark ends with:
+//! The summary line every benchmark and program of `amrq-bench` ends with:
 //! `NAME: key=value …`, or one JSON object with the same keys, values as plain
 //! decimals.
 
@@ -49,4 +49,27 @@ pub fn line(name: &str, json: bool, kv: &[(&str, f64)]) -> String {
             .collect();
         format!("{name}: {}", body.join(" "))
     }
+}
+
+/// Appends a line of JSON to `DIR/NAME.json` (`--out`), making the directory.
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("amrq-summary-doc-{}", std::process::id()));
+/// amrq_bench::summary::append(&dir, "x", r#"{"name":"x"}"#).unwrap();
+/// amrq_bench::summary::append(&dir, "x", r#"{"name":"x"}"#).unwrap();
+/// assert_eq!(std::fs::read_to_string(dir.join("x.json")).unwrap().lines().count(), 2);
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+pub fn append(dir: &std::path::Path, name: &str, json: &str) -> Result<(), String> {
+    use std::io::Write;
+    let path = dir.join(format!("{name}.json"));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)?;
+            writeln!(f, "{json}")
+        })
+        .map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -29,8 +29,17 @@ pub const BURST: u64 = 1024;
 /// waits for room (`Config::ring_slots`).
 pub const DEEP_RING_SLOTS: u64 = 2 * BURST;
 
-/// The note of a job whose ranks share no memory (two hosts): the raw references need it.
-const NOT_SHARED: &str = "raw reference not measured: the two ranks share no memory (two hosts)";
+/// Adds the raw reference's samples and amrq's ratios to it, or, where none were taken
+/// (the ranks share no memory: two hosts), a note that says so.
+fn raw_figures(o: &mut Outcome, (key, raw): (&str, &mut [f64]), ratio: &mut [f64]) {
+    if raw.is_empty() {
+        o.notes
+            .push("raw reference not measured: the two ranks share no memory (two hosts)".into());
+    } else {
+        o.figures.push(Figure::of(key, raw));
+        o.figures.push(Figure::of("ratio", ratio));
+    }
+}
 
 /// `iters` round trips from rank 0 to `dest`, each waiting for its acknowledgement;
 /// ns per round trip.
@@ -59,8 +68,8 @@ fn failures(b: &BenchAm, p: &Params, dest: Rank, iters: u64) -> amrq::Result<f64
     Ok(p.clock.since(t) / iters as f64)
 }
 
-/// *round-trip*: `round_trip_ns`, `raw_rtt_ns`, `ratio`, `failure_ns` and
-/// `failure_round_trips` on rank 0 (`None` elsewhere).
+/// *round-trip*: `round_trip_ns`, `failure_ns` and `failure_round_trips` on rank 0
+/// (`None` elsewhere), and `raw_rtt_ns` and `ratio` where the two ranks share memory.
 pub fn round_trip(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     require_ranks(&setup, "round-trip", 2, false)?;
     let b = BenchAm::new(setup)?;
@@ -100,12 +109,7 @@ pub fn round_trip(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     Ok((b.rank() == 0).then(|| {
         let mut o = Outcome::new("round-trip", 2, p.clock.overhead_ns());
         o.figures = vec![Figure::of("round_trip_ns", &mut am_ns)];
-        if raw.is_some() {
-            o.figures.push(Figure::of("raw_rtt_ns", &mut raw_ns));
-            o.figures.push(Figure::of("ratio", &mut ratio));
-        } else {
-            o.notes.push(NOT_SHARED.into());
-        }
+        raw_figures(&mut o, ("raw_rtt_ns", &mut raw_ns), &mut ratio);
         o.figures.push(Figure::of("failure_ns", &mut failure_ns));
         o.figures
             .push(Figure::of("failure_round_trips", &mut failure_rtts));
@@ -152,8 +156,9 @@ pub fn round_trip_ranks(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome
     }))
 }
 
-/// *one-to-one*: `ns_per_msg`, `msgs_per_s`, `raw_msgs_per_s` and `ratio` (the
-/// median of the per-batch ratios of the two rates) on rank 0 (`None` elsewhere).
+/// *one-to-one*: `ns_per_msg` and `msgs_per_s` on rank 0 (`None` elsewhere), and
+/// `raw_msgs_per_s` and `ratio` (the median of the per-batch ratios of the two rates)
+/// where the two ranks share memory.
 pub fn one_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     require_ranks(&setup, "one-to-one", 2, false)?;
     let b = BenchAm::new(setup)?;
@@ -205,12 +210,7 @@ pub fn one_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
             Figure::of("ns_per_msg", &mut per_msg),
             Figure::of("msgs_per_s", &mut rate),
         ];
-        if raw.is_some() {
-            o.figures.push(Figure::of("raw_msgs_per_s", &mut raw_rate));
-            o.figures.push(Figure::of("ratio", &mut ratio));
-        } else {
-            o.notes.push(NOT_SHARED.into());
-        }
+        raw_figures(&mut o, ("raw_msgs_per_s", &mut raw_rate), &mut ratio);
         o
     }))
 }

@@ -1,6 +1,6 @@
 /* Short AM round trip between two ranks, beside the raw cache-line round trip measured
  * in the same run between the same two ranks: the C twin of `amrq-bench round-trip`
- * (whose raw reference raw_rtt_ns repeats, line for line), with the summary line
+ * (its raw reference repeats amrq-bench's RawPingPong, line for line), with the line
  *   pingpong: rtt_ns=... raw_rtt_ns=... ratio=... batch_ratio=...
  * (medians over batches; batch_ratio: the median of each AM batch over the raw batch
  * just before it). Run it under `amrun -n 2`, or alone (it starts 2 ranks). */
@@ -18,22 +18,28 @@ typedef struct {
     line_t ping[LINE_PAIRS], pong[LINE_PAIRS];
 } raw_lines_t;
 
-/* Ranks 0 and 1: round trips base+1 ..= base+iters; rank 0 gets ns per round trip. */
-static double raw_rtt_ns(raw_lines_t *l, int me, uint64_t base, uint64_t iters) {
+_Static_assert(sizeof(raw_lines_t) == 2 * LINE_PAIRS * 128, "amrq-bench's RawPingPong layout");
+
+/* Rank 0's side: round trips base+1 ..= base+iters; ns per round trip. */
+static double raw_initiate(raw_lines_t *l, uint64_t base, uint64_t iters) {
     double t0 = now_ns();
     for (uint64_t i = base + 1; i <= base + iters; i++) {
         size_t k = (size_t)(i % LINE_PAIRS);
-        if (me == 0) {
-            atomic_store_explicit(&l->ping[k].word, i, memory_order_release);
-            while (atomic_load_explicit(&l->pong[k].word, memory_order_acquire) != i) {
-            }
-        } else {
-            while (atomic_load_explicit(&l->ping[k].word, memory_order_acquire) != i) {
-            }
-            atomic_store_explicit(&l->pong[k].word, i, memory_order_release);
+        atomic_store_explicit(&l->ping[k].word, i, memory_order_release);
+        while (atomic_load_explicit(&l->pong[k].word, memory_order_acquire) != i) {
         }
     }
     return (now_ns() - t0) / (double)iters;
+}
+
+/* Rank 1's side of raw_initiate. */
+static void raw_respond(raw_lines_t *l, uint64_t base, uint64_t iters) {
+    for (uint64_t i = base + 1; i <= base + iters; i++) {
+        size_t k = (size_t)(i % LINE_PAIRS);
+        while (atomic_load_explicit(&l->ping[k].word, memory_order_acquire) != i) {
+        }
+        atomic_store_explicit(&l->pong[k].word, i, memory_order_release);
+    }
 }
 
 static amrq_request_handler_t PING;
@@ -54,9 +60,10 @@ static void pong(void *s, const amrq_msg_t *m) { ((state_t *)s)->replies = m->ar
 
 int main(int argc, char **argv) {
     int q = quick(argc, argv);
-    uint64_t iters = q ? 20000 : 100000;
+    /* round-trip's sizes: a warm-up batch, then 5 (31) of 5000 (50000) round trips. */
+    uint64_t iters = q ? 5000 : 50000;
     enum { MAX_BATCHES = 31 };
-    int batches = q ? 11 : MAX_BATCHES;
+    int batches = q ? 5 : MAX_BATCHES;
     state_t st = {0, 0};
     amrq_table_t *t = amrq_table_new();
     CHECK(amrq_table_request(t, "ping", ping, &st, &PING));
@@ -80,29 +87,31 @@ int main(int argc, char **argv) {
     raw_lines_t *lines = (raw_lines_t *)((char *)rank0 + at);
     CHECK(amrq_barrier(am));
     double raw[MAX_BATCHES], rtt[MAX_BATCHES], ratio[MAX_BATCHES];
-    uint64_t base = 0, seq = 0, served = 0;
-    for (int b = 0; b < batches; b++) {
-        double r = raw_rtt_ns(lines, me, base, iters);
-        base += iters;
-        CHECK(amrq_barrier(am));
+    uint64_t seq = 0;
+    /* As round-trip's batches (without its failing requests): the raw round trips,
+     * then the AM ones at once; batch 0 warms up and is dropped. */
+    for (int b = 0; b <= batches; b++) {
+        uint64_t base = (uint64_t)b * iters;
         if (me == 0) {
+            double r = raw_initiate(lines, base, iters);
             double t0 = now_ns();
-            /* As the Rust twin's `wait_until`: a word of the state reaching a value. */
+            /* As round-trip's wait: a word of the state reaching a value. */
             for (uint64_t i = 0; i < iters; i++) {
                 ++seq;
                 CHECK(amrq_request(am, 1, PING, &seq, 1));
                 CHECK(amrq_wait_u64(am, &st.replies, AMRQ_CMP_GE, seq));
             }
-            raw[b] = r;
-            rtt[b] = (now_ns() - t0) / (double)iters;
-            ratio[b] = rtt[b] / r;
+            if (b > 0) {
+                raw[b - 1] = r;
+                rtt[b - 1] = (now_ns() - t0) / (double)iters;
+                ratio[b - 1] = rtt[b - 1] / r;
+            }
         } else {
-            /* Counted from the start: requests may run in the barrier before this. */
-            served += iters;
-            CHECK(amrq_wait_u64(am, &st.served, AMRQ_CMP_GE, served));
+            raw_respond(lines, base, iters);
+            CHECK(amrq_wait_u64(am, &st.served, AMRQ_CMP_GE, base + iters));
         }
-        CHECK(amrq_barrier(am));
     }
+    CHECK(amrq_barrier(am));
     if (me == 0) {
         double rt = median(rtt, batches), rw = median(raw, batches);
         double br = median(ratio, batches);

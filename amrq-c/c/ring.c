@@ -1,5 +1,5 @@
 /* Every rank streams Short AMs to its right neighbour; every message is counted, and
- * the counts are checked with an all-reduce: the C twin of examples/ring.rs,
+ * the counts are checked with an all-reduce (the ring of examples/ring.rs), and it prints
  *   ring: ranks=... total_msgs_per_s=... min_rank_msgs_per_s=...
  * Run it under `amrun -n N`, or alone (it starts 2 ranks). */
 #include "common.h"

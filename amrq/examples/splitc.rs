@@ -43,6 +43,7 @@ fn main() {
             let v = sc.read(b.at(j))?;
             bad += u64::from(v != ((j + n - 1) % n) as f64);
             mine += v;
+            sc.write(b.at(j), -1.0)?; // so that the gets below must fill it again
         }
 
         // The same shift read back: split-phase gets of a[j - 1], all issued, one sync.
@@ -52,6 +53,7 @@ fn main() {
             sc.get(b.at(j), a.at((j + n - 1) % n))?;
         }
         sc.sync()?;
+        sc.barrier()?; // every rank's gets are done: the rate is the job's
         let gets_s = sc.seconds() - t;
         for j in b.local_indices(me) {
             bad += u64::from(sc.read(b.at(j))? != ((j + n - 1) % n) as f64);

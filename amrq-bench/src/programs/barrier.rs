@@ -94,7 +94,7 @@ fn rank_main(setup: Setup, o: &Args, f: &Flags) -> amrq::Result<()> {
         } else {
             0.0
         };
-        let how = if threads { "threads" } else { "processes" };
+        let how = super::placement(threads);
         let placement = if oversubscribed {
             "more ranks than cores: not pinned, sharing cores"
         } else {

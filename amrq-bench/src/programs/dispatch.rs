@@ -42,7 +42,7 @@ pub fn main(o: &Args, f: &Flags) -> ! {
 fn rank_main(setup: Setup, o: &Args, f: &Flags, q: QueueId) -> amrq::Result<()> {
     let threads = setup.config().threads.get();
     let (iters, batches) = o.run.or(f.quick, (500_000, 5_000_000), (5, 11));
-    super::two_ranks("dispatch", setup.size())?;
+    crate::fixture::require_ranks(&setup, "dispatch", 2, false)?;
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
         s.acked.set(m.arg(0)?);
@@ -123,7 +123,7 @@ fn rank_main(setup: Setup, o: &Args, f: &Flags, q: QueueId) -> amrq::Result<()> 
     am.barrier()?;
     if am.rank() == 0 {
         let (ri, rh) = (median(&mut inline), median(&mut handler));
-        let how = if threads { "threads" } else { "processes" };
+        let how = super::placement(threads);
         println!("ranks: 2 {how}; {batches} batches of {iters} Short frames each way of receiving");
         println!(
             "handler dispatch (AM requests):      {:.1} M msgs/s",

@@ -69,7 +69,7 @@ fn rank_main(setup: Setup, o: &Args, f: &Flags) -> amrq::Result<()> {
         let moved = (n * (n - 1) * block) as f64;
         let (tm, tu) = (median(&mut matched), median(&mut unmatched));
         let cores = amrq::util::affinity::allowed_cores().len();
-        let how = if threads { "threads" } else { "processes" };
+        let how = super::placement(threads);
         let note = if n > cores {
             ", more ranks than cores: they share cores"
         } else {

@@ -56,7 +56,7 @@ pub fn main(o: &Args, f: &Flags) -> ! {
 fn rank_main(setup: Setup, o: &Args, f: &Flags, queues: [QueueId; 2]) -> amrq::Result<()> {
     let threads = setup.config().threads.get();
     let (iters, batches) = o.run.or(f.quick, (200_000, 2_000_000), (5, 11));
-    super::two_ranks("kinds", setup.size())?;
+    crate::fixture::require_ranks(&setup, "kinds", 2, false)?;
     let mut table = HandlerTable::new();
     let done = table.reply("done", |s: &State, m| {
         s.acked.set(m.arg(0)?);
@@ -119,7 +119,7 @@ fn rank_main(setup: Setup, o: &Args, f: &Flags, queues: [QueueId; 2]) -> amrq::R
     }
     if am.rank() == 0 {
         let m: Vec<f64> = ns.iter_mut().map(|v| median(v)).collect();
-        let how = if threads { "threads" } else { "processes" };
+        let how = super::placement(threads);
         println!(
             "ranks: 2 {how}; {batches} batches of {iters} messages of each kind, read in place"
         );

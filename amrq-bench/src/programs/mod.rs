@@ -1,7 +1,9 @@
 //! The measurement programs that are not part of `all`'s report: each a command of
-//! `amrq-bench` that runs in every placement a job can have (alone, as threads, under
-//! `amrun`, `mpirun` or `srun`, across hosts), prints what it measured and ends with a
-//! summary line `NAME: key=value …` (one JSON object with `--json`).
+//! `amrq-bench` that prints what it measured and ends with a summary line `NAME:
+//! key=value …` (one JSON object with `--json`). All but `rq-loop` (one rank, on
+//! threads) run as processes of this host, as threads (`--threads`) or under `amrun`,
+//! `mpirun` or `srun`; `barrier` and `rma` compare with a raw reference in shared
+//! memory, so they refuse ranks on two hosts.
 //!
 //! | command | measures |
 //! |---|---|
@@ -76,18 +78,8 @@ impl Flags {
     pub fn summary(&self, name: &str, kv: &[(&str, f64)]) {
         println!("{}", crate::summary::line(name, self.json, kv));
         if let Some(dir) = &self.out {
-            use std::io::Write;
-            let path = dir.join(format!("{name}.json"));
-            let appended = std::fs::create_dir_all(dir).and_then(|()| {
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)?;
-                writeln!(f, "{}", crate::summary::line(name, true, kv))
-            });
-            if let Err(e) = appended {
-                fail(&format!("{}: {e}", path.display()));
-            }
+            let json = crate::summary::line(name, true, kv);
+            crate::summary::append(dir, name, &json).unwrap_or_else(|e| fail(e));
         }
     }
 
@@ -159,24 +151,12 @@ impl Batches {
     }
 }
 
-/// An error unless the job has 2 ranks (`name` runs on exactly 2).
-///
-/// ```
-/// assert!(amrq_bench::programs::two_ranks("kinds", 2).is_ok());
-/// assert!(amrq_bench::programs::two_ranks("kinds", 3).unwrap_err().to_string().contains("amrun -n 2"));
-/// ```
-pub fn two_ranks(name: &str, size: usize) -> amrq::Result<()> {
-    match size {
-        2 => Ok(()),
-        n => Err(format!(
-            "{name} runs on 2 ranks, not {n}: start it with amrun -n 2, or on its own"
-        )
-        .into()),
-    }
-}
-
 /// Says what went wrong and exits with status 2.
-pub fn fail(why: &dyn std::fmt::Display) -> ! {
+///
+/// ```no_run
+/// amrq_bench::programs::fail("--hosts: give two hosts");
+/// ```
+pub fn fail(why: impl std::fmt::Display) -> ! {
     eprintln!("amrq-bench: {why}");
     std::process::exit(2)
 }

@@ -94,7 +94,7 @@ fn rank_main(setup: Setup, f: &Flags) -> amrq::Result<()> {
     }
     println!(
         "ranks: 2 ({}), rank 0 puts into / gets from rank 1's segment; {batches} batches per size",
-        if threads { "threads" } else { "processes" }
+        super::placement(threads)
     );
     println!(
         "{:>10} {:>12} {:>12} {:>12} {:>10} {:>10} {:>10}",

@@ -121,7 +121,7 @@ const AFTER: u64 = 1000;
 fn one_rank<T: Send>(rank: impl Fn(Setup) -> amrq::Result<T> + Sync) -> T {
     match Config::new().threads(1, rank) {
         Ok(mut v) => v.swap_remove(0),
-        Err(e) => super::fail(&e),
+        Err(e) => super::fail(e),
     }
 }
 
@@ -152,7 +152,7 @@ fn empty_poll(o: &Args, f: &Flags) {
         let am = job.am();
         let empty = || match am.poll() {
             Ok(0) => Ok(()),
-            Ok(_) => super::fail(&"a poll found something in empty queues"),
+            Ok(_) => super::fail("a poll found something in empty queues"),
             Err(e) => Err(e),
         };
         // Idle long, the queues are armed: one word per poll.
@@ -172,7 +172,7 @@ fn empty_poll(o: &Args, f: &Flags) {
             for _ in 0..(iters / AFTER).max(1) {
                 am.request(0, count, &[])?;
                 if am.poll()? != 1 {
-                    super::fail(&"the request did not run");
+                    super::fail("the request did not run");
                 }
                 let t = Instant::now();
                 for _ in 0..AFTER {
@@ -210,22 +210,22 @@ fn empty_one_poll(o: &Args, f: &Flags, ranks: usize, queues: usize, armed: bool)
         })
         .collect();
     let mut eps =
-        threads::endpoints_for(ranks, &cfg.conduit_spec()).unwrap_or_else(|e| super::fail(&e));
+        threads::endpoints_for(ranks, &cfg.conduit_spec()).unwrap_or_else(|e| super::fail(e));
     let rq = amrq::rq::Rq::new(eps.swap_remove(0));
-    let set = rq.poll_set(&ids).unwrap_or_else(|e| super::fail(&e));
+    let set = rq.poll_set(&ids).unwrap_or_else(|e| super::fail(e));
     let poll = || matches!(rq.one_poll(&set), Ok(None));
     for _ in 0..20_000 {
         poll(); // go idle: the doorbell arms after 8 Ki ring looks (`membarrier`) or 32 polls
     }
     if armed && rq.conduit().one_poll_armed() == 0 {
-        super::fail(&"the doorbell did not arm");
+        super::fail("the doorbell did not arm");
     }
     let mut v = Vec::new();
     for _ in 0..o.batches.max(1) {
         let t = Instant::now();
         for _ in 0..iters {
             if !poll() {
-                super::fail(&"a One-poll of empty queues found something");
+                super::fail("a One-poll of empty queues found something");
             }
         }
         v.push(t.elapsed().as_nanos() as f64 / iters as f64);
@@ -264,7 +264,7 @@ fn hold(o: &Args, f: &Flags) {
     let mut cfg = Config::default();
     cfg.add(QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt));
     let mut eps =
-        threads::endpoints_for(1, &cfg.conduit_spec()).unwrap_or_else(|e| super::fail(&e));
+        threads::endpoints_for(1, &cfg.conduit_spec()).unwrap_or_else(|e| super::fail(e));
     let mut rq = amrq::rq::Rq::new(eps.remove(0));
     let handled = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let h = handled.clone();
@@ -272,7 +272,7 @@ fn hold(o: &Args, f: &Flags) {
         .start_interrupts(move |_, _, _, _| {
             h.fetch_add(1, std::sync::atomic::Ordering::Release);
         })
-        .unwrap_or_else(|| super::fail(&"no Interrupt queue"));
+        .unwrap_or_else(|| super::fail("no Interrupt queue"));
     let mut v = Vec::new();
     for _ in 0..o.batches.max(1) {
         let t = Instant::now();
@@ -425,7 +425,7 @@ fn oneway_rank(setup: Setup, iters: u64, batches: u64, burst: u64) -> amrq::Resu
         per_batch.push(t.elapsed().as_nanos() as f64 / (iters / burst * burst) as f64);
     }
     if am.state().get() != sent {
-        super::fail(&"a request was handled twice");
+        super::fail("a request was handled twice");
     }
     Ok(per_batch)
 }
@@ -465,7 +465,7 @@ fn am_loop(o: &Args, f: &Flags) {
 fn rq_loop(o: &Args, f: &Flags) {
     let iters = o.iters_or(f, 200_000);
     let batches = o.batches.max(1);
-    let mut eps = threads::endpoints(1, &[256, 256, 256]).unwrap_or_else(|e| super::fail(&e));
+    let mut eps = threads::endpoints(1, &[256, 256, 256]).unwrap_or_else(|e| super::fail(e));
     let rq = amrq::rq::Rq::new(eps.remove(0));
     let q = QueueId::new(QueueId::FIRST_USER); // the first two are the AM queues
     let mut per_batch = Vec::new();
@@ -475,21 +475,21 @@ fn rq_loop(o: &Args, f: &Flags) {
         for i in 0..iters {
             match rq.enqueue(0, q, &[i], &[]) {
                 Ok(true) => {}
-                other => super::fail(&format!("enqueue: {other:?}")),
+                other => super::fail(format!("enqueue: {other:?}")),
             }
             match rq.read_queue(q) {
                 Ok(Some(f)) => {
                     sum = sum.wrapping_add(f.args()[0]);
                     f.release();
                 }
-                other => super::fail(&format!("read_queue: {other:?}")),
+                other => super::fail(format!("read_queue: {other:?}")),
             }
         }
         per_batch.push(t.elapsed().as_nanos() as f64 / iters as f64);
     }
     let expect = (iters * (iters - 1) / 2).wrapping_mul(batches);
     if sum != expect {
-        super::fail(&format!(
+        super::fail(format!(
             "checksum {sum} != {expect}: frames lost or duplicated"
         ));
     }

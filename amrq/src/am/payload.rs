@@ -13,7 +13,7 @@ pub(crate) enum Payload<'a> {
 /// The args of a Short send, by value: what its out-of-line retry is handed, so that
 /// the inlined send never puts the caller's args in memory for it (a slice would: each
 /// such store takes a store-buffer entry of a sender that is waiting for its slots'
-/// cache lines, and slowed the `stream` example's sender).
+/// cache lines, and slowed a streaming sender, `amrq-bench one-to-one`'s).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ShortArgs {
     words: [u64; crate::conduit::ring::MAX_ARGS],

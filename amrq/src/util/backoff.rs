@@ -45,7 +45,7 @@ const TIGHT_ROUNDS: u32 = 1 << 10;
 /// after the tight phase, some tens of µs in all — far shorter than a scheduler time
 /// slice. Every round is at most a single `pause`: a waiter that backs off
 /// exponentially notices an arrival late, which showed up as twice the round trip in
-/// `pingpong`.
+/// `amrq-bench round-trip`.
 const SPIN_ROUNDS: u32 = 1 << 11;
 
 impl Backoff {

@@ -48,7 +48,7 @@ impl Rx {
         let p = match self.cons.look(&self.ring) {
             Look::Empty => return,
             Look::Express(p) => p,
-            Look::Other => super::super::fail(&"the floor sends Express frames only"),
+            Look::Other => super::super::fail("the floor sends Express frames only"),
         };
         let slot = self.ring.slot_ptr(p.index(self.ring.nslots()));
         // SAFETY: the sequence word said the slot is published and not released: its
@@ -113,7 +113,7 @@ pub fn floor_rank(iters: u64, batches: u64) -> Vec<f64> {
             if !prod.try_push_express(&request.ring, header, &args)
                 && !prod.try_push(&request.ring, header, &args, &[])
             {
-                super::super::fail(&"the floor's ring is full");
+                super::super::fail("the floor's ring is full");
             }
             sent += 1;
             while state.get() < sent {
@@ -124,7 +124,7 @@ pub fn floor_rank(iters: u64, batches: u64) -> Vec<f64> {
         per_batch.push(t.elapsed().as_nanos() as f64 / iters as f64);
     }
     if state.get() != sent {
-        super::super::fail(&"a message was handled twice");
+        super::super::fail("a message was handled twice");
     }
     per_batch
 }
