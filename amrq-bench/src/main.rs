@@ -254,8 +254,8 @@ fn hosts(cli: &Cli, h: &HostsArgs) {
     let address = h.rendezvous.clone().unwrap_or_else(|| a.clone());
     if h.job {
         let list = format!("{a}:1,{b}:1");
-        let hosts = amrq::launch::Hosts::new(&list, &h.exec, Some(&address))
-            .unwrap_or_else(|e| fail(e));
+        let hosts =
+            amrq::launch::Hosts::new(&list, &h.exec, Some(&address)).unwrap_or_else(|e| fail(e));
         let mut l = amrq::launch::Launcher::new(2);
         l.hosts = Some(hosts);
         l.verbose = false;

@@ -263,8 +263,7 @@ fn hold(o: &Args, f: &Flags) {
     let iters = o.iters_or(f, 10_000_000);
     let mut cfg = Config::default();
     cfg.add(QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt));
-    let mut eps =
-        threads::endpoints_for(1, &cfg.conduit_spec()).unwrap_or_else(|e| super::fail(e));
+    let mut eps = threads::endpoints_for(1, &cfg.conduit_spec()).unwrap_or_else(|e| super::fail(e));
     let mut rq = amrq::rq::Rq::new(eps.remove(0));
     let handled = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let h = handled.clone();
