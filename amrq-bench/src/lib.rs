@@ -19,7 +19,7 @@
 //! | [`child`] | a child process with a deadline (every program the suite starts) |
 //! | [`suite`] | `all`: every benchmark, then the peers; [`results`] what it produced, [`files`] the report and plots written from it |
 //! | [`programs`] | the commands outside the report: barrier, dispatch, exchange, kinds, rma, rq-loop |
-//! | [`reference`] | the hardware references: a raw cache-line round trip, a raw stream, memcpy |
+//! | [`mod@reference`] | the hardware references: a raw cache-line round trip, a raw stream, memcpy |
 //! | [`summary`] | the summary line every command ends with |
 
 pub mod analysis;
