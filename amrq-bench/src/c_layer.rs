@@ -91,13 +91,14 @@ impl Run {
     }
 
     /// The run `amrq-bench round-trip --json` reports: the medians of its round trip
-    /// and its raw round trip, and their ratio.
+    /// and of its raw round trip over rotating lines (the C program's design), and their
+    /// ratio.
     ///
     /// ```
     /// use amrq_bench::c_layer::Run;
     /// use amrq_bench::report::{Figure, Outcome};
     /// let mut o = Outcome::new("round-trip", 2, 20.0);
-    /// o.figures = vec![Figure::single("round_trip_ns", 99.0), Figure::single("raw_rtt_ns", 110.0)];
+    /// o.figures = vec![Figure::single("round_trip_ns", 99.0), Figure::single("raw_rotating_ns", 110.0)];
     /// let r = Run::from_outcome(&format!("ranks: 2\n{}\n", o.json())).unwrap();
     /// assert_eq!((r.rtt_ns, r.raw_rtt_ns, r.ratio), (99.0, 110.0, 0.9));
     /// assert!(Run::from_outcome("round-trip: round_trip_ns=99\n").is_none());
@@ -110,7 +111,8 @@ impl Run {
             .rev()
             .find_map(|l| serde_json::from_str(l).ok())?;
         let get = |k: &str| o.figures.iter().find(|f| f.key == k).map(|f| f.median);
-        let (rtt_ns, raw_rtt_ns) = (get("round_trip_ns")?, get("raw_rtt_ns")?);
+        // The C program's raw design: the rotating lines, not the run's floor.
+        let (rtt_ns, raw_rtt_ns) = (get("round_trip_ns")?, get("raw_rotating_ns")?);
         Some(Self {
             rtt_ns,
             raw_rtt_ns,

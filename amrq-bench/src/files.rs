@@ -101,14 +101,14 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
     s += "## Headline\n\n| figure | amrq | reference | ratio |\n|---|---|---|---|\n";
     let _ = writeln!(
         s,
-        "| Short AM round trip / raw cache-line round trip (ns) | {} | {} | {} |",
+        "| Short AM round trip / raw cache-line round trip, the fastest design (ns) | {} | {} | {} |",
         show(fig(r, "round-trip", "round_trip_ns")),
         show(fig(r, "round-trip", "raw_rtt_ns")),
         show(fig(r, "round-trip", "ratio"))
     );
     let _ = writeln!(
         s,
-        "| messages/s one-to-one / raw one-way stream (SPSC ring, no handler) | {} | {} | {} |",
+        "| messages/s one-to-one / raw one-way stream, the faster design (SPSC ring, no handler) | {} | {} | {} |",
         show(fig(r, "one-to-one", "msgs_per_s")),
         show(fig(r, "one-to-one", "raw_msgs_per_s")),
         show(fig(r, "one-to-one", "ratio"))
@@ -144,6 +144,31 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         let _ = writeln!(s, "| amrq speed-up over {} | | | {text} |", c.name);
     }
 
+    // Which raw design was the floor, and every design's median, under the table.
+    if let Some(o) = outcome(r, "round-trip") {
+        let designs: Vec<String> = crate::reference::Design::ALL
+            .iter()
+            .filter_map(|d| {
+                let v = fig(r, "round-trip", &format!("raw_{}_ns", d.key()))?;
+                Some(format!("{} {} ns", d.key(), plain(v)))
+            })
+            .collect();
+        if !designs.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nThe raw round trip's designs, median each: {}.",
+                designs.join(", ")
+            );
+        }
+        for n in o.notes.iter().filter(|n| n.starts_with("raw floor")) {
+            let _ = writeln!(s, "The round trip's {n}.");
+        }
+    }
+    for n in outcome(r, "one-to-one").map_or(&[][..], |o| &o.notes[..]) {
+        if n.starts_with("raw floor") {
+            let _ = writeln!(s, "The stream's {n}.");
+        }
+    }
     s += "\n## amrq and its peers (same machine, same run, alternating)\n\n";
     s += &crate::peers::markdown(&r.peers);
 

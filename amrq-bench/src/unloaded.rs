@@ -16,7 +16,9 @@
 //!   rank 0 times handling the 2048: the receive overhead.
 
 use crate::fixture::{require_ranks, BenchAm};
-use crate::reference::{RawPingPong, RawStream, RAW_PINGPONG_BYTES, RAW_STREAM_BYTES};
+use crate::reference::{
+    Design, Floor, RawPingPong, RawStream, RAW_PINGPONG_BYTES, RAW_STREAM_BYTES,
+};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
 use amrq::conduit::Conduit;
@@ -69,7 +71,9 @@ fn failures(b: &BenchAm, p: &Params, dest: Rank, iters: u64) -> amrq::Result<f64
 }
 
 /// *round-trip*: `round_trip_ns`, `failure_ns` and `failure_round_trips` on rank 0
-/// (`None` elsewhere), and `raw_rtt_ns` and `ratio` where the two ranks share memory.
+/// (`None` elsewhere); where the two ranks share memory, every raw design's
+/// `raw_{design}_ns`, the floor `raw_rtt_ns` (the design of lowest median, named in a
+/// note) and `ratio` (each batch's round trip over the floor's sample of that batch).
 pub fn round_trip(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     require_ranks(&setup, "round-trip", 2, false)?;
     let b = BenchAm::new(setup)?;
@@ -83,24 +87,25 @@ pub fn round_trip(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     let iters = p.pick(5_000, 50_000);
     // A failure costs a fault recorded, its text and a notice: fewer of them.
     let failing = iters / 10;
-    let (mut am_ns, mut raw_ns, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut am_ns, mut floor) = (Vec::new(), Floor::default());
     let (mut failure_ns, mut failure_rtts) = (Vec::new(), Vec::new());
     for batch in 0..=p.batches as u64 {
         let base = batch * iters;
         if b.rank() == 0 {
-            let r = raw.map(|raw| raw.initiate(base, iters));
+            let r = raw.map(|raw| raw.initiate_all(base, iters));
             let a = round_trips(&b, p, 1, iters)?;
             let f = failures(&b, p, 1, failing)?;
             if batch > 0 {
                 am_ns.push(a);
-                raw_ns.extend(r);
-                ratio.extend(r.map(|r| a / r));
+                if let Some(r) = r {
+                    floor.push(r);
+                }
                 failure_ns.push(f);
                 failure_rtts.push(f / a);
             }
         } else {
             if let Some(raw) = raw {
-                raw.respond(base, iters);
+                raw.respond_all(base, iters);
             }
             b.wait_count((batch + 1) * (iters + failing))?;
         }
@@ -108,8 +113,20 @@ pub fn round_trip(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     b.am.barrier()?;
     Ok((b.rank() == 0).then(|| {
         let mut o = Outcome::new("round-trip", 2, p.clock.overhead_ns());
+        let won = floor.winner();
+        let mut raw_ns = floor.samples(won).to_vec();
+        let mut ratio: Vec<f64> = am_ns.iter().zip(&raw_ns).map(|(a, r)| a / r).collect();
         o.figures = vec![Figure::of("round_trip_ns", &mut am_ns)];
         raw_figures(&mut o, ("raw_rtt_ns", &mut raw_ns), &mut ratio);
+        if raw.is_some() {
+            for d in Design::ALL {
+                let key = format!("raw_{}_ns", d.key());
+                o.figures
+                    .push(Figure::of(&key, &mut floor.samples(d).to_vec()));
+            }
+            o.notes
+                .push(format!("raw floor: {} ({})", won.key(), won.describe()));
+        }
         o.figures.push(Figure::of("failure_ns", &mut failure_ns));
         o.figures
             .push(Figure::of("failure_round_trips", &mut failure_rtts));
@@ -156,27 +173,36 @@ pub fn round_trip_ranks(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome
     }))
 }
 
-/// *one-to-one*: `ns_per_msg` and `msgs_per_s` on rank 0 (`None` elsewhere), and
-/// `raw_msgs_per_s` and `ratio` (the median of the per-batch ratios of the two rates)
-/// where the two ranks share memory.
+/// *one-to-one*: `ns_per_msg` and `msgs_per_s` on rank 0 (`None` elsewhere); where the
+/// two ranks share memory, the raw stream's rate plain (`raw_plain_msgs_per_s`) and with
+/// the producer prefetching (`raw_prefetched_msgs_per_s`), the faster of the two as the
+/// floor (`raw_msgs_per_s`, named in a note) and `ratio` (each batch's rate over the
+/// floor's rate of that batch).
 pub fn one_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     require_ranks(&setup, "one-to-one", 2, false)?;
     let b = BenchAm::new(setup)?;
-    let at = b.am.rma().alloc_symmetric(RAW_STREAM_BYTES, 4096)?;
+    let at = b.am.rma().alloc_symmetric(2 * RAW_STREAM_BYTES, 4096)?;
     let raw = b.am.rq().conduit().mapped_segment(1).map(|(seg, _)| {
-        // SAFETY: `at` is a fresh page-aligned allocation of RAW_STREAM_BYTES in rank
-        // 1's segment (zeroed at creation), mapped by both ranks and used for the raw
-        // reference only.
-        unsafe { RawStream::in_memory(seg.add(at)) }
+        // SAFETY: `at` is a fresh page-aligned allocation of two RAW_STREAM_BYTES (a
+        // multiple of 128) in rank 1's segment (zeroed at creation), mapped by both
+        // ranks and used for the raw references only, one ring each.
+        unsafe {
+            [
+                RawStream::in_memory(seg.add(at)),
+                RawStream::in_memory(seg.add(at + RAW_STREAM_BYTES)),
+            ]
+        }
     });
     let bursts = p.pick(20, 200);
     let raw_n = bursts * BURST;
-    let (mut per_msg, mut rate, mut raw_rate, mut ratio) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut per_msg, mut rate) = (Vec::new(), Vec::new());
+    let mut raw_rates: [Vec<f64>; 2] = Default::default();
     for batch in 0..=p.batches as u64 {
         b.am.barrier()?;
         if b.rank() == 0 {
-            let r = raw.map(|raw| raw.send(batch * raw_n, raw_n));
+            let base = batch * raw_n;
+            let r =
+                raw.map(|[plain, pre]| [plain.send(base, raw_n), pre.send_prefetched(base, raw_n)]);
             let t = p.clock.start();
             for _ in 0..bursts {
                 for _ in 0..BURST - 1 {
@@ -190,11 +216,18 @@ pub fn one_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
             if batch > 0 {
                 per_msg.push(ns);
                 rate.push(1e9 / ns);
-                raw_rate.extend(r);
-                ratio.extend(r.map(|r| 1e9 / ns / r));
+                for (v, x) in raw_rates.iter_mut().zip(r.into_iter().flatten()) {
+                    v.push(x);
+                }
             }
         } else {
-            if raw.is_some_and(|raw| raw.receive(batch * raw_n, raw_n) != 0) {
+            let wrong = raw.map_or(0, |rings| {
+                rings
+                    .iter()
+                    .map(|ring| ring.receive(batch * raw_n, raw_n))
+                    .sum()
+            });
+            if wrong != 0 {
                 return Err(crate::fixture::bench_error(
                     "one-to-one: the raw stream's memory is not shared",
                 )
@@ -206,11 +239,27 @@ pub fn one_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     b.am.barrier()?;
     Ok((b.rank() == 0).then(|| {
         let mut o = Outcome::new("one-to-one", 2, p.clock.overhead_ns());
+        let designs = [
+            ("plain", "a plain SPSC ring"),
+            ("prefetched", "the producer prefetching its slots"),
+        ];
+        let med = |v: &[f64]| crate::reference::median(&mut v.to_vec());
+        let won = usize::from(med(&raw_rates[1]) > med(&raw_rates[0]));
+        let mut raw_rate = raw_rates[won].clone();
+        let mut ratio: Vec<f64> = rate.iter().zip(&raw_rate).map(|(a, r)| a / r).collect();
         o.figures = vec![
             Figure::of("ns_per_msg", &mut per_msg),
             Figure::of("msgs_per_s", &mut rate),
         ];
         raw_figures(&mut o, ("raw_msgs_per_s", &mut raw_rate), &mut ratio);
+        if !raw_rates[0].is_empty() {
+            for ((key, _), v) in designs.iter().zip(&mut raw_rates) {
+                o.figures
+                    .push(Figure::of(format!("raw_{key}_msgs_per_s"), v));
+            }
+            let (key, what) = designs[won];
+            o.notes.push(format!("raw floor: {key} ({what})"));
+        }
         o
     }))
 }

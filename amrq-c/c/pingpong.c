@@ -1,6 +1,6 @@
 /* Short AM round trip between two ranks, beside the raw cache-line round trip measured
  * in the same run between the same two ranks: the C twin of `amrq-bench round-trip`
- * (its raw reference repeats amrq-bench's RawPingPong, line for line), with the line
+ * (its raw reference repeats RawPingPong's rotating design, line for line), with the line
  *   pingpong: rtt_ns=... raw_rtt_ns=... ratio=... batch_ratio=...
  * (medians over batches; batch_ratio: the median of each AM batch over the raw batch
  * just before it). Run it under `amrun -n 2`, or alone (it starts 2 ranks). */
@@ -18,7 +18,7 @@ typedef struct {
     line_t ping[LINE_PAIRS], pong[LINE_PAIRS];
 } raw_lines_t;
 
-_Static_assert(sizeof(raw_lines_t) == 2 * LINE_PAIRS * 128, "amrq-bench's RawPingPong layout");
+_Static_assert(sizeof(raw_lines_t) == 2 * LINE_PAIRS * 128, "the rotating design's layout");
 
 /* Rank 0's side: round trips base+1 ..= base+iters; ns per round trip. */
 static double raw_initiate(raw_lines_t *l, uint64_t base, uint64_t iters) {
