@@ -17,7 +17,7 @@
 //! the same run) and `stores_10k_per_s` (10,000 stores, then `all_store_sync`).
 
 use crate::fixture::{bench_error, require_ranks, serving_barrier};
-use crate::reference::{RawPingPong, RAW_PINGPONG_BYTES};
+use crate::reference::{Floor, RawPingPong, RAW_PINGPONG_BYTES};
 use crate::report::{Figure, Outcome, Point, Series};
 use crate::Params;
 use amrq::prelude::*;
@@ -177,15 +177,15 @@ fn goals(sc: &SplitC<()>, p: &Params, o: &mut Outcome) -> Result<(), SplitCError
     let raw = unsafe { RawPingPong::in_memory(seg.add(raw_at)) };
     let element = |rank: usize, i: u64| pp.at((rank * lines + i as usize % lines) * STRIDE);
     let iters = p.pick(2_000, 20_000);
-    let (mut read_ns, mut raw_ns, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut read_ns, mut floor) = (Vec::new(), Floor::default());
     for batch in 0..=p.batches as u64 {
         let base = batch * iters;
         sc.barrier()?;
         let r = match me {
-            0 => raw.initiate(base, iters),
+            0 => Some(raw.initiate_all(base, iters)),
             _ => {
-                raw.respond(base, iters);
-                0.0
+                raw.respond_all(base, iters);
+                None
             }
         };
         sc.barrier()?;
@@ -203,8 +203,9 @@ fn goals(sc: &SplitC<()>, p: &Params, o: &mut Outcome) -> Result<(), SplitCError
         let a = p.clock.since(t) / iters as f64;
         if me == 0 && batch > 0 {
             read_ns.push(a);
-            raw_ns.push(r);
-            ratio.push(a / r);
+            if let Some(r) = r {
+                floor.push(r);
+            }
         }
     }
     let n = 10_000u64;
@@ -224,6 +225,9 @@ fn goals(sc: &SplitC<()>, p: &Params, o: &mut Outcome) -> Result<(), SplitCError
         }
     }
     if me == 0 {
+        // Against the run's floor, batch by batch.
+        let mut raw_ns = floor.samples(floor.winner()).to_vec();
+        let mut ratio: Vec<f64> = read_ns.iter().zip(&raw_ns).map(|(a, r)| a / r).collect();
         o.figures.push(Figure::of("read_rtt_ns", &mut read_ns));
         o.figures.push(Figure::of("raw_rtt_ns", &mut raw_ns));
         o.figures.push(Figure::of("read_rtt_ratio", &mut ratio));

@@ -173,7 +173,10 @@ fn the_round_trip_prints_its_summary_line_and_json_to_out() {
     );
     assert!(p.iter().all(|&(_, v)| v > 0.0), "{p:?}");
     // The floor is the fastest design's median, and the note names it.
-    let fastest = p[3..8].iter().map(|&(_, v)| v).fold(f64::INFINITY, f64::min);
+    let fastest = p[3..8]
+        .iter()
+        .map(|&(_, v)| v)
+        .fold(f64::INFINITY, f64::min);
     assert_eq!(p[1].1, fastest, "{p:?}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("note: raw floor: "), "{text}");

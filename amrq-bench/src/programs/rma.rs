@@ -19,7 +19,9 @@
 //! get / raw round trip).
 
 use super::{Flags, Ranks};
-use crate::reference::{fit_latency_bandwidth, median, memcpy_ns, RawPingPong, RAW_PINGPONG_BYTES};
+use crate::reference::{
+    fit_latency_bandwidth, median, memcpy_ns, Floor, RawPingPong, RAW_PINGPONG_BYTES,
+};
 use amrq::prelude::*;
 use amrq::rma::{Rma, RmaError};
 use std::time::Instant;
@@ -154,24 +156,24 @@ fn frames_get_vs_raw(
     let raw = unsafe { RawPingPong::in_memory(seg.add(raw_at)) };
     rma.use_frames(true);
     let frames = rma;
-    let (mut get_ns, mut raw_ns) = (Vec::new(), Vec::new());
+    let (mut get_ns, mut floor) = (Vec::new(), Floor::default());
     let mut word = [0u8; 8];
     for b in 0..=batches as u64 {
         if am.rank() == 0 {
-            let r = raw.initiate(b * ITERS, ITERS);
+            let r = raw.initiate_all(b * ITERS, ITERS);
             let t = Instant::now();
             for _ in 0..ITERS {
                 frames.get(1, at, &mut word)?;
             }
             if b > 0 {
-                raw_ns.push(r);
+                floor.push(r);
                 get_ns.push(t.elapsed().as_nanos() as f64 / ITERS as f64);
             }
         } else {
-            raw.respond(b * ITERS, ITERS);
+            raw.respond_all(b * ITERS, ITERS);
         }
         am.barrier()?; // rank 1 serves the gets while it waits here
     }
     rma.use_frames(false);
-    Ok((median(&mut get_ns), median(&mut raw_ns)))
+    Ok((median(&mut get_ns), floor.floor().1))
 }

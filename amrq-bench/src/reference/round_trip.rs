@@ -402,6 +402,19 @@ impl Floor {
         &self.samples[Design::ALL.iter().position(|&x| x == d).unwrap_or(0)]
     }
 
+    /// The floor: the design of lowest median, and that median (0 with no samples).
+    ///
+    /// ```
+    /// use amrq_bench::reference::{Design, Floor};
+    /// let mut f = Floor::default();
+    /// f.push([120.0, 110.0, 100.0, 85.0, 90.0]);
+    /// assert_eq!(f.floor(), (Design::HotPause, 85.0));
+    /// ```
+    pub fn floor(&self) -> (Design, f64) {
+        let d = self.winner();
+        (d, super::median(&mut self.samples(d).to_vec()))
+    }
+
     /// The design of lowest median (the first of [`Design::ALL`] when none has samples).
     pub fn winner(&self) -> Design {
         let med = |d: Design| super::median(&mut self.samples(d).to_vec());
