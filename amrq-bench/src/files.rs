@@ -86,6 +86,75 @@ fn show(v: Option<f64>) -> String {
     })
 }
 
+/// What `amrq-bench all` prints last, for a person at a terminal: amrq against its
+/// floors and each peer's speed-ups (a missing peer's reason is above it), each on one
+/// line.
+pub fn headline(r: &Results) -> String {
+    let mut s = String::from(
+        "amrq on this host (medians; each floor is the fastest raw design of the same run):\n",
+    );
+    let floor_of = |name: &str| {
+        outcome(r, name)?
+            .notes
+            .iter()
+            .find_map(|n| n.strip_prefix("raw floor: "))
+            .and_then(|n| n.split(' ').next())
+    };
+    let num = |v: Option<f64>, scale: f64| v.map_or("–".into(), |v| format!("{:.1}", v / scale));
+    let rows = [
+        (
+            "Short AM round trip",
+            "round-trip",
+            "round_trip_ns",
+            "raw_rtt_ns",
+            1.0,
+            "ns",
+        ),
+        (
+            "messages/s one-to-one",
+            "one-to-one",
+            "msgs_per_s",
+            "raw_msgs_per_s",
+            1e6,
+            "M",
+        ),
+    ];
+    for (label, name, key, raw, scale, unit) in rows {
+        let _ = writeln!(
+            s,
+            "  {label:<22} {:>6} {unit:<2}  floor {:>6} {unit:<2} ({}): ratio {}",
+            num(fig(r, name, key), scale),
+            num(fig(r, name, raw), scale),
+            floor_of(name).unwrap_or("none"),
+            show(fig(r, name, "ratio"))
+        );
+    }
+    let short = |key: &str| match key {
+        "rtt_ns" => "round trip",
+        "msgs_per_s" => "msgs/s",
+        "bw_64k_mb_s" => "64 KiB bw",
+        "bw_1m_mb_s" => "1 MiB bw",
+        "put_64k_mb_s" => "64 KiB put",
+        _ => "barrier",
+    };
+    for c in &r.peers.comparisons {
+        let text = match &c.status {
+            Status::Missing(_) => "missing (said above)".to_string(),
+            Status::Failed { round, .. } => format!("FAILED in round {round} (said above)"),
+            Status::Ran => METRICS
+                .iter()
+                .filter_map(|(k, _, _)| {
+                    let v = row(c, k)?;
+                    Some(format!("{} {:.1}×", short(k), v.speedup.median))
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        let _ = writeln!(s, "  speed-up over {:<9} {text}", c.name);
+    }
+    s
+}
+
 /// The Markdown summary.
 pub fn markdown(r: &Results) -> String {
     let m = &r.machine;

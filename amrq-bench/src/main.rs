@@ -234,9 +234,13 @@ fn all(cli: &Cli) {
     let out = cli.out.clone().unwrap_or_else(|| PathBuf::from("results"));
     let rounds = cli.peer_rounds.unwrap_or(suite::peer_rounds(cli.quick));
     match suite::all(cli.quick, rounds, &out, cli.gasnet.as_deref()) {
+        Ok(r) if cli.json => println!("{}", r.table.json()),
         Ok(r) => {
+            // The peers' blocks, the one line scripts read (`peers: k=v …`), then what a
+            // person reads last: the headline and where the report is.
             println!("{}", amrq_bench::peers::text(&r.peers));
-            println!("{}", r.table.text());
+            println!("{}\n", r.table.line());
+            print!("{}", amrq_bench::files::headline(&r));
             println!("report: {}", out.join("summary.md").display());
         }
         Err(e) => fail(e),

@@ -254,10 +254,20 @@ fn all_runs_every_benchmark_and_writes_the_report() {
     let table = text
         .find("amrq and its peers:")
         .expect("the peers table on stdout");
+    let line = text.find("peers: amrq_rtt_ns").expect("the summary line");
+    let headline = text.find("amrq on this host").expect("the headline");
+    assert!(table < line && line < headline, "{text}");
+    // The headline's rows, each peer once, and the report's path last.
+    assert!(text[headline..].contains("Short AM round trip"), "{text}");
+    assert_eq!(text.matches("GASNet-EX: missing").count(), 1, "{text}");
     assert!(
-        table < text.find("peers: amrq_rtt_ns").expect("the summary line"),
+        text[headline..]
+            .lines()
+            .any(|l| l.starts_with("  speed-up over GASNet-EX") && l.contains("missing")),
         "{text}"
     );
+    let last = text.trim_end().lines().last().unwrap_or_default();
+    assert!(last.starts_with("report: "), "{text}");
     let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
     assert!(csv.starts_with("benchmark,series,key_or_x,median,min,max\n"));
     assert!(
