@@ -248,6 +248,18 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         ("two-to-one", "receive_ns", "two-to-one (receive overhead)"),
         ("round-trip", "round_trip_ns", "round-trip"),
     ] {
+        // A benchmark whose ranks outnumber the cores times time-sharing as much as
+        // messaging: its label says so.
+        let shared = outcome(r, name)
+            .filter(|o| o.ranks > o.cores)
+            .map_or(String::new(), |o| {
+                format!("; {} ranks on {} cores: oversubscribed", o.ranks, o.cores)
+            });
+        let what = match what.strip_suffix(')') {
+            Some(open) if !shared.is_empty() => format!("{open}{shared})"),
+            _ if !shared.is_empty() => format!("{what} ({})", &shared[2..]),
+            _ => what.to_string(),
+        };
         let _ = writeln!(s, "| {what} | {} |", show(fig(r, name, key)));
     }
     if let Some(o) = outcome(r, "round-trip-ranks") {
