@@ -1,7 +1,8 @@
 //! Barrier latency: the runtime's dissemination barrier (⌈log2 N⌉ rounds of one Short
 //! message), blocking and split-phase, against the raw cache-line round trip between
-//! ranks 0 and 1 measured in the same run (the goal for 2 ranks is 1.0×: one round is
-//! one message each way).
+//! ranks 0 and 1 measured in the same run (the floor of its designs). With 2 ranks the
+//! one round sends a message each way at the same time, so a barrier can take less than
+//! a round trip.
 //!
 //! ```text
 //! amrq-bench barrier [--quick] [--ranks N] [--iters N] [--threads] [--json]

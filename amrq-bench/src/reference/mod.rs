@@ -3,8 +3,9 @@
 //!
 //! - [`RawPingPong`]: the raw cache-line round trip between two pinned ranks, in
 //!   several designs ([`Design`]); the fastest in a run is the floor ([`Floor`]).
-//! - [`RawStream`]: 64-byte slots streamed one way through a plain SPSC ring of 1024
-//!   slots, the consumer freeing them 256 at a time.
+//! - [`RawStream`]: 64-byte slots streamed one way through an SPSC ring of 1024 slots,
+//!   the consumer freeing them 256 at a time; plain, or with the producer prefetching its
+//!   slots (`send_prefetched`), the faster of the two being the stream's floor.
 //! - [`memcpy_ns`]: a single-core copy of the same size; [`fit_latency_bandwidth`] the
 //!   fit `T = c + x / B`.
 

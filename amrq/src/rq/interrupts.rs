@@ -9,9 +9,9 @@
 //!
 //! [`Interrupts::hold`] protects a critical section against interrupt handlers:
 //! handlers that would run meanwhile are deferred and run at release, on the owner's
-//! thread, as Alewife takes a held interrupt when atomicity is re-enabled (30 ns from
-//! the release to the end of a deferred handler in `amrq-bench rq-loop --hold`, where waking the
-//! progress thread to run it took 42 µs: a futex wake and a `membarrier`). The channels
+//! thread, as Alewife takes a held interrupt when atomicity is re-enabled (running it
+//! there is cheaper than waking the progress thread for it: a futex wake and a
+//! `membarrier`; `amrq-bench rq-loop --hold` times the first). The channels
 //! and the handler sit behind one lock that the progress thread takes per batch. The default is
 //! the asymmetric scheme, which serves the paper's use (frequent sections,
 //! rare interrupts): entering and leaving are plain stores with compiler fences
