@@ -245,7 +245,16 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
     for (name, key, what) in [
         ("one-to-one", "ns_per_msg", "one-to-one"),
         ("one-to-two", "send_ns", "one-to-two (send overhead)"),
-        ("two-to-one", "receive_ns", "two-to-one (receive overhead)"),
+        (
+            "two-to-one",
+            "receive_ns",
+            "two-to-one (receive overhead, rings filled first)",
+        ),
+        (
+            "two-to-one",
+            "receive_live_ns",
+            "two-to-one (receiver timed while both send)",
+        ),
         ("round-trip", "round_trip_ns", "round-trip"),
     ] {
         // A benchmark whose ranks outnumber the cores times time-sharing as much as

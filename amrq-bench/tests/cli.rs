@@ -92,7 +92,7 @@ fn required(job: Job) -> &'static [&'static str] {
         Job::RoundTripRanks => &["round_trip_ns"],
         Job::OneToOne => &["ns_per_msg", "msgs_per_s"],
         Job::OneToTwo => &["send_ns"],
-        Job::TwoToOne => &["receive_ns"],
+        Job::TwoToOne => &["receive_ns", "receive_live_ns"],
         Job::Ring => &["ns_per_msg", "startup_ns", "bandwidth_mb_s"],
         Job::Traverse => &["ns_per_msg", "bandwidth_mb_s"],
         Job::Array => &[
