@@ -323,6 +323,13 @@ pub fn two_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
         }
         Ok(())
     };
+    // Rank 0: ns per message to handle the next 2 × BURST.
+    let receive = || -> amrq::Result<f64> {
+        let target = b.am.state().count.get() + 2 * BURST;
+        let t = p.clock.start();
+        b.wait_count(target)?;
+        Ok(p.clock.since(t) / (2 * BURST) as f64)
+    };
     for batch in 0..=p.batches as u64 {
         for _ in 0..p.pick(4, 20) {
             // The rings filled first, then the receiver timed draining them.
@@ -332,21 +339,17 @@ pub fn two_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
             }
             barrier()?;
             if b.rank() == 0 {
-                let target = b.am.state().count.get() + 2 * BURST;
-                let t = p.clock.start();
-                b.wait_count(target)?;
+                let ns = receive()?;
                 if batch > 0 {
-                    drained.push(p.clock.since(t) / (2 * BURST) as f64);
+                    drained.push(ns);
                 }
             }
             // Liu & Culler's: the receiver timed while both senders send.
             barrier()?;
             if b.rank() == 0 {
-                let target = b.am.state().count.get() + 2 * BURST;
-                let t = p.clock.start();
-                b.wait_count(target)?;
+                let ns = receive()?;
                 if batch > 0 {
-                    live.push(p.clock.since(t) / (2 * BURST) as f64);
+                    live.push(ns);
                 }
             } else {
                 send_burst()?;
