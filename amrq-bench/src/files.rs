@@ -68,15 +68,15 @@ pub fn csv_of<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> String {
 }
 
 fn outcome<'a>(r: &'a Results, name: &str) -> Option<&'a Outcome> {
-    r.outcomes.iter().find(|o| o.name == name)
+    r.outcome(name)
 }
 
 fn fig(r: &Results, name: &str, key: &str) -> Option<f64> {
-    outcome(r, name)?.get(key).map(|f| f.median)
+    r.figure(name, key)
 }
 
 /// A figure for a table: "–" when there is none (or it is not a number).
-fn show(v: Option<f64>) -> String {
+pub(crate) fn show(v: Option<f64>) -> String {
     v.filter(|v| v.is_finite()).map_or("–".into(), |v| {
         if v.abs() >= 100.0 {
             format!("{v:.0}")
@@ -152,6 +152,7 @@ pub fn headline(r: &Results) -> String {
         };
         let _ = writeln!(s, "  speed-up over {:<9} {text}", c.name);
     }
+    let _ = writeln!(s, "  {}", crate::shapes::line(&crate::shapes::shapes(r)));
     s
 }
 
@@ -238,6 +239,8 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
             let _ = writeln!(s, "The stream's {n}.");
         }
     }
+    s += &crate::shapes::markdown(&crate::shapes::shapes(r));
+
     s += "\n## amrq and its peers (same machine, same run, alternating)\n\n";
     s += &crate::peers::markdown(&r.peers);
 
@@ -254,6 +257,16 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
             "two-to-one",
             "receive_live_ns",
             "two-to-one (receiver timed while both send)",
+        ),
+        (
+            "two-to-one",
+            "reply_send_ns",
+            "reply, send overhead (a drain whose handlers reply, less one whose do not)",
+        ),
+        (
+            "one-to-one",
+            "pair_ns_per_msg",
+            "request-reply pair, 1024 in flight (per pair)",
         ),
         ("round-trip", "round_trip_ns", "round-trip"),
     ] {
@@ -283,13 +296,23 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         s += "\n";
     }
 
-    s += "\n## Loaded network (§5.1.2, §5.2.2)\n\n| benchmark | ns per message | array bandwidth (MB/s) |\n|---|---|---|\n";
-    for name in ["ring", "traverse"] {
+    s += "\n## Loaded network (§5.1.2, §5.2.2, Figures 3 and 4)\n\n| benchmark | ns per message | with a poll after each send (Figure 4) | array bandwidth (MB/s) |\n|---|---|---|---|\n";
+    let _ = writeln!(
+        s,
+        "| ring | {} | | {} |",
+        show(fig(r, "ring", "ns_per_msg")),
+        show(fig(r, "ring", "bandwidth_mb_s"))
+    );
+    for (at, what) in [
+        ("self", "traverse, step 0 (each rank with itself)"),
+        ("pair", "traverse, steps with a partner (median over them)"),
+    ] {
         let _ = writeln!(
             s,
-            "| {name} | {} | {} |",
-            show(fig(r, name, "ns_per_msg")),
-            show(fig(r, name, "bandwidth_mb_s"))
+            "| {what} | {} | {} | {} |",
+            show(fig(r, "traverse", &format!("{at}_ns_per_msg"))),
+            show(fig(r, "traverse", &format!("{at}_polled_ns_per_msg"))),
+            show(fig(r, "traverse", &format!("{at}_bandwidth_mb_s")))
         );
     }
 
@@ -322,7 +345,7 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         }
         let _ = writeln!(
             s,
-            "\nSuccessful poll (intersection, Figure 6): {} ns",
+            "\nSuccessful poll (Figure 6: where the time per message meets the time per poll, one message per poll; it includes the wait for each message to cross between the cores): {} ns",
             show(o.get("successful_poll_ns").map(|f| f.median))
         );
     }
@@ -330,6 +353,11 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
     s += "\n## Interrupts (§6.2, Table 10 and Figure 7)\n\n| figure | ns |\n|---|---|\n";
     for (key, what) in [
         ("hold_ns", "hold + release (interrupts off and on again)"),
+        ("hold_alone_ns", "hold alone (interrupts off)"),
+        (
+            "release_alone_ns",
+            "release alone (interrupts on: the pair less hold alone)",
+        ),
         (
             "deferred_handler_ns",
             "release → end of the handler it deferred",
@@ -341,6 +369,10 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         (
             "poll_overhead_ns",
             "receive overhead per message, Poll mode, shortest interval",
+        ),
+        (
+            "interrupt_plateau_ns",
+            "one interrupt's cost: the plateau (intervals ≥ 50 µs), Figure 7's model min(interval, this)",
         ),
     ] {
         let _ = writeln!(s, "| {what} | {} |", show(fig(r, "interrupts", key)));
@@ -407,7 +439,6 @@ frames served by the owner. get and put are issued back to back and completed by
         show(fig(r, "splitc", "stores_10k_per_s"))
     );
 
-    splitc_shapes(&mut s, r);
     matmul_section(&mut s, r);
 
     s += "\n## Plots\n\n";
@@ -453,61 +484,6 @@ const PEER_LABELS: [&str; 6] = [
     "barrier",
 ];
 const _: () = assert!(PEER_LABELS.len() == METRICS.len());
-
-/// Begel et al.'s three shapes (Figure 6-3), each stated with the figures it rests on
-/// and whether it holds in this run.
-fn splitc_shapes(s: &mut String, r: &Results) {
-    let f = |k: &str| fig(r, "splitc", k);
-    let holds = |ok: Option<bool>| match ok {
-        Some(true) => "holds",
-        Some(false) => "does not hold",
-        None => "not measured",
-    };
-    *s += "\nThe paper's shapes, in this run:\n\n";
-    // 1. Direct path: within a small multiple of the raw round trip.
-    let slowest = ["read", "write", "get", "put", "store"]
-        .iter()
-        .filter_map(|op| Some((*op, f(&format!("direct_{op}_one_way_ns"))?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
-    let raw = f("raw_rtt_ns");
-    let crossing = f("read_rtt_ratio");
-    let _ = writeln!(
-        s,
-        "- Shared-memory path, every operation within a small multiple (here: 2×) of the raw cache-line round trip: {}. The slowest one-way operation, `{}`, takes {} ns per operation issued back to back; a read that really crosses between the cores (its owner has just written the line) takes {}× the raw round trip.",
-        holds(slowest.zip(raw).zip(crossing).map(|((o, raw), x)| o.1 <= 2.0 * raw && x <= 2.0)),
-        slowest.map_or("–", |o| o.0),
-        show(slowest.map(|o| o.1)),
-        show(crossing)
-    );
-    // 2. Message path: store about half a put.
-    let ratio = f("store_over_put");
-    let _ = writeln!(
-        s,
-        "- Message path, a store about half the cost of a put (no reply; the issue asks ≤ 0.6×): {} at {}×.",
-        holds(ratio.map(|x| x <= 0.6)),
-        show(ratio)
-    );
-    // 3. Message path: two-way doubles get, put and store.
-    let doubling: Vec<(&str, Option<f64>)> = ["get", "put", "store"]
-        .iter()
-        .map(|op| {
-            let one = f(&format!("frames_{op}_one_way_ns"));
-            let two = f(&format!("frames_{op}_two_way_ns"));
-            (*op, one.zip(two).map(|(a, b)| b / a))
-        })
-        .collect();
-    let all: Option<Vec<f64>> = doubling.iter().map(|d| d.1).collect();
-    let _ = writeln!(
-        s,
-        "- Message path, two-way about doubles get, put and store (each rank serves the other's requests too; here: at least 1.5×): {}, two-way / one-way = {}.",
-        holds(all.map(|v| v.iter().all(|&x| x >= 1.5))),
-        doubling
-            .iter()
-            .map(|(op, x)| format!("{op} {}", show(*x)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-}
 
 /// The matrix multiply's section: efficiency per m on both paths, measured and
 /// modelled, the column costs the model took, and the crossovers.

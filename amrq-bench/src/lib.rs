@@ -42,6 +42,7 @@ pub mod progress;
 pub mod reference;
 pub mod report;
 pub mod results;
+pub mod shapes;
 pub mod signature;
 pub mod splitc;
 pub mod stream;

@@ -6,8 +6,8 @@
 //!   Long arrays of each size to its right neighbour, and `T = c + x/B` is fitted.
 //! - *traverse*: step i (0 ≤ i < P, P rounded up to a power of two) pairs rank j with
 //!   rank j XOR i (itself at step 0; idle if that rank does not exist); the pairs
-//!   exchange 1024 messages, then one array per step; per step, the time per message
-//!   and the array bandwidth.
+//!   exchange 1024 messages, the same with a poll after each send (Liu & Culler's
+//!   Figure 4), then arrays; per step, the time per message and the array bandwidth.
 //!
 //! Each rank takes the median over its batches; a figure is the median over the ranks,
 //! with the spread across ranks.
@@ -22,23 +22,36 @@ use amrq::prelude::*;
 /// Where ring and traverse arrays land in each segment.
 const LANDING: usize = 0;
 
-/// Sends `count` messages (Short, or Long arrays of `bytes` if non-zero) to `dest`
-/// while taking in `count` from `src`; ns per message. `expect` is the running count
-/// of requests this rank has handled.
+/// How a rank sends in [`exchange`].
+#[derive(Clone, Copy, PartialEq)]
+enum Send<'a> {
+    /// Short requests.
+    Short,
+    /// Short requests, each followed by a poll (Liu & Culler's Figure 4).
+    ShortPolled,
+    /// Long arrays of these bytes.
+    Long(&'a [u8]),
+}
+
+/// Sends `count` messages to `dest` while taking in `count` from `src`; ns per message.
+/// `expect` is the running count of requests this rank has handled.
 fn exchange(
     b: &BenchAm,
     p: &Params,
     dest: Rank,
     count: u64,
-    bytes: &[u8],
+    send: Send,
     expect: &mut u64,
 ) -> amrq::Result<f64> {
     let t = p.clock.start();
     for _ in 0..count {
-        if bytes.is_empty() {
-            b.am.request(dest, b.bump, &[])?;
-        } else {
+        if let Send::Long(bytes) = send {
             b.am.request_long(dest, b.land, &[0], bytes, LANDING)?;
+        } else {
+            b.am.request(dest, b.bump, &[])?;
+            if send == Send::ShortPolled {
+                b.am.poll()?;
+            }
         }
     }
     *expect += count;
@@ -62,7 +75,7 @@ pub fn ring(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     let mut msgs = Vec::new();
     for _ in 0..=p.batches {
         b.am.barrier()?;
-        msgs.push(exchange(&b, p, right, BURST, &[], &mut expect)?);
+        msgs.push(exchange(&b, p, right, BURST, Send::Short, &mut expect)?);
     }
     msgs.remove(0); // warm-up
     let per_msg = over_ranks(&b, crate::reference::median(&mut msgs))?;
@@ -73,7 +86,14 @@ pub fn ring(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
         let mut v = Vec::new();
         for _ in 0..=p.batches {
             b.am.barrier()?;
-            v.push(exchange(&b, p, right, count, &data, &mut expect)?);
+            v.push(exchange(
+                &b,
+                p,
+                right,
+                count,
+                Send::Long(&data),
+                &mut expect,
+            )?);
         }
         v.remove(0);
         let mine = crate::reference::median(&mut v);
@@ -98,8 +118,10 @@ pub fn ring(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     }))
 }
 
-/// *traverse*: per step, ns per message and the bandwidth of arrays of 64 KiB (16 KiB
-/// with `--quick`); figures are the medians over steps.
+/// *traverse*: per step, ns per message (Short requests; the same with a poll after
+/// each send, Liu & Culler's Figure 4) and the bandwidth of arrays of 64 KiB (16 KiB
+/// with `--quick`). Step 0 pairs each rank with itself, so the figures keep it apart:
+/// `self_*` is step 0, `pair_*` the median over the steps with a partner.
 pub fn traverse(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     require_ranks(&setup, "traverse", 2, true)?;
     let b = BenchAm::new(setup)?;
@@ -109,55 +131,70 @@ pub fn traverse(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     let data = vec![3u8; x];
     let arrays = p.pick(8, 32);
     let mut expect = 0;
-    let (mut msg_pts, mut bw_pts) = (Vec::new(), Vec::new());
+    // Per kind (Short, Short with a poll, arrays), one point per step.
+    let mut pts: [Vec<Point>; 3] = Default::default();
     for step in 0..steps {
         let partner = b.rank() ^ step;
-        let (mut msgs, mut arr) = (Vec::new(), Vec::new());
+        let mut v: [Vec<f64>; 3] = Default::default();
         for _ in 0..=p.batches {
             b.am.barrier()?;
             if partner < n {
-                msgs.push(exchange(&b, p, partner, BURST, &[], &mut expect)?);
-                arr.push(exchange(&b, p, partner, arrays, &data, &mut expect)?);
+                let mut ex = |count, send| exchange(&b, p, partner, count, send, &mut expect);
+                v[0].push(ex(BURST, Send::Short)?);
+                v[1].push(ex(BURST, Send::ShortPolled)?);
+                v[2].push(ex(arrays, Send::Long(&data))?);
             }
         }
-        // Idle ranks report NaN and are left out.
-        let (m, a) = if partner < n {
-            msgs.remove(0);
-            arr.remove(0);
-            (
-                crate::reference::median(&mut msgs),
-                crate::reference::median(&mut arr),
-            )
-        } else {
-            (f64::NAN, f64::NAN)
-        };
-        let ms = over_ranks(&b, m)?;
-        let bs = over_ranks(&b, a)?;
-        if let (Some(mut ms), Some(bs)) = (ms, bs) {
-            let mut mb_s: Vec<f64> = bs.iter().map(|ns| x as f64 * 1e3 / ns).collect();
-            msg_pts.push(Point::of(step as f64, &mut ms));
-            bw_pts.push(Point::of(step as f64, &mut mb_s));
+        for (k, v) in v.iter_mut().enumerate() {
+            // Idle ranks report NaN and are left out; the first batch is a warm-up.
+            let mine = if partner < n {
+                v.remove(0);
+                crate::reference::median(v)
+            } else {
+                f64::NAN
+            };
+            if let Some(mut all) = over_ranks(&b, mine)? {
+                if k == 2 {
+                    all.iter_mut().for_each(|ns| *ns = x as f64 * 1e3 / *ns);
+                }
+                pts[k].push(Point::of(step as f64, &mut all));
+            }
         }
     }
     b.am.barrier()?;
     Ok((b.rank() == 0).then(|| {
         let mut o = Outcome::new("traverse", n, p.clock.overhead_ns());
-        let mut m: Vec<f64> = msg_pts.iter().map(|p| p.median).collect();
-        let mut w: Vec<f64> = bw_pts.iter().map(|p| p.median).collect();
-        o.figures.push(Figure::of("ns_per_msg", &mut m));
-        o.figures.push(Figure::of("bandwidth_mb_s", &mut w));
-        o.series.push(Series {
-            name: "traverse, Short messages".into(),
-            x: "step".into(),
-            y: "ns per message".into(),
-            points: msg_pts,
-        });
-        o.series.push(Series {
-            name: format!("traverse, {} KiB arrays", x >> 10),
-            x: "step".into(),
-            y: "MB/s".into(),
-            points: bw_pts,
-        });
+        let [short, polled, bw] = pts;
+        for (key, points) in [
+            ("ns_per_msg", &short),
+            ("polled_ns_per_msg", &polled),
+            ("bandwidth_mb_s", &bw),
+        ] {
+            let mut medians = points.iter().map(|p| p.median);
+            if let Some(at_self) = medians.next() {
+                o.figures.push(Figure::single(format!("self_{key}"), at_self));
+            }
+            let mut pairs: Vec<f64> = medians.collect();
+            if !pairs.is_empty() {
+                o.figures.push(Figure::of(format!("pair_{key}"), &mut pairs));
+            }
+        }
+        o.notes.push(
+            "self_*: step 0, each rank exchanging with itself; pair_*: the median over the steps with a partner (spread: over those steps); polled: a poll after each send (Liu & Culler's Figure 4)"
+                .into(),
+        );
+        for (name, y, points) in [
+            ("traverse, Short messages", "ns per message", short),
+            ("traverse, Short messages, a poll after each send", "ns per message", polled),
+            (&*format!("traverse, {} KiB arrays", x >> 10), "MB/s", bw),
+        ] {
+            o.series.push(Series {
+                name: name.into(),
+                x: "step".into(),
+                y: y.into(),
+                points,
+            });
+        }
         o
     }))
 }

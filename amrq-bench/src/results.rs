@@ -20,6 +20,25 @@ pub struct Results {
     pub table: Outcome,
 }
 
+impl Results {
+    /// The outcome of the job `name`, if it ran.
+    pub fn outcome(&self, name: &str) -> Option<&Outcome> {
+        self.outcomes.iter().find(|o| o.name == name)
+    }
+
+    /// The median of figure `key` of the job `name`, if both exist.
+    pub fn figure(&self, name: &str, key: &str) -> Option<f64> {
+        self.outcome(name)?.get(key).map(|f| f.median)
+    }
+
+    /// The points of the series of job `name` whose name is `series`.
+    pub fn series(&self, name: &str, series: &str) -> Option<&[crate::report::Point]> {
+        let o = self.outcome(name)?;
+        let s = o.series.iter().find(|s| s.name == series)?;
+        Some(&s.points)
+    }
+}
+
 /// The machine a run was made on.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Machine {

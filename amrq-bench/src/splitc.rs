@@ -8,7 +8,8 @@
 //!   `write` block each; `get` and `put` are all issued, then one `sync`; `store`s are
 //!   all issued (the target counts them after). Each batch ends in a barrier, timed; a
 //!   rank that only serves polls without sleeping meanwhile.
-//! - *Figure 6-4*: the bulk forms, one-way, from 4 B to 4 KiB.
+//! - *Figure 6-4*: the bulk forms from 4 B to 4 KiB, one-way, and two-way for read,
+//!   get and store as the paper shows them.
 //!
 //! Figures `{direct,frames}_{op}_{one,two}_way_ns`, and `store_over_put` (message path,
 //! one-way: the paper's store ≈ half a put), each the median over the batches. Also
@@ -34,6 +35,9 @@ const LANDING: usize = PART;
 
 /// The operations of Figures 6-3 and 6-4.
 const OPS: [&str; 5] = ["read", "write", "get", "put", "store"];
+
+/// The bulk operations Figure 6-4 shows two-way as well.
+const TWO_WAY_BULK: [&str; 3] = ["read", "get", "store"];
 
 /// Runs `n` operations `op` of `len` u32 each on the other rank's part (`theirs`; a get
 /// lands at `mine`), and for gets and puts their `sync`. The operation is chosen once,
@@ -127,16 +131,22 @@ fn path(sc: &SplitC<()>, p: &Params, frames: bool, o: &mut Outcome) -> Result<()
         }
     }
     let bulk_reps = p.pick(200, 2_000);
-    for op in OPS {
+    // Every operation one-way; the paper's two-way ones (read, get, store) both ways.
+    let runs = OPS
+        .iter()
+        .map(|op| (*op, false))
+        .chain(TWO_WAY_BULK.iter().map(|op| (*op, true)));
+    for (op, two_way) in runs {
         let mut points = Vec::new();
         for len in [1, 4, 16, 64, 256, PART] {
-            let mut v = measure(sc, p, op, parts, len, (bulk_reps, false))?;
+            let mut v = measure(sc, p, op, parts, len, (bulk_reps, two_way))?;
             if me == 0 {
                 points.push(Point::of((4 * len) as f64, &mut v));
             }
         }
+        let way = if two_way { ", two-way" } else { "" };
         o.series.push(Series {
-            name: format!("bulk {op}, {name} path"),
+            name: format!("bulk {op}{way}, {name} path"),
             x: "bytes".into(),
             y: "ns per operation".into(),
             points,

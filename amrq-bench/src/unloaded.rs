@@ -9,12 +9,15 @@
 //! - *one-to-one*: rank 0 pipelines 1024 requests to rank 1, then waits for a reply
 //!   that acknowledges all of them (one ring per pair is FIFO: when rank 1 handles the
 //!   last request, it has handled the 1024); the time per message, beside the raw
-//!   one-way stream of the same two ranks ([`RawStream`]) in alternating batches.
+//!   one-way stream of the same two ranks ([`RawStream`]) in alternating batches; then
+//!   1024 requests whose handlers each reply, until the last reply is in: the time per
+//!   request-reply pair.
 //! - *one-to-two*: rank 0 sends 1024 requests to ranks 1 and 2 alternately: the send
 //!   overhead, without the receiver's pace.
 //! - *two-to-one*: ranks 1 and 2 send 1024 requests each to rank 0, which times
 //!   handling the 2048: once after they are all in its rings (the receive overhead
-//!   alone), once while both senders send (Liu & Culler's).
+//!   alone), once so with a reply from each handler (the reply's send overhead is the
+//!   difference), once while both senders send (Liu & Culler's).
 
 use crate::fixture::{require_ranks, BenchAm};
 use crate::reference::{
@@ -237,6 +240,26 @@ pub fn one_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
             b.wait_count((batch + 1) * bursts * BURST)?;
         }
     }
+    // Request-reply pairs as one operation (Table 1's last rows): every request's
+    // handler replies, and the burst ends when the last reply is in.
+    let mut pairs = Vec::new();
+    let handled = b.am.state().count.get();
+    for batch in 0..=p.batches as u64 {
+        b.am.barrier()?;
+        if b.rank() == 0 {
+            let acks = b.am.state().acks.get();
+            let t = p.clock.start();
+            for _ in 0..BURST {
+                b.am.request(1, b.ping, &[])?;
+            }
+            b.wait_acks(acks + BURST)?;
+            if batch > 0 {
+                pairs.push(p.clock.since(t) / BURST as f64);
+            }
+        } else {
+            b.wait_count(handled + (batch + 1) * BURST)?;
+        }
+    }
     b.am.barrier()?;
     Ok((b.rank() == 0).then(|| {
         let mut o = Outcome::new("one-to-one", 2, p.clock.overhead_ns());
@@ -251,6 +274,7 @@ pub fn one_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
         o.figures = vec![
             Figure::of("ns_per_msg", &mut per_msg),
             Figure::of("msgs_per_s", &mut rate),
+            Figure::of("pair_ns_per_msg", &mut pairs),
         ];
         raw_figures(&mut o, ("raw_msgs_per_s", &mut raw_rate), &mut ratio);
         if !raw_rates[0].is_empty() {
@@ -309,17 +333,19 @@ pub fn one_to_two(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
 
 /// *two-to-one*: per message on rank 0, `receive_ns`: ranks 1 and 2 have each
 /// enqueued 1024 requests (all of them in rank 0's rings) before rank 0 starts its
-/// clock and polls until it has handled the 2048; `receive_live_ns`: rank 0's clock
-/// starts as both begin sending theirs.
+/// clock and polls until it has handled the 2048; `receive_replying_ns`: the same, each
+/// handler replying, and `reply_send_ns` the difference per batch (Table 1's reply
+/// rows); `receive_live_ns`: rank 0's clock starts as both begin sending theirs.
 pub fn two_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     require_ranks(&setup, "two-to-one", 3, false)?;
     let b = BenchAm::new(setup)?;
     let (mut drained, mut live) = (Vec::new(), Vec::new());
+    let (mut replying, mut reply_send) = (Vec::new(), Vec::new());
     // Conduit barriers, not AM ones: rank 0 must not poll outside its timed part.
     let barrier = || b.am.rq().conduit().barrier().map_err(RqError::from);
-    let send_burst = || -> amrq::Result<()> {
+    let send_burst = |h: RequestHandler| -> amrq::Result<()> {
         for _ in 0..BURST {
-            b.am.request(0, b.bump, &[])?;
+            b.am.request(0, h, &[])?;
         }
         Ok(())
     };
@@ -335,7 +361,7 @@ pub fn two_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
             // The rings filled first, then the receiver timed draining them.
             barrier()?;
             if b.rank() != 0 {
-                send_burst()?;
+                send_burst(b.bump)?;
             }
             barrier()?;
             if b.rank() == 0 {
@@ -343,6 +369,26 @@ pub fn two_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
                 if batch > 0 {
                     drained.push(ns);
                 }
+            }
+            // The same drain, each handler sending a reply: the reply's send overhead
+            // is the difference (the reply rings hold a burst, so no reply waits).
+            barrier()?;
+            let acks = b.am.state().acks.get();
+            if b.rank() != 0 {
+                send_burst(b.ping)?;
+            }
+            barrier()?;
+            if b.rank() == 0 {
+                let ns = receive()?;
+                if batch > 0 {
+                    replying.push(ns);
+                    reply_send.push(ns - drained[drained.len() - 1]);
+                }
+            }
+            // The senders take their replies in once rank 0's clock has stopped.
+            barrier()?;
+            if b.rank() != 0 {
+                b.wait_acks(acks + BURST)?;
             }
             // Liu & Culler's: the receiver timed while both senders send.
             barrier()?;
@@ -352,7 +398,7 @@ pub fn two_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
                     live.push(ns);
                 }
             } else {
-                send_burst()?;
+                send_burst(b.bump)?;
             }
         }
     }
@@ -361,8 +407,11 @@ pub fn two_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
         let mut o = Outcome::new("two-to-one", 3, p.clock.overhead_ns());
         o.figures.push(Figure::of("receive_ns", &mut drained));
         o.figures.push(Figure::of("receive_live_ns", &mut live));
+        o.figures
+            .push(Figure::of("receive_replying_ns", &mut replying));
+        o.figures.push(Figure::of("reply_send_ns", &mut reply_send));
         o.notes.push(
-            "receive_ns: the rings filled first, then their drain timed; receive_live_ns: the receiver timed while both senders send (Liu & Culler's)"
+            "receive_ns: the rings filled first, then their drain timed; receive_live_ns: the receiver timed while both senders send (Liu & Culler's); receive_replying_ns: the drain of receive_ns with a reply sent by each handler; reply_send_ns: the difference, the reply's send overhead"
                 .into(),
         );
         o.notes

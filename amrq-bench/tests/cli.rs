@@ -90,11 +90,16 @@ fn required(job: Job) -> &'static [&'static str] {
     match job {
         Job::RoundTrip => &["round_trip_ns", "raw_rtt_ns", "ratio"],
         Job::RoundTripRanks => &["round_trip_ns"],
-        Job::OneToOne => &["ns_per_msg", "msgs_per_s"],
+        Job::OneToOne => &["ns_per_msg", "msgs_per_s", "pair_ns_per_msg"],
         Job::OneToTwo => &["send_ns"],
-        Job::TwoToOne => &["receive_ns", "receive_live_ns"],
+        Job::TwoToOne => &["receive_ns", "receive_live_ns", "reply_send_ns"],
         Job::Ring => &["ns_per_msg", "startup_ns", "bandwidth_mb_s"],
-        Job::Traverse => &["ns_per_msg", "bandwidth_mb_s"],
+        Job::Traverse => &[
+            "self_ns_per_msg",
+            "pair_ns_per_msg",
+            "pair_polled_ns_per_msg",
+            "pair_bandwidth_mb_s",
+        ],
         Job::Array => &[
             "blocking_byte_4w_ns",
             "put_double-word_mb_s",
@@ -106,7 +111,12 @@ fn required(job: Job) -> &'static [&'static str] {
             "two_segments_double-word_mb_s",
         ],
         Job::Polling => &["am_poll_ns", "request_queue_ns", "one_poll_8_ns"],
-        Job::Interrupts => &["hold_ns", "deferred_handler_ns"],
+        Job::Interrupts => &[
+            "hold_ns",
+            "hold_alone_ns",
+            "release_alone_ns",
+            "deferred_handler_ns",
+        ],
         Job::Signature => &["o_s_ns", "o_r_ns", "g_ns", "l_ns", "rtt_ns"],
         Job::Stream => &["one_way_8b_ns", "bw_64k_mb_s", "bw_1m_mb_s", "barrier_ns"],
         Job::Splitc => &[
@@ -275,8 +285,17 @@ fn all_runs_every_benchmark_and_writes_the_report() {
         "{csv}"
     );
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    // Every shape the papers claim is judged from this run's own figures, and each
+    // one that does not hold says why.
+    let shapes = amrq_bench::shapes::shapes(&r);
+    for s in &shapes {
+        assert!(s.holds.is_some(), "not measured: {s:?}");
+        assert_eq!(s.holds == Some(false), !s.why.is_empty(), "{s:?}");
+    }
+    assert!(text[headline..].contains("the papers' shapes: "), "{text}");
     for section in [
         "## Headline",
+        "## The papers' shapes in this run",
         "## Array transfer",
         "## LogP signature",
         "## Polling",
