@@ -378,6 +378,36 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         let _ = writeln!(s, "| {what} | {} |", show(fig(r, "interrupts", key)));
     }
 
+    s += "\n## Message mechanisms (StarT-Voyager §5, Figures 5, 7 and 8)\n\n| mechanism | send overhead (ns) | receive overhead (ns) | one-way (ns) | bandwidth (MB/s at payload bytes) |\n|---|---|---|---|---|\n";
+    for (key, what) in [
+        ("express", "Express (one word)"),
+        ("basic", "Basic (64 B in ring slots)"),
+        ("tag_on", "Tag-On (64 B in a pool block)"),
+        ("dma", "DMA (a 64 B put, then a completion frame)"),
+    ] {
+        let at = |what: &str| show(fig(r, "mechanisms", &format!("{key}_{what}_ns")));
+        let bw: Vec<String> = r
+            .series("mechanisms", &format!("{key} stream"))
+            .unwrap_or_default()
+            .iter()
+            .map(|p| format!("{} at {}", show(Some(p.median)), plain(p.x)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {what} | {} | {} | {} | {} |",
+            at("send"),
+            at("receive"),
+            at("one_way"),
+            bw.join(", ")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nShort Active Message one-way, same batches (Remote Queues Figure 4): {} ns; a 64-byte put alone (Table 2's send part without its completion): {} ns.",
+        show(fig(r, "mechanisms", "am_one_way_ns")),
+        show(fig(r, "mechanisms", "put_ns"))
+    );
+
     s += "\n## LogP signature (Begel et al. §6.1)\n\n| o_s | o_r | g | L | round trip |\n|---|---|---|---|---|\n";
     let _ = writeln!(
         s,
@@ -671,6 +701,15 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
             true,
             false,
             curves("interrupts", &|_| true, &id),
+        ),
+        chart(
+            "mechanism_bandwidth",
+            "Message mechanisms: streaming bandwidth (StarT-Voyager Figure 8)",
+            "payload bytes",
+            "MB/s",
+            true,
+            true,
+            curves("mechanisms", &|_| true, &id),
         ),
         chart(
             "traverse_steps",

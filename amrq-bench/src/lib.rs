@@ -11,6 +11,7 @@
 //! | [`mod@array`] | array transfer: blocking, non-blocking, two-to-one, swap, put vs memcpy |
 //! | [`polling`] | unsuccessful polls per variant, successful poll by intersection |
 //! | [`interrupts`] | hold/release toggle, overhead per message vs arrival interval |
+//! | [`mechanisms`] | StarT-Voyager's Express, Basic, Tag-On and DMA: overhead, latency, bandwidth; Remote Queues' Figure 4 and Table 2 |
 //! | [`signature`] | bursts of k sends with Δ of computation: LogP's o_s, o_r, g, L |
 //! | [`stream`] | one-way time and streaming per size; the peers' bandwidths; the barrier |
 //! | [`budget`] | instructions per message of the fast paths under callgrind, by task (AM paper Table 2), and the CI guard |
@@ -34,6 +35,7 @@ pub mod hosts;
 pub mod interrupts;
 pub mod loaded;
 pub mod matmul;
+pub mod mechanisms;
 pub mod peers;
 pub mod plots;
 pub mod polling;

@@ -6,7 +6,8 @@ use crate::peers::{self, Peers};
 use crate::report::Outcome;
 use crate::results::{Machine, Results};
 use crate::{
-    array, interrupts, loaded, matmul, polling, signature, splitc, stream, unloaded, Params,
+    array, interrupts, loaded, matmul, mechanisms, polling, signature, splitc, stream, unloaded,
+    Params,
 };
 use amrq::prelude::*;
 use amrq::rq::QueueId;
@@ -40,6 +41,8 @@ pub enum Job {
     Polling,
     /// Hold/release toggle; receive overhead vs arrival interval (2 ranks).
     Interrupts,
+    /// StarT-Voyager's Express, Basic, Tag-On and DMA: overhead, latency, bandwidth (2 ranks).
+    Mechanisms,
     /// LogP signature: bursts of k with Δ between sends; o_s, o_r, g, L (2 ranks).
     Signature,
     /// One-way time and streaming bandwidth per size, and the barrier (2 ranks).
@@ -51,7 +54,7 @@ pub enum Job {
 }
 
 /// Every job, in the order `all` runs them.
-pub const JOBS: [Job; 15] = [
+pub const JOBS: [Job; 16] = [
     Job::RoundTrip,
     Job::OneToOne,
     Job::OneToTwo,
@@ -63,6 +66,7 @@ pub const JOBS: [Job; 15] = [
     Job::ArrayTwoToOne,
     Job::Polling,
     Job::Interrupts,
+    Job::Mechanisms,
     Job::Signature,
     Job::Stream,
     Job::Splitc,
@@ -73,6 +77,7 @@ pub const JOBS: [Job; 15] = [
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Queues {
     irq: Option<(QueueId, QueueId)>,
+    mechanisms: Option<QueueId>,
 }
 
 impl Job {
@@ -90,6 +95,7 @@ impl Job {
             Job::ArrayTwoToOne => "array-two-to-one",
             Job::Polling => "polling",
             Job::Interrupts => "interrupts",
+            Job::Mechanisms => "mechanisms",
             Job::Signature => "signature",
             Job::Stream => "stream",
             Job::Splitc => "splitc",
@@ -139,6 +145,13 @@ impl Job {
             Job::Interrupts => {
                 return Queues {
                     irq: Some(interrupts::configure(cfg)),
+                    ..Queues::default()
+                }
+            }
+            Job::Mechanisms => {
+                return Queues {
+                    mechanisms: Some(mechanisms::configure(cfg)),
+                    ..Queues::default()
                 }
             }
             _ => {}
@@ -164,6 +177,12 @@ impl Job {
                     crate::fixture::bench_error("interrupts: queues not configured")
                 })?;
                 interrupts::interrupts(c, p, irq, poll)
+            }
+            Job::Mechanisms => {
+                let q = q.mechanisms.ok_or_else(|| {
+                    crate::fixture::bench_error("mechanisms: queue not configured")
+                })?;
+                mechanisms::mechanisms(c, p, q)
             }
             Job::Signature => signature::signature(c, p),
             Job::Stream => stream::stream(c, p),

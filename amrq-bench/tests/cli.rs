@@ -117,6 +117,14 @@ fn required(job: Job) -> &'static [&'static str] {
             "release_alone_ns",
             "deferred_handler_ns",
         ],
+        Job::Mechanisms => &[
+            "express_send_ns",
+            "basic_receive_ns",
+            "tag_on_one_way_ns",
+            "dma_send_ns",
+            "am_one_way_ns",
+            "put_ns",
+        ],
         Job::Signature => &["o_s_ns", "o_r_ns", "g_ns", "l_ns", "rtt_ns"],
         Job::Stream => &["one_way_8b_ns", "bw_64k_mb_s", "bw_1m_mb_s", "barrier_ns"],
         Job::Splitc => &[
