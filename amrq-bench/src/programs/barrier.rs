@@ -1,18 +1,22 @@
 //! Barrier latency: the runtime's dissemination barrier (⌈log2 N⌉ rounds of one Short
-//! message), blocking and split-phase, against the raw cache-line round trip between
-//! ranks 0 and 1 measured in the same run (the floor of its designs). With 2 ranks the
-//! one round sends a message each way at the same time, so a barrier can take less than
-//! a round trip.
+//! message), blocking and split-phase, against two raw references between ranks 0 and
+//! 1 measured in the same run: the cache-line round trip (the floor of its designs)
+//! and the raw exchange, both ranks writing a line and waiting for the other's at once.
+//! With 2 ranks the barrier's one round is such an exchange (a message each way at the
+//! same time), so the exchange is its floor and it can take less than a round trip.
 //!
 //! ```text
 //! amrq-bench barrier [--quick] [--ranks N] [--iters N] [--threads] [--json]
 //! ```
-//! Last line: `barrier: ranks=… barrier_ns=… split_ns=… raw_rtt_ns=… ratio=…` (medians;
-//! ratio = barrier / raw round trip). With more ranks than cores the ranks are not
+//! Last line: `barrier: ranks=… barrier_ns=… split_ns=… raw_rtt_ns=… ratio=…
+//! raw_exchange_ns=… exchange_ratio=…` (medians; ratio = barrier / raw round trip,
+//! exchange_ratio = barrier / raw exchange). With more ranks than cores the ranks are not
 //! pinned and share cores (the output says so): waits then sleep and wake by futex.
 
 use super::{Flags, Ranks};
-use crate::reference::{median, Floor, RawPingPong, RAW_PINGPONG_BYTES};
+use crate::reference::{
+    median, Floor, RawExchange, RawPingPong, RAW_EXCHANGE_BYTES, RAW_PINGPONG_BYTES,
+};
 use amrq::prelude::*;
 use std::time::Instant;
 
@@ -43,7 +47,9 @@ fn rank_main(setup: Setup, o: &Args, f: &Flags) -> amrq::Result<()> {
     });
     let batches = if f.quick { 7 } else { 21 };
     let am = setup.start(HandlerTable::<()>::new(), ())?;
-    let at = am.rma().alloc_symmetric(RAW_PINGPONG_BYTES, 4096)?;
+    let at = am
+        .rma()
+        .alloc_symmetric(RAW_PINGPONG_BYTES + RAW_EXCHANGE_BYTES, 4096)?;
     let Some((seg, _)) = am.rq().conduit().mapped_segment(0) else {
         return Err(
             "barrier measures against the raw round trip in shared memory: run it on one host"
@@ -53,8 +59,12 @@ fn rank_main(setup: Setup, o: &Args, f: &Flags) -> amrq::Result<()> {
     // SAFETY: a fresh page-aligned allocation in rank 0's segment (zeroed at creation),
     // mapped by every rank, used only for the raw reference.
     let raw = unsafe { RawPingPong::in_memory(seg.add(at)) };
+    // SAFETY: the same allocation's bytes after the round trip's (a multiple of 128
+    // from a page boundary), used only for the raw exchange.
+    let exchange = unsafe { RawExchange::in_memory(seg.add(at + RAW_PINGPONG_BYTES)) };
     let me = am.rank();
     let (mut blocking, mut split, mut floor) = (Vec::new(), Vec::new(), Floor::default());
+    let mut exchanges: [Vec<f64>; 2] = Default::default();
     for b in 0..=batches as u64 {
         am.barrier()?;
         if n >= 2 && me < 2 {
@@ -66,6 +76,10 @@ fn rank_main(setup: Setup, o: &Args, f: &Flags) -> amrq::Result<()> {
                 }
             } else {
                 raw.respond_all(base, 1000);
+            }
+            let x = exchange.exchange(me, base, 1000);
+            if b > 0 && me == 0 {
+                exchanges.iter_mut().zip(x).for_each(|(v, x)| v.push(x));
             }
         }
         am.barrier()?;
@@ -109,7 +123,15 @@ fn rank_main(setup: Setup, o: &Args, f: &Flags) -> amrq::Result<()> {
                 design.describe()
             );
         }
-        let ratio = if rtt > 0.0 { bl / rtt } else { 0.0 };
+        let [hot, rotating] = exchanges.map(|mut v| median(&mut v));
+        let raw_exchange = hot.min(rotating);
+        if n >= 2 {
+            println!(
+                "raw exchange (ranks 0 and 1 each write a line and wait for the other's), the faster of one line pair ({hot:.1}) and rotating pairs ({rotating:.1}): median {raw_exchange:.1} ns"
+            );
+        }
+        let of = |x: f64| if x > 0.0 { bl / x } else { 0.0 };
+        let ratio = of(rtt);
         f.summary(
             "barrier",
             &[
@@ -118,6 +140,8 @@ fn rank_main(setup: Setup, o: &Args, f: &Flags) -> amrq::Result<()> {
                 ("split_ns", sp),
                 ("raw_rtt_ns", rtt),
                 ("ratio", ratio),
+                ("raw_exchange_ns", raw_exchange),
+                ("exchange_ratio", of(raw_exchange)),
             ],
         );
     }

@@ -6,12 +6,16 @@
 //! - [`RawStream`]: 64-byte slots streamed one way through an SPSC ring of 1024 slots,
 //!   the consumer freeing them 256 at a time; plain, or with the producer prefetching its
 //!   slots (`send_prefetched`), the faster of the two being the stream's floor.
+//! - [`RawExchange`]: both ranks write a line and wait for the other's at once (what a
+//!   2-rank barrier does), on one line pair or rotating pairs; the faster is the floor.
 //! - [`memcpy_ns`]: a single-core copy of the same size; [`fit_latency_bandwidth`] the
 //!   fit `T = c + x / B`.
 
+mod exchange;
 mod round_trip;
 mod stream;
 
+pub use exchange::{RawExchange, RAW_EXCHANGE_BYTES};
 pub use round_trip::{Design, Floor, RawPingPong, LINE_PAIRS, RAW_PINGPONG_BYTES, RING_SLOTS};
 pub use stream::{RawStream, RAW_STREAM_BYTES, STREAM_PUBLISH_EVERY, STREAM_SLOTS};
 

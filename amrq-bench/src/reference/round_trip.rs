@@ -29,7 +29,7 @@ const PREFETCH_AHEAD: usize = RING_SLOTS / 16;
 /// A word on a 128-byte line pair of its own (the adjacent-line prefetcher moves lines
 /// in pairs).
 #[repr(C, align(128))]
-struct Line(AtomicU64);
+pub(super) struct Line(pub(super) AtomicU64);
 
 /// One 64-byte ring slot: its sequence word first, as in amrq's slots.
 #[repr(C, align(64))]
@@ -146,7 +146,7 @@ const _: () =
 
 /// Waits until `w` holds `i`, with a `pause` per look if `pause`.
 #[inline(always)]
-fn wait_for(w: &AtomicU64, i: u64, pause: bool) {
+pub(super) fn wait_for(w: &AtomicU64, i: u64, pause: bool) {
     // ORDERING: Acquire pairs with the other side's Release store of `i`.
     while w.load(Ordering::Acquire) != i {
         if pause {
