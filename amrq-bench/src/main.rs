@@ -58,6 +58,9 @@ enum Bench {
     Peers,
     /// Everything, with a progress bar; the report goes to --out (default results/).
     All,
+    /// Writes --out's report again (summary, CSV, plots) from its results.json, without
+    /// measuring: after the report's code changed.
+    Report,
     /// Between two hosts: amrq (cluster conduit) and ucx_perftest over the same link,
     /// alternating in rounds; the report goes to --out/hosts.md if given.
     Hosts(HostsArgs),
@@ -148,6 +151,7 @@ fn main() {
         }),
         Bench::Peers => peers(&cli),
         Bench::All => all(&cli),
+        Bench::Report => report(&cli),
         Bench::Hosts(h) => hosts(&cli, &h),
         Bench::Budget(b) => budget(&cli, &b),
         Bench::CPingpong(a) => c_pingpong(&cli, &a),
@@ -245,6 +249,27 @@ fn all(cli: &Cli) {
         }
         Err(e) => fail(e),
     }
+}
+
+/// `report`: the report of --out rewritten from its results.json.
+fn report(cli: &Cli) {
+    let out = cli.out.clone().unwrap_or_else(|| PathBuf::from("results"));
+    let json = out.join("results.json");
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
+        fail(format!(
+            "{}: {e} (run `amrq-bench all --out DIR` first)",
+            json.display()
+        ))
+    });
+    let r: amrq_bench::results::Results = serde_json::from_str(&text).unwrap_or_else(|e| {
+        fail(format!(
+            "{}: {e} (written by another version: run `all` again)",
+            json.display()
+        ))
+    });
+    amrq_bench::files::write_report(&r, &out).unwrap_or_else(|e| fail(e));
+    print!("{}", amrq_bench::files::headline(&r));
+    println!("report: {}", out.join("summary.md").display());
 }
 
 /// `hosts`: rounds of amrq and UCX between two hosts (or, with `--job`, amrq's job of
