@@ -293,6 +293,11 @@ fn all_runs_every_benchmark_and_writes_the_report() {
         "{csv}"
     );
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    // `report` writes the same summary again from results.json, without measuring.
+    std::fs::remove_file(dir.join("summary.md")).unwrap();
+    let again = bench(&["report", "--out", dir.to_str().unwrap()]);
+    assert!(again.status.success(), "{again:?}");
+    assert_eq!(std::fs::read_to_string(dir.join("summary.md")).unwrap(), md);
     // Every shape the papers claim is judged from this run's own figures, and each
     // one that does not hold says why.
     let shapes = amrq_bench::shapes::shapes(&r);
