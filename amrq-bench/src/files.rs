@@ -266,7 +266,7 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         (
             "one-to-one",
             "pair_ns_per_msg",
-            "request-reply pair, 1024 in flight (per pair)",
+            "request-reply pairs in bursts of 1024 (per pair)",
         ),
         ("round-trip", "round_trip_ns", "round-trip"),
     ] {
@@ -353,7 +353,10 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
     s += "\n## Interrupts (§6.2, Table 10 and Figure 7)\n\n| figure | ns |\n|---|---|\n";
     for (key, what) in [
         ("hold_ns", "hold + release (interrupts off and on again)"),
-        ("hold_alone_ns", "hold alone (interrupts off)"),
+        (
+            "hold_alone_ns",
+            "hold on an open section (the instructions of entering one: `hold` does not read its flag)",
+        ),
         (
             "release_alone_ns",
             "release alone (interrupts on: the pair less hold alone)",

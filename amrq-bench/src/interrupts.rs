@@ -31,8 +31,10 @@ pub fn configure(cfg: &mut Config) -> (QueueId, QueueId) {
     (irq, cfg.add_queue(1024))
 }
 
-/// *interrupts*, reported by rank 1: `hold_ns`, `deferred_handler_ns`, the overhead series and
-/// `interrupt_overhead_ns` / `poll_overhead_ns` at the shortest interval.
+/// *interrupts*, reported by rank 1: `hold_ns` (a section entered and left),
+/// `hold_alone_ns` (`hold` on an open section), `release_alone_ns` (the difference),
+/// `deferred_handler_ns`, the overhead series with Figure 7's model, `interrupt_overhead_ns`
+/// / `poll_overhead_ns` at the shortest interval and `interrupt_plateau_ns`.
 pub fn interrupts(
     setup: Setup,
     p: &Params,

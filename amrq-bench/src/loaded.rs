@@ -24,7 +24,7 @@ const LANDING: usize = 0;
 
 /// How a rank sends in [`exchange`].
 #[derive(Clone, Copy, PartialEq)]
-enum Send<'a> {
+enum SendKind<'a> {
     /// Short requests.
     Short,
     /// Short requests, each followed by a poll (Liu & Culler's Figure 4).
@@ -40,16 +40,16 @@ fn exchange(
     p: &Params,
     dest: Rank,
     count: u64,
-    send: Send,
+    send: SendKind,
     expect: &mut u64,
 ) -> amrq::Result<f64> {
     let t = p.clock.start();
     for _ in 0..count {
-        if let Send::Long(bytes) = send {
+        if let SendKind::Long(bytes) = send {
             b.am.request_long(dest, b.land, &[0], bytes, LANDING)?;
         } else {
             b.am.request(dest, b.bump, &[])?;
-            if send == Send::ShortPolled {
+            if send == SendKind::ShortPolled {
                 b.am.poll()?;
             }
         }
@@ -75,7 +75,7 @@ pub fn ring(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     let mut msgs = Vec::new();
     for _ in 0..=p.batches {
         b.am.barrier()?;
-        msgs.push(exchange(&b, p, right, BURST, Send::Short, &mut expect)?);
+        msgs.push(exchange(&b, p, right, BURST, SendKind::Short, &mut expect)?);
     }
     msgs.remove(0); // warm-up
     let per_msg = over_ranks(&b, crate::reference::median(&mut msgs))?;
@@ -91,7 +91,7 @@ pub fn ring(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
                 p,
                 right,
                 count,
-                Send::Long(&data),
+                SendKind::Long(&data),
                 &mut expect,
             )?);
         }
@@ -136,13 +136,18 @@ pub fn traverse(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     for step in 0..steps {
         let partner = b.rank() ^ step;
         let mut v: [Vec<f64>; 3] = Default::default();
+        let kinds = [
+            (BURST, SendKind::Short),
+            (BURST, SendKind::ShortPolled),
+            (arrays, SendKind::Long(&data)),
+        ];
         for _ in 0..=p.batches {
-            b.am.barrier()?;
-            if partner < n {
-                let mut ex = |count, send| exchange(&b, p, partner, count, send, &mut expect);
-                v[0].push(ex(BURST, Send::Short)?);
-                v[1].push(ex(BURST, Send::ShortPolled)?);
-                v[2].push(ex(arrays, Send::Long(&data))?);
+            for ((count, send), v) in kinds.iter().zip(&mut v) {
+                // Every rank, idle ones too: the pairs start each kind together.
+                b.am.barrier()?;
+                if partner < n {
+                    v.push(exchange(&b, p, partner, *count, *send, &mut expect)?);
+                }
             }
         }
         for (k, v) in v.iter_mut().enumerate() {

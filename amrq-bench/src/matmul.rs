@@ -57,9 +57,9 @@ const MS: [usize; 10] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
 /// The efficiency from which a multiply counts as computation-bound (the issue's goal).
 const COMPUTE_BOUND: f64 = 0.9;
 
-/// DAXPYs between two polls on the message path: 2,048 multiply-adds (some 200 ns
-/// here), against a poll's ~8 ns when the poll set is not armed. Polling after every
-/// DAXPY cost a third of the flop rate at m = 32.
+/// DAXPYs between two polls on the message path: 2,048 multiply-adds, some 100 times
+/// an unsuccessful poll (`amrq-bench polling`). Polling after every DAXPY cost a third
+/// of the flop rate at m = 32.
 const POLL_EVERY: usize = 16;
 
 /// Column gets per probe of the column costs.
@@ -173,8 +173,8 @@ impl Problem {
             Variant::Split if sc.is_direct() => {
                 // A direct get is a copy the processor makes when it issues it: into a
                 // local column, two of them in turn, it is the one copy a blocking
-                // read makes. Into a buffer in the segment, as through frames below,
-                // it was two: 25–40 % of the time per column at m = 1.
+                // read makes; into a buffer in the segment, as through frames below,
+                // it would be two.
                 let mut next = vec![0.0; N];
                 sc.bulk_read(column(0), &mut x)?;
                 for t in 0..r {

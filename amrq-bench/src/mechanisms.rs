@@ -33,8 +33,10 @@ const SMALL: usize = 64;
 /// Messages per burst of the overhead figures: the queue holds them all.
 const BURST: u64 = 128;
 
-/// The queue's capacity in slots, and the Tag-On blocks a sender may hold.
+/// The queue's capacity in slots.
 pub const QUEUE_SLOTS: u64 = 2048;
+
+/// The Tag-On blocks a sender may hold: a burst's.
 const TAG_ON_BUFFERS: usize = 256;
 
 /// The queue this job needs, with room for a burst of every mechanism.
@@ -283,11 +285,20 @@ pub fn mechanisms(setup: Setup, p: &Params, q: QueueId) -> amrq::Result<Option<O
             points,
         });
     }
-    // Rank 1's receive overheads, to rank 0.
-    let receive: Vec<f64> = samples.iter_mut().map(|s| median(&mut s[1])).collect();
+    // Rank 1's receive overheads (median, least, most), to rank 0.
     let mut told = Vec::new();
-    for r in receive {
-        told.push(b.gather(r)?);
+    for s in &mut samples {
+        let v = &mut s[1];
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+                (l.min(x), h.max(x))
+            });
+        let mut stats = Vec::new();
+        for x in [median(v), lo, hi] {
+            stats.push(b.gather(x)?.and_then(|all| all.get(1).copied()));
+        }
+        told.push(stats);
     }
     b.am.barrier()?;
     if me != 0 {
@@ -298,9 +309,13 @@ pub fn mechanisms(setup: Setup, p: &Params, q: QueueId) -> amrq::Result<Option<O
         let key = m.key();
         o.figures
             .push(Figure::of(format!("{key}_send_ns"), &mut s[0]));
-        if let Some(&r) = all.as_ref().and_then(|v| v.get(1)) {
-            o.figures
-                .push(Figure::single(format!("{key}_receive_ns"), r));
+        if let [Some(median), Some(min), Some(max)] = all[..] {
+            o.figures.push(Figure {
+                key: format!("{key}_receive_ns"),
+                median,
+                min,
+                max,
+            });
         }
         o.figures
             .push(Figure::of(format!("{key}_one_way_ns"), &mut s[2]));

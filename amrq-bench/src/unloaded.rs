@@ -181,7 +181,8 @@ pub fn round_trip_ranks(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome
 /// two ranks share memory, the raw stream's rate plain (`raw_plain_msgs_per_s`) and with
 /// the producer prefetching (`raw_prefetched_msgs_per_s`), the faster of the two as the
 /// floor (`raw_msgs_per_s`, named in a note) and `ratio` (each batch's rate over the
-/// floor's rate of that batch).
+/// floor's rate of that batch); `pair_ns_per_msg`, per request-reply pair in bursts of
+/// 1024 (a ring's slots in flight at most).
 pub fn one_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     require_ranks(&setup, "one-to-one", 2, false)?;
     let b = BenchAm::new(setup)?;
