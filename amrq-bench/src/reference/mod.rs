@@ -16,7 +16,9 @@ mod round_trip;
 mod stream;
 
 pub use exchange::{RawExchange, RAW_EXCHANGE_BYTES};
-pub use round_trip::{Design, Floor, RawPingPong, LINE_PAIRS, RAW_PINGPONG_BYTES, RING_SLOTS};
+pub use round_trip::{
+    Design, Floor, RawPingPong, LINE_PAIRS, RAW_PINGPONG_BYTES, RING_SLOTS, SPACING,
+};
 pub use stream::{RawStream, RAW_STREAM_BYTES, STREAM_PUBLISH_EVERY, STREAM_SLOTS};
 
 /// Hints that the 8 consecutive 64-byte lines from `p` on will be written soon

@@ -49,7 +49,7 @@ struct Rotating {
 ///
 /// ```
 /// use amrq_bench::reference::Design;
-/// assert_eq!(Design::ALL.len(), 5);
+/// assert_eq!(Design::ALL.len(), 6);
 /// assert_eq!(Design::PrefetchedRing.key(), "ring");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +59,11 @@ pub enum Design {
     Rotating,
     /// The rotating lines, with a `pause` in each spin.
     RotatingPause,
+    /// The rotating lines, with a short busy delay between looks instead of `pause`
+    /// ([`SPACING`] dependent additions): fewer looks than a tight spin, each noticed
+    /// sooner than after a `pause`, as a poll loop that reads other lines between its
+    /// looks behaves.
+    RotatingSpaced,
     /// One line pair used by every round trip, tight spins.
     Hot,
     /// The one pair, with a `pause` in each spin.
@@ -71,9 +76,10 @@ pub enum Design {
 
 impl Design {
     /// Every design, in the order [`RawPingPong::initiate_all`] runs them.
-    pub const ALL: [Design; 5] = [
+    pub const ALL: [Design; 6] = [
         Design::Rotating,
         Design::RotatingPause,
+        Design::RotatingSpaced,
         Design::Hot,
         Design::HotPause,
         Design::PrefetchedRing,
@@ -88,6 +94,7 @@ impl Design {
         match self {
             Design::Rotating => "rotating",
             Design::RotatingPause => "rotating_pause",
+            Design::RotatingSpaced => "rotating_spaced",
             Design::Hot => "hot",
             Design::HotPause => "hot_pause",
             Design::PrefetchedRing => "ring",
@@ -103,6 +110,7 @@ impl Design {
         match self {
             Design::Rotating => "256 rotating line pairs, tight spins",
             Design::RotatingPause => "256 rotating line pairs, spins with pause",
+            Design::RotatingSpaced => "256 rotating line pairs, a short busy delay between looks",
             Design::Hot => "one line pair, tight spins",
             Design::HotPause => "one line pair, spins with pause",
             Design::PrefetchedRing => {
@@ -129,6 +137,7 @@ impl Design {
 pub struct RawPingPong {
     rotating: Rotating,
     rotating_pause: Rotating,
+    rotating_spaced: Rotating,
     hot: [Line; 2],
     hot_pause: [Line; 2],
     ring: [[Slot; RING_SLOTS]; 2],
@@ -138,19 +147,37 @@ pub struct RawPingPong {
 ///
 /// ```
 /// // What to allocate (128-aligned) for RawPingPong::in_memory.
-/// assert_eq!(amrq_bench::reference::RAW_PINGPONG_BYTES, 2 * 65536 + 512 + 32768);
+/// assert_eq!(amrq_bench::reference::RAW_PINGPONG_BYTES, 3 * 65536 + 512 + 32768);
 /// ```
 pub const RAW_PINGPONG_BYTES: usize = std::mem::size_of::<RawPingPong>();
 const _: () =
-    assert!(RAW_PINGPONG_BYTES == 2 * (2 * LINE_PAIRS * 128) + 4 * 128 + 2 * 64 * RING_SLOTS);
+    assert!(RAW_PINGPONG_BYTES == 3 * (2 * LINE_PAIRS * 128) + 4 * 128 + 2 * 64 * RING_SLOTS);
 
-/// Waits until `w` holds `i`, with a `pause` per look if `pause`.
+/// Dependent additions between two looks of [`Design::RotatingSpaced`].
+pub const SPACING: u64 = 16;
+
+/// What a waiter does between two looks at the word it waits on.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Spin {
+    Tight,
+    Pause,
+    Spaced,
+}
+
+/// Waits until `w` holds `i`, doing `spin` between looks.
 #[inline(always)]
-pub(super) fn wait_for(w: &AtomicU64, i: u64, pause: bool) {
+pub(super) fn wait_for(w: &AtomicU64, i: u64, spin: Spin) {
     // ORDERING: Acquire pairs with the other side's Release store of `i`.
     while w.load(Ordering::Acquire) != i {
-        if pause {
-            std::hint::spin_loop();
+        match spin {
+            Spin::Tight => {}
+            Spin::Pause => std::hint::spin_loop(),
+            Spin::Spaced => {
+                let mut x = 0u64;
+                for k in 0..SPACING {
+                    x = std::hint::black_box(x + k);
+                }
+            }
         }
     }
 }
@@ -180,6 +207,7 @@ impl RawPingPong {
         Box::new(Self {
             rotating: rotating(),
             rotating_pause: rotating(),
+            rotating_spaced: rotating(),
             hot: [line(), line()],
             hot_pause: [line(), line()],
             ring: [ring(), ring()],
@@ -249,7 +277,7 @@ impl RawPingPong {
     /// });
     /// assert!(ns.iter().all(|&t| t > 0.0));
     /// ```
-    pub fn initiate_all(&self, base: u64, iters: u64) -> [f64; 5] {
+    pub fn initiate_all(&self, base: u64, iters: u64) -> [f64; 6] {
         Design::ALL.map(|d| self.initiate_as(d, base, iters))
     }
 
@@ -282,10 +310,15 @@ impl RawPingPong {
         let t = Instant::now();
         let range = base + 1..=base + iters;
         match d {
-            Design::Rotating => Self::rotate_initiate(&self.rotating, range, false),
-            Design::RotatingPause => Self::rotate_initiate(&self.rotating_pause, range, true),
-            Design::Hot => Self::hot_initiate(&self.hot, range, false),
-            Design::HotPause => Self::hot_initiate(&self.hot_pause, range, true),
+            Design::Rotating => Self::rotate_initiate(&self.rotating, range, Spin::Tight),
+            Design::RotatingPause => {
+                Self::rotate_initiate(&self.rotating_pause, range, Spin::Pause)
+            }
+            Design::RotatingSpaced => {
+                Self::rotate_initiate(&self.rotating_spaced, range, Spin::Spaced)
+            }
+            Design::Hot => Self::hot_initiate(&self.hot, range, Spin::Tight),
+            Design::HotPause => Self::hot_initiate(&self.hot_pause, range, Spin::Pause),
             Design::PrefetchedRing => self.ring_side(0, range, true),
         }
         t.elapsed().as_nanos() as f64 / iters.max(1) as f64
@@ -304,47 +337,50 @@ impl RawPingPong {
     pub fn respond_as(&self, d: Design, base: u64, iters: u64) {
         let range = base + 1..=base + iters;
         match d {
-            Design::Rotating => Self::rotate_respond(&self.rotating, range, false),
-            Design::RotatingPause => Self::rotate_respond(&self.rotating_pause, range, true),
-            Design::Hot => Self::hot_respond(&self.hot, range, false),
-            Design::HotPause => Self::hot_respond(&self.hot_pause, range, true),
+            Design::Rotating => Self::rotate_respond(&self.rotating, range, Spin::Tight),
+            Design::RotatingPause => Self::rotate_respond(&self.rotating_pause, range, Spin::Pause),
+            Design::RotatingSpaced => {
+                Self::rotate_respond(&self.rotating_spaced, range, Spin::Spaced)
+            }
+            Design::Hot => Self::hot_respond(&self.hot, range, Spin::Tight),
+            Design::HotPause => Self::hot_respond(&self.hot_pause, range, Spin::Pause),
             Design::PrefetchedRing => self.ring_side(1, range, false),
         }
     }
 
     #[inline(always)]
-    fn rotate_initiate(l: &Rotating, range: std::ops::RangeInclusive<u64>, pause: bool) {
+    fn rotate_initiate(l: &Rotating, range: std::ops::RangeInclusive<u64>, spin: Spin) {
         for i in range {
             let k = i as usize % LINE_PAIRS;
             // ORDERING: Release pairs with the responder's Acquire wait for `i`.
             l.ping[k].0.store(i, Ordering::Release);
-            wait_for(&l.pong[k].0, i, pause);
+            wait_for(&l.pong[k].0, i, spin);
         }
     }
 
     #[inline(always)]
-    fn rotate_respond(l: &Rotating, range: std::ops::RangeInclusive<u64>, pause: bool) {
+    fn rotate_respond(l: &Rotating, range: std::ops::RangeInclusive<u64>, spin: Spin) {
         for i in range {
             let k = i as usize % LINE_PAIRS;
-            wait_for(&l.ping[k].0, i, pause);
+            wait_for(&l.ping[k].0, i, spin);
             // ORDERING: Release pairs with the initiator's Acquire wait for `i`.
             l.pong[k].0.store(i, Ordering::Release);
         }
     }
 
     #[inline(always)]
-    fn hot_initiate(l: &[Line; 2], range: std::ops::RangeInclusive<u64>, pause: bool) {
+    fn hot_initiate(l: &[Line; 2], range: std::ops::RangeInclusive<u64>, spin: Spin) {
         for i in range {
             // ORDERING: Release pairs with the responder's Acquire wait for `i`.
             l[0].0.store(i, Ordering::Release);
-            wait_for(&l[1].0, i, pause);
+            wait_for(&l[1].0, i, spin);
         }
     }
 
     #[inline(always)]
-    fn hot_respond(l: &[Line; 2], range: std::ops::RangeInclusive<u64>, pause: bool) {
+    fn hot_respond(l: &[Line; 2], range: std::ops::RangeInclusive<u64>, spin: Spin) {
         for i in range {
-            wait_for(&l[0].0, i, pause);
+            wait_for(&l[0].0, i, spin);
             // ORDERING: Release pairs with the initiator's Acquire wait for `i`.
             l[1].0.store(i, Ordering::Release);
         }
@@ -358,7 +394,7 @@ impl RawPingPong {
         for i in range {
             let k = i as usize % RING_SLOTS;
             if !initiates {
-                wait_for(&theirs[k].seq, i, true);
+                wait_for(&theirs[k].seq, i, Spin::Pause);
             }
             // ORDERING: Release pairs with the other side's Acquire wait for `i`.
             mine[k].seq.store(i, Ordering::Release);
@@ -367,7 +403,7 @@ impl RawPingPong {
                 prefetch_write_8_lines((&mine[ahead] as *const Slot).cast());
             }
             if initiates {
-                wait_for(&theirs[k].seq, i, true);
+                wait_for(&theirs[k].seq, i, Spin::Pause);
             }
         }
     }
@@ -379,19 +415,19 @@ impl RawPingPong {
 /// ```
 /// use amrq_bench::reference::{Design, Floor};
 /// let mut f = Floor::default();
-/// f.push([120.0, 110.0, 100.0, 95.0, 90.0]);
-/// f.push([122.0, 111.0, 101.0, 97.0, 91.0]);
+/// f.push([120.0, 110.0, 105.0, 100.0, 95.0, 90.0]);
+/// f.push([122.0, 111.0, 106.0, 101.0, 97.0, 91.0]);
 /// assert_eq!(f.winner(), Design::PrefetchedRing);
 /// assert_eq!(f.samples(Design::Hot), [100.0, 101.0]);
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Floor {
-    samples: [Vec<f64>; 5],
+    samples: [Vec<f64>; 6],
 }
 
 impl Floor {
     /// One batch of [`RawPingPong::initiate_all`].
-    pub fn push(&mut self, batch: [f64; 5]) {
+    pub fn push(&mut self, batch: [f64; 6]) {
         for (v, x) in self.samples.iter_mut().zip(batch) {
             v.push(x);
         }
@@ -407,7 +443,7 @@ impl Floor {
     /// ```
     /// use amrq_bench::reference::{Design, Floor};
     /// let mut f = Floor::default();
-    /// f.push([120.0, 110.0, 100.0, 85.0, 90.0]);
+    /// f.push([120.0, 110.0, 105.0, 100.0, 85.0, 90.0]);
     /// assert_eq!(f.floor(), (Design::HotPause, 85.0));
     /// ```
     pub fn floor(&self) -> (Design, f64) {
