@@ -154,6 +154,10 @@ const _: () =
     assert!(RAW_PINGPONG_BYTES == 3 * (2 * LINE_PAIRS * 128) + 4 * 128 + 2 * 64 * RING_SLOTS);
 
 /// Dependent additions between two looks of [`Design::RotatingSpaced`].
+///
+/// ```
+/// assert_eq!(amrq_bench::reference::SPACING, 16);
+/// ```
 pub const SPACING: u64 = 16;
 
 /// What a waiter does between two looks at the word it waits on.
