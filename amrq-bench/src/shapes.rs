@@ -16,7 +16,8 @@ pub struct Shape {
     pub claim: &'static str,
     /// This run's figures the verdict rests on.
     pub measured: String,
-    /// `Some(true)`: holds; `Some(false)`: does not hold; `None`: not measured.
+    /// `Some(true)`: holds; `Some(false)`: does not hold; `None`: undecided (a figure
+    /// is missing, or lies beyond the range measured).
     pub holds: Option<bool>,
     /// Why it does not hold (empty where it holds).
     pub why: String,
@@ -28,7 +29,7 @@ impl Shape {
         match self.holds {
             Some(true) => "holds",
             Some(false) => "does not hold",
-            None => "not measured",
+            None => "undecided",
         }
     }
 }
@@ -540,21 +541,37 @@ fn matmul(r: &Results) -> Vec<Shape> {
         ));
         let at = r.figure("matmul", &format!("{path}_crossover_m"));
         let model = r.figure("matmul", &format!("{path}_model_crossover_m"));
+        // A crossover is absent when no m measured reaches it: beyond the largest m.
+        let largest = split.and_then(|s| s.last()).map(|p| p.x);
+        let beyond = |m: Option<f64>| {
+            m.map_or(format!("none up to m = {}", show(largest)), |m| show(Some(m)))
+        };
         v.push(shape(
             (sources[1], MODEL),
-            format!("crossover m = {} measured, {} modelled", show(at), show(model)),
-            at.zip(model).map(|(a, m)| a <= 2.0 * m && m <= 2.0 * a),
+            format!("crossover m = {} measured, {} modelled", beyond(at), beyond(model)),
+            within_twice(at, model, largest),
             "the model takes a column get's latency, gap and overhead measured alone; in the multiply the gets contend with the other rank's and with its DAXPYs for the caches",
         ));
     }
     v
 }
 
+/// Whether two crossovers are within a factor of two of each other, where an absent one
+/// lies beyond `largest` (the last m measured): both beyond agree; one beyond disagrees
+/// when the other is at most half of `largest`, and is undecided otherwise.
+fn within_twice(a: Option<f64>, b: Option<f64>, largest: Option<f64>) -> Option<bool> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a <= 2.0 * b && b <= 2.0 * a),
+        (None, None) => Some(true),
+        (Some(m), None) | (None, Some(m)) => (2.0 * m <= largest?).then_some(false),
+    }
+}
+
 /// The report's section: a table of every shape, and how many hold.
 pub fn markdown(shapes: &[Shape]) -> String {
     let count = |h: Option<bool>| shapes.iter().filter(|s| s.holds == h).count();
     let mut s = format!(
-        "\n## The papers' shapes in this run\n\n{} hold, {} do not, {} not measured. Each row: the paper's figure, the shape it shows (with its own numbers), this run's figures, and, where the shape does not hold, why.\n\n| paper | shape | this run | verdict | why not |\n|---|---|---|---|---|\n",
+        "\n## The papers' shapes in this run\n\n{} hold, {} do not, {} undecided (a figure missing, or beyond the range measured). Each row: the paper's figure, the shape it shows (with its own numbers), this run's figures, and, where the shape does not hold, why.\n\n| paper | shape | this run | verdict | why not |\n|---|---|---|---|---|\n",
         count(Some(true)),
         count(Some(false)),
         count(None)
@@ -578,4 +595,20 @@ pub fn line(shapes: &[Shape]) -> String {
     let held = shapes.iter().filter(|s| s.holds == Some(true)).count();
     let not = shapes.iter().filter(|s| s.holds == Some(false)).count();
     format!("the papers' shapes: {held} hold, {not} do not (the report says which and why)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::within_twice;
+
+    #[test]
+    fn an_absent_crossover_lies_beyond_the_largest_m() {
+        let top = Some(512.0);
+        assert_eq!(within_twice(Some(8.0), Some(16.0), top), Some(true));
+        assert_eq!(within_twice(Some(8.0), Some(32.0), top), Some(false));
+        assert_eq!(within_twice(None, None, top), Some(true));
+        assert_eq!(within_twice(None, Some(64.0), top), Some(false));
+        assert_eq!(within_twice(Some(256.0), None, top), Some(false));
+        assert_eq!(within_twice(None, Some(512.0), top), None);
+    }
 }

@@ -303,7 +303,11 @@ fn all_runs_every_benchmark_and_writes_the_report() {
     // one that does not hold says why.
     let shapes = amrq_bench::shapes::shapes(&r);
     for s in &shapes {
-        assert!(s.holds.is_some(), "not measured: {s:?}");
+        // Undecided only where a crossover lies beyond the largest m measured.
+        assert!(
+            s.holds.is_some() || s.measured.contains("none up to"),
+            "not measured: {s:?}"
+        );
         assert_eq!(s.holds == Some(false), !s.why.is_empty(), "{s:?}");
     }
     assert!(text[headline..].contains("the papers' shapes: "), "{text}");
