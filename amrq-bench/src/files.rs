@@ -67,14 +67,6 @@ pub fn csv_of<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> String {
     s
 }
 
-fn outcome<'a>(r: &'a Results, name: &str) -> Option<&'a Outcome> {
-    r.outcome(name)
-}
-
-fn fig(r: &Results, name: &str, key: &str) -> Option<f64> {
-    r.figure(name, key)
-}
-
 /// A figure for a table: "–" when there is none (or it is not a number).
 pub(crate) fn show(v: Option<f64>) -> String {
     v.filter(|v| v.is_finite()).map_or("–".into(), |v| {
@@ -94,7 +86,7 @@ pub fn headline(r: &Results) -> String {
         "amrq on this host (medians; each floor is the fastest raw design of the same run):\n",
     );
     let floor_of = |name: &str| {
-        outcome(r, name)?
+        r.outcome(name)?
             .notes
             .iter()
             .find_map(|n| n.strip_prefix("raw floor: "))
@@ -123,10 +115,10 @@ pub fn headline(r: &Results) -> String {
         let _ = writeln!(
             s,
             "  {label:<22} {:>6} {unit:<2}  floor {:>6} {unit:<2} ({}): ratio {}",
-            num(fig(r, name, key), scale),
-            num(fig(r, name, raw), scale),
+            num(r.figure(name, key), scale),
+            num(r.figure(name, raw), scale),
             floor_of(name).unwrap_or("none"),
-            show(fig(r, name, "ratio"))
+            show(r.figure(name, "ratio"))
         );
     }
     let short = |key: &str| match key {
@@ -172,23 +164,22 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
     let _ = writeln!(
         s,
         "| Short AM round trip / raw cache-line round trip, the fastest design (ns) | {} | {} | {} |",
-        show(fig(r, "round-trip", "round_trip_ns")),
-        show(fig(r, "round-trip", "raw_rtt_ns")),
-        show(fig(r, "round-trip", "ratio"))
+        show(r.figure("round-trip", "round_trip_ns")),
+        show(r.figure("round-trip", "raw_rtt_ns")),
+        show(r.figure("round-trip", "ratio"))
     );
     let _ = writeln!(
         s,
         "| messages/s one-to-one / raw one-way stream, the faster design (SPSC ring, no handler) | {} | {} | {} |",
-        show(fig(r, "one-to-one", "msgs_per_s")),
-        show(fig(r, "one-to-one", "raw_msgs_per_s")),
-        show(fig(r, "one-to-one", "ratio"))
+        show(r.figure("one-to-one", "msgs_per_s")),
+        show(r.figure("one-to-one", "raw_msgs_per_s")),
+        show(r.figure("one-to-one", "ratio"))
     );
     let big = |name: &str| -> Option<f64> {
-        let se = outcome(r, "array")?
-            .series
+        let p = r
+            .series("array", name)?
             .iter()
-            .find(|s| s.name == name)?;
-        let p = se.points.iter().rfind(|p| p.x <= 1048576.0)?;
+            .rfind(|p| p.x <= 1048576.0)?;
         Some(p.x * 1e3 / p.median)
     };
     let _ = writeln!(
@@ -196,7 +187,7 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         "| put bandwidth / memcpy, ≥ 64 KiB (MB/s at the largest size) | {} | {} | {} |",
         show(big("put, double-word")),
         show(big("memcpy (reference)")),
-        show(fig(r, "array", "put_vs_memcpy"))
+        show(r.figure("array", "put_vs_memcpy"))
     );
     for c in &r.peers.comparisons {
         let ups: Vec<String> = METRICS
@@ -215,11 +206,11 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
     }
 
     // Which raw design was the floor, and every design's median, under the table.
-    if let Some(o) = outcome(r, "round-trip") {
+    if let Some(o) = r.outcome("round-trip") {
         let designs: Vec<String> = crate::reference::Design::ALL
             .iter()
             .filter_map(|d| {
-                let v = fig(r, "round-trip", &format!("raw_{}_ns", d.key()))?;
+                let v = r.figure("round-trip", &format!("raw_{}_ns", d.key()))?;
                 Some(format!("{} {} ns", d.key(), plain(v)))
             })
             .collect();
@@ -234,7 +225,7 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
             let _ = writeln!(s, "The round trip's {n}.");
         }
     }
-    for n in outcome(r, "one-to-one").map_or(&[][..], |o| &o.notes[..]) {
+    for n in r.outcome("one-to-one").map_or(&[][..], |o| &o.notes[..]) {
         if n.starts_with("raw floor") {
             let _ = writeln!(s, "The stream's {n}.");
         }
@@ -272,7 +263,8 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
     ] {
         // A benchmark whose ranks outnumber the cores times time-sharing as much as
         // messaging: its label says so.
-        let shared = outcome(r, name)
+        let shared = r
+            .outcome(name)
             .filter(|o| o.ranks > o.cores)
             .map_or(String::new(), |o| {
                 format!("; {} ranks on {} cores: oversubscribed", o.ranks, o.cores)
@@ -282,9 +274,9 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
             _ if !shared.is_empty() => format!("{what} ({})", &shared[2..]),
             _ => what.to_string(),
         };
-        let _ = writeln!(s, "| {what} | {} |", show(fig(r, name, key)));
+        let _ = writeln!(s, "| {what} | {} |", show(r.figure(name, key)));
     }
-    if let Some(o) = outcome(r, "round-trip-ranks") {
+    if let Some(o) = r.outcome("round-trip-ranks") {
         s += "\nRound trip from rank 0 per destination: ";
         let pts: Vec<String> = o
             .series
@@ -300,8 +292,8 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
     let _ = writeln!(
         s,
         "| ring | {} | | {} |",
-        show(fig(r, "ring", "ns_per_msg")),
-        show(fig(r, "ring", "bandwidth_mb_s"))
+        show(r.figure("ring", "ns_per_msg")),
+        show(r.figure("ring", "bandwidth_mb_s"))
     );
     for (at, what) in [
         ("self", "traverse, step 0 (each rank with itself)"),
@@ -310,16 +302,16 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         let _ = writeln!(
             s,
             "| {what} | {} | {} | {} |",
-            show(fig(r, "traverse", &format!("{at}_ns_per_msg"))),
-            show(fig(r, "traverse", &format!("{at}_polled_ns_per_msg"))),
-            show(fig(r, "traverse", &format!("{at}_bandwidth_mb_s")))
+            show(r.figure("traverse", &format!("{at}_ns_per_msg"))),
+            show(r.figure("traverse", &format!("{at}_polled_ns_per_msg"))),
+            show(r.figure("traverse", &format!("{at}_bandwidth_mb_s")))
         );
     }
 
     s += "\n## Array transfer (§5.2.1, Table 5)\n\nLong Active Messages (put: one-sided; memcpy: one core, the reference); `T = c + x/B` fitted by least squares over 2 B … 64 KiB as in the paper; larger sizes are in the plots and `results.csv`.\n\n";
     s += "| benchmark | alignment | 4 words (ns) | start-up c (ns) | bandwidth B (MB/s) |\n|---|---|---|---|---|\n";
     for name in ["array", "array-two-to-one"] {
-        let Some(o) = outcome(r, name) else { continue };
+        let Some(o) = r.outcome(name) else { continue };
         for se in &o.series {
             let (bench, align) = se.name.rsplit_once(", ").unwrap_or((&se.name, ""));
             let (four, c, mb_s) = crate::array::table5_row(&se.points);
@@ -334,7 +326,7 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
     }
 
     s += "\n## Polling (§6.1, Table 9)\n\n| poll | ns per unsuccessful poll |\n|---|---|\n";
-    if let Some(o) = outcome(r, "polling") {
+    if let Some(o) = r.outcome("polling") {
         for f in o.figures.iter().filter(|f| f.key != "successful_poll_ns") {
             let _ = writeln!(
                 s,
@@ -378,7 +370,7 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
             "one interrupt's cost: the plateau (intervals ≥ 50 µs), Figure 7's model min(interval, this)",
         ),
     ] {
-        let _ = writeln!(s, "| {what} | {} |", show(fig(r, "interrupts", key)));
+        let _ = writeln!(s, "| {what} | {} |", show(r.figure("interrupts", key)));
     }
 
     s += "\n## Message mechanisms (StarT-Voyager §5, Figures 5, 7 and 8)\n\n| mechanism | send overhead (ns) | receive overhead (ns) | one-way (ns) | bandwidth (MB/s at payload bytes) |\n|---|---|---|---|---|\n";
@@ -388,7 +380,7 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         ("tag_on", "Tag-On (64 B in a pool block)"),
         ("dma", "DMA (a 64 B put, then a completion frame)"),
     ] {
-        let at = |what: &str| show(fig(r, "mechanisms", &format!("{key}_{what}_ns")));
+        let at = |what: &str| show(r.figure("mechanisms", &format!("{key}_{what}_ns")));
         let bw: Vec<String> = r
             .series("mechanisms", &format!("{key} stream"))
             .unwrap_or_default()
@@ -407,27 +399,27 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
     let _ = writeln!(
         s,
         "\nShort Active Message one-way, same batches (Remote Queues Figure 4): {} ns; a 64-byte put alone (Table 2's send part without its completion): {} ns.",
-        show(fig(r, "mechanisms", "am_one_way_ns")),
-        show(fig(r, "mechanisms", "put_ns"))
+        show(r.figure("mechanisms", "am_one_way_ns")),
+        show(r.figure("mechanisms", "put_ns"))
     );
 
     s += "\n## LogP signature (Begel et al. §6.1)\n\n| o_s | o_r | g | L | round trip |\n|---|---|---|---|---|\n";
     let _ = writeln!(
         s,
         "| {} | {} | {} | {} | {} |",
-        show(fig(r, "signature", "o_s_ns")),
-        show(fig(r, "signature", "o_r_ns")),
-        show(fig(r, "signature", "g_ns")),
-        show(fig(r, "signature", "l_ns")),
-        show(fig(r, "signature", "rtt_ns"))
+        show(r.figure("signature", "o_s_ns")),
+        show(r.figure("signature", "o_r_ns")),
+        show(r.figure("signature", "g_ns")),
+        show(r.figure("signature", "l_ns")),
+        show(r.figure("signature", "rtt_ns"))
     );
     // How the parameters were derived, and whether the model fits, as the job said.
-    for n in outcome(r, "signature").map_or(&[][..], |o| &o.notes[..]) {
+    for n in r.outcome("signature").map_or(&[][..], |o| &o.notes[..]) {
         let _ = writeln!(s, "\n{n}.");
     }
 
     s += "\n## One-way time and streaming (Begel et al. §6.1, Figure 6-1)\n\n| bytes | one-way (ns) | streaming (MB/s) |\n|---|---|---|\n";
-    if let Some(o) = outcome(r, "stream") {
+    if let Some(o) = r.outcome("stream") {
         let series = |i: usize| o.series.get(i).map(|s| s.points.as_slice()).unwrap_or(&[]);
         for p in series(0) {
             let bw = series(1).iter().find(|q| q.x == p.x).map(|q| q.median);
@@ -448,7 +440,7 @@ frames served by the owner. get and put are issued back to back and completed by
     s += "| operation | direct, one-way | direct, two-way | frames, one-way | frames, two-way |\n|---|---|---|---|---|\n";
     for op in ["read", "write", "get", "put", "store"] {
         let at =
-            |path: &str, way: &str| show(fig(r, "splitc", &format!("{path}_{op}_{way}_way_ns")));
+            |path: &str, way: &str| show(r.figure("splitc", &format!("{path}_{op}_{way}_way_ns")));
         let _ = writeln!(
             s,
             "| {op} | {} | {} | {} | {} |",
@@ -461,15 +453,15 @@ frames served by the owner. get and put are issued back to back and completed by
     let _ = writeln!(
         s,
         "\nMessage path, one-way: store / put = {} (the paper: about 0.5, no reply); bulk forms from 4 B to 4 KiB in the plots.",
-        show(fig(r, "splitc", "store_over_put"))
+        show(r.figure("splitc", "store_over_put"))
     );
     let _ = writeln!(
         s,
         "Direct path: a read of an int its owner has just written (a ping-pong of reads) {} ns, against the raw cache-line round trip {} ns of the same run: {}× (goal ≤ 1.2×); 10,000 stores then `all_store_sync`: {} stores/s (goal ≥ 50 M).",
-        show(fig(r, "splitc", "read_rtt_ns")),
-        show(fig(r, "splitc", "raw_rtt_ns")),
-        show(fig(r, "splitc", "read_rtt_ratio")),
-        show(fig(r, "splitc", "stores_10k_per_s"))
+        show(r.figure("splitc", "read_rtt_ns")),
+        show(r.figure("splitc", "raw_rtt_ns")),
+        show(r.figure("splitc", "read_rtt_ratio")),
+        show(r.figure("splitc", "stores_10k_per_s"))
     );
 
     matmul_section(&mut s, r);
@@ -527,7 +519,7 @@ kernel alone's time over the multiply's, per batch (split-phase gets overlapping
 DAXPYs, or a blocking read per column); model: `analysis::matmul_model` fed with the \
 column get's costs measured in the same run.\n\n";
     *s += "| m | direct | direct, blocking | direct, model | frames | frames, blocking | frames, model | frames network use (model) |\n|---|---|---|---|---|---|---|---|\n";
-    let Some(o) = outcome(r, "matmul") else {
+    let Some(o) = r.outcome("matmul") else {
         return;
     };
     let curve = |name: &str| o.series.iter().find(|c| c.name == name);
@@ -577,7 +569,7 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
                   filter: &dyn Fn(&str) -> bool,
                   f: &dyn Fn(f64, f64) -> f64|
      -> Vec<(String, Vec<Point>)> {
-        outcome(r, name)
+        r.outcome(name)
             .map(|o| {
                 o.series
                     .iter()
@@ -594,7 +586,7 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
     let mut bw = curves("array", &dw, &|x, y| x * 1e3 / y);
     bw.extend(curves("array-two-to-one", &dw, &|x, y| x * 1e3 / y));
     let mut steps = curves("traverse", &|n| n.contains("Short"), &id);
-    if let Some(ring) = outcome(r, "ring").and_then(|o| o.get("ns_per_msg")) {
+    if let Some(ring) = r.outcome("ring").and_then(|o| o.get("ns_per_msg")) {
         let xs: Vec<f64> = steps
             .first()
             .map(|(_, p)| p.iter().map(|p| p.x).collect())

@@ -226,13 +226,7 @@ pub fn mechanisms(setup: Setup, p: &Params, q: QueueId) -> amrq::Result<Option<O
         // Remote Queues' Figure 4: the Short AM ping-pong, in the same batch.
         b.am.barrier()?;
         if me == 0 {
-            let acks = b.am.state().acks.get();
-            let t = p.clock.start();
-            for i in 1..=pings {
-                b.am.request(1, b.ping, &[])?;
-                b.wait_acks(acks + i)?;
-            }
-            let ns = p.clock.since(t) / (2 * pings) as f64;
+            let ns = crate::unloaded::round_trips(&b, p, 1, pings)? / 2.0;
             // Table 2: the 64-byte put alone.
             let t = p.clock.start();
             for i in 0..BURST as usize {

@@ -104,13 +104,7 @@ pub fn signature(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     for _ in 0..p.batches {
         b.am.barrier()?;
         if me == 0 {
-            let acks = b.am.state().acks.get();
-            let t = p.clock.start();
-            for i in 1..=iters {
-                b.am.request(1, b.ping, &[])?;
-                b.wait_acks(acks + i)?;
-            }
-            rtt.push(p.clock.since(t) / iters as f64);
+            rtt.push(crate::unloaded::round_trips(&b, p, 1, iters)?);
         } else {
             expect += iters;
             b.wait_count(expect)?;

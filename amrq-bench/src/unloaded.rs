@@ -49,7 +49,7 @@ fn raw_figures(o: &mut Outcome, (key, raw): (&str, &mut [f64]), ratio: &mut [f64
 
 /// `iters` round trips from rank 0 to `dest`, each waiting for its acknowledgement;
 /// ns per round trip.
-fn round_trips(b: &BenchAm, p: &Params, dest: Rank, iters: u64) -> amrq::Result<f64> {
+pub(crate) fn round_trips(b: &BenchAm, p: &Params, dest: Rank, iters: u64) -> amrq::Result<f64> {
     let base = b.am.state().acks.get();
     let t = p.clock.start();
     for i in 1..=iters {
@@ -340,72 +340,56 @@ pub fn one_to_two(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
 pub fn two_to_one(setup: Setup, p: &Params) -> amrq::Result<Option<Outcome>> {
     require_ranks(&setup, "two-to-one", 3, false)?;
     let b = BenchAm::new(setup)?;
-    let (mut drained, mut live) = (Vec::new(), Vec::new());
-    let (mut replying, mut reply_send) = (Vec::new(), Vec::new());
+    let (mut drained, mut replying, mut live) = (Vec::new(), Vec::new(), Vec::new());
     // Conduit barriers, not AM ones: rank 0 must not poll outside its timed part.
     let barrier = || b.am.rq().conduit().barrier().map_err(RqError::from);
-    let send_burst = |h: RequestHandler| -> amrq::Result<()> {
-        for _ in 0..BURST {
-            b.am.request(0, h, &[])?;
+    // Ranks 1 and 2 send a burst of `h` each, into rank 0's rings before its clock
+    // starts (`filled_first`) or while it runs; rank 0 times handling the 2 × BURST:
+    // ns per message, into `into` when `keep`.
+    let phase = |h: RequestHandler,
+                 filled_first: bool,
+                 into: &mut Vec<f64>,
+                 keep: bool|
+     -> amrq::Result<()> {
+        barrier()?;
+        if b.rank() != 0 {
+            (0..BURST).try_for_each(|_| b.am.request(0, h, &[]))?;
+        }
+        if filled_first {
+            barrier()?;
+        }
+        if b.rank() == 0 {
+            let target = b.am.state().count.get() + 2 * BURST;
+            let t = p.clock.start();
+            b.wait_count(target)?;
+            if keep {
+                into.push(p.clock.since(t) / (2 * BURST) as f64);
+            }
         }
         Ok(())
     };
-    // Rank 0: ns per message to handle the next 2 × BURST.
-    let receive = || -> amrq::Result<f64> {
-        let target = b.am.state().count.get() + 2 * BURST;
-        let t = p.clock.start();
-        b.wait_count(target)?;
-        Ok(p.clock.since(t) / (2 * BURST) as f64)
-    };
     for batch in 0..=p.batches as u64 {
+        let keep = batch > 0;
         for _ in 0..p.pick(4, 20) {
             // The rings filled first, then the receiver timed draining them.
-            barrier()?;
-            if b.rank() != 0 {
-                send_burst(b.bump)?;
-            }
-            barrier()?;
-            if b.rank() == 0 {
-                let ns = receive()?;
-                if batch > 0 {
-                    drained.push(ns);
-                }
-            }
+            phase(b.bump, true, &mut drained, keep)?;
             // The same drain, each handler sending a reply: the reply's send overhead
             // is the difference (the reply rings hold a burst, so no reply waits).
-            barrier()?;
             let acks = b.am.state().acks.get();
-            if b.rank() != 0 {
-                send_burst(b.ping)?;
-            }
-            barrier()?;
-            if b.rank() == 0 {
-                let ns = receive()?;
-                if batch > 0 {
-                    replying.push(ns);
-                    reply_send.push(ns - drained[drained.len() - 1]);
-                }
-            }
+            phase(b.ping, true, &mut replying, keep)?;
             // The senders take their replies in once rank 0's clock has stopped.
             barrier()?;
             if b.rank() != 0 {
                 b.wait_acks(acks + BURST)?;
             }
             // Liu & Culler's: the receiver timed while both senders send.
-            barrier()?;
-            if b.rank() == 0 {
-                let ns = receive()?;
-                if batch > 0 {
-                    live.push(ns);
-                }
-            } else {
-                send_burst(b.bump)?;
-            }
+            phase(b.bump, false, &mut live, keep)?;
         }
     }
     b.am.barrier()?;
     Ok((b.rank() == 0).then(|| {
         let mut o = Outcome::new("two-to-one", 3, p.clock.overhead_ns());
+        let mut reply_send: Vec<f64> = replying.iter().zip(&drained).map(|(r, d)| r - d).collect();
         o.figures.push(Figure::of("receive_ns", &mut drained));
         o.figures.push(Figure::of("receive_live_ns", &mut live));
         o.figures
