@@ -9,7 +9,6 @@ use super::error::Stop;
 use super::{Am, AmError, Msg, ReqCtx};
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{Conduit, Rank};
-use std::mem::MaybeUninit;
 
 /// A request handler: runs at the destination; may reply once through its [`ReqCtx`].
 ///
@@ -148,22 +147,14 @@ pub(crate) type RawRequest<S, C> =
 /// How a poll calls a reply handler (see [`RawRequest`]).
 pub(crate) type RawReply<S, C> = RawRequest<S, C>;
 
-/// What a handler captures, at most one word: nothing for a closure that captures
-/// nothing (the usual handler: its call reads no captures at all), the pointer for a
-/// function pointer. Kept as raw bytes: a handler type's padding bytes are
-/// uninitialised.
-#[derive(Clone, Copy)]
-pub(crate) struct Captures(MaybeUninit<usize>);
+/// What a handler captures, owned by the table: a closure that captures nothing (the
+/// usual handler) is zero-sized, and its call reads nothing here; any other is boxed
+/// once, at registration, and its call reads it through the box's pointer.
+pub(crate) struct Captures(Box<dyn std::any::Any>);
 
 impl Captures {
-    /// `f`'s bytes.
-    fn of<F: Copy + 'static>(f: F) -> Self {
-        const { Self::fits::<F>() };
-        let mut word = MaybeUninit::<usize>::uninit();
-        // SAFETY: `F` fits in the word (size and alignment asserted above); `F: Copy`,
-        // so a bitwise copy is a copy.
-        unsafe { word.as_mut_ptr().cast::<F>().write(f) };
-        Self(word)
+    fn of<F: 'static>(f: F) -> Self {
+        Self(Box::new(f)) // no allocation for a zero-sized `F`
     }
 
     /// The handler of `tag` in `table`, which is of type `F`.
@@ -171,22 +162,16 @@ impl Captures {
     /// # Safety
     /// `tag`'s entry in `table` was made by `Captures::of::<F>`.
     #[inline(always)]
-    unsafe fn handler<F: Copy + 'static, S, C: Conduit>(table: &HandlerTable<S, C>, tag: u16) -> F {
-        const { Self::fits::<F>() };
-        let word = match size_of::<F>() {
-            0 => MaybeUninit::uninit(), // nothing to read: no load on the hot path
-            _ => table.captures[usize::from(tag - FIRST_USER_TAG)].0,
-        };
-        // SAFETY: the caller says these are the bytes of an `F` (written by `of`); a
-        // zero-sized `F` has no bytes.
-        unsafe { word.as_ptr().cast::<F>().read() }
-    }
-
-    const fn fits<F>() {
-        assert!(
-            size_of::<F>() <= size_of::<usize>() && align_of::<F>() <= align_of::<usize>(),
-            "a handler captures at most one word (a closure that captures nothing or one word, or a function pointer)"
-        );
+    unsafe fn handler<F: 'static, S, C: Conduit>(table: &HandlerTable<S, C>, tag: u16) -> &F {
+        if size_of::<F>() == 0 {
+            // SAFETY: a zero-sized `F` has no bytes to read: any aligned, non-null
+            // pointer is a valid `&F` (no load on the hot path).
+            return unsafe { std::ptr::NonNull::<F>::dangling().as_ref() };
+        }
+        let boxed: &dyn std::any::Any = &*table.captures[usize::from(tag - FIRST_USER_TAG)].0;
+        // SAFETY: the caller says the box holds an `F` (made by `of`), which the
+        // table owns as long as it is borrowed.
+        unsafe { &*std::ptr::from_ref(boxed).cast::<F>() }
     }
 }
 
@@ -204,11 +189,11 @@ unsafe fn call_request<'a, S, C: Conduit, F>(
     len: usize,
 ) -> Result<(), Stop>
 where
-    F: for<'b> Fn(&'b S, ReqCtx<'b, S, C>, Msg<'b>) -> Result<(), AmError> + Copy + 'static,
+    F: for<'b> Fn(&'b S, ReqCtx<'b, S, C>, Msg<'b>) -> Result<(), AmError> + 'static,
 {
     // SAFETY: the table holds `call_request::<F>` for `tag` only if `tag`'s captures
     // are those of an `F` (`HandlerTable::request`).
-    let f: F = unsafe { Captures::handler(&am.table, tag) };
+    let f: &F = unsafe { Captures::handler(&am.table, tag) };
     // The request's sender and id go with an error, for the failure notice: kept in
     // registers across the handler (callgrind: 4 instructions per AM round trip, where
     // the handler calls out; storing them before the call cost 2 per message of a
@@ -236,10 +221,10 @@ unsafe fn call_reply<'a, S, C: Conduit, F>(
     len: usize,
 ) -> Result<(), Stop>
 where
-    F: for<'b> Fn(&'b S, Msg<'b>) -> Result<(), AmError> + Copy + 'static,
+    F: for<'b> Fn(&'b S, Msg<'b>) -> Result<(), AmError> + 'static,
 {
     // SAFETY: as in `call_request` (`HandlerTable::reply`).
-    let f: F = unsafe { Captures::handler(&am.table, tag) };
+    let f: &F = unsafe { Captures::handler(&am.table, tag) };
     // SAFETY: the caller's contract.
     let msg = unsafe { Msg::of_words(source, args, payload, len) };
     f(&am.state, msg).map_err(Stop::from)
@@ -314,11 +299,11 @@ impl<S, C: Conduit> HandlerTable<S, C> {
         u16::try_from(tag).expect("a handler table holds at most 65535 handlers")
     }
 
-    /// Registers a request handler: a closure that captures nothing (or one `Copy`,
-    /// `'static` word), or a function pointer ([`RequestFn`]). A poll calls it with the
-    /// message's words in registers, through a copy of this call made for `F`, into
-    /// which a closure's body is inlined. A handler that captures more does not
-    /// compile.
+    /// Registers a request handler: a closure, which may capture what it needs (moved
+    /// in; the table owns it for the job), or a function pointer ([`RequestFn`]). A
+    /// poll calls it with the message's words in registers, through a copy of this
+    /// call made for `F`, into which the closure's body is inlined; a closure that
+    /// captures something is read through one pointer.
     ///
     /// # Panics
     /// If the table already holds 65535 handlers.
@@ -330,24 +315,19 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     ///     let mut t = HandlerTable::new();
     ///     // A request handler gets the state, a context to reply through, and the message.
     ///     let double = t.request("double", |s: &Cell<u64>, _ctx, m| { s.set(m.arg(0)? * 2); Ok(()) });
-    ///     // One captured word is carried beside the handler.
-    ///     let k = 100u64;
-    ///     let add_k = t.request("add_k", move |s: &Cell<u64>, _ctx, m| { s.set(m.arg(0)? + k); Ok(()) });
+    ///     // What a closure captures is moved into the table.
+    ///     let (k, table) = (100u64, vec![1u64, 2, 3]);
+    ///     let add_k = t.request("add_k", move |s: &Cell<u64>, _ctx, m| {
+    ///         s.set(m.arg(0)? + k + table.iter().sum::<u64>());
+    ///         Ok(())
+    ///     });
     ///     let am = setup.start(t, Cell::new(0))?;
     ///     am.request(0, double, &[21])?;
     ///     am.wait_until(|s| s.get() == 42)?;
     ///     am.request(0, add_k, &[1])?;
-    ///     Ok(am.wait_until(|s| s.get() == 101)?)
+    ///     Ok(am.wait_until(|s| s.get() == 107)?)
     /// })
     /// .unwrap();
-    /// ```
-    ///
-    /// Two captured words do not compile:
-    ///
-    /// ```compile_fail
-    /// let mut t = amrq::am::HandlerTable::<()>::new();
-    /// let (a, b) = (1u64, 2u64);
-    /// t.request("two", move |_s, _ctx, _m| { let _ = (a, b); Ok(()) });
     /// ```
     pub fn request<F>(
         &mut self,
@@ -355,7 +335,7 @@ impl<S, C: Conduit> HandlerTable<S, C> {
         f: F,
     ) -> RequestHandler
     where
-        F: for<'a> Fn(&'a S, ReqCtx<'a, S, C>, Msg<'a>) -> Result<(), AmError> + Copy + 'static,
+        F: for<'a> Fn(&'a S, ReqCtx<'a, S, C>, Msg<'a>) -> Result<(), AmError> + 'static,
     {
         let tag = self.next_tag();
         self.names.push(name.into());
@@ -391,7 +371,7 @@ impl<S, C: Conduit> HandlerTable<S, C> {
         f: F,
     ) -> ReplyHandler
     where
-        F: for<'a> Fn(&'a S, Msg<'a>) -> Result<(), AmError> + Copy + 'static,
+        F: for<'a> Fn(&'a S, Msg<'a>) -> Result<(), AmError> + 'static,
     {
         let tag = self.next_tag();
         self.names.push(name.into());
