@@ -27,7 +27,7 @@ fn main() {
             heard.set(heard.get() + 1);
             Ok(())
         });
-        let echo = table.request("echo", |_: &Cell<u64>, ctx, m| ctx.reply_value(m.arg(0)?));
+        let echo = table.call("echo", |_: &Cell<u64>, _ctx, x: u64| Ok(x));
         let am = setup.start(table, Cell::new(0))?;
         let (me, n) = (am.rank(), am.size());
         let host = amrq::bootstrap::env::detect()
@@ -57,7 +57,7 @@ fn main() {
         if me == 0 && n > 1 {
             let t = Instant::now();
             for i in 0..calls {
-                if am.call(n - 1, echo, &[i])? != i {
+                if am.call(n - 1, echo, i)?.wait()? != i {
                     return Err(format!("call {i} came back with another value").into());
                 }
             }

@@ -380,12 +380,11 @@ fn split_phase_matches_a_model_as_processes_on_the_message_path() {
     );
 }
 
-/// Registers the atomic procedure of the contention tests: element += 1, answering
+/// Registers the atomic procedure of the contention tests: element += k, answering
 /// the element before.
-fn register_inc(t: &mut HandlerTable<()>) -> amrq::am::RequestHandler {
-    t.request("inc", |_, ctx, m| {
-        let old = amrq::splitc::update_local(&ctx, m.arg(0)?, |v: u64| v + 1)?;
-        ctx.reply_value(old)
+fn register_inc(t: &mut HandlerTable<()>) -> amrq::am::Call<(u64, u64), u64> {
+    t.call("inc", |_, ctx, (at, k): (u64, u64)| {
+        amrq::splitc::update_local(&ctx, at, |v: u64| v + k)
     })
 }
 
@@ -394,7 +393,7 @@ fn register_inc(t: &mut HandlerTable<()>) -> amrq::am::RequestHandler {
 /// value a procedure answered (the element before) was answered once per element.
 fn contended_sums(
     sc: &SplitC<()>,
-    inc: amrq::am::RequestHandler,
+    inc: amrq::am::Call<(u64, u64), u64>,
     times: u64,
 ) -> Result<(), SplitCError> {
     let total = sc.procs() as u64 * times;
@@ -406,7 +405,7 @@ fn contended_sums(
     let mut seen = vec![Vec::new(); a.len()];
     for _ in 0..times {
         for (i, s) in seen.iter_mut().enumerate() {
-            s.push(sc.atomic(inc, a.at(i), &[])?);
+            s.push(sc.atomic(inc, a.at(i), 1)?);
         }
     }
     sc.barrier()?;
@@ -482,36 +481,52 @@ fn atomic_procedures_sum_exactly_as_processes_on_the_message_path() {
     );
 }
 
-/// `reply_value` in a handler of a plain request is a typed error; a call naming a
-/// handler that fails comes back as a failure naming the target, the handler and the
-/// reason, and the target records it as the caller's fault.
+/// A call whose handler fails, or whose args do not decode (a peer whose table types
+/// a handler otherwise: the names match, so the tables do), comes back as a failure
+/// naming the target, the handler and the reason, and the target records each as the
+/// caller's fault.
 #[test]
 fn calls_are_refused_clearly() {
+    use amrq::am::Words;
     let out = crate::ranks::run(2, &Config::default(), |c| -> Result<(), SplitCError> {
-        let mut t = HandlerTable::<std::cell::Cell<Option<AmError>>>::new();
-        let plain = t.request("plain", |s, ctx, _m| {
-            s.set(ctx.reply_value(1).err());
-            Ok(())
+        let me = c.rank();
+        let mut t = HandlerTable::<()>::new();
+        let third = t.call("third", |_, _ctx, w: Words| {
+            w.as_slice()
+                .get(3)
+                .copied()
+                .ok_or(AmError::from("no word 3"))
         });
-        let needs_arg = t.request("needs_arg", |_, ctx, m| ctx.reply_value(m.arg(3)?));
-        let am = Am::new(c, t, std::cell::Cell::new(None))?;
-        let peer = 1 - am.rank();
-        am.request(peer, plain, &[])?;
-        am.wait_until(|s| {
-            let e = s.take();
-            let done = e.is_some();
-            if let Some(e) = e {
-                assert_eq!(e, AmError::NotACall);
+        // Rank 0 sends words to rank 1's bool.
+        let flag = match me {
+            0 => Some(t.call("flag", |_, _ctx, w: Words| Ok(w.as_slice().len() as u64))),
+            _ => {
+                t.call("flag", |_, _ctx, b: bool| Ok(u64::from(b)));
+                None
             }
-            done
-        })?;
-        let Err(AmError::RequestFailed(f)) = am.call(peer, needs_arg, &[1]) else {
-            panic!("a call whose handler lacks an arg must fail");
         };
-        assert_eq!((f.target, f.name.as_str()), (peer, "needs_arg"));
-        assert_eq!(f.reason, FaultKind::MissingArg { index: 3, nargs: 1 });
+        let am = Am::new(c, t, ())?;
+        if me == 0 {
+            let words = Words::new(&[1]).unwrap();
+            let Err(AmError::RequestFailed(f)) = am.call(1, third, words)?.wait() else {
+                panic!("a call whose handler fails must fail");
+            };
+            assert_eq!((f.target, f.name.as_str()), (1, "third"));
+            let error = "no word 3".to_string();
+            assert_eq!(f.reason, FaultKind::HandlerFailed { error });
+            let flag = flag.expect("rank 0's");
+            let Err(AmError::RequestFailed(f)) =
+                am.call(1, flag, Words::new(&[2]).unwrap())?.wait()
+            else {
+                panic!("a bool of 2 must not decode");
+            };
+            assert_eq!(
+                (f.name.as_str(), f.reason),
+                ("flag", FaultKind::BadArg { index: 1 })
+            );
+        }
         am.barrier()?;
-        assert_eq!(am.faults().of(peer), 1);
+        assert_eq!(am.faults().of(0), if me == 1 { 2 } else { 0 });
         Ok(())
     })
     .unwrap();

@@ -1,166 +1,276 @@
-//! Calls: a request handler run at the target whose answer comes back to the caller
-//! (Split-C's atomic functions; an RPC on Active Messages). The request is a runtime
-//! frame naming the user's handler, served like any request, so the handler runs
-//! atomically with respect to the target's other handlers; the runtime replies once it
-//! has returned, with the value it gave [`ReqCtx::reply_value`] (or 0).
+//! Calls: a handler run at the target whose answer comes back to the caller (Split-C's
+//! atomic functions; an RPC on Active Messages). A call is a Short request to the call
+//! handler's own tag whose first word names the call in the caller's table
+//! ([`Pending`]); the handler runs as any request handler does, atomically with respect
+//! to the target's other handlers, and its answer goes back as a runtime reply, or its
+//! error as a failure notice naming the call.
 //!
 //! | request (args) | at the target | reply (args) |
 //! |---|---|---|
-//! | `CALL` (op, handler, args…) | runs the handler on the args | `CALL_DONE` (op, status, value) |
+//! | the handler's tag (call, args…) | decodes the args, runs the handler | `CALL_DONE` (call, answer…), or `FAILED` naming the call |
 
-use super::handlers::FIRST_USER_TAG;
-use super::ops::{Landed, OK};
-use super::payload::Payload;
-use super::{Am, AmError, Msg, ReplyHandler, ReqCtx, RequestHandler};
-use crate::conduit::{Conduit, ConduitError, Rank};
+use super::args::{after_first, Args};
+use super::error::Stop;
+use super::handlers::{Captures, FIRST_USER_TAG};
+use super::pending::Pending;
+use super::{Am, AmError, HandlerTable, ReqCtx};
+use crate::conduit::ring::MAX_ARGS;
+use crate::conduit::{Conduit, Rank};
+use crate::rq::QueueId;
+use std::marker::PhantomData;
 
-pub(super) const TAG_CALL: u16 = 10;
 pub(super) const TAG_CALL_DONE: u16 = 11;
 const _: () = assert!(TAG_CALL_DONE < FIRST_USER_TAG);
 
-/// Args a call carries for the user: two words go to the runtime.
+/// Words a call's args, and its answer, may take: one of a Short frame's eight names
+/// the call.
 ///
 /// ```
-/// assert_eq!(amrq::am::CALL_ARGS, 6);
+/// assert_eq!(amrq::am::CALL_ARGS, 7);
 /// ```
-pub const CALL_ARGS: usize = crate::conduit::ring::MAX_ARGS - 2;
+pub const CALL_ARGS: usize = MAX_ARGS - 1;
 
-impl<S, C: Conduit> Am<S, C> {
-    /// Runs request handler `handler` at `dest` on `args` (at most [`CALL_ARGS`]) and
-    /// returns the value it answered with ([`ReqCtx::reply_value`]; 0 if it answered
-    /// nothing), running handlers while it waits. The handler runs atomically with
-    /// respect to `dest`'s other handlers. [`AmError::RequestFailed`] if `dest` could
-    /// not run it (no such request handler there, an arg missing, the handler's own
-    /// error), saying which and why; `dest` goes on serving.
+/// A call handler of a table: [`Am::call`] runs it at a target with args of type `A`
+/// and returns a [`Pending`] answer of type `R`.
+///
+/// ```
+/// use amrq::am::{Call, HandlerTable};
+/// let mut t: HandlerTable<()> = HandlerTable::new();
+/// let square: Call<u64, u64> = t.call("square", |_s, _ctx, x: u64| Ok(x * x));
+/// let again = square;
+/// assert_eq!(again.id(), square.id());
+/// ```
+pub struct Call<A, R> {
+    tag: u16,
+    types: PhantomData<fn(A) -> R>,
+}
+
+impl<A, R> Call<A, R> {
+    /// The handler's id: the tag its requests carry (the same on every rank).
+    ///
+    /// ```
+    /// let mut t: amrq::am::HandlerTable<()> = amrq::am::HandlerTable::new();
+    /// let a = t.call("a", |_s, _ctx, (): ()| Ok(1u8));
+    /// let b = t.call("b", |_s, _ctx, (): ()| Ok(2u8));
+    /// assert_eq!(b.id(), a.id() + 1);
+    /// ```
+    pub fn id(self) -> u16 {
+        self.tag
+    }
+}
+
+impl<A, R> Clone for Call<A, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A, R> Copy for Call<A, R> {}
+impl<A, R> PartialEq for Call<A, R> {
+    fn eq(&self, other: &Self) -> bool {
+        self.tag == other.tag
+    }
+}
+impl<A, R> Eq for Call<A, R> {}
+impl<A, R> std::fmt::Debug for Call<A, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (a, r) = (std::any::type_name::<A>(), std::any::type_name::<R>());
+        write!(f, "Call({}: {a} -> {r})", self.tag)
+    }
+}
+
+/// The [`RawRequest`](super::handlers::RawRequest) of call handler `F`: runs it on the
+/// args after the call's word and answers the caller.
+///
+/// # Safety
+/// `tag`'s captures are an `F`'s.
+#[inline(always)]
+unsafe fn serve_call<'a, S, C: Conduit, A: Args, R: Args, F>(
+    am: &'a Am<S, C>,
+    tag: u16,
+    source: Rank,
+    args: &'a [u64],
+    _payload: *const u8,
+    _len: usize,
+) -> Result<(), Stop>
+where
+    F: for<'b> Fn(&'b S, ReqCtx<'b, S, C>, A) -> Result<R, AmError> + 'static,
+{
+    // SAFETY: the caller's contract (`HandlerTable::call`).
+    let f: &F = unsafe { Captures::handler(&am.table, tag) };
+    let Some(&call) = args.first() else {
+        // Not a call: nobody to answer, so a request failure.
+        let e = AmError::MissingArg {
+            source_rank: source,
+            index: 0,
+            nargs: 0,
+        };
+        return Err(Stop::of_request(e, source, tag));
+    };
+    let answered = after_first::<A>(args)
+        .map_err(|e| e.of(source, args.len()))
+        .and_then(|a| f(&am.state, ReqCtx { am, source }, a));
+    match answered {
+        Ok(r) => {
+            let mut words = [0u64; MAX_ARGS];
+            words[0] = call;
+            let n = r.to_words(&mut words[1..]);
+            am.send_short(source, QueueId::AM_REPLY, TAG_CALL_DONE, &words[..1 + n])
+                .map_err(|e| Stop::of_request(e, source, tag))
+        }
+        Err(e) => am.call_failed(source, tag, call, e),
+    }
+}
+
+/// How a call's answer lands at the caller (the table's entry for `CALL_DONE`).
+///
+/// # Safety
+/// None beyond the entry's type: it reads only `args`.
+pub(super) unsafe fn land_answer<'a, S, C: Conduit>(
+    am: &'a Am<S, C>,
+    _tag: u16,
+    source: Rank,
+    args: &'a [u64],
+    _payload: *const u8,
+    _len: usize,
+) -> Result<(), Stop> {
+    am.calls
+        .borrow_mut()
+        .answer(source, args)
+        .map_err(Stop::from)
+}
+
+impl<S, C: Conduit> HandlerTable<S, C> {
+    /// Registers a call handler: a closure (or function) that gets the state, a context
+    /// (the caller's rank, this rank's segment) and its args decoded as an `A`, and
+    /// returns the answer, an `R`, or an error. Both fit [`CALL_ARGS`] words. Its
+    /// caller gets the answer from the [`Pending`] of [`Am::call`], or the error as
+    /// [`AmError::RequestFailed`] naming this rank, this handler and the reason.
+    ///
+    /// # Panics
+    /// If the table already holds 65535 handlers.
     ///
     /// ```
     /// use amrq::prelude::*;
     /// use std::cell::Cell;
-    /// let out = amrq::Config::new().threads(2, |setup| -> amrq::Result<u64> {
-    ///     let mut t = HandlerTable::new();
-    ///     // Adds to this rank's counter; answers the value before.
-    ///     let add = t.request("add", |n: &Cell<u64>, ctx, m| {
-    ///         let old = n.replace(n.get() + m.arg(0)?);
-    ///         ctx.reply_value(old)
-    ///     });
-    ///     let am = setup.start(t, Cell::new(0))?;
-    ///     let before = am.call(0, add, &[5])?; // both ranks add 5 at rank 0
-    ///     am.barrier()?;
-    ///     assert_eq!(am.rank() != 0 || am.state().get() == 10, true);
-    ///     Ok(before)
-    /// })
-    /// .unwrap();
-    /// let mut befores: Vec<u64> = out;
-    /// befores.sort();
-    /// assert_eq!(befores, [0, 5]);
-    /// ```
-    pub fn call(&self, dest: Rank, handler: RequestHandler, args: &[u64]) -> Result<u64, AmError> {
-        if args.len() > CALL_ARGS {
-            return Err(ConduitError::TooManyArgs {
-                nargs: args.len(),
-                max: CALL_ARGS,
-            }
-            .into());
-        }
-        let op = self.op_open(dest, 1, 0);
-        let mut words = [0u64; crate::conduit::ring::MAX_ARGS];
-        words[0] = op.word();
-        words[1] = u64::from(handler.0);
-        words[2..2 + args.len()].copy_from_slice(args);
-        let sent = self.send_request(
-            dest,
-            TAG_CALL,
-            &words[..2 + args.len()],
-            Payload::Inline(&[]),
-        );
-        let op = self.op_sent(op, sent)?;
-        self.op_wait(op, &mut [])
-    }
-
-    /// Serves a call or lands its answer; `false` if `tag` is not one of theirs.
-    pub(super) fn serve_call(
-        &self,
-        is_request: bool,
-        tag: u16,
-        msg: Msg<'_>,
-    ) -> Result<bool, AmError> {
-        match (tag, is_request) {
-            (TAG_CALL, true) => self.run_call(msg).map(|()| true),
-            (TAG_CALL_DONE, false) => self
-                .land_reply(&msg, Landed::Value(msg.arg(2)?))
-                .map(|()| true),
-            _ => Ok(false),
-        }
-    }
-
-    /// Runs the handler a call names and answers it: its value, or why it could not
-    /// run (no such request handler, an arg missing, its own error), which is also
-    /// recorded as the caller's fault, as for any request.
-    fn run_call(&self, msg: Msg<'_>) -> Result<(), AmError> {
-        let (op, id) = (msg.arg(0)?, msg.arg(1)?);
-        let source = msg.source();
-        let Some(tag) = u16::try_from(id).ok().filter(|&t| t >= FIRST_USER_TAG) else {
-            return Err(AmError::BadRuntimeMessage {
-                source_rank: source,
-                what: "a call names a runtime handler id",
-            });
-        };
-        let reason = match self.table.request_fn(tag) {
-            None => self.not_a_request(tag),
-            Some(h) => {
-                self.call_value.set(Some(None)); // serving a call, no value yet
-                let p = msg.payload_in_place();
-                // SAFETY: the call's payload, valid while its frame is (this call): a
-                // call carries none, and `msg` said where any would lie (a shared one
-                // never right after the args, which end where the call's end).
-                let ran = unsafe { h(self, tag, source, &msg.args()[2..], p.as_ptr(), p.len()) };
-                let value = self.call_value.take().flatten();
-                match ran {
-                    Ok(()) => {
-                        let args = [op, OK, value.unwrap_or(0)];
-                        let done = ReplyHandler(TAG_CALL_DONE);
-                        return self.send_reply(source, done, &args, Payload::Inline(&[]));
-                    }
-                    Err(e) => self.request_fault(e.into())?,
-                }
-            }
-        };
-        self.fail_request(source, tag, op, reason)
-    }
-}
-
-impl<S, C: Conduit> ReqCtx<'_, S, C> {
-    /// Answers the call this handler serves with `value` ([`Am::call`] returns it);
-    /// the runtime sends it once the handler returns. [`AmError::NotACall`] for a
-    /// request sent with [`Am::request`], which has no caller waiting for a value.
-    ///
-    /// ```
-    /// use amrq::prelude::*;
     /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
     ///     let mut t = HandlerTable::new();
-    ///     let square = t.request("square", |_s: &(), ctx, m| ctx.reply_value(m.arg(0)? * m.arg(0)?));
-    ///     let am = setup.start(t, ())?;
-    ///     if am.rank() == 0 {
-    ///         assert_eq!(am.call(1, square, &[12])?, 144);
-    ///         // Sent as a plain request, the handler's reply_value has no caller: the
-    ///         // request fails, with AmError::NotACall's text as the reason.
-    ///         am.request(0, square, &[2])?;
-    ///         let Err(AmError::RequestFailed(f)) = am.wait_until(|_| false) else {
-    ///             unreachable!()
-    ///         };
-    ///         assert!(f.to_string().contains("use ReqCtx::reply"), "{f}");
-    ///     }
+    ///     // Adds to this rank's counter; answers the value before.
+    ///     let fetch_add = t.call("fetch_add", |n: &Cell<u64>, _ctx, k: u64| Ok(n.replace(n.get() + k)));
+    ///     let divide = t.call("divide", |_s, _ctx, (a, b): (i64, i64)| {
+    ///         a.checked_div(b).ok_or_else(|| AmError::from("division by zero"))
+    ///     });
+    ///     let am = setup.start(t, Cell::new(0))?;
+    ///     let before = am.call(0, fetch_add, 5)?.wait()?; // both ranks add 5 at rank 0
+    ///     assert!(before == 0 || before == 5);
+    ///     assert_eq!(am.call(1, divide, (-9, 3))?.wait()?, -3);
+    ///     let Err(AmError::RequestFailed(f)) = am.call(1, divide, (1, 0))?.wait() else {
+    ///         unreachable!()
+    ///     };
+    ///     assert_eq!(f.to_string(), "rank 1 could not run request handler `divide`: the handler returned an error: division by zero");
     ///     Ok(am.barrier()?)
     /// })
     /// .unwrap();
     /// ```
-    pub fn reply_value(self, value: u64) -> Result<(), AmError> {
-        match self.am.call_value.get() {
-            Some(_) => {
-                self.am.call_value.set(Some(Some(value)));
-                Ok(())
-            }
-            None => Err(AmError::NotACall),
+    ///
+    /// An answer that does not fit does not compile:
+    ///
+    /// ```compile_fail
+    /// let mut t: amrq::am::HandlerTable<()> = amrq::am::HandlerTable::new();
+    /// t.call("eight", |_s, _ctx, (): ()| Ok((0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64)));
+    /// ```
+    pub fn call<A: Args, R: Args, F>(
+        &mut self,
+        name: impl Into<std::borrow::Cow<'static, str>>,
+        f: F,
+    ) -> Call<A, R>
+    where
+        F: for<'a> Fn(&'a S, ReqCtx<'a, S, C>, A) -> Result<R, AmError> + 'static,
+    {
+        const {
+            assert!(
+                A::WORDS <= CALL_ARGS && R::WORDS <= CALL_ARGS,
+                "a call's args and its answer each fit 7 words (the eighth names the call)"
+            )
+        };
+        Call {
+            tag: self.add_request(name, f, serve_call::<S, C, A, R, F>),
+            types: PhantomData,
         }
+    }
+}
+
+impl<S, C: Conduit> Am<S, C> {
+    /// Runs call handler `call` at `dest` on `args` and returns its answer, pending:
+    /// [`Pending::wait`] blocks for it (running handlers meanwhile), and a `Pending` is
+    /// a [`Future`](std::future::Future) an executor can await. Any number of calls
+    /// may be in flight, to any ranks. Sending waits for room as [`Am::request`] does.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// let out = amrq::Config::new().threads(2, |setup| -> amrq::Result<u64> {
+    ///     let mut t = HandlerTable::new();
+    ///     let square = t.call("square", |_s: &(), _ctx, x: u64| Ok(x * x));
+    ///     let am = setup.start(t, ())?;
+    ///     // A thousand calls in flight at once, then their answers.
+    ///     let peer = 1 - am.rank();
+    ///     let pending = (0..1000).map(|x| am.call(peer, square, x)).collect::<Result<Vec<_>, _>>()?;
+    ///     let mut sum = 0;
+    ///     for p in pending {
+    ///         sum += p.wait()?;
+    ///     }
+    ///     am.barrier()?;
+    ///     Ok(sum)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [332_833_500; 2]);
+    /// ```
+    #[inline(always)]
+    pub fn call<A: Args, R: Args>(
+        &self,
+        dest: Rank,
+        call: Call<A, R>,
+        args: A,
+    ) -> Result<Pending<'_, R, S, C>, AmError> {
+        let id = self.calls.borrow_mut().open(dest);
+        let mut words = [0u64; MAX_ARGS];
+        words[0] = id.word();
+        let n = args.to_words(&mut words[1..]);
+        match self.send_short(dest, QueueId::AM_REQUEST, call.tag, &words[..1 + n]) {
+            Ok(()) => Ok(Pending::new(self, id, dest)),
+            Err(e) => {
+                self.calls.borrow_mut().close(id);
+                Err(e)
+            }
+        }
+    }
+
+    /// Calls this rank has made whose answers have not been taken: waiting, answered and
+    /// not yet waited for, or dropped and not yet answered.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let mut t = HandlerTable::new();
+    ///     let id = t.call("id", |_s: &(), _ctx, x: u32| Ok(x));
+    ///     let am = setup.start(t, ())?;
+    ///     let p = am.call(0, id, 7)?;
+    ///     assert_eq!(am.calls_in_flight(), 1);
+    ///     assert_eq!(p.wait()?, 7);
+    ///     Ok(assert_eq!(am.calls_in_flight(), 0))
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn calls_in_flight(&self) -> usize {
+        self.calls.borrow().in_flight()
+    }
+
+    /// A call handler's error (or its args' decoding's): its caller is told, naming
+    /// the call, and the fault is recorded, as for any request; `Err` if the error
+    /// ends this rank's part in the job instead.
+    #[cold]
+    #[inline(never)]
+    fn call_failed(&self, source: Rank, tag: u16, call: u64, e: AmError) -> Result<(), Stop> {
+        let reason = self.request_fault(e)?;
+        Ok(self.fail_request(source, tag, call, reason)?)
     }
 }

@@ -54,9 +54,8 @@ pub struct Am<S, C: Conduit = MemConduit> {
     /// Where this rank's segment is allocated: one allocator per segment, whatever
     /// uses it (every `Rma` over this `Am` shares it).
     segment_alloc: std::cell::RefCell<super::SegmentAllocator>,
-    /// While a handler serves a call ([`Am::call`]): `Some`, with the value it answered.
-    /// Handlers do not nest (a handler cannot send requests), so one is enough.
-    pub(super) call_value: Cell<Option<Option<u64>>>,
+    /// Calls in flight ([`Am::call`](super::Am::call)).
+    pub(super) calls: std::cell::RefCell<super::pending::Calls>,
     /// Request failures the runtime's own waits ran, for the program's next poll or
     /// wait (`failure.rs`).
     pub(super) kept_failures:
@@ -124,7 +123,7 @@ impl<S, C: Conduit> Am<S, C> {
             state,
             barrier: Barrier::new(conduit_size),
             reply_streak: Cell::new(0),
-            call_value: Cell::new(None),
+            calls: Default::default(),
             kept_failures: Default::default(),
             failure_kept: Cell::new(false),
             exit: super::exit::Exit::new(conduit_size),

@@ -56,10 +56,6 @@ pub enum AmError {
     /// fails with this text as the reason.
     #[error("{0}")]
     Failed(String),
-    /// [`ReqCtx::reply_value`](super::ReqCtx::reply_value) in a handler of a request
-    /// sent with `request`, not [`Am::call`](super::Am::call): nobody waits for a value.
-    #[error("reply_value answers a request sent with Am::call; this one was sent with request (use ReqCtx::reply)")]
-    NotACall,
     /// `barrier_notify` while this rank's previous barrier has not completed.
     #[error("this rank entered a barrier that has not completed: call barrier_wait (or barrier_try until true) first")]
     BarrierInProgress,
@@ -87,6 +83,16 @@ pub enum AmError {
         index: usize,
         /// Args the message carries.
         nargs: usize,
+    },
+    /// A typed handler's arg (or a call's answer) that is outside its type's range: a
+    /// `bool` that is not 0 or 1, a `u32` above `u32::MAX`, … Returned by a handler, it
+    /// is recorded as the sender's fault.
+    #[error("rank {source_rank} sent word {index} outside the range of its arg's type")]
+    BadArg {
+        /// The sender.
+        source_rank: Rank,
+        /// The word.
+        index: usize,
     },
     /// A barrier needs a rank that has returned from its main, which enters no barrier
     /// any more.
@@ -220,6 +226,9 @@ impl AmError {
                 index,
                 nargs,
             } => Some((source_rank, FaultKind::MissingArg { index, nargs })),
+            AmError::BadArg { source_rank, index } => {
+                Some((source_rank, FaultKind::BadArg { index }))
+            }
             _ => None,
         }
     }

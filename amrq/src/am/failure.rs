@@ -88,6 +88,7 @@ fn encode(reason: &FaultKind) -> (u64, [u64; 2], &str) {
         FaultKind::WrongHandlerKind { .. } => (2, [0; 2], ""),
         FaultKind::MissingArg { index, nargs } => (3, [*index as u64, *nargs as u64], ""),
         FaultKind::HandlerFailed { error } => (4, [0; 2], error),
+        FaultKind::BadArg { index } => (6, [*index as u64, 0], ""),
         other => (5, [0; 2], short_text(other)),
     }
 }
@@ -175,6 +176,7 @@ impl<S, C: Conduit> Am<S, C> {
                 nargs: b as usize,
             },
             4 | 5 => FaultKind::HandlerFailed { error: text() },
+            6 => FaultKind::BadArg { index: a as usize },
             _ => {
                 return Err(AmError::BadRuntimeMessage {
                     source_rank: msg.source(),
@@ -190,7 +192,7 @@ impl<S, C: Conduit> Am<S, C> {
         });
         match op {
             0 => Err(AmError::RequestFailed(failure)),
-            op => self.land_failure(op, msg.source(), failure),
+            call => self.calls.borrow_mut().fail(call, msg.source(), failure),
         }
     }
 
@@ -269,7 +271,7 @@ impl AmError {
     ///
     /// ```
     /// use amrq::{am::AmError, conduit::ConduitError};
-    /// assert!(AmError::NotACall.fails_request());
+    /// assert!(AmError::from("refused").fails_request());
     /// assert!(!AmError::from(ConduitError::PeerLeft { rank: 1 }).fails_request());
     /// ```
     pub fn fails_request(&self) -> bool {

@@ -162,7 +162,10 @@ impl Captures {
     /// # Safety
     /// `tag`'s entry in `table` was made by `Captures::of::<F>`.
     #[inline(always)]
-    unsafe fn handler<F: 'static, S, C: Conduit>(table: &HandlerTable<S, C>, tag: u16) -> &F {
+    pub(super) unsafe fn handler<F: 'static, S, C: Conduit>(
+        table: &HandlerTable<S, C>,
+        tag: u16,
+    ) -> &F {
         if size_of::<F>() == 0 {
             // SAFETY: a zero-sized `F` has no bytes to read: any aligned, non-null
             // pointer is a valid `&F` (no load on the hot path).
@@ -261,10 +264,13 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     /// assert!(t.is_empty());
     /// ```
     pub fn new() -> Self {
+        let mut replies = empty_table();
+        // Calls' answers land through the table, as fast as a user's reply.
+        replies[usize::from(super::call::TAG_CALL_DONE)] = Some(super::call::land_answer as _);
         Self {
             names: Vec::new(),
             requests: empty_table(),
-            replies: empty_table(),
+            replies,
             captures: Vec::new(),
         }
     }
@@ -294,9 +300,26 @@ impl<S, C: Conduit> HandlerTable<S, C> {
         self.names.is_empty()
     }
 
-    fn next_tag(&self) -> u16 {
+    /// Names the next tag `name` and gives it `f`'s captures; its call is the
+    /// caller's to set.
+    fn add<F: 'static>(&mut self, name: impl Into<std::borrow::Cow<'static, str>>, f: F) -> u16 {
         let tag = self.names.len() + usize::from(FIRST_USER_TAG);
-        u16::try_from(tag).expect("a handler table holds at most 65535 handlers")
+        let tag = u16::try_from(tag).expect("a handler table holds at most 65535 handlers");
+        self.names.push(name.into());
+        self.captures.push(Captures::of(f));
+        tag
+    }
+
+    /// Registers a request handler made of `f` and `raw`, the call made for it.
+    pub(super) fn add_request<F: 'static>(
+        &mut self,
+        name: impl Into<std::borrow::Cow<'static, str>>,
+        f: F,
+        raw: RawRequest<S, C>,
+    ) -> u16 {
+        let tag = self.add(name, f);
+        self.requests[usize::from(tag)] = Some(raw);
+        tag
     }
 
     /// Registers a request handler: a closure, which may capture what it needs (moved
@@ -337,9 +360,7 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     where
         F: for<'a> Fn(&'a S, ReqCtx<'a, S, C>, Msg<'a>) -> Result<(), AmError> + 'static,
     {
-        let tag = self.next_tag();
-        self.names.push(name.into());
-        self.captures.push(Captures::of(f));
+        let tag = self.add(name, f);
         self.requests[usize::from(tag)] = Some(call_request::<S, C, F>);
         RequestHandler(tag)
     }
@@ -373,9 +394,7 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     where
         F: for<'a> Fn(&'a S, Msg<'a>) -> Result<(), AmError> + 'static,
     {
-        let tag = self.next_tag();
-        self.names.push(name.into());
-        self.captures.push(Captures::of(f));
+        let tag = self.add(name, f);
         self.replies[usize::from(tag)] = Some(call_reply::<S, C, F>);
         ReplyHandler(tag)
     }

@@ -23,6 +23,7 @@
 //!   They get the rank's state as `&S`: use `Cell`s for what they change, because a reply
 //!   handler may run while a request handler waits to reply.
 
+mod args;
 mod barrier;
 mod call;
 mod ctx;
@@ -33,10 +34,15 @@ mod failure;
 mod handlers;
 mod ops;
 mod payload;
+mod pending;
 mod segment_alloc;
 mod segment_service;
+mod typed;
 
-pub use call::CALL_ARGS;
+#[doc(hidden)]
+pub use args::{plain_from_words, plain_to_words};
+pub use args::{Arg, ArgError, Args, Words};
+pub use call::{Call, CALL_ARGS};
 pub use ctx::{Msg, MsgLayout, ReqCtx};
 pub use engine::Am;
 pub use error::AmError;
@@ -44,8 +50,10 @@ pub use failure::RequestFailure;
 pub use handlers::{HandlerTable, ReplyFn, ReplyHandler, RequestFn, RequestHandler};
 pub(crate) use ops::OpId;
 pub(crate) use payload::Payload;
+pub use pending::Pending;
 pub use segment_alloc::SegmentAllocator;
 pub(crate) use segment_service::{
     packed_headers, BLOCK_HEADER, TAG_ATOMIC, TAG_GET, TAG_GET_PACKED, TAG_PUT, TAG_PUT_PACKED,
     TAG_STORE,
 };
+pub use typed::Handler;

@@ -7,7 +7,7 @@
 //! — or, for a get into this rank's own segment (which stays mapped as long as the
 //! conduit), straight at their place there, with no copy in between.
 
-use super::{Am, AmError, Msg, RequestFailure};
+use super::{Am, AmError, Msg};
 use crate::conduit::{Conduit, ConduitError, Rank};
 
 /// A reply's status word: the target did what was asked.
@@ -42,8 +42,6 @@ struct OpSlot {
     live: bool,
     pending: usize,
     refused: bool,
-    /// Why the target could not run a call ([`Am::call`]'s failure notice).
-    failure: Option<Box<RequestFailure>>,
     /// Its wait ended with an error before every reply was in: freed when the last
     /// one lands (so that a late reply is neither a fault nor another operation's).
     abandoned: bool,
@@ -71,7 +69,7 @@ impl Ops {
         let s = &mut self.slots[i];
         s.generation = s.generation.wrapping_add(1);
         (s.live, s.target, s.pending, s.refused, s.value) = (true, target, pending, false, 0);
-        (s.failure, s.abandoned) = (None, false);
+        s.abandoned = false;
         (s.len, s.land) = (len, land);
         s.data.clear();
         if land.is_none() {
@@ -166,8 +164,7 @@ impl<S, C: Conduit> Am<S, C> {
 
     /// Waits for `op` (running handlers), copies a get's bytes into `out` (as many as
     /// both hold), frees its slot and returns an atomic's old value (0 for others).
-    /// [`AmError::RemoteRefused`] if the target refused it, [`AmError::RequestFailed`]
-    /// if it could not run a call;
+    /// [`AmError::RemoteRefused`] if the target refused it;
     /// [`ConduitError::PeerLeft`] if the target left the job without answering.
     pub(crate) fn op_wait(&self, op: OpId, out: &mut [u8]) -> Result<u64, AmError> {
         let target = self.ops.borrow().slots[op.slot].target;
@@ -186,26 +183,11 @@ impl<S, C: Conduit> Am<S, C> {
         let n = out.len().min(s.data.len());
         out[..n].copy_from_slice(&s.data[..n]);
         let (refused, value) = (s.refused, s.value);
-        let failure = ops.slots[op.slot].failure.take();
         ops.close(op);
-        match (failure, refused) {
-            (Some(f), _) => Err(AmError::RequestFailed(f)),
-            (None, true) => Err(AmError::RemoteRefused),
-            (None, false) => Ok(value),
+        match refused {
+            true => Err(AmError::RemoteRefused),
+            false => Ok(value),
         }
-    }
-
-    /// Lands a call's failure notice in its operation.
-    pub(super) fn land_failure(
-        &self,
-        op: u64,
-        source: Rank,
-        failure: Box<RequestFailure>,
-    ) -> Result<(), AmError> {
-        let mut ops = self.ops.borrow_mut();
-        ops.slot(op, source)?.failure = Some(failure);
-        ops.landed(op);
-        Ok(())
     }
 
     /// Lands a reply (`msg`: the operation's word, the status, then what `landed`

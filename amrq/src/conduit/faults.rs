@@ -79,6 +79,12 @@ pub enum FaultKind {
         /// Args the message carries.
         nargs: usize,
     },
+    /// A typed handler's arg outside its type's range.
+    #[error("word {index} is outside the range of its arg's type")]
+    BadArg {
+        /// The word.
+        index: usize,
+    },
     /// A request handler returned an error (its text; the handler's name is the
     /// sender's to look up, as both ranks hold the same table).
     #[error("the handler returned an error: {error}")]

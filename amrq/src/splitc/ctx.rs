@@ -3,7 +3,7 @@
 //! signalling stores in [`store`].
 
 use super::{GlobalPtr, Layout, SplitCError, SpreadArray};
-use crate::am::{Am, AmError, ReqCtx, RequestHandler};
+use crate::am::{Am, AmError, Arg, Args, Call, ReqCtx};
 use crate::coll::Coll;
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{Conduit, Rank};
@@ -363,13 +363,11 @@ impl<S, C: Conduit> SplitC<S, C> {
         self.coll.am()
     }
 
-    /// Runs atomic procedure `proc` (a request handler of the `Am`'s table) at the owner
-    /// of `at`, with `at`'s byte offset as its arg 0 and `args` after (at most
-    /// [`CALL_ARGS`](crate::am::CALL_ARGS) − 1), and returns the value it answered
-    /// ([`ReqCtx::reply_value`](crate::am::ReqCtx::reply_value), or 0): Split-C's
-    /// atomic functions. It runs atomically with respect to the owner's other handlers
-    /// (not to direct reads and writes of the element); [`update_local`] changes the
-    /// element in it.
+    /// Runs atomic procedure `proc` (a call handler of the `Am`'s table, taking the
+    /// element's byte offset and `x`) at the owner of `at`, and returns its answer:
+    /// Split-C's atomic functions. It runs atomically with respect to the owner's other
+    /// handlers (not to direct reads and writes of the element); [`update_local`]
+    /// changes the element in it.
     ///
     /// ```
     /// use amrq::prelude::*;
@@ -377,41 +375,27 @@ impl<S, C: Conduit> SplitC<S, C> {
     /// use amrq::splitc::{update_local, GlobalPtr, SplitC, SplitCError};
     /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<f64> {
     ///     let mut t = HandlerTable::<()>::new();
-    ///     // element += arg 1 (an f64's bits); answers the element before.
-    ///     let add = t.request("add", |_, ctx, m| {
-    ///         let x = f64::from_bits(m.arg(1)?);
-    ///         let old = update_local(&ctx, m.arg(0)?, |v: f64| v + x)?;
-    ///         ctx.reply_value(old.to_bits())
-    ///     });
+    ///     // element += x; answers the element before.
+    ///     let add = t.call("add", |_, ctx, (at, x): (u64, f64)| update_local(&ctx, at, |v: f64| v + x));
     ///     let am = setup.start(t, ())?;
     ///     let rma = am.rma();
     ///     let sc = am.splitc();
     ///     let at = GlobalPtr::<f64>::new(0, rma.alloc_symmetric(8, 8)?);
-    ///     sc.atomic(add, at, &[2.5f64.to_bits()])?; // every rank adds 2.5 at rank 0
+    ///     sc.atomic(add, at, 2.5)?; // every rank adds 2.5 at rank 0
     ///     sc.barrier()?;
     ///     Ok(sc.read(at)?)
     /// })
     /// .unwrap();
     /// assert!(out.into_iter().all(|v| v == 7.5));
     /// ```
-    pub fn atomic<T: Word>(
+    pub fn atomic<T: Word, X: Arg, R: Args>(
         &self,
-        proc: RequestHandler,
+        proc: Call<(u64, X), R>,
         at: GlobalPtr<T>,
-        args: &[u64],
-    ) -> Result<u64, SplitCError> {
-        let mut words = [0u64; crate::am::CALL_ARGS];
-        let n = 1 + args.len();
-        if n > words.len() {
-            return Err(crate::conduit::ConduitError::TooManyArgs {
-                nargs: args.len(),
-                max: words.len() - 1,
-            }
-            .into());
-        }
-        words[0] = at.offset() as u64;
-        words[1..n].copy_from_slice(args);
-        Ok(self.am().call(at.rank(), proc, &words[..n])?)
+        x: X,
+    ) -> Result<R, SplitCError> {
+        let offset = at.offset() as u64;
+        Ok(self.am().call(at.rank(), proc, (offset, x))?.wait()?)
     }
 
     /// Waits until every rank has called it, serving others' requests meanwhile.
@@ -518,7 +502,7 @@ impl<S, C: Conduit> SplitC<S, C> {
 }
 
 /// In an atomic procedure ([`SplitC::atomic`]) at the element's owner: replaces the `T`
-/// at byte `offset` of this rank's segment (the call's arg 0) by `f` of it, and returns
+/// at byte `offset` of this rank's segment (the procedure's first arg) by `f` of it, and returns
 /// the element before. An offset outside the segment is the caller's fault
 /// ([`AmError::BadRuntimeMessage`], recorded against it).
 ///
@@ -528,16 +512,12 @@ impl<S, C: Conduit> SplitC<S, C> {
 /// let out = amrq::Config::new().threads(3, |setup| {
 ///     let mut t = HandlerTable::<()>::new();
 ///     // An atomic procedure: the max of the element and the arg, run at the element's owner.
-///     let max = t.request("max", |_, ctx, m| {
-///         let v = m.arg(1)?;
-///         let old = update_local(&ctx, m.arg(0)?, |x: u64| x.max(v))?;
-///         ctx.reply_value(old)
-///     });
+///     let max = t.call("max", |_, ctx, (at, v): (u64, u64)| update_local(&ctx, at, |x: u64| x.max(v)));
 ///     let job = setup.start(t, ())?;
 ///     let sc = job.splitc();
 ///     let at = GlobalPtr::<u64>::new(0, sc.rma().alloc_symmetric(8, 8)?);
 ///     sc.barrier()?;
-///     sc.atomic(max, at, &[10 * sc.my_proc() as u64])?;
+///     sc.atomic(max, at, 10 * sc.my_proc() as u64)?;
 ///     sc.barrier()?;
 ///     Ok(sc.read(at)?)
 /// })

@@ -425,10 +425,7 @@ impl<S, C: Conduit> Am<S, C> {
 
     #[cold]
     fn dispatch_other(&self, is_request: bool, tag: u16, msg: Msg<'_>) -> Result<(), AmError> {
-        if self.serve_one_sided(is_request, tag, msg)?
-            || self.serve_call(is_request, tag, msg)?
-            || self.serve_exit(is_request, tag, msg)?
-        {
+        if self.serve_one_sided(is_request, tag, msg)? || self.serve_exit(is_request, tag, msg)? {
             return Ok(());
         }
         if tag == TAG_BARRIER && is_request {
