@@ -11,6 +11,7 @@
 //! | [`mod@array`] | array transfer: blocking, non-blocking, two-to-one, swap, put vs memcpy |
 //! | [`polling`] | unsuccessful polls per variant, successful poll by intersection |
 //! | [`interrupts`] | hold/release toggle, overhead per message vs arrival interval |
+//! | [`calls`] | calls with pending answers against the same exchange written by hand: round trip and a window in flight |
 //! | [`mechanisms`] | StarT-Voyager's Express, Basic, Tag-On and DMA: overhead, latency, bandwidth; Remote Queues' Figure 4 and Table 2 |
 //! | [`signature`] | bursts of k sends with Δ of computation: LogP's o_s, o_r, g, L |
 //! | [`stream`] | one-way time and streaming per size; the peers' bandwidths; the barrier |
@@ -27,6 +28,7 @@ pub mod analysis;
 pub mod array;
 pub mod budget;
 pub mod c_layer;
+pub mod calls;
 pub mod child;
 pub mod clock;
 pub mod files;

@@ -6,8 +6,8 @@ use crate::peers::{self, Peers};
 use crate::report::Outcome;
 use crate::results::{Machine, Results};
 use crate::{
-    array, interrupts, loaded, matmul, mechanisms, polling, signature, splitc, stream, unloaded,
-    Params,
+    array, calls, interrupts, loaded, matmul, mechanisms, polling, signature, splitc, stream,
+    unloaded, Params,
 };
 use amrq::prelude::*;
 use amrq::rq::QueueId;
@@ -51,11 +51,14 @@ pub enum Job {
     Splitc,
     /// The AM paper's matrix multiply against its model, direct and message path (2 ranks).
     Matmul,
+    /// Calls with pending answers against hand-written request/reply: round trip, window (2 ranks).
+    Calls,
 }
 
 /// Every job, in the order `all` runs them.
-pub const JOBS: [Job; 16] = [
+pub const JOBS: [Job; 17] = [
     Job::RoundTrip,
+    Job::Calls,
     Job::OneToOne,
     Job::OneToTwo,
     Job::TwoToOne,
@@ -100,6 +103,7 @@ impl Job {
             Job::Stream => "stream",
             Job::Splitc => "splitc",
             Job::Matmul => "matmul",
+            Job::Calls => "calls",
         }
     }
 
@@ -188,6 +192,7 @@ impl Job {
             Job::Stream => stream::stream(c, p),
             Job::Splitc => splitc::splitc(c, p),
             Job::Matmul => matmul::matmul(c, p),
+            Job::Calls => calls::calls(c, p),
         }
     }
 }

@@ -6,6 +6,7 @@
 //! - `--am`: a whole Short AM round trip to itself: request, poll (the request handler
 //!   replies), poll (the reply handler runs). The software cost of a round trip, both
 //!   sides, without the cache-line transfers;
+//! - `--am-call`: the same round trip as a call (`Am::call` and `Pending::wait`);
 //! - `--am-oneway`: a one-word Short AM request to itself and one `Am::poll` that runs
 //!   its handler (which counts it): the per-message cost of AM paper Table 2, send and
 //!   receive + dispatch; with `--burst K`, K requests, then polls until all K ran (the
@@ -26,9 +27,10 @@
 //!   the release, on the other core if it is free).
 //!
 //! ```text
-//! amrq-bench rq-loop [--quick] [--am | --am-oneway [--burst K] | --ring-floor | --empty-poll | --empty-wait | --one-poll | --hold] [--iters N] [--json]
+//! amrq-bench rq-loop [--quick] [--am | --am-call | --am-oneway [--burst K] | --ring-floor | --empty-poll | --empty-wait | --one-poll | --hold] [--iters N] [--json]
 //! ```
 //! Last line: `rq_loop: ns_per_frame=…`, `am_loop: ns_per_round_trip=…`,
+//! `call_loop: ns_per_call=…`,
 //! `am_oneway: ns_per_message=…`, `ring_floor: ns_per_message=…` or
 //! `empty_wait: ns_per_round=…` (medians).
 
@@ -49,10 +51,13 @@ pub struct Args {
     /// A whole Short AM round trip to itself.
     #[arg(long, group = "mode")]
     pub am: bool,
+    /// A call to itself and its wait (the `--am` round trip as a call).
+    #[arg(long, group = "mode")]
+    pub am_call: bool,
     /// One-word Short AMs to itself, each sent and handled (per message).
     #[arg(long, group = "mode")]
     pub am_oneway: bool,
-    /// With `--am-oneway`: requests sent before polling them all.
+    /// With `--am-oneway`, `--am` or `--am-call`: requests sent before waiting for them all.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=128))]
     pub burst: u64,
     /// The one-word AM of `--am-oneway` with the ring primitives alone (a floor).
@@ -95,6 +100,8 @@ pub fn main(o: &Args, f: &Flags) -> ! {
 fn run(o: &Args, f: &Flags) {
     if o.am {
         am_loop(o, f)
+    } else if o.am_call {
+        call_loop(o, f)
     } else if o.am_oneway {
         am_oneway(o, f)
     } else if o.ring_floor {
@@ -376,6 +383,100 @@ fn am_rank(setup: Setup, iters: u64, batches: u64) -> amrq::Result<Vec<f64>> {
     Ok(per_batch)
 }
 
+/// One rank's call loop: a call to itself that answers its arg, and its wait; returns
+/// ns per call of each batch.
+#[inline(never)]
+fn call_rank(setup: Setup, iters: u64, batches: u64) -> amrq::Result<Vec<f64>> {
+    let mut table = HandlerTable::new();
+    let echo = table.call("echo", |_s: &(), _ctx, x: u64| Ok(x));
+    let job = setup.start(table, ())?;
+    let am = job.am();
+    let mut per_batch = Vec::new();
+    let mut i = 0;
+    for _ in 0..batches {
+        let t = Instant::now();
+        for _ in 0..iters {
+            i += 1;
+            if am.call(0, echo, i)?.wait()? != i {
+                super::fail("a call answered another's arg");
+            }
+        }
+        per_batch.push(t.elapsed().as_nanos() as f64 / iters as f64);
+    }
+    Ok(per_batch)
+}
+
+/// One rank's windowed calls: `burst` calls to itself in flight, then each waited for
+/// in turn; returns ns per call of each batch.
+#[inline(never)]
+fn call_burst_rank(setup: Setup, iters: u64, batches: u64, burst: u64) -> amrq::Result<Vec<f64>> {
+    let mut table = HandlerTable::new();
+    let echo = table.call("echo", |_s: &(), _ctx, x: u64| Ok(x));
+    let job = setup.start(table, ())?;
+    let am = job.am();
+    let mut pending = std::collections::VecDeque::with_capacity(burst as usize);
+    let mut per_batch = Vec::new();
+    for _ in 0..batches {
+        let t = Instant::now();
+        for _ in 0..iters / burst {
+            for i in 0..burst {
+                pending.push_back((i, am.call(0, echo, i)?));
+            }
+            while let Some((i, p)) = pending.pop_front() {
+                if p.wait()? != i {
+                    super::fail("a call answered another's arg");
+                }
+            }
+        }
+        per_batch.push(t.elapsed().as_nanos() as f64 / (iters / burst * burst) as f64);
+    }
+    Ok(per_batch)
+}
+
+/// One rank's hand-written burst: `burst` requests to itself whose handlers reply,
+/// then waits until the last reply ran; returns ns per request of each batch.
+#[inline(never)]
+fn am_burst_rank(setup: Setup, iters: u64, batches: u64, burst: u64) -> amrq::Result<Vec<f64>> {
+    let mut table = HandlerTable::new();
+    let pong = table.reply("pong", |s: &State, m| {
+        s.got.set(m.arg(0)?);
+        Ok(())
+    });
+    let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0)?]));
+    let state = State {
+        pong,
+        got: Cell::new(0),
+    };
+    let job = setup.start(table, state)?;
+    let am = job.am();
+    let mut per_batch = Vec::new();
+    let mut i = 0;
+    for _ in 0..batches {
+        let t = Instant::now();
+        for _ in 0..iters / burst {
+            for _ in 0..burst {
+                i += 1;
+                am.request(0, ping, &[i])?;
+            }
+            am.wait_until(|s| s.got.get() >= i)?;
+        }
+        per_batch.push(t.elapsed().as_nanos() as f64 / (iters / burst * burst) as f64);
+    }
+    Ok(per_batch)
+}
+
+#[inline(never)]
+fn call_loop(o: &Args, f: &Flags) {
+    let iters = o.iters_or(f, 200_000);
+    let (batches, burst) = (o.batches.max(1), o.burst);
+    let mut v = match burst {
+        1 => one_rank(|c| call_rank(c, iters, batches)),
+        _ => one_rank(|c| call_burst_rank(c, iters, batches, burst)),
+    };
+    println!("one rank, calls to itself and their waits, bursts of {burst}, {batches} batches of {iters}");
+    f.summary("call_loop", &[("ns_per_call", median(&mut v))]);
+}
+
 /// One rank's empty waits: `waits` waits of `AFTER` rounds per batch; returns ns per
 /// round of each batch.
 #[inline(never)]
@@ -455,8 +556,12 @@ fn ring_floor(o: &Args, f: &Flags) {
 fn am_loop(o: &Args, f: &Flags) {
     let iters = o.iters_or(f, 200_000);
     let batches = o.batches.max(1);
-    let mut v = one_rank(|c| am_rank(c, iters, batches));
-    println!("one rank, Short AM request → reply to itself, {batches} batches of {iters}");
+    let burst = o.burst;
+    let mut v = match burst {
+        1 => one_rank(|c| am_rank(c, iters, batches)),
+        _ => one_rank(|c| am_burst_rank(c, iters, batches, burst)),
+    };
+    println!("one rank, Short AM request → reply to itself, bursts of {burst}, {batches} batches of {iters}");
     f.summary("am_loop", &[("ns_per_round_trip", median(&mut v))]);
 }
 

@@ -133,10 +133,20 @@ pub(super) unsafe fn land_answer<'a, S, C: Conduit>(
     _payload: *const u8,
     _len: usize,
 ) -> Result<(), Stop> {
-    am.calls
-        .borrow_mut()
-        .answer(source, args)
-        .map_err(Stop::from)
+    match am.calls.with(|c| c.answer(source, args)) {
+        true => Ok(()),
+        false => Err(no_call(source)),
+    }
+}
+
+/// An answer for no call in flight: the sender's fault.
+#[cold]
+#[inline(never)]
+fn no_call(source: Rank) -> Stop {
+    Stop::from(AmError::BadRuntimeMessage {
+        source_rank: source,
+        what: "an answer for no call in flight to it",
+    })
 }
 
 impl<S, C: Conduit> HandlerTable<S, C> {
@@ -231,14 +241,14 @@ impl<S, C: Conduit> Am<S, C> {
         call: Call<A, R>,
         args: A,
     ) -> Result<Pending<'_, R, S, C>, AmError> {
-        let id = self.calls.borrow_mut().open(dest);
+        let id = self.calls.with(|c| c.open(dest));
         let mut words = [0u64; MAX_ARGS];
         words[0] = id.word();
         let n = args.to_words(&mut words[1..]);
         match self.send_short(dest, QueueId::AM_REQUEST, call.tag, &words[..1 + n]) {
-            Ok(()) => Ok(Pending::new(self, id, dest)),
+            Ok(()) => Ok(Pending::new(self, id)),
             Err(e) => {
-                self.calls.borrow_mut().close(id);
+                self.calls.with(|c| c.close(id));
                 Err(e)
             }
         }
@@ -261,7 +271,7 @@ impl<S, C: Conduit> Am<S, C> {
     /// .unwrap();
     /// ```
     pub fn calls_in_flight(&self) -> usize {
-        self.calls.borrow().in_flight()
+        self.calls.with(|c| c.in_flight())
     }
 
     /// A call handler's error (or its args' decoding's): its caller is told, naming

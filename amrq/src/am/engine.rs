@@ -55,7 +55,7 @@ pub struct Am<S, C: Conduit = MemConduit> {
     /// uses it (every `Rma` over this `Am` shares it).
     segment_alloc: std::cell::RefCell<super::SegmentAllocator>,
     /// Calls in flight ([`Am::call`](super::Am::call)).
-    pub(super) calls: std::cell::RefCell<super::pending::Calls>,
+    pub(super) calls: super::pending::CallTable,
     /// Request failures the runtime's own waits ran, for the program's next poll or
     /// wait (`failure.rs`).
     pub(super) kept_failures:

@@ -192,7 +192,7 @@ impl<S, C: Conduit> Am<S, C> {
         });
         match op {
             0 => Err(AmError::RequestFailed(failure)),
-            call => self.calls.borrow_mut().fail(call, msg.source(), failure),
+            call => self.calls.with(|c| c.fail(call, msg.source(), failure)),
         }
     }
 

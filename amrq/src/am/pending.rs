@@ -13,8 +13,9 @@ use crate::conduit::{Conduit, ConduitError, Rank};
 use std::marker::PhantomData;
 use std::task::{Context, Poll};
 
-/// A call in flight, named by its slot and the slot's generation (never 0, so that a
-/// call's word is never 0, which a failure notice reads as "not a call").
+/// A call in flight, named by its slot and the slot's generation (odd: never 0, so
+/// that a call's word is never 0, which a failure notice reads as "not a call", and a
+/// `Pending` whose answer is taken can mark itself with 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CallId {
     slot: u32,
@@ -29,8 +30,8 @@ impl CallId {
 }
 
 /// Where a call stands.
-#[derive(Debug, Default)]
-enum State {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Phase {
     #[default]
     Free,
     /// Sent; its answer is awaited.
@@ -38,101 +39,159 @@ enum State {
     /// Its `Pending` was dropped before the answer came: the slot is freed when it
     /// does.
     Abandoned,
-    /// Answered with these words.
-    Answered {
-        len: usize,
-        words: [u64; MAX_ARGS - 1],
-    },
-    /// The target could not run it.
-    Failed(Box<RequestFailure>),
+    /// Answered: the slot's words hold the answer.
+    Answered,
+    /// The target could not run it: the slot's failure says why.
+    Failed,
 }
 
-#[derive(Debug, Default)]
-struct Slot {
+/// No slot: the end of the free list.
+const NONE: u32 = u32::MAX;
+
+/// One call's slot. Kept small and flat (a phase byte, the answer's words in place),
+/// so that a call writes a few words where it opens, lands and is taken.
+#[derive(Debug)]
+pub(super) struct Slot {
     generation: u32,
+    phase: Phase,
+    /// Words of the answer.
+    len: u8,
+    /// The next free slot, while this one is free.
+    next_free: u32,
     /// The rank the call went to (the only one whose answer it takes).
-    target: Rank,
-    state: State,
+    pub(super) target: Rank,
+    /// Polls of its `Pending` as a future that found no answer.
+    looks: u32,
+    words: [u64; MAX_ARGS - 1],
+    failure: Option<Box<RequestFailure>>,
 }
 
-/// The caller's table of calls in flight.
+/// A rank's [`Calls`], borrowed only by [`CallTable::with`]: a `RefCell`'s flag cost
+/// three borrows per call, and nothing here needs it.
 #[derive(Debug, Default)]
+pub(super) struct CallTable(std::cell::UnsafeCell<Calls>);
+
+impl CallTable {
+    /// `f` of the table. `f` is one of the runtime's closures (this module's,
+    /// `call.rs`'s, `failure.rs`'s), which call only `Calls`'s methods.
+    #[inline(always)]
+    pub(super) fn with<T>(&self, f: impl FnOnce(&mut Calls) -> T) -> T {
+        // SAFETY: the table is a field of an `Am`, which is not `Sync`: only this
+        // thread reaches it. `f` calls only `Calls`'s methods, which run no handler and
+        // do not reach the table again, so this is the only reference while it lives.
+        f(unsafe { &mut *self.0.get() })
+    }
+}
+
+/// The caller's table of calls in flight, with an intrusive free list.
+#[derive(Debug)]
 pub(super) struct Calls {
     slots: Vec<Slot>,
-    free: Vec<u32>,
+    /// The first free slot, or [`NONE`].
+    free: u32,
+}
+
+impl Default for Calls {
+    fn default() -> Self {
+        Self {
+            slots: Vec::new(),
+            free: NONE,
+        }
+    }
 }
 
 impl Calls {
     /// A slot for a call to `target`.
     #[inline(always)]
     pub(super) fn open(&mut self, target: Rank) -> CallId {
-        let slot = match self.free.pop() {
-            Some(slot) => slot,
-            None => self.grow(),
+        let slot = match self.free {
+            NONE => self.grow(),
+            free => free,
         };
-        let s = &mut self.slots[slot as usize];
-        s.generation = s.generation.wrapping_add(1).max(1);
-        (s.target, s.state) = (target, State::Waiting);
-        CallId {
-            slot,
-            generation: s.generation,
-        }
+        let s = self.slot(slot);
+        let next = s.next_free;
+        s.generation = s.generation.wrapping_add(2); // odd, as it started
+        (s.target, s.phase, s.looks) = (target, Phase::Waiting, 0);
+        let generation = s.generation;
+        self.free = next;
+        CallId { slot, generation }
     }
 
     #[cold]
     fn grow(&mut self) -> u32 {
-        self.slots.push(Slot::default());
-        u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 calls in flight")
+        let slot = u32::try_from(self.slots.len())
+            .ok()
+            .filter(|&s| s != NONE)
+            .expect("fewer than 2^32 - 1 calls in flight");
+        self.slots.push(Slot {
+            generation: 1,
+            phase: Phase::Free,
+            len: 0,
+            next_free: NONE,
+            target: 0,
+            looks: 0,
+            words: [0; MAX_ARGS - 1],
+            failure: None,
+        });
+        slot
+    }
+
+    /// The slot of `id` (made by `open`: slots are never removed).
+    #[inline(always)]
+    pub(super) fn slot(&mut self, slot: u32) -> &mut Slot {
+        debug_assert!((slot as usize) < self.slots.len());
+        // SAFETY: `slot` is a slot `open` or `awaiting` found in the table, which only
+        // grows.
+        unsafe { self.slots.get_unchecked_mut(slot as usize) }
+    }
+
+    /// Frees slot `slot`.
+    #[inline(always)]
+    fn free(&mut self, slot: u32) {
+        let free = self.free;
+        let s = self.slot(slot);
+        (s.phase, s.next_free) = (Phase::Free, free);
+        self.free = slot;
     }
 
     /// Frees `id`'s slot.
     #[inline(always)]
     pub(super) fn close(&mut self, id: CallId) {
-        self.slots[id.slot as usize].state = State::Free;
-        self.free.push(id.slot);
+        self.free(id.slot);
     }
 
     /// The slot of the call `word` names, if `source` may answer it.
+    #[inline(always)]
     fn awaiting(&mut self, word: u64, source: Rank) -> Option<&mut Slot> {
         let (slot, generation) = (word as u32, (word >> 32) as u32);
         self.slots.get_mut(slot as usize).filter(|s| {
             s.generation == generation
                 && s.target == source
-                && matches!(s.state, State::Waiting | State::Abandoned)
+                && matches!(s.phase, Phase::Waiting | Phase::Abandoned)
         })
     }
 
-    /// Lands `state` in the call `word` names: freed at once if it was abandoned.
-    fn land(&mut self, word: u64, source: Rank, state: State) -> Result<(), AmError> {
-        let Some(s) = self.awaiting(word, source) else {
-            return Err(AmError::BadRuntimeMessage {
-                source_rank: source,
-                what: "an answer for no call in flight to it",
-            });
-        };
-        match s.state {
-            State::Abandoned => {
-                s.state = State::Free;
-                self.free.push(word as u32);
-            }
-            _ => s.state = state,
-        }
-        Ok(())
-    }
-
-    /// A `CALL_DONE` reply of `source` (the call's word, then the answer's).
+    /// A `CALL_DONE` reply of `source` (the call's word, then the answer's); false if
+    /// it answers no call in flight to `source`.
     #[inline(always)]
-    pub(super) fn answer(&mut self, source: Rank, args: &[u64]) -> Result<(), AmError> {
+    pub(super) fn answer(&mut self, source: Rank, args: &[u64]) -> bool {
         let Some((&word, answer)) = args.split_first() else {
-            return Err(AmError::BadRuntimeMessage {
-                source_rank: source,
-                what: "an answer that names no call",
-            });
+            return false;
         };
-        let mut words = [0u64; MAX_ARGS - 1];
-        let len = answer.len().min(words.len());
-        words[..len].copy_from_slice(&answer[..len]);
-        self.land(word, source, State::Answered { len, words })
+        let Some(s) = self.awaiting(word, source) else {
+            return false;
+        };
+        if s.phase == Phase::Abandoned {
+            self.free(word as u32);
+            return true;
+        }
+        let len = answer.len().min(s.words.len());
+        match answer {
+            [one] => s.words[0] = *one, // the usual answer: no copy of a varying length
+            _ => s.words[..len].copy_from_slice(&answer[..len]),
+        }
+        (s.len, s.phase) = (len as u8, Phase::Answered);
+        true
     }
 
     /// A failure notice of `source` for the call `word` names.
@@ -142,46 +201,77 @@ impl Calls {
         source: Rank,
         failure: Box<RequestFailure>,
     ) -> Result<(), AmError> {
-        self.land(word, source, State::Failed(failure))
+        let Some(s) = self.awaiting(word, source) else {
+            return Err(AmError::BadRuntimeMessage {
+                source_rank: source,
+                what: "a failure notice for no call in flight to it",
+            });
+        };
+        match s.phase {
+            Phase::Abandoned => self.free(word as u32),
+            _ => (s.failure, s.phase) = (Some(failure), Phase::Failed),
+        }
+        Ok(())
     }
 
     /// True once `id` is answered or failed.
     #[inline(always)]
-    fn done(&self, id: CallId) -> bool {
-        matches!(
-            self.slots[id.slot as usize].state,
-            State::Answered { .. } | State::Failed(_)
-        )
+    fn done(&mut self, id: CallId) -> bool {
+        matches!(self.slot(id.slot).phase, Phase::Answered | Phase::Failed)
     }
 
-    /// Takes `id`'s outcome (done) as an `R` and frees its slot.
+    /// Takes `id`'s answer as an `R` and frees its slot, if it is answered and the
+    /// answer decodes; else leaves the slot as it is.
     #[inline(always)]
-    fn take<R: Args>(&mut self, id: CallId) -> Result<R, AmError> {
-        let s = &mut self.slots[id.slot as usize];
-        let target = s.target;
-        let outcome = match std::mem::take(&mut s.state) {
-            State::Answered { len, words } => {
-                R::from_words(&words[..len]).map_err(|e| e.of(target, len))
+    fn take_answer<R: Args>(&mut self, id: CallId) -> Option<R> {
+        let s = self.slot(id.slot);
+        if s.phase != Phase::Answered {
+            return None;
+        }
+        let r = R::from_words(&s.words[..usize::from(s.len)]).ok()?;
+        self.free(id.slot);
+        Some(r)
+    }
+
+    /// Takes `id`'s outcome as an `R` and frees its slot, if it is done.
+    fn take<R: Args>(&mut self, id: CallId) -> Option<Result<R, AmError>> {
+        let s = self.slot(id.slot);
+        let outcome = match s.phase {
+            Phase::Answered => {
+                let len = usize::from(s.len);
+                R::from_words(&s.words[..len]).map_err(|e| e.of(s.target, len))
             }
-            State::Failed(f) => Err(AmError::RequestFailed(f)),
-            _ => unreachable!("a call is taken once it is done"),
+            Phase::Failed => Err(Self::failure(s)),
+            _ => return None,
         };
-        self.free.push(id.slot);
-        outcome
+        self.free(id.slot);
+        Some(outcome)
+    }
+
+    /// A failed slot's failure.
+    #[cold]
+    fn failure(s: &mut Slot) -> AmError {
+        match s.failure.take() {
+            Some(f) => AmError::RequestFailed(f),
+            None => unreachable!("a call is taken once it is done"),
+        }
     }
 
     /// `id`'s `Pending` is dropped: freed if its outcome is in, else freed when it
     /// comes.
     fn abandon(&mut self, id: CallId) {
         match self.done(id) {
-            true => self.close(id),
-            false => self.slots[id.slot as usize].state = State::Abandoned,
+            true => {
+                self.slot(id.slot).failure = None;
+                self.close(id)
+            }
+            false => self.slot(id.slot).phase = Phase::Abandoned,
         }
     }
 
     /// Calls in flight or answered and not taken.
     pub(super) fn in_flight(&self) -> usize {
-        self.slots.len() - self.free.len()
+        self.slots.iter().filter(|s| s.phase != Phase::Free).count()
     }
 }
 
@@ -218,12 +308,8 @@ impl Calls {
 #[must_use = "a call's answer is lost unless it is waited for or awaited"]
 pub struct Pending<'a, R, S, C: Conduit = crate::conduit::mem::MemConduit> {
     am: &'a Am<S, C>,
+    /// Its call; generation 0 once the outcome is taken (nothing left to drop).
     id: CallId,
-    target: Rank,
-    /// Taken: nothing left to drop.
-    taken: bool,
-    /// Polls that found no answer: every so often one checks the target is there.
-    looks: u32,
     answer: PhantomData<fn() -> R>,
 }
 
@@ -231,13 +317,10 @@ pub struct Pending<'a, R, S, C: Conduit = crate::conduit::mem::MemConduit> {
 const LOOKS_PER_CHECK: u32 = 1024;
 
 impl<'a, R: Args, S, C: Conduit> Pending<'a, R, S, C> {
-    pub(super) fn new(am: &'a Am<S, C>, id: CallId, target: Rank) -> Self {
+    pub(super) fn new(am: &'a Am<S, C>, id: CallId) -> Self {
         Self {
             am,
             id,
-            target,
-            taken: false,
-            looks: 0,
             answer: PhantomData,
         }
     }
@@ -257,7 +340,7 @@ impl<'a, R: Args, S, C: Conduit> Pending<'a, R, S, C> {
     /// .unwrap();
     /// ```
     pub fn target(&self) -> Rank {
-        self.target
+        self.am.calls.with(|c| c.slot(self.id.slot).target)
     }
 
     /// True once the answer (or the failure) is in: [`Pending::wait`] then returns at
@@ -279,7 +362,7 @@ impl<'a, R: Args, S, C: Conduit> Pending<'a, R, S, C> {
     /// .unwrap();
     /// ```
     pub fn is_ready(&self) -> bool {
-        self.am.calls.borrow().done(self.id)
+        self.am.calls.with(|c| c.done(self.id))
     }
 
     /// Waits for the answer, running handlers meanwhile (spinning a bounded time, then
@@ -300,24 +383,49 @@ impl<'a, R: Args, S, C: Conduit> Pending<'a, R, S, C> {
     /// })
     /// .unwrap();
     /// ```
+    #[inline(always)]
     pub fn wait(mut self) -> Result<R, AmError> {
-        let calls = &self.am.calls;
-        if let Err(e) = self
-            .am
-            .wait_on(self.target, |_| calls.borrow().done(self.id))
-        {
-            if e.conduit() == Some(&ConduitError::PeerLeft { rank: self.target }) {
-                self.taken = true; // no answer can come any more
-                calls.borrow_mut().close(self.id);
+        match self.take_answer() {
+            Some(r) => Ok(r),
+            None => self.wait_slow(),
+        }
+    }
+
+    /// [`Pending::wait`] past its first look.
+    #[inline(always)]
+    fn wait_slow(&mut self) -> Result<R, AmError> {
+        let (calls, id, target) = (&self.am.calls, self.id, self.target());
+        if let Err(e) = self.am.wait_on(target, |_| calls.with(|c| c.done(id))) {
+            if e.conduit() == Some(&ConduitError::PeerLeft { rank: target }) {
+                self.id.generation = 0; // no answer can come any more
+                calls.with(|c| c.close(id));
             }
             return Err(e);
         }
-        self.take()
+        match self.take_answer() {
+            Some(r) => Ok(r),
+            None => self.take().expect("done"),
+        }
     }
 
-    fn take(&mut self) -> Result<R, AmError> {
-        self.taken = true;
-        self.am.calls.borrow_mut().take(self.id)
+    /// The answer, if it is in and decodes (then the call's slot is free): the fast
+    /// path, whose result fits in registers.
+    #[inline(always)]
+    fn take_answer(&mut self) -> Option<R> {
+        let r = self.am.calls.with(|c| c.take_answer(self.id));
+        if r.is_some() {
+            self.id.generation = 0;
+        }
+        r
+    }
+
+    /// The outcome, if it is in (then the call's slot is free).
+    fn take(&mut self) -> Option<Result<R, AmError>> {
+        let outcome = self.am.calls.with(|c| c.take(self.id));
+        if outcome.is_some() {
+            self.id.generation = 0;
+        }
+        outcome
     }
 
     /// Once per [`LOOKS_PER_CHECK`] empty polls: an error if the target has failed,
@@ -326,12 +434,13 @@ impl<'a, R: Args, S, C: Conduit> Pending<'a, R, S, C> {
     fn check_target(&mut self) -> Result<(), AmError> {
         let conduit = self.am.rq().conduit();
         conduit.check_peers()?;
-        if conduit.peer_left(self.target) {
+        let target = self.target();
+        if conduit.peer_left(target) {
             self.am.poll_runtime()?; // what it sent before leaving
             if !self.is_ready() {
-                self.taken = true;
-                self.am.calls.borrow_mut().close(self.id);
-                return Err(ConduitError::PeerLeft { rank: self.target }.into());
+                self.am.calls.with(|c| c.close(self.id));
+                self.id.generation = 0;
+                return Err(ConduitError::PeerLeft { rank: target }.into());
             }
         }
         Ok(())
@@ -343,17 +452,25 @@ impl<R: Args, S, C: Conduit> std::future::Future for Pending<'_, R, S, C> {
 
     fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        assert!(!this.taken, "a Pending polled after it completed");
-        if !this.is_ready() {
-            if let Err(e) = this.am.poll_runtime() {
-                return Poll::Ready(Err(e));
-            }
+        assert!(
+            this.id.generation != 0,
+            "a Pending polled after it completed"
+        );
+        if let Some(r) = this.take_answer() {
+            return Poll::Ready(Ok(r));
         }
-        if this.is_ready() {
-            return Poll::Ready(this.take());
+        if let Err(e) = this.am.poll_runtime() {
+            return Poll::Ready(Err(e));
         }
-        this.looks = this.looks.wrapping_add(1);
-        if this.looks % LOOKS_PER_CHECK == 0 {
+        if let Some(outcome) = this.take() {
+            return Poll::Ready(outcome);
+        }
+        let looks = this.am.calls.with(|c| {
+            let s = c.slot(this.id.slot);
+            s.looks = s.looks.wrapping_add(1);
+            s.looks
+        });
+        if looks % LOOKS_PER_CHECK == 0 {
             if let Err(e) = this.check_target() {
                 return Poll::Ready(Err(e));
             }
@@ -365,8 +482,8 @@ impl<R: Args, S, C: Conduit> std::future::Future for Pending<'_, R, S, C> {
 
 impl<R, S, C: Conduit> Drop for Pending<'_, R, S, C> {
     fn drop(&mut self) {
-        if !self.taken {
-            self.am.calls.borrow_mut().abandon(self.id);
+        if self.id.generation != 0 {
+            self.am.calls.with(|c| c.abandon(self.id));
         }
     }
 }
@@ -374,7 +491,6 @@ impl<R, S, C: Conduit> Drop for Pending<'_, R, S, C> {
 impl<R, S, C: Conduit> std::fmt::Debug for Pending<'_, R, S, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pending")
-            .field("target", &self.target)
             .field("id", &self.id)
             .finish_non_exhaustive()
     }

@@ -183,6 +183,7 @@ impl<S, C: Conduit> Am<S, C> {
     /// the job and the condition still does not hold after a last look (what it sent
     /// before leaving is visible then). A failure notice it runs is kept for the
     /// program's next poll or wait.
+    #[inline]
     pub(crate) fn wait_on(
         &self,
         from: Rank,
