@@ -143,6 +143,12 @@ fn required(job: Job) -> &'static [&'static str] {
             "direct_efficiency_m512",
             "frames_efficiency_m512",
         ],
+        Job::Calls => &[
+            "call_rtt_ns",
+            "rtt_ratio",
+            "call_window_ns_per_msg",
+            "window_ratio",
+        ],
     }
 }
 
