@@ -60,7 +60,8 @@ pub(super) struct Slot {
     next_free: u32,
     /// The rank the call went to (the only one whose answer it takes).
     pub(super) target: Rank,
-    /// Polls of its `Pending` as a future that found no answer.
+    /// Polls of `Pending`s of this slot as futures that found no answer (only ever
+    /// read modulo [`LOOKS_PER_CHECK`]: not reset per call).
     looks: u32,
     words: [u64; MAX_ARGS - 1],
     failure: Option<Box<RequestFailure>>,
@@ -111,7 +112,7 @@ impl Calls {
         let s = self.slot(slot);
         let next = s.next_free;
         s.generation = s.generation.wrapping_add(2); // odd, as it started
-        (s.target, s.phase, s.looks) = (target, Phase::Waiting, 0);
+        (s.target, s.phase) = (target, Phase::Waiting);
         let generation = s.generation;
         self.free = next;
         CallId { slot, generation }
@@ -394,6 +395,11 @@ impl<'a, R: Args, S, C: Conduit> Pending<'a, R, S, C> {
     /// [`Pending::wait`] past its first look.
     #[inline(always)]
     fn wait_slow(&mut self) -> Result<R, AmError> {
+        // With many calls in flight, the answers that have arrived land together.
+        self.am.take_replies()?;
+        if let Some(r) = self.take_answer() {
+            return Ok(r);
+        }
         let (calls, id, target) = (&self.am.calls, self.id, self.target());
         if let Err(e) = self.am.wait_on(target, |_| calls.with(|c| c.done(id))) {
             if e.conduit() == Some(&ConduitError::PeerLeft { rank: target }) {

@@ -265,6 +265,18 @@ impl<S, C: Conduit> Am<S, C> {
         Ok(())
     }
 
+    /// Runs the replies that have arrived (up to [`REPLY_BUDGET`]), for a wait that
+    /// looks for one of many answers in flight: they land in one drain rather than a
+    /// round of the wait each. A failure notice among them is kept, as by the
+    /// runtime's waits.
+    #[inline(always)]
+    pub(crate) fn take_replies(&self) -> Result<(), AmError> {
+        match self.drain(QueueId::AM_REPLY, REPLY_BUDGET) {
+            Ok(_) => Ok(()),
+            Err(e) => self.keep_failure(e.into()),
+        }
+    }
+
     /// Runs one reply if one is there (the conduit's look and drain in one pass: 16
     /// instructions fewer per AM round trip than a quiet look and a drain of one);
     /// returns how many ran.
