@@ -121,6 +121,12 @@ pub fn headline(r: &Results) -> String {
             show(r.figure(name, "ratio"))
         );
     }
+    let _ = writeln!(
+        s,
+        "  calls against the same exchange by hand: round trip ratio {}, 64 in flight ratio {}",
+        show(r.figure("calls", "rtt_ratio")),
+        show(r.figure("calls", "window_ratio"))
+    );
     let short = |key: &str| match key {
         "rtt_ns" => "round trip",
         "msgs_per_s" => "msgs/s",
@@ -402,6 +408,20 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         show(r.figure("mechanisms", "am_one_way_ns")),
         show(r.figure("mechanisms", "put_ns"))
     );
+
+    s += "\n## Calls against the same exchange by hand (`amrq-bench calls`)\n\nA call's pending answer (`am.call(1, count, ()).wait()`) against a request whose reply handler stores the answer in a window array the program reads; both deliver every answer. Ratios per batch, the call over the hand-written exchange of the same batch.\n\n| timed | call (ns) | by hand (ns) | ratio |\n|---|---|---|---|\n";
+    for (what, call, hand, ratio) in [
+        ("round trip, one at a time", "call_rtt_ns", "handwritten_rtt_ns", "rtt_ratio"),
+        (
+            "per exchange, 64 in flight",
+            "call_window_ns_per_msg",
+            "handwritten_window_ns_per_msg",
+            "window_ratio",
+        ),
+    ] {
+        let f = |key: &str| show(r.figure("calls", key));
+        let _ = writeln!(s, "| {what} | {} | {} | {} |", f(call), f(hand), f(ratio));
+    }
 
     s += "\n## LogP signature (Begel et al. §6.1)\n\n| o_s | o_r | g | L | round trip |\n|---|---|---|---|---|\n";
     let _ = writeln!(
