@@ -411,7 +411,12 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
 
     s += "\n## Calls against the same exchange by hand (`amrq-bench calls`)\n\nA call's pending answer (`am.call(1, count, ()).wait()`) against a request whose reply handler stores the answer in a window array the program reads; both deliver every answer. Ratios per batch, the call over the hand-written exchange of the same batch.\n\n| timed | call (ns) | by hand (ns) | ratio |\n|---|---|---|---|\n";
     for (what, call, hand, ratio) in [
-        ("round trip, one at a time", "call_rtt_ns", "handwritten_rtt_ns", "rtt_ratio"),
+        (
+            "round trip, one at a time",
+            "call_rtt_ns",
+            "handwritten_rtt_ns",
+            "rtt_ratio",
+        ),
         (
             "per exchange, 64 in flight",
             "call_window_ns_per_msg",

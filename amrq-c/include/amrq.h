@@ -24,6 +24,9 @@ typedef struct amrq_token_t amrq_token_t;
 // Where reply handlers' ids start: the `k`-th registered has `AMRQ_REPLY_IDS + k`.
 #define AMRQ_REPLY_IDS 1380974592
 
+// Where call handlers' ids start: the `k`-th registered has `AMRQ_CALL_IDS + k`.
+#define AMRQ_CALL_IDS 1380122624
+
 // Request handlers, and reply handlers, a program may register.
 #define AMRQ_MAX_HANDLERS 64
 
@@ -107,6 +110,9 @@ typedef enum amrq_status {
 // A put or get in flight (`amrq_put_nb`, `amrq_get_nb`), finished by `amrq_wait`.
 typedef struct amrq_handle_t amrq_handle_t;
 
+// A call in flight (`amrq_call`), until `amrq_call_wait` or `amrq_call_forget`.
+typedef struct amrq_pending_t amrq_pending_t;
+
 // A set of queues for `amrq_one_poll`, highest priority first.
 typedef struct amrq_poll_set_t amrq_poll_set_t;
 
@@ -132,6 +138,18 @@ typedef struct amrq_msg_t {
   // 1 for a Long payload of at least one byte (in this rank's segment), else 0.
   size_t in_segment;
 } amrq_msg_t;
+
+// A call handler: answers the call by writing `*answer` and returning 0; any other
+// return fails the call (its caller's wait returns `AMRQ_STATUS_AM`, and
+// `amrq_last_error` says which rank, which handler and the code).
+typedef int (*amrq_call_fn)(void *state, const struct amrq_msg_t *msg, uint64_t *answer);
+
+// A call handler, as `amrq_table_call` names it (a type of its own: C refuses a
+// request or reply handler here).
+typedef struct amrq_call_handler_t {
+  // The tagged id (`AMRQ_CALL_IDS` + registration order).
+  uint32_t id;
+} amrq_call_handler_t;
 
 // A request handler: `state` is what it was registered with.
 typedef void (*amrq_request_fn)(void *state, amrq_token_t *token, const struct amrq_msg_t *msg);
@@ -246,6 +264,54 @@ extern "C" {
 // What the last call of this thread that failed said, as a NUL-terminated string
 // (empty if none failed). It stays valid until the next failing call on this thread.
 const char *amrq_last_error(void);
+
+// Registers call handler `f` (called with `state`) as `name`; its id goes to `*id`.
+// Every rank registers the same handlers in the same order.
+//
+// # Safety
+// As `amrq_table_request`.
+enum amrq_status amrq_table_call(struct amrq_table_t *t,
+                                 const char *name,
+                                 amrq_call_fn f,
+                                 void *state,
+                                 struct amrq_call_handler_t *id);
+
+// Runs call handler `h` at `rank` on `args` (`nargs` ≤ 7) and returns at once with
+// its pending answer in `*p`, for `amrq_call_wait`, `amrq_call_test` or
+// `amrq_call_forget`. Sending waits for room as `amrq_request` does.
+//
+// # Safety
+// `am` came from `amrq_init` and was not finalized; `args` points to `nargs` words;
+// `p` is writable; every pending call is waited for or forgotten before
+// `amrq_finalize`.
+enum amrq_status amrq_call(const amrq_t *am,
+                           int rank,
+                           struct amrq_call_handler_t h,
+                           const uint64_t *args,
+                           size_t nargs,
+                           struct amrq_pending_t **p);
+
+// Waits for the answer of `p` (running handlers meanwhile), writes it to `*answer`,
+// and frees `p`. `AMRQ_STATUS_AM` if the target could not run the call.
+//
+// # Safety
+// `p` came from `amrq_call` and was neither waited for nor forgotten; it is not used
+// after; `answer` is null or writable.
+enum amrq_status amrq_call_wait(struct amrq_pending_t *p, uint64_t *answer);
+
+// Whether the answer of `p` is in: `*ready` 1 or 0 (`p` stays valid). Does not poll.
+//
+// # Safety
+// `p` came from `amrq_call` and was neither waited for nor forgotten; `ready` is
+// writable.
+enum amrq_status amrq_call_test(const struct amrq_pending_t *p, int *ready);
+
+// Gives up the answer of `p` and frees `p`: the handler still runs at the target, and
+// its answer is discarded when it arrives.
+//
+// # Safety
+// As `amrq_call_wait`.
+enum amrq_status amrq_call_forget(struct amrq_pending_t *p);
 
 // Collective: rank `root`'s `len` bytes at `data` into every rank's `data`.
 //

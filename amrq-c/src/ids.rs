@@ -9,6 +9,8 @@ use crate::Failure;
 pub const AMRQ_REQUEST_IDS: u32 = 0x5251_0000;
 /// Where reply handlers' ids start: the `k`-th registered has `AMRQ_REPLY_IDS + k`.
 pub const AMRQ_REPLY_IDS: u32 = 0x5250_0000;
+/// Where call handlers' ids start: the `k`-th registered has `AMRQ_CALL_IDS + k`.
+pub const AMRQ_CALL_IDS: u32 = 0x5243_0000;
 
 /// A request handler, as `amrq_table_request` names it (a type of its own: C refuses a
 /// reply handler here).
@@ -25,6 +27,15 @@ pub struct AmrqRequestHandler {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AmrqReplyHandler {
     /// The tagged id (`AMRQ_REPLY_IDS` + registration order).
+    pub id: u32,
+}
+
+/// A call handler, as `amrq_table_call` names it (a type of its own: C refuses a
+/// request or reply handler here).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmrqCallHandler {
+    /// The tagged id (`AMRQ_CALL_IDS` + registration order).
     pub id: u32,
 }
 
@@ -66,6 +77,26 @@ impl AmrqRequestHandler {
     }
 
     /// [`AmrqRequestHandler::index`] as a C call's failure.
+    pub(crate) fn checked(self, n: usize) -> Result<usize, Failure> {
+        self.index(n).map_err(Failure::argument)
+    }
+}
+
+impl AmrqCallHandler {
+    /// Its index among `n` call handlers, or why it is none of them.
+    ///
+    /// ```
+    /// use amrq_c::ids::{AmrqCallHandler, AMRQ_CALL_IDS, AMRQ_REQUEST_IDS};
+    /// assert_eq!(AmrqCallHandler { id: AMRQ_CALL_IDS + 1 }.index(2), Ok(1));
+    /// let e = AmrqCallHandler { id: AMRQ_REQUEST_IDS }.index(1).unwrap_err();
+    /// assert!(e.contains("a request handler's id"), "{e}");
+    /// ```
+    pub fn index(self, n: usize) -> Result<usize, String> {
+        let request = (AMRQ_REQUEST_IDS, "a request handler's");
+        index(self.id, (AMRQ_CALL_IDS, "call"), request, n)
+    }
+
+    /// [`AmrqCallHandler::index`] as a C call's failure.
     pub(crate) fn checked(self, n: usize) -> Result<usize, Failure> {
         self.index(n).map_err(Failure::argument)
     }

@@ -39,6 +39,9 @@ pub type AmrqReplyFn = unsafe extern "C" fn(state: *mut c_void, msg: *const Amrq
 /// The C handlers (the `Am`'s state).
 pub struct Handlers {
     requests: Vec<(AmrqRequestFn, *mut c_void)>,
+    /// Call handlers, and their ids in the table.
+    pub(crate) calls: Vec<(crate::call::AmrqCallFn, *mut c_void)>,
+    pub(crate) call_ids: Vec<amrq::am::Call<amrq::am::Words, u64>>,
     replies: Vec<(AmrqReplyFn, *mut c_void)>,
     reply_ids: Vec<ReplyHandler>,
     /// The reply lanes (one per rank), the reply handlers' tags and their count, which
@@ -49,8 +52,8 @@ pub struct Handlers {
 
 /// A handler table being filled, before `amrq_init`.
 pub struct AmrqTable {
-    table: HandlerTable<Handlers>,
-    handlers: Handlers,
+    pub(crate) table: HandlerTable<Handlers>,
+    pub(crate) handlers: Handlers,
     request_ids: Vec<RequestHandler>,
     queues: Vec<amrq::config::QueueSpec>,
 }
@@ -197,6 +200,17 @@ macro_rules! trampolines {
             }
         }
 
+        pub(crate) fn add_call(
+            t: &mut HandlerTable<Handlers>,
+            name: String,
+            k: usize,
+        ) -> amrq::am::Call<amrq::am::Words, u64> {
+            match k {
+                $($k => t.call(name, crate::call::call_trampoline::<$k>),)*
+                _ => unreachable!("at most MAX_HANDLERS call handlers (checked by `register`)"),
+            }
+        }
+
         fn add_reply(t: &mut HandlerTable<Handlers>, name: String, k: usize) -> ReplyHandler {
             match k {
                 $($k => t.reply(name, reply_trampoline::<$k>),)*
@@ -220,6 +234,8 @@ pub extern "C" fn amrq_table_new() -> *mut AmrqTable {
         table: HandlerTable::new(),
         handlers: Handlers {
             requests: Vec::new(),
+            calls: Vec::new(),
+            call_ids: Vec::new(),
             replies: Vec::new(),
             reply_ids: Vec::new(),
             reply_lanes: Cell::new((std::ptr::null(), std::ptr::null(), 0)),
@@ -262,7 +278,7 @@ unsafe fn name_of(name: *const c_char) -> Result<String, Failure> {
 /// # Safety
 /// `t` came from `amrq_table_new`; `name` is a NUL-terminated string; `id` is null or
 /// writable.
-unsafe fn register<Id>(
+pub(crate) unsafe fn register<Id>(
     t: *mut AmrqTable,
     name: *const c_char,
     id: (*mut Id, fn(usize) -> Id),

@@ -39,6 +39,7 @@
 //! `collectives.c`, and `sends.c`, which checks the header's inline sends against the
 //! library's) are built by its Makefile and run by `tests/c_examples.rs` and CI.
 
+pub mod call;
 pub mod coll;
 pub mod ids;
 pub mod job;

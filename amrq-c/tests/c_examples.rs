@@ -136,6 +136,14 @@ fn the_c_examples_build_and_run_under_amrun() {
             ((9 + 9000) * ranks) as f64
         );
     }
+    // Calls: 4000 answers checked with 64 pending, 10 forgotten calls that still ran,
+    // and a handler's failure as the call's status.
+    for ranks in [1, 2, 3] {
+        let out = amrun(ranks, &dir.join("calls"), &[]);
+        assert_eq!(figure(&out, "calls", "checked"), 4000.0);
+        assert_eq!(figure(&out, "calls", "forgotten_ran"), 10.0);
+        assert_eq!(figure(&out, "calls", "refused"), 1.0);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
