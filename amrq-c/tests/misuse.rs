@@ -337,3 +337,65 @@ fn every_documented_status_comes_from_the_call_the_header_says() {
     // SAFETY: `am` came from amrq_init_abi and is not used after.
     assert_eq!(unsafe { amrq_finalize(am) }, AmrqStatus::Ok);
 }
+
+unsafe extern "C" fn answer_one(_: *mut c_void, _: *const AmrqMsg, answer: *mut u64) -> i32 {
+    // SAFETY: the library passes a writable answer.
+    unsafe { *answer = 1 };
+    0
+}
+
+#[test]
+fn bad_calls_get_a_status_and_a_message() {
+    use amrq_c::call::*;
+    use amrq_c::ids::{AmrqCallHandler, AMRQ_CALL_IDS};
+    let t = amrq_table_new();
+    let mut id = AmrqCallHandler { id: 0 };
+    // SAFETY: a table from amrq_table_new, a NUL-terminated name, a writable id.
+    let st = unsafe { amrq_table_call(t, c"one".as_ptr(), answer_one, null_mut(), &mut id) };
+    assert_eq!((st, id.id), (AmrqStatus::Ok, AMRQ_CALL_IDS));
+    let mut am = null_mut();
+    // SAFETY: the table, given once; a writable out pointer.
+    let st = unsafe { amrq_init_abi(t, 1, &mut am, AMRQ_ABI) };
+    assert_eq!(st, AmrqStatus::Ok, "{}", last_error());
+    // SAFETY: every call below: `am` came from amrq_init and is finalized last; the
+    // pointers are null or point to what they say; each pending call is used once.
+    unsafe {
+        let mut p = null_mut();
+        // A request handler's id where a call handler's is expected.
+        let wrong = AmrqCallHandler {
+            id: AMRQ_REQUEST_IDS,
+        };
+        assert_eq!(
+            amrq_call(am, 0, wrong, null(), 0, &mut p),
+            AmrqStatus::Argument
+        );
+        assert!(
+            last_error().contains("a request handler's id"),
+            "{}",
+            last_error()
+        );
+        // Eight args: one word names the call.
+        let eight = [0u64; 8];
+        assert_eq!(
+            amrq_call(am, 0, id, eight.as_ptr(), 8, &mut p),
+            AmrqStatus::Argument
+        );
+        assert!(last_error().contains("at most 7"), "{}", last_error());
+        assert_eq!(
+            amrq_call(am, -1, id, null(), 0, &mut p),
+            AmrqStatus::Argument
+        );
+        assert_eq!(amrq_call_wait(null_mut(), null_mut()), AmrqStatus::Argument);
+        assert_eq!(amrq_call_forget(null_mut()), AmrqStatus::Argument);
+        let mut ready = -1;
+        assert_eq!(amrq_call_test(null(), &mut ready), AmrqStatus::Argument);
+        // A good one, tested, then waited for.
+        assert_eq!(amrq_call(am, 0, id, null(), 0, &mut p), AmrqStatus::Ok);
+        assert_eq!(amrq_call_test(p, &mut ready), AmrqStatus::Ok);
+        assert!(ready == 0 || ready == 1);
+        let mut answer = 0;
+        assert_eq!(amrq_call_wait(p, &mut answer), AmrqStatus::Ok);
+        assert_eq!(answer, 1);
+        assert_eq!(amrq_finalize(am), AmrqStatus::Ok);
+    }
+}
