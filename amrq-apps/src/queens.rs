@@ -21,7 +21,7 @@
 //! with a fault fails.
 
 use crate::AppError;
-use amrq::am::{Am, HandlerTable, Msg, RequestHandler};
+use amrq::am::{Am, Args, Handler, HandlerTable};
 use amrq::Setup;
 use amrq_bench::report::{Figure, Outcome};
 use std::cell::{Cell, RefCell};
@@ -136,9 +136,8 @@ impl State {
     }
 
     /// The `spawn` inlet: queues the task if its board can be.
-    fn spawned(&self, m: &Msg<'_>) -> Result<(), amrq::am::AmError> {
-        let (parent, row) = (m.arg(0)?, m.arg(1)?);
-        let masks = [m.arg(2)?, m.arg(3)?, m.arg(4)?];
+    fn spawned(&self, (parent, row, c, l, r): Spawn) -> Result<(), amrq::am::AmError> {
+        let masks = [c, l, r];
         let (n, all) = (self.n.get(), (1u64 << self.n.get()) - 1);
         let parent_ok = parent == ROOT || parent >> 32 < self.ranks.get();
         if row > u64::from(n) || masks.iter().any(|&m| m & !all != 0) || !parent_ok {
@@ -158,8 +157,7 @@ impl State {
 
     /// The `result` inlet: adds the count to its frame, and when that was the frame's
     /// last child, frees the frame and queues its own result.
-    fn answered(&self, m: &Msg<'_>) -> Result<(), amrq::am::AmError> {
-        let (slot, count) = (m.arg(0)?, m.arg(1)?);
+    fn answered(&self, (slot, count): (u64, u64)) -> Result<(), amrq::am::AmError> {
         let mut frames = self.frames.borrow_mut();
         let Some(f) = frames.get_mut(slot as usize).filter(|f| f.pending > 0) else {
             self.fault();
@@ -195,22 +193,25 @@ impl State {
     }
 }
 
+/// A spawn: the parent frame, the row, and the board's column and diagonal masks.
+type Spawn = (u64, u64, u64, u64, u64);
+
 /// The three handlers.
 #[derive(Clone, Copy)]
 struct Inlets {
-    spawn: RequestHandler,
-    result: RequestHandler,
-    done: RequestHandler,
+    spawn: Handler<Spawn>,
+    result: Handler<(u64, u64)>, // (frame slot, count)
+    done: Handler<u64>,          // the total
 }
 
 /// The handler table of a search, and its handlers.
 fn table() -> (HandlerTable<State>, Inlets) {
     let mut t = HandlerTable::<State>::new();
     let inlets = Inlets {
-        spawn: t.request("queens_spawn", |st, _ctx, m| st.spawned(&m)),
-        result: t.request("queens_result", |st, _ctx, m| st.answered(&m)),
-        done: t.request("queens_done", |st, _ctx, m| {
-            st.done.set(Some(m.arg(0)?));
+        spawn: t.handler("queens_spawn", |st, _ctx, spawn| st.spawned(spawn)),
+        result: t.handler("queens_result", |st, _ctx, answer| st.answered(answer)),
+        done: t.handler("queens_done", |st, _ctx, total| {
+            st.done.set(Some(total));
             Ok(())
         }),
     };
@@ -244,8 +245,8 @@ impl Searcher<'_> {
         self.work.set(w);
     }
 
-    fn send(&self, to: usize, h: RequestHandler, args: &[u64]) -> Result<(), AppError> {
-        self.am.request(to, h, args)?;
+    fn send<A: Args>(&self, to: usize, h: Handler<A>, args: A) -> Result<(), AppError> {
+        self.am.send(to, h, args)?;
         self.note(|w| w.sent += 1);
         Ok(())
     }
@@ -254,10 +255,10 @@ impl Searcher<'_> {
     fn answer(&self, parent: u64, count: u64) -> Result<(), AppError> {
         if parent != ROOT {
             let (rank, slot) = ((parent >> 32) as usize, parent & u64::from(u32::MAX));
-            return self.send(rank, self.inlets.result, &[slot, count]);
+            return self.send(rank, self.inlets.result, (slot, count));
         }
         for rank in 0..self.am.size() {
-            self.send(rank, self.inlets.done, &[count])?;
+            self.send(rank, self.inlets.done, count)?;
         }
         Ok(())
     }
@@ -285,14 +286,14 @@ impl Searcher<'_> {
             let b = t.board.place(bit, all);
             let to = self.next.get();
             self.next.set((to + 1) % self.am.size());
-            let args = [
+            let spawn = (
                 me,
-                u64::from(b.row),
+                b.row.into(),
                 b.cols.into(),
                 b.left.into(),
                 b.right.into(),
-            ];
-            self.send(to, self.inlets.spawn, &args)?;
+            );
+            self.send(to, self.inlets.spawn, spawn)?;
         }
         Ok(())
     }
@@ -457,15 +458,15 @@ mod tests {
                 let (t, inlets) = table();
                 let am = setup.start(t, State::new(8, 1))?;
                 let bad_spawns = [
-                    [ROOT, 9, 0, 0, 0],      // row past the board
-                    [ROOT, 1, 1 << 8, 0, 0], // a column off the board
-                    [7 << 32, 1, 1, 2, 0],   // rank 7 of 1
+                    (ROOT, 9, 0, 0, 0),      // row past the board
+                    (ROOT, 1, 1 << 8, 0, 0), // a column off the board
+                    (7 << 32, 1, 1, 2, 0),   // rank 7 of 1
                 ];
-                for args in bad_spawns {
-                    am.request(0, inlets.spawn, &args)?;
+                for spawn in bad_spawns {
+                    am.send(0, inlets.spawn, spawn)?;
                 }
-                am.request(0, inlets.result, &[3, 1])?; // no frame 3
-                am.request(0, inlets.spawn, &[ROOT, 1, 1, 2, 0])?;
+                am.send(0, inlets.result, (3, 1))?; // no frame 3
+                am.send(0, inlets.spawn, (ROOT, 1, 1, 2, 0))?;
                 am.wait_until(|st| st.faults.get() + st.tasks.borrow().len() as u64 == 5)?;
                 let st = am.state();
                 let (tasks, finished) = (st.tasks.borrow().len(), st.finished.borrow().len());

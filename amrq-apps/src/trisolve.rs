@@ -21,7 +21,7 @@
 
 use crate::matrix::Lower;
 use crate::AppError;
-use amrq::am::{Am, HandlerTable, RequestHandler};
+use amrq::am::{Am, Handler, HandlerTable};
 use amrq::conduit::ReceivedFrame;
 use amrq::rq::{Kind, QueueId};
 use amrq::util::Backoff;
@@ -197,17 +197,18 @@ struct Shared {
 struct Rank<'a> {
     am: &'a Am<State>,
     q: Queues,
-    h: RequestHandler,
+    /// x of a global row: (row, x).
+    h: Handler<(u64, f64)>,
     shared: Arc<Shared>,
 }
 
 impl Rank<'_> {
     /// Sends x of global row `j` to `dest` by `mode`'s means, serving meanwhile.
     fn send(&self, mode: Mode, dest: usize, j: usize, x: f64) -> Result<(), AppError> {
-        let args = [j as u64, x.to_bits()];
         if mode == Mode::Handlers {
-            return Ok(self.am.request(dest, self.h, &args)?);
+            return Ok(self.am.send(dest, self.h, (j as u64, x))?);
         }
+        let args = [j as u64, x.to_bits()];
         let q = match mode {
             Mode::Inlined => self.q.poll,
             _ => self.q.interrupt,
@@ -386,11 +387,10 @@ pub fn rank_main(
 ) -> Result<Option<Outcome>, AppError> {
     let (me, p) = (setup.rank(), setup.size());
     let mut t = HandlerTable::<State>::new();
-    let h = t.request("trisolve_value", |st, _ctx, m| {
-        let (k, bits) = (m.arg(0)?, m.arg(1)?);
+    let h = t.handler("trisolve_value", |st, _ctx, (k, x): (u64, f64)| {
         let plan = st.plan.borrow();
         if let (Some(plan), Some(s)) = (plan.as_ref(), st.solver.borrow_mut().as_mut()) {
-            s.apply(plan, k, f64::from_bits(bits));
+            s.apply(plan, k, x);
         }
         Ok(())
     });

@@ -8,13 +8,13 @@ fn main() {
     cfg.run(|setup| {
         // Every rank registers the same handlers, in the same order.
         let mut handlers = HandlerTable::new();
-        let hello = handlers.request("hello", |heard: &Cell<usize>, _ctx, m| {
-            println!("hello from rank {} of {}", m.source(), m.arg(0)?);
+        let hello = handlers.handler("hello", |heard: &Cell<usize>, ctx, size: usize| {
+            println!("hello from rank {} of {size}", ctx.source());
             heard.set(heard.get() + 1);
             Ok(())
         });
         let job = setup.start(handlers, Cell::new(0))?;
-        job.request(0, hello, &[job.size() as u64])?; // a Short request: 0 to 8 u64 args
+        job.send(0, hello, job.size())?; // typed args: up to 8 words
         if job.rank() == 0 {
             job.wait_until(|heard| heard.get() == job.size())?; // polls: runs handlers
         }

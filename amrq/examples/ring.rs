@@ -25,11 +25,11 @@ fn main() {
     cfg.ranks.set_default(2);
     cfg.run(|setup| {
         let mut handlers = HandlerTable::new();
-        let next = handlers.request("next", |s: &Ring, _ctx, m| {
+        let next = handlers.handler("next", |s: &Ring, _ctx, i: u64| {
             let k = s.received.get() + 1;
-            if m.arg(0)? != k {
+            if i != k {
                 // The sender's next wait returns this as `AmError::RequestFailed`.
-                return Err(format!("message {} arrived as number {k}", m.arg(0)?).into());
+                return Err(format!("message {i} arrived as number {k}").into());
             }
             s.received.set(k);
             Ok(())
@@ -42,7 +42,7 @@ fn main() {
         job.barrier()?;
         let t = Instant::now();
         for i in 1..=messages {
-            job.request((me + 1) % n, next, &[i])?; // waits (polling) while the ring is full
+            job.send((me + 1) % n, next, i)?; // waits (polling) while the ring is full
         }
         job.wait_until(|s| s.received.get() == messages)?;
         let rate = messages as f64 / t.elapsed().as_secs_f64();

@@ -1,6 +1,6 @@
-//! Active Messages: rank 0 sends requests to rank 1, each carrying two numbers; rank
-//! 1's handler adds them to its running sum and replies with the sum so far; rank 0
-//! waits for every reply and prints the last, the sum of all.
+//! Calls: rank 0 asks rank 1 to add pairs of numbers to its running sum, with 256
+//! calls in flight; each answer is the sum so far; rank 0 checks them and prints the
+//! last, the sum of all.
 //!
 //! ```text
 //! cargo run --release --example sum             # 2 ranks: processes of this host
@@ -11,49 +11,38 @@
 
 use amrq::prelude::*;
 use std::cell::Cell;
-
-/// What the handlers see on each rank.
-struct Sum {
-    /// Rank 1: the running sum. Rank 0: the sum the last reply carried.
-    sum: Cell<u64>,
-    /// Rank 0: replies received.
-    replies: Cell<u64>,
-    /// The reply handler, for the request handler to answer with.
-    done: ReplyHandler,
-}
+use std::collections::VecDeque;
 
 const REQUESTS: u64 = 100_000;
+/// Calls in flight at once.
+const WINDOW: usize = 256;
 
 fn main() {
     let mut cfg = amrq::Config::new();
     cfg.ranks.set_default(2);
     cfg.run(|setup| {
-        // The same handlers, in the same order, on every rank.
+        // The same handlers, in the same order, on every rank; the state is the sum.
         let mut handlers = HandlerTable::new();
-        let done = handlers.reply("done", |s: &Sum, m| {
-            s.sum.set(m.arg(0)?);
-            s.replies.set(s.replies.get() + 1);
-            Ok(())
+        let add = handlers.call("add", |sum: &Cell<u64>, _ctx, (a, b): (u64, u64)| {
+            sum.set(sum.get() + a + b);
+            Ok(sum.get()) // the answer: the sum so far
         });
-        let add = handlers.request("add", |s: &Sum, ctx, m| {
-            s.sum.set(s.sum.get() + m.arg(0)? + m.arg(1)?);
-            ctx.reply(s.done, &[s.sum.get()])
-        });
-        let state = Sum {
-            sum: Cell::new(0),
-            replies: Cell::new(0),
-            done,
-        };
-        let job = setup.start(handlers, state)?;
+        let job = setup.start(handlers, Cell::new(0))?;
         if job.size() < 2 {
             return Err("sum needs 2 ranks or more".into());
         }
         if job.rank() == 0 {
+            let mut pending: VecDeque<Pending<u64, _>> = VecDeque::with_capacity(WINDOW);
+            let mut sum = 0;
             for i in 0..REQUESTS {
-                job.request(1, add, &[i, 2 * i])?;
+                if pending.len() == WINDOW {
+                    sum = pending.pop_front().expect("a full window").wait()?;
+                }
+                pending.push_back(job.call(1, add, (i, 2 * i))?);
             }
-            job.wait_until(|s| s.replies.get() == REQUESTS)?;
-            let sum = job.state().sum.get();
+            for p in pending {
+                sum = p.wait()?; // answers come in the order the calls were made
+            }
             let expected = 3 * REQUESTS * (REQUESTS - 1) / 2;
             if sum != expected {
                 return Err(format!("sum {sum}, expected {expected}").into());

@@ -117,7 +117,10 @@ pub mod config;
 /// The names most programs need.
 #[cfg(not(amrq_loom))]
 pub mod prelude {
-    pub use crate::am::{Am, AmError, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
+    pub use crate::am::{
+        Am, AmError, Call, Handler, HandlerTable, Msg, Pending, ReplyHandler, ReqCtx,
+        RequestHandler,
+    };
     pub use crate::conduit::Rank;
     pub use crate::rq::{QueueId, Rq, RqError};
     pub use crate::{Config, Job, Setup};
