@@ -133,3 +133,47 @@ fn a_long_payload_is_copied_out_and_a_medium_one_lent_as_processes() {
     );
     marker::all_ran(&token, 2);
 }
+
+/// Plain-data payloads: a Medium one of `f64`s lent in place, a Long one copied out,
+/// values wider than the payload's alignment copied, and a length that is not a whole
+/// number of values the sender's fault.
+#[test]
+fn plain_data_payloads_are_lent_when_held_and_copied_otherwise() {
+    type Seen = RefCell<Vec<(bool, Vec<u128>)>>;
+    let out = Config::new().threads(1, |setup| -> amrq::Result<()> {
+        let mut t = HandlerTable::new();
+        let as_f64 = t.request("f64s", |s: &Seen, _ctx, m| {
+            let v = m.payload_as::<f64>()?;
+            let lent = matches!(v, Cow::Borrowed(_));
+            s.borrow_mut()
+                .push((lent, v.iter().map(|&x| x as u128).collect()));
+            Ok(())
+        });
+        let as_u128 = t.request("u128s", |s: &Seen, _ctx, m| {
+            let v = m.payload_as::<u128>()?;
+            s.borrow_mut()
+                .push((matches!(v, Cow::Borrowed(_)), v.into_owned()));
+            Ok(())
+        });
+        let am = setup.start(t, RefCell::new(Vec::new()))?;
+        let xs = [1.0f64, 2.0, 3.0];
+        am.request_medium(0, as_f64, &[], bytemuck::cast_slice(&xs))?;
+        am.request_long(0, as_f64, &[], bytemuck::cast_slice(&xs), 64)?;
+        am.request_medium(0, as_u128, &[1], bytemuck::cast_slice(&[7u128, 8]))?;
+        am.wait_until(|s| s.borrow().len() == 3)?;
+        let seen = am.state().borrow().clone();
+        assert_eq!(seen[0], (true, vec![1, 2, 3]), "a Medium payload is lent");
+        assert_eq!(seen[1], (false, vec![1, 2, 3]), "a Long payload is copied");
+        assert_eq!(seen[2].1, vec![7, 8]);
+        am.request_medium(0, as_u128, &[], &[0u8; 24])?;
+        let Err(AmError::RequestFailed(f)) = am.wait_until(|_| false) else {
+            panic!("24 bytes are not whole u128s")
+        };
+        assert_eq!(
+            f.reason,
+            amrq::conduit::FaultKind::BadPayload { len: 24, size: 16 }
+        );
+        Ok(())
+    });
+    assert!(out.is_ok(), "{}", out.unwrap_err().chain());
+}

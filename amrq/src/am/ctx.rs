@@ -258,6 +258,87 @@ impl<'a> Msg<'a> {
         unsafe { PayloadView::from_raw(self.payload, self.len, self.in_segment != 0) }
     }
 
+    /// The payload as plain-data values (`T: bytemuck::Pod`, every bit pattern valid):
+    /// lent in place when it is held (Medium) and aligned for `T`, else copied (Long,
+    /// which peers may write, or misaligned). [`AmError::BadPayload`], the sender's
+    /// fault, if its length is not a whole number of `T`s. Send one with
+    /// `bytemuck::cast_slice`; [`Msg::payload_into`] reads one without allocating.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let mut t = HandlerTable::new();
+    ///     let sum = t.request("sum", |s: &Cell<f64>, _ctx, m| {
+    ///         s.set(m.payload_as::<f64>()?.iter().sum());
+    ///         Ok(())
+    ///     });
+    ///     let am = setup.start(t, Cell::new(0.0))?;
+    ///     let xs = [1.5f64, 2.5, 3.0];
+    ///     am.request_medium(0, sum, &[], bytemuck::cast_slice(&xs))?; // lent in place
+    ///     am.wait_until(|s| s.get() == 7.0)?;
+    ///     am.request_medium(0, sum, &[], &[0u8; 5])?; // 5 bytes: not whole f64s
+    ///     let Err(AmError::RequestFailed(f)) = am.wait_until(|_| false) else { unreachable!() };
+    ///     assert!(f.to_string().contains("5 bytes"), "{f}");
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn payload_as<T: bytemuck::Pod>(&self) -> Result<Cow<'a, [T]>, AmError> {
+        let p = self.payload_in_place();
+        let n = self.whole::<T>()?;
+        if let Some(held) = p.held() {
+            if let Ok(values) = bytemuck::try_cast_slice(held) {
+                return Ok(Cow::Borrowed(values));
+            }
+        }
+        let mut values = vec![T::zeroed(); n];
+        p.copy_to(bytemuck::cast_slice_mut(&mut values));
+        Ok(Cow::Owned(values))
+    }
+
+    /// Copies the payload's first values into `dst`, as plain-data values; returns how
+    /// many (the fewer of the payload's and `dst`'s). No allocation. As
+    /// [`Msg::payload_as`] for a length that is not a whole number of `T`s.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let mut t = HandlerTable::new();
+    ///     let head = t.request("head", |s: &Cell<u32>, _ctx, m| {
+    ///         let mut two = [0u32; 2];
+    ///         let n = m.payload_into(&mut two)?; // copied out of the segment
+    ///         s.set(two[..n].iter().sum());
+    ///         Ok(())
+    ///     });
+    ///     let am = setup.start(t, Cell::new(0))?;
+    ///     am.request_long(0, head, &[], bytemuck::cast_slice(&[4u32, 5, 6]), 0)?;
+    ///     Ok(am.wait_until(|s| s.get() == 9)?)
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn payload_into<T: bytemuck::Pod>(&self, dst: &mut [T]) -> Result<usize, AmError> {
+        let n = self.whole::<T>()?.min(dst.len());
+        let bytes = n * size_of::<T>();
+        self.payload_in_place()
+            .copy_to(&mut bytemuck::cast_slice_mut(dst)[..bytes]);
+        Ok(n)
+    }
+
+    /// How many `T`s the payload holds; the sender's fault if not a whole number.
+    fn whole<T>(&self) -> Result<usize, AmError> {
+        let size = size_of::<T>().max(1);
+        match self.len % size {
+            0 => Ok(self.len / size),
+            _ => Err(AmError::BadPayload {
+                source_rank: self.source,
+                len: self.len,
+                size,
+            }),
+        }
+    }
+
     /// The payload's length in bytes (0 for Short), read without touching it.
     ///
     /// ```

@@ -94,6 +94,18 @@ pub enum AmError {
         /// The word.
         index: usize,
     },
+    /// A payload read as plain-data values ([`Msg::payload_as`](super::Msg::payload_as))
+    /// whose length is not a whole number of them. Returned by a handler, it is recorded
+    /// as the sender's fault.
+    #[error("rank {source_rank} sent a payload of {len} bytes, not a whole number of {size}-byte values")]
+    BadPayload {
+        /// The sender.
+        source_rank: Rank,
+        /// The payload's bytes.
+        len: usize,
+        /// The size of the values asked for.
+        size: usize,
+    },
     /// A barrier needs a rank that has returned from its main, which enters no barrier
     /// any more.
     #[error("rank {rank} has returned from its main, so this barrier can never complete: every rank must reach the same barriers before it returns")]
@@ -229,6 +241,11 @@ impl AmError {
             AmError::BadArg { source_rank, index } => {
                 Some((source_rank, FaultKind::BadArg { index }))
             }
+            AmError::BadPayload {
+                source_rank,
+                len,
+                size,
+            } => Some((source_rank, FaultKind::BadPayload { len, size })),
             _ => None,
         }
     }

@@ -89,6 +89,7 @@ fn encode(reason: &FaultKind) -> (u64, [u64; 2], &str) {
         FaultKind::MissingArg { index, nargs } => (3, [*index as u64, *nargs as u64], ""),
         FaultKind::HandlerFailed { error } => (4, [0; 2], error),
         FaultKind::BadArg { index } => (6, [*index as u64, 0], ""),
+        FaultKind::BadPayload { len, size } => (7, [*len as u64, *size as u64], ""),
         other => (5, [0; 2], short_text(other)),
     }
 }
@@ -177,6 +178,10 @@ impl<S, C: Conduit> Am<S, C> {
             },
             4 | 5 => FaultKind::HandlerFailed { error: text() },
             6 => FaultKind::BadArg { index: a as usize },
+            7 => FaultKind::BadPayload {
+                len: a as usize,
+                size: b as usize,
+            },
             _ => {
                 return Err(AmError::BadRuntimeMessage {
                     source_rank: msg.source(),

@@ -85,6 +85,14 @@ pub enum FaultKind {
         /// The word.
         index: usize,
     },
+    /// A payload that is not a whole number of the values a handler reads it as.
+    #[error("a payload of {len} bytes, not a whole number of {size}-byte values")]
+    BadPayload {
+        /// The payload's bytes.
+        len: usize,
+        /// The size of the values.
+        size: usize,
+    },
     /// A request handler returned an error (its text; the handler's name is the
     /// sender's to look up, as both ranks hold the same table).
     #[error("the handler returned an error: {error}")]
