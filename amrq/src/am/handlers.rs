@@ -149,7 +149,9 @@ pub(crate) type RawReply<S, C> = RawRequest<S, C>;
 
 /// What a handler captures, owned by the table: a closure that captures nothing (the
 /// usual handler) is zero-sized, and its call reads nothing here; any other is boxed
-/// once, at registration, and its call reads it through the box's pointer.
+/// once, at registration, and its call reads it through the box's pointer. Handlers run
+/// by another thread would need `Send + Sync` on the registered closure and on this
+/// box's `dyn Any`, and on the state: bounds, not a new layout.
 pub(crate) struct Captures(Box<dyn std::any::Any>);
 
 impl Captures {
