@@ -236,3 +236,38 @@ fn a_target_that_left_ends_the_wait() {
     });
     assert!(out.is_ok(), "{}", out.unwrap_err().chain());
 }
+
+#[test]
+fn a_pending_used_after_it_completed_panics_and_takes_nothing() {
+    let out = Config::new().threads(1, |setup| -> amrq::Result<()> {
+        let mut t = HandlerTable::new();
+        let id = t.call("id", |_s: &(), _ctx, x: u64| Ok(x));
+        let am = setup.start(t, ())?;
+        let mut p = am.call(0, id, 1)?;
+        assert_eq!(pollster::block_on(&mut p)?, 1);
+        let later = am.call(0, id, 2)?; // may reuse the slot p had
+        let used = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.is_ready()));
+        assert!(used.is_err(), "a completed Pending must not look at another call");
+        drop(p);
+        assert_eq!(later.wait()?, 2, "the later call's answer is its own");
+        assert_eq!(am.calls_in_flight(), 0);
+        Ok(())
+    });
+    assert!(out.is_ok(), "{}", out.unwrap_err().chain());
+}
+
+#[test]
+fn one_name_registered_as_a_call_and_as_a_request_is_a_table_mismatch() {
+    let out = Config::new().threads(2, |setup| -> amrq::Result<()> {
+        let mut t = HandlerTable::<()>::new();
+        match setup.rank() {
+            0 => drop(t.call("x", |_s, _ctx, (): ()| Ok(0u8))),
+            _ => drop(t.handler("x", |_s, _ctx, (): ()| Ok(()))),
+        }
+        match setup.start(t, ()) {
+            Err(amrq::Error::Am(AmError::HandlerTableMismatch { .. })) => Ok(()),
+            other => panic!("{other:?}"),
+        }
+    });
+    assert!(out.is_ok(), "{}", out.unwrap_err().chain());
+}

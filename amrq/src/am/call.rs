@@ -11,7 +11,7 @@
 
 use super::args::{after_first, Args};
 use super::error::Stop;
-use super::handlers::{Captures, FIRST_USER_TAG};
+use super::handlers::{Captures, Mark, FIRST_USER_TAG};
 use super::pending::Pending;
 use super::{Am, AmError, HandlerTable, ReqCtx};
 use crate::conduit::ring::MAX_ARGS;
@@ -154,7 +154,9 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     /// (the caller's rank, this rank's segment) and its args decoded as an `A`, and
     /// returns the answer, an `R`, or an error. Both fit [`CALL_ARGS`] words. Its
     /// caller gets the answer from the [`Pending`] of [`Am::call`], or the error as
-    /// [`AmError::RequestFailed`] naming this rank, this handler and the reason.
+    /// [`AmError::RequestFailed`] naming this rank, this handler and the reason. The
+    /// context may also reply, as a request handler's does: that reply goes to its
+    /// reply handler, and the answer still comes.
     ///
     /// # Panics
     /// If the table already holds 65535 handlers.
@@ -203,7 +205,8 @@ impl<S, C: Conduit> HandlerTable<S, C> {
             )
         };
         Call {
-            tag: self.add_request(name, f, serve_call::<S, C, A, R, F>),
+            // SAFETY: `serve_call::<.., F>` reads its captures as an `F`.
+            tag: unsafe { self.add_request(name, f, Mark::Call, serve_call::<S, C, A, R, F>) },
             types: PhantomData,
         }
     }

@@ -99,6 +99,17 @@ impl ReplyHandler {
     }
 }
 
+/// What kind of handler a name was registered as, for the fingerprint: ranks that
+/// register one name as different kinds (a call here, a plain request there) have
+/// different tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mark {
+    Request = b'Q' as isize,
+    Reply = b'P' as isize,
+    Typed = b'T' as isize,
+    Call = b'C' as isize,
+}
+
 /// What kind of handler a tag names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -121,6 +132,8 @@ pub(crate) enum Kind {
 /// ```
 pub struct HandlerTable<S, C: Conduit = MemConduit> {
     names: Vec<std::borrow::Cow<'static, str>>,
+    /// Each handler's kind as the fingerprint hashes it ([`Mark`]).
+    marks: Vec<Mark>,
     /// Request handlers indexed by tag (the runtime's tags, reply handlers' and unused
     /// tags are `None`): one entry per possible tag, so dispatch is one load and no
     /// bounds check, whatever a peer sent. (The 512 KiB are allocated zeroed: only the
@@ -174,6 +187,7 @@ impl Captures {
             return unsafe { std::ptr::NonNull::<F>::dangling().as_ref() };
         }
         let boxed: &dyn std::any::Any = &*table.captures[usize::from(tag - FIRST_USER_TAG)].0;
+        debug_assert!(boxed.is::<F>(), "a handler's captures read as another type");
         // SAFETY: the caller says the box holds an `F` (made by `of`), which the
         // table owns as long as it is borrowed.
         unsafe { &*std::ptr::from_ref(boxed).cast::<F>() }
@@ -271,6 +285,7 @@ impl<S, C: Conduit> HandlerTable<S, C> {
         replies[usize::from(super::call::TAG_CALL_DONE)] = Some(super::call::land_answer as _);
         Self {
             names: Vec::new(),
+            marks: Vec::new(),
             requests: empty_table(),
             replies,
             captures: Vec::new(),
@@ -304,22 +319,32 @@ impl<S, C: Conduit> HandlerTable<S, C> {
 
     /// Names the next tag `name` and gives it `f`'s captures; its call is the
     /// caller's to set.
-    fn add<F: 'static>(&mut self, name: impl Into<std::borrow::Cow<'static, str>>, f: F) -> u16 {
+    fn add<F: 'static>(
+        &mut self,
+        name: impl Into<std::borrow::Cow<'static, str>>,
+        f: F,
+        mark: Mark,
+    ) -> u16 {
         let tag = self.names.len() + usize::from(FIRST_USER_TAG);
         let tag = u16::try_from(tag).expect("a handler table holds at most 65535 handlers");
         self.names.push(name.into());
+        self.marks.push(mark);
         self.captures.push(Captures::of(f));
         tag
     }
 
     /// Registers a request handler made of `f` and `raw`, the call made for it.
-    pub(super) fn add_request<F: 'static>(
+    ///
+    /// # Safety
+    /// `raw` reads its captures as an `F` ([`Captures::handler`]).
+    pub(super) unsafe fn add_request<F: 'static>(
         &mut self,
         name: impl Into<std::borrow::Cow<'static, str>>,
         f: F,
+        mark: Mark,
         raw: RawRequest<S, C>,
     ) -> u16 {
-        let tag = self.add(name, f);
+        let tag = self.add(name, f, mark);
         self.requests[usize::from(tag)] = Some(raw);
         tag
     }
@@ -362,7 +387,7 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     where
         F: for<'a> Fn(&'a S, ReqCtx<'a, S, C>, Msg<'a>) -> Result<(), AmError> + 'static,
     {
-        let tag = self.add(name, f);
+        let tag = self.add(name, f, Mark::Request);
         self.requests[usize::from(tag)] = Some(call_request::<S, C, F>);
         RequestHandler(tag)
     }
@@ -396,7 +421,7 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     where
         F: for<'a> Fn(&'a S, Msg<'a>) -> Result<(), AmError> + 'static,
     {
-        let tag = self.add(name, f);
+        let tag = self.add(name, f, Mark::Reply);
         self.replies[usize::from(tag)] = Some(call_reply::<S, C, F>);
         ReplyHandler(tag)
     }
@@ -418,12 +443,8 @@ impl<S, C: Conduit> HandlerTable<S, C> {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         };
-        for (i, name) in self.names.iter().enumerate() {
-            let tag = (i + usize::from(FIRST_USER_TAG)) as u16; // `next_tag` bounds it
-            eat(match self.kind(tag) {
-                Some(Kind::Request) => b'Q',
-                _ => b'P',
-            });
+        for (name, &mark) in self.names.iter().zip(&self.marks) {
+            eat(mark as u8);
             name.bytes().for_each(&mut eat);
             eat(0);
         }

@@ -84,6 +84,9 @@ impl CallTable {
     }
 }
 
+/// An answer as it landed: its length, its words, and the rank that sent it.
+type Words = (usize, [u64; MAX_ARGS - 1], Rank);
+
 /// The caller's table of calls in flight, with an intrusive free list.
 #[derive(Debug)]
 pub(super) struct Calls {
@@ -151,6 +154,7 @@ impl Calls {
     fn free(&mut self, slot: u32) {
         let free = self.free;
         let s = self.slot(slot);
+        debug_assert!(s.phase != Phase::Free, "a call's slot freed twice");
         (s.phase, s.next_free) = (Phase::Free, free);
         self.free = slot;
     }
@@ -215,58 +219,58 @@ impl Calls {
         Ok(())
     }
 
+    /// The slot of `id`, a call whose `Pending` has not been taken (the callers
+    /// check: a slot is reused only once its `Pending` is taken or dropped).
+    #[inline(always)]
+    fn of(&mut self, id: CallId) -> &mut Slot {
+        let s = self.slot(id.slot);
+        debug_assert_eq!(
+            s.generation, id.generation,
+            "a Pending used after it completed"
+        );
+        s
+    }
+
     /// True once `id` is answered or failed.
     #[inline(always)]
     fn done(&mut self, id: CallId) -> bool {
-        matches!(self.slot(id.slot).phase, Phase::Answered | Phase::Failed)
+        matches!(self.of(id).phase, Phase::Answered | Phase::Failed)
     }
 
-    /// Takes `id`'s answer as an `R` and frees its slot, if it is answered and the
-    /// answer decodes; else leaves the slot as it is.
+    /// `id`'s answer as words, if it is answered (then its slot is free). The words
+    /// are decoded outside the table: decoding is the program's code ([`Args`]).
     #[inline(always)]
-    fn take_answer<R: Args>(&mut self, id: CallId) -> Option<R> {
-        let s = self.slot(id.slot);
+    fn take_words(&mut self, id: CallId) -> Option<Words> {
+        let s = self.of(id);
         if s.phase != Phase::Answered {
             return None;
         }
-        let r = R::from_words(&s.words[..usize::from(s.len)]).ok()?;
+        let words = (usize::from(s.len), s.words, s.target);
         self.free(id.slot);
-        Some(r)
+        Some(words)
     }
 
-    /// Takes `id`'s outcome as an `R` and frees its slot, if it is done.
-    fn take<R: Args>(&mut self, id: CallId) -> Option<Result<R, AmError>> {
-        let s = self.slot(id.slot);
+    /// `id`'s outcome, if it is done (then its slot is free).
+    fn take(&mut self, id: CallId) -> Option<Result<Words, Box<RequestFailure>>> {
+        let s = self.of(id);
         let outcome = match s.phase {
-            Phase::Answered => {
-                let len = usize::from(s.len);
-                R::from_words(&s.words[..len]).map_err(|e| e.of(s.target, len))
-            }
-            Phase::Failed => Err(Self::failure(s)),
+            Phase::Answered => Ok((usize::from(s.len), s.words, s.target)),
+            Phase::Failed => Err(s.failure.take().expect("a failed call holds its failure")),
             _ => return None,
         };
         self.free(id.slot);
         Some(outcome)
     }
 
-    /// A failed slot's failure.
-    #[cold]
-    fn failure(s: &mut Slot) -> AmError {
-        match s.failure.take() {
-            Some(f) => AmError::RequestFailed(f),
-            None => unreachable!("a call is taken once it is done"),
-        }
-    }
-
-    /// `id`'s `Pending` is dropped: freed if its outcome is in, else freed when it
-    /// comes.
-    fn abandon(&mut self, id: CallId) {
-        match self.done(id) {
+    /// `id`'s `Pending` is dropped: freed if its outcome is in or `gone` (its target
+    /// left: no answer can come), else freed when the answer comes.
+    fn abandon(&mut self, id: CallId, gone: bool) {
+        match gone || self.done(id) {
             true => {
-                self.slot(id.slot).failure = None;
+                self.of(id).failure = None;
                 self.close(id)
             }
-            false => self.slot(id.slot).phase = Phase::Abandoned,
+            false => self.of(id).phase = Phase::Abandoned,
         }
     }
 
@@ -288,7 +292,8 @@ impl Calls {
 ///
 /// **Dropping** a `Pending` before its answer does not cancel the call: the handler
 /// still runs at the target, and its answer (or failure) is discarded when it arrives,
-/// freeing the call's slot. Nothing is reported.
+/// freeing the call's slot (at once if the target has left the job). Nothing is
+/// reported.
 ///
 /// ```
 /// use amrq::prelude::*;
@@ -341,7 +346,15 @@ impl<'a, R: Args, S, C: Conduit> Pending<'a, R, S, C> {
     /// .unwrap();
     /// ```
     pub fn target(&self) -> Rank {
-        self.am.calls.with(|c| c.slot(self.id.slot).target)
+        self.live();
+        self.am.calls.with(|c| c.of(self.id).target)
+    }
+
+    /// Panics for a `Pending` whose outcome was taken (a future polled to completion,
+    /// then used again): its slot may be another call's by now.
+    #[inline(always)]
+    fn live(&self) {
+        assert!(self.id.generation != 0, "a Pending used after it completed");
     }
 
     /// True once the answer (or the failure) is in: [`Pending::wait`] then returns at
@@ -363,6 +376,7 @@ impl<'a, R: Args, S, C: Conduit> Pending<'a, R, S, C> {
     /// .unwrap();
     /// ```
     pub fn is_ready(&self) -> bool {
+        self.live();
         self.am.calls.with(|c| c.done(self.id))
     }
 
@@ -371,7 +385,12 @@ impl<'a, R: Args, S, C: Conduit> Pending<'a, R, S, C> {
     /// could not run the call (no such handler there, args that do not decode, the
     /// handler's error); [`ConduitError::PeerLeft`] if the target left the job without
     /// answering, `PeerDead` if it failed. Another request's failure that arrives
-    /// meanwhile is kept for the program's next poll or wait.
+    /// meanwhile is kept for the program's next poll or wait; any other error of a
+    /// handler this wait runs (a reply handler's own) ends it, as it ends any wait, and
+    /// the call is then given up as a dropped one is.
+    ///
+    /// # Panics
+    /// For a `Pending` whose outcome was already taken (a future polled to completion).
     ///
     /// ```
     /// use amrq::prelude::*;
@@ -386,8 +405,9 @@ impl<'a, R: Args, S, C: Conduit> Pending<'a, R, S, C> {
     /// ```
     #[inline(always)]
     pub fn wait(mut self) -> Result<R, AmError> {
+        self.live();
         match self.take_answer() {
-            Some(r) => Ok(r),
+            Some(r) => r,
             None => self.wait_slow(),
         }
     }
@@ -398,40 +418,35 @@ impl<'a, R: Args, S, C: Conduit> Pending<'a, R, S, C> {
         // With many calls in flight, the answers that have arrived land together.
         self.am.take_replies()?;
         if let Some(r) = self.take_answer() {
-            return Ok(r);
+            return r;
         }
         let (calls, id, target) = (&self.am.calls, self.id, self.target());
         if let Err(e) = self.am.wait_on(target, |_| calls.with(|c| c.done(id))) {
-            if e.conduit() == Some(&ConduitError::PeerLeft { rank: target }) {
-                self.id.generation = 0; // no answer can come any more
+            if no_answer_can_come(&e, target) {
+                self.id.generation = 0;
                 calls.with(|c| c.close(id));
             }
             return Err(e);
         }
-        match self.take_answer() {
-            Some(r) => Ok(r),
-            None => self.take().expect("done"),
-        }
+        self.take().expect("done")
     }
 
-    /// The answer, if it is in and decodes (then the call's slot is free): the fast
-    /// path, whose result fits in registers.
+    /// The answer, decoded, if it is in (then the call's slot is free): the fast path.
     #[inline(always)]
-    fn take_answer(&mut self) -> Option<R> {
-        let r = self.am.calls.with(|c| c.take_answer(self.id));
-        if r.is_some() {
-            self.id.generation = 0;
-        }
-        r
+    fn take_answer(&mut self) -> Option<Result<R, AmError>> {
+        let (len, words, target) = self.am.calls.with(|c| c.take_words(self.id))?;
+        self.id.generation = 0;
+        Some(R::from_words(&words[..len]).map_err(|e| e.of(target, len)))
     }
 
     /// The outcome, if it is in (then the call's slot is free).
     fn take(&mut self) -> Option<Result<R, AmError>> {
-        let outcome = self.am.calls.with(|c| c.take(self.id));
-        if outcome.is_some() {
-            self.id.generation = 0;
-        }
-        outcome
+        let outcome = self.am.calls.with(|c| c.take(self.id))?;
+        self.id.generation = 0;
+        Some(match outcome {
+            Ok((len, words, target)) => R::from_words(&words[..len]).map_err(|e| e.of(target, len)),
+            Err(failure) => Err(AmError::RequestFailed(failure)),
+        })
     }
 
     /// Once per [`LOOKS_PER_CHECK`] empty polls: an error if the target has failed,
@@ -458,12 +473,9 @@ impl<R: Args, S, C: Conduit> std::future::Future for Pending<'_, R, S, C> {
 
     fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        assert!(
-            this.id.generation != 0,
-            "a Pending polled after it completed"
-        );
+        this.live();
         if let Some(r) = this.take_answer() {
-            return Poll::Ready(Ok(r));
+            return Poll::Ready(r);
         }
         if let Err(e) = this.am.poll_runtime() {
             return Poll::Ready(Err(e));
@@ -489,7 +501,9 @@ impl<R: Args, S, C: Conduit> std::future::Future for Pending<'_, R, S, C> {
 impl<R, S, C: Conduit> Drop for Pending<'_, R, S, C> {
     fn drop(&mut self) {
         if self.id.generation != 0 {
-            self.am.calls.with(|c| c.abandon(self.id));
+            let target = self.am.calls.with(|c| c.of(self.id).target);
+            let gone = self.am.rq().conduit().peer_left(target);
+            self.am.calls.with(|c| c.abandon(self.id, gone));
         }
     }
 }
@@ -499,5 +513,16 @@ impl<R, S, C: Conduit> std::fmt::Debug for Pending<'_, R, S, C> {
         f.debug_struct("Pending")
             .field("id", &self.id)
             .finish_non_exhaustive()
+    }
+}
+
+/// True if `e`, ending a wait for `target`'s answer, means none can come: the target
+/// left or failed, or nothing can arrive at all.
+fn no_answer_can_come(e: &AmError, target: Rank) -> bool {
+    use ConduitError::{AllPeersLeft, PeerDead, PeerLeft};
+    match e.conduit() {
+        Some(PeerLeft { rank } | PeerDead { rank, .. }) => *rank == target,
+        Some(AllPeersLeft) => true,
+        _ => matches!(e, AmError::NothingCanArrive { .. }),
     }
 }

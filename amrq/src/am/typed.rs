@@ -3,7 +3,7 @@
 
 use super::args::Args;
 use super::error::Stop;
-use super::handlers::Captures;
+use super::handlers::{Captures, Mark};
 use super::{Am, AmError, HandlerTable, ReqCtx};
 use crate::conduit::{Conduit, Rank};
 use crate::rq::QueueId;
@@ -133,7 +133,8 @@ impl<S, C: Conduit> HandlerTable<S, C> {
     {
         const { assert!(A::WORDS <= crate::conduit::ring::MAX_ARGS) };
         Handler {
-            tag: self.add_request(name, f, call_typed::<S, C, A, F>),
+            // SAFETY: `call_typed::<.., F>` reads its captures as an `F`.
+            tag: unsafe { self.add_request(name, f, Mark::Typed, call_typed::<S, C, A, F>) },
             args: PhantomData,
         }
     }
