@@ -247,7 +247,10 @@ fn a_pending_used_after_it_completed_panics_and_takes_nothing() {
         assert_eq!(pollster::block_on(&mut p)?, 1);
         let later = am.call(0, id, 2)?; // may reuse the slot p had
         let used = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.is_ready()));
-        assert!(used.is_err(), "a completed Pending must not look at another call");
+        assert!(
+            used.is_err(),
+            "a completed Pending must not look at another call"
+        );
         drop(p);
         assert_eq!(later.wait()?, 2, "the later call's answer is its own");
         assert_eq!(am.calls_in_flight(), 0);
