@@ -36,8 +36,9 @@ fn layer_of(module: &str) -> usize {
     }
 }
 
-/// The crate root's names: each module declared in `lib.rs`, and each name it
-/// re-exports (`pub use config::Config;` makes `Config` the `config` module's).
+/// The crate root's names: each module declared in `lib.rs`, each name it re-exports
+/// (`pub use config::Config;` makes `Config` the `config` module's), and each exported
+/// macro (the module of the file that defines it).
 fn root_names(src: &Path) -> HashMap<String, String> {
     let lib = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs");
     let mut names = HashMap::new();
@@ -63,6 +64,22 @@ fn root_names(src: &Path) -> HashMap<String, String> {
                     names.insert(name.to_string(), module.clone());
                 }
             }
+        }
+    }
+    // A `#[macro_export]` macro is a root name too: the module of the file it is in.
+    for file in rust_files(src) {
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        let module = module_path(src, &file)
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        let mut exported = false;
+        for line in text.lines().map(str::trim) {
+            if let Some(name) = line.strip_prefix("macro_rules! ").filter(|_| exported) {
+                let name = name.trim_end_matches([' ', '{']);
+                names.insert(name.to_string(), module.clone());
+            }
+            exported = line == "#[macro_export]";
         }
     }
     names
