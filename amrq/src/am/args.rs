@@ -1,7 +1,7 @@
 //! Typed args: what a typed handler takes and a call answers, carried as the user words
 //! of a Short frame. A value is one word ([`Arg`]: integers, floats, `bool`, `char`,
 //! ranks), a tuple of up to eight, a `#[repr(C)]` plain-data struct declared with
-//! [`plain_args!`](crate::plain_args), or up to eight raw words ([`Words`]). What a peer
+//! [`plain_args!`](crate::plain_args), or up to seven raw words ([`Words`]). What a peer
 //! sent is checked as it is decoded: too few words, or a word out of its type's range,
 //! is the sender's fault, never a panic.
 

@@ -215,7 +215,8 @@ impl<S, C: Conduit> HandlerTable<S, C> {
 impl<S, C: Conduit> Am<S, C> {
     /// Runs call handler `call` at `dest` on `args` and returns its answer, pending:
     /// [`Pending::wait`] blocks for it (running handlers meanwhile), and a `Pending` is
-    /// a [`Future`](std::future::Future) an executor can await. Any number of calls
+    /// a [`Future`](std::future::Future) a single-threaded executor can await (it
+    /// borrows the rank: not `Send`). Any number of calls
     /// may be in flight, to any ranks. Sending waits for room as [`Am::request`] does.
     ///
     /// ```

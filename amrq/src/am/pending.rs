@@ -288,7 +288,9 @@ impl Calls {
 /// returns, so that it never parks forever under any executor: the executor polls it
 /// again at once. The cost is that a task awaiting an answer keeps its thread busy, as
 /// [`Pending::wait`] does while it spins; give the executor other tasks to run between
-/// polls, or wait where nothing else is to be done.
+/// polls, or wait where nothing else is to be done. A `Pending` borrows its rank,
+/// which one thread owns, so it is not `Send`: a single-threaded executor awaits it (a
+/// `block_on`, tokio's current-thread runtime or `LocalSet`, smol's `LocalExecutor`).
 ///
 /// **Dropping** a `Pending` before its answer does not cancel the call: the handler
 /// still runs at the target, and its answer (or failure) is discarded when it arrives,
@@ -310,6 +312,15 @@ impl Calls {
 ///     Ok(am.barrier()?)
 /// })
 /// .unwrap();
+/// ```
+///
+/// Not `Send`:
+///
+/// ```compile_fail
+/// fn needs_send<T: Send>(_: T) {}
+/// fn hand_over(p: amrq::am::Pending<'_, u64, ()>) {
+///     needs_send(p); // error: the rank's state cannot be shared between threads
+/// }
 /// ```
 #[must_use = "a call's answer is lost unless it is waited for or awaited"]
 pub struct Pending<'a, R, S, C: Conduit = crate::conduit::mem::MemConduit> {
