@@ -85,7 +85,7 @@ impl CallTable {
 }
 
 /// An answer as it landed: its length, its words, and the rank that sent it.
-type Words = (usize, [u64; MAX_ARGS - 1], Rank);
+type Landed = (usize, [u64; MAX_ARGS - 1], Rank);
 
 /// The caller's table of calls in flight, with an intrusive free list.
 #[derive(Debug)]
@@ -240,7 +240,7 @@ impl Calls {
     /// `id`'s answer as words, if it is answered (then its slot is free). The words
     /// are decoded outside the table: decoding is the program's code ([`Args`]).
     #[inline(always)]
-    fn take_words(&mut self, id: CallId) -> Option<Words> {
+    fn take_words(&mut self, id: CallId) -> Option<Landed> {
         let s = self.of(id);
         if s.phase != Phase::Answered {
             return None;
@@ -251,7 +251,7 @@ impl Calls {
     }
 
     /// `id`'s outcome, if it is done (then its slot is free).
-    fn take(&mut self, id: CallId) -> Option<Result<Words, Box<RequestFailure>>> {
+    fn take(&mut self, id: CallId) -> Option<Result<Landed, Box<RequestFailure>>> {
         let s = self.of(id);
         let outcome = match s.phase {
             Phase::Answered => Ok((usize::from(s.len), s.words, s.target)),
