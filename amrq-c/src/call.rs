@@ -5,7 +5,7 @@
 use crate::ids::{AmrqCallHandler, AMRQ_CALL_IDS};
 use crate::job::{add_call, on_job, rank_of, register, Amrq, AmrqTable, Handlers};
 use crate::msg::AmrqMsg;
-use crate::{guard, put_out, slice, AmrqStatus, Failure};
+use crate::{guard, put_out, slice, take_box, AmrqStatus, Failure};
 use amrq::am::{AmError, Pending, ReqCtx, Words};
 use amrq::conduit::mem::MemConduit;
 use std::ffi::{c_char, c_int, c_void};
@@ -129,11 +129,8 @@ pub unsafe extern "C" fn amrq_call_wait(p: *mut AmrqPending, answer: *mut u64) -
     guard(
         |_| {},
         || {
-            if p.is_null() {
-                return Err(Failure::argument("a null pending call"));
-            }
             // SAFETY: the caller's guarantee: a pending call from a box, used once.
-            let p = unsafe { Box::from_raw(p) };
+            let p = unsafe { take_box(p, "pending call") }?;
             put_out(answer, p.pending.wait()?);
             Ok(())
         },
@@ -169,11 +166,8 @@ pub unsafe extern "C" fn amrq_call_forget(p: *mut AmrqPending) -> AmrqStatus {
     guard(
         |_| {},
         || {
-            if p.is_null() {
-                return Err(Failure::argument("a null pending call"));
-            }
             // SAFETY: the caller's guarantee: a pending call from a box, used once.
-            drop(unsafe { Box::from_raw(p) });
+            drop(unsafe { take_box(p, "pending call") }?);
             Ok(())
         },
     )

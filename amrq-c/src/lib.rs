@@ -208,6 +208,19 @@ pub(crate) fn put_out<T>(p: *mut T, v: T) {
     }
 }
 
+/// The box of a handle C gives back for good (`amrq_wait`, `amrq_call_wait`, …), or
+/// an argument error naming `what` for a null one.
+///
+/// # Safety
+/// `p` is null or came from `Box::into_raw` and is not used after.
+pub(crate) unsafe fn take_box<T>(p: *mut T, what: &str) -> Result<Box<T>, Failure> {
+    if p.is_null() {
+        return Err(Failure::argument(format!("a null {what}")));
+    }
+    // SAFETY: the caller's guarantee: a box's pointer, given back once.
+    Ok(unsafe { Box::from_raw(p) })
+}
+
 /// The slice of `n` items at `p` (empty if `n` is 0, whatever `p` is).
 ///
 /// # Safety

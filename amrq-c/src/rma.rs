@@ -390,11 +390,8 @@ pub unsafe extern "C" fn amrq_wait(h: *mut AmrqHandle) -> AmrqStatus {
     guard(
         |_| {},
         || {
-            if h.is_null() {
-                return Err(Failure::argument("a null handle"));
-            }
             // SAFETY: the caller's guarantee: a handle from a box, waited on once.
-            let h = unsafe { Box::from_raw(h) };
+            let h = unsafe { crate::take_box(h, "handle") }?;
             Ok(h.handle.wait()?)
         },
     )

@@ -351,23 +351,34 @@ struct State {
     pong: ReplyHandler,
     got: Cell<u64>,
 }
-/// One rank's request → reply loop, out of line so that what surrounds it in the
-/// binary (argument parsing, the job runner) cannot change how it is compiled.
-#[inline(never)]
-fn am_rank(setup: Setup, iters: u64, batches: u64) -> amrq::Result<Vec<f64>> {
+/// The job of the request → reply loops: `ping` replies its arg to `pong`, which
+/// stores it in `got`.
+fn ping_pong_job(setup: Setup) -> amrq::Result<(Job<State>, RequestHandler)> {
     let mut table = HandlerTable::new();
     let pong = table.reply("pong", |s: &State, m| {
         s.got.set(m.arg(0)?);
         Ok(())
     });
     let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0)?]));
-    let job = setup.start(
-        table,
-        State {
-            pong,
-            got: Cell::new(0),
-        },
-    )?;
+    let state = State {
+        pong,
+        got: Cell::new(0),
+    };
+    Ok((setup.start(table, state)?, ping))
+}
+
+/// The job of the call loops: `echo` answers its arg.
+fn echo_job(setup: Setup) -> amrq::Result<(Job<()>, Call<u64, u64>)> {
+    let mut table = HandlerTable::new();
+    let echo = table.call("echo", |_s: &(), _ctx, x: u64| Ok(x));
+    Ok((setup.start(table, ())?, echo))
+}
+
+/// One rank's request → reply loop, out of line so that what surrounds it in the
+/// binary (argument parsing, the job runner) cannot change how it is compiled.
+#[inline(never)]
+fn am_rank(setup: Setup, iters: u64, batches: u64) -> amrq::Result<Vec<f64>> {
+    let (job, ping) = ping_pong_job(setup)?;
     let am = job.am();
     let mut per_batch = Vec::new();
     let mut i = 0;
@@ -387,9 +398,7 @@ fn am_rank(setup: Setup, iters: u64, batches: u64) -> amrq::Result<Vec<f64>> {
 /// ns per call of each batch.
 #[inline(never)]
 fn call_rank(setup: Setup, iters: u64, batches: u64) -> amrq::Result<Vec<f64>> {
-    let mut table = HandlerTable::new();
-    let echo = table.call("echo", |_s: &(), _ctx, x: u64| Ok(x));
-    let job = setup.start(table, ())?;
+    let (job, echo) = echo_job(setup)?;
     let am = job.am();
     let mut per_batch = Vec::new();
     let mut i = 0;
@@ -410,9 +419,7 @@ fn call_rank(setup: Setup, iters: u64, batches: u64) -> amrq::Result<Vec<f64>> {
 /// in turn; returns ns per call of each batch.
 #[inline(never)]
 fn call_burst_rank(setup: Setup, iters: u64, batches: u64, burst: u64) -> amrq::Result<Vec<f64>> {
-    let mut table = HandlerTable::new();
-    let echo = table.call("echo", |_s: &(), _ctx, x: u64| Ok(x));
-    let job = setup.start(table, ())?;
+    let (job, echo) = echo_job(setup)?;
     let am = job.am();
     let mut pending = std::collections::VecDeque::with_capacity(burst as usize);
     let mut per_batch = Vec::new();
@@ -437,17 +444,7 @@ fn call_burst_rank(setup: Setup, iters: u64, batches: u64, burst: u64) -> amrq::
 /// then waits until the last reply ran; returns ns per request of each batch.
 #[inline(never)]
 fn am_burst_rank(setup: Setup, iters: u64, batches: u64, burst: u64) -> amrq::Result<Vec<f64>> {
-    let mut table = HandlerTable::new();
-    let pong = table.reply("pong", |s: &State, m| {
-        s.got.set(m.arg(0)?);
-        Ok(())
-    });
-    let ping = table.request("ping", |s: &State, ctx, m| ctx.reply(s.pong, &[m.arg(0)?]));
-    let state = State {
-        pong,
-        got: Cell::new(0),
-    };
-    let job = setup.start(table, state)?;
+    let (job, ping) = ping_pong_job(setup)?;
     let am = job.am();
     let mut per_batch = Vec::new();
     let mut i = 0;

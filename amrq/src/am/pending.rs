@@ -445,9 +445,9 @@ impl<'a, R: Args, S, C: Conduit> Pending<'a, R, S, C> {
     /// The answer, decoded, if it is in (then the call's slot is free): the fast path.
     #[inline(always)]
     fn take_answer(&mut self) -> Option<Result<R, AmError>> {
-        let (len, words, target) = self.am.calls.with(|c| c.take_words(self.id))?;
+        let landed = self.am.calls.with(|c| c.take_words(self.id))?;
         self.id.generation = 0;
-        Some(R::from_words(&words[..len]).map_err(|e| e.of(target, len)))
+        Some(decode(landed))
     }
 
     /// The outcome, if it is in (then the call's slot is free).
@@ -455,7 +455,7 @@ impl<'a, R: Args, S, C: Conduit> Pending<'a, R, S, C> {
         let outcome = self.am.calls.with(|c| c.take(self.id))?;
         self.id.generation = 0;
         Some(match outcome {
-            Ok((len, words, target)) => R::from_words(&words[..len]).map_err(|e| e.of(target, len)),
+            Ok(landed) => decode(landed),
             Err(failure) => Err(AmError::RequestFailed(failure)),
         })
     }
@@ -525,6 +525,12 @@ impl<R, S, C: Conduit> std::fmt::Debug for Pending<'_, R, S, C> {
             .field("id", &self.id)
             .finish_non_exhaustive()
     }
+}
+
+/// An answer as an `R`; words that do not decode are its sender's fault.
+#[inline(always)]
+fn decode<R: Args>((len, words, target): Landed) -> Result<R, AmError> {
+    R::from_words(&words[..len]).map_err(|e| e.of(target, len))
 }
 
 /// True if `e`, ending a wait for `target`'s answer, means none can come: the target
