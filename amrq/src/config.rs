@@ -4,8 +4,8 @@
 //! shows what a program will use, and where each value came from.
 
 use crate::conduit::doorbell::DoorbellFence;
-use crate::conduit::ConduitSpec;
 pub use crate::conduit::Delivery;
+use crate::conduit::{Coalescing, ConduitSpec};
 use crate::rq::QueueId;
 pub use crate::rq::QueueSpec;
 use crate::Error;
@@ -168,6 +168,15 @@ pub struct Config {
     /// to the receiver's progress thread; 0: no such queue. Environment:
     /// `AMRQ_INTERRUPT_SLOTS`; default 0.
     pub interrupt_slots: Setting<u64>,
+    /// Bytes of the batch in which small frames to a rank on another host travel
+    /// together (frames of up to a quarter of it join one); 0 sends each frame alone. A
+    /// batch leaves when full, at the rank's next amrq call that polls, waits, flushes
+    /// or finishes, or once its first frame has waited [`Config::coalesce_wait`].
+    /// Environment: `AMRQ_COALESCE_BYTES` (bytes, or with K); default 8 KiB.
+    pub coalesce_bytes: Setting<usize>,
+    /// The longest a batch's first frame waits for more, checked at each send.
+    /// Environment: `AMRQ_COALESCE_WAIT` (microseconds); default 100.
+    pub coalesce_wait: Setting<Duration>,
     /// The program's own queues, in creation order (queue ids from 2 on).
     pub queues: Vec<QueueSpec>,
 }
@@ -268,6 +277,8 @@ impl Config {
             tag_on_buffers: Setting::default(8),
             tag_on_bytes: Setting::default(4096),
             interrupt_slots: Setting::default(0),
+            coalesce_bytes: Setting::default(Coalescing::default().bytes),
+            coalesce_wait: Setting::default(Coalescing::default().wait),
             queues: Vec::new(),
         }
     }
@@ -372,6 +383,25 @@ impl Config {
         )? {
             self.interrupt_slots.take_env(v);
         }
+        if let Some(v) = env(
+            "AMRQ_COALESCE_BYTES",
+            "expected bytes such as 8192 or 8K, or 0 to send each frame alone",
+            parse_size,
+        )? {
+            self.coalesce_bytes.take_env(v);
+        }
+        let micros = |s: &str| {
+            s.parse::<f64>()
+                .ok()
+                .and_then(|us| Duration::try_from_secs_f64(us * 1e-6).ok())
+        };
+        if let Some(v) = env(
+            "AMRQ_COALESCE_WAIT",
+            "expected microseconds such as 100",
+            micros,
+        )? {
+            self.coalesce_wait.take_env(v);
+        }
         Ok(())
     }
 
@@ -456,6 +486,21 @@ impl Config {
                 format!("{} slots", self.interrupt_slots.get()),
                 self.interrupt_slots.source(),
                 true,
+            ),
+            item(
+                "AMRQ_COALESCE_BYTES",
+                match self.coalesce_bytes.get() {
+                    0 => "off: each frame alone".into(),
+                    b => bytes(b),
+                },
+                self.coalesce_bytes.source(),
+                false,
+            ),
+            item(
+                "AMRQ_COALESCE_WAIT",
+                format!("{:?}", self.coalesce_wait.get()),
+                self.coalesce_wait.source(),
+                false,
             ),
         ]
     }
@@ -544,6 +589,10 @@ impl Config {
             tag_on_bytes: self.tag_on_bytes.get(),
             segment_bytes: self.segment_bytes.get(),
             doorbell_fence: self.doorbell_fence.get(),
+            coalescing: Coalescing {
+                bytes: self.coalesce_bytes.get(),
+                wait: self.coalesce_wait.get(),
+            },
             remedy: format!(
                 "lower each rank's registered segment with AMRQ_SEGMENT_SIZE or the AM ring size with AMRQ_RING_SLOTS (now {} slots)",
                 self.ring_slots.get()

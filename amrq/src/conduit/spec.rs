@@ -4,6 +4,7 @@
 //! made in its [`Caps`](super::Caps).
 
 use super::{Channel, ConduitError, Rank, Senders};
+use std::time::Duration;
 
 /// How the frames of a channel reach the program.
 ///
@@ -146,6 +147,48 @@ impl ChannelSpec {
     }
 }
 
+/// How a network conduit coalesces small frames to one destination into one message
+/// (a batch leaves when full, at the sender's next call that polls, waits, flushes or
+/// leaves, or when its first frame has waited `wait`, checked at each send). Shared
+/// memory does not coalesce.
+///
+/// ```
+/// use amrq::conduit::Coalescing;
+/// let on = Coalescing::default();
+/// assert!(on.bytes > 0);
+/// let off = Coalescing { bytes: 0, ..on };
+/// assert!(!off.is_on());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coalescing {
+    /// Bytes of a batch (frames of up to a quarter of it join one); 0: every frame
+    /// travels alone.
+    pub bytes: usize,
+    /// How long a batch's first frame may wait, checked at each send.
+    pub wait: Duration,
+}
+
+impl Default for Coalescing {
+    /// 8 KiB batches, 100 µs (`docs/results/hosts.md` shows the measurements behind them).
+    fn default() -> Self {
+        Self {
+            bytes: 8 << 10,
+            wait: Duration::from_micros(100),
+        }
+    }
+}
+
+impl Coalescing {
+    /// True if small frames are coalesced.
+    ///
+    /// ```
+    /// assert!(amrq::conduit::Coalescing::default().is_on());
+    /// ```
+    pub fn is_on(&self) -> bool {
+        self.bytes > 0
+    }
+}
+
 /// Everything a conduit endpoint is built from: the channels, the channel that carries
 /// frames flagged interrupt, and the sizes of the memory each rank registers.
 ///
@@ -177,6 +220,8 @@ pub struct ConduitSpec {
     /// rank of a job must share: a rank that disagrees is refused with the first that
     /// differs named ([`ConduitSpec::agreement`]). Empty for a spec made by hand.
     pub settings: Vec<(String, String)>,
+    /// How the network coalesces small frames (each rank its own: receivers take both).
+    pub coalescing: Coalescing,
 }
 
 impl ConduitSpec {
@@ -198,6 +243,7 @@ impl ConduitSpec {
             doorbell_fence: Default::default(),
             remedy: "lower the segment or ring sizes".into(),
             settings: Vec::new(),
+            coalescing: Coalescing::default(),
         }
     }
 

@@ -4,6 +4,7 @@
 //! and then read the local queues with the ring conduit's code.
 
 use super::net::Net;
+use super::outbox::Outbox;
 use super::rx::{shared_charge, Shared};
 use super::sys::{self, StatusPtr};
 use super::waker::FdWaker;
@@ -62,6 +63,8 @@ pub struct UcxConduit {
     /// Per (channel, peer): the credit at which this rank last asked for more.
     pub(super) asked: Vec<Cell<u64>>,
     pub(super) segment_bytes: usize,
+    /// Small frames waiting to travel together, per destination.
+    pub(super) outbox: Outbox,
 }
 
 // SAFETY: the raw request pointers in `pending` and `ops` belong to this endpoint's
@@ -151,8 +154,10 @@ pub(super) fn send_now(
 }
 
 impl UcxConduit {
-    /// Progress: see [`pump`]; and forgets the sends UCX has finished.
+    /// Progress: sends every batch of small frames, then see [`pump`]; and forgets the
+    /// sends UCX has finished.
     pub(super) fn progress(&self) {
+        self.send_batches();
         pump(&self.net, &self.shared);
         let mut pending = self.pending.borrow_mut();
         // A failed send is the peer's failure, which its endpoint reports.
@@ -169,19 +174,51 @@ impl UcxConduit {
         payload: &[u8],
     ) -> Result<(), ConduitError> {
         match send_now(&self.net, dest, id, header, payload) {
-            Ok(()) => return Ok(()),
-            Err(sys::UCS_ERR_NO_RESOURCE) => {}
-            Err(e) => return Err(self.peer_failed(dest, e)),
+            Ok(()) => Ok(()),
+            Err(sys::UCS_ERR_NO_RESOURCE) => self.send_kept(dest, id, header, payload.to_vec()),
+            Err(e) => Err(self.peer_failed(dest, e)),
         }
-        let (h, p) = (wire::as_bytes(header).as_slice().to_vec(), payload.to_vec());
-        // The copies stay in `pending` until UCX is done with them.
-        match post(&self.net, dest, id, &h, &p, false) {
+    }
+
+    /// Posts an Active Message whose header and payload stay in `pending` until UCX is
+    /// done with them.
+    fn send_kept(
+        &self,
+        dest: Rank,
+        id: u32,
+        header: &[u64],
+        payload: Vec<u8>,
+    ) -> Result<(), ConduitError> {
+        let h = wire::as_bytes(header).as_slice().to_vec();
+        match post(&self.net, dest, id, &h, &payload, false) {
             StatusPtr::Done => Ok(()),
             StatusPtr::Request(r) => {
-                self.pending.borrow_mut().push((r, h, p));
+                self.pending.borrow_mut().push((r, h, payload));
                 Ok(())
             }
             StatusPtr::Err(e) => Err(self.peer_failed(dest, e)),
+        }
+    }
+
+    /// Sends a batch of frames to `dest` (its buffer is kept for later batches if UCX
+    /// is done with it at once).
+    fn send_batch(&self, dest: Rank, batch: Vec<u8>) -> Result<(), ConduitError> {
+        let header = [self.rank as u64];
+        match send_now(&self.net, dest, wire::AM_BATCH, &header, &batch) {
+            Ok(()) => {
+                self.outbox.recycle(batch);
+                Ok(())
+            }
+            Err(sys::UCS_ERR_NO_RESOURCE) => self.send_kept(dest, wire::AM_BATCH, &header, batch),
+            Err(e) => Err(self.peer_failed(dest, e)),
+        }
+    }
+
+    /// Sends every batch, the oldest first. A peer that failed is recorded (its
+    /// endpoint reports it), and its batch is lost with it.
+    pub(super) fn send_batches(&self) {
+        while let Some((dest, batch)) = self.outbox.take_oldest() {
+            let _ = self.send_batch(dest, batch);
         }
     }
 
@@ -274,13 +311,34 @@ impl UcxConduit {
             kind,
             offset: offset as u64,
         };
-        let (w, n) = wire::frame(&head, msg.args);
-        self.send(dest, wire::AM_FRAME, &w[..n], msg.payload)?;
+        let entry = wire::entry_bytes(kind, msg.args.len(), msg.payload.len());
+        if self.outbox.takes(entry) {
+            let full = self.outbox.add(dest, &head, msg.args, msg.payload);
+            self.charge(key, at, dest, tag_on);
+            if let Some(batch) = full {
+                self.send_batch(dest, batch)?;
+            }
+        } else {
+            // After the frames before it, in order.
+            if let Some(batch) = self.outbox.take(dest) {
+                self.send_batch(dest, batch)?;
+            }
+            let (w, n) = wire::frame(&head, msg.args);
+            self.send(dest, wire::AM_FRAME, &w[..n], msg.payload)?;
+            self.charge(key, at, dest, tag_on);
+        }
+        if let Some((late, batch)) = self.outbox.take_overdue() {
+            let _ = self.send_batch(late, batch); // a failed peer is recorded
+        }
+        Ok(())
+    }
+
+    /// Books a frame sent (or batched) into ring `key`, now at `at`.
+    fn charge(&self, key: usize, at: u64, dest: Rank, tag_on: bool) {
         self.tx[key].set(at);
         if tag_on {
             self.tag_on_sent[dest].set(self.tag_on_sent[dest].get() + 1);
         }
-        Ok(())
     }
 
     /// The local queues' endpoint, whose channels a front endpoint takes over

@@ -6,6 +6,7 @@
 //! | amrq | UCP |
 //! |---|---|
 //! | Short / Medium frame | one eager `ucp_am_send_nbx` (AM id 0): header = source, channel, tag, flags, args; data = payload |
+//! | small frames to one rank, coalesced | one eager Active Message (AM id 5): header = source; data = the frames, each with its header ([`Coalescing`](crate::conduit::Coalescing)) |
 //! | Long frame | the same Active Message, its payload written into the receiver's segment at the offset by the receiver before the frame is queued (the data and the header are one message, so their order needs no fence) |
 //! | Tag-On frame | the same, its payload put in a block of the receiver's pool; blocks come back as credits |
 //! | receive queues | the ring conduit's own rings in local memory, filled by the AM callback ([`rx`](self) module): peek, drain, One-poll, priorities, permissions behave as on `shm` |
@@ -25,7 +26,8 @@
 //! |---|---|
 //! | `sys/` | the hand-written UCP bindings, loaded with `dlopen`, and their check against the headers |
 //! | `net.rs` | a rank's UCX context, worker, endpoints and keys |
-//! | `wire.rs` | the Active Messages' headers |
+//! | `wire.rs` | the Active Messages' headers, and batches of frames |
+//! | `outbox.rs` | the batches of small frames waiting per destination |
 //! | `rx.rs` | the local queues, the AM callbacks' work, the credits |
 //! | `conduit.rs` | [`UcxConduit`]: sends, receives, sleeping, setup collectives, leaving |
 //! | `ops.rs` | put, get, atomics and their completion |
@@ -35,6 +37,7 @@
 mod conduit;
 mod net;
 mod ops;
+mod outbox;
 mod rx;
 mod start;
 pub(crate) mod sys;

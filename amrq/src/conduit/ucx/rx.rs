@@ -185,6 +185,39 @@ impl Shared {
             .arrived(&self.faults, head, &args[..nargs], payload);
     }
 
+    /// A batch of frames arrived (the AM callback): each goes into the local queues in
+    /// order, as if it had come alone. An entry this conduit does not write is a fault
+    /// recorded, and the entries around it still arrive.
+    pub fn on_batch(&self, header: &[u8], data: &[u8], rndv: bool) {
+        let size = self.byes.len() as u64;
+        let source = wire::words(header)
+            .next()
+            .filter(|&s| header.len() == 8 && s < size && !rndv);
+        let Some(source) = source else {
+            let what = "a UCX batch header amrq does not write";
+            self.faults
+                .record(fault(None, 0, FaultKind::BadRuntimeMessage { what }));
+            return;
+        };
+        let mut local = self.local();
+        for entry in wire::Batch::new(source as u32, data) {
+            match entry {
+                Ok((head, args, nargs, payload)) => {
+                    local.arrived(&self.faults, head, &args[..nargs], payload)
+                }
+                Err(()) => {
+                    let what = "a frame in a UCX batch amrq does not write";
+                    let f = fault(
+                        Some(source as Rank),
+                        0,
+                        FaultKind::BadRuntimeMessage { what },
+                    );
+                    self.faults.record(f);
+                }
+            }
+        }
+    }
+
     /// One of the conduit's own messages arrived (AM id `id`).
     pub fn on_header(&self, id: u32, header: &[u8]) {
         match id {

@@ -9,6 +9,7 @@
 
 use super::conduit::UcxConduit;
 use super::net::{Card, Net};
+use super::outbox::Outbox;
 use super::rx::Shared;
 use super::sys::{self, ucs_status_t};
 use super::waker::FdWaker;
@@ -43,6 +44,7 @@ pub struct Opened {
     segment: SegmentMemory,
     segment_bytes: usize,
     tag_on_buffers: u64,
+    coalescing: crate::conduit::Coalescing,
     /// The transports asked for, for errors: `UCX_TLS=…, UCX_NET_DEVICES=…`.
     transports: String,
     /// What to publish.
@@ -198,7 +200,11 @@ pub fn open_on(
         progress_thread,
     )?;
     for (id, cb) in [
-        (wire::AM_FRAME, on_frame as sys::ucp_am_recv_callback_t),
+        (
+            wire::AM_FRAME,
+            on_data::<{ wire::AM_FRAME }> as sys::ucp_am_recv_callback_t,
+        ),
+        (wire::AM_BATCH, on_data::<{ wire::AM_BATCH }>),
         (wire::AM_CREDIT, on_header::<{ wire::AM_CREDIT }>),
         (wire::AM_COLL, on_header::<{ wire::AM_COLL }>),
         (wire::AM_BYE, on_header::<{ wire::AM_BYE }>),
@@ -235,6 +241,7 @@ pub fn open_on(
         segment,
         segment_bytes: spec.segment_bytes,
         tag_on_buffers: spec.tag_on_buffers as u64,
+        coalescing: spec.coalescing,
         transports: transports(settings),
         card,
     })
@@ -294,6 +301,7 @@ impl Opened {
             boot,
             segment: self.segment,
             segment_bytes: self.segment_bytes,
+            outbox: Outbox::new(self.size, self.coalescing),
         })
     }
 }
@@ -319,7 +327,8 @@ unsafe fn shared<'a>(arg: *mut c_void) -> &'a Shared {
     unsafe { &*arg.cast::<Shared>() }
 }
 
-unsafe extern "C" fn on_frame(
+/// The callback of messages with data: a frame (AM id 0) or a batch of them (AM id 5).
+unsafe extern "C" fn on_data<const ID: u32>(
     arg: *mut c_void,
     header: *const c_void,
     header_length: usize,
@@ -331,8 +340,12 @@ unsafe extern "C" fn on_frame(
     // (whole message, not rendezvous: checked) and parameters.
     unsafe {
         let rndv = !param.is_null() && (*param).recv_attr & sys::UCP_AM_RECV_ATTR_FLAG_RNDV != 0;
-        let payload = if rndv { &[][..] } else { bytes(data, length) };
-        shared(arg).on_frame(bytes(header, header_length), payload, rndv);
+        let data = if rndv { &[][..] } else { bytes(data, length) };
+        let (s, header) = (shared(arg), bytes(header, header_length));
+        match ID {
+            wire::AM_BATCH => s.on_batch(header, data, rndv),
+            _ => s.on_frame(header, data, rndv),
+        }
     }
     sys::UCS_OK
 }
@@ -347,7 +360,7 @@ unsafe extern "C" fn on_header<const ID: u32>(
     _: usize,
     _: *const sys::ucp_am_recv_param_t,
 ) -> ucs_status_t {
-    // SAFETY: as in `on_frame`.
+    // SAFETY: as in `on_data`.
     unsafe { shared(arg).on_header(ID, bytes(header, header_length)) };
     sys::UCS_OK
 }

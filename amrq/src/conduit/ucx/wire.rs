@@ -1,12 +1,18 @@
 //! What travels in a UCX Active Message's header: a frame's (source, channel, tag,
 //! flags, kind, args, and where a Long payload goes), or one of the conduit's own
-//! messages (credits, setup collectives, goodbye). Little-endian u64 words; the header
-//! may arrive unaligned, so it is read word by word.
+//! messages (credits, setup collectives, goodbye), or a batch of small frames to one
+//! destination. Little-endian u64 words; a header or a batch may arrive unaligned, so
+//! it is read word by word.
 //!
 //! ```text
 //!   frame   AM 0   w0 = source | channel << 32 | tag << 48
 //!                  w1 = flags | kind << 8 | nargs << 16,  w2 = offset (Long), w3.. = args
 //!                  data = the payload
+//!   batch   AM 5   w0 = source
+//!                  data = entries, each one frame, in the order they were sent:
+//!                    e0 = entry bytes | channel << 32 | tag << 48
+//!                    e1 = flags | kind << 8 | nargs << 16 | payload bytes << 32
+//!                    [e2 = offset, Long only], args, then the payload's bytes
 //!   credit  AM 1   w0 = source, w1 = what (a channel, or TAG_ON_FREED), w2 = value
 //!   coll    AM 2   w0 = source, w1 = epoch, w2 = value
 //!   bye     AM 3   w0 = source
@@ -25,6 +31,8 @@ pub const AM_COLL: u32 = 2;
 pub const AM_BYE: u32 = 3;
 /// AM id of a sender's request for the credits of a ring it found full.
 pub const AM_WANT: u32 = 4;
+/// AM id of a batch of small frames from one source.
+pub const AM_BATCH: u32 = 5;
 
 /// A credit's `what` for Tag-On blocks freed (not a channel).
 pub const TAG_ON_FREED: u64 = u64::MAX;
@@ -98,6 +106,102 @@ pub fn read_frame(bytes: &[u8]) -> Option<(FrameHead, [u64; MAX_ARGS], usize)> {
         offset: w(2)?,
     };
     Some((head, args, nargs))
+}
+
+/// The bytes a frame of `nargs` args and `len` payload bytes takes in a batch.
+pub fn entry_bytes(kind: Kind, nargs: usize, len: usize) -> usize {
+    8 * (2 + usize::from(kind == Kind::Long) + nargs) + len
+}
+
+/// Appends a frame to a batch (the entry [`Batch`] reads back).
+pub fn append(batch: &mut Vec<u8>, h: &FrameHead, args: &[u64], payload: &[u8]) {
+    let n = args.len().min(MAX_ARGS);
+    let bytes = entry_bytes(h.kind, n, payload.len());
+    let e0 = bytes as u64 | u64::from(h.channel) << 32 | u64::from(h.tag) << 48;
+    let e1 = u64::from(h.flags) | (h.kind as u64) << 8 | (n as u64) << 16;
+    batch.reserve(bytes);
+    batch.extend_from_slice(&e0.to_le_bytes());
+    batch.extend_from_slice(&(e1 | (payload.len() as u64) << 32).to_le_bytes());
+    if h.kind == Kind::Long {
+        batch.extend_from_slice(&h.offset.to_le_bytes());
+    }
+    for a in &args[..n] {
+        batch.extend_from_slice(&a.to_le_bytes());
+    }
+    batch.extend_from_slice(payload);
+}
+
+/// A frame read from a batch: its header, args and payload.
+pub type Entry<'a> = (FrameHead, [u64; MAX_ARGS], usize, &'a [u8]);
+
+/// The frames of a batch from `source`, in order. An entry this conduit does not write
+/// is `Err` and skipped (its length says where the next begins); a length that leaves
+/// the batch or cannot hold a header ends it with one `Err`, since nothing after it can
+/// be found.
+pub struct Batch<'a> {
+    source: u32,
+    rest: &'a [u8],
+}
+
+impl<'a> Batch<'a> {
+    /// The entries of `data`, a batch `source` sent.
+    pub fn new(source: u32, data: &'a [u8]) -> Self {
+        Self { source, rest: data }
+    }
+
+    fn entry(&self, e: &'a [u8]) -> Option<Entry<'a>> {
+        let w = |i: usize| word(e, i);
+        let (e0, e1) = (w(0)?, w(1)?);
+        let kind = match (e1 >> 8) & 0xff {
+            0 => Kind::Medium,
+            1 => Kind::Long,
+            2 => Kind::TagOn,
+            _ => return None,
+        };
+        let nargs = ((e1 >> 16) & 0xff) as usize;
+        let len = (e1 >> 32) as usize;
+        if nargs > MAX_ARGS || (e1 >> 24) & 0xff != 0 || e.len() != entry_bytes(kind, nargs, len) {
+            return None;
+        }
+        let first = 2 + usize::from(kind == Kind::Long);
+        let mut args = [0u64; MAX_ARGS];
+        for (i, a) in args.iter_mut().enumerate().take(nargs) {
+            *a = w(first + i)?;
+        }
+        let head = FrameHead {
+            source: self.source,
+            channel: (e0 >> 32) as u16,
+            tag: (e0 >> 48) as u16,
+            flags: e1 as u8,
+            kind,
+            offset: if kind == Kind::Long { w(2)? } else { 0 },
+        };
+        Some((head, args, nargs, &e[8 * (first + nargs)..]))
+    }
+}
+
+impl<'a> Iterator for Batch<'a> {
+    type Item = Result<Entry<'a>, ()>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let bytes = word(self.rest, 0).map_or(0, |e0| (e0 & 0xffff_ffff) as usize);
+        if bytes < 16 || bytes > self.rest.len() {
+            self.rest = &[];
+            return Some(Err(()));
+        }
+        let (e, rest) = self.rest.split_at(bytes);
+        self.rest = rest;
+        Some(self.entry(e).ok_or(()))
+    }
+}
+
+/// The `i`th little-endian word of `bytes`, if it holds one.
+fn word(bytes: &[u8], i: usize) -> Option<u64> {
+    let b = bytes.get(8 * i..8 * i + 8)?;
+    Some(u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
 }
 
 /// The little-endian words of `bytes` (a trailing partial word is ignored).
@@ -176,5 +280,90 @@ mod tests {
         nargs[10] = 200; // more args than a frame carries
         assert!(read_frame(&nargs).is_none());
         assert!(read_frame(&[]).is_none());
+    }
+
+    fn head(kind: Kind, tag: u16) -> FrameHead {
+        FrameHead {
+            source: 3,
+            channel: 1,
+            tag,
+            flags: 0x10,
+            kind,
+            offset: if kind == Kind::Long { 4096 } else { 0 },
+        }
+    }
+
+    #[test]
+    fn a_batch_reads_back_its_frames_in_order() {
+        let mut b = Vec::new();
+        append(&mut b, &head(Kind::Medium, 1), &[1, 2], &[]);
+        append(&mut b, &head(Kind::Long, 2), &[9], b"long");
+        append(&mut b, &head(Kind::TagOn, 3), &[], b"tag-on bytes");
+        append(&mut b, &head(Kind::Medium, 4), &[7; MAX_ARGS], b"x");
+        let read: Vec<_> = Batch::new(3, &b)
+            .map(|e| e.map(|(h, a, n, p)| (h, a[..n].to_vec(), p.to_vec())))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                Ok((head(Kind::Medium, 1), vec![1, 2], vec![])),
+                Ok((head(Kind::Long, 2), vec![9], b"long".to_vec())),
+                Ok((head(Kind::TagOn, 3), vec![], b"tag-on bytes".to_vec())),
+                Ok((head(Kind::Medium, 4), vec![7; MAX_ARGS], b"x".to_vec())),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bad_entry_is_skipped_and_its_neighbours_still_read() {
+        let mut b = Vec::new();
+        append(&mut b, &head(Kind::Medium, 1), &[1], &[]);
+        let bad = b.len();
+        append(&mut b, &head(Kind::Medium, 2), &[2], &[]);
+        append(&mut b, &head(Kind::Medium, 3), &[3], &[]);
+        b[bad + 9] = 7; // no such kind
+        let tags: Vec<_> = Batch::new(0, &b).map(|e| e.map(|e| e.0.tag)).collect();
+        assert_eq!(tags, [Ok(1), Err(()), Ok(3)]);
+        // A length that leaves the batch ends it: nothing after it can be found.
+        b[bad] = 200;
+        let tags: Vec<_> = Batch::new(0, &b).map(|e| e.map(|e| e.0.tag)).collect();
+        assert_eq!(tags, [Ok(1), Err(())]);
+    }
+
+    proptest::proptest! {
+        /// Whatever a peer sends, reading a batch ends, never panics, and yields
+        /// entries that fit what this conduit could have written.
+        #[test]
+        fn any_bytes_read_as_a_batch_end_without_panicking(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600)) {
+            let mut n = 0;
+            for e in Batch::new(1, &data) {
+                n += 1;
+                if let Ok((h, _, nargs, payload)) = e {
+                    proptest::prop_assert!(nargs <= MAX_ARGS);
+                    proptest::prop_assert_eq!(h.source, 1);
+                    proptest::prop_assert!(payload.len() <= data.len());
+                }
+            }
+            proptest::prop_assert!(n <= data.len() / 16 + 1);
+        }
+
+        /// Frames appended read back unchanged, even with bytes flipped around them
+        /// in other entries.
+        #[test]
+        fn appended_frames_read_back(frames in proptest::collection::vec((0u8..3, proptest::collection::vec(proptest::prelude::any::<u64>(), 0..=MAX_ARGS), proptest::collection::vec(proptest::prelude::any::<u8>(), 0..100), proptest::prelude::any::<u16>()), 0..20)) {
+            let kinds = [Kind::Medium, Kind::Long, Kind::TagOn];
+            let mut b = Vec::new();
+            for (k, args, payload, tag) in &frames {
+                append(&mut b, &head(kinds[*k as usize], *tag), args, payload);
+            }
+            let read: Vec<_> = Batch::new(3, &b).collect();
+            proptest::prop_assert_eq!(read.len(), frames.len());
+            for (e, (k, args, payload, tag)) in read.into_iter().zip(&frames) {
+                let (h, a, n, p) = e.map_err(|()| proptest::test_runner::TestCaseError::fail("unread"))?;
+                proptest::prop_assert_eq!(h, head(kinds[*k as usize], *tag));
+                proptest::prop_assert_eq!(&a[..n], &args[..]);
+                proptest::prop_assert_eq!(p, &payload[..]);
+            }
+        }
     }
 }

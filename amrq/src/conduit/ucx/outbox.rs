@@ -1,0 +1,123 @@
+//! Coalescing: small frames to a remote rank wait in that destination's batch, and
+//! one UCX Active Message carries the batch (`wire`'s AM 5), so a stream of small
+//! frames pays one `sendmsg` per batch rather than one per frame.
+//!
+//! A batch leaves when the next frame would overflow it, when the rank makes a call
+//! that polls, waits, flushes or leaves (each progresses the conduit, which sends every
+//! batch first: a request followed by a wait leaves at once), when a frame that does
+//! not coalesce goes to the same destination (it follows the batch, in order), or when
+//! its first frame has waited longer than the deadline, checked at each send. No
+//! thread or timer is involved: a rank that computes without calling amrq keeps its
+//! batches until its next call.
+//!
+//! The credits are those of the frames themselves: a frame is charged to its ring when
+//! it joins a batch, and the receiver unpacks the batch into its queues frame by frame.
+
+use super::wire::{self, FrameHead};
+use crate::conduit::{Coalescing, Rank};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::time::Instant;
+
+/// The batches of one rank, per destination (owned by its endpoint: one thread).
+pub(super) struct Outbox {
+    how: Coalescing,
+    inner: RefCell<Batches>,
+}
+
+struct Batches {
+    /// Per destination: the frames waiting, as a batch's bytes.
+    bytes: Vec<Vec<u8>>,
+    /// Per destination: when its batch's first frame joined.
+    since: Vec<Instant>,
+    /// Destinations whose batch holds frames, the oldest first.
+    waiting: VecDeque<Rank>,
+    /// Buffers UCX is done with, to take the next frames.
+    spare: Vec<Vec<u8>>,
+}
+
+impl Outbox {
+    /// An outbox for a job of `size` ranks.
+    pub fn new(size: usize, how: Coalescing) -> Self {
+        let now = Instant::now();
+        Self {
+            how,
+            inner: RefCell::new(Batches {
+                bytes: vec![Vec::new(); size],
+                since: vec![now; size],
+                waiting: VecDeque::new(),
+                spare: Vec::new(),
+            }),
+        }
+    }
+
+    /// True if a frame of `entry` bytes ([`wire::entry_bytes`]) joins a batch.
+    #[inline]
+    pub fn takes(&self, entry: usize) -> bool {
+        entry <= self.how.bytes / 4
+    }
+
+    /// Adds a frame to `dest`'s batch. Returns the batch to send first if the frame
+    /// would overflow it (the frame then starts the next one).
+    pub fn add(
+        &self,
+        dest: Rank,
+        head: &FrameHead,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Option<Vec<u8>> {
+        let entry = wire::entry_bytes(head.kind, args.len(), payload.len());
+        let mut b = self.inner.borrow_mut();
+        let full = (b.bytes[dest].len() + entry > self.how.bytes).then(|| b.take(dest));
+        if b.bytes[dest].is_empty() {
+            if b.bytes[dest].capacity() == 0 {
+                b.bytes[dest] = b.spare.pop().unwrap_or_default();
+            }
+            b.since[dest] = Instant::now();
+            b.waiting.push_back(dest);
+        }
+        wire::append(&mut b.bytes[dest], head, args, payload);
+        full
+    }
+
+    /// Takes `dest`'s batch out, if it holds frames.
+    pub fn take(&self, dest: Rank) -> Option<Vec<u8>> {
+        let mut b = self.inner.borrow_mut();
+        (!b.bytes[dest].is_empty()).then(|| b.take(dest))
+    }
+
+    /// Takes out the oldest batch, if any.
+    pub fn take_oldest(&self) -> Option<(Rank, Vec<u8>)> {
+        let mut b = self.inner.borrow_mut();
+        let dest = *b.waiting.front()?;
+        Some((dest, b.take(dest)))
+    }
+
+    /// Takes out the oldest batch if its first frame has waited past the deadline.
+    #[inline]
+    pub fn take_overdue(&self) -> Option<(Rank, Vec<u8>)> {
+        let mut b = self.inner.borrow_mut();
+        let dest = *b.waiting.front()?;
+        (b.since[dest].elapsed() >= self.how.wait).then(|| (dest, b.take(dest)))
+    }
+
+    /// A buffer UCX is done with, for later batches.
+    pub fn recycle(&self, mut buf: Vec<u8>) {
+        buf.clear();
+        let mut b = self.inner.borrow_mut();
+        if b.spare.len() < b.bytes.len().min(64) {
+            b.spare.push(buf);
+        }
+    }
+}
+
+impl Batches {
+    /// Takes `dest`'s batch (which holds frames) out of the waiting list.
+    fn take(&mut self, dest: Rank) -> Vec<u8> {
+        if let Some(i) = self.waiting.iter().position(|&d| d == dest) {
+            self.waiting.remove(i);
+        }
+        let next = self.spare.pop().unwrap_or_default();
+        std::mem::replace(&mut self.bytes[dest], next)
+    }
+}
