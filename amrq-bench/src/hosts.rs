@@ -1,16 +1,18 @@
 //! Between two hosts: amrq's round trip, one-to-one message rate and 64 KiB bandwidth
 //! (Long AMs and puts) over the cluster conduit, and UCX's own `ucx_perftest`
 //! (`ucp_am_lat`, `ucp_am_bw`, `ucp_put_bw`) over the same link with the same UCX
-//! settings, alternating in rounds (amrq, then UCX, each round), so that both see the
-//! same state of a shared machine. Medians over rounds, and the ratios.
+//! settings, alternating per test in rounds (each test amrq, then UCX), so that both
+//! sides of a ratio see the same state of a shared machine. Medians over rounds, and
+//! the ratios.
 //!
 //! ```text
 //! amrq-bench hosts --hosts h0,h1 --exec 'ip netns exec {host}' --rendezvous 169.254.7.1
 //! ```
-//! runs, per round, `amrq-bench hosts --job …` (which starts one rank on each host with
-//! amrq's launcher: each rank joins, rank 0 measures and prints `hosts: key=value…`),
-//! then a `ucx_perftest` server on the first host and its client on the second, through
-//! the same `--exec` template. `ucx_perftest` prints a one-way latency: doubled here.
+//! runs, per round and test, `amrq-bench hosts --job …` (which starts one rank on each
+//! host with amrq's launcher: each rank joins, rank 0 measures the one test named in
+//! `AMRQ_BENCH_HOSTS_TEST` and prints `hosts: key=value`), then a `ucx_perftest`
+//! server on the first host and its client on the second, through the same `--exec`
+//! template. `ucx_perftest` prints a one-way latency: doubled here.
 //! Unpinned by default (a rank on a namespace host is a process like any other); with
 //! `--pin`, rank 0 and the server on core 0, rank 1 and the client on core 1.
 
@@ -39,6 +41,9 @@ pub const FIGURES: [(&str, &str, &str); 4] = [
 /// Set (by `--pin`) for the ranks of amrq's job: rank r runs on core r.
 const PIN: &str = "AMRQ_BENCH_PIN";
 
+/// The key (of [`FIGURES`]) of the one test amrq's job measures.
+const TEST: &str = "AMRQ_BENCH_HOSTS_TEST";
+
 /// Bytes of a bulk message.
 const BULK: usize = 64 << 10;
 
@@ -48,10 +53,10 @@ struct State {
     count: Cell<u64>,
 }
 
-/// A rank's part: joins the job across hosts; rank 0 measures against rank 1 and prints
-/// one line `hosts: rtt_ns=… msgs_per_s=… bw_64k_mib_s=… put_64k_mib_s=…`, the median
-/// of `batches` timed batches each (after one warm-up). Ends the process, unless it
-/// cannot start (the reason).
+/// A rank's part: joins the job across hosts; rank 0 measures against rank 1 the test
+/// named in `AMRQ_BENCH_HOSTS_TEST` (every test if unset) and prints one line
+/// `hosts: key=value…`, the median of `batches` timed batches each (after one
+/// warm-up). Ends the process, unless it cannot start (the reason).
 pub fn rank_part(quick: bool) -> Result<std::convert::Infallible, String> {
     if std::env::var_os(ENV_RENDEZVOUS).is_none() {
         return Err("not started by a launcher across hosts (no AMRQ_RENDEZVOUS): run `amrq-bench hosts --hosts A,B`".into());
@@ -63,10 +68,11 @@ pub fn rank_part(quick: bool) -> Result<std::convert::Infallible, String> {
             .unwrap_or(0);
         amrq::util::affinity::pin_to_core(rank).map_err(|e| e.to_string())?;
     }
-    Config::new().run(|setup| measure(setup, quick))
+    let test = std::env::var(TEST).ok();
+    Config::new().run(|setup| measure(setup, quick, test.as_deref()))
 }
 
-fn measure(setup: Setup, quick: bool) -> amrq::Result<()> {
+fn measure(setup: Setup, quick: bool, test: Option<&str>) -> amrq::Result<()> {
     let mut table = HandlerTable::new();
     let pong = table.reply("pong", |s: &State, _| {
         s.count.set(s.count.get() + 1);
@@ -110,40 +116,47 @@ fn measure(setup: Setup, quick: bool) -> amrq::Result<()> {
         }
         Ok(median(&mut samples))
     };
-    let rtt_iters = pick(500, 5_000);
-    let rtt = timed(rtt_iters, &|| {
-        Ok((0..rtt_iters).try_for_each(|_| round_trip())?)
-    })?;
-    let burst = pick(20_000, 200_000);
-    let per_msg = timed(burst, &|| {
-        for i in 0..burst {
-            am.request(1, sink, &[i, i])?;
-        }
-        Ok(round_trip()?)
-    })?;
+    let want = |key: &str| test.is_none_or(|t| t == key);
+    let mut figures = Vec::new();
+    if want("rtt_ns") {
+        let iters = pick(500, 5_000);
+        let rtt = timed(iters, &|| Ok((0..iters).try_for_each(|_| round_trip())?))?;
+        figures.push(("rtt_ns", rtt * 1e9));
+    }
+    if want("msgs_per_s") {
+        let burst = pick(20_000, 200_000);
+        let per_msg = timed(burst, &|| {
+            for i in 0..burst {
+                am.request(1, sink, &[i, i])?;
+            }
+            Ok(round_trip()?)
+        })?;
+        figures.push(("msgs_per_s", 1.0 / per_msg));
+    }
     let bulk = pick(200, 2_000);
     let data = vec![0x5au8; BULK];
-    let per_long = timed(bulk, &|| {
-        for i in 0..bulk {
-            am.request_long(1, sink, &[i], &data, at)?;
-        }
-        Ok(round_trip()?)
-    })?;
-    let per_put = timed(bulk, &|| {
-        for _ in 0..bulk {
-            rma.put_nbi(1, at, &data)?;
-        }
-        rma.sync_nbi()?;
-        Ok(())
-    })?;
     let mib_s = |per: f64| BULK as f64 / per / f64::from(1 << 20);
-    println!(
-        "hosts: rtt_ns={:.0} msgs_per_s={:.0} bw_64k_mib_s={:.1} put_64k_mib_s={:.1}",
-        rtt * 1e9,
-        1.0 / per_msg,
-        mib_s(per_long),
-        mib_s(per_put)
-    );
+    if want("bw_64k_mib_s") {
+        let per_long = timed(bulk, &|| {
+            for i in 0..bulk {
+                am.request_long(1, sink, &[i], &data, at)?;
+            }
+            Ok(round_trip()?)
+        })?;
+        figures.push(("bw_64k_mib_s", mib_s(per_long)));
+    }
+    if want("put_64k_mib_s") {
+        let per_put = timed(bulk, &|| {
+            for _ in 0..bulk {
+                rma.put_nbi(1, at, &data)?;
+            }
+            rma.sync_nbi()?;
+            Ok(())
+        })?;
+        figures.push(("put_64k_mib_s", mib_s(per_put)));
+    }
+    let line: Vec<String> = figures.iter().map(|(k, v)| format!("{k}={v:.1}")).collect();
+    println!("hosts: {}", line.join(" "));
     am.barrier()
 }
 
@@ -217,27 +230,26 @@ fn perftest(link: &Link, test: &str, size: usize, iters: u64) -> Result<(f64, f6
     ucx_final(&out.stdout).ok_or_else(|| format!("{test}: no Final line"))
 }
 
-/// UCX's figures for one round, under the keys of [`FIGURES`].
-pub fn ucx_round(link: &Link, quick: bool) -> Result<Figures, String> {
+/// UCX's figure for test `key` (of [`FIGURES`]) in one round.
+pub fn ucx_test(link: &Link, key: &str, quick: bool) -> Result<f64, String> {
     let d = if quick { 10 } else { 1 };
-    let (lat, _, _) = perftest(link, "ucp_am_lat", 8, 50_000 / d)?;
-    let (_, _, rate) = perftest(link, "ucp_am_bw", 8, 1_000_000 / d)?;
-    let (_, bw, _) = perftest(link, "ucp_am_bw", BULK, 20_000 / d)?;
-    let (_, put, _) = perftest(link, "ucp_put_bw", BULK, 20_000 / d)?;
-    Ok(vec![
-        ("rtt_ns".into(), 2.0 * lat * 1e3),
-        ("msgs_per_s".into(), rate),
-        ("bw_64k_mib_s".into(), bw),
-        ("put_64k_mib_s".into(), put),
-    ])
+    Ok(match key {
+        "rtt_ns" => 2.0 * perftest(link, "ucp_am_lat", 8, 50_000 / d)?.0 * 1e3,
+        "msgs_per_s" => perftest(link, "ucp_am_bw", 8, 1_000_000 / d)?.2,
+        "bw_64k_mib_s" => perftest(link, "ucp_am_bw", BULK, 20_000 / d)?.1,
+        "put_64k_mib_s" => perftest(link, "ucp_put_bw", BULK, 20_000 / d)?.1,
+        _ => return Err(format!("no test {key}")),
+    })
 }
 
-/// amrq's figures for one round: runs `amrq-bench hosts --job …` and reads rank 0's line.
-pub fn amrq_round(link: &Link, quick: bool) -> Result<Figures, String> {
+/// amrq's figure for test `key` (of [`FIGURES`]) in one round: runs `amrq-bench hosts
+/// --job …` and reads rank 0's line.
+pub fn amrq_test(link: &Link, key: &str, quick: bool) -> Result<f64, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find amrq-bench: {e}"))?;
     let mut c = Command::new(exe);
     c.args(["hosts", "--job", "--hosts", &link.hosts.join(",")])
-        .args(["--exec", &link.exec, "--rendezvous", &link.address]);
+        .args(["--exec", &link.exec, "--rendezvous", &link.address])
+        .env(TEST, key);
     if quick {
         c.arg("--quick");
     }
@@ -245,11 +257,20 @@ pub fn amrq_round(link: &Link, quick: bool) -> Result<Figures, String> {
         c.env(PIN, "1");
     }
     let out = run(&mut c, Duration::from_secs(300))?;
-    let v = pairs(&out, "hosts");
-    match v.len() == FIGURES.len() {
-        true => Ok(v),
-        false => Err(format!("rank 0 printed no figures: {out}")),
+    match pairs(&out, "hosts").as_slice() {
+        [(k, v)] if k == key => Ok(*v),
+        _ => Err(format!("rank 0 printed no {key}: {out}")),
     }
+}
+
+/// One round: each test measured by amrq, then by UCX.
+pub fn round(link: &Link, quick: bool) -> Result<(Figures, Figures), String> {
+    let (mut am, mut ucx) = (Vec::new(), Vec::new());
+    for (key, _, _) in FIGURES {
+        am.push((key.to_string(), amrq_test(link, key, quick)?));
+        ucx.push((key.to_string(), ucx_test(link, key, quick)?));
+    }
+    Ok((am, ucx))
 }
 
 /// One side's figures of one round, under the keys of [`FIGURES`].
@@ -264,7 +285,7 @@ pub fn report(link: &Link, rounds: &[(Figures, Figures)]) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
     let mut s = format!(
-        "# amrq and UCX between two hosts\n\nHosts {} and {} ({} rounds, alternating amrq, \
+        "# amrq and UCX between two hosts\n\nHosts {} and {} ({} rounds, each test amrq, \
          then `ucx_perftest`; {}; {}).\n\n\
          | figure | amrq | UCX (`ucx_perftest`) | amrq vs UCX | goal |\n|---|---|---|---|---|\n",
         link.hosts[0],

@@ -112,7 +112,7 @@ struct HostsArgs {
     /// The first host's address that the second reaches (default: its name).
     #[arg(long)]
     rendezvous: Option<String>,
-    /// Rounds, each amrq then UCX.
+    /// Rounds, each test amrq then UCX.
     #[arg(long, default_value_t = 5)]
     rounds: usize,
     /// Pin the first host's side (rank 0, the ucx_perftest server) to core 0 and the
@@ -275,7 +275,7 @@ fn report(cli: &Cli) {
 /// `hosts`: rounds of amrq and UCX between two hosts (or, with `--job`, amrq's job of
 /// one round: one rank on each host).
 fn hosts(cli: &Cli, h: &HostsArgs) {
-    use amrq_bench::hosts::{amrq_round, report, ucx_round, Link};
+    use amrq_bench::hosts::{report, round, Link};
     let names: Vec<String> = h.hosts.split(',').map(|n| n.trim().to_string()).collect();
     let [a, b] = names.as_slice() else {
         fail(format!("--hosts {}: give two hosts, A,B", h.hosts))
@@ -308,13 +308,11 @@ fn hosts(cli: &Cli, h: &HostsArgs) {
     let mut rounds = Vec::new();
     for r in 0..h.rounds.max(1) {
         eprintln!(
-            "round {}/{}: amrq, then ucx_perftest",
+            "round {}/{}: each test amrq, then ucx_perftest",
             r + 1,
             h.rounds.max(1)
         );
-        let am = amrq_round(&link, cli.quick).unwrap_or_else(|e| fail(format!("amrq: {e}")));
-        let ucx = ucx_round(&link, cli.quick).unwrap_or_else(|e| fail(format!("UCX: {e}")));
-        rounds.push((am, ucx));
+        rounds.push(round(&link, cli.quick).unwrap_or_else(|e| fail(e)));
     }
     let text = report(&link, &rounds);
     println!("{text}");

@@ -29,8 +29,13 @@ use std::time::{Duration, Instant};
 
 const CH: amrq::conduit::Channel = 0;
 
+/// One channel, and coalescing as the environment sets it (`AMRQ_COALESCE_BYTES`).
 fn spec() -> ConduitSpec {
-    ConduitSpec::new(vec![ChannelSpec::new(64)])
+    let config = amrq::Config::from_env().expect("readable AMRQ_* settings");
+    ConduitSpec {
+        coalescing: config.conduit_spec().coalescing,
+        ..ConduitSpec::new(vec![ChannelSpec::new(64)])
+    }
 }
 
 /// In a rank of a job: checks that UCX uses the rig's tcp, runs `body` and exits.
@@ -54,6 +59,17 @@ fn rig_for(test: &str, hosts: usize) -> Option<Rig> {
 /// Runs this test binary's `test` as `per_host` ranks on each host of `rig`, with
 /// amrq's launcher; returns how the job ended.
 fn run_job(rig: &Rig, test: &str, per_host: usize, token: &str) -> Outcome {
+    run_job_with(rig, test, per_host, token, &[])
+}
+
+/// [`run_job`] with `env` set for the ranks.
+fn run_job_with(
+    rig: &Rig,
+    test: &str,
+    per_host: usize,
+    token: &str,
+    env: &[(&str, &str)],
+) -> Outcome {
     let hosts =
         Hosts::new(&rig.host_list(per_host), Rig::EXEC, Some(&rig::address(0))).expect("hosts");
     let mut l = Launcher::new(hosts.ranks());
@@ -62,6 +78,8 @@ fn run_job(rig: &Rig, test: &str, per_host: usize, token: &str) -> Outcome {
     l.timeout = Some(Duration::from_secs(180));
     l.env = Rig::ucx_env();
     l.env.push(("AMRQ_TEST_TOKEN".into(), token.into()));
+    l.env
+        .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let exe = std::env::current_exe().expect("test binary");
     l.run(exe.as_os_str(), &child_args(test))
         .expect("job starts")
@@ -72,9 +90,13 @@ fn run_job(rig: &Rig, test: &str, per_host: usize, token: &str) -> Outcome {
 /// Frames each rank sends to every other rank.
 const FLOOD: u64 = 20_000;
 
-/// Every rank sends [`FLOOD`] frames to every other, interleaved, numbering them per
-/// destination, while draining its own channel: each frame must arrive exactly once
-/// and in order per source, and every one must arrive.
+/// Frames a rank sends to each destination between two polls, at most.
+const BURST: u64 = 16;
+
+/// Every rank sends [`FLOOD`] frames to every other, in bursts of up to [`BURST`] to
+/// each in turn, numbering them per destination, while draining its own channel: each frame must arrive exactly once
+/// and in order per source, and every one must arrive; coalesced into batches, unless
+/// the environment turned coalescing off.
 fn flood(c: UcxConduit) -> Result<(), String> {
     let (me, n) = (c.rank(), c.size());
     let mut sent = vec![0u64; n];
@@ -84,19 +106,22 @@ fn flood(c: UcxConduit) -> Result<(), String> {
     let (mut got, mut busy) = (0u64, 0u64);
     let since = Instant::now();
     while got < want || sent.iter().any(|&s| s < FLOOD) {
+        // A burst to each destination between polls (a poll sends the batches).
         for (d, count) in sent.iter_mut().enumerate() {
-            if *count == FLOOD {
-                continue;
-            }
-            let m = Message {
-                tag: 7,
-                args: &[me as u64, *count],
-                ..Message::default()
-            };
-            match c.try_send(d, CH, &m) {
-                Ok(()) => *count += 1,
-                Err(ConduitError::Busy) => busy += 1,
-                Err(e) => return Err(format!("send to {d}: {e}")),
+            for _ in 0..BURST.min(FLOOD - *count) {
+                let m = Message {
+                    tag: 7,
+                    args: &[me as u64, *count],
+                    ..Message::default()
+                };
+                match c.try_send(d, CH, &m) {
+                    Ok(()) => *count += 1,
+                    Err(ConduitError::Busy) => {
+                        busy += 1;
+                        break;
+                    }
+                    Err(e) => return Err(format!("send to {d}: {e}")),
+                }
             }
         }
         got += c
@@ -122,8 +147,13 @@ fn flood(c: UcxConduit) -> Result<(), String> {
     if next != expected {
         return Err(format!("received {next:?}, expected {expected:?}"));
     }
+    let co = c.coalesced();
+    let batched = co.frames == want && co.batches * 4 <= co.frames;
+    if batched != spec().coalescing.is_on() || co.waiting != 0 {
+        return Err(format!("coalescing {:?} did {co:?}", spec().coalescing));
+    }
     eprintln!(
-        "rank {me}: {want} frames from {} peers, each exactly once in order, in {:?} ({busy} sends found the ring full)",
+        "rank {me}: {want} frames from {} peers, each exactly once in order, in {:?} ({busy} sends found the ring full; {co:?})",
         n - 1,
         since.elapsed()
     );
@@ -137,6 +167,17 @@ fn all_to_all_flood_on_four_hosts_arrives_exactly_once_in_order() {
     let Some(rig) = rig_for(test, 4) else { return };
     let token = token();
     let out = run_job(&rig, test, 1, &token);
+    assert_eq!(out.code, 0, "{out:?}");
+    all_ran(&token, 4);
+}
+
+#[test]
+fn all_to_all_flood_with_each_frame_alone_arrives_exactly_once_in_order() {
+    as_rank(flood);
+    let test = "all_to_all_flood_with_each_frame_alone_arrives_exactly_once_in_order";
+    let Some(rig) = rig_for(test, 4) else { return };
+    let token = token();
+    let out = run_job_with(&rig, test, 1, &token, &[("AMRQ_COALESCE_BYTES", "0")]);
     assert_eq!(out.code, 0, "{out:?}");
     all_ran(&token, 4);
 }

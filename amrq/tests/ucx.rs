@@ -1,12 +1,14 @@
 //! The UCX conduit beyond the conformance suite: that the transport asked for is the
 //! one UCX really uses (read from UCX's own description of the endpoint), and that a
-//! get from a target that is computing completes once the target calls amrq again.
-//! Each test says it was skipped where UCX is not installed.
+//! get from a target that is computing completes once the target calls amrq again;
+//! that small frames travel in batches exactly once and in order, a lone frame leaves
+//! at the sender's next poll whatever the deadline, and a batch past its deadline at
+//! the next send. Each test says it was skipped where UCX is not installed.
 
 #![cfg(not(amrq_loom))]
 
 use amrq::conduit::ucx::{self, UcxConduit};
-use amrq::conduit::{ChannelSpec, Conduit, ConduitSpec, Started};
+use amrq::conduit::{ChannelSpec, Coalescing, Conduit, ConduitSpec, Started};
 use std::time::{Duration, Instant};
 
 #[path = "common/ucx.rs"]
@@ -142,4 +144,145 @@ fn a_frame_that_needs_credits_short_of_a_batch_is_not_stuck() {
             }
         }
     });
+}
+
+/// A job of `ranks` over UCX with coalescing `how`.
+fn job_coalescing(ranks: usize, how: Coalescing) -> Option<Vec<UcxConduit>> {
+    let settings = common_ucx::loopback_or_skip("this UCX test")?;
+    let spec = ConduitSpec {
+        coalescing: how,
+        ..ConduitSpec::new(vec![ChannelSpec::new(64)])
+    };
+    Some(ucx::threads(ranks, &spec, &settings).expect("a UCX job over tcp"))
+}
+
+/// Rank 0 streams `n` two-arg frames (sequence number, its square) to rank 1, which
+/// checks each arrives once and in order; returns rank 0's coalescing counts.
+fn stream(how: Coalescing, n: u64) -> Option<ucx::Coalesced> {
+    use amrq::conduit::{ConduitError, Message, ReceivedFrame};
+    let mut eps = job_coalescing(2, how)?.into_iter();
+    let (a, b) = (eps.next()?, eps.next()?);
+    let receiver = std::thread::spawn(move || {
+        let (mut next, since) = (0u64, Instant::now());
+        while next < n {
+            assert!(since.elapsed() < Duration::from_secs(60), "stuck at {next}");
+            b.drain(0, 64, |f| {
+                assert_eq!(f.args(), [next, next.wrapping_mul(next)], "frame {next}");
+                next += 1;
+                Ok::<(), ConduitError>(())
+            })
+            .expect("drain");
+        }
+        b.barrier().expect("barrier");
+    });
+    let since = Instant::now();
+    for i in 0..n {
+        let m = Message {
+            tag: 1,
+            args: &[i, i.wrapping_mul(i)],
+            ..Message::default()
+        };
+        while let Err(e) = a.try_send(1, 0, &m) {
+            assert_eq!(e, ConduitError::Busy);
+            assert!(since.elapsed() < Duration::from_secs(60), "stuck on Busy");
+        }
+    }
+    a.barrier().expect("barrier");
+    let counts = a.coalesced();
+    drop(a);
+    receiver.join().expect("the receiver checked every frame");
+    Some(counts)
+}
+
+#[test]
+fn small_frames_travel_in_batches_exactly_once_in_order() {
+    let n = 20_000;
+    let Some(on) = stream(Coalescing::default(), n) else {
+        return;
+    };
+    assert_eq!((on.frames, on.waiting), (n, 0), "{on:?}");
+    assert!(on.batches * 8 <= n, "at least 8 frames a batch: {on:?}");
+    let alone = Coalescing {
+        bytes: 0,
+        ..Coalescing::default()
+    };
+    let off = stream(alone, n).expect("UCX is here");
+    assert_eq!(off, ucx::Coalesced::default(), "every frame alone");
+}
+
+#[test]
+fn a_lone_frame_leaves_at_the_next_poll_whatever_the_deadline() {
+    use amrq::conduit::{Message, ReceivedFrame};
+    let hour = Coalescing {
+        wait: Duration::from_secs(3600),
+        ..Coalescing::default()
+    };
+    let Some(eps) = job_coalescing(2, hour) else {
+        return;
+    };
+    let mut eps = eps.into_iter();
+    let (a, b) = (eps.next().unwrap(), eps.next().unwrap());
+    let m = |tag| Message {
+        tag,
+        args: &[7],
+        ..Message::default()
+    };
+    let since = Instant::now();
+    let server = std::thread::spawn(move || {
+        // Serves one request; its reply waits in a batch until the next poll.
+        let f = loop {
+            if let Some(f) = b.peek(0).expect("peek") {
+                break f;
+            }
+            assert!(since.elapsed() < Duration::from_secs(20), "no request");
+        };
+        assert_eq!(f.tag(), 1);
+        f.release();
+        b.try_send(0, 0, &m(2)).expect("the reply");
+        while !b.peer_left(0) {} // polls until rank 0 leaves
+    });
+    a.try_send(1, 0, &m(1)).expect("the request");
+    assert_eq!(a.coalesced().waiting, 1, "in a batch until a poll");
+    let reply = loop {
+        if let Some(f) = a.peek(0).expect("peek") {
+            break f;
+        }
+        assert!(since.elapsed() < Duration::from_secs(20), "no reply");
+    };
+    assert_eq!(reply.tag(), 2);
+    reply.release();
+    drop(a);
+    server.join().expect("the server");
+}
+
+#[test]
+fn a_batch_past_its_deadline_leaves_at_the_next_send() {
+    use amrq::conduit::Message;
+    let ms = Coalescing {
+        wait: Duration::from_millis(2),
+        ..Coalescing::default()
+    };
+    let Some(eps) = job_coalescing(3, ms) else {
+        return;
+    };
+    let m = Message {
+        tag: 1,
+        args: &[7],
+        ..Message::default()
+    };
+    eps[0].try_send(1, 0, &m).expect("to rank 1");
+    std::thread::sleep(Duration::from_millis(5)); // computing, no amrq call
+    eps[0].try_send(2, 0, &m).expect("to rank 2");
+    let c = eps[0].coalesced();
+    assert_eq!(
+        (c.batches, c.frames, c.waiting),
+        (1, 1, 1),
+        "rank 1's batch left, rank 2's waits: {c:?}"
+    );
+    // Each leaves on its own thread (a leaving rank waits for the others' goodbyes).
+    let leaving: Vec<_> = eps
+        .into_iter()
+        .map(|e| std::thread::spawn(move || drop(e)))
+        .collect();
+    leaving.into_iter().for_each(|t| t.join().expect("left"));
 }

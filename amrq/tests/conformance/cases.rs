@@ -46,6 +46,20 @@ pub fn spec() -> ConduitSpec {
     }
 }
 
+/// The suite's spec for the test named `test`: a suite whose conduit's name ends in
+/// `_alone` sends each frame alone (coalescing off); the others coalesce, the default.
+pub fn spec_for(test: &str) -> ConduitSpec {
+    let mut s = spec();
+    if test
+        .split("::")
+        .next()
+        .is_some_and(|c| c.ends_with("_alone"))
+    {
+        s.coalescing.bytes = 0;
+    }
+    s
+}
+
 /// What a runner gives a case besides the endpoint.
 pub struct Job<C> {
     /// Ends this rank as a crash would: gone without leaving the job cleanly.

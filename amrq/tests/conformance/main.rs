@@ -63,6 +63,10 @@ suite!(combined, crate::run::combined, 4);
 suite!(ucx_threads, crate::run::ucx_threads, 3);
 suite!(ucx_hosts, crate::run::ucx_hosts, 2);
 suite!(cluster_hosts, crate::run::cluster_hosts, 4);
+// The network conduits again with each frame sent alone (coalescing off).
+suite!(ucx_threads_alone, crate::run::ucx_threads, 3);
+suite!(ucx_hosts_alone, crate::run::ucx_hosts, 2);
+suite!(cluster_hosts_alone, crate::run::cluster_hosts, 4);
 suite!(front_hosts, crate::run::front_hosts, 4);
 
 /// The RMA layer over a conduit that leaves its operations in flight: every call

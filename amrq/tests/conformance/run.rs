@@ -2,7 +2,7 @@
 //! or as processes (this test binary re-executed, filtered to the same test, joining
 //! the job through the launcher's environment).
 
-use super::cases::{spec, Failed, Job, Outcome};
+use super::cases::{spec, spec_for, Failed, Job, Outcome};
 use super::marker::{all_ran, child_args, mark_ran, run_rank, token};
 use amrq::bootstrap::Boot;
 use amrq::conduit::cluster::ClusterConduit;
@@ -163,7 +163,7 @@ pub fn ucx_threads(test: &str, ranks: usize, case: Case<UcxConduit>) {
         return;
     };
     let _g = one_at_a_time();
-    let eps = amrq::conduit::ucx::threads(ranks, &spec(), &settings).expect("endpoints");
+    let eps = amrq::conduit::ucx::threads(ranks, &spec_for(test), &settings).expect("endpoints");
     let boots = |c: &UcxConduit| vec![(c.boot().clone(), c.rank())];
     on_threads(eps, boots, &Job { die: die_ucx }, case);
 }
@@ -178,7 +178,7 @@ fn die_ucx(c: UcxConduit) {
 /// connected by UCX over tcp on the rig's veth; each rank first checks that UCX really
 /// uses that. Skipped, saying so, where UCX or namespaces are missing.
 pub fn ucx_hosts(test: &str, ranks: usize, case: Case<UcxConduit>) {
-    let joined = super::ranks::joined_ucx(&spec(), Duration::from_secs(60));
+    let joined = super::ranks::joined_ucx(&spec_for(test), Duration::from_secs(60));
     run_rank(joined, |c| {
         super::rig::assert_tcp_on_rig(&c);
         case(
@@ -208,7 +208,7 @@ pub fn ucx_hosts(test: &str, ranks: usize, case: Case<UcxConduit>) {
 /// rig's veth between hosts (each rank first checks that UCX really uses that).
 /// Skipped, saying so, where UCX or namespaces are missing.
 pub fn cluster_hosts(test: &str, ranks: usize, case: Case<ClusterConduit>) {
-    let joined = super::ranks::joined_cluster(&spec(), Duration::from_secs(60));
+    let joined = super::ranks::joined_cluster(&spec_for(test), Duration::from_secs(60));
     run_rank(joined, |c| {
         super::rig::assert_tcp_on_rig(c.remote());
         assert_eq!(

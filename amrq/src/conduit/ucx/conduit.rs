@@ -281,6 +281,7 @@ impl UcxConduit {
         kind: Kind,
         offset: usize,
     ) -> Result<(), ConduitError> {
+        self.send_overdue();
         let (long, tag_on) = (kind == Kind::Long, kind == Kind::TagOn);
         self.me
             .refusal(dest, ch, msg, long.then_some(offset), tag_on)?;
@@ -327,10 +328,16 @@ impl UcxConduit {
             self.send(dest, wire::AM_FRAME, &w[..n], msg.payload)?;
             self.charge(key, at, dest, tag_on);
         }
-        if let Some((late, batch)) = self.outbox.take_overdue() {
-            let _ = self.send_batch(late, batch); // a failed peer is recorded
-        }
         Ok(())
+    }
+
+    /// Sends the oldest batch if its first frame has waited past the deadline: each
+    /// send, put, get and atomic looks (a failed peer is recorded).
+    #[inline]
+    pub(super) fn send_overdue(&self) {
+        if let Some((late, batch)) = self.outbox.take_overdue() {
+            let _ = self.send_batch(late, batch);
+        }
     }
 
     /// Books a frame sent (or batched) into ring `key`, now at `at`.
@@ -351,6 +358,21 @@ impl UcxConduit {
     /// sends go out.
     pub(crate) fn progress_now(&self) {
         self.progress();
+    }
+
+    /// What coalescing small frames has done on this rank so far (see
+    /// [`Coalesced`](super::Coalesced)).
+    ///
+    /// ```
+    /// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+    /// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+    /// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+    /// let eps = ucx::threads(1, &spec, &settings).unwrap();
+    /// assert_eq!(eps[0].coalesced().batches, 0);
+    /// ```
+    pub fn coalesced(&self) -> super::Coalesced {
+        self.outbox.counts()
     }
 
     /// The bootstrap that reports this job's failed ranks.

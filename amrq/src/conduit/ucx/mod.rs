@@ -46,6 +46,7 @@ mod wire;
 
 pub use conduit::{UcxAlarm, UcxConduit, UcxInterrupts};
 pub use net::Card;
+pub use outbox::Coalesced;
 pub(crate) use start::{form, wire_up};
 pub use start::{join, open, open_on, threads, Opened, SegmentMemory};
 

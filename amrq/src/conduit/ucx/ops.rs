@@ -59,7 +59,10 @@ impl Ops {
 }
 
 impl UcxConduit {
+    /// Where `offset..offset + len` of `rank`'s segment is; every operation starts
+    /// here, and sends a batch past its deadline first.
     fn range(&self, rank: Rank, offset: usize, len: usize) -> Result<u64, ConduitError> {
+        self.send_overdue();
         if rank >= self.size {
             return Err(ConduitError::NoSuchRank {
                 rank,

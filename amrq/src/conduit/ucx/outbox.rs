@@ -19,6 +19,33 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::time::Instant;
 
+/// What a rank's coalescing has done: batches sent, and frames they carried or that
+/// wait in a batch now.
+///
+/// ```
+/// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec, Message};
+/// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+/// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+/// let eps = ucx::threads(2, &spec, &settings).unwrap();
+/// for i in 0..10 {
+///     eps[0].try_send(1, 0, &Message { tag: 1, args: &[i], ..Message::default() }).unwrap();
+/// }
+/// assert_eq!(eps[0].coalesced(), ucx::Coalesced { batches: 0, frames: 0, waiting: 10 });
+/// eps[0].flush().unwrap(); // or any call that polls or waits
+/// assert_eq!(eps[0].coalesced(), ucx::Coalesced { batches: 1, frames: 10, waiting: 0 });
+/// # std::thread::scope(|s| { for e in eps { s.spawn(move || drop(e)); } });
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Coalesced {
+    /// Batches sent.
+    pub batches: u64,
+    /// Frames those batches carried.
+    pub frames: u64,
+    /// Frames in a batch not sent yet.
+    pub waiting: u64,
+}
+
 /// The batches of one rank, per destination (owned by its endpoint: one thread).
 pub(super) struct Outbox {
     how: Coalescing,
@@ -34,6 +61,9 @@ struct Batches {
     waiting: VecDeque<Rank>,
     /// Buffers UCX is done with, to take the next frames.
     spare: Vec<Vec<u8>>,
+    /// Per destination: the frames in its batch.
+    frames: Vec<u64>,
+    counts: Coalesced,
 }
 
 impl Outbox {
@@ -47,6 +77,8 @@ impl Outbox {
                 since: vec![now; size],
                 waiting: VecDeque::new(),
                 spare: Vec::new(),
+                frames: vec![0; size],
+                counts: Coalesced::default(),
             }),
         }
     }
@@ -77,7 +109,14 @@ impl Outbox {
             b.waiting.push_back(dest);
         }
         wire::append(&mut b.bytes[dest], head, args, payload);
+        b.frames[dest] += 1;
+        b.counts.waiting += 1;
         full
+    }
+
+    /// What coalescing has done so far.
+    pub fn counts(&self) -> Coalesced {
+        self.inner.borrow().counts
     }
 
     /// Takes `dest`'s batch out, if it holds frames.
@@ -117,6 +156,10 @@ impl Batches {
         if let Some(i) = self.waiting.iter().position(|&d| d == dest) {
             self.waiting.remove(i);
         }
+        let n = std::mem::take(&mut self.frames[dest]);
+        self.counts.batches += 1;
+        self.counts.frames += n;
+        self.counts.waiting -= n;
         let next = self.spare.pop().unwrap_or_default();
         std::mem::replace(&mut self.bytes[dest], next)
     }

@@ -648,4 +648,55 @@ mod tests {
             }
         });
     }
+
+    /// Whatever bytes a peer sends as a batch, the receiver records faults and never
+    /// panics, and a real frame sent after them still arrives.
+    #[test]
+    fn any_bytes_unpacked_as_a_batch_leave_the_rank_working() {
+        use crate::conduit::{Conduit, ConduitError, Message, ReceivedFrame};
+        use proptest::prelude::*;
+        if let Err(why) = super::super::available() {
+            eprintln!("no UCX here: {why}");
+            return;
+        }
+        let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")]
+            .map(|(k, v)| (k.into(), v.into()))
+            .into();
+        let eps = threads(2, &ConduitSpec::new(vec![ChannelSpec::new(64)]), &settings).unwrap();
+        let mut runner = proptest::test_runner::TestRunner::default();
+        let bytes = proptest::collection::vec(any::<u8>(), 0..400);
+        let header = prop_oneof![Just(0u64), Just(1), any::<u64>()];
+        runner
+            .run(&(header, bytes), |(source, data)| {
+                eps[1].shared.on_batch(&source.to_le_bytes(), &data, false);
+                eps[1].shared.on_batch(&data, &data, false); // any header too
+                Ok(())
+            })
+            .unwrap();
+        assert!(eps[1].faults().total() > 0, "garbage is recorded as faults");
+        // Whatever the garbage put in rank 1's queues, rank 0's frame comes after it.
+        let m = Message {
+            tag: 0xbeef,
+            args: &[42],
+            ..Message::default()
+        };
+        eps[0].try_send(1, 0, &m).unwrap();
+        let since = std::time::Instant::now();
+        let mut found = false;
+        while !found && since.elapsed() < std::time::Duration::from_secs(20) {
+            eps[0].progress_now(); // sends its batch, and UCX moves it on
+            eps[1]
+                .drain(0, 64, |f| {
+                    found |= f.source() == 0 && f.tag() == 0xbeef && f.args() == [42];
+                    Ok::<(), ConduitError>(())
+                })
+                .unwrap();
+        }
+        assert!(found, "the real frame arrived");
+        std::thread::scope(|s| {
+            for e in eps {
+                s.spawn(move || drop(e));
+            }
+        });
+    }
 }

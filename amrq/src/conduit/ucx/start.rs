@@ -17,6 +17,7 @@ use super::wire;
 use crate::bootstrap::env::Place;
 use crate::bootstrap::rendezvous::Terms;
 use crate::bootstrap::{Boot, NetJob, ShmJob, ThreadsBoot};
+use crate::conduit::doorbell::DoorbellFence;
 use crate::conduit::mem::{HeapRegion, MemConduit, Parts, RegionLayout, RegionOwner};
 use crate::conduit::{Conduit, ConduitError, ConduitSpec, Delivery, Rank};
 use std::cell::{Cell, RefCell};
@@ -150,6 +151,13 @@ pub fn open_on(
             )));
         }
     }
+    // The local queues are filled by the network's callbacks on this rank's own thread
+    // (or its progress thread): a fence per frame pushed costs less than a
+    // `membarrier`, an interrupt to every core, each time the rank goes to sleep.
+    let spec = &ConduitSpec {
+        doorbell_fence: DoorbellFence::Symmetric,
+        ..spec.clone()
+    };
     let layout = RegionLayout::new(size, spec)?;
     // Laid out for every receiver (the proxies' send sides name all of them), read
     // only by this rank: only its rings are initialised, the rest never touched.
