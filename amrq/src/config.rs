@@ -175,7 +175,7 @@ pub struct Config {
     /// Environment: `AMRQ_COALESCE_BYTES` (bytes, or with K); default 8 KiB.
     pub coalesce_bytes: Setting<usize>,
     /// The longest a batch's first frame waits for more, checked at each send.
-    /// Environment: `AMRQ_COALESCE_WAIT` (microseconds); default 100.
+    /// Environment: `AMRQ_COALESCE_WAIT` (microseconds); default 30.
     pub coalesce_wait: Setting<Duration>,
     /// The program's own queues, in creation order (queue ids from 2 on).
     pub queues: Vec<QueueSpec>,

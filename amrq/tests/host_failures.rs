@@ -21,7 +21,9 @@ mod rig;
 mod ucx_common;
 
 use amrq::conduit::cluster::ClusterConduit;
-use amrq::conduit::{ChannelSpec, Conduit, ConduitError, ConduitSpec, Message, ReceivedFrame};
+use amrq::conduit::{
+    ChannelSpec, Coalescing, Conduit, ConduitError, ConduitSpec, Message, ReceivedFrame,
+};
 use amrq::launch::{Hosts, Launcher};
 use amrq::prelude::Config;
 use marker::{all_ran, child_args, run_rank, token};
@@ -29,8 +31,16 @@ use rig::Rig;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// One channel; a batch of frames waits for the sender's next poll however long it
+/// takes (no deadline sends it first).
 fn spec() -> ConduitSpec {
-    ConduitSpec::new(vec![ChannelSpec::new(64)])
+    ConduitSpec {
+        coalescing: Coalescing {
+            wait: Duration::from_secs(3600),
+            ..Coalescing::default()
+        },
+        ..ConduitSpec::new(vec![ChannelSpec::new(64)])
+    }
 }
 
 /// In a rank of a job: joins with the attach timeout of the environment, runs `body`
@@ -135,6 +145,83 @@ fn a_rank_killed_on_another_host_ends_the_job_within_5_s_naming_it_and_its_host(
     eprintln!(
         "the job ended {took:?} after rank 3 was killed: rank 3 {}",
         f.cause
+    );
+    nothing_left(rig);
+}
+
+// ---------------------------------------------------------------- frames left in a batch
+
+/// Frames rank 0 leaves in its batch to rank 3 when it dies.
+const LEFT_IN_BATCH: u64 = 5;
+
+/// After a barrier, rank 0 sends [`LEFT_IN_BATCH`] frames to rank 3 on the other host,
+/// which wait in its batch (no poll follows), and kills itself; rank 3 waits for
+/// them, the others for anything, each checking its peers.
+fn first_rank_dies_with_frames_in_its_batch(c: ClusterConduit) -> Result<(), String> {
+    c.barrier().map_err(|e| e.to_string())?;
+    if c.rank() == 0 {
+        for i in 0..LEFT_IN_BATCH {
+            let m = Message {
+                tag: 1,
+                args: &[i],
+                ..Message::default()
+            };
+            c.try_send(3, 0, &m).map_err(|e| e.to_string())?;
+        }
+        let waiting = c.remote().coalesced().waiting;
+        if waiting != LEFT_IN_BATCH {
+            return Err(format!("{waiting} frames wait in the batch"));
+        }
+        let token = std::env::var("AMRQ_TEST_TOKEN").unwrap_or_default();
+        std::fs::write(kill_time_file(&token), now_ns().to_string()).map_err(|e| e.to_string())?;
+        // SAFETY: signalling this process.
+        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+    }
+    let set = c.poll_set(&[0]).map_err(|e| e.to_string())?;
+    let since = Instant::now();
+    while since.elapsed() < Duration::from_secs(60) {
+        c.check_peers().map_err(|e| e.to_string())?;
+        let arrived = c.drain(0, 16, |_| Ok::<(), ConduitError>(()));
+        if arrived.map_err(|e| e.to_string())? > 0 {
+            return Err("a frame of the dead rank's batch arrived".into());
+        }
+        c.wait_for_arrival(&set, Duration::from_millis(100))
+            .map_err(|e| e.to_string())?;
+    }
+    Err("no failure seen in 60 s".into())
+}
+
+#[test]
+fn a_rank_killed_with_frames_in_its_batch_ends_the_job_naming_it() {
+    as_rank(first_rank_dies_with_frames_in_its_batch);
+    let test = "a_rank_killed_with_frames_in_its_batch_ends_the_job_naming_it";
+    let Some(rig) = rig_for(test, 2) else { return };
+    let token = token();
+    let hosts = Hosts::new(&rig.host_list(2), Rig::EXEC, Some(&rig::address(0)));
+    let mut l = Launcher::new(4);
+    l.hosts = Some(hosts.expect("hosts"));
+    l.verbose = false;
+    l.timeout = Some(Duration::from_secs(120));
+    l.env = Rig::ucx_env();
+    l.env.push(("AMRQ_TEST_TOKEN".into(), token.clone()));
+    let exe = std::env::current_exe().expect("test binary");
+    let out = l
+        .run(exe.as_os_str(), &child_args(test))
+        .expect("job starts");
+    let ended = now_ns();
+    let killed: u128 = std::fs::read_to_string(kill_time_file(&token))
+        .expect("rank 0 said when it died")
+        .parse()
+        .expect("a time");
+    let _ = std::fs::remove_file(kill_time_file(&token));
+    let took = Duration::from_nanos((ended - killed) as u64);
+    assert_eq!(out.code, 128 + libc::SIGKILL, "{out:?}");
+    let f = out.failure.expect("a failure");
+    assert_eq!(f.rank, Some(0), "{f:?}");
+    assert!(f.cause.contains("signal 9"), "{f:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "the job ended {took:?} after the kill"
     );
     nothing_left(rig);
 }

@@ -169,11 +169,11 @@ pub struct Coalescing {
 }
 
 impl Default for Coalescing {
-    /// 8 KiB batches, 100 µs (`docs/results/hosts.md` shows the measurements behind them).
+    /// 8 KiB batches, 30 µs (`docs/results/hosts.md` shows the measurements behind them).
     fn default() -> Self {
         Self {
             bytes: 8 << 10,
-            wait: Duration::from_micros(100),
+            wait: Duration::from_micros(30),
         }
     }
 }

@@ -83,10 +83,11 @@ impl std::fmt::Debug for UcxConduit {
 
 /// Progresses the worker, moves held frames into rings with room, and returns the
 /// credits due (with sends that complete at once; what cannot go now goes next time).
-pub(super) fn pump(net: &Net, shared: &Shared) {
+/// True if the worker did something.
+pub(super) fn pump(net: &Net, shared: &Shared) -> bool {
     // Once: a second call to see that nothing more came is a system call (tcp's
     // epoll_wait) on the round trip's path, and one call reads what the socket holds.
-    net.progress();
+    let worked = net.progress();
     let due = {
         let mut local = shared.local();
         if local.holds() {
@@ -95,7 +96,7 @@ pub(super) fn pump(net: &Net, shared: &Shared) {
         local.credits_due()
     };
     if due.is_empty() {
-        return;
+        return worked;
     }
     // Sent without the lock (see `Local::credits_due`).
     let me = shared.me as u64;
@@ -107,6 +108,7 @@ pub(super) fn pump(net: &Net, shared: &Shared) {
         let mut local = shared.local();
         unsent.iter().for_each(|d| local.unsent(d));
     }
+    true
 }
 
 /// Posts an eager Active Message (`ucp_am_send_nbx`). `now`: UCX must complete it at
@@ -155,13 +157,14 @@ pub(super) fn send_now(
 
 impl UcxConduit {
     /// Progress: sends every batch of small frames, then see [`pump`]; and forgets the
-    /// sends UCX has finished.
-    pub(super) fn progress(&self) {
+    /// sends UCX has finished. True if the worker did something.
+    pub(super) fn progress(&self) -> bool {
         self.send_batches();
-        pump(&self.net, &self.shared);
+        let worked = pump(&self.net, &self.shared);
         let mut pending = self.pending.borrow_mut();
         // A failed send is the peer's failure, which its endpoint reports.
         pending.retain(|&(req, _, _)| self.net.done(req) == Ok(false));
+        worked
     }
 
     /// Sends an Active Message whose header and payload UCX may read after this
@@ -543,7 +546,11 @@ impl Conduit for UcxConduit {
     }
 
     fn arm_arrival(&self, set: &PollSet) -> Result<Arming<'_>, ConduitError> {
-        self.progress();
+        // A worker that moved data (puts or gets this rank serves, over tcp, by
+        // progressing) keeps its rank awake: a sleep per arrival would cost a wake-up.
+        if self.progress() {
+            return Ok(Arming::Ready);
+        }
         let armed = match self.me.arm_arrival(set)? {
             Arming::Armed(a) => a,
             other => return Ok(other),
