@@ -103,7 +103,9 @@ pub fn join(
         segment_bytes: bytes,
         ..spec.clone()
     };
-    let opened = ucx::open_on(place.rank, place.size, &net_spec, settings, memory)?;
+    let opened = ucx::open_on(
+        place.rank, place.size, &net_spec, settings, memory, &place.key,
+    )?;
     let remote = ucx::wire_up(opened, job)?;
     Combined::new(local, remote, local_ranks)
 }

@@ -106,6 +106,10 @@ pub enum FaultKind {
         /// What was wrong.
         what: &'static str,
     },
+    /// A network message whose MAC does not prove the job key of the rank it names as
+    /// its sender: forged by a process outside the job, or played again. Dropped.
+    #[error("a network message its claimed sender did not seal (forged, or played again)")]
+    Unproven,
 }
 
 impl FaultKind {

@@ -3,6 +3,7 @@
 //! receives progress the worker (which pushes arrived frames into the local queues)
 //! and then read the local queues with the ring conduit's code.
 
+use super::auth;
 use super::net::Net;
 use super::outbox::Outbox;
 use super::rx::{shared_charge, Shared};
@@ -82,9 +83,10 @@ impl std::fmt::Debug for UcxConduit {
 }
 
 /// Progresses the worker, moves held frames into rings with room, and returns the
-/// credits due (with sends that complete at once; what cannot go now goes next time).
-/// True if the worker did something.
-pub(super) fn pump(net: &Net, shared: &Shared) -> bool {
+/// credits due (with sends that complete at once; what cannot go now goes next time),
+/// sealed on `lane` (the calling thread's: [`auth::OWN`] or [`auth::PROGRESS`]). True
+/// if the worker did something.
+pub(super) fn pump(net: &Net, shared: &Shared, lane: usize) -> bool {
     // Once: a second call to see that nothing more came is a system call (tcp's
     // epoll_wait) on the round trip's path, and one call reads what the socket holds.
     let worked = net.progress();
@@ -102,7 +104,11 @@ pub(super) fn pump(net: &Net, shared: &Shared) -> bool {
     let me = shared.me as u64;
     let unsent: Vec<_> = due
         .into_iter()
-        .filter(|d| send_now(net, d.peer, wire::AM_CREDIT, &[me, d.what, d.value], &[]).is_err())
+        .filter(|d| {
+            let words = [me, d.what, d.value];
+            let credit = Out::bare(wire::AM_CREDIT, &words);
+            send_now(net, shared, lane, d.peer, &credit).is_err()
+        })
         .collect();
     if !unsent.is_empty() {
         let mut local = shared.local();
@@ -136,17 +142,54 @@ fn post(net: &Net, dest: Rank, id: u32, header: &[u8], payload: &[u8], now: bool
     })
 }
 
+/// An Active Message to send: its id, header words and data, and whether the MAC
+/// covers the data (all but the payload of a Long frame sent alone: see `auth`).
+pub(super) struct Out<'a> {
+    pub id: u32,
+    pub header: &'a [u64],
+    pub data: &'a [u8],
+    pub cover: bool,
+}
+
+impl<'a> Out<'a> {
+    /// A message of `header` only.
+    pub fn bare(id: u32, header: &'a [u64]) -> Self {
+        Self::with(id, header, &[])
+    }
+
+    /// A message of `header` and `data`, all of it under the MAC.
+    pub fn with(id: u32, header: &'a [u64], data: &'a [u8]) -> Self {
+        Self {
+            id,
+            header,
+            data,
+            cover: true,
+        }
+    }
+
+    /// Its header's bytes, sealed with the MAC for `dest` on `lane`.
+    fn sealed(&self, shared: &Shared, lane: usize, dest: Rank) -> wire::HeaderBytes {
+        let mut h = wire::as_bytes(self.header);
+        let covered = if self.cover { self.data } else { &[] };
+        let len = self.data.len();
+        let body = h.as_slice();
+        let trailer = shared.auth.seal(dest, lane, self.id, body, covered, len);
+        h.seal(&trailer);
+        h
+    }
+}
+
 /// Sends an Active Message that UCX must complete at once (its header and payload
-/// are not kept): `Err(UCS_ERR_NO_RESOURCE)` if it cannot now.
+/// are not kept), sealed on `lane`: `Err(UCS_ERR_NO_RESOURCE)` if it cannot now.
 pub(super) fn send_now(
     net: &Net,
+    shared: &Shared,
+    lane: usize,
     dest: Rank,
-    id: u32,
-    header: &[u64],
-    payload: &[u8],
+    out: &Out<'_>,
 ) -> Result<(), sys::ucs_status_t> {
-    let h = wire::as_bytes(header);
-    match post(net, dest, id, h.as_slice(), payload, true) {
+    let h = out.sealed(shared, lane, dest);
+    match post(net, dest, out.id, h.as_slice(), out.data, true) {
         StatusPtr::Done => Ok(()),
         StatusPtr::Err(e) => Err(e),
         // Not expected with forced immediate completion; finish it before the
@@ -160,7 +203,7 @@ impl UcxConduit {
     /// sends UCX has finished. True if the worker did something.
     pub(super) fn progress(&self) -> bool {
         self.send_batches();
-        let worked = pump(&self.net, &self.shared);
+        let worked = pump(&self.net, &self.shared, auth::OWN);
         let mut pending = self.pending.borrow_mut();
         // A failed send is the peer's failure, which its endpoint reports.
         pending.retain(|&(req, _, _)| self.net.done(req) == Ok(false));
@@ -169,34 +212,30 @@ impl UcxConduit {
 
     /// Sends an Active Message whose header and payload UCX may read after this
     /// returns (then copied and kept until it is done).
-    fn send(
-        &self,
-        dest: Rank,
-        id: u32,
-        header: &[u64],
-        payload: &[u8],
-    ) -> Result<(), ConduitError> {
-        match send_now(&self.net, dest, id, header, payload) {
+    fn send(&self, dest: Rank, out: &Out<'_>) -> Result<(), ConduitError> {
+        match send_now(&self.net, &self.shared, auth::OWN, dest, out) {
             Ok(()) => Ok(()),
-            Err(sys::UCS_ERR_NO_RESOURCE) => self.send_kept(dest, id, header, payload.to_vec()),
+            Err(sys::UCS_ERR_NO_RESOURCE) => {
+                let h = out.sealed(&self.shared, auth::OWN, dest);
+                self.send_kept(dest, out.id, h.as_slice().to_vec(), out.data.to_vec())
+            }
             Err(e) => Err(self.peer_failed(dest, e)),
         }
     }
 
-    /// Posts an Active Message whose header and payload stay in `pending` until UCX is
-    /// done with them.
+    /// Posts Active Message `id` whose sealed header `h` and data stay in `pending`
+    /// until UCX is done with them.
     fn send_kept(
         &self,
         dest: Rank,
         id: u32,
-        header: &[u64],
-        payload: Vec<u8>,
+        h: Vec<u8>,
+        data: Vec<u8>,
     ) -> Result<(), ConduitError> {
-        let h = wire::as_bytes(header).as_slice().to_vec();
-        match post(&self.net, dest, id, &h, &payload, false) {
+        match post(&self.net, dest, id, &h, &data, false) {
             StatusPtr::Done => Ok(()),
             StatusPtr::Request(r) => {
-                self.pending.borrow_mut().push((r, h, payload));
+                self.pending.borrow_mut().push((r, h, data));
                 Ok(())
             }
             StatusPtr::Err(e) => Err(self.peer_failed(dest, e)),
@@ -207,12 +246,19 @@ impl UcxConduit {
     /// is done with it at once).
     fn send_batch(&self, dest: Rank, batch: Vec<u8>) -> Result<(), ConduitError> {
         let header = [self.rank as u64];
-        match send_now(&self.net, dest, wire::AM_BATCH, &header, &batch) {
+        let out = Out::with(wire::AM_BATCH, &header, &batch);
+        match send_now(&self.net, &self.shared, auth::OWN, dest, &out) {
             Ok(()) => {
                 self.outbox.recycle(batch);
                 Ok(())
             }
-            Err(sys::UCS_ERR_NO_RESOURCE) => self.send_kept(dest, wire::AM_BATCH, &header, batch),
+            Err(sys::UCS_ERR_NO_RESOURCE) => {
+                let h = out
+                    .sealed(&self.shared, auth::OWN, dest)
+                    .as_slice()
+                    .to_vec();
+                self.send_kept(dest, wire::AM_BATCH, h, batch)
+            }
             Err(e) => Err(self.peer_failed(dest, e)),
         }
     }
@@ -257,7 +303,9 @@ impl UcxConduit {
             // could not go now is tried again on the next look.
             if room.is_none() && !c.shared && self.asked[key].get() != now {
                 let (dest, me) = (key % self.size, self.rank as u64);
-                if send_now(&self.net, dest, wire::AM_WANT, &[me, ch as u64], &[]).is_ok() {
+                let words = [me, ch as u64];
+                let want = Out::bare(wire::AM_WANT, &words);
+                if send_now(&self.net, &self.shared, auth::OWN, dest, &want).is_ok() {
                     self.asked[key].set(now);
                 }
             }
@@ -328,7 +376,11 @@ impl UcxConduit {
                 self.send_batch(dest, batch)?;
             }
             let (w, n) = wire::frame(&head, msg.args);
-            self.send(dest, wire::AM_FRAME, &w[..n], msg.payload)?;
+            let out = Out {
+                cover: kind != Kind::Long,
+                ..Out::with(wire::AM_FRAME, &w[..n], msg.payload)
+            };
+            self.send(dest, &out)?;
             self.charge(key, at, dest, tag_on);
         }
         Ok(())
@@ -417,7 +469,8 @@ impl UcxConduit {
         self.epoch.set(epoch);
         self.progress();
         for r in (0..self.size).filter(|&r| r != self.rank) {
-            self.send(r, wire::AM_COLL, &[self.rank as u64, epoch, mine], &[])?;
+            let coll = [self.rank as u64, epoch, mine];
+            self.send(r, &Out::bare(wire::AM_COLL, &coll))?;
         }
         self.shared.local().coll.insert((epoch, self.rank), mine);
         let since = Instant::now();
@@ -454,7 +507,7 @@ impl Drop for UcxConduit {
         self.progress();
         let _ = self.flush();
         for r in (0..self.size).filter(|&r| r != self.rank) {
-            let _ = self.send(r, wire::AM_BYE, &[self.rank as u64], &[]);
+            let _ = self.send(r, &Out::bare(wire::AM_BYE, &[self.rank as u64]));
         }
         let since = Instant::now();
         while !self.pending.borrow().is_empty() && since.elapsed() < Duration::from_secs(5) {
@@ -686,12 +739,12 @@ impl InterruptChannels for UcxInterrupts {
     }
 
     fn any_ready(&self) -> bool {
-        pump(&self.net, &self.shared);
+        pump(&self.net, &self.shared, auth::PROGRESS);
         self.rx.any_ready()
     }
 
     fn take(&self) -> Result<Option<(Channel, MemFrame<'_>)>, ConduitError> {
-        pump(&self.net, &self.shared);
+        pump(&self.net, &self.shared, auth::PROGRESS);
         self.rx.take()
     }
 

@@ -15,6 +15,7 @@
 //! | sleeping | `ucp_worker_arm` and the worker's event descriptor, turned into the local queues' futex word by a helper thread ([`waker`](self) module) |
 //! | Interrupt queues | the progress thread progresses the worker too (thread mode MULTI) |
 //! | setup barrier / all-gather, leaving | Active Messages (ids 2 and 3), ordered after the frames on each endpoint |
+//! | who may send | every message's header ends in a MAC under a key derived from the job key, and a growing sequence number (`auth`): forged or replayed messages are dropped and recorded as faults naming the rank they claim |
 //!
 //! Progress: UCX moves data only inside a call on the worker. Every amrq call that
 //! polls, waits or sends progresses it, and so does the progress thread when the job
@@ -27,6 +28,7 @@
 //! | `sys/` | the hand-written UCP bindings, loaded with `dlopen`, and their check against the headers |
 //! | `net.rs` | a rank's UCX context, worker, endpoints and keys |
 //! | `wire.rs` | the Active Messages' headers, and batches of frames |
+//! | `auth.rs` | the MAC every message carries: only the job's ranks get in |
 //! | `outbox.rs` | the batches of small frames waiting per destination |
 //! | `rx.rs` | the local queues, the AM callbacks' work, the credits |
 //! | `conduit.rs` | [`UcxConduit`]: sends, receives, sleeping, setup collectives, leaving |
@@ -34,6 +36,7 @@
 //! | `waker.rs` | the event descriptor turned into a futex word |
 //! | `start.rs` | making the endpoints: [`open`], [`Opened::connect`], [`threads`], [`join`] across hosts |
 
+mod auth;
 mod conduit;
 mod net;
 mod ops;

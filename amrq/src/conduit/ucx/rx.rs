@@ -12,6 +12,7 @@
 //! returns each frame's charge once the head has passed it. A frame that still finds
 //! no room (a shared ring's pads) waits in an overflow queue, in order.
 
+use super::auth::{Auth, Refused};
 use super::wire::{self, Kind, TAG_ON_FREED};
 use crate::conduit::mem::{MemConduit, RegionLayout};
 use crate::conduit::ring::{frame_slots, tail_after, RingMemory};
@@ -109,6 +110,8 @@ pub struct Shared {
     pub faults: crate::conduit::FaultLog,
     /// The endpoints' handles (index = peer), to name the peer of a failed one.
     pub eps: std::sync::OnceLock<Vec<usize>>,
+    /// The keys that seal and open every message.
+    pub auth: Auth,
 }
 
 fn fault(source: Option<Rank>, channel: Channel, kind: FaultKind) -> Fault {
@@ -128,6 +131,7 @@ impl Shared {
         base: NonNull<u8>,
         proxies: Vec<MemConduit>,
         faults: crate::conduit::FaultLog,
+        auth: Auth,
     ) -> Self {
         let size = proxies.len();
         let channels = layout.channels();
@@ -163,6 +167,7 @@ impl Shared {
             failed: Mutex::new(vec![None; size]),
             faults,
             eps: std::sync::OnceLock::new(),
+            auth,
         }
     }
 
@@ -171,8 +176,35 @@ impl Shared {
         self.local.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A frame arrived (the AM callback); `rndv`: its payload was not sent eagerly,
-    /// which this conduit never does.
+    /// The body of an arrived message `id` (its header without the MAC's trailer) if
+    /// the MAC proves the sender it names (see `auth`); a refused one is recorded as a
+    /// fault naming the rank it claims, and dropped.
+    pub fn proven<'a>(&self, id: u32, header: &'a [u8], data: &[u8]) -> Option<&'a [u8]> {
+        // A Long frame's payload is bound by its length only.
+        let long = |body: &[u8]| {
+            wire::words(body)
+                .nth(1)
+                .is_some_and(|w1| (w1 >> 8) & 0xff == 1)
+        };
+        let cover = |body: &[u8]| id != wire::AM_FRAME || !long(body);
+        match self.auth.open(id, header, data, cover) {
+            Ok((body, _)) => Some(body),
+            Err(Refused::Malformed) => {
+                let what = "a UCX message too short for a MAC, or naming a sender outside the job";
+                self.faults
+                    .record(fault(None, 0, FaultKind::BadRuntimeMessage { what }));
+                None
+            }
+            Err(Refused::Unproven(claimed)) => {
+                self.faults
+                    .record(fault(Some(claimed), 0, FaultKind::Unproven));
+                None
+            }
+        }
+    }
+
+    /// A frame arrived (the AM callback, its header proven); `rndv`: its payload was
+    /// not sent eagerly, which this conduit never does.
     pub fn on_frame(&self, header: &[u8], payload: &[u8], rndv: bool) {
         let parsed = wire::read_frame(header).filter(|_| !rndv);
         let Some((head, args, nargs)) = parsed else {
@@ -185,7 +217,7 @@ impl Shared {
             .arrived(&self.faults, head, &args[..nargs], payload);
     }
 
-    /// A batch of frames arrived (the AM callback): each goes into the local queues in
+    /// A batch of frames arrived (the AM callback, its header proven): each goes into the local queues in
     /// order, as if it had come alone. An entry this conduit does not write is a fault
     /// recorded, and the entries around it still arrive.
     pub fn on_batch(&self, header: &[u8], data: &[u8], rndv: bool) {
@@ -218,7 +250,7 @@ impl Shared {
         }
     }
 
-    /// One of the conduit's own messages arrived (AM id `id`).
+    /// One of the conduit's own messages arrived (AM id `id`, its header proven).
     pub fn on_header(&self, id: u32, header: &[u8]) {
         match id {
             wire::AM_CREDIT => self.on_credit(header),

@@ -7,6 +7,7 @@
 //! of a job across hosts, its cards exchanged at rank 0's TCP rendezvous
 //! ([`crate::bootstrap::network`]), and checks that it reaches every peer.
 
+use super::auth::Auth;
 use super::conduit::UcxConduit;
 use super::net::{Card, Net};
 use super::outbox::Outbox;
@@ -16,7 +17,7 @@ use super::waker::FdWaker;
 use super::wire;
 use crate::bootstrap::env::Place;
 use crate::bootstrap::rendezvous::Terms;
-use crate::bootstrap::{Boot, NetJob, ShmJob, ThreadsBoot};
+use crate::bootstrap::{Boot, JobKey, NetJob, ShmJob, ThreadsBoot};
 use crate::conduit::doorbell::DoorbellFence;
 use crate::conduit::mem::{HeapRegion, MemConduit, Parts, RegionLayout, RegionOwner};
 use crate::conduit::{Conduit, ConduitError, ConduitSpec, Delivery, Rank};
@@ -33,7 +34,7 @@ use std::time::Duration;
 /// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
 /// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
 /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
-/// let opened = ucx::open(0, 1, &spec, &settings).unwrap();
+/// let opened = ucx::open(0, 1, &spec, &settings, &amrq::bootstrap::JobKey::random().unwrap()).unwrap();
 /// assert!(!opened.card.address.is_empty()); // published to the others, then connect
 /// ```
 pub struct Opened {
@@ -62,7 +63,7 @@ pub struct Opened {
 /// use amrq::conduit::mem::HeapRegion;
 /// use std::sync::Arc;
 /// let mem = ucx::SegmentMemory::Heap(Arc::new(HeapRegion::new(spec.segment_bytes).unwrap()));
-/// let opened = ucx::open_on(0, 1, &spec, &settings, mem).unwrap();
+/// let opened = ucx::open_on(0, 1, &spec, &settings, mem, &amrq::bootstrap::JobKey::random().unwrap()).unwrap();
 /// # let _ = opened;
 /// ```
 #[derive(Debug)]
@@ -98,14 +99,15 @@ impl SegmentMemory {
 /// Opens rank `rank` of a job of `size` with `spec`'s channels: the UCX context and
 /// worker (`settings` are UCX settings without the `UCX_` prefix, applied after the
 /// environment's), the registered segment (fresh memory of `spec.segment_bytes`), and
-/// the local queues.
+/// the local queues; every message it sends or takes is sealed with keys derived from
+/// the job's `key`, which all its ranks share.
 ///
 /// ```
 /// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
 /// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
 /// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
 /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
-/// let opened = ucx::open(0, 1, &spec, &settings).unwrap();
+/// let opened = ucx::open(0, 1, &spec, &settings, &amrq::bootstrap::JobKey::random().unwrap()).unwrap();
 /// let card = opened.card.clone();
 /// let c = opened.connect(&[card], amrq::bootstrap::Boot::Threads(std::sync::Arc::new(amrq::bootstrap::ThreadsBoot::new(1)))).unwrap();
 /// assert_eq!(c.size(), 1);
@@ -115,9 +117,10 @@ pub fn open(
     size: usize,
     spec: &ConduitSpec,
     settings: &[(String, String)],
+    key: &JobKey,
 ) -> Result<Opened, ConduitError> {
     let segment = SegmentMemory::Heap(Arc::new(HeapRegion::new(spec.segment_bytes)?));
-    open_on(rank, size, spec, settings, segment)
+    open_on(rank, size, spec, settings, segment, key)
 }
 
 /// [`open`] with `segment` as the registered segment (its length is
@@ -131,7 +134,7 @@ pub fn open(
 /// use amrq::conduit::mem::HeapRegion;
 /// use std::sync::Arc;
 /// let seg = ucx::SegmentMemory::Heap(Arc::new(HeapRegion::new(spec.segment_bytes).unwrap()));
-/// assert!(ucx::open_on(3, 2, &spec, &settings, seg).is_err()); // rank 3 of 2
+/// assert!(ucx::open_on(3, 2, &spec, &settings, seg, &amrq::bootstrap::JobKey::random().unwrap()).is_err()); // rank 3 of 2
 /// ```
 pub fn open_on(
     rank: Rank,
@@ -139,6 +142,7 @@ pub fn open_on(
     spec: &ConduitSpec,
     settings: &[(String, String)],
     segment: SegmentMemory,
+    key: &JobKey,
 ) -> Result<Opened, ConduitError> {
     if rank >= size {
         return Err(ConduitError::NoSuchRank { rank, size });
@@ -197,6 +201,7 @@ pub fn open_on(
         region.base(),
         proxies,
         me.fault_log(),
+        Auth::new(key, rank, size),
     ));
     let progress_thread = spec
         .channels
@@ -266,7 +271,8 @@ impl Opened {
     /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
     /// use amrq::bootstrap::{Boot, ThreadsBoot};
     /// use std::sync::Arc;
-    /// let opened: Vec<_> = (0..2).map(|r| ucx::open(r, 2, &spec, &settings).unwrap()).collect();
+    /// let key = amrq::bootstrap::JobKey::random().unwrap(); // the job's: every rank's
+    /// let opened: Vec<_> = (0..2).map(|r| ucx::open(r, 2, &spec, &settings, &key).unwrap()).collect();
     /// let cards: Vec<_> = opened.iter().map(|o| o.card.clone()).collect(); // exchanged by the bootstrap
     /// let boot = Boot::Threads(Arc::new(ThreadsBoot::new(2)));
     /// let eps: Vec<_> = opened.into_iter().map(|o| o.connect(&cards, boot.clone()).unwrap()).collect();
@@ -349,7 +355,10 @@ unsafe extern "C" fn on_data<const ID: u32>(
     unsafe {
         let rndv = !param.is_null() && (*param).recv_attr & sys::UCP_AM_RECV_ATTR_FLAG_RNDV != 0;
         let data = if rndv { &[][..] } else { bytes(data, length) };
-        let (s, header) = (shared(arg), bytes(header, header_length));
+        let s = shared(arg);
+        let Some(header) = s.proven(ID, bytes(header, header_length), data) else {
+            return sys::UCS_OK;
+        };
         match ID {
             wire::AM_BATCH => s.on_batch(header, data, rndv),
             _ => s.on_frame(header, data, rndv),
@@ -369,7 +378,10 @@ unsafe extern "C" fn on_header<const ID: u32>(
     _: *const sys::ucp_am_recv_param_t,
 ) -> ucs_status_t {
     // SAFETY: as in `on_data`.
-    unsafe { shared(arg).on_header(ID, bytes(header, header_length)) };
+    let (s, header) = unsafe { (shared(arg), bytes(header, header_length)) };
+    if let Some(header) = s.proven(ID, header, &[]) {
+        s.on_header(ID, header);
+    }
     sys::UCS_OK
 }
 
@@ -413,8 +425,10 @@ pub fn threads(
     settings: &[(String, String)],
 ) -> Result<Vec<UcxConduit>, ConduitError> {
     let boot = Boot::Threads(Arc::new(ThreadsBoot::new(ranks)));
+    let key =
+        JobKey::random().map_err(|e| ConduitError::Setup(format!("no random job key: {e}")))?;
     let opened = (0..ranks)
-        .map(|r| open(r, ranks, spec, settings))
+        .map(|r| open(r, ranks, spec, settings, &key))
         .collect::<Result<Vec<_>, _>>()?;
     let cards: Vec<Card> = opened.iter().map(|o| o.card.clone()).collect();
     opened
@@ -450,7 +464,7 @@ pub fn join(
     timeout: Duration,
 ) -> Result<UcxConduit, ConduitError> {
     let job = form(place, spec, timeout)?;
-    let opened = open(place.rank, place.size, spec, settings)?;
+    let opened = open(place.rank, place.size, spec, settings, &place.key)?;
     wire_up(opened, job)
 }
 

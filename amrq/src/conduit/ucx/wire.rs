@@ -19,6 +19,7 @@
 //!   want    AM 4   w0 = source, w1 = channel (a sender found no room: return credits)
 //! ```
 
+use super::auth::TRAILER;
 use crate::conduit::ring::MAX_ARGS;
 
 /// AM id of frames.
@@ -214,7 +215,7 @@ pub fn words(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
 /// The bytes of up to [`FRAME_WORDS`] header words, on the stack: a send allocates
 /// nothing (callgrind, `hosts` example: a heap copy cost ~130 instructions a send).
 pub struct HeaderBytes {
-    bytes: [u8; 8 * FRAME_WORDS],
+    bytes: [u8; 8 * FRAME_WORDS + TRAILER],
     len: usize,
 }
 
@@ -223,13 +224,19 @@ impl HeaderBytes {
     pub fn as_slice(&self) -> &[u8] {
         &self.bytes[..self.len]
     }
+
+    /// Appends the MAC's trailer.
+    pub fn seal(&mut self, trailer: &[u8; TRAILER]) {
+        self.bytes[self.len..self.len + TRAILER].copy_from_slice(trailer);
+        self.len += TRAILER;
+    }
 }
 
 /// The little-endian bytes of header words (at most [`FRAME_WORDS`]).
 pub fn as_bytes(w: &[u64]) -> HeaderBytes {
     assert!(w.len() <= FRAME_WORDS, "a UCX header of {} words", w.len());
     let mut h = HeaderBytes {
-        bytes: [0; 8 * FRAME_WORDS],
+        bytes: [0; 8 * FRAME_WORDS + TRAILER],
         len: 8 * w.len(),
     };
     for (to, x) in h.bytes.chunks_exact_mut(8).zip(w) {

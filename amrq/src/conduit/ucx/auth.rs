@@ -1,0 +1,283 @@
+//! Only the job's ranks get in: every UCX message carries a MAC under a key derived
+//! from the job key for its (source, destination) direction, so a process that reaches
+//! a rank's UCX listener cannot send in a rank's name, and a sequence number that
+//! only grows, so a message cannot be played again.
+//!
+//! The MAC is a Carter–Wegman one: GHASH (carry-less multiplication) of the message,
+//! masked with AES-128 of its nonce; one AES block and a GHASH pass per message, so a
+//! batch of small frames shares one. It covers the message's id, its header and its
+//! data, except the payload of a Long frame sent alone, which it binds by length only
+//! (hashing 64 KiB payloads would cost their bandwidth): a process that can rewrite a
+//! rank's live TCP stream could change that payload; one that can only connect cannot.
+//!
+//! ```text
+//!   header = body (the words of `wire`) | nonce (8 B: seq | lane << 63) | tag (16 B)
+//! ```
+//! A sender's messages go out on two lanes, each in order (UCX keeps a connection's
+//! Active Messages in order): the rank's own thread, and its progress thread, which
+//! sends only credits. The receiver keeps each (source, lane)'s last sequence number
+//! and takes only larger ones.
+
+use super::wire::words;
+use crate::bootstrap::JobKey;
+use crate::conduit::Rank;
+use aes::cipher::{BlockEncrypt, KeyInit};
+use aes::Aes128;
+use ghash::universal_hash::UniversalHash;
+use ghash::GHash;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes the MAC adds to a message's header: the nonce and the tag.
+pub const TRAILER: usize = 24;
+
+/// The lane of messages sent by the rank's own thread.
+pub const OWN: usize = 0;
+/// The lane of credits sent by the rank's progress thread.
+pub const PROGRESS: usize = 1;
+
+/// The key of one direction.
+struct Key {
+    aes: Aes128,
+    ghash: GHash,
+}
+
+impl Key {
+    /// The key of messages from `source` to `dest` in the job of `job`.
+    fn new(job: &JobKey, source: Rank, dest: Rank) -> Self {
+        let k = job.mac(
+            "amrq ucx data",
+            &[&(source as u64).to_le_bytes(), &(dest as u64).to_le_bytes()],
+        );
+        let aes = Aes128::new(k[..16].into());
+        let mut h = [0u8; 16].into();
+        aes.encrypt_block(&mut h);
+        Self {
+            aes,
+            ghash: GHash::new(&h),
+        }
+    }
+
+    /// The tag of message `id` with `body`, `covered` of its data, and `len` data
+    /// bytes in all, under `nonce`.
+    fn tag(&self, nonce: u64, id: u32, body: &[u8], covered: &[u8], len: usize) -> [u8; 16] {
+        let mut g = self.ghash.clone();
+        g.update_padded(body);
+        g.update_padded(covered);
+        // The lengths make the padded parts one message only.
+        let mut last = [0u8; 16];
+        last[..4].copy_from_slice(&(body.len() as u32).to_le_bytes());
+        last[4..8].copy_from_slice(&(id | u32::from(covered.is_empty()) << 31).to_le_bytes());
+        last[8..].copy_from_slice(&(len as u64).to_le_bytes());
+        g.update(&[last.into()]);
+        let mut tag: [u8; 16] = g.finalize().into();
+        // The nonce block's last byte is 1: never the all-zero block of GHASH's key.
+        let mut mask = [0u8; 16];
+        mask[..8].copy_from_slice(&nonce.to_le_bytes());
+        mask[8..12].copy_from_slice(&id.to_le_bytes());
+        mask[15] = 1;
+        let mut mask = mask.into();
+        self.aes.encrypt_block(&mut mask);
+        for (t, m) in tag.iter_mut().zip(mask.iter()) {
+            *t ^= m;
+        }
+        tag
+    }
+}
+
+/// Why an arrived message was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Too short to carry a MAC, or naming a sender outside the job.
+    Malformed,
+    /// Its MAC is not one rank `.0`'s key makes, or its sequence number was seen:
+    /// forged or played again.
+    Unproven(Rank),
+}
+
+/// One rank's keys, to and from every rank, and the sequence numbers.
+pub struct Auth {
+    me: Rank,
+    to: Vec<Key>,
+    from: Vec<Key>,
+    /// Per destination and lane: the next sequence number.
+    next: Vec<[AtomicU64; 2]>,
+    /// Per source and lane: the last sequence number taken.
+    seen: Vec<[AtomicU64; 2]>,
+}
+
+impl Auth {
+    /// Rank `me`'s keys in a job of `size` ranks with key `job`.
+    pub fn new(job: &JobKey, me: Rank, size: usize) -> Self {
+        let lanes = || [AtomicU64::new(0), AtomicU64::new(0)];
+        Self {
+            me,
+            to: (0..size).map(|d| Key::new(job, me, d)).collect(),
+            from: (0..size).map(|s| Key::new(job, s, me)).collect(),
+            next: (0..size).map(|_| lanes()).collect(),
+            seen: (0..size).map(|_| lanes()).collect(),
+        }
+    }
+
+    /// The trailer of message `id` to `dest` on `lane`: `body` is its header's words,
+    /// `covered` the part of its `len` data bytes the MAC covers.
+    pub fn seal(
+        &self,
+        dest: Rank,
+        lane: usize,
+        id: u32,
+        body: &[u8],
+        covered: &[u8],
+        len: usize,
+    ) -> [u8; TRAILER] {
+        // ORDERING: Relaxed: a count, each lane used by one thread at a time.
+        let seq = self.next[dest][lane].fetch_add(1, Ordering::Relaxed) + 1;
+        let nonce = seq | (lane as u64) << 63;
+        let mut t = [0u8; TRAILER];
+        t[..8].copy_from_slice(&nonce.to_le_bytes());
+        t[8..].copy_from_slice(&self.to[dest].tag(nonce, id, body, covered, len));
+        t
+    }
+
+    /// Checks an arrived message `id` whose `header` ends in a trailer: its body and
+    /// the source it proves, or why it is refused. `cover` picks the part of `data`
+    /// the MAC covers, from the body.
+    pub fn open<'a>(
+        &self,
+        id: u32,
+        header: &'a [u8],
+        data: &[u8],
+        cover: impl FnOnce(&[u8]) -> bool,
+    ) -> Result<(&'a [u8], Rank), Refused> {
+        let Some(n) = header.len().checked_sub(TRAILER).filter(|&n| n >= 8) else {
+            return Err(Refused::Malformed);
+        };
+        let (body, trailer) = header.split_at(n);
+        let source = words(body)
+            .next()
+            .map_or(usize::MAX, |w| (w & 0xffff_ffff) as usize);
+        if source >= self.from.len() || source == self.me {
+            return Err(Refused::Malformed);
+        }
+        let nonce = words(trailer).next().unwrap_or(0);
+        let covered = if cover(body) { data } else { &[] };
+        let tag = self.from[source].tag(nonce, id, body, covered, data.len());
+        let same = tag
+            .iter()
+            .zip(&trailer[8..])
+            .fold(0u8, |d, (a, b)| d | (a ^ b));
+        if same != 0 {
+            return Err(Refused::Unproven(source));
+        }
+        let (lane, seq) = ((nonce >> 63) as usize, nonce & !(1 << 63));
+        let last = &self.seen[source][lane];
+        // ORDERING: Relaxed: only this number is read and written; callbacks of one
+        // worker do not run at once, and the exchange holds if they ever do.
+        let taken = last.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |seen| {
+            (seq > seen).then_some(seq)
+        });
+        match taken {
+            Ok(_) => Ok((body, source)),
+            Err(_) => Err(Refused::Unproven(source)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair() -> (Auth, Auth) {
+        let job = JobKey::parse("00112233445566778899aabbccddeeff").unwrap();
+        (Auth::new(&job, 0, 3), Auth::new(&job, 1, 3))
+    }
+
+    /// Rank 0's message `id` to rank 1 with `body` (its source word first) and `data`.
+    fn sealed(a: &Auth, id: u32, body: &[u8], data: &[u8]) -> Vec<u8> {
+        let mut h = body.to_vec();
+        h.extend_from_slice(&a.seal(1, OWN, id, body, data, data.len()));
+        h
+    }
+
+    const BODY: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0];
+
+    #[test]
+    fn a_sealed_message_opens_once() {
+        let (a, b) = pair();
+        let h = sealed(&a, 5, &BODY, b"data");
+        assert_eq!(b.open(5, &h, b"data", |_| true), Ok((&BODY[..], 0)));
+        // Played again: refused, naming the source it claims.
+        assert_eq!(b.open(5, &h, b"data", |_| true), Err(Refused::Unproven(0)));
+        // Later messages still open, and earlier ones never again.
+        let h2 = sealed(&a, 5, &BODY, b"more");
+        assert!(b.open(5, &h2, b"more", |_| true).is_ok());
+        assert!(b.open(5, &h, b"data", |_| true).is_err());
+    }
+
+    #[test]
+    fn a_changed_byte_anywhere_is_refused() {
+        let (a, b) = pair();
+        let h = sealed(&a, 5, &BODY, b"data");
+        for i in 8..h.len() {
+            let mut bad = h.clone();
+            bad[i] ^= 1;
+            assert!(b.open(5, &bad, b"data", |_| true).is_err(), "byte {i}");
+        }
+        assert!(b.open(4, &h, b"data", |_| true).is_err(), "another id");
+        assert!(b.open(5, &h, b"datb", |_| true).is_err(), "other data");
+        assert!(b.open(5, &h, b"dat", |_| true).is_err(), "shorter data");
+        assert!(
+            b.open(5, &h, b"data", |_| true).is_ok(),
+            "the message itself"
+        );
+    }
+
+    #[test]
+    fn another_source_or_job_cannot_seal_for_a_rank() {
+        let (_, b) = pair();
+        let other = JobKey::parse("ffeeddccbbaa99887766554433221100").unwrap();
+        let outsider = Auth::new(&other, 0, 3);
+        let h = sealed(&outsider, 5, &BODY, b"x");
+        assert_eq!(b.open(5, &h, b"x", |_| true), Err(Refused::Unproven(0)));
+        // Rank 2 of the job cannot claim to be rank 0: its key is its own.
+        let job = JobKey::parse("00112233445566778899aabbccddeeff").unwrap();
+        let c = Auth::new(&job, 2, 3);
+        let mut h = BODY.to_vec();
+        h.extend_from_slice(&c.seal(1, OWN, 5, &BODY, b"x", 1));
+        assert_eq!(b.open(5, &h, b"x", |_| true), Err(Refused::Unproven(0)));
+        // Too short, or naming the receiver itself or a rank outside the job.
+        assert_eq!(b.open(5, &h[..20], b"x", |_| true), Err(Refused::Malformed));
+        let mut me = h.clone();
+        me[0] = 1;
+        assert_eq!(b.open(5, &me, b"x", |_| true), Err(Refused::Malformed));
+        me[0] = 9;
+        assert_eq!(b.open(5, &me, b"x", |_| true), Err(Refused::Malformed));
+    }
+
+    #[test]
+    fn an_uncovered_payload_is_bound_by_its_length() {
+        let (a, b) = pair();
+        let mut h = BODY.to_vec();
+        h.extend_from_slice(&a.seal(1, OWN, 0, &BODY, &[], 4));
+        assert!(b.open(0, &h, b"abcd", |_| false).is_ok());
+        let mut h2 = BODY.to_vec();
+        h2.extend_from_slice(&a.seal(1, OWN, 0, &BODY, &[], 4));
+        assert!(
+            b.open(0, &h2, b"abcde", |_| false).is_err(),
+            "another length"
+        );
+    }
+
+    #[test]
+    fn the_two_lanes_keep_their_own_order() {
+        let (a, b) = pair();
+        let own = sealed(&a, 1, &BODY, b"");
+        let mut progress = BODY.to_vec();
+        progress.extend_from_slice(&a.seal(1, PROGRESS, 1, &BODY, b"", 0));
+        // The progress thread's first credit may arrive after the rank's second message.
+        let own2 = sealed(&a, 1, &BODY, b"");
+        assert!(b.open(1, &own, b"", |_| true).is_ok());
+        assert!(b.open(1, &own2, b"", |_| true).is_ok());
+        assert!(b.open(1, &progress, b"", |_| true).is_ok());
+        assert!(b.open(1, &progress, b"", |_| true).is_err());
+    }
+}
