@@ -226,6 +226,185 @@ fn a_rank_killed_with_frames_in_its_batch_ends_the_job_naming_it() {
     nothing_left(rig);
 }
 
+// ---------------------------------------------------------------- an intruder
+
+/// Where the ranks and the intruder of `token` leave what the others read.
+fn intruder_file(token: &str, what: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("amrq-test-intruder-{token}-{what}"))
+}
+
+/// Waits for `path` to exist and returns its bytes (`Err` after 60 s).
+fn wait_for_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let since = Instant::now();
+    loop {
+        if let Ok(b) = std::fs::read(path) {
+            if !b.is_empty() {
+                return Ok(b);
+            }
+        }
+        if since.elapsed() > Duration::from_secs(60) {
+            return Err(format!("{} never came", path.display()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A two-rank job, one rank per host. Rank 1 publishes its card; rank 0 sends it one
+/// frame alone and records its bytes; an intruder outside the job then sends rank 1 a
+/// frame in rank 0's name, plays the recorded bytes again and says goodbye in rank 0's
+/// name. Rank 1 must take rank 0's frame once, nothing of the intruder's, and record
+/// the intruder's messages as faults naming rank 0, which it still sees in the job.
+fn rank_beside_an_intruder(c: ClusterConduit) -> Result<(), String> {
+    let token = std::env::var("AMRQ_TEST_TOKEN").unwrap_or_default();
+    let err = |e: ConduitError| e.to_string();
+    if c.rank() == 1 {
+        let card = c.remote().card().to_bytes();
+        std::fs::write(intruder_file(&token, "card"), card).map_err(|e| e.to_string())?;
+    }
+    c.barrier().map_err(err)?;
+    if c.rank() == 0 {
+        let m = Message {
+            tag: 1,
+            args: &[42],
+            ..Message::default()
+        };
+        let raw = c.remote().send_recorded(1, 0, &m).map_err(err)?;
+        let mut bytes = raw.id.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&(raw.header.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&raw.header);
+        bytes.extend_from_slice(&raw.data);
+        std::fs::write(intruder_file(&token, "replay"), bytes).map_err(|e| e.to_string())?;
+        return c.barrier().map_err(err);
+    }
+    let done = intruder_file(&token, "done");
+    let mut got = Vec::new();
+    let since = Instant::now();
+    while !done.exists() || since.elapsed() < Duration::from_millis(300) {
+        if since.elapsed() > Duration::from_secs(90) {
+            return Err("the intruder never finished".into());
+        }
+        c.drain(0, 16, |f| {
+            got.push((f.source(), f.tag(), f.args().to_vec()));
+            Ok::<(), ConduitError>(())
+        })
+        .map_err(err)?;
+    }
+    // Once more, a while after the intruder is gone.
+    std::thread::sleep(Duration::from_millis(200));
+    c.drain(0, 16, |f| {
+        got.push((f.source(), f.tag(), f.args().to_vec()));
+        Ok::<(), ConduitError>(())
+    })
+    .map_err(err)?;
+    if got != [(0, 1, vec![42])] {
+        return Err(format!("rank 1 took {got:?}, expected rank 0's one frame"));
+    }
+    let faults = c.faults();
+    let unproven = faults
+        .recent()
+        .filter(|f| f.kind == amrq::conduit::FaultKind::Unproven && f.source == Some(0))
+        .count();
+    if unproven < 3 {
+        return Err(format!(
+            "{unproven} refused messages naming rank 0, expected the forged frame's batch, \
+             the replay and the goodbye: {:?}",
+            faults.recent().collect::<Vec<_>>()
+        ));
+    }
+    if c.peer_left(0) {
+        return Err("the intruder's goodbye in rank 0's name was taken".into());
+    }
+    eprintln!("rank 1 refused {unproven} messages in rank 0's name and took rank 0's frame once");
+    c.barrier().map_err(err)
+}
+
+/// The intruder: a UCX endpoint of a job of its own (another key), numbered rank 0,
+/// connected to the victim's published card.
+fn intrude(token: &str) {
+    let run = || -> Result<(), String> {
+        let card = wait_for_file(&intruder_file(token, "card"))?;
+        let card = amrq::conduit::ucx::Card::from_bytes(&card).ok_or("a malformed card")?;
+        let replay = wait_for_file(&intruder_file(token, "replay"))?;
+        let id = u32::from_le_bytes(replay[..4].try_into().map_err(|_| "short")?);
+        let n = u64::from_le_bytes(replay[4..12].try_into().map_err(|_| "short")?) as usize;
+        let raw = amrq::conduit::ucx::RawMessage {
+            id,
+            header: replay[12..12 + n].to_vec(),
+            data: replay[12 + n..].to_vec(),
+        };
+        let key = amrq::bootstrap::JobKey::random().map_err(|e| e.to_string())?;
+        let me = amrq::conduit::ucx::open(0, 2, &spec(), &[], &key).map_err(|e| e.to_string())?;
+        let cards = [me.card.clone(), card];
+        let boot = amrq::bootstrap::Boot::Threads(std::sync::Arc::new(
+            amrq::bootstrap::ThreadsBoot::new(2),
+        ));
+        let c = me.connect(&cards, boot).map_err(|e| e.to_string())?;
+        let forged = Message {
+            tag: 0xbad,
+            args: &[666],
+            ..Message::default()
+        };
+        c.try_send(1, 0, &forged).map_err(|e| e.to_string())?;
+        c.send_raw(1, &raw).map_err(|e| e.to_string())?;
+        let since = Instant::now();
+        while since.elapsed() < Duration::from_millis(200) {
+            c.peer_left(0); // progresses: the messages go out
+        }
+        drop(c); // says goodbye in rank 0's name (the victim never answers)
+        Ok(())
+    };
+    let outcome = run();
+    let _ = std::fs::write(intruder_file(token, "done"), format!("{outcome:?}"));
+    if let Err(e) = outcome {
+        eprintln!("intruder: {e}");
+        std::process::exit(1);
+    }
+    std::process::exit(0);
+}
+
+#[test]
+fn a_process_outside_the_job_cannot_send_in_a_ranks_name_nor_play_its_messages_again() {
+    if let Ok(token) = std::env::var("AMRQ_TEST_INTRUDER") {
+        intrude(&token);
+    }
+    as_rank(rank_beside_an_intruder);
+    let test = "a_process_outside_the_job_cannot_send_in_a_ranks_name_nor_play_its_messages_again";
+    let Some(rig) = rig_for(test, 2) else { return };
+    let token = token();
+    let hosts = Hosts::new(&rig.host_list(1), Rig::EXEC, Some(&rig::address(0)));
+    let mut l = Launcher::new(2);
+    l.hosts = Some(hosts.expect("hosts"));
+    l.verbose = false;
+    l.timeout = Some(Duration::from_secs(120));
+    l.env = Rig::ucx_env();
+    l.env.push(("AMRQ_TEST_TOKEN".into(), token.clone()));
+    let exe = std::env::current_exe().expect("test binary");
+    let job = {
+        let exe = exe.clone();
+        std::thread::spawn(move || l.run(exe.as_os_str(), &child_args(test)))
+    };
+    // The intruder runs on the first host, beside rank 0, as a process of its own.
+    let intruder = Command::new("ip")
+        .args(["netns", "exec", &rig.hosts[0]])
+        .arg(&exe)
+        .args(child_args(test))
+        .env("AMRQ_TEST_INTRUDER", &token)
+        .envs(Rig::ucx_env())
+        .output()
+        .expect("the intruder runs");
+    let out = job.join().expect("the launcher").expect("job starts");
+    for what in ["card", "replay", "done"] {
+        let _ = std::fs::remove_file(intruder_file(&token, what));
+    }
+    assert!(
+        intruder.status.success(),
+        "the intruder: {}",
+        String::from_utf8_lossy(&intruder.stderr)
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    nothing_left(rig);
+}
+
 // ---------------------------------------------------------------- a wrong key
 
 /// Every rank sends one frame to every other and receives one from each.

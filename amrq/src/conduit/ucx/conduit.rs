@@ -23,6 +23,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// One UCX Active Message as it travels: its id, header and data (tests only).
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawMessage {
+    /// The Active Message id.
+    pub id: u32,
+    /// The header, the MAC's trailer included.
+    pub header: Vec<u8>,
+    /// The data.
+    pub data: Vec<u8>,
+}
+
 /// A send UCX has not finished with: its request, and the header and payload it reads.
 pub(super) type Pending = (*mut std::ffi::c_void, Vec<u8>, Vec<u8>);
 
@@ -66,6 +78,8 @@ pub struct UcxConduit {
     pub(super) segment_bytes: usize,
     /// Small frames waiting to travel together, per destination.
     pub(super) outbox: Outbox,
+    /// What this rank published to the others.
+    pub(super) card: super::Card,
 }
 
 // SAFETY: the raw request pointers in `pending` and `ops` belong to this endpoint's
@@ -428,6 +442,64 @@ impl UcxConduit {
     /// ```
     pub fn coalesced(&self) -> super::Coalesced {
         self.outbox.counts()
+    }
+
+    /// What this rank published to its peers: its UCX worker's address and its
+    /// segment's key and base (whoever reaches the address can connect; only the
+    /// job's ranks can send: see the module doc).
+    ///
+    /// ```
+    /// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
+    /// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+    /// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+    /// let eps = ucx::threads(1, &spec, &settings).unwrap();
+    /// let card = eps[0].card();
+    /// assert_eq!(ucx::Card::from_bytes(&card.to_bytes()).as_ref(), Some(card));
+    /// ```
+    pub fn card(&self) -> &super::Card {
+        &self.card
+    }
+
+    /// Sends `msg` to `dest` alone (not in a batch), sealed as every message is, and
+    /// returns the bytes that went out: for tests that play them again.
+    #[doc(hidden)]
+    pub fn send_recorded(
+        &self,
+        dest: Rank,
+        ch: Channel,
+        msg: &Message<'_>,
+    ) -> Result<RawMessage, ConduitError> {
+        let key = ch * self.size + dest;
+        let at = self
+            .room(key, ch, msg.args.len(), msg.payload.len())
+            .ok_or(ConduitError::Busy)?;
+        let head = wire::FrameHead {
+            source: self.rank as u32,
+            channel: ch as u16,
+            tag: msg.tag,
+            flags: msg.flags,
+            kind: Kind::Medium,
+            offset: 0,
+        };
+        let (w, n) = wire::frame(&head, msg.args);
+        let out = Out::with(wire::AM_FRAME, &w[..n], msg.payload);
+        let h = out.sealed(&self.shared, auth::OWN, dest);
+        let raw = RawMessage {
+            id: out.id,
+            header: h.as_slice().to_vec(),
+            data: msg.payload.to_vec(),
+        };
+        self.send_raw(dest, &raw)?;
+        self.charge(key, at, dest, false);
+        Ok(raw)
+    }
+
+    /// Sends `raw` to `dest` as it is: for tests of what a receiver refuses.
+    #[doc(hidden)]
+    pub fn send_raw(&self, dest: Rank, raw: &RawMessage) -> Result<(), ConduitError> {
+        self.send_batches();
+        self.send_kept(dest, raw.id, raw.header.clone(), raw.data.clone())
     }
 
     /// The bootstrap that reports this job's failed ranks.

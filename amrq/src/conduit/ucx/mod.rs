@@ -47,7 +47,7 @@ pub(crate) mod sys;
 mod waker;
 mod wire;
 
-pub use conduit::{UcxAlarm, UcxConduit, UcxInterrupts};
+pub use conduit::{RawMessage, UcxAlarm, UcxConduit, UcxInterrupts};
 pub use net::Card;
 pub use outbox::Coalesced;
 pub(crate) use start::{form, wire_up};

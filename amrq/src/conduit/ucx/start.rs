@@ -316,6 +316,7 @@ impl Opened {
             segment: self.segment,
             segment_bytes: self.segment_bytes,
             outbox: Outbox::new(self.size, self.coalescing),
+            card: self.card,
         })
     }
 }
