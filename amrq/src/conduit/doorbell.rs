@@ -51,9 +51,8 @@ impl std::str::FromStr for DoorbellFence {
 
 impl DoorbellFence {
     /// True if this process may leave out its side of the fence, and issue the heavy
-    /// side, in a job of `ranks` ranks on this host: asymmetric, another rank to send
-    /// (a rank alone on its host sends only to itself, in program order), this process
-    /// registered for `membarrier`, and the ranks fit the host's cores. Oversubscribed ranks sleep
+    /// side, in a job of `ranks` ranks on this host: asymmetric, this process registered
+    /// for `membarrier`, and the ranks fit the host's cores. Oversubscribed ranks sleep
     /// often, and each sleep would pay the system call (an IPI to the running ranks):
     /// a 3-rank blocking barrier on 2 cores took 180 µs against 105–112 µs with
     /// symmetric fences.
@@ -63,14 +62,12 @@ impl DoorbellFence {
     /// assert!(!DoorbellFence::Symmetric.asymmetric_here(2)); // never with symmetric fences
     /// let cores = amrq::util::affinity::host_cores();
     /// assert!(!DoorbellFence::Asymmetric.asymmetric_here(cores + 1)); // nor oversubscribed
-    /// assert!(!DoorbellFence::Asymmetric.asymmetric_here(1)); // nor alone
     /// ```
     #[cfg(not(amrq_loom))]
     pub fn asymmetric_here(self, ranks: usize) -> bool {
         // SAFETY: sysconf reads a system value and touches no memory of ours.
         let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
         self == Self::Asymmetric
-            && ranks > 1
             && ranks as libc::c_long <= cores
             && crate::util::membarrier::register()
     }

@@ -780,7 +780,7 @@ impl Conduit for MemConduit {
         // Armed, then one more look: either a sender saw the arm (and bumps the word),
         // or this look sees its frame.
         let d = self.doorbell();
-        let (seen, token) = d.arm_sleeper(set.bits);
+        let (seen, token) = d.arm_sleeper(set.bits, self.size == 1);
         if set
             .channels
             .iter()

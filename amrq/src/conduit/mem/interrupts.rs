@@ -164,7 +164,7 @@ impl InterruptAlarm for Alarm {
             Doorbell::Here { doorbell, bits, .. } => {
                 // SAFETY: see the `Send` impl.
                 let d = unsafe { &**doorbell };
-                let (seen, token) = d.arm_sleeper(*bits);
+                let (seen, token) = d.arm_sleeper(*bits, false);
                 Armed {
                     word: &d.wake,
                     seen,

@@ -124,7 +124,8 @@ impl Doorbell {
     /// wake it. Returns the futex value to sleep on and the bits this call armed (bits
     /// armed already, by One-poll, stay armed after [`Doorbell::disarm_sleeper`]). The
     /// receiver must look at its channels once more before it sleeps: either a sender
-    /// saw the arm, or that look sees the sender's frame.
+    /// saw the arm, or that look sees the sender's frame. `alone`: the receiver is its
+    /// only sender.
     ///
     /// ```
     /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
@@ -136,23 +137,25 @@ impl Doorbell {
     /// use std::sync::atomic::Ordering;
     /// // SAFETY: as above.
     /// let bell = unsafe { layout.doorbell(region.base(), 0) };
-    /// let (w, mine) = bell.arm_sleeper(0b1);
+    /// let (w, mine) = bell.arm_sleeper(0b1, false);
     /// assert_eq!((mine, bell.armed.load(Ordering::Relaxed) & 1), (0b1, 1));
     /// bell.disarm_sleeper(0b1, mine);
     /// # let _ = w;
     /// ```
-    pub fn arm_sleeper(&self, bits: u64) -> (u32, u64) {
+    pub fn arm_sleeper(&self, bits: u64, alone: bool) -> (u32, u64) {
         use std::sync::atomic::Ordering;
         // ORDERING: Acquire pairs with the senders' Release increment of `wake`.
         let w = self.wake.load(Ordering::Acquire);
+        // A rank alone on its host is its only sender, in program order: no
+        // `membarrier` (an interrupt to every core) when it goes to sleep.
+        let heavy = if alone {
+            0
+        } else {
+            self.heavy.load(Ordering::Relaxed)
+        };
         (
             w,
-            crate::conduit::doorbell::arm(
-                &self.armed,
-                Some(&self.sleepers),
-                bits,
-                self.heavy.load(Ordering::Relaxed),
-            ),
+            crate::conduit::doorbell::arm(&self.armed, Some(&self.sleepers), bits, heavy),
         )
     }
 
@@ -168,7 +171,7 @@ impl Doorbell {
     /// use std::time::Duration;
     /// // SAFETY: as above.
     /// let bell = unsafe { layout.doorbell(region.base(), 0) };
-    /// let (w, mine) = bell.arm_sleeper(0b1);
+    /// let (w, mine) = bell.arm_sleeper(0b1, false);
     /// bell.sleep(w, Duration::from_millis(1)); // nobody rings: back after 1 ms
     /// bell.disarm_sleeper(0b1, mine);
     /// ```
