@@ -32,6 +32,9 @@ use crate::conduit::ring::{FrameHeader, RawRing, MAX_ARGS};
 use crate::conduit::{Arming, Channel, Conduit, ConduitError, Message, PollSet, Rank};
 use std::cell::Cell;
 
+/// Looks at channels that hold frames between two progress calls, at most.
+const LOOKS_PER_PROGRESS: u32 = 16;
+
 /// What a front hands its calls to: the cluster, and the receive side taken from its
 /// halves (see the module doc).
 pub(super) struct Across {
@@ -45,6 +48,8 @@ pub(super) struct Across {
     /// What the front's send sides point at (they have no ring): two slots, never
     /// written.
     placeholder: HeapRegion,
+    /// Looks at a channel that held frames since the network last made progress.
+    looks_since_progress: Cell<u32>,
 }
 
 /// The front's [`Across`], owned through a raw pointer rather than a `Box`: the
@@ -253,6 +258,7 @@ impl MemConduit {
             rx,
             refused: Cell::new(None),
             placeholder,
+            looks_since_progress: Cell::new(0),
         });
         let (ring_at, across_at) = (across.placeholder.base(), across.ptr());
         let tx = (0..caps.channels.len())
@@ -329,7 +335,17 @@ impl MemConduit {
             None => Err(Err(self.no_channel(ch))),
             Some(None) => Err(Err(ConduitError::DeliveredByInterrupts { channel: ch })),
             Some(Some(chan)) => {
-                a.cluster.remote().progress_now();
+                // Frames already here are served first: progress (a system call over
+                // tcp) would sit between a reply's arrival and its handler, on the
+                // round trip's path. At least every few looks all the same, so that a
+                // host's busy rings cannot hold the network's frames and batches back.
+                let looks = a.looks_since_progress.get();
+                if looks >= LOOKS_PER_PROGRESS || chan.next_ready().is_none() {
+                    a.looks_since_progress.set(0);
+                    a.cluster.remote().progress_now();
+                } else {
+                    a.looks_since_progress.set(looks + 1);
+                }
                 Ok(chan)
             }
         }
