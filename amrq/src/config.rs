@@ -170,8 +170,9 @@ pub struct Config {
     pub interrupt_slots: Setting<u64>,
     /// Bytes of the batch in which small frames to a rank on another host travel
     /// together (frames of up to a quarter of it join one); 0 sends each frame alone. A
-    /// batch leaves when full, at the rank's next amrq call that polls, waits, flushes
-    /// or finishes, or once its first frame has waited [`Config::coalesce_wait`].
+    /// batch leaves when full; when the rank next polls and finds nothing waiting,
+    /// waits, flushes or finishes; or once its first frame has waited
+    /// [`Config::coalesce_wait`].
     /// Environment: `AMRQ_COALESCE_BYTES` (bytes, or with K); default 8 KiB.
     pub coalesce_bytes: Setting<usize>,
     /// The longest a batch's first frame waits for more, checked at each send.

@@ -148,9 +148,9 @@ impl ChannelSpec {
 }
 
 /// How a network conduit coalesces small frames to one destination into one message
-/// (a batch leaves when full, at the sender's next call that polls, waits, flushes or
-/// leaves, or when its first frame has waited `wait`, checked at each send). Shared
-/// memory does not coalesce.
+/// (a batch leaves when full; when the sender next polls and finds nothing waiting,
+/// waits, flushes or leaves; or when its first frame has waited `wait`, checked at
+/// each send). Shared memory does not coalesce.
 ///
 /// ```
 /// use amrq::conduit::Coalescing;

@@ -12,8 +12,9 @@
 //!   ([`RxChannel::across`]): each sender's ring from the half that carries its frames
 //!   (shared memory for this host's ranks, the UCX local queues for the others). A
 //!   drain or a look asks for the channel (`channel_across`), which progresses the
-//!   network first, and then runs the ordinary receive loop over it: the same code as
-//!   on one host, so the inlined loop is compiled the same way.
+//!   network first if the channel holds no frame (or has held frames for 16 looks),
+//!   and then runs the ordinary receive loop over it: the same code as on one host, so
+//!   the inlined loop is compiled the same way.
 //! - **Sending**: a front's send side to each rank has no ring (`Tx::Network`): the
 //!   send's push hands the frame to the cluster, which routes it by destination, and a
 //!   refusal comes back where a full ring's would. Long and Tag-On frames, one-sided

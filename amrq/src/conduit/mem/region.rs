@@ -191,7 +191,7 @@ impl Doorbell {
     /// use std::sync::atomic::Ordering;
     /// // SAFETY: as above.
     /// let bell = unsafe { layout.doorbell(region.base(), 0) };
-    /// let (_, mine) = bell.arm_sleeper(0b11);
+    /// let (_, mine) = bell.arm_sleeper(0b11, false);
     /// bell.disarm_sleeper(0b11, mine);
     /// assert_eq!(bell.armed.load(Ordering::Relaxed), 0);
     /// ```

@@ -114,21 +114,26 @@ pub(super) fn pump(net: &Net, shared: &Shared, lane: usize) -> bool {
     if due.is_empty() {
         return worked;
     }
-    // Sent without the lock (see `Local::credits_due`).
+    // Sent without the lock (see `Local::credits_due`); a peer that left or failed
+    // takes no more credits.
     let me = shared.me as u64;
+    let mut sent = false;
     let unsent: Vec<_> = due
         .into_iter()
+        .filter(|d| !shared.has_left(d.peer) && !shared.has_failed(d.peer))
         .filter(|d| {
             let words = [me, d.what, d.value];
             let credit = Out::bare(wire::AM_CREDIT, &words);
-            send_now(net, shared, lane, d.peer, &credit).is_err()
+            let gone = send_now(net, shared, lane, d.peer, &credit).is_ok();
+            sent |= gone;
+            !gone
         })
         .collect();
     if !unsent.is_empty() {
         let mut local = shared.local();
         unsent.iter().for_each(|d| local.unsent(d));
     }
-    true
+    worked || sent
 }
 
 /// Posts an eager Active Message (`ucp_am_send_nbx`). `now`: UCX must complete it at
@@ -378,12 +383,14 @@ impl UcxConduit {
             offset: offset as u64,
         };
         let entry = wire::entry_bytes(kind, msg.args.len(), msg.payload.len());
-        if self.outbox.takes(entry) {
-            let full = self.outbox.add(dest, &head, msg.args, msg.payload);
-            self.charge(key, at, dest, tag_on);
-            if let Some(batch) = full {
-                self.send_batch(dest, batch)?;
+        // A frame flagged interrupt goes at once: its receiver's progress thread serves
+        // it, and its sender may wait outside amrq for what that does.
+        if self.outbox.takes(entry) && !flagged {
+            if let Some(batch) = self.outbox.full_for(dest, entry) {
+                self.send_batch(dest, batch)?; // the frame then starts the next one
             }
+            self.outbox.add(dest, &head, msg.args, msg.payload);
+            self.charge(key, at, dest, tag_on);
         } else {
             // After the frames before it, in order.
             if let Some(batch) = self.outbox.take(dest) {

@@ -17,11 +17,12 @@
 //! | setup barrier / all-gather, leaving | Active Messages (ids 2 and 3), ordered after the frames on each endpoint |
 //! | who may send | every message's header ends in a MAC under a key derived from the job key, and a growing sequence number (`auth`): forged or replayed messages are dropped and recorded as faults naming the rank they claim |
 //!
-//! Progress: UCX moves data only inside a call on the worker. Every amrq call that
-//! polls, waits or sends progresses it, and so does the progress thread when the job
-//! has Interrupt queues; a rank that computes for a long time without calling amrq
-//! delays the gets and atomics aimed at it (over tcp they are messages its worker
-//! answers).
+//! Progress: UCX moves data only inside a call on the worker. An amrq call that waits,
+//! flushes, sends alone or finds no room progresses it, and so does a poll that finds
+//! no frame waiting (or has found frames 16 times in a row), and the progress thread
+//! when the job has Interrupt queues; a rank that computes for a long time without
+//! calling amrq delays the gets and atomics aimed at it (over tcp they are messages its
+//! worker answers).
 //!
 //! | file | holds |
 //! |---|---|

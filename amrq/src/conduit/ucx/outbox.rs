@@ -2,13 +2,16 @@
 //! one UCX Active Message carries the batch (`wire`'s AM 5), so a stream of small
 //! frames pays one `sendmsg` per batch rather than one per frame.
 //!
-//! A batch leaves when the next frame would overflow it, when the rank makes a call
-//! that polls, waits, flushes or leaves (each progresses the conduit, which sends every
-//! batch first: a request followed by a wait leaves at once), when a frame that does
-//! not coalesce goes to the same destination (it follows the batch, in order), or when
-//! its first frame has waited longer than the deadline, checked at each send. No
-//! thread or timer is involved: a rank that computes without calling amrq keeps its
-//! batches until its next call.
+//! A batch leaves when the next frame would overflow it; when the rank progresses the
+//! conduit, which sends every batch first: a poll that finds no frame waiting (or has
+//! found frames 16 times in a row), a wait, a flush, leaving, a send that finds no
+//! room (a request followed by a wait leaves at once; the replies a rank's handlers
+//! send while it works through arrived frames leave together once it is through);
+//! when a frame that does not coalesce goes to the same destination (it follows the
+//! batch, in order); or when its first frame has waited longer than the deadline,
+//! checked at each send and one-sided operation. No thread or timer is involved: a
+//! rank that computes without calling amrq keeps its batches until its next call.
+//! Frames flagged interrupt never wait.
 //!
 //! The credits are those of the frames themselves: a frame is charged to its ring when
 //! it joins a batch, and the receiver unpacks the batch into its queues frame by frame.
@@ -32,7 +35,7 @@ use std::time::Instant;
 ///     eps[0].try_send(1, 0, &Message { tag: 1, args: &[i], ..Message::default() }).unwrap();
 /// }
 /// assert_eq!(eps[0].coalesced(), ucx::Coalesced { batches: 0, frames: 0, waiting: 10 });
-/// eps[0].flush().unwrap(); // or any call that polls or waits
+/// assert!(eps[0].peek(0).unwrap().is_none()); // a call that polls sends the batch
 /// assert_eq!(eps[0].coalesced(), ucx::Coalesced { batches: 1, frames: 10, waiting: 0 });
 /// # std::thread::scope(|s| { for e in eps { s.spawn(move || drop(e)); } });
 /// ```
@@ -89,18 +92,16 @@ impl Outbox {
         entry <= self.how.bytes / 4
     }
 
-    /// Adds a frame to `dest`'s batch. Returns the batch to send first if the frame
-    /// would overflow it (the frame then starts the next one).
-    pub fn add(
-        &self,
-        dest: Rank,
-        head: &FrameHead,
-        args: &[u64],
-        payload: &[u8],
-    ) -> Option<Vec<u8>> {
-        let entry = wire::entry_bytes(head.kind, args.len(), payload.len());
+    /// Takes `dest`'s batch out if a frame of `entry` bytes would overflow it: it is
+    /// sent first, and the frame starts the next one.
+    pub fn full_for(&self, dest: Rank, entry: usize) -> Option<Vec<u8>> {
         let mut b = self.inner.borrow_mut();
-        let full = (b.bytes[dest].len() + entry > self.how.bytes).then(|| b.take(dest));
+        (b.bytes[dest].len() + entry > self.how.bytes).then(|| b.take(dest))
+    }
+
+    /// Adds a frame to `dest`'s batch (room made by [`Outbox::full_for`]).
+    pub fn add(&self, dest: Rank, head: &FrameHead, args: &[u64], payload: &[u8]) {
+        let mut b = self.inner.borrow_mut();
         if b.bytes[dest].is_empty() {
             if b.bytes[dest].capacity() == 0 {
                 b.bytes[dest] = b.spare.pop().unwrap_or_default();
@@ -111,7 +112,6 @@ impl Outbox {
         wire::append(&mut b.bytes[dest], head, args, payload);
         b.frames[dest] += 1;
         b.counts.waiting += 1;
-        full
     }
 
     /// What coalescing has done so far.

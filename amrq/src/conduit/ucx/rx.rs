@@ -318,6 +318,12 @@ impl Shared {
             .is_some_and(|b| b.load(Ordering::Acquire))
     }
 
+    /// True once `rank`'s endpoint failed.
+    pub fn has_failed(&self, rank: Rank) -> bool {
+        let f = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        f.get(rank).is_some_and(Option::is_some)
+    }
+
     /// An endpoint failed: its peer is dead unless it said goodbye first.
     pub fn on_error(&self, peer: Rank, why: String) {
         if !self.has_left(peer) {

@@ -354,8 +354,7 @@ mod tests {
             proptest::prop_assert!(n <= data.len() / 16 + 1);
         }
 
-        /// Frames appended read back unchanged, even with bytes flipped around them
-        /// in other entries.
+        /// Frames appended read back unchanged, in order.
         #[test]
         fn appended_frames_read_back(frames in proptest::collection::vec((0u8..3, proptest::collection::vec(proptest::prelude::any::<u64>(), 0..=MAX_ARGS), proptest::collection::vec(proptest::prelude::any::<u8>(), 0..100), proptest::prelude::any::<u16>()), 0..20)) {
             let kinds = [Kind::Medium, Kind::Long, Kind::TagOn];
