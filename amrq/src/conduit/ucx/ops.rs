@@ -14,13 +14,16 @@ use super::sys::{self, StatusPtr};
 use crate::conduit::{AtomicOp, Conduit, ConduitError, OpToken, Rank, Started};
 use std::ffi::c_void;
 
+/// Copies of puts' data kept for later puts, at most.
+const SPARE_COPIES: usize = 16;
+
 /// An operation in flight.
 enum Op {
     /// A put: its request (null once locally done), the bytes it reads, and the flush
     /// that completes it.
     Put {
         req: *mut c_void,
-        _data: Vec<u8>,
+        data: Vec<u8>,
         flush: u64,
     },
     /// A get or an atomic: its request, and an atomic's operand and result words.
@@ -40,6 +43,9 @@ pub struct Ops {
     done: u64,
     /// The flush in flight (begun number `begun`).
     flushing: Option<*mut c_void>,
+    /// Copies of puts' data that are done, for the next puts (no allocation and no
+    /// fresh pages per put).
+    spare: Vec<Vec<u8>>,
 }
 
 impl Ops {
@@ -99,7 +105,9 @@ impl UcxConduit {
                 Err(e) => return Err(self.peer_failed(dest, e)),
             },
             StatusPtr::Err(sys::UCS_ERR_NO_RESOURCE) => {
-                let kept = data.to_vec();
+                let mut kept = self.ops.borrow_mut().spare.pop().unwrap_or_default();
+                kept.clear();
+                kept.extend_from_slice(data);
                 let p = sys::ucp_request_param_t::empty();
                 // SAFETY: as above; `kept` stays with the operation until it is done.
                 let st = unsafe {
@@ -117,7 +125,7 @@ impl UcxConduit {
         let flush = ops.begun + 1;
         Ok(Started::InFlight(ops.add(Op::Put {
             req,
-            _data: kept,
+            data: kept,
             flush,
         })))
     }
@@ -285,7 +293,11 @@ impl UcxConduit {
                 Ok(0)
             }
         };
-        ops.slots[i] = None;
+        if let Some(Op::Put { data, .. }) = ops.slots[i].take() {
+            if ops.spare.len() < SPARE_COPIES && data.capacity() > 0 {
+                ops.spare.push(data);
+            }
+        }
         ops.free.push(i);
         outcome
             .map(Some)
