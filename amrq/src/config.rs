@@ -171,11 +171,11 @@ pub struct Config {
     /// Bytes of the batch in which small frames to a rank on another host travel
     /// together (frames of up to a quarter of it join one); 0 sends each frame alone. A
     /// batch leaves when full; when the rank next polls and finds nothing waiting,
-    /// waits, flushes or finishes; or once its first frame has waited
-    /// [`Config::coalesce_wait`].
+    /// waits, flushes or finishes; or once it has waited [`Config::coalesce_wait`].
     /// Environment: `AMRQ_COALESCE_BYTES` (bytes, or with K); default 8 KiB.
     pub coalesce_bytes: Setting<usize>,
-    /// The longest a batch's first frame waits for more, checked at each send.
+    /// The longest a batch waits for more frames, from the first send or one-sided
+    /// operation that finds it waiting (each of them checks).
     /// Environment: `AMRQ_COALESCE_WAIT` (microseconds); default 30.
     pub coalesce_wait: Setting<Duration>,
     /// The program's own queues, in creation order (queue ids from 2 on).

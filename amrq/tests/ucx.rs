@@ -271,12 +271,13 @@ fn a_batch_past_its_deadline_leaves_at_the_next_send() {
         ..Message::default()
     };
     eps[0].try_send(1, 0, &m).expect("to rank 1");
+    eps[0].try_send(2, 0, &m).expect("to rank 2"); // finds rank 1's batch waiting
     std::thread::sleep(Duration::from_millis(5)); // computing, no amrq call
     eps[0].try_send(2, 0, &m).expect("to rank 2");
     let c = eps[0].coalesced();
     assert_eq!(
         (c.batches, c.frames, c.waiting),
-        (1, 1, 1),
+        (1, 1, 2),
         "rank 1's batch left, rank 2's waits: {c:?}"
     );
     // Each leaves on its own thread (a leaving rank waits for the others' goodbyes).

@@ -149,8 +149,8 @@ impl ChannelSpec {
 
 /// How a network conduit coalesces small frames to one destination into one message
 /// (a batch leaves when full; when the sender next polls and finds nothing waiting,
-/// waits, flushes or leaves; or when its first frame has waited `wait`, checked at
-/// each send). Shared memory does not coalesce.
+/// waits, flushes or leaves; or when it has waited `wait` since a send first found it
+/// waiting, checked at each send). Shared memory does not coalesce.
 ///
 /// ```
 /// use amrq::conduit::Coalescing;
@@ -164,7 +164,7 @@ pub struct Coalescing {
     /// Bytes of a batch (frames of up to a quarter of it join one); 0: every frame
     /// travels alone.
     pub bytes: usize,
-    /// How long a batch's first frame may wait, checked at each send.
+    /// How long a batch may wait once a send has found it waiting, checked at each send.
     pub wait: Duration,
 }
 

@@ -407,7 +407,7 @@ impl UcxConduit {
         Ok(())
     }
 
-    /// Sends the oldest batch if its first frame has waited past the deadline: each
+    /// Sends the oldest batch if it has waited past the deadline: each
     /// send, put, get and atomic looks (a failed peer is recorded).
     #[inline]
     pub(super) fn send_overdue(&self) {

@@ -8,8 +8,8 @@
 //! room (a request followed by a wait leaves at once; the replies a rank's handlers
 //! send while it works through arrived frames leave together once it is through);
 //! when a frame that does not coalesce goes to the same destination (it follows the
-//! batch, in order); or when its first frame has waited longer than the deadline,
-//! checked at each send and one-sided operation. No thread or timer is involved: a
+//! batch, in order); or when it has waited longer than the deadline since a send or
+//! one-sided operation first found it waiting (each of them checks). No thread or timer is involved: a
 //! rank that computes without calling amrq keeps its batches until its next call.
 //! Frames flagged interrupt never wait.
 //!
@@ -58,8 +58,9 @@ pub(super) struct Outbox {
 struct Batches {
     /// Per destination: the frames waiting, as a batch's bytes.
     bytes: Vec<Vec<u8>>,
-    /// Per destination: when its batch's first frame joined.
-    since: Vec<Instant>,
+    /// Per destination: when a send or operation first found its batch waiting (not
+    /// read when a frame joins: a lone request followed by a wait reads no clock).
+    since: Vec<Option<Instant>>,
     /// Destinations whose batch holds frames, the oldest first.
     waiting: VecDeque<Rank>,
     /// Buffers UCX is done with, to take the next frames.
@@ -72,12 +73,11 @@ struct Batches {
 impl Outbox {
     /// An outbox for a job of `size` ranks.
     pub fn new(size: usize, how: Coalescing) -> Self {
-        let now = Instant::now();
         Self {
             how,
             inner: RefCell::new(Batches {
                 bytes: vec![Vec::new(); size],
-                since: vec![now; size],
+                since: vec![None; size],
                 waiting: VecDeque::new(),
                 spare: Vec::new(),
                 frames: vec![0; size],
@@ -106,7 +106,7 @@ impl Outbox {
             if b.bytes[dest].capacity() == 0 {
                 b.bytes[dest] = b.spare.pop().unwrap_or_default();
             }
-            b.since[dest] = Instant::now();
+            b.since[dest] = None;
             b.waiting.push_back(dest);
         }
         wire::append(&mut b.bytes[dest], head, args, payload);
@@ -132,12 +132,19 @@ impl Outbox {
         Some((dest, b.take(dest)))
     }
 
-    /// Takes out the oldest batch if its first frame has waited past the deadline.
+    /// Takes out the oldest batch if it has waited past the deadline since a send or
+    /// operation first found it waiting.
     #[inline]
     pub fn take_overdue(&self) -> Option<(Rank, Vec<u8>)> {
         let mut b = self.inner.borrow_mut();
         let dest = *b.waiting.front()?;
-        (b.since[dest].elapsed() >= self.how.wait).then(|| (dest, b.take(dest)))
+        match b.since[dest] {
+            None => {
+                b.since[dest] = Some(Instant::now());
+                None
+            }
+            Some(t) => (t.elapsed() >= self.how.wait).then(|| (dest, b.take(dest))),
+        }
     }
 
     /// A buffer UCX is done with, for later batches.
