@@ -24,7 +24,6 @@ use amrq::conduit::cluster::ClusterConduit;
 use amrq::conduit::{
     ChannelSpec, Coalescing, Conduit, ConduitError, ConduitSpec, Message, ReceivedFrame,
 };
-use amrq::launch::{Hosts, Launcher};
 use amrq::prelude::Config;
 use marker::{all_ran, child_args, run_rank, token};
 use rig::Rig;
@@ -84,6 +83,53 @@ fn kill_time_file(token: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("amrq-test-killed-{token}"))
 }
 
+/// Records the time and kills this rank (SIGKILL: no goodbye, no cleanup).
+fn die_now() -> Result<(), String> {
+    let token = std::env::var("AMRQ_TEST_TOKEN").unwrap_or_default();
+    std::fs::write(kill_time_file(&token), now_ns().to_string()).map_err(|e| e.to_string())?;
+    // SAFETY: signalling this process.
+    unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+    Ok(())
+}
+
+/// What a survivor does: waits for messages, as a program would, checking its peers,
+/// until a peer's failure ends the wait; with `none_may_come`, a frame that arrives is
+/// an error.
+fn wait_for_a_failure(c: &ClusterConduit, none_may_come: bool) -> Result<(), String> {
+    let set = c.poll_set(&[0]).map_err(|e| e.to_string())?;
+    let since = Instant::now();
+    while since.elapsed() < Duration::from_secs(60) {
+        c.check_peers().map_err(|e| e.to_string())?;
+        if none_may_come {
+            let arrived = c.drain(0, 16, |_| Ok::<(), ConduitError>(()));
+            if arrived.map_err(|e| e.to_string())? > 0 {
+                return Err("a frame of the dead rank's batch arrived".into());
+            }
+        }
+        c.wait_for_arrival(&set, Duration::from_millis(100))
+            .map_err(|e| e.to_string())?;
+    }
+    Err("no failure seen in 60 s".into())
+}
+
+/// Runs `test` as 4 ranks, two on each host of `rig`, one of which kills itself:
+/// how the job ended, and how long after the kill.
+fn killed_job(rig: &Rig, test: &str) -> (amrq::launch::Outcome, Duration) {
+    let token = token();
+    let exe = std::env::current_exe().expect("test binary");
+    let out = rig
+        .launcher(2, &token, Duration::from_secs(120))
+        .run(exe.as_os_str(), &child_args(test))
+        .expect("job starts");
+    let ended = now_ns();
+    let killed: u128 = std::fs::read_to_string(kill_time_file(&token))
+        .expect("the killed rank said when it died")
+        .parse()
+        .expect("a time");
+    let _ = std::fs::remove_file(kill_time_file(&token));
+    (out, Duration::from_nanos((ended - killed) as u64))
+}
+
 // ---------------------------------------------------------------- a rank killed
 
 /// After a barrier, the last rank records the time and kills itself (SIGKILL: no
@@ -92,19 +138,9 @@ fn kill_time_file(token: &str) -> std::path::PathBuf {
 fn last_rank_dies(c: ClusterConduit) -> Result<(), String> {
     c.barrier().map_err(|e| e.to_string())?;
     if c.rank() == c.size() - 1 {
-        let token = std::env::var("AMRQ_TEST_TOKEN").unwrap_or_default();
-        std::fs::write(kill_time_file(&token), now_ns().to_string()).map_err(|e| e.to_string())?;
-        // SAFETY: signalling this process.
-        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+        die_now()?;
     }
-    let set = c.poll_set(&[0]).map_err(|e| e.to_string())?;
-    let since = Instant::now();
-    while since.elapsed() < Duration::from_secs(60) {
-        c.check_peers().map_err(|e| e.to_string())?;
-        c.wait_for_arrival(&set, Duration::from_millis(100))
-            .map_err(|e| e.to_string())?;
-    }
-    Err("no failure seen in 60 s".into())
+    wait_for_a_failure(&c, false)
 }
 
 #[test]
@@ -112,25 +148,7 @@ fn a_rank_killed_on_another_host_ends_the_job_within_5_s_naming_it_and_its_host(
     as_rank(last_rank_dies);
     let test = "a_rank_killed_on_another_host_ends_the_job_within_5_s_naming_it_and_its_host";
     let Some(rig) = rig_for(test, 2) else { return };
-    let token = token();
-    let hosts = Hosts::new(&rig.host_list(2), Rig::EXEC, Some(&rig::address(0)));
-    let mut l = Launcher::new(4);
-    l.hosts = Some(hosts.expect("hosts"));
-    l.verbose = false;
-    l.timeout = Some(Duration::from_secs(120));
-    l.env = Rig::ucx_env();
-    l.env.push(("AMRQ_TEST_TOKEN".into(), token.clone()));
-    let exe = std::env::current_exe().expect("test binary");
-    let out = l
-        .run(exe.as_os_str(), &child_args(test))
-        .expect("job starts");
-    let ended = now_ns();
-    let killed: u128 = std::fs::read_to_string(kill_time_file(&token))
-        .expect("rank 3 said when it died")
-        .parse()
-        .expect("a time");
-    let _ = std::fs::remove_file(kill_time_file(&token));
-    let took = Duration::from_nanos((ended - killed) as u64);
+    let (out, took) = killed_job(&rig, test);
     assert_eq!(out.code, 128 + libc::SIGKILL, "{out:?}");
     let f = out.failure.expect("a failure");
     assert_eq!(f.rank, Some(3), "{f:?}");
@@ -172,23 +190,9 @@ fn first_rank_dies_with_frames_in_its_batch(c: ClusterConduit) -> Result<(), Str
         if waiting != LEFT_IN_BATCH {
             return Err(format!("{waiting} frames wait in the batch"));
         }
-        let token = std::env::var("AMRQ_TEST_TOKEN").unwrap_or_default();
-        std::fs::write(kill_time_file(&token), now_ns().to_string()).map_err(|e| e.to_string())?;
-        // SAFETY: signalling this process.
-        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+        die_now()?;
     }
-    let set = c.poll_set(&[0]).map_err(|e| e.to_string())?;
-    let since = Instant::now();
-    while since.elapsed() < Duration::from_secs(60) {
-        c.check_peers().map_err(|e| e.to_string())?;
-        let arrived = c.drain(0, 16, |_| Ok::<(), ConduitError>(()));
-        if arrived.map_err(|e| e.to_string())? > 0 {
-            return Err("a frame of the dead rank's batch arrived".into());
-        }
-        c.wait_for_arrival(&set, Duration::from_millis(100))
-            .map_err(|e| e.to_string())?;
-    }
-    Err("no failure seen in 60 s".into())
+    wait_for_a_failure(&c, true)
 }
 
 #[test]
@@ -196,25 +200,7 @@ fn a_rank_killed_with_frames_in_its_batch_ends_the_job_naming_it() {
     as_rank(first_rank_dies_with_frames_in_its_batch);
     let test = "a_rank_killed_with_frames_in_its_batch_ends_the_job_naming_it";
     let Some(rig) = rig_for(test, 2) else { return };
-    let token = token();
-    let hosts = Hosts::new(&rig.host_list(2), Rig::EXEC, Some(&rig::address(0)));
-    let mut l = Launcher::new(4);
-    l.hosts = Some(hosts.expect("hosts"));
-    l.verbose = false;
-    l.timeout = Some(Duration::from_secs(120));
-    l.env = Rig::ucx_env();
-    l.env.push(("AMRQ_TEST_TOKEN".into(), token.clone()));
-    let exe = std::env::current_exe().expect("test binary");
-    let out = l
-        .run(exe.as_os_str(), &child_args(test))
-        .expect("job starts");
-    let ended = now_ns();
-    let killed: u128 = std::fs::read_to_string(kill_time_file(&token))
-        .expect("rank 0 said when it died")
-        .parse()
-        .expect("a time");
-    let _ = std::fs::remove_file(kill_time_file(&token));
-    let took = Duration::from_nanos((ended - killed) as u64);
+    let (out, took) = killed_job(&rig, test);
     assert_eq!(out.code, 128 + libc::SIGKILL, "{out:?}");
     let f = out.failure.expect("a failure");
     assert_eq!(f.rank, Some(0), "{f:?}");
@@ -371,13 +357,7 @@ fn a_process_outside_the_job_cannot_send_in_a_ranks_name_nor_play_its_messages_a
     let test = "a_process_outside_the_job_cannot_send_in_a_ranks_name_nor_play_its_messages_again";
     let Some(rig) = rig_for(test, 2) else { return };
     let token = token();
-    let hosts = Hosts::new(&rig.host_list(1), Rig::EXEC, Some(&rig::address(0)));
-    let mut l = Launcher::new(2);
-    l.hosts = Some(hosts.expect("hosts"));
-    l.verbose = false;
-    l.timeout = Some(Duration::from_secs(120));
-    l.env = Rig::ucx_env();
-    l.env.push(("AMRQ_TEST_TOKEN".into(), token.clone()));
+    let l = rig.launcher(1, &token, Duration::from_secs(120));
     let exe = std::env::current_exe().expect("test binary");
     let job = {
         let exe = exe.clone();

@@ -21,7 +21,7 @@ mod ucx_common;
 
 use amrq::conduit::ucx::UcxConduit;
 use amrq::conduit::{ChannelSpec, Conduit, ConduitError, ConduitSpec, Message, ReceivedFrame};
-use amrq::launch::{Hosts, Launcher, Outcome};
+use amrq::launch::Outcome;
 use marker::{all_ran, child_args, run_rank, token};
 use rig::Rig;
 use std::process::Command;
@@ -57,27 +57,9 @@ fn rig_for(test: &str, hosts: usize) -> Option<Rig> {
 }
 
 /// Runs this test binary's `test` as `per_host` ranks on each host of `rig`, with
-/// amrq's launcher; returns how the job ended.
-fn run_job(rig: &Rig, test: &str, per_host: usize, token: &str) -> Outcome {
-    run_job_with(rig, test, per_host, token, &[])
-}
-
-/// [`run_job`] with `env` set for the ranks.
-fn run_job_with(
-    rig: &Rig,
-    test: &str,
-    per_host: usize,
-    token: &str,
-    env: &[(&str, &str)],
-) -> Outcome {
-    let hosts =
-        Hosts::new(&rig.host_list(per_host), Rig::EXEC, Some(&rig::address(0))).expect("hosts");
-    let mut l = Launcher::new(hosts.ranks());
-    l.hosts = Some(hosts);
-    l.verbose = false;
-    l.timeout = Some(Duration::from_secs(180));
-    l.env = Rig::ucx_env();
-    l.env.push(("AMRQ_TEST_TOKEN".into(), token.into()));
+/// amrq's launcher and `env` set for the ranks; returns how the job ended.
+fn run_job(rig: &Rig, test: &str, per_host: usize, token: &str, env: &[(&str, &str)]) -> Outcome {
+    let mut l = rig.launcher(per_host, token, Duration::from_secs(180));
     l.env
         .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let exe = std::env::current_exe().expect("test binary");
@@ -160,26 +142,30 @@ fn flood(c: UcxConduit) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn all_to_all_flood_on_four_hosts_arrives_exactly_once_in_order() {
+/// Runs [`flood`] as test `test` on four hosts, one rank each, with `env` set.
+fn flood_on_four_hosts(test: &str, env: &[(&str, &str)]) {
     as_rank(flood);
-    let test = "all_to_all_flood_on_four_hosts_arrives_exactly_once_in_order";
     let Some(rig) = rig_for(test, 4) else { return };
     let token = token();
-    let out = run_job(&rig, test, 1, &token);
+    let out = run_job(&rig, test, 1, &token, env);
     assert_eq!(out.code, 0, "{out:?}");
     all_ran(&token, 4);
 }
 
 #[test]
+fn all_to_all_flood_on_four_hosts_arrives_exactly_once_in_order() {
+    flood_on_four_hosts(
+        "all_to_all_flood_on_four_hosts_arrives_exactly_once_in_order",
+        &[],
+    );
+}
+
+#[test]
 fn all_to_all_flood_with_each_frame_alone_arrives_exactly_once_in_order() {
-    as_rank(flood);
-    let test = "all_to_all_flood_with_each_frame_alone_arrives_exactly_once_in_order";
-    let Some(rig) = rig_for(test, 4) else { return };
-    let token = token();
-    let out = run_job_with(&rig, test, 1, &token, &[("AMRQ_COALESCE_BYTES", "0")]);
-    assert_eq!(out.code, 0, "{out:?}");
-    all_ran(&token, 4);
+    flood_on_four_hosts(
+        "all_to_all_flood_with_each_frame_alone_arrives_exactly_once_in_order",
+        &[("AMRQ_COALESCE_BYTES", "0")],
+    );
 }
 
 // ---------------------------------------------------------------- amrun

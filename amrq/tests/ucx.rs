@@ -15,9 +15,7 @@ use std::time::{Duration, Instant};
 mod common_ucx;
 
 fn job(ranks: usize) -> Option<Vec<UcxConduit>> {
-    let settings = common_ucx::loopback_or_skip("this UCX test")?;
-    let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
-    Some(ucx::threads(ranks, &spec, &settings).expect("a UCX job over tcp"))
+    job_coalescing(ranks, Coalescing::default())
 }
 
 #[test]
@@ -156,6 +154,21 @@ fn job_coalescing(ranks: usize, how: Coalescing) -> Option<Vec<UcxConduit>> {
     Some(ucx::threads(ranks, &spec, &settings).expect("a UCX job over tcp"))
 }
 
+/// The next frame `c` takes from channel 0, polling; fails the test if none comes
+/// within 20 s of `since`.
+fn next_frame<'a>(
+    c: &'a UcxConduit,
+    since: Instant,
+    what: &str,
+) -> amrq::conduit::mem::MemFrame<'a> {
+    loop {
+        if let Some(f) = c.peek(0).expect("peek") {
+            return f;
+        }
+        assert!(since.elapsed() < Duration::from_secs(20), "no {what}");
+    }
+}
+
 /// Rank 0 streams `n` two-arg frames (sequence number, its square) to rank 1, which
 /// checks each arrives once and in order; returns rank 0's coalescing counts.
 fn stream(how: Coalescing, n: u64) -> Option<ucx::Coalesced> {
@@ -230,12 +243,7 @@ fn a_lone_frame_leaves_at_the_next_poll_whatever_the_deadline() {
     let since = Instant::now();
     let server = std::thread::spawn(move || {
         // Serves one request; its reply waits in a batch until the next poll.
-        let f = loop {
-            if let Some(f) = b.peek(0).expect("peek") {
-                break f;
-            }
-            assert!(since.elapsed() < Duration::from_secs(20), "no request");
-        };
+        let f = next_frame(&b, since, "request");
         assert_eq!(f.tag(), 1);
         f.release();
         b.try_send(0, 0, &m(2)).expect("the reply");
@@ -243,12 +251,7 @@ fn a_lone_frame_leaves_at_the_next_poll_whatever_the_deadline() {
     });
     a.try_send(1, 0, &m(1)).expect("the request");
     assert_eq!(a.coalesced().waiting, 1, "in a batch until a poll");
-    let reply = loop {
-        if let Some(f) = a.peek(0).expect("peek") {
-            break f;
-        }
-        assert!(since.elapsed() < Duration::from_secs(20), "no reply");
-    };
+    let reply = next_frame(&a, since, "reply");
     assert_eq!(reply.tag(), 2);
     reply.release();
     drop(a);

@@ -178,6 +178,27 @@ impl Rig {
         left
     }
 
+    /// amrq's launcher for a job of `per_host` ranks on each host, reached through the
+    /// rig's tcp, that gives up after `timeout`, with the test's `token` in the ranks'
+    /// environment (`AMRQ_TEST_TOKEN`).
+    pub fn launcher(
+        &self,
+        per_host: usize,
+        token: &str,
+        timeout: std::time::Duration,
+    ) -> amrq::launch::Launcher {
+        let list = self.host_list(per_host);
+        let hosts = amrq::launch::Hosts::new(&list, Self::EXEC, Some(&address(0)));
+        let hosts = hosts.expect("hosts");
+        let mut l = amrq::launch::Launcher::new(hosts.ranks());
+        l.hosts = Some(hosts);
+        l.verbose = false;
+        l.timeout = Some(timeout);
+        l.env = Self::ucx_env();
+        l.env.push(("AMRQ_TEST_TOKEN".into(), token.into()));
+        l
+    }
+
     /// The `--exec` template that runs a command on a host of the rig.
     pub const EXEC: &'static str = "ip netns exec {host}";
 

@@ -181,11 +181,7 @@ impl Shared {
     /// fault naming the rank it claims, and dropped.
     pub fn proven<'a>(&self, id: u32, header: &'a [u8], data: &[u8]) -> Option<&'a [u8]> {
         // A Long frame's payload is bound by its length only.
-        let long = |body: &[u8]| {
-            wire::words(body)
-                .nth(1)
-                .is_some_and(|w1| (w1 >> 8) & 0xff == 1)
-        };
+        let long = |body: &[u8]| wire::words(body).nth(1).and_then(Kind::of) == Some(Kind::Long);
         let cover = |body: &[u8]| id != wire::AM_FRAME || !long(body);
         match self.auth.open(id, header, data, cover) {
             Ok((body, _)) => Some(body),
@@ -217,9 +213,9 @@ impl Shared {
             .arrived(&self.faults, head, &args[..nargs], payload);
     }
 
-    /// A batch of frames arrived (the AM callback, its header proven): each goes into the local queues in
-    /// order, as if it had come alone. An entry this conduit does not write is a fault
-    /// recorded, and the entries around it still arrive.
+    /// A batch of frames arrived (the AM callback, its header proven): each goes into
+    /// the local queues in order, as if it had come alone. An entry this conduit does
+    /// not write is a fault recorded, and the entries around it still arrive.
     pub fn on_batch(&self, header: &[u8], data: &[u8], rndv: bool) {
         let size = self.byes.len() as u64;
         let source = wire::words(header)
@@ -646,20 +642,34 @@ pub struct Due {
 
 #[cfg(test)]
 mod tests {
-    use super::super::threads;
+    use super::super::{threads, UcxConduit};
     use super::{Kind, TAG_ON_FREED};
     use crate::conduit::{ChannelSpec, ConduitSpec};
 
-    #[test]
-    fn an_unsent_tag_on_credit_goes_again_and_blocks_freed_meanwhile_count() {
+    /// Two ranks over tcp on the loopback, or `None` (said) where UCX is missing.
+    fn two_ranks() -> Option<Vec<UcxConduit>> {
         if let Err(why) = super::super::available() {
             eprintln!("no UCX here: {why}");
-            return;
+            return None;
         }
         let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")]
             .map(|(k, v)| (k.into(), v.into()))
             .into();
-        let eps = threads(2, &ConduitSpec::new(vec![ChannelSpec::new(64)]), &settings).unwrap();
+        Some(threads(2, &ConduitSpec::new(vec![ChannelSpec::new(64)]), &settings).unwrap())
+    }
+
+    /// Each leaves on its own thread: a leaving rank waits for the other's goodbye.
+    fn leave(eps: Vec<UcxConduit>) {
+        std::thread::scope(|s| {
+            for e in eps {
+                s.spawn(move || drop(e));
+            }
+        });
+    }
+
+    #[test]
+    fn an_unsent_tag_on_credit_goes_again_and_blocks_freed_meanwhile_count() {
+        let Some(eps) = two_ranks() else { return };
         let mut local = eps[0].shared.local();
         // Three Tag-On frames from rank 1 on channel 0 (ring key 0 × 2 + 1), their
         // blocks already free: a credit of 3 blocks in all...
@@ -679,12 +689,7 @@ mod tests {
         assert_eq!(due.iter().filter(sent).map(|d| d.value).max(), Some(4));
         assert_eq!(local.tag_on_out_total, 0);
         drop(local);
-        // Each leaves on its own thread: a leaving rank waits for the other's goodbye.
-        std::thread::scope(|s| {
-            for e in eps {
-                s.spawn(move || drop(e));
-            }
-        });
+        leave(eps);
     }
 
     /// Whatever bytes a peer sends as a batch, the receiver records faults and never
@@ -693,14 +698,7 @@ mod tests {
     fn any_bytes_unpacked_as_a_batch_leave_the_rank_working() {
         use crate::conduit::{Conduit, ConduitError, Message, ReceivedFrame};
         use proptest::prelude::*;
-        if let Err(why) = super::super::available() {
-            eprintln!("no UCX here: {why}");
-            return;
-        }
-        let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")]
-            .map(|(k, v)| (k.into(), v.into()))
-            .into();
-        let eps = threads(2, &ConduitSpec::new(vec![ChannelSpec::new(64)]), &settings).unwrap();
+        let Some(eps) = two_ranks() else { return };
         let mut runner = proptest::test_runner::TestRunner::default();
         let bytes = proptest::collection::vec(any::<u8>(), 0..400);
         let header = prop_oneof![Just(0u64), Just(1), any::<u64>()];
@@ -731,10 +729,6 @@ mod tests {
                 .unwrap();
         }
         assert!(found, "the real frame arrived");
-        std::thread::scope(|s| {
-            for e in eps {
-                s.spawn(move || drop(e));
-            }
-        });
+        leave(eps);
     }
 }

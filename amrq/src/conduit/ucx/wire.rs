@@ -49,6 +49,18 @@ pub enum Kind {
     TagOn = 2,
 }
 
+impl Kind {
+    /// The kind a header word names (`w1`'s or `e1`'s second byte), if any.
+    pub fn of(w1: u64) -> Option<Self> {
+        match (w1 >> 8) & 0xff {
+            0 => Some(Kind::Medium),
+            1 => Some(Kind::Long),
+            2 => Some(Kind::TagOn),
+            _ => None,
+        }
+    }
+}
+
 /// A frame's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameHead {
@@ -82,14 +94,9 @@ pub fn frame(h: &FrameHead, args: &[u64]) -> ([u64; FRAME_WORDS], usize) {
 
 /// Reads a frame header: `None` if it is not one this conduit writes.
 pub fn read_frame(bytes: &[u8]) -> Option<(FrameHead, [u64; MAX_ARGS], usize)> {
-    let w = |i: usize| words(bytes).nth(i);
+    let w = |i: usize| word(bytes, i);
     let (w0, w1) = (w(0)?, w(1)?);
-    let kind = match (w1 >> 8) & 0xff {
-        0 => Kind::Medium,
-        1 => Kind::Long,
-        2 => Kind::TagOn,
-        _ => return None,
-    };
+    let kind = Kind::of(w1)?;
     let nargs = ((w1 >> 16) & 0xff) as usize;
     if nargs > MAX_ARGS || bytes.len() != (3 + nargs) * 8 || w1 >> 24 != 0 {
         return None;
@@ -153,12 +160,7 @@ impl<'a> Batch<'a> {
     fn entry(&self, e: &'a [u8]) -> Option<Entry<'a>> {
         let w = |i: usize| word(e, i);
         let (e0, e1) = (w(0)?, w(1)?);
-        let kind = match (e1 >> 8) & 0xff {
-            0 => Kind::Medium,
-            1 => Kind::Long,
-            2 => Kind::TagOn,
-            _ => return None,
-        };
+        let kind = Kind::of(e1)?;
         let nargs = ((e1 >> 16) & 0xff) as usize;
         let len = (e1 >> 32) as usize;
         if nargs > MAX_ARGS || (e1 >> 24) & 0xff != 0 || e.len() != entry_bytes(kind, nargs, len) {
