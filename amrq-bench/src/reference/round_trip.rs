@@ -402,7 +402,7 @@ impl RawPingPong {
             }
             // ORDERING: Release pairs with the other side's Acquire wait for `i`.
             mine[k].seq.store(i, Ordering::Release);
-            if k % PREFETCH_GROUP == 0 {
+            if k.is_multiple_of(PREFETCH_GROUP) {
                 let ahead = (k + PREFETCH_AHEAD) % RING_SLOTS;
                 prefetch_write_8_lines((&mine[ahead] as *const Slot).cast());
             }

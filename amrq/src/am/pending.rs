@@ -499,7 +499,7 @@ impl<R: Args, S, C: Conduit> std::future::Future for Pending<'_, R, S, C> {
             s.looks = s.looks.wrapping_add(1);
             s.looks
         });
-        if looks % LOOKS_PER_CHECK == 0 {
+        if looks.is_multiple_of(LOOKS_PER_CHECK) {
             if let Err(e) = this.check_target() {
                 return Poll::Ready(Err(e));
             }

@@ -436,7 +436,7 @@ impl<S, C: Conduit> Coll<S, C> {
 /// Elements per block of an exchange over `n` ranks, after checking that `send` and
 /// `recv` have the same length, a multiple of `n`.
 fn block_len<T>(send: &[T], recv: &[T], n: usize) -> Result<usize, RmaError> {
-    if send.len() != recv.len() || send.len() % n != 0 {
+    if send.len() != recv.len() || !send.len().is_multiple_of(n) {
         return Err(RmaError::LengthMismatch {
             expected: n * (send.len() / n),
             got: recv.len(),

@@ -334,7 +334,7 @@ impl<S, C: Conduit> Rma<S, C> {
     /// Checks the u64 at `offset` of `rank`'s segment for an atomic: inside, aligned.
     fn word(&self, rank: Rank, offset: usize) -> Result<(), RmaError> {
         self.target(rank, offset, 8)?;
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(RmaError::Misaligned { offset });
         }
         Ok(())

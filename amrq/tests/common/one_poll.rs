@@ -156,7 +156,7 @@ pub fn arrivals_around_the_arm_point(
                 // The clock now and then: reading it costs more than a poll.
                 None if {
                     polls = polls.wrapping_add(1);
-                    polls % 1024 == 0 && last.elapsed() > Duration::from_secs(1)
+                    polls.is_multiple_of(1024) && last.elapsed() > Duration::from_secs(1)
                 } =>
                 {
                     return Err(format!(

@@ -131,7 +131,7 @@ pub fn atomics_from_every_rank(c: MemConduit, k: u64, frames: bool) -> Result<()
     let per_rank_neg = (k / 2) as i64 * -3 + if k % 2 == 1 { -5 } else { 0 };
     assert_eq!(w[0], total);
     assert_eq!(w[1], 3 * total);
-    assert_eq!(w[2], if k % 2 == 0 { 0 } else { all_bits(n) });
+    assert_eq!(w[2], if k.is_multiple_of(2) { 0 } else { all_bits(n) });
     assert_eq!(w[3] as i64, per_rank_neg * n as i64);
     // A counter completion: rank 0 puts to everyone, each waits for its count.
     let ctr = rma.alloc_symmetric(8, 8)?;

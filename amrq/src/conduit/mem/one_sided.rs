@@ -98,7 +98,7 @@ impl MemConduit {
         let Some(p) = self.mapped_range(dest, offset, 8)? else {
             return self.cluster().atomic_nb(dest, offset, op);
         };
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(ConduitError::Misaligned { offset });
         }
         // SAFETY: 8 bytes inside a page-aligned segment at an 8-aligned offset, mapped

@@ -261,7 +261,7 @@ mod raw {
         /// ```
         pub unsafe fn new(base: NonNull<u8>, nslots: u64) -> Self {
             debug_assert!(nslots.is_power_of_two() && nslots >= 2);
-            debug_assert!(base.as_ptr() as usize % CTL_BYTES == 0);
+            debug_assert!((base.as_ptr() as usize).is_multiple_of(CTL_BYTES));
             Self {
                 base,
                 mask: nslots - 1,

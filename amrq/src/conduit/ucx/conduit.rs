@@ -264,6 +264,19 @@ impl UcxConduit {
     /// Sends a batch of frames to `dest` (its buffer is kept for later batches if UCX
     /// is done with it at once).
     fn send_batch(&self, dest: Rank, batch: Vec<u8>) -> Result<(), ConduitError> {
+        if let Some(Ok((head, args, nargs, payload))) = wire::Batch::lone(self.rank as u32, &batch)
+        {
+            // A frame that waited alone goes as if sent alone: the batch's header, its
+            // MAC over the entry and its unpacking would cost a round trip ~3 %.
+            let (w, n) = wire::frame(&head, &args[..nargs]);
+            let out = Out {
+                cover: head.kind != Kind::Long,
+                ..Out::with(wire::AM_FRAME, &w[..n], payload)
+            };
+            let sent = self.send(dest, &out);
+            self.outbox.recycle(batch);
+            return sent;
+        }
         let header = [self.rank as u64];
         let out = Out::with(wire::AM_BATCH, &header, &batch);
         match send_now(&self.net, &self.shared, auth::OWN, dest, &out) {

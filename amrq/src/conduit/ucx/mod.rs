@@ -39,6 +39,7 @@
 
 mod auth;
 mod conduit;
+mod mac;
 mod net;
 mod ops;
 mod outbox;

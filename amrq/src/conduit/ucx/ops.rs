@@ -167,7 +167,7 @@ impl UcxConduit {
         op: AtomicOp,
     ) -> Result<Started, ConduitError> {
         let at = self.range(dest, offset, 8)?;
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(ConduitError::Misaligned { offset });
         }
         if dest == self.rank {

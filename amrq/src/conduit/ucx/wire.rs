@@ -157,6 +157,12 @@ impl<'a> Batch<'a> {
         Self { source, rest: data }
     }
 
+    /// The one entry of `data` if it holds exactly one (a batch this rank packed).
+    pub fn lone(source: u32, data: &'a [u8]) -> Option<Result<Entry<'a>, ()>> {
+        let bytes = word(data, 0).map_or(0, |e0| (e0 & 0xffff_ffff) as usize);
+        (bytes == data.len()).then(|| Self::new(source, data).next())?
+    }
+
     fn entry(&self, e: &'a [u8]) -> Option<Entry<'a>> {
         let w = |i: usize| word(e, i);
         let (e0, e1) = (w(0)?, w(1)?);
