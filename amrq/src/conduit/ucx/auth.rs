@@ -12,6 +12,11 @@
 //! their bandwidth): a process that can rewrite a rank's live TCP stream could change
 //! that payload; one that can only connect cannot.
 //!
+//! What it cannot cover is UCX's own tcp transport: its receive path writes a peer's put
+//! to whatever address the peer names (no key check), after a handshake anyone can make.
+//! The guide says so, and how to keep such peers out (a private network, or pinned and
+//! filtered ports).
+//!
 //! ```text
 //!   header = body (the words of `wire`) | nonce (8 B: seq | lane << 63) | tag (16 B)
 //! ```
