@@ -290,3 +290,61 @@ fn a_batch_past_its_deadline_leaves_at_the_next_send() {
         .collect();
     leaving.into_iter().for_each(|t| t.join().expect("left"));
 }
+
+/// A burst of 64 KiB puts far past what the network takes at once: each put's buffer
+/// is overwritten as soon as the put returns, the puts past the copies' limit wait for
+/// the network (the target progressing meanwhile), and every put lands intact.
+#[test]
+fn a_burst_of_large_puts_lands_intact_past_the_copies_limit() {
+    const PUTS: usize = 160; // 10 MiB: past the 4 MiB of copies a rank holds
+    const BYTES: usize = 64 << 10;
+    let Some(settings) = common_ucx::loopback_or_skip("this UCX test") else {
+        return;
+    };
+    let spec = ConduitSpec {
+        segment_bytes: PUTS * BYTES,
+        ..ConduitSpec::new(vec![ChannelSpec::new(64)])
+    };
+    let eps = ucx::threads(2, &spec, &settings).expect("a UCX job over tcp");
+    let fill = |i: usize| {
+        (0..BYTES)
+            .map(|b| (i * 31 + b / 7) as u8)
+            .collect::<Vec<u8>>()
+    };
+    std::thread::scope(|s| {
+        let mut it = eps.into_iter();
+        let (a, b) = (it.next().unwrap(), it.next().unwrap());
+        s.spawn(move || {
+            b.barrier().expect("barrier"); // serves the puts meanwhile
+            let mut got = vec![0u8; BYTES];
+            for i in 0..PUTS {
+                // SAFETY: `got` outlives the get, which is local (complete at once).
+                let local = unsafe { b.get_nb(1, i * BYTES, got.as_mut_ptr(), BYTES) };
+                assert_eq!(local.expect("local get"), Started::Done(0));
+                assert!(got == fill(i), "put {i} did not land intact");
+            }
+            b.barrier().expect("barrier");
+        });
+        let mut buf = vec![0u8; BYTES];
+        let mut tokens = Vec::new();
+        for i in 0..PUTS {
+            buf.copy_from_slice(&fill(i));
+            match a.put_nb(1, i * BYTES, &buf).expect("put") {
+                Started::InFlight(t) => tokens.push(t),
+                Started::Done(_) => {}
+            }
+            buf.fill(0xee); // the data was taken
+        }
+        let since = Instant::now();
+        for t in tokens {
+            while a.op_test(t).expect("op_test").is_none() {
+                assert!(
+                    since.elapsed() < Duration::from_secs(60),
+                    "a put never completed"
+                );
+            }
+        }
+        a.barrier().expect("barrier");
+        a.barrier().expect("barrier");
+    });
+}

@@ -27,7 +27,7 @@ pub mod ucx;
 
 pub use rounds::{measure, Comparison, Peers, Round, Setup, Status};
 pub use table::{markdown, table, tag, text};
-pub use ucx::ucx_final;
+pub use ucx::{ucx_final, UcxFinal};
 
 pub(crate) use crate::child::{run, run_output, Output};
 use std::path::PathBuf;

@@ -46,21 +46,39 @@ pub const PARTS: [&[&str]; 5] = [
     &["put_64k_mb_s"],
 ];
 
-/// The `Final:` line of `ucx_perftest`: (median one-way latency µs, bandwidth MiB/s,
-/// message rate msg/s), overall figures.
+/// The `Final:` line of `ucx_perftest`, its overall figures.
 ///
 /// ```
-/// let out = "Final:  100000  0.206  0.206  0.206  37.08  37.08  4860031  4860031\n";
-/// assert_eq!(amrq_bench::peers::ucx_final(out), Some((0.206, 37.08, 4860031.0)));
+/// let out = "Final:  100000  0.206  0.210  0.215  37.08  37.08  4860031  4860031\n";
+/// let f = amrq_bench::peers::ucx_final(out).unwrap();
+/// assert_eq!((f.typical_us, f.mean_us, f.mib_s, f.msgs_s), (0.206, 0.215, 37.08, 4860031.0));
 /// ```
-pub fn ucx_final(out: &str) -> Option<(f64, f64, f64)> {
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UcxFinal {
+    /// One-way latency, µs: the median of the iterations ("typical").
+    pub typical_us: f64,
+    /// One-way latency, µs: the mean over the whole run ("overall").
+    pub mean_us: f64,
+    /// Bandwidth, MiB/s.
+    pub mib_s: f64,
+    /// Message rate, messages/s.
+    pub msgs_s: f64,
+}
+
+/// The overall figures of `ucx_perftest`'s output `out`, if it has a `Final:` line.
+pub fn ucx_final(out: &str) -> Option<UcxFinal> {
     let line = out.lines().find(|l| l.trim_start().starts_with("Final:"))?;
     let v: Vec<f64> = line
         .split_whitespace()
         .skip(1)
         .filter_map(|x| x.parse().ok())
         .collect();
-    (v.len() >= 8).then(|| (v[1], v[5], v[7]))
+    (v.len() >= 8).then(|| UcxFinal {
+        typical_us: v[1],
+        mean_us: v[3],
+        mib_s: v[5],
+        msgs_s: v[7],
+    })
 }
 
 /// `ucx_perftest` with its server and client pinned as amrq's ranks 1 and 0.
@@ -132,7 +150,7 @@ impl Ucx {
         let out = self.test(test, size, n / d);
         let command = format!("ucx_perftest -t {test} -s {size} -n {}", n / d);
         let files = raw.keep(&format!("{test}-{size}"), &command, &out)?;
-        let Some((lat_us, mib_s, rate)) = ucx_final(&out.stdout) else {
+        let Some(f) = ucx_final(&out.stdout) else {
             return Err(Failure {
                 why: format!("{test} -s {size}: no `Final:` line"),
                 unread: out.lines(),
@@ -140,9 +158,9 @@ impl Ucx {
             });
         };
         let value = match PARTS[part][0] {
-            "rtt_ns" => 2.0 * lat_us * 1e3,
-            "msgs_per_s" => rate,
-            _ => mib_s * MIB / 1e6,
+            "rtt_ns" => 2.0 * f.typical_us * 1e3,
+            "msgs_per_s" => f.msgs_s,
+            _ => f.mib_s * MIB / 1e6,
         };
         Ok(Measured {
             values: vec![(PARTS[part][0].to_string(), value)],

@@ -549,6 +549,39 @@ pub trait Conduit {
         Err(ConduitError::Unsupported { what: "put" })
     }
 
+    /// [`Conduit::put_nb`] that may read `len` bytes at `data` until the operation is
+    /// over instead of copying them: a network sends them from there. Default: the
+    /// copying `put_nb`.
+    ///
+    /// # Safety
+    /// `data` is valid for reads of `len` bytes, and if the answer is
+    /// [`Started::InFlight`] it stays so, written by nobody, until [`Conduit::op_test`]
+    /// answers `Some` or an error for it. (The RMA layer's safe [`put_scope`] waits for
+    /// that before the borrow ends.)
+    ///
+    /// [`put_scope`]: crate::rma::Rma::put_scope
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit, Started};
+    /// let eps = threads::endpoints(2, &[256]).unwrap();
+    /// let data = *b"hi";
+    /// // SAFETY: `data` outlives the put, which mapped memory completes at once.
+    /// let started = unsafe { eps[0].put_nb_borrowed(1, 64, data.as_ptr(), data.len()) };
+    /// assert_eq!(started.unwrap(), Started::Done(0));
+    /// ```
+    unsafe fn put_nb_borrowed(
+        &self,
+        dest: Rank,
+        offset: usize,
+        data: *const u8,
+        len: usize,
+    ) -> Result<Started, ConduitError> {
+        // SAFETY: the caller's promise: `data` is valid for `len` bytes during the call.
+        self.put_nb(dest, offset, unsafe {
+            std::slice::from_raw_parts(data, len)
+        })
+    }
+
     /// Starts copying `len` bytes at `offset` of `src`'s segment to `buf`
     /// (`ucp_get_nbx`): complete when [`Started::Done`], else once [`Conduit::op_test`]
     /// answers or [`Conduit::flush`] returns. Default: [`ConduitError::Unsupported`].

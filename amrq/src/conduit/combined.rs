@@ -517,6 +517,25 @@ impl<L: Conduit + 'static, R: Conduit + 'static> Conduit for Combined<L, R> {
         }
     }
 
+    unsafe fn put_nb_borrowed(
+        &self,
+        dest: Rank,
+        offset: usize,
+        data: *const u8,
+        len: usize,
+    ) -> Result<Started, ConduitError> {
+        // SAFETY: the caller's promise about `data` is passed on unchanged.
+        unsafe {
+            match self.route(dest)? {
+                Route::Local(r) => self
+                    .local
+                    .put_nb_borrowed(r, offset, data, len)
+                    .map(local_token),
+                Route::Remote(r) => self.remote.put_nb_borrowed(r, offset, data, len),
+            }
+        }
+    }
+
     unsafe fn get_nb(
         &self,
         src: Rank,

@@ -39,6 +39,7 @@ mod atomics;
 mod error;
 mod frames;
 mod handle;
+mod scope;
 mod split_phase;
 mod vector;
 
@@ -46,6 +47,7 @@ pub use crate::am::SegmentAllocator;
 pub use error::RmaError;
 pub use handle::Handle;
 use handle::Pending;
+pub use scope::PutScope;
 pub use vector::Strided;
 
 pub use crate::conduit::AtomicOp;

@@ -767,6 +767,41 @@ pub fn put_get_complete<C: Conduit>(c: C, _: &Job<C>) -> Outcome {
     ok(&c, c.barrier(), "barrier")
 }
 
+/// A put from a borrowed buffer reads it until the conduit answers for it, and no
+/// longer: each buffer is overwritten as soon as its put is complete, and the targets
+/// still hold what it held before.
+pub fn borrowed_puts_read_until_answered<C: Conduit>(c: C, _: &Job<C>) -> Outcome {
+    let (me, n) = (c.rank(), c.size());
+    if !c.caps().flags.put_get {
+        return Ok(());
+    }
+    let base = |src: usize| (160 << 10) + src * PER_SOURCE;
+    let mut buffers: Vec<Vec<u8>> = (0..n)
+        .map(|dest| bytes(me, 100 + dest as u64, PER_SOURCE))
+        .collect();
+    let mut started = Vec::new();
+    for (dest, b) in buffers.iter().enumerate() {
+        // SAFETY: each buffer is written again only after its put is complete (below).
+        let s = unsafe { c.put_nb_borrowed(dest, base(me), b.as_ptr(), b.len()) };
+        started.push(s);
+    }
+    for (s, b) in started.into_iter().zip(&mut buffers) {
+        complete(&c, s, "borrowed put")?;
+        b.fill(0xee);
+    }
+    ok(&c, c.barrier(), "barrier")?;
+    for src in 0..n {
+        let mut back = vec![0u8; PER_SOURCE];
+        // SAFETY: `back` lives until the get is complete (`complete` waits for it).
+        let got = unsafe { c.get_nb(me, base(src), back.as_mut_ptr(), back.len()) };
+        complete(&c, got, "get")?;
+        if back != bytes(src, 100 + me as u64, PER_SOURCE) {
+            return fail(&c, format!("{src}'s borrowed put is not in place here"));
+        }
+    }
+    ok(&c, c.barrier(), "barrier")
+}
+
 /// Remote atomics are atomic against every rank's, return the value before, and refuse
 /// misaligned or outside words.
 pub fn atomics_are_atomic<C: Conduit>(c: C, _: &Job<C>) -> Outcome {

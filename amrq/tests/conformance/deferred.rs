@@ -20,6 +20,13 @@ enum Op {
         offset: usize,
         data: Vec<u8>,
     },
+    /// A put of bytes the caller keeps until it is complete: read only then.
+    PutFrom {
+        dest: Rank,
+        offset: usize,
+        data: *const u8,
+        len: usize,
+    },
     Get {
         src: Rank,
         offset: usize,
@@ -60,6 +67,17 @@ impl<C: Conduit> Deferred<C> {
     fn perform(&self, op: Op) -> Result<u64, ConduitError> {
         let done = match op {
             Op::Put { dest, offset, data } => self.inner.put_nb(dest, offset, &data)?,
+            Op::PutFrom {
+                dest,
+                offset,
+                data,
+                len,
+            } => {
+                // SAFETY: the caller of `put_nb_borrowed` keeps `data` until the
+                // operation is over, which is now.
+                let data = unsafe { std::slice::from_raw_parts(data, len) };
+                self.inner.put_nb(dest, offset, data)?
+            }
             Op::Get {
                 src,
                 offset,
@@ -154,6 +172,25 @@ impl<C: Conduit + 'static> Conduit for Deferred<C> {
             dest,
             offset,
             data: data.to_vec(),
+        }))
+    }
+
+    unsafe fn put_nb_borrowed(
+        &self,
+        dest: Rank,
+        offset: usize,
+        data: *const u8,
+        len: usize,
+    ) -> Result<Started, ConduitError> {
+        let mut scratch = vec![0u8; len];
+        // SAFETY: `scratch` outlives the call; the inner conduit completes at once
+        // (a get of the range checks it and writes nothing at the target).
+        let _ = unsafe { self.inner.get_nb(dest, offset, scratch.as_mut_ptr(), len)? };
+        Ok(self.start(Op::PutFrom {
+            dest,
+            offset,
+            data,
+            len,
         }))
     }
 

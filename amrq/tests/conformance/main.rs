@@ -37,6 +37,7 @@ macro_rules! suite {
                 sleeping_wait_wakes_on_arrival,
                 interrupts_deliver_without_polling,
                 put_get_complete,
+                borrowed_puts_read_until_answered,
                 atomics_are_atomic,
                 departed_peers_are_seen_and_their_frames_delivered,
                 dead_peer_is_reported,
@@ -107,6 +108,73 @@ fn rma_completes_operations_a_conduit_leaves_in_flight() {
         let mut again = vec![0u8; 1024];
         rma.get(peer, at, &mut again)?;
         assert_eq!(again, data, "what this rank put, read back through get");
+        am.barrier()?;
+        Ok(())
+    };
+    let out: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = eps
+            .into_iter()
+            .map(|c| s.spawn(move || rank(deferred::Deferred::new(c))))
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("rank panicked"))
+            .collect()
+    });
+    assert!(out.iter().all(Result::is_ok), "{out:?}");
+}
+
+/// `Rma::put_scope` over a conduit that reads a borrowed put's data only when asked
+/// about it a second time: the scope ends (returning, or unwinding from a panic) only
+/// once every put has read its buffer, so buffers overwritten right after it leave the
+/// targets with what they held before.
+#[test]
+fn rma_put_scope_ends_after_its_puts_even_on_a_panic() {
+    use amrq::prelude::*;
+    use amrq::rma::{Rma, RmaError};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    let eps = amrq::conduit::threads::endpoints_for(2, &Config::default().conduit_spec())
+        .expect("endpoints");
+    let rank = |c: deferred::Deferred<amrq::conduit::mem::MemConduit>| -> Result<(), RmaError> {
+        let am = Am::new(c, HandlerTable::new(), ())?;
+        let rma = Rma::new(am);
+        let am = rma.am();
+        let (me, peer) = (am.rank(), 1 - am.rank());
+        let at = rma.alloc_symmetric(8192, 8)?;
+        let mut first: Vec<u8> = (0..4096).map(|i| (i * 7 + me) as u8).collect();
+        let mut second: Vec<u8> = (0..4096).map(|i| (i * 5 + me) as u8).collect();
+        let (want_first, want_second) = (first.clone(), second.clone());
+        let n = rma.put_scope(|s| {
+            for (i, chunk) in first.chunks(1024).enumerate() {
+                s.put(peer, at + 1024 * i, chunk)?;
+            }
+            Ok(4)
+        })?;
+        assert_eq!(n, 4);
+        first.fill(0xee);
+        let panicked = catch_unwind(AssertUnwindSafe(|| {
+            rma.put_scope(|s| -> Result<(), RmaError> {
+                s.put(peer, at + 4096, &second)?;
+                panic!("the scope's closure fails with a put in flight");
+            })
+        }));
+        assert!(panicked.is_err());
+        second.fill(0xee);
+        am.barrier()?;
+        let mut got = vec![0u8; 8192];
+        rma.get(me, at, &mut got)?;
+        let peer_of = |v: &[u8]| -> Vec<u8> {
+            // What the peer put: the same formula with its rank.
+            v.iter()
+                .map(|&b| b.wrapping_sub(me as u8).wrapping_add(peer as u8))
+                .collect()
+        };
+        assert_eq!(got[..4096], peer_of(&want_first)[..], "the scope's puts");
+        assert_eq!(
+            got[4096..],
+            peer_of(&want_second)[..],
+            "the panicked scope's put"
+        );
         am.barrier()?;
         Ok(())
     };

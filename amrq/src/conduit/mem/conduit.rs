@@ -806,6 +806,17 @@ impl Conduit for MemConduit {
         self.put_now(dest, offset, data)
     }
 
+    unsafe fn put_nb_borrowed(
+        &self,
+        dest: Rank,
+        offset: usize,
+        data: *const u8,
+        len: usize,
+    ) -> Result<Started, ConduitError> {
+        // SAFETY: the caller's contract on `data`, passed on.
+        unsafe { self.put_borrowed(dest, offset, data, len) }
+    }
+
     #[inline(always)]
     unsafe fn get_nb(
         &self,

@@ -65,6 +65,28 @@ impl MemConduit {
         Ok(Started::Done(0))
     }
 
+    /// [`MemConduit::put_now`] of bytes the caller keeps until the operation is over:
+    /// a mapped segment takes a copy now, a front's network may send from `data`.
+    ///
+    /// # Safety
+    /// As [`Conduit::put_nb_borrowed`](crate::conduit::Conduit::put_nb_borrowed).
+    pub(super) unsafe fn put_borrowed(
+        &self,
+        dest: Rank,
+        offset: usize,
+        data: *const u8,
+        len: usize,
+    ) -> Result<Started, ConduitError> {
+        if self.mapped_range(dest, offset, len)?.is_none() {
+            // SAFETY: the caller's contract, passed on.
+            return unsafe { self.cluster().put_nb_borrowed(dest, offset, data, len) };
+        }
+        // SAFETY: the caller's contract: `data` is valid for `len` bytes now.
+        self.put_now(dest, offset, unsafe {
+            std::slice::from_raw_parts(data, len)
+        })
+    }
+
     /// Copies `len` bytes of `src`'s segment at `offset` to `buf`.
     ///
     /// # Safety

@@ -718,6 +718,17 @@ impl Conduit for UcxConduit {
         self.put(dest, offset, data)
     }
 
+    unsafe fn put_nb_borrowed(
+        &self,
+        dest: Rank,
+        offset: usize,
+        data: *const u8,
+        len: usize,
+    ) -> Result<Started, ConduitError> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.put_borrowed(dest, offset, data, len) }
+    }
+
     unsafe fn get_nb(
         &self,
         src: Rank,
