@@ -291,9 +291,10 @@ fn a_batch_past_its_deadline_leaves_at_the_next_send() {
     leaving.into_iter().for_each(|t| t.join().expect("left"));
 }
 
-/// A burst of 64 KiB puts far past what the network takes at once: each put's buffer
-/// is overwritten as soon as the put returns, the puts past the copies' limit wait for
-/// the network (the target progressing meanwhile), and every put lands intact.
+/// A burst of 64 KiB puts far past what the network takes at once (10 MiB, so that the
+/// later puts go through the wait at the copies' 4 MiB limit while the target
+/// progresses): each put's buffer is overwritten as soon as the put returns, and every
+/// put lands intact.
 #[test]
 fn a_burst_of_large_puts_lands_intact_past_the_copies_limit() {
     const PUTS: usize = 160; // 10 MiB: past the 4 MiB of copies a rank holds

@@ -556,10 +556,8 @@ pub trait Conduit {
     /// # Safety
     /// `data` is valid for reads of `len` bytes, and if the answer is
     /// [`Started::InFlight`] it stays so, written by nobody, until [`Conduit::op_test`]
-    /// answers `Some` or an error for it. (The RMA layer's safe [`put_scope`] waits for
+    /// answers `Some` or an error for it. (The RMA layer's safe `put_scope` waits for
     /// that before the borrow ends.)
-    ///
-    /// [`put_scope`]: crate::rma::Rma::put_scope
     ///
     /// ```
     /// use amrq::conduit::{threads, Conduit, Started};

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 /// the scope's closure cannot be lent, since a put may read it after the closure
 /// returns:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0597
 /// use amrq::prelude::*;
 /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
 ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
@@ -39,12 +39,13 @@ impl<S, C: Conduit> Rma<S, C> {
     /// buffers, and returns once every one of them is in place at its target (as
     /// [`Rma::sync_nbi`] completes `put_nbi`s). [`Rma::put_nbi`] copies data the
     /// network cannot take at once, so that its buffer is free when it returns; these
-    /// borrow it until the scope ends instead, so a stream of large puts across hosts
-    /// moves each byte once (UCX's `ucp_put_nbx` from the buffer itself). On one host a
-    /// put is one copy into the target's mapped segment, complete when it returns.
+    /// borrow it until the scope ends instead, and UCX's `ucp_put_nbx` reads it there
+    /// (amrq keeps no copy of its own). On one host a put is one copy into the
+    /// target's mapped segment, complete when it returns.
     ///
-    /// Returns `f`'s value, or the first error of `f` or of a put, once every put has
-    /// ended; the scope waits for them also when `f` panics.
+    /// Returns `f`'s value once every put has ended; else `f`'s error, or the first
+    /// error of a put. The scope waits for its puts also when `f` or a handler run
+    /// meanwhile panics.
     ///
     /// ```
     /// use amrq::{prelude::*, rma::{Rma, RmaError}};
@@ -127,25 +128,30 @@ impl<'env, S, C: Conduit> PutScope<'_, 'env, S, C> {
         Ok(())
     }
 
-    /// Waits for every put in flight: the first error, once all have ended.
+    /// Waits for every put in flight, newest first: the first error, once all have
+    /// ended. A put leaves the list only once it is answered, so that if a handler run
+    /// meanwhile panics, `Drop` still waits for it and for the rest.
     fn end(&self) -> Result<(), RmaError> {
-        let ops = std::mem::take(&mut *self.ops.borrow_mut());
         let mut first = None;
-        for op in ops {
+        loop {
+            let Some(&op) = self.ops.borrow().last() else {
+                return first.map_or(Ok(()), Err);
+            };
             let ended = match op {
                 Pending::Conduit(t) => self.settle(t),
                 through_frames => through_frames.wait(&self.rma.am, &mut []).map(drop),
             };
+            self.ops.borrow_mut().pop();
             if let Err(e) = ended {
                 first.get_or_insert(e);
             }
         }
-        first.map_or(Ok(()), Err)
     }
 
     /// Waits until the conduit has answered for put `t` (only then has it stopped
-    /// reading the borrowed bytes): an error that ends a wait (a handler's, a failure
-    /// notice) is kept, and the wait goes on.
+    /// reading the borrowed bytes): an error that ends a wait (a handler's, a peer's
+    /// failure) does not end this one, which goes on sleeping a little between looks
+    /// until the conduit answers (a failed peer's puts are answered with its failure).
     fn settle(&self, t: OpToken) -> Result<(), RmaError> {
         let am = &self.rma.am;
         let mut first = None;
@@ -156,10 +162,11 @@ impl<'env, S, C: Conduit> PutScope<'_, 'env, S, C> {
                 answer.is_some()
             });
             if let Some(a) = answer {
-                return first.map_or(a.map(drop), Err);
+                return a.map(drop).and(first.map_or(Ok(()), Err));
             }
             if let Err(e) = waited {
                 first.get_or_insert(e.into());
+                std::thread::sleep(std::time::Duration::from_micros(100));
             }
         }
     }

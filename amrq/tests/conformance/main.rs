@@ -124,11 +124,13 @@ fn rma_completes_operations_a_conduit_leaves_in_flight() {
 }
 
 /// `Rma::put_scope` over a conduit that reads a borrowed put's data only when asked
-/// about it a second time: the scope ends (returning, or unwinding from a panic) only
-/// once every put has read its buffer, so buffers overwritten right after it leave the
-/// targets with what they held before.
+/// about it a second time: the scope ends (returning, or unwinding from a panic of its
+/// closure or of a handler it runs while it waits) only once every put has read its
+/// buffer, so buffers overwritten right after it leave the targets with what they held
+/// before.
 #[test]
 fn rma_put_scope_ends_after_its_puts_even_on_a_panic() {
+    use amrq::conduit::{Conduit, Started};
     use amrq::prelude::*;
     use amrq::rma::{Rma, RmaError};
     use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -136,14 +138,19 @@ fn rma_put_scope_ends_after_its_puts_even_on_a_panic() {
     let eps = amrq::conduit::threads::endpoints_for(2, &Config::default().conduit_spec())
         .expect("endpoints");
     let rank = |c: deferred::Deferred<amrq::conduit::mem::MemConduit>| -> Result<(), RmaError> {
-        let am = Am::new(c, HandlerTable::new(), ())?;
+        let mut table = HandlerTable::new();
+        let boom = table.request("boom", |_: &(), _, _| -> Result<(), AmError> {
+            panic!("a handler panics while the scope waits for its puts")
+        });
+        let am = Am::new(c, table, ())?;
         let rma = Rma::new(am);
         let am = rma.am();
         let (me, peer) = (am.rank(), 1 - am.rank());
-        let at = rma.alloc_symmetric(8192, 8)?;
+        let at = rma.alloc_symmetric(12288, 8)?;
         let mut first: Vec<u8> = (0..4096).map(|i| (i * 7 + me) as u8).collect();
         let mut second: Vec<u8> = (0..4096).map(|i| (i * 5 + me) as u8).collect();
-        let (want_first, want_second) = (first.clone(), second.clone());
+        let mut third: Vec<u8> = (0..4096).map(|i| (i * 3 + me) as u8).collect();
+        let (want_first, want_second, want_third) = (first.clone(), second.clone(), third.clone());
         let n = rma.put_scope(|s| {
             for (i, chunk) in first.chunks(1024).enumerate() {
                 s.put(peer, at + 1024 * i, chunk)?;
@@ -161,7 +168,7 @@ fn rma_put_scope_ends_after_its_puts_even_on_a_panic() {
         assert!(panicked.is_err());
         second.fill(0xee);
         am.barrier()?;
-        let mut got = vec![0u8; 8192];
+        let mut got = vec![0u8; 12288];
         rma.get(me, at, &mut got)?;
         let peer_of = |v: &[u8]| -> Vec<u8> {
             // What the peer put: the same formula with its rank.
@@ -171,11 +178,35 @@ fn rma_put_scope_ends_after_its_puts_even_on_a_panic() {
         };
         assert_eq!(got[..4096], peer_of(&want_first)[..], "the scope's puts");
         assert_eq!(
-            got[4096..],
+            got[4096..8192],
             peer_of(&want_second)[..],
             "the panicked scope's put"
         );
         am.barrier()?;
+        // A request to itself, whose handler runs (and panics) while the scope waits.
+        let panicked = catch_unwind(AssertUnwindSafe(|| {
+            rma.put_scope(|s| {
+                for (i, chunk) in third.chunks(1024).enumerate() {
+                    s.put(peer, at + 8192 + 1024 * i, chunk)?;
+                }
+                Ok(am.request(me, boom, &[])?)
+            })
+        }));
+        assert!(panicked.is_err(), "the handler ran inside the scope's wait");
+        third.fill(0xee);
+        // The panic left the engine with its frame outstanding: the puts are read back
+        // from the peer's segment through the conduit.
+        let c = am.rq().conduit();
+        let mut back = vec![0u8; 4096];
+        // SAFETY: `back` outlives the get, completed below before it is read.
+        let got = unsafe { c.get_nb(peer, at + 8192, back.as_mut_ptr(), back.len()) };
+        if let Started::InFlight(t) = got.expect("get") {
+            while c.op_test(t).expect("op_test").is_none() {}
+        }
+        assert_eq!(
+            back, want_third,
+            "the puts of the scope whose handler panicked"
+        );
         Ok(())
     };
     let out: Vec<_> = std::thread::scope(|s| {

@@ -77,14 +77,14 @@ impl MemConduit {
         data: *const u8,
         len: usize,
     ) -> Result<Started, ConduitError> {
-        if self.mapped_range(dest, offset, len)?.is_none() {
+        let Some(to) = self.mapped_range(dest, offset, len)? else {
             // SAFETY: the caller's contract, passed on.
             return unsafe { self.cluster().put_nb_borrowed(dest, offset, data, len) };
-        }
-        // SAFETY: the caller's contract: `data` is valid for `len` bytes now.
-        self.put_now(dest, offset, unsafe {
-            std::slice::from_raw_parts(data, len)
-        })
+        };
+        // SAFETY: `to` is valid for `len` bytes (checked) and `data` for `len` bytes
+        // (the caller's contract); a segment never overlaps a caller's buffer.
+        unsafe { std::ptr::copy_nonoverlapping(data, to, len) };
+        Ok(Started::Done(0))
     }
 
     /// Copies `len` bytes of `src`'s segment at `offset` to `buf`.

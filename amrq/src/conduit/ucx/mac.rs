@@ -276,6 +276,16 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The MAC under `key` by the processor's instructions, where it has them.
+    fn instructions(key: &[u8; 16]) -> Option<Mac> {
+        #[cfg(target_arch = "x86_64")]
+        if x86::available() {
+            return Some(Mac::new(key));
+        }
+        let _ = key;
+        None
+    }
+
     proptest! {
         /// Both ways give the same tag, for every length around the block and
         /// four-block edges.
@@ -288,7 +298,11 @@ mod tests {
             covered in proptest::collection::vec(any::<u8>(), 0..300),
         ) {
             let len = covered.len() + 7;
-            let fast = Mac::new(&key).tag(nonce, id, &body, &covered, len);
+            let Some(fast) = instructions(&key) else {
+                eprintln!("skipped: this processor lacks AES-NI or PCLMULQDQ");
+                return Ok(());
+            };
+            let fast = fast.tag(nonce, id, &body, &covered, len);
             let crates = Mac::with_crates(&key).tag(nonce, id, &body, &covered, len);
             prop_assert_eq!(fast, crates);
         }
@@ -298,7 +312,7 @@ mod tests {
     fn this_processor_takes_the_instructions_path() {
         #[cfg(target_arch = "x86_64")]
         if x86::available() {
-            assert!(matches!(Mac::new(&[7; 16]), Mac::Instructions(_)));
+            assert!(matches!(instructions(&[7; 16]), Some(Mac::Instructions(_))));
         }
     }
 }

@@ -15,8 +15,13 @@ use crate::conduit::{AtomicOp, Conduit, ConduitError, OpToken, Rank, Started};
 use std::collections::VecDeque;
 use std::ffi::c_void;
 
-/// Copies of puts' data kept for later puts, at most.
+/// Copies of puts' data kept for later puts, at most, each of at most
+/// [`SPARE_BYTES`] (so that the spares hold at most [`COPY_LIMIT`]).
 const SPARE_COPIES: usize = 64;
+const SPARE_BYTES: usize = COPY_LIMIT / SPARE_COPIES;
+
+/// How long a put waits for the network to take the oldest copy before it fails.
+const COPY_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Bytes of puts' data held in copies UCX has not sent yet, at most: past it a put
 /// waits for the network to take the oldest (as a full socket makes a send wait), so
@@ -62,6 +67,14 @@ pub struct Ops {
 }
 
 impl Ops {
+    /// Keeps a copy's buffer for a later put, if the spares have room for it.
+    fn keep_spare(&mut self, buf: Vec<u8>) {
+        let fits = (1..=SPARE_BYTES).contains(&buf.capacity());
+        if fits && self.spare.len() < SPARE_COPIES {
+            self.spare.push(buf);
+        }
+    }
+
     fn add(&mut self, op: Op) -> OpToken {
         let i = match self.free.pop() {
             Some(i) => {
@@ -152,8 +165,10 @@ impl UcxConduit {
     }
 
     /// Gives back the copies UCX has sent; while those still held and `len` more bytes
-    /// would pass [`COPY_LIMIT`], progresses the worker for the oldest to go.
+    /// would pass [`COPY_LIMIT`], progresses the worker for the oldest to go (a put
+    /// larger than the limit goes once nothing else is held).
     fn room_for_copy(&self, len: usize) -> Result<(), ConduitError> {
+        let since = std::time::Instant::now();
         loop {
             let mut ops = self.ops.borrow_mut();
             self.reap(&mut ops);
@@ -163,6 +178,14 @@ impl UcxConduit {
             drop(ops);
             self.progress();
             self.check_peers()?;
+            if since.elapsed() > COPY_WAIT {
+                return Err(ConduitError::Setup(format!(
+                    "UCX put: the network took none of the {} MiB of puts this rank holds \
+                     within {} s (does the target call amrq?)",
+                    COPY_LIMIT >> 20,
+                    COPY_WAIT.as_secs()
+                )));
+            }
         }
     }
 
@@ -184,9 +207,7 @@ impl UcxConduit {
                     *req = std::ptr::null_mut();
                     let copy = std::mem::take(data);
                     ops.copied -= copy.len();
-                    if ops.spare.len() < SPARE_COPIES {
-                        ops.spare.push(copy);
-                    }
+                    ops.keep_spare(copy);
                 }
             }
             ops.copies.pop_front();
@@ -405,9 +426,7 @@ impl UcxConduit {
         };
         if let Some(Op::Put { data, .. }) = ops.slots[i].take() {
             ops.copied -= data.len();
-            if ops.spare.len() < SPARE_COPIES && data.capacity() > 0 {
-                ops.spare.push(data);
-            }
+            ops.keep_spare(data);
         }
         ops.free.push(i);
         outcome
@@ -425,12 +444,19 @@ impl UcxConduit {
             let mut ops = self.ops.borrow_mut();
             let mut busy = false;
             for slot in ops.slots.iter_mut().flatten() {
-                let req = match slot {
-                    Op::Put { req, .. } | Op::Request { req, .. } => req,
+                let (req, failed) = match slot {
+                    Op::Put { req, failed, .. } => (req, Some(failed)),
+                    Op::Request { req, .. } => (req, None),
                 };
                 match self.net.done(*req) {
                     Ok(false) => busy = true,
-                    Ok(true) | Err(_) => *req = std::ptr::null_mut(), // answered by op_test
+                    Ok(true) => *req = std::ptr::null_mut(), // answered by op_test
+                    Err(e) => {
+                        *req = std::ptr::null_mut();
+                        if let Some(f) = failed {
+                            *f = Some(e); // for op_test to answer
+                        }
+                    }
                 }
             }
             if !busy {
