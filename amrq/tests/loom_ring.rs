@@ -168,7 +168,9 @@ fn four_slots_small_payload_in_first_line() {
 
 /// Two producers share one ring through `SharedProducer` (CAS reservation); the
 /// consumer must see every frame complete, exactly once, each producer's in its order.
-fn shared_model(nslots: u64, start: u64, shapes: &'static [(usize, usize)]) {
+/// `late`: the second producer (an injector, made while the ring is in use) starts from
+/// the head it reads when it begins, not from the ring's start.
+fn shared_model(nslots: u64, start: u64, shapes: &'static [(usize, usize)], late: bool) {
     use amrq::conduit::ring::SharedProducer;
     // Three threads: every interleaving with up to two preemptions (the usual bound;
     // unbounded, the state space takes hours).
@@ -182,7 +184,12 @@ fn shared_model(nslots: u64, start: u64, shapes: &'static [(usize, usize)]) {
             .map(|who| {
                 let (r, t) = (ring.clone(), tail.clone());
                 loom::thread::spawn(move || {
-                    let mut p = SharedProducer::new(start);
+                    let mut p = match late && who == 1 {
+                        true => SharedProducer::new(
+                            r.head().load(loom::sync::atomic::Ordering::Acquire),
+                        ),
+                        false => SharedProducer::new(start),
+                    };
                     for (i, &(n, len)) in shapes.iter().enumerate() {
                         let id = who * 100 + i as u64;
                         let (a, d) = frame(id, n, len);
@@ -233,5 +240,12 @@ fn shared_model(nslots: u64, start: u64, shapes: &'static [(usize, usize)]) {
 
 #[test]
 fn shared_ring_two_producers_two_slots() {
-    shared_model(2, 0, &[(1, 0)]);
+    shared_model(2, 0, &[(1, 0)], false);
+}
+
+/// An injector joins a ring whose positions are about to cross `u64::MAX`: the view of
+/// the head it starts from never lets it reserve slots the consumer has not freed.
+#[test]
+fn shared_ring_an_injector_joins_at_the_head_across_u64_max() {
+    shared_model(2, u64::MAX - 1, &[(1, 0)], true);
 }

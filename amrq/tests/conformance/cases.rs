@@ -4,6 +4,7 @@
 //! so it holds whether the ranks are threads, processes or hosts.
 
 use crate::cpu::thread_cpu;
+use amrq::conduit::mem::MemConduit;
 use amrq::conduit::{
     AtomicOp, Channel, ChannelSpec, Conduit, ConduitError, ConduitSpec, Delivery, Fault, FaultKind,
     InterruptAlarm, InterruptChannels, Message, ReceivedFrame, Senders, Started,
@@ -991,4 +992,109 @@ pub fn faults_are_recorded_against_the_sender<C: Conduit>(c: C, _: &Job<C>) -> O
         );
     }
     Ok(())
+}
+
+/// A send of one frame by some thread (the endpoint's, or an injector's).
+type SendFn<'a> = Box<dyn FnMut(usize, &Message<'_>) -> Result<(), ConduitError> + 'a>;
+
+/// Frames from one sending thread: every receiver checks them exactly once, in order,
+/// with their checksum.
+fn check_word(src: usize, thread: u64, seq: u64) -> u64 {
+    ((src as u64) << 48 ^ thread << 32 ^ seq).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// Several threads of every rank send at once into the shared channel, each through
+/// its own injector, while the endpoint's own thread sends there too and drains it:
+/// every frame arrives exactly once, in order per sending thread, with its checksum.
+pub fn injectors_send_exactly_once(c: MemConduit, _: &Job<MemConduit>) -> Outcome {
+    const THREADS: u64 = 3;
+    const PER_DEST: u64 = 400;
+    let (me, n) = (c.rank(), c.size());
+    let others: Vec<usize> = (0..n).filter(|&d| d != me).collect();
+    let send_all = |mut send: SendFn<'_>, thread: u64| {
+        for seq in 0..PER_DEST {
+            for &d in &others {
+                let args = [thread, seq, check_word(me, thread, seq)];
+                let m = Message {
+                    tag: 9,
+                    args: &args,
+                    ..Message::default()
+                };
+                let since = Instant::now();
+                loop {
+                    match send(d, &m) {
+                        Ok(()) => break,
+                        Err(ConduitError::Busy) if since.elapsed() < PATIENCE => {
+                            std::thread::yield_now()
+                        }
+                        Err(e) => return Err(format!("thread {thread} to {d}: {e}")),
+                    }
+                }
+            }
+        }
+        Ok(())
+    };
+    let want = others.len() as u64 * (THREADS + 1) * PER_DEST;
+    let mut next = vec![vec![0u64; THREADS as usize + 1]; n];
+    let mut got = 0u64;
+    let outcome: Result<(), String> = std::thread::scope(|s| {
+        let mut workers = Vec::new();
+        for t in 0..THREADS {
+            let mut inj = c.injector(SHARED).map_err(|e| format!("injector: {e}"))?;
+            let send_all = &send_all;
+            workers.push(s.spawn(move || send_all(Box::new(move |d, m| inj.try_send(d, m)), t)));
+        }
+        // The endpoint's own sends, interleaved with its drains.
+        let mut own = (0..PER_DEST).flat_map(|seq| others.iter().map(move |&d| (d, seq)));
+        let mut pending = own.next();
+        let since = Instant::now();
+        while got < want || pending.is_some() {
+            if let Some((d, seq)) = pending {
+                let args = [THREADS, seq, check_word(me, THREADS, seq)];
+                let m = Message {
+                    tag: 9,
+                    args: &args,
+                    ..Message::default()
+                };
+                match c.try_send(d, SHARED, &m) {
+                    Ok(()) => pending = own.next(),
+                    Err(ConduitError::Busy) => {}
+                    Err(e) => return Err(format!("own send to {d}: {e}")),
+                }
+            }
+            let drained = c
+                .drain(SHARED, 64, |f| -> Result<(), Failed> {
+                    let (src, a) = (f.source(), f.args());
+                    if f.tag() != 9 || a.len() != 3 || a[0] > THREADS {
+                        return Err(Failed(format!(
+                            "a frame this test did not send, from {src}"
+                        )));
+                    }
+                    let (t, seq) = (a[0] as usize, a[1]);
+                    if seq != next[src][t] || a[2] != check_word(src, a[0], seq) {
+                        return Err(Failed(format!(
+                            "from {src} thread {t}: seq {seq} (wanted {}), checksum {}",
+                            next[src][t],
+                            a[2] == check_word(src, a[0], seq)
+                        )));
+                    }
+                    next[src][t] += 1;
+                    got += 1;
+                    Ok(())
+                })
+                .map_err(|Failed(e)| e)?;
+            if drained == 0 && since.elapsed() > 4 * PATIENCE {
+                return Err(format!("{got} of {want} frames after {:?}", 4 * PATIENCE));
+            }
+        }
+        for w in workers {
+            w.join()
+                .map_err(|_| "a sending thread panicked".to_string())??;
+        }
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        return fail(&c, e);
+    }
+    ok(&c, c.barrier(), "barrier")
 }

@@ -70,6 +70,26 @@ suite!(ucx_hosts_alone, crate::run::ucx_hosts, 2);
 suite!(cluster_hosts_alone, crate::run::cluster_hosts, 4);
 suite!(front_hosts, crate::run::front_hosts, 4);
 
+/// Threads of a rank sending at once through injectors (the shared-memory endpoint's):
+/// ranks as threads, and as processes of one host.
+mod injectors {
+    use super::cases;
+
+    #[test]
+    fn threads() {
+        crate::run::threads("injectors::threads", 3, cases::injectors_send_exactly_once);
+    }
+
+    #[test]
+    fn shm_processes() {
+        crate::run::processes(
+            "injectors::shm_processes",
+            3,
+            cases::injectors_send_exactly_once,
+        );
+    }
+}
+
 /// The RMA layer over a conduit that leaves its operations in flight: every call
 /// completes them (handles, implicit operations, counters, atomics) with the same
 /// results as over the ring conduit, where every operation completes at once.

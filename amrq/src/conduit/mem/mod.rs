@@ -18,6 +18,7 @@
 //! | `endpoint.rs` | [`MemConduit`]: one rank's endpoint, built from [`Parts`] |
 //! | `channels.rs` | the per-ring states of an endpoint: send side, receive side, the round-robin scan of a channel |
 //! | `conduit.rs` | the [`Conduit`](crate::conduit::Conduit) implementation: send checks, receive checks, One-poll, sleeping |
+//! | `injector.rs` | [`Injector`]: a sender into a shared channel for another thread of the rank, lock-free beside the endpoint's own sends |
 //! | `lane.rs` | [`ExpressLane`]: one per-pair ring's addresses, for a send compiled into its caller (the C header's inline sends) |
 //! | `receive.rs` | the receive loop of `drain`: ring by ring, Express frames on plain rings handed out after one test; `drain_one`, a wait's one reply in one look per ring |
 //! | `one_sided.rs` | put, get and atomics: copies into mapped segments, processor atomics |
@@ -30,6 +31,7 @@ mod channels;
 mod conduit;
 mod endpoint;
 mod frame;
+mod injector;
 mod interrupts;
 mod lane;
 mod one_sided;
@@ -41,6 +43,7 @@ mod tests;
 
 pub use endpoint::{MemConduit, Parts, RegionOwner};
 pub use frame::MemFrame;
+pub use injector::Injector;
 pub use interrupts::{Alarm, InterruptRx};
 pub use lane::ExpressLane;
 pub use region::{Doorbell, HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC};

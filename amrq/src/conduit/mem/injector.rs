@@ -1,0 +1,203 @@
+//! Sends from threads other than the endpoint's own: an [`Injector`] writes one shared
+//! channel's rings, reserving slots by compare-and-swap as every other sender to those
+//! rings does, with its own view of each ring's head. Any number of a rank's threads
+//! send at once through their own injectors, with no lock: the ring protocol already
+//! serves producers in other processes, and a thread is one more producer.
+//!
+//! Frames carry the rank as their hidden word, as the endpoint's own sends on the
+//! channel do: the receiver cannot tell the threads apart, and frames of one injector
+//! to one receiver arrive in the order it sent them. After each frame an injector rings
+//! the receiver's doorbell with the full handshake (a `SeqCst` fence), which every
+//! receiver's arming pairs with.
+
+use super::channels::{with_hidden_word, Tx};
+use super::region::Doorbell;
+use super::MemConduit;
+use crate::conduit::doorbell;
+use crate::conduit::ring::{FrameHeader, RawRing, RingMemory, SharedProducer, USER_FLAGS};
+use crate::conduit::{Channel, ConduitError, Message, Rank};
+use crate::sync::AtomicU64;
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
+
+/// One receiver's shared ring as an injector sees it.
+struct Lane {
+    ring: RawRing,
+    tail: *const AtomicU64,
+    prod: SharedProducer,
+    doorbell: *const Doorbell,
+}
+
+/// A sender into one shared channel for a thread of this rank other than the
+/// endpoint's: `Send`, so the endpoint's thread makes one per worker thread and moves it
+/// there; it borrows the endpoint, which outlives it.
+///
+/// ```
+/// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitSpec, Message, ReceivedFrame};
+/// let spec = ConduitSpec::new(vec![ChannelSpec::new(64).shared(true)]);
+/// let eps = threads::endpoints_for(2, &spec).unwrap();
+/// std::thread::scope(|s| {
+///     for t in 0..2u64 {
+///         let mut inj = eps[0].injector(0).unwrap();
+///         s.spawn(move || {
+///             let m = Message { tag: 7, args: &[t], ..Message::default() };
+///             inj.try_send(1, &m).unwrap();
+///         });
+///     }
+/// });
+/// let mut seen = Vec::new();
+/// while seen.len() < 2 {
+///     eps[1].drain(0, 8, |f| -> Result<(), amrq::conduit::ConduitError> {
+///         seen.push((f.source(), f.args()[0]));
+///         Ok(())
+///     }).unwrap();
+/// }
+/// seen.sort();
+/// assert_eq!(seen, [(0, 0), (0, 1)]);
+/// ```
+///
+/// An injector is one thread's: it is not `Sync` (each thread makes or is given its
+/// own), and neither is the endpoint:
+///
+/// ```compile_fail,E0277
+/// fn shared_between_threads<T: Sync>() {}
+/// shared_between_threads::<amrq::conduit::mem::Injector<'static>>();
+/// ```
+pub struct Injector<'a> {
+    ch: Channel,
+    me: u64,
+    /// User args a frame may carry (the hidden word takes one), and payload bytes.
+    max_args: usize,
+    max_payload: usize,
+    /// This rank may send into the channel.
+    permitted: bool,
+    /// The channel's doorbell bit, or 0 if it does not ring.
+    notify_bit: u64,
+    lanes: Box<[Lane]>,
+    endpoint: PhantomData<&'a MemConduit>,
+}
+
+// SAFETY: an injector holds addresses inside the job's region, which the endpoint it
+// borrows keeps mapped for `'a`; it touches them only through the shared ring's
+// protocol (slots reserved by compare-and-swap, published by Release stores) and the
+// doorbell's atomics, both made for senders in any thread or process. Its own state
+// (each ring's cached head) it alone uses.
+unsafe impl Send for Injector<'_> {}
+
+impl MemConduit {
+    /// An [`Injector`] into shared channel `ch`, for another thread of this rank.
+    /// [`ConduitError::NoSuchChannel`] for a channel out of range,
+    /// [`ConduitError::Unsupported`] for one that is not shared, or on an endpoint that
+    /// reaches some ranks over a network (a job across hosts).
+    pub fn injector(&self, ch: Channel) -> Result<Injector<'_>, ConduitError> {
+        let channels = self.caps.channels.len();
+        if ch >= channels {
+            return Err(ConduitError::NoSuchChannel {
+                channel: ch,
+                channels,
+            });
+        }
+        let unsupported = |what| Err(ConduitError::Unsupported { what });
+        if !self.caps.channels[ch].shared {
+            return unsupported("an injector into a channel that is not shared");
+        }
+        if self.across.is_some() || self.tx.len() < (ch + 1) * self.size {
+            return unsupported("an injector on an endpoint whose rings are not all mapped");
+        }
+        let first = &self.tx[ch * self.size];
+        let mut lanes = Vec::with_capacity(self.size);
+        for t in &self.tx[ch * self.size..(ch + 1) * self.size] {
+            // SAFETY: only ring code runs while the state is borrowed; the tail word's
+            // address is copied out.
+            let Tx::Shared { tail, .. } = (unsafe { t.prod.get() }) else {
+                return unsupported("an injector into a channel that is not shared");
+            };
+            lanes.push(Lane {
+                ring: t.ring,
+                tail: *tail,
+                // ORDERING: Acquire, as every view of the head a producer takes (pairs
+                // with the consumer's Release store of it); a view that is older only
+                // sends the first reservation to look again.
+                prod: SharedProducer::new(t.ring.head().load(Ordering::Acquire)),
+                doorbell: t.doorbell,
+            });
+        }
+        Ok(Injector {
+            ch,
+            me: self.rank as u64,
+            max_args: first.max_args,
+            max_payload: self.caps.channels[ch].max_payload,
+            permitted: first.permitted,
+            notify_bit: first.notify_bit,
+            lanes: lanes.into(),
+            endpoint: PhantomData,
+        })
+    }
+}
+
+impl Injector<'_> {
+    /// Sends `msg` (args, payload, tag and user flags) to `dest`'s shared ring of this
+    /// injector's channel, as [`Conduit::try_send`](crate::conduit::Conduit::try_send)
+    /// does: [`ConduitError::Busy`] with nothing sent if the ring is full, and the same
+    /// refusals for a bad rank, too many args or too large a payload, a channel this
+    /// rank may not send into, or an interrupt flag (an injector does not send those).
+    pub fn try_send(&mut self, dest: Rank, msg: &Message<'_>) -> Result<(), ConduitError> {
+        let size = self.lanes.len();
+        let Some(lane) = self.lanes.get_mut(dest) else {
+            return Err(ConduitError::NoSuchRank { rank: dest, size });
+        };
+        if msg.args.len() > self.max_args {
+            return Err(ConduitError::TooManyArgs {
+                nargs: msg.args.len(),
+                max: self.max_args,
+            });
+        }
+        if !msg.payload.is_empty() && msg.payload.len() > self.max_payload {
+            return Err(ConduitError::PayloadTooLarge {
+                len: msg.payload.len(),
+                max: self.max_payload,
+                channel: self.ch,
+            });
+        }
+        if !self.permitted || msg.flags & Message::INTERRUPT != 0 {
+            return Err(ConduitError::NotPermitted {
+                channel: self.ch,
+                rank: self.me as Rank,
+            });
+        }
+        let header = FrameHeader {
+            tag: msg.tag,
+            flags: msg.flags & USER_FLAGS,
+            ..FrameHeader::default()
+        };
+        let (words, n) = with_hidden_word(self.me, msg.args);
+        // SAFETY: the tail word is inside the region the endpoint keeps mapped.
+        let tail = unsafe { &*lane.tail };
+        if !lane
+            .prod
+            .try_push(&lane.ring, tail, header, &words[..n], msg.payload)
+        {
+            return Err(if lane.ring.is_closed() {
+                ConduitError::ChannelClosed {
+                    rank: dest,
+                    channel: self.ch,
+                }
+            } else {
+                ConduitError::Busy
+            });
+        }
+        if self.notify_bit != 0 {
+            // SAFETY: the doorbell is inside the region the endpoint keeps mapped;
+            // atomic only.
+            let d = unsafe { &*lane.doorbell };
+            // The full handshake: a fence pairs with every receiver's arming.
+            if doorbell::ring(&d.armed, &d.summary, &d.sleepers, self.notify_bit, false) {
+                // ORDERING: Release pairs with the sleeper's Acquire load of `wake`
+                // before it sleeps; the futex wake ends its sleep.
+                d.wake.fetch_add(1, Ordering::Release);
+                crate::util::futex::wake_all(&d.wake);
+            }
+        }
+        Ok(())
+    }
+}
