@@ -90,6 +90,26 @@ mod injectors {
     }
 }
 
+/// Runs `rank` on two thread ranks, each over the deferring conduit, and checks that
+/// both returned `Ok`.
+fn two_deferred_ranks<E: std::fmt::Debug + Send>(
+    rank: impl Fn(deferred::Deferred<amrq::conduit::mem::MemConduit>) -> Result<(), E> + Sync,
+) {
+    let spec = amrq::Config::default().conduit_spec();
+    let eps = amrq::conduit::threads::endpoints_for(2, &spec).expect("endpoints");
+    let rank = &rank;
+    let out: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = eps
+            .into_iter()
+            .map(|c| s.spawn(move || rank(deferred::Deferred::new(c))))
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("rank panicked"))
+            .collect()
+    });
+    assert!(out.iter().all(Result::is_ok), "{out:?}");
+}
+
 /// The RMA layer over a conduit that leaves its operations in flight: every call
 /// completes them (handles, implicit operations, counters, atomics) with the same
 /// results as over the ring conduit, where every operation completes at once.
@@ -98,8 +118,6 @@ fn rma_completes_operations_a_conduit_leaves_in_flight() {
     use amrq::prelude::*;
     use amrq::rma::{Completion, Rma, RmaError};
 
-    let eps = amrq::conduit::threads::endpoints_for(2, &Config::default().conduit_spec())
-        .expect("endpoints");
     let rank = |c: deferred::Deferred<amrq::conduit::mem::MemConduit>| -> Result<(), RmaError> {
         let am = Am::new(c, HandlerTable::new(), ())?;
         let rma = Rma::new(am);
@@ -131,16 +149,7 @@ fn rma_completes_operations_a_conduit_leaves_in_flight() {
         am.barrier()?;
         Ok(())
     };
-    let out: Vec<_> = std::thread::scope(|s| {
-        let hs: Vec<_> = eps
-            .into_iter()
-            .map(|c| s.spawn(move || rank(deferred::Deferred::new(c))))
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().expect("rank panicked"))
-            .collect()
-    });
-    assert!(out.iter().all(Result::is_ok), "{out:?}");
+    two_deferred_ranks(rank);
 }
 
 /// `Rma::put_scope` over a conduit that reads a borrowed put's data only when asked
@@ -155,8 +164,6 @@ fn rma_put_scope_ends_after_its_puts_even_on_a_panic() {
     use amrq::rma::{Rma, RmaError};
     use std::panic::{catch_unwind, AssertUnwindSafe};
 
-    let eps = amrq::conduit::threads::endpoints_for(2, &Config::default().conduit_spec())
-        .expect("endpoints");
     let rank = |c: deferred::Deferred<amrq::conduit::mem::MemConduit>| -> Result<(), RmaError> {
         let mut table = HandlerTable::new();
         let boom = table.request("boom", |_: &(), _, _| -> Result<(), AmError> {
@@ -229,14 +236,5 @@ fn rma_put_scope_ends_after_its_puts_even_on_a_panic() {
         );
         Ok(())
     };
-    let out: Vec<_> = std::thread::scope(|s| {
-        let hs: Vec<_> = eps
-            .into_iter()
-            .map(|c| s.spawn(move || rank(deferred::Deferred::new(c))))
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().expect("rank panicked"))
-            .collect()
-    });
-    assert!(out.iter().all(Result::is_ok), "{out:?}");
+    two_deferred_ranks(rank);
 }

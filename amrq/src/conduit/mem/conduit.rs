@@ -377,29 +377,6 @@ impl MemConduit {
         Ok((via, t))
     }
 
-    /// [`ConduitError::OutOfSegment`] unless `len` bytes at `offset` fit a segment (every
-    /// rank's segment has the job's size).
-    #[inline(always)]
-    pub(crate) fn in_segment(
-        &self,
-        rank: Rank,
-        offset: usize,
-        len: usize,
-    ) -> Result<(), ConduitError> {
-        if offset
-            .checked_add(len)
-            .is_none_or(|end| end > self.segment_bytes)
-        {
-            return Err(ConduitError::OutOfSegment {
-                rank,
-                offset,
-                len,
-                segment_bytes: self.segment_bytes,
-            });
-        }
-        Ok(())
-    }
-
     /// [`ConduitError::TagOnTooLarge`] unless `len` bytes fit a block of `t`'s pool.
     #[inline(always)]
     fn fits_tag_on(t: &TxRing, len: usize) -> Result<(), ConduitError> {

@@ -47,6 +47,29 @@ impl MemConduit {
         }
     }
 
+    /// [`ConduitError::OutOfSegment`] unless `len` bytes at `offset` fit a segment (every
+    /// rank's segment has the job's size).
+    #[inline(always)]
+    pub(crate) fn in_segment(
+        &self,
+        rank: Rank,
+        offset: usize,
+        len: usize,
+    ) -> Result<(), ConduitError> {
+        if offset
+            .checked_add(len)
+            .is_none_or(|end| end > self.segment_bytes)
+        {
+            return Err(ConduitError::OutOfSegment {
+                rank,
+                offset,
+                len,
+                segment_bytes: self.segment_bytes,
+            });
+        }
+        Ok(())
+    }
+
     /// Copies `data` into `dest`'s segment at `offset`.
     #[inline(always)]
     pub(super) fn put_now(

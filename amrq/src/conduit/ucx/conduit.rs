@@ -261,6 +261,23 @@ impl UcxConduit {
         }
     }
 
+    /// Sends one frame as its own Active Message (a Long frame's payload bound by length
+    /// only, see `auth.rs`).
+    fn send_alone(
+        &self,
+        dest: Rank,
+        head: &wire::FrameHead,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), ConduitError> {
+        let (w, n) = wire::frame(head, args);
+        let out = Out {
+            cover: head.kind != Kind::Long,
+            ..Out::with(wire::AM_FRAME, &w[..n], payload)
+        };
+        self.send(dest, &out)
+    }
+
     /// Sends a batch of frames to `dest` (its buffer is kept for later batches if UCX
     /// is done with it at once).
     fn send_batch(&self, dest: Rank, batch: Vec<u8>) -> Result<(), ConduitError> {
@@ -268,12 +285,7 @@ impl UcxConduit {
         {
             // A frame that waited alone goes as if sent alone: the batch's header, its
             // MAC over the entry and its unpacking would cost a round trip ~3 %.
-            let (w, n) = wire::frame(&head, &args[..nargs]);
-            let out = Out {
-                cover: head.kind != Kind::Long,
-                ..Out::with(wire::AM_FRAME, &w[..n], payload)
-            };
-            let sent = self.send(dest, &out);
+            let sent = self.send_alone(dest, &head, &args[..nargs], payload);
             self.outbox.recycle(batch);
             return sent;
         }
@@ -409,12 +421,7 @@ impl UcxConduit {
             if let Some(batch) = self.outbox.take(dest) {
                 self.send_batch(dest, batch)?;
             }
-            let (w, n) = wire::frame(&head, msg.args);
-            let out = Out {
-                cover: kind != Kind::Long,
-                ..Out::with(wire::AM_FRAME, &w[..n], msg.payload)
-            };
-            self.send(dest, &out)?;
+            self.send_alone(dest, &head, msg.args, msg.payload)?;
             self.charge(key, at, dest, tag_on);
         }
         Ok(())

@@ -135,19 +135,43 @@ impl UcxConduit {
                 let mut kept = self.ops.borrow_mut().spare.pop().unwrap_or_default();
                 kept.clear();
                 kept.extend_from_slice(data);
-                let p = sys::ucp_request_param_t::empty();
-                // SAFETY: as above; `kept` stays with the operation until it is done.
-                let st = unsafe {
-                    (ucp.ucp_put_nbx)(ep, kept.as_ptr().cast(), kept.len(), at, rkey, &p)
-                };
-                match StatusPtr::of(st) {
-                    StatusPtr::Done => (std::ptr::null_mut(), kept),
-                    StatusPtr::Request(r) => (r, kept),
-                    StatusPtr::Err(e) => return Err(self.peer_failed(dest, e)),
-                }
+                // SAFETY: `kept` stays with the operation until it is done.
+                (
+                    unsafe { self.put_from(dest, at, kept.as_ptr(), kept.len())? },
+                    kept,
+                )
             }
             StatusPtr::Err(e) => return Err(self.peer_failed(dest, e)),
         };
+        Ok(self.put_started(req, kept))
+    }
+
+    /// Posts a put of `len` bytes at `data` to address `at` of `dest` that UCX may
+    /// complete later: its request, or null if it is already done.
+    ///
+    /// # Safety
+    /// `data` stays valid for `len` bytes until the request is done.
+    unsafe fn put_from(
+        &self,
+        dest: Rank,
+        at: u64,
+        data: *const u8,
+        len: usize,
+    ) -> Result<*mut c_void, ConduitError> {
+        let p = sys::ucp_request_param_t::empty();
+        let (ep, rkey) = (self.net.eps[dest], self.net.rkeys[dest]);
+        // SAFETY: a live endpoint and key; `data` as the caller promises.
+        let st = unsafe { (self.net.ucp.ucp_put_nbx)(ep, data.cast(), len, at, rkey, &p) };
+        match StatusPtr::of(st) {
+            StatusPtr::Done => Ok(std::ptr::null_mut()),
+            StatusPtr::Request(r) => Ok(r),
+            StatusPtr::Err(e) => Err(self.peer_failed(dest, e)),
+        }
+    }
+
+    /// Books a put whose request is `req` (null if done), holding the copy `kept` of
+    /// its data (empty for none): it is in place after the next flush that begins.
+    fn put_started(&self, req: *mut c_void, kept: Vec<u8>) -> Started {
         let mut ops = self.ops.borrow_mut();
         let flush = ops.begun + 1;
         let held = kept.len();
@@ -161,7 +185,7 @@ impl UcxConduit {
             ops.copies.push_back(token.0 as usize);
             ops.copied += held;
         }
-        Ok(Started::InFlight(token))
+        Started::InFlight(token)
     }
 
     /// Gives back the copies UCX has sent; while those still held and `len` more bytes
@@ -231,32 +255,10 @@ impl UcxConduit {
             // SAFETY: the caller's contract.
             return unsafe { self.me.put_nb_borrowed(dest, offset, data, len) };
         }
-        let p = sys::ucp_request_param_t::empty();
-        // SAFETY: a live endpoint and key; `data` stays valid until the operation is
-        // over (the caller's contract).
-        let st = unsafe {
-            (self.net.ucp.ucp_put_nbx)(
-                self.net.eps[dest],
-                data.cast(),
-                len,
-                at,
-                self.net.rkeys[dest],
-                &p,
-            )
-        };
-        let req = match StatusPtr::of(st) {
-            StatusPtr::Done => std::ptr::null_mut(),
-            StatusPtr::Request(r) => r,
-            StatusPtr::Err(e) => return Err(self.peer_failed(dest, e)),
-        };
-        let mut ops = self.ops.borrow_mut();
-        let flush = ops.begun + 1;
-        Ok(Started::InFlight(ops.add(Op::Put {
-            req,
-            data: Vec::new(),
-            flush,
-            failed: None,
-        })))
+        // SAFETY: `data` stays valid until the operation is over (the caller's
+        // contract).
+        let req = unsafe { self.put_from(dest, at, data, len)? };
+        Ok(self.put_started(req, Vec::new()))
     }
 
     /// # Safety
