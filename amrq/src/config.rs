@@ -168,6 +168,12 @@ pub struct Config {
     /// to the receiver's progress thread; 0: no such queue. Environment:
     /// `AMRQ_INTERRUPT_SLOTS`; default 0.
     pub interrupt_slots: Setting<u64>,
+    /// Slots (64 B each) of the one ring per rank that the rank's other threads send AM
+    /// requests into ([`Am::sender`](crate::am::Am::sender)), shared by all of them and
+    /// by every rank's; 0: only the thread that started the rank sends, and its polls
+    /// look at one ring fewer. A power of two (256 or more carries 4 KiB Medium
+    /// payloads). Environment: `AMRQ_SENDER_SLOTS`; default 0.
+    pub sender_slots: Setting<u64>,
     /// Bytes of the batch in which small frames to a rank on another host travel
     /// together (frames of up to a quarter of it join one); 0 sends each frame alone. A
     /// batch leaves when full; when the rank next polls and finds nothing waiting,
@@ -278,6 +284,7 @@ impl Config {
             tag_on_buffers: Setting::default(8),
             tag_on_bytes: Setting::default(4096),
             interrupt_slots: Setting::default(0),
+            sender_slots: Setting::default(0),
             coalesce_bytes: Setting::default(Coalescing::default().bytes),
             coalesce_wait: Setting::default(Coalescing::default().wait),
             queues: Vec::new(),
@@ -385,6 +392,13 @@ impl Config {
             self.interrupt_slots.take_env(v);
         }
         if let Some(v) = env(
+            "AMRQ_SENDER_SLOTS",
+            "expected 0 or a power of two such as 256",
+            any,
+        )? {
+            self.sender_slots.take_env(v);
+        }
+        if let Some(v) = env(
             "AMRQ_COALESCE_BYTES",
             "expected bytes such as 8192 or 8K, or 0 to send each frame alone",
             parse_size,
@@ -489,6 +503,15 @@ impl Config {
                 true,
             ),
             item(
+                "AMRQ_SENDER_SLOTS",
+                match self.sender_slots.get() {
+                    0 => "off: only the rank's own thread sends".into(),
+                    n => format!("{n} slots"),
+                },
+                self.sender_slots.source(),
+                true,
+            ),
+            item(
                 "AMRQ_COALESCE_BYTES",
                 match self.coalesce_bytes.get() {
                     0 => "off: each frame alone".into(),
@@ -570,6 +593,7 @@ impl Config {
             self.ring_slots.get(),
             &self.queues,
             self.interrupt_slots.get(),
+            self.sender_slots.get(),
         );
         let mut settings: Vec<(String, String)> = self
             .listing()

@@ -64,6 +64,8 @@ pub struct Am<S, C: Conduit = MemConduit> {
     pub(super) failure_kept: Cell<bool>,
     /// The job's end, as this rank sees it (`exit.rs`).
     pub(super) exit: super::exit::Exit,
+    /// What this rank's other threads' senders sent (`sender.rs`).
+    pub(super) threads: super::sender::Threads,
 }
 
 impl<S, C: Conduit> Drop for Am<S, C> {
@@ -127,6 +129,7 @@ impl<S, C: Conduit> Am<S, C> {
             kept_failures: Default::default(),
             failure_kept: Cell::new(false),
             exit: super::exit::Exit::new(conduit_size),
+            threads: super::sender::Threads::new(conduit_size),
         })
     }
 

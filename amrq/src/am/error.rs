@@ -120,6 +120,10 @@ pub enum AmError {
         /// This rank.
         rank: Rank,
     },
+    /// [`Am::sender`](super::Am::sender) in a job with no ring for other threads'
+    /// requests.
+    #[error("this job has no ring for requests from other threads: start it with Config::sender_slots (AMRQ_SENDER_SLOTS) set to a power of two such as 256")]
+    NoSenderRing,
     /// A wait with a deadline ran out.
     #[error("condition still false after waiting {waited:?}")]
     Timeout {

@@ -3,11 +3,13 @@
 //! sent has been handled — and only then leaves.
 //!
 //! Rings are FIFO per sender and queue, and handlers never send requests, so counting
-//! messages is not needed; markers settle it:
+//! the rank's own messages is not needed; markers settle it (its other threads'
+//! requests travel in a shared ring: `RETURNED` says how many were sent, and the
+//! receiver counts what it took):
 //!
 //! | step | sends (runtime request `EXIT`) | done when |
 //! |---|---|---|
-//! | returned | `RETURNED` to every other rank: after every request it sent them | every other rank's `RETURNED` handled here: all their requests to this rank were |
+//! | returned | `RETURNED` to every other rank: after every request it sent them | every other rank's `RETURNED` handled here, and as many of its threads' requests taken as it says: all their requests to this rank were |
 //! | flush | `FLUSH` to every other rank, answered by `EXIT_DONE` (a reply, after the replies it sent here) | every `EXIT_DONE` handled (all this rank's requests and their replies were), and every other rank's `FLUSH` served (nobody needs this rank any more) |
 //!
 //! Three messages per pair of ranks, each way; a rank that left the job early is not
@@ -48,6 +50,8 @@ pub(super) struct Exit {
     round: Cell<u32>,
     /// This rank has returned (its `RETURNED` went out).
     done: Cell<bool>,
+    /// Requests its threads sent this rank, as its `RETURNED` said.
+    from_threads: Box<[Cell<u64>]>,
 }
 
 impl Exit {
@@ -59,6 +63,7 @@ impl Exit {
             answered: flags(),
             round: Cell::new(0),
             done: Cell::new(false),
+            from_threads: (0..size).map(|_| Cell::new(0)).collect(),
         }
     }
 
@@ -75,11 +80,16 @@ impl<S, C: Conduit> Am<S, C> {
     /// peer that has left the job (early, without taking part) is not waited for.
     pub(crate) fn quiesce(&self) -> Result<(), AmError> {
         let exit = &self.exit;
-        if exit.done.replace(true) || self.size() == 1 {
+        if exit.done.replace(true) {
             return Ok(());
         }
+        // This rank's threads' requests to itself are served before it leaves too.
+        exit.from_threads[self.rank()].set(self.threads.sent_to(self.rank()));
+        if self.size() == 1 {
+            return self.wait_runtime(|_| self.all_returned());
+        }
         self.to_others(RETURNED, 0)?;
-        self.wait_runtime(|_| self.heard_from_all(&exit.returned))?;
+        self.wait_runtime(|_| self.all_returned())?;
         self.flush_round(FLUSH)?;
         self.wait_runtime(|_| {
             self.heard_from_all(&exit.answered) && self.heard_from_all(&exit.flushed)
@@ -95,11 +105,21 @@ impl<S, C: Conduit> Am<S, C> {
             .all(|r| r == me || flags[r].get() || (!exit.returned[r].get() && conduit.peer_left(r)))
     }
 
-    /// Sends `EXIT(kind, round)` to every other rank still in the job.
+    /// True if every other rank has returned (or left without taking part) and this
+    /// rank has taken every request its other threads sent here: they travel in
+    /// another ring than its `RETURNED`, which says how many there were.
+    fn all_returned(&self) -> bool {
+        let conduit = self.rq().conduit();
+        let threads_done = |r: Rank| conduit.joined_taken(r) >= self.exit.from_threads[r].get();
+        self.heard_from_all(&self.exit.returned) && (0..self.size()).all(threads_done)
+    }
+
+    /// Sends `EXIT(kind, round, requests this rank's threads sent it)` to every other
+    /// rank still in the job.
     fn to_others(&self, kind: u64, round: u64) -> Result<(), AmError> {
         let me = self.rank();
         for dest in (0..self.size()).filter(|&r| r != me) {
-            let args = [kind, round];
+            let args = [kind, round, self.threads.sent_to(dest)];
             match self.send_request(dest, TAG_EXIT, &args, Payload::Inline(&[])) {
                 Err(e) if e.conduit() == Some(&ConduitError::PeerLeft { rank: dest }) => {}
                 sent => sent?,
@@ -129,7 +149,8 @@ impl<S, C: Conduit> Am<S, C> {
         if backoff.check_round == Backoff::NO_CHECK
             || exit.done.get()
             || self.size() == 1
-            || !self.heard_from_all(&exit.returned)
+            || self.threads.any_alive()
+            || !self.all_returned()
         {
             return Ok(());
         }
@@ -163,7 +184,12 @@ impl<S, C: Conduit> Am<S, C> {
             (TAG_EXIT, true) => {
                 let (kind, round) = (msg.arg(0)?, msg.arg(1)?);
                 match kind {
-                    RETURNED => drop(mark(&exit.returned)),
+                    RETURNED => {
+                        if let Some(n) = exit.from_threads.get(source) {
+                            n.set(msg.arg(2)?);
+                        }
+                        mark(&exit.returned);
+                    }
                     FLUSH | CHECK => {
                         if kind == FLUSH {
                             mark(&exit.flushed);

@@ -37,6 +37,7 @@ mod payload;
 mod pending;
 mod segment_alloc;
 mod segment_service;
+mod sender;
 mod typed;
 
 #[doc(hidden)]
@@ -56,4 +57,5 @@ pub(crate) use segment_service::{
     packed_headers, BLOCK_HEADER, TAG_ATOMIC, TAG_GET, TAG_GET_PACKED, TAG_PUT, TAG_PUT_PACKED,
     TAG_STORE,
 };
+pub use sender::Sender;
 pub use typed::Handler;

@@ -129,6 +129,9 @@ pub struct ChannelCaps {
     pub slots: u64,
     /// Largest payload of one frame on this channel, in bytes.
     pub max_payload: usize,
+    /// Its frames are received with that channel's
+    /// ([`ChannelSpec::received_with`](super::ChannelSpec::received_with)).
+    pub received_with: Option<Channel>,
 }
 
 /// Optional abilities of a conduit.
@@ -790,6 +793,24 @@ pub trait Conduit {
     /// assert!(eps[0].peer_left(1));
     /// ```
     fn peer_left(&self, rank: Rank) -> bool;
+
+    /// Frames of `rank` this endpoint has taken from the channels received with
+    /// another ([`ChannelSpec::received_with`](super::ChannelSpec::received_with)),
+    /// which a rank's other threads send into: a layer above that must know all of
+    /// them arrived compares it with the count the sender gives. 0 where there are none.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitError, ConduitSpec, Message};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(16).shared(true).received_with(0)]);
+    /// let eps = threads::endpoints_for(2, &spec).unwrap();
+    /// eps[0].injector(1).unwrap().try_send(1, &Message::default()).unwrap();
+    /// eps[1].drain(0, 8, |_f| -> Result<(), ConduitError> { Ok(()) }).unwrap();
+    /// assert_eq!((eps[1].joined_taken(0), eps[1].joined_taken(1)), (1, 0));
+    /// ```
+    fn joined_taken(&self, rank: Rank) -> u64 {
+        let _ = rank;
+        0
+    }
 
     /// True if the job has other ranks and all of them have left.
     fn all_peers_left(&self) -> bool {

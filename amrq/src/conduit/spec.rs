@@ -48,6 +48,10 @@ pub struct ChannelSpec {
     /// (setup fails when the conduit cannot carry it); `None`: whatever the channel's
     /// size gives ([`ChannelCaps::max_payload`](super::ChannelCaps::max_payload)).
     pub max_payload: Option<usize>,
+    /// Its frames are received as frames of that channel (a drain of the other takes
+    /// them; a drain of this one takes none): a shared channel through which a rank's
+    /// other threads send what its own thread sends on a per-sender channel.
+    pub received_with: Option<Channel>,
 }
 
 impl ChannelSpec {
@@ -66,6 +70,7 @@ impl ChannelSpec {
             notify: false,
             delivery: Delivery::Poll,
             max_payload: None,
+            received_with: None,
         }
     }
 
@@ -117,6 +122,28 @@ impl ChannelSpec {
     /// ```
     pub fn delivery(mut self, delivery: Delivery) -> Self {
         self.delivery = delivery;
+        self
+    }
+
+    /// Its frames are received with channel `ch`'s: a receiver's drain of `ch` takes
+    /// them (as frames of `ch`, from the sender each names), and a drain of this one
+    /// takes none. For a shared channel into which a rank's worker threads send what its
+    /// own thread sends on `ch`, so that the receiver polls one channel for both.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitError, ConduitSpec, Message, ReceivedFrame};
+    /// let spec = ConduitSpec::new(vec![
+    ///     ChannelSpec::new(16),
+    ///     ChannelSpec::new(16).shared(true).received_with(0),
+    /// ]);
+    /// let eps = threads::endpoints_for(2, &spec).unwrap();
+    /// eps[0].try_send(1, 1, &Message { tag: 3, args: &[9], ..Message::default() }).unwrap();
+    /// let mut got = Vec::new();
+    /// eps[1].drain(0, 8, |f| -> Result<(), ConduitError> { got.push((f.source(), f.tag(), f.args()[0])); Ok(()) }).unwrap();
+    /// assert_eq!(got, [(0, 3, 9)]);
+    /// ```
+    pub fn received_with(mut self, ch: Channel) -> Self {
+        self.received_with = Some(ch);
         self
     }
 
@@ -334,6 +361,25 @@ impl ConduitSpec {
                 return Err(ConduitError::Setup(format!(
                     "Interrupt queue {ch} shares doorbell bit {} with queue {other}: doorbell bits are queue % 64; create the Interrupt queues among the first 64",
                     ch % 64
+                )));
+            }
+        }
+        for (ch, c) in self.channels.iter().enumerate() {
+            let Some(into) = c.received_with else {
+                continue;
+            };
+            let fits = self.channels.get(into).is_some_and(|t| {
+                c.shared
+                    && t.received_with.is_none()
+                    && t.delivery == Delivery::Poll
+                    && c.delivery == Delivery::Poll
+                    && t.notify == c.notify
+                    && t.senders == c.senders
+                    && Some(into) != self.interrupt_channel
+            });
+            if !fits {
+                return Err(ConduitError::Setup(format!(
+                    "channel {ch} is received with channel {into}: it must be shared, and {into} a polled channel of the same senders and doorbell that is received on its own"
                 )));
             }
         }

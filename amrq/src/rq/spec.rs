@@ -121,19 +121,23 @@ impl QueueSpec {
 /// request and reply queues (`am_slots` slots per sender, open to all, ringing the
 /// doorbell so that a blocking wait can sleep on them), the user's `queues`, then, if
 /// `interrupt_slots > 0`, the interrupt queue that carries frames flagged interrupt to
-/// the receiver's progress thread; and that last channel's index.
+/// the receiver's progress thread, and, if `sender_slots > 0`, one shared ring per
+/// receiver that carries the AM requests of the senders' other threads, received with
+/// the AM requests; and the interrupt channel's index.
 ///
 /// ```
 /// use amrq::rq::{channel_specs, QueueSpec};
-/// let (chans, intr) = channel_specs(256, &[QueueSpec::new("q2", 64)], 8);
-/// assert_eq!(chans.len(), 4);
+/// let (chans, intr) = channel_specs(256, &[QueueSpec::new("q2", 64)], 8, 64);
+/// assert_eq!(chans.len(), 5);
 /// assert!(chans[0].notify && chans[1].notify && !chans[2].notify);
 /// assert_eq!(intr, Some(3));
+/// assert_eq!((chans[4].shared, chans[4].received_with), (true, Some(0)));
 /// ```
 pub fn channel_specs(
     am_slots: u64,
     queues: &[QueueSpec],
     interrupt_slots: u64,
+    sender_slots: u64,
 ) -> (Vec<ChannelSpec>, Option<Channel>) {
     let am = ChannelSpec::new(am_slots).notify(true);
     let mut channels = vec![am.clone(), am];
@@ -143,5 +147,10 @@ pub fn channel_specs(
         channels.push(ChannelSpec::new(interrupt_slots).delivery(Delivery::Interrupt));
         channels.len() - 1
     });
+    if sender_slots > 0 {
+        let requests = super::QueueId::AM_REQUEST.index();
+        let threads = ChannelSpec::new(sender_slots).shared(true).notify(true);
+        channels.push(threads.received_with(requests));
+    }
     (channels, interrupt)
 }

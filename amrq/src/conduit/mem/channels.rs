@@ -123,6 +123,12 @@ pub(super) struct RxRing {
     /// them in another numbering: this host's ranks, in a channel of a job across
     /// hosts (`RxChannel::across`); `None`: the hidden word is the job rank.
     pub(super) hidden_ranks: Option<std::sync::Arc<[Rank]>>,
+    /// The ring of a shared channel received with a per-sender one
+    /// ([`ChannelSpec::received_with`](crate::conduit::ChannelSpec::received_with)):
+    /// which senders its hidden words may name. Empty for every other ring.
+    pub(super) joined_senders: Box<[bool]>,
+    /// A joined ring's frames taken, by the sender they named (job ranks).
+    pub(super) joined_taken: Box<[Cell<u64>]>,
     /// Open while the ring is plain — `permitted`, not `hidden` and not `broken`: an
     /// Express frame is handed out as it is — else shut. The look's one compare of the
     /// header word tells both.
@@ -391,13 +397,8 @@ impl RxChannel {
         let mut near: Vec<Option<RxRing>> = Vec::from(here.rings).into_iter().map(Some).collect();
         let mut far: Vec<Option<RxRing>> = Vec::from(there.rings).into_iter().map(Some).collect();
         let shared = !there.shared_senders.is_empty();
-        let rings: Box<[RxRing]> = match shared {
-            true => {
-                let mut near = near.swap_remove(0).expect("a shared channel's ring");
-                near.hidden_ranks = Some(local_ranks.into());
-                let far = far.swap_remove(0).expect("a shared channel's ring");
-                Box::new([near, far])
-            }
+        let mut rings: Vec<RxRing> = match shared {
+            true => Vec::new(),
             false => (0..ranks)
                 .map(|s| {
                     let ring = match local_of[s] {
@@ -408,6 +409,24 @@ impl RxChannel {
                 })
                 .collect(),
         };
+        // A shared channel's rings, or those of a shared channel received with this
+        // one (after the senders' own): both halves', this host's naming its senders
+        // by host rank. A channel received with another has none here.
+        let (own_near, own_far) = match shared {
+            true => (0, 0),
+            false => (local_ranks.len(), ranks),
+        };
+        let local_ranks: std::sync::Arc<[Rank]> = local_ranks.into();
+        rings.extend(
+            near.drain(own_near.min(near.len())..)
+                .flatten()
+                .map(|mut r| {
+                    r.hidden_ranks = Some(local_ranks.clone());
+                    r
+                }),
+        );
+        rings.extend(far.drain(own_far.min(far.len())..).flatten());
+        let rings = rings.into_boxed_slice();
         let pools = (0..ranks)
             .map(|s| match local_of[s] {
                 Some(i) => here.pools[i],

@@ -220,12 +220,23 @@ impl MemConduit {
         p: &Peeked,
     ) -> Option<Rank> {
         let word = hidden_word(r, p)?;
-        if !chan.shared_senders.is_empty() {
-            let src = usize::try_from(word).ok()?;
+        let joined = !r.joined_senders.is_empty();
+        if joined || !chan.shared_senders.is_empty() {
+            let named = usize::try_from(word).ok()?;
+            // A joined ring's list is in the numbering its senders use, a shared
+            // channel's in the job's.
+            if joined && r.joined_senders.get(named) != Some(&true) {
+                return None;
+            }
             let src = match &r.hidden_ranks {
-                Some(ranks) => *ranks.get(src)?,
-                None => src,
+                Some(ranks) => *ranks.get(named)?,
+                None => named,
             };
+            if joined {
+                let taken = r.joined_taken.get(src)?;
+                taken.set(taken.get() + 1);
+                return Some(src);
+            }
             return (chan.shared_senders.get(src) == Some(&true)).then_some(src);
         }
         let ch = usize::try_from(word).ok()?;
@@ -872,6 +883,10 @@ impl Conduit for MemConduit {
             Some(a) => a.cluster.check_peers(),
             None => Ok(self.boot.check_peers()?),
         }
+    }
+
+    fn joined_taken(&self, rank: Rank) -> u64 {
+        self.taken_from_threads(rank)
     }
 
     fn peer_left(&self, rank: Rank) -> bool {

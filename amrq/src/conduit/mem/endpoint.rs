@@ -152,6 +152,29 @@ pub(crate) fn max_payload(slots: u64) -> usize {
     frame.saturating_sub(ARGS_OFFSET + MAX_ARGS * 8)
 }
 
+/// Moves the ring of shared channel `ch` to the end of channel `into`'s rings, its
+/// hidden words naming senders among `senders`: a drain of `into` takes its frames, and
+/// `ch` is left with no rings (its drains take nothing).
+fn join_channel(
+    rx: &mut [RxChannel],
+    ch: Channel,
+    into: Channel,
+    senders: &crate::conduit::Senders,
+    ranks: usize,
+) {
+    let mut joined = std::mem::replace(&mut rx[ch].rings, Box::new([]));
+    rx[ch].busy.set(true);
+    for ring in joined.iter_mut() {
+        ring.joined_senders = (0..ranks).map(|src| senders.allows(src)).collect();
+        ring.joined_taken = (0..ranks).map(|_| Cell::new(0)).collect();
+    }
+    let target = &mut rx[into];
+    let mut rings = std::mem::replace(&mut target.rings, Box::new([])).into_vec();
+    rings.extend(joined.into_vec());
+    target.busy.set(rings.is_empty());
+    target.rings = rings.into_boxed_slice();
+}
+
 /// Most args a frame without payload carries on a channel of `slots` slots (of which
 /// `hidden` words the conduit adds): every arg count the caps allow then fits the
 /// ring, so the send path's check of the arg count covers the frame's size too.
@@ -203,7 +226,8 @@ impl MemConduit {
         for (ch, c) in spec.channels.iter().enumerate() {
             let (who, slots, shared) = (&c.senders, c.slots, c.shared);
             let notify_bit = match c.rings_doorbell() {
-                true => ConduitSpec::doorbell_bit(ch),
+                // A channel received with another rings that one's bit.
+                true => ConduitSpec::doorbell_bit(c.received_with.unwrap_or(ch)),
                 false => 0,
             };
             for dest in 0..ranks {
@@ -254,6 +278,8 @@ impl MemConduit {
                         permitted,
                         hidden,
                         hidden_ranks: None,
+                        joined_senders: Box::new([]),
+                        joined_taken: Box::new([]),
                         gate: Cell::new(match permitted && !hidden {
                             true => ExpressGate::OPEN,
                             false => ExpressGate::SHUT,
@@ -274,6 +300,11 @@ impl MemConduit {
                 },
                 pools: pools.clone(),
             });
+        }
+        for (ch, c) in spec.channels.iter().enumerate() {
+            if let Some(into) = c.received_with {
+                join_channel(&mut rx, ch, into, &c.senders, ranks);
+            }
         }
         // `try_send_quick` indexes `tx` unchecked on this.
         assert_eq!(
@@ -297,6 +328,7 @@ impl MemConduit {
                     interrupt: c.delivery == Delivery::Interrupt,
                     slots: c.slots,
                     max_payload: max_payload(c.slots),
+                    received_with: c.received_with,
                 })
                 .collect(),
             flags: crate::conduit::CapFlags {
@@ -316,7 +348,11 @@ impl MemConduit {
                 .channels
                 .iter()
                 .enumerate()
-                .filter(|(_, c)| c.rings_doorbell() && c.delivery != Delivery::Interrupt)
+                .filter(|(_, c)| {
+                    c.rings_doorbell()
+                        && c.delivery != Delivery::Interrupt
+                        && c.received_with.is_none()
+                })
                 .fold(0, |bits, (ch, _)| bits | ConduitSpec::doorbell_bit(ch));
             // Relaxed: a sender that reads the bits before this store fences (safe
             // either way); this rank arms only after it, in program order.

@@ -21,6 +21,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 
 /// One receiver's shared ring as an injector sees it.
+#[derive(Clone, Copy)]
 struct Lane {
     ring: RawRing,
     tail: *const AtomicU64,
@@ -63,6 +64,9 @@ struct Lane {
 /// fn shared_between_threads<T: Sync>() {}
 /// shared_between_threads::<amrq::conduit::mem::Injector<'static>>();
 /// ```
+///
+/// A clone is a new injector into the same channel, for one more thread.
+#[derive(Clone)]
 pub struct Injector<'a> {
     ch: Channel,
     me: u64,
@@ -74,6 +78,8 @@ pub struct Injector<'a> {
     /// The channel's doorbell bit, or 0 if it does not ring.
     notify_bit: u64,
     lanes: Box<[Lane]>,
+    /// The job's liveness, for a sender that waits for room.
+    boot: crate::bootstrap::Boot,
     endpoint: PhantomData<&'a MemConduit>,
 }
 
@@ -130,12 +136,80 @@ impl MemConduit {
             permitted: first.permitted,
             notify_bit: first.notify_bit,
             lanes: lanes.into(),
+            boot: self.boot.clone(),
             endpoint: PhantomData,
         })
     }
 }
 
+impl MemConduit {
+    /// [`Conduit::joined_taken`](crate::conduit::Conduit::joined_taken): the joined
+    /// rings' counts (a front's channels have none: injectors refuse there).
+    pub(super) fn taken_from_threads(&self, rank: Rank) -> u64 {
+        let rings = self.rx.iter().flat_map(|c| c.rings.iter());
+        rings
+            .filter_map(|r| r.joined_taken.get(rank))
+            .map(std::cell::Cell::get)
+            .sum()
+    }
+}
+
 impl Injector<'_> {
+    /// The rank this injector sends from.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, ConduitSpec};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).shared(true)]);
+    /// let eps = threads::endpoints_for(2, &spec).unwrap();
+    /// let inj = eps[1].injector(0).unwrap();
+    /// assert_eq!((inj.rank(), inj.size()), (1, 2));
+    /// ```
+    pub fn rank(&self) -> Rank {
+        self.me as Rank
+    }
+
+    /// Ranks in the job.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, ConduitSpec};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).shared(true)]);
+    /// let eps = threads::endpoints_for(3, &spec).unwrap();
+    /// assert_eq!(eps[0].injector(0).unwrap().size(), 3);
+    /// ```
+    pub fn size(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// The largest payload a frame carries.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, ConduitSpec};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(256).shared(true)]);
+    /// let eps = threads::endpoints_for(1, &spec).unwrap();
+    /// assert!(eps[0].injector(0).unwrap().max_payload() >= 4096);
+    /// ```
+    pub fn max_payload(&self) -> usize {
+        self.max_payload
+    }
+
+    /// What a sender waiting for room at `dest` checks between tries:
+    /// [`ConduitError::PeerDead`] if a rank of the job has failed,
+    /// [`ConduitError::PeerLeft`] if `dest` has left it.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, ChannelSpec, ConduitSpec};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16).shared(true)]);
+    /// let eps = threads::endpoints_for(2, &spec).unwrap();
+    /// assert!(eps[0].injector(0).unwrap().check_peer(1).is_ok());
+    /// ```
+    pub fn check_peer(&self, dest: Rank) -> Result<(), ConduitError> {
+        self.boot.check_peers()?;
+        match self.boot.has_left(dest) {
+            true => Err(ConduitError::PeerLeft { rank: dest }),
+            false => Ok(()),
+        }
+    }
+
     /// Sends `msg` (args, payload, tag and user flags) to `dest`'s shared ring of this
     /// injector's channel, as [`Conduit::try_send`](crate::conduit::Conduit::try_send)
     /// does: [`ConduitError::Busy`] with nothing sent if the ring is full, and the same

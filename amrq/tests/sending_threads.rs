@@ -1,0 +1,341 @@
+//! Several threads of each rank sending AM requests at once (`Am::sender`): every
+//! request handled exactly once, in order per thread, with checksums, its reply run on
+//! the sending rank's own thread; ranks as threads and as processes under `amrun`;
+//! ranks that return right after their threads sent (the job's end must still serve
+//! every request); a rank killed while its peers' threads send to it.
+
+#![cfg(not(amrq_loom))]
+
+#[path = "common/marker.rs"]
+mod marker;
+
+use amrq::prelude::*;
+use std::cell::{Cell, RefCell};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Process tests spin: one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn mix(x: u64) -> u64 {
+    x.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17) ^ x
+}
+
+/// What request `seq` of thread `thread` of rank `src` to rank `dest` carries.
+fn value(src: usize, thread: usize, dest: usize, seq: u64) -> u64 {
+    mix(((src as u64) << 48) ^ ((thread as u64) << 40) ^ ((dest as u64) << 32) ^ seq)
+}
+
+/// The payload of every seventh request: bytes from its value.
+fn payload(v: u64, seq: u64) -> Option<Vec<u8>> {
+    (seq % 7 == 3).then(|| {
+        (0..(v % 200) as usize)
+            .map(|i| (v >> (i % 8)) as u8)
+            .collect()
+    })
+}
+
+fn payload_sum(p: &[u8]) -> u64 {
+    p.iter()
+        .fold(0u64, |a, &b| a.wrapping_mul(31).wrapping_add(u64::from(b)))
+}
+
+/// One rank's view: per (source rank, thread), the next sequence number expected.
+struct Seen {
+    threads: usize,
+    next: RefCell<Vec<u64>>,
+    count: Cell<u64>,
+    sum: Cell<u64>,
+    disorder: Cell<u64>,
+    acks: Cell<u64>,
+    ack: Cell<Option<ReplyHandler>>,
+}
+
+/// The job's part on every rank: `threads` threads each send `per` requests to every
+/// rank (itself included) while this thread serves; each request is checked and
+/// acknowledged by a reply. Returns (count, sum, disorder) as received here.
+fn stress(setup: Setup, threads: usize, per: u64) -> amrq::Result<(u64, u64, u64)> {
+    let mut t = HandlerTable::new();
+    let ack = t.reply("ack", |s: &Seen, _m| {
+        s.acks.set(s.acks.get() + 1);
+        Ok(())
+    });
+    let work = t.request("work", |s: &Seen, ctx, m| {
+        let (thread, seq, v) = (m.arg(0)? as usize, m.arg(1)?, m.arg(2)?);
+        let key = m.source() * s.threads + thread;
+        let mut next = s.next.borrow_mut();
+        if next[key] != seq {
+            s.disorder.set(s.disorder.get() + 1);
+        }
+        next[key] = seq + 1;
+        s.sum
+            .set(s.sum.get().wrapping_add(mix(v) ^ payload_sum(&m.payload())));
+        s.count.set(s.count.get() + 1);
+        ctx.reply(s.ack.get().expect("set before any request"), &[])
+    });
+    let size = setup.size();
+    let seen = Seen {
+        threads,
+        next: RefCell::new(vec![0; size * threads]),
+        count: Cell::new(0),
+        sum: Cell::new(0),
+        disorder: Cell::new(0),
+        acks: Cell::new(0),
+        ack: Cell::new(Some(ack)),
+    };
+    let job = setup.start(t, seen)?;
+    let me = job.rank();
+    let all = (size * threads) as u64 * per;
+    std::thread::scope(|s| -> amrq::Result<()> {
+        let workers: Vec<_> = (0..threads)
+            .map(|thread| {
+                let mut sender = job.sender()?;
+                Ok(s.spawn(move || -> Result<(), AmError> {
+                    for seq in 0..per {
+                        for dest in (0..sender.size()).map(|d| (d + me + thread) % size) {
+                            let v = value(me, thread, dest, seq);
+                            let args = [thread as u64, seq, v];
+                            match payload(v, seq) {
+                                Some(p) => sender.request_medium(dest, work, &args, &p)?,
+                                None => sender.request(dest, work, &args)?,
+                            }
+                        }
+                    }
+                    Ok(())
+                }))
+            })
+            .collect::<amrq::Result<_>>()?;
+        job.wait_until(|s| s.count.get() == all && s.acks.get() == all)?;
+        for w in workers {
+            w.join().expect("worker ran")?;
+        }
+        Ok(())
+    })?;
+    job.barrier()?;
+    let s = job.state();
+    Ok((s.count.get(), s.sum.get(), s.disorder.get()))
+}
+
+/// The sum rank `dest` should see.
+fn expected_sum(dest: usize, size: usize, threads: usize, per: u64) -> u64 {
+    let mut sum = 0u64;
+    for src in 0..size {
+        for thread in 0..threads {
+            for seq in 0..per {
+                let v = value(src, thread, dest, seq);
+                let p = payload(v, seq).map_or(0, |p| payload_sum(&p));
+                sum = sum.wrapping_add(mix(v) ^ p);
+            }
+        }
+    }
+    sum
+}
+
+fn check(out: &[(u64, u64, u64)], threads: usize, per: u64) {
+    let size = out.len();
+    for (dest, &(count, sum, disorder)) in out.iter().enumerate() {
+        assert_eq!(count, (size * threads) as u64 * per, "rank {dest}'s count");
+        assert_eq!(
+            disorder, 0,
+            "rank {dest} saw a thread's requests out of order"
+        );
+        assert_eq!(
+            sum,
+            expected_sum(dest, size, threads, per),
+            "rank {dest}'s checksum"
+        );
+    }
+}
+
+/// Rings of `slots` for the threads' requests.
+fn config(slots: u64) -> Config {
+    let mut cfg = Config::new();
+    cfg.sender_slots.set(slots);
+    cfg
+}
+
+/// Small: the threads wait for room often.
+const STRESS_SLOTS: u64 = 64;
+/// Large: many requests wait when their senders return.
+const RETURN_SLOTS: u64 = 2048;
+
+#[test]
+fn threads_of_ranks_as_threads_send_exactly_once() {
+    for (ranks, threads, per) in [(2, 2, 3000), (3, 8, 400)] {
+        let out = config(STRESS_SLOTS).threads(ranks, |setup| stress(setup, threads, per));
+        let out = out.unwrap_or_else(|e| panic!("{}", e.chain()));
+        check(&out, threads, per);
+    }
+}
+
+/// Ranks return as soon as their threads are done, without waiting for anything:
+/// the job's end must still run every request, counted in a tally beside the job.
+fn send_and_return(setup: Setup, tally: Option<Arc<AtomicU64>>) -> amrq::Result<u64> {
+    let mut t = HandlerTable::new();
+    let hit = t.request(
+        "hit",
+        |s: &(Cell<u64>, Option<Arc<AtomicU64>>), _ctx, _m| {
+            // A slow handler: a backlog is still waiting when the senders' ranks return.
+            let t = std::time::Instant::now();
+            while t.elapsed() < std::time::Duration::from_micros(10) {}
+            s.0.set(s.0.get() + 1);
+            if let Some(t) = &s.1 {
+                t.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
+        },
+    );
+    let job = setup.start(t, (Cell::new(0), tally))?;
+    let right = (job.rank() + 1) % job.size();
+    job.run_workers(4, |_, mut sender| -> Result<(), AmError> {
+        for i in 0..RETURN_FLOOD {
+            sender.request(right, hit, &[i])?;
+            sender.request(sender.rank(), hit, &[i])?;
+        }
+        Ok(())
+    })?;
+    Ok(job.state().0.get()) // no barrier, no wait: the job's end does it
+}
+
+const RETURN_FLOOD: u64 = 2000;
+
+#[test]
+fn ranks_that_return_while_their_threads_requests_are_in_flight_serve_them_all() {
+    for _ in 0..3 {
+        let tally = Arc::new(AtomicU64::new(0));
+        let t = tally.clone();
+        let out = config(RETURN_SLOTS).threads(3, |setup| send_and_return(setup, Some(t.clone())));
+        assert!(out.is_ok(), "{}", out.unwrap_err().chain());
+        assert_eq!(tally.load(Ordering::Relaxed), 3 * 4 * 2 * RETURN_FLOOD);
+    }
+}
+
+/// The processes' part.
+#[test]
+fn sending_threads_rank() {
+    let Ok(what) = std::env::var("AMRQ_TEST_SENDING") else {
+        return;
+    };
+    let slots = match what.as_str() {
+        "return" => RETURN_SLOTS,
+        _ => STRESS_SLOTS,
+    };
+    config(slots).run(move |setup| {
+        let rank = setup.rank();
+        match what.as_str() {
+            "stress" => check_here(stress(setup, 4, 1500)?, rank)?,
+            "return" => drop(send_and_return(setup, None)?),
+            _ => killed_while_sent_to(setup)?,
+        }
+        match marker::mark_ran(rank) {
+            true => Ok(()),
+            false => Err("cannot leave word that this rank ran".into()),
+        }
+    })
+}
+
+/// A process's own share of [`check`].
+fn check_here((count, sum, disorder): (u64, u64, u64), rank: usize) -> amrq::Result<()> {
+    let size = std::env::var("AMRQ_TEST_RANKS").map_or(2, |s| s.parse().unwrap_or(2));
+    let want = (
+        (size * 4) as u64 * 1500,
+        expected_sum(rank, size, 4, 1500),
+        0,
+    );
+    match (count, sum, disorder) == want {
+        true => Ok(()),
+        false => Err(format!(
+            "rank {rank}: got {:?}, expected {want:?}",
+            (count, sum, disorder)
+        )
+        .into()),
+    }
+}
+
+/// Rank 1 kills itself (SIGKILL) once rank 0's threads are flooding it; rank 0's
+/// threads must end with the failure, not wait for room forever.
+fn killed_while_sent_to(setup: Setup) -> amrq::Result<()> {
+    let mut t = HandlerTable::new();
+    let hit = t.request("hit", |n: &Cell<u64>, _ctx, _m| {
+        n.set(n.get() + 1);
+        Ok(())
+    });
+    let job = setup.start(t, Cell::new(0))?;
+    if job.rank() == 1 {
+        job.wait_until(|n| n.get() >= 1000)?;
+        // SAFETY: a plain system call on this process.
+        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+    }
+    std::thread::scope(|s| -> amrq::Result<()> {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let mut sender = job.sender()?;
+                Ok(s.spawn(move || -> Result<(), AmError> {
+                    loop {
+                        sender.request(1, hit, &[])?;
+                    }
+                }))
+            })
+            .collect::<amrq::Result<_>>()?;
+        let errors: Vec<AmError> = workers
+            .into_iter()
+            .map(|w| w.join().expect("worker ran").expect_err("sends fail"))
+            .collect();
+        Err(errors.into_iter().next().expect("4 workers").into())
+    })
+}
+
+/// `what` as `ranks` processes under `amrun`: its exit status, stdout and stderr.
+fn under_amrun(ranks: usize, what: &str, token: &str) -> (i32, String, String) {
+    let exe = std::env::current_exe().expect("test binary");
+    let out = Command::new(env!("CARGO_BIN_EXE_amrun"))
+        .args([
+            "-n",
+            &ranks.to_string(),
+            "--bind",
+            "none",
+            "--timeout",
+            "120",
+        ])
+        .arg(exe)
+        .args(marker::child_args("sending_threads_rank"))
+        .env("AMRQ_TEST_SENDING", what)
+        .env("AMRQ_TEST_RANKS", ranks.to_string())
+        .env("AMRQ_TEST_TOKEN", token)
+        .stdin(Stdio::null())
+        .output()
+        .expect("amrun starts");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
+#[test]
+fn threads_of_ranks_as_processes_send_exactly_once() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    for (ranks, what) in [(3, "stress"), (2, "return")] {
+        let token = marker::token();
+        let (code, out, err) = under_amrun(ranks, what, &token);
+        assert_eq!(code, 0, "{what}: stdout {out}\nstderr {err}");
+        marker::all_ran(&token, ranks);
+    }
+}
+
+#[test]
+fn a_killed_rank_ends_the_job_while_threads_send_to_it() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let token = marker::token();
+    let started = std::time::Instant::now();
+    let (code, out, err) = under_amrun(2, "killed", &token);
+    assert_ne!(code, 0, "stdout {out}\nstderr {err}");
+    assert!(err.contains("rank 1"), "the killed rank is named: {err}");
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "ended in {:?}",
+        started.elapsed()
+    );
+}
