@@ -188,7 +188,8 @@ pub struct Mode {
 
 /// The modes measured: the one-word AM of Table 2, the same in a stream of 64, the
 /// AM round trip to itself, an empty wait round, the one-word AM with the ring
-/// primitives alone (the floor), and an RQ enqueue + read_queue.
+/// primitives alone (the floor), the one-word AM through a `Sender`, and an RQ
+/// enqueue + read_queue.
 pub const MODES: &[Mode] = &[
     Mode {
         key: "am_oneway",
@@ -214,6 +215,11 @@ pub const MODES: &[Mode] = &[
         key: "ring_floor",
         what: "the one-word AM of am_oneway with the ring primitives alone: the floor (no channel, permission, fault containment, One-poll or scan)",
         args: &["--ring-floor"],
+    },
+    Mode {
+        key: "am_oneway_sender",
+        what: "the one-word AM of am_oneway sent through a `Sender` (the path of the rank's other threads), on the rank's own thread",
+        args: &["--am-oneway", "--sender"],
     },
     Mode {
         key: "rq_frame",

@@ -428,6 +428,31 @@ so in its notes. Times are ns, bandwidths MB/s (10⁶ B/s).\n\n";
         let _ = writeln!(s, "| {what} | {} | {} | {} |", f(call), f(hand), f(ratio));
     }
 
+    s += "\n## Threads of one rank sending (`amrq-bench sending-threads`)\n\nT threads of rank 1 sending one-word requests to rank 0 through their `Sender`s, against T single-threaded ranks sending the same from their own threads; the rate is timed at rank 0, the per-send time by each sender over its own sends. Ratios per batch.\n\n| senders | threads (requests/s) | ranks (requests/s) | threads / ranks | thread's ns per send | rank's ns per send |\n|---|---|---|---|---|---|\n";
+    if let Some(o) = r.outcome("sending-threads") {
+        let ts = o
+            .series
+            .first()
+            .map(|c| c.points.iter().map(|p| p.x as usize).collect::<Vec<_>>());
+        for t in ts.unwrap_or_default() {
+            let f = |key: String| show(r.figure("sending-threads", &key));
+            let _ = writeln!(
+                s,
+                "| {t} | {} | {} | {} | {} | {} |",
+                f(format!("threads_{t}_msgs_per_s")),
+                f(format!("ranks_{t}_msgs_per_s")),
+                f(format!("threads_over_ranks_{t}")),
+                f(format!("threads_{t}_ns_per_send")),
+                f(format!("ranks_{t}_ns_per_send")),
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nA second sending thread's per-send time over the first's (same batch): {}.",
+            show(r.figure("sending-threads", "second_thread_cost_ratio"))
+        );
+    }
+
     s += "\n## LogP signature (Begel et al. §6.1)\n\n| o_s | o_r | g | L | round trip |\n|---|---|---|---|---|\n";
     let _ = writeln!(
         s,
@@ -703,6 +728,15 @@ pub fn charts(r: &Results) -> Vec<Chart<'static>> {
             true,
             false,
             curves("stream", &|n| n.contains("sums the payload"), &id),
+        ),
+        chart(
+            "sending_threads",
+            "Requests handled per second at one rank, against its senders",
+            "senders (threads of one rank, or ranks)",
+            "requests/s",
+            false,
+            false,
+            curves("sending-threads", &|_| true, &id),
         ),
         chart(
             "poll_intersection",

@@ -15,6 +15,7 @@
 //! | [`mechanisms`] | StarT-Voyager's Express, Basic, Tag-On and DMA: overhead, latency, bandwidth; Remote Queues' Figure 4 and Table 2 |
 //! | [`signature`] | bursts of k sends with Δ of computation: LogP's o_s, o_r, g, L |
 //! | [`stream`] | one-way time and streaming per size; the peers' bandwidths; the barrier |
+//! | [`threads`] | T threads of one rank sending to a peer against T single-threaded ranks: rate and per-send time against T |
 //! | [`budget`] | instructions per message of the fast paths under callgrind, by task (AM paper Table 2), and the CI guard |
 //! | [`c_layer`] | the C `pingpong` beside the Rust one, alternating: is the C interface a thin layer |
 //! | [`peers`] | Open MPI, `ucx_perftest` and GASNet-EX's tests, as a table |
@@ -52,6 +53,7 @@ pub mod splitc;
 pub mod stream;
 pub mod suite;
 pub mod summary;
+pub mod threads;
 pub mod unloaded;
 
 /// How much to measure, and the clock to measure with.

@@ -7,7 +7,7 @@ use crate::report::Outcome;
 use crate::results::{Machine, Results};
 use crate::{
     array, calls, interrupts, loaded, matmul, mechanisms, polling, signature, splitc, stream,
-    unloaded, Params,
+    threads, unloaded, Params,
 };
 use amrq::prelude::*;
 use amrq::rq::QueueId;
@@ -53,12 +53,15 @@ pub enum Job {
     Matmul,
     /// Calls with pending answers against hand-written request/reply: round trip, window (2 ranks).
     Calls,
+    /// T threads of one rank sending to a peer against T single-threaded ranks (default: one sender per core, plus the receiver).
+    SendingThreads,
 }
 
 /// Every job, in the order `all` runs them.
-pub const JOBS: [Job; 17] = [
+pub const JOBS: [Job; 18] = [
     Job::RoundTrip,
     Job::Calls,
+    Job::SendingThreads,
     Job::OneToOne,
     Job::OneToTwo,
     Job::TwoToOne,
@@ -104,6 +107,7 @@ impl Job {
             Job::Splitc => "splitc",
             Job::Matmul => "matmul",
             Job::Calls => "calls",
+            Job::SendingThreads => "sending-threads",
         }
     }
 
@@ -126,6 +130,7 @@ impl Job {
             Job::OneToTwo | Job::TwoToOne | Job::ArrayTwoToOne => (3, true),
             Job::RoundTripRanks => (cores.max(4), false),
             Job::Ring | Job::Traverse => (cores, false),
+            Job::SendingThreads => (cores + 1, false),
             _ => (2, true),
         }
     }
@@ -145,6 +150,7 @@ impl Job {
                 .segment_bytes
                 .set(cfg.segment_bytes.get().max(matmul::SEGMENT_BYTES)),
             Job::Polling => polling::configure(cfg),
+            Job::SendingThreads => threads::configure(cfg),
             Job::Signature => cfg.ring_slots.set(signature::RING_SLOTS),
             Job::Interrupts => {
                 return Queues {
@@ -193,6 +199,7 @@ impl Job {
             Job::Splitc => splitc::splitc(c, p),
             Job::Matmul => matmul::matmul(c, p),
             Job::Calls => calls::calls(c, p),
+            Job::SendingThreads => threads::sending_threads(c, p),
         }
     }
 }

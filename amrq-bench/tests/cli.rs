@@ -143,6 +143,14 @@ fn required(job: Job) -> &'static [&'static str] {
             "direct_efficiency_m512",
             "frames_efficiency_m512",
         ],
+        Job::SendingThreads => &[
+            "threads_1_msgs_per_s",
+            "ranks_1_msgs_per_s",
+            "threads_2_msgs_per_s",
+            "ranks_2_msgs_per_s",
+            "threads_1_ns_per_send",
+            "second_thread_cost_ratio",
+        ],
         Job::Calls => &[
             "call_rtt_ns",
             "rtt_ratio",

@@ -169,6 +169,59 @@ fn threads_of_ranks_as_threads_send_exactly_once() {
     }
 }
 
+/// Threads' calls: `threads` threads per rank each make `per` calls to every rank,
+/// up to 32 in flight, dropping every 13th answer unread and sending every 97th call
+/// an argument its handler refuses; each answer is checked, and the slots of dropped
+/// and failed calls are reused (more calls are made than a rank has slots). Returns
+/// the calls this rank served.
+fn calls(setup: Setup, threads: usize, per: u64) -> amrq::Result<u64> {
+    let mut t = HandlerTable::new();
+    let f = t.call("f", |served: &Cell<u64>, ctx, (thread, seq): (u64, u64)| {
+        served.set(served.get() + 1);
+        match seq % 97 == 5 {
+            true => Err(AmError::from("refused")),
+            false => Ok((mix(thread ^ seq << 8), ctx.source() as u64)),
+        }
+    });
+    let job = setup.start(t, Cell::new(0))?;
+    let size = job.size();
+    job.run_workers(threads, |thread, mut sender| -> Result<(), AmError> {
+        let me = sender.rank() as u64;
+        let mut window = std::collections::VecDeque::new();
+        for seq in 0..per {
+            for dest in 0..size {
+                let answer = sender.call(dest, f, (thread as u64, seq))?;
+                if seq % 13 != 7 {
+                    window.push_back((seq, answer));
+                }
+                while window.len() > 32
+                    || (seq + 1 == per && dest + 1 == size && !window.is_empty())
+                {
+                    let (seq, answer) = window.pop_front().expect("not empty");
+                    match (seq % 97 == 5, answer.wait()) {
+                        (false, Ok(got)) if got == (mix(thread as u64 ^ seq << 8), me) => {}
+                        (true, Err(AmError::RequestFailed(_))) => {}
+                        (_, other) => {
+                            return Err(format!("call {seq} of thread {thread}: {other:?}").into())
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    })?;
+    job.barrier()?;
+    Ok(job.state().get())
+}
+
+#[test]
+fn threads_calls_are_answered_exactly_once() {
+    let (ranks, threads, per) = (2, 4, 2500);
+    let out = config(STRESS_SLOTS).threads(ranks, |setup| calls(setup, threads, per));
+    let served = out.unwrap_or_else(|e| panic!("{}", e.chain()));
+    assert_eq!(served, vec![(ranks * threads) as u64 * per; ranks]);
+}
+
 /// Ranks return as soon as their threads are done, without waiting for anything:
 /// the job's end must still run every request, counted in a tally beside the job.
 fn send_and_return(setup: Setup, tally: Option<Arc<AtomicU64>>) -> amrq::Result<u64> {
@@ -226,6 +279,15 @@ fn sending_threads_rank() {
         match what.as_str() {
             "stress" => check_here(stress(setup, 4, 1500)?, rank)?,
             "return" => drop(send_and_return(setup, None)?),
+            "calls" => {
+                let served = calls(setup, 4, 1000)?;
+                let want = std::env::var("AMRQ_TEST_RANKS").map_or(0, |s| s.parse().unwrap_or(0))
+                    * 4
+                    * 1000;
+                if served != want {
+                    return Err(format!("rank {rank} served {served} calls, not {want}").into());
+                }
+            }
             _ => killed_while_sent_to(setup)?,
         }
         match marker::mark_ran(rank) {
@@ -317,7 +379,7 @@ fn under_amrun(ranks: usize, what: &str, token: &str) -> (i32, String, String) {
 #[test]
 fn threads_of_ranks_as_processes_send_exactly_once() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    for (ranks, what) in [(3, "stress"), (2, "return")] {
+    for (ranks, what) in [(3, "stress"), (2, "return"), (2, "calls")] {
         let token = marker::token();
         let (code, out, err) = under_amrun(ranks, what, &token);
         assert_eq!(code, 0, "{what}: stdout {out}\nstderr {err}");

@@ -10,7 +10,10 @@
 //! - `--am-oneway`: a one-word Short AM request to itself and one `Am::poll` that runs
 //!   its handler (which counts it): the per-message cost of AM paper Table 2, send and
 //!   receive + dispatch; with `--burst K`, K requests, then polls until all K ran (the
-//!   per-message cost of a stream, where the receive loop takes frames in a row);
+//!   per-message cost of a stream, where the receive loop takes frames in a row); with
+//!   `--sender`, each request goes through a `Sender`, the path of the rank's other
+//!   threads (its shared ring's compare-and-swap and the doorbell's fence), still on
+//!   the rank's own thread so that the count is one thread's;
 //! - `--ring-floor`: the one-word AM of `--am-oneway` written and read with the ring
 //!   primitives alone (no channel, permission, fault, re-entrancy or One-poll): the
 //!   floor the runtime's figure is read against (see `floor.rs`);
@@ -27,7 +30,7 @@
 //!   the release, on the other core if it is free).
 //!
 //! ```text
-//! amrq-bench rq-loop [--quick] [--am | --am-call | --am-oneway [--burst K] | --ring-floor | --empty-poll | --empty-wait | --one-poll | --hold] [--iters N] [--json]
+//! amrq-bench rq-loop [--quick] [--am | --am-call | --am-oneway [--burst K] [--sender] | --ring-floor | --empty-poll | --empty-wait | --one-poll | --hold] [--iters N] [--json]
 //! ```
 //! Last line: `rq_loop: ns_per_frame=…`, `am_loop: ns_per_round_trip=…`,
 //! `call_loop: ns_per_call=…`,
@@ -57,6 +60,10 @@ pub struct Args {
     /// One-word Short AMs to itself, each sent and handled (per message).
     #[arg(long, group = "mode")]
     pub am_oneway: bool,
+    /// With `--am-oneway`: each request sent through a `Sender` (the path of the rank's
+    /// other threads), on the rank's own thread.
+    #[arg(long, requires = "am_oneway")]
+    pub sender: bool,
     /// With `--am-oneway`, `--am` or `--am-call`: requests sent before waiting for them all.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=128))]
     pub burst: u64,
@@ -126,7 +133,12 @@ const AFTER: u64 = 1000;
 /// What `rank` returns, run as the one rank of a job on threads; a failure ends the
 /// program with its message.
 fn one_rank<T: Send>(rank: impl Fn(Setup) -> amrq::Result<T> + Sync) -> T {
-    match Config::new().threads(1, rank) {
+    one_rank_of(Config::new(), rank)
+}
+
+/// [`one_rank`] with `cfg`.
+fn one_rank_of<T: Send>(cfg: Config, rank: impl Fn(Setup) -> amrq::Result<T> + Sync) -> T {
+    match cfg.threads(1, rank) {
         Ok(mut v) => v.swap_remove(0),
         Err(e) => super::fail(e),
     }
@@ -527,13 +539,60 @@ fn oneway_rank(setup: Setup, iters: u64, batches: u64, burst: u64) -> amrq::Resu
     Ok(per_batch)
 }
 
+/// [`oneway_rank`] with each request sent through a `Sender`, on the rank's own thread.
+#[inline(never)]
+fn oneway_sender_rank(
+    setup: Setup,
+    iters: u64,
+    batches: u64,
+    burst: u64,
+) -> amrq::Result<Vec<f64>> {
+    let mut table = HandlerTable::new();
+    let count = table.request("count", |s: &Cell<u64>, _ctx, m| {
+        s.set(s.get() + m.arg(0)?);
+        Ok(())
+    });
+    let job = setup.start(table, Cell::new(0))?;
+    let mut sender = job.sender()?;
+    let mut per_batch = Vec::new();
+    let mut sent = 0u64;
+    for _ in 0..batches {
+        let t = Instant::now();
+        for _ in 0..iters / burst {
+            for _ in 0..burst {
+                sender.request(0, count, &[1])?;
+            }
+            sent += burst;
+            while job.state().get() < sent {
+                job.poll()?;
+            }
+        }
+        per_batch.push(t.elapsed().as_nanos() as f64 / (iters / burst * burst) as f64);
+    }
+    if job.state().get() != sent {
+        super::fail("a request was handled twice");
+    }
+    Ok(per_batch)
+}
+
 #[inline(never)]
 fn am_oneway(o: &Args, f: &Flags) {
     let iters = o.iters_or(f, 200_000);
     let (batches, burst) = (o.batches.max(1), o.burst);
-    let mut v = one_rank(|c| oneway_rank(c, iters, batches, burst));
+    let mut cfg = Config::new();
+    let path = match o.sender {
+        true => {
+            cfg.sender_slots.set(cfg.ring_slots.get());
+            "through a Sender on the rank's own thread"
+        }
+        false => "from the rank's own thread",
+    };
+    let mut v = match o.sender {
+        true => one_rank_of(cfg, |c| oneway_sender_rank(c, iters, batches, burst)),
+        false => one_rank_of(cfg, |c| oneway_rank(c, iters, batches, burst)),
+    };
     println!(
-        "one rank, one-word Short AM request to itself and its handler, bursts of {burst}, {batches} batches of {iters}"
+        "one rank, one-word Short AM request to itself {path} and its handler, bursts of {burst}, {batches} batches of {iters}"
     );
     f.summary("am_oneway", &[("ns_per_message", median(&mut v))]);
 }

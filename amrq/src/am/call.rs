@@ -133,7 +133,13 @@ pub(super) unsafe fn land_answer<'a, S, C: Conduit>(
     _payload: *const u8,
     _len: usize,
 ) -> Result<(), Stop> {
-    match am.calls.with(|c| c.answer(source, args)) {
+    let answered = match args.first() {
+        Some(word) if word & super::thread_calls::THREAD_CALL != 0 => {
+            am.thread_calls.answer(source, args)
+        }
+        _ => am.calls.with(|c| c.answer(source, args)),
+    };
+    match answered {
         true => Ok(()),
         false => Err(no_call(source)),
     }

@@ -66,6 +66,8 @@ pub struct Am<S, C: Conduit = MemConduit> {
     pub(super) exit: super::exit::Exit,
     /// What this rank's other threads' senders sent (`sender.rs`).
     pub(super) threads: super::sender::Threads,
+    /// Calls of this rank's other threads in flight (`thread_calls.rs`).
+    pub(super) thread_calls: super::thread_calls::ThreadCalls,
 }
 
 impl<S, C: Conduit> Drop for Am<S, C> {
@@ -130,6 +132,7 @@ impl<S, C: Conduit> Am<S, C> {
             failure_kept: Cell::new(false),
             exit: super::exit::Exit::new(conduit_size),
             threads: super::sender::Threads::new(conduit_size),
+            thread_calls: Default::default(),
         })
     }
 

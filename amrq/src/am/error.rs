@@ -124,6 +124,12 @@ pub enum AmError {
     /// requests.
     #[error("this job has no ring for requests from other threads: start it with Config::sender_slots (AMRQ_SENDER_SLOTS) set to a power of two such as 256")]
     NoSenderRing,
+    /// A rank's threads have as many calls in flight as it has slots for.
+    #[error("this rank's threads have {max} calls in flight: wait for answers before making more")]
+    TooManyCalls {
+        /// The most a rank's threads may have in flight.
+        max: usize,
+    },
     /// A wait with a deadline ran out.
     #[error("condition still false after waiting {waited:?}")]
     Timeout {

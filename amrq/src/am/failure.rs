@@ -197,6 +197,15 @@ impl<S, C: Conduit> Am<S, C> {
         });
         match op {
             0 => Err(AmError::RequestFailed(failure)),
+            call if call & super::thread_calls::THREAD_CALL != 0 => {
+                match self.thread_calls.fail(call, msg.source(), failure) {
+                    true => Ok(()),
+                    false => Err(AmError::BadRuntimeMessage {
+                        source_rank: msg.source(),
+                        what: "a failure notice for no call in flight to it",
+                    }),
+                }
+            }
             call => self.calls.with(|c| c.fail(call, msg.source(), failure)),
         }
     }

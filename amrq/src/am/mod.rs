@@ -38,6 +38,7 @@ mod pending;
 mod segment_alloc;
 mod segment_service;
 mod sender;
+mod thread_calls;
 mod typed;
 
 #[doc(hidden)]
@@ -58,4 +59,5 @@ pub(crate) use segment_service::{
     TAG_STORE,
 };
 pub use sender::Sender;
+pub use thread_calls::Answer;
 pub use typed::Handler;

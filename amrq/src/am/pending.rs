@@ -114,7 +114,9 @@ impl Calls {
         };
         let s = self.slot(slot);
         let next = s.next_free;
-        s.generation = s.generation.wrapping_add(2); // odd, as it started
+        // Odd, as it started, and below 2^31: a word with its top bit set is a call of
+        // another thread's (`thread_calls.rs`).
+        s.generation = s.generation.wrapping_add(2) & 0x7fff_ffff;
         (s.target, s.phase) = (target, Phase::Waiting);
         let generation = s.generation;
         self.free = next;

@@ -10,7 +10,8 @@
 //! `RETURNED` carries the sum, and the receiver treats the rank as returned only once it
 //! has taken that many from the shared ring.
 
-use super::{Am, AmError, Handler, RequestHandler};
+use super::thread_calls::{OwnSlots, ThreadCalls};
+use super::{Am, AmError, Answer, Args, Call, Handler, RequestHandler, CALL_ARGS};
 use crate::conduit::mem::{Injector, MemConduit};
 use crate::conduit::{Conduit, ConduitError, Message, Rank};
 use crate::rq::QueueId;
@@ -101,6 +102,9 @@ pub struct Sender<'a> {
     threads: &'a Threads,
     /// Requests sent per destination, added to the rank's count on drop.
     sent: Box<[u64]>,
+    /// Where the answers of its calls land, and its own slots there.
+    calls: &'a ThreadCalls,
+    slots: OwnSlots,
 }
 
 impl<S> Am<S, MemConduit> {
@@ -128,7 +132,8 @@ impl<S> Am<S, MemConduit> {
             .position(|c| c.received_with == requests)
             .ok_or(AmError::NoSenderRing)?;
         let injector = conduit.injector(ch)?;
-        Ok(Sender::new(injector, &self.threads))
+        self.thread_calls.set_boot(conduit.boot());
+        Ok(Sender::new(injector, &self.threads, &self.thread_calls))
     }
 }
 
@@ -225,7 +230,7 @@ impl Drop for Ended<'_> {
 }
 
 impl<'a> Sender<'a> {
-    fn new(injector: Injector<'a>, threads: &'a Threads) -> Self {
+    fn new(injector: Injector<'a>, threads: &'a Threads, calls: &'a ThreadCalls) -> Self {
         // ORDERING: Relaxed: the count is read only after every sender's drop, whose
         // Release decrement orders this increment before it.
         threads.live.fetch_add(1, Ordering::Relaxed);
@@ -234,6 +239,8 @@ impl<'a> Sender<'a> {
             injector,
             threads,
             sent,
+            calls,
+            slots: OwnSlots::default(),
         }
     }
 
@@ -317,7 +324,7 @@ impl<'a> Sender<'a> {
     /// })
     /// .unwrap();
     /// ```
-    pub fn send<A: super::Args>(
+    pub fn send<A: Args>(
         &mut self,
         dest: Rank,
         handler: Handler<A>,
@@ -326,6 +333,76 @@ impl<'a> Sender<'a> {
         let mut words = [0u64; crate::conduit::ring::MAX_ARGS];
         let n = args.to_words(&mut words);
         self.send_frame(dest, handler.tag, &words[..n], &[])
+    }
+
+    /// Runs call handler `call` at `dest` on `args` (at most 6 words: the call's word
+    /// and the rank's name take the other two) and returns its [`Answer`], which this
+    /// thread (or another) waits for; sending waits for room as [`Sender::request`]
+    /// does. Any number of calls may be in flight, up to 16 384 per rank.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// let mut cfg = Config::new();
+    /// cfg.sender_slots.set(256);
+    /// cfg.threads(2, |setup| -> amrq::Result<()> {
+    ///     let mut t = HandlerTable::new();
+    ///     // Adds to this rank's counter; answers the value before.
+    ///     let fetch_add = t.call("fetch_add", |n: &Cell<u64>, _ctx, k: u64| Ok(n.replace(n.get() + k)));
+    ///     let job = setup.start(t, Cell::new(0))?;
+    ///     job.run_workers(3, |_, mut sender| {
+    ///         for _ in 0..100 {
+    ///             sender.call(0, fetch_add, 1)?.wait()?;
+    ///         }
+    ///         Ok(())
+    ///     })?;
+    ///     job.barrier()?;
+    ///     if job.rank() == 0 {
+    ///         assert_eq!(job.state().get(), 600); // 2 ranks × 3 threads × 100
+    ///     }
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    ///
+    /// Args that leave no room for the call's word and the rank's do not compile:
+    ///
+    /// ```compile_fail
+    /// # use amrq::prelude::*;
+    /// fn seven(sender: &mut amrq::am::Sender<'_>, c: Call<(u64, u64, u64, u64, u64, u64, u64), ()>) {
+    ///     let _ = sender.call(0, c, (0, 0, 0, 0, 0, 0, 0));
+    /// }
+    /// ```
+    pub fn call<A: Args, R: Args>(
+        &mut self,
+        dest: Rank,
+        call: Call<A, R>,
+        args: A,
+    ) -> Result<Answer<'a, R>, AmError> {
+        const {
+            assert!(
+                A::WORDS < CALL_ARGS,
+                "a thread's call carries at most 6 words of args (the call's word and the rank's take two)"
+            )
+        };
+        if dest >= self.size() {
+            return Err(ConduitError::NoSuchRank {
+                rank: dest,
+                size: self.size(),
+            }
+            .into());
+        }
+        let word = self.slots.open(self.calls, dest)?;
+        let mut words = [0u64; crate::conduit::ring::MAX_ARGS];
+        words[0] = word;
+        let n = args.to_words(&mut words[1..]);
+        match self.send_frame(dest, call.id(), &words[..1 + n], &[]) {
+            Ok(()) => Ok(Answer::new(self.calls, word)),
+            Err(e) => {
+                self.slots.unsend(self.calls, word);
+                Err(e)
+            }
+        }
     }
 
     /// Sends a Medium request: args plus a payload of up to [`Sender::max_medium`]
@@ -422,8 +499,34 @@ impl<'a> Sender<'a> {
         self.injector.max_payload()
     }
 
-    /// Sends one frame, waiting for room.
+    /// Sends one frame, waiting for room: one try inline, anything else out of line.
+    #[inline(always)]
     fn send_frame(
+        &mut self,
+        dest: Rank,
+        tag: u16,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
+        let msg = Message {
+            tag,
+            args,
+            payload,
+            ..Message::default()
+        };
+        match self.injector.try_send(dest, &msg) {
+            // `dest` is in range: the send took it.
+            Ok(()) => self.sent[dest] += 1,
+            Err(_) => self.send_when_room(dest, tag, args, payload)?,
+        }
+        Ok(())
+    }
+
+    /// [`Sender::send_frame`] past its first try: the try's error, or tries until there
+    /// is room.
+    #[cold]
+    #[inline(never)]
+    fn send_when_room(
         &mut self,
         dest: Rank,
         tag: u16,
@@ -447,7 +550,7 @@ impl<'a> Sender<'a> {
 impl Clone for Sender<'_> {
     /// Another sender of the same rank, for one more thread.
     fn clone(&self) -> Self {
-        Self::new(self.injector.clone(), self.threads)
+        Self::new(self.injector.clone(), self.threads, self.calls)
     }
 }
 
@@ -460,6 +563,7 @@ impl Drop for Sender<'_> {
                 total.fetch_add(n, Ordering::Release);
             }
         }
+        self.calls.give_back(&self.slots.blocks);
         // ORDERING: Release pairs with the Acquire load of `any_alive`.
         self.threads.live.fetch_sub(1, Ordering::Release);
     }

@@ -63,6 +63,7 @@
 //! also registered with the network).
 
 pub mod doorbell;
+pub mod handoff;
 pub mod ring;
 
 #[cfg(not(amrq_loom))]

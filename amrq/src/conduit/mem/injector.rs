@@ -7,8 +7,9 @@
 //! Frames carry the rank as their hidden word, as the endpoint's own sends on the
 //! channel do: the receiver cannot tell the threads apart, and frames of one injector
 //! to one receiver arrive in the order it sent them. After each frame an injector rings
-//! the receiver's doorbell with the full handshake (a `SeqCst` fence), which every
-//! receiver's arming pairs with.
+//! the receiver's doorbell with the handshake the endpoint's own sends use: no fence
+//! where the receiver arms with `membarrier` (which reaches every thread of a
+//! registered process), a `SeqCst` fence elsewhere.
 
 use super::channels::{with_hidden_word, Tx};
 use super::region::Doorbell;
@@ -27,6 +28,9 @@ struct Lane {
     tail: *const AtomicU64,
     prod: SharedProducer,
     doorbell: *const Doorbell,
+    /// The channel's bit if this process may leave its fence out where the receiver
+    /// arms with `membarrier` (as the endpoint's own sends: `TxRing::light_bit`).
+    light_bit: u64,
 }
 
 /// A sender into one shared channel for a thread of this rank other than the
@@ -126,6 +130,7 @@ impl MemConduit {
                 // sends the first reservation to look again.
                 prod: SharedProducer::new(t.ring.head().load(Ordering::Acquire)),
                 doorbell: t.doorbell,
+                light_bit: t.light_bit,
             });
         }
         Ok(Injector {
@@ -215,6 +220,7 @@ impl Injector<'_> {
     /// does: [`ConduitError::Busy`] with nothing sent if the ring is full, and the same
     /// refusals for a bad rank, too many args or too large a payload, a channel this
     /// rank may not send into, or an interrupt flag (an injector does not send those).
+    #[inline]
     pub fn try_send(&mut self, dest: Rank, msg: &Message<'_>) -> Result<(), ConduitError> {
         let size = self.lanes.len();
         let Some(lane) = self.lanes.get_mut(dest) else {
@@ -264,8 +270,10 @@ impl Injector<'_> {
             // SAFETY: the doorbell is inside the region the endpoint keeps mapped;
             // atomic only.
             let d = unsafe { &*lane.doorbell };
-            // The full handshake: a fence pairs with every receiver's arming.
-            if doorbell::ring(&d.armed, &d.summary, &d.sleepers, self.notify_bit, false) {
+            // As the endpoint's own sends: no fence where the receiver arms this bit
+            // with `membarrier`, which reaches every thread of this process.
+            let light = d.heavy.load(Ordering::Relaxed) & lane.light_bit != 0;
+            if doorbell::ring(&d.armed, &d.summary, &d.sleepers, self.notify_bit, light) {
                 // ORDERING: Release pairs with the sleeper's Acquire load of `wake`
                 // before it sleeps; the futex wake ends its sleep.
                 d.wake.fetch_add(1, Ordering::Release);
