@@ -224,21 +224,28 @@ fn threads_calls_are_answered_exactly_once() {
 
 /// Ranks return as soon as their threads are done, without waiting for anything:
 /// the job's end must still run every request, counted in a tally beside the job.
-fn send_and_return(setup: Setup, tally: Option<Arc<AtomicU64>>) -> amrq::Result<u64> {
+/// Requests handled, and replies run, across the job.
+type Tally = Arc<[AtomicU64; 2]>;
+
+fn send_and_return(setup: Setup, tally: Option<Tally>) -> amrq::Result<u64> {
+    type State = (Cell<u64>, Option<Tally>);
     let mut t = HandlerTable::new();
-    let hit = t.request(
-        "hit",
-        |s: &(Cell<u64>, Option<Arc<AtomicU64>>), _ctx, _m| {
-            // A slow handler: a backlog is still waiting when the senders' ranks return.
-            let t = std::time::Instant::now();
-            while t.elapsed() < std::time::Duration::from_micros(10) {}
-            s.0.set(s.0.get() + 1);
-            if let Some(t) = &s.1 {
-                t.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(())
-        },
-    );
+    let back = t.reply("back", |s: &State, _m| {
+        if let Some(t) = &s.1 {
+            t[1].fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    });
+    let hit = t.request("hit", move |s: &State, ctx, _m| {
+        // A slow handler: a backlog is still waiting when the senders' ranks return.
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_micros(10) {}
+        s.0.set(s.0.get() + 1);
+        if let Some(t) = &s.1 {
+            t[0].fetch_add(1, Ordering::Relaxed);
+        }
+        ctx.reply(back, &[]) // run at the sender's rank before it may leave
+    });
     let job = setup.start(t, (Cell::new(0), tally))?;
     let right = (job.rank() + 1) % job.size();
     job.run_workers(4, |_, mut sender| -> Result<(), AmError> {
@@ -256,12 +263,72 @@ const RETURN_FLOOD: u64 = 2000;
 #[test]
 fn ranks_that_return_while_their_threads_requests_are_in_flight_serve_them_all() {
     for _ in 0..3 {
-        let tally = Arc::new(AtomicU64::new(0));
+        let tally: Tally = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
         let t = tally.clone();
         let out = config(RETURN_SLOTS).threads(3, |setup| send_and_return(setup, Some(t.clone())));
         assert!(out.is_ok(), "{}", out.unwrap_err().chain());
-        assert_eq!(tally.load(Ordering::Relaxed), 3 * 4 * 2 * RETURN_FLOOD);
+        let all = 3 * 4 * 2 * RETURN_FLOOD;
+        assert_eq!(tally[0].load(Ordering::Relaxed), all, "requests handled");
+        assert_eq!(tally[1].load(Ordering::Relaxed), all, "replies run");
     }
+}
+
+#[test]
+fn a_new_sender_never_reuses_a_slot_whose_answer_is_still_coming() {
+    let out = config(STRESS_SLOTS).threads(2, |setup| -> amrq::Result<()> {
+        let mut t = HandlerTable::new();
+        let slow = t.call("slow", |_s: &(), _ctx, x: u64| {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            Ok(x + 1)
+        });
+        let job = setup.start(t, ())?;
+        if job.rank() == 0 {
+            let (mut first, mut second) = (job.sender()?, job.sender()?);
+            let done = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s| -> amrq::Result<()> {
+                let worker = s.spawn(|| -> Result<(), AmError> {
+                    let a = first.call(1, slow, 10)?;
+                    drop(first); // its block goes back while `a` is in flight
+                    let b = second.call(1, slow, 20)?;
+                    // Waits that end: two calls sharing a slot lose an answer.
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+                    let take = |x: amrq::am::Answer<'_, u64>| {
+                        while !x.is_ready() && std::time::Instant::now() < deadline {
+                            std::thread::yield_now();
+                        }
+                        x.is_ready().then(|| x.wait())
+                    };
+                    let answers = (take(a), take(b));
+                    done.store(true, Ordering::Release);
+                    match answers {
+                        (Some(Ok(11)), Some(Ok(21))) => Ok(()),
+                        other => Err(format!("answers {other:?}").into()),
+                    }
+                });
+                job.wait_until(|_| done.load(Ordering::Acquire))?;
+                Ok(worker.join().expect("worker ran")?)
+            })?;
+        }
+        job.barrier()
+    });
+    out.unwrap_or_else(|e| panic!("{}", e.chain()));
+}
+
+#[test]
+fn a_sender_on_the_ranks_own_thread_fails_instead_of_waiting_for_itself() {
+    let out = config(STRESS_SLOTS).threads(1, |setup| -> amrq::Result<()> {
+        let mut t = HandlerTable::new();
+        let id = t.call("id", |_s: &(), _ctx, x: u64| Ok(x));
+        let job = setup.start(t, ())?;
+        let mut sender = job.sender()?;
+        match sender.call(0, id, 1)?.wait() {
+            Err(AmError::WaitOnRankThread) => {}
+            other => return Err(format!("{other:?}").into()),
+        }
+        job.poll()?; // the dropped call's answer lands and frees its slot
+        Ok(())
+    });
+    out.unwrap_or_else(|e| panic!("{}", e.chain()));
 }
 
 /// The processes' part.

@@ -131,7 +131,7 @@ impl<S, C: Conduit> Am<S, C> {
             kept_failures: Default::default(),
             failure_kept: Cell::new(false),
             exit: super::exit::Exit::new(conduit_size),
-            threads: super::sender::Threads::new(conduit_size),
+            threads: super::sender::Threads::new(),
             thread_calls: Default::default(),
         })
     }

@@ -124,6 +124,14 @@ pub enum AmError {
     /// requests.
     #[error("this job has no ring for requests from other threads: start it with Config::sender_slots (AMRQ_SENDER_SLOTS) set to a power of two such as 256")]
     NoSenderRing,
+    /// A `Sender` on the rank's own thread waited for that thread (room in the rank's
+    /// own ring, or an answer), which alone serves the rank.
+    #[error("a Sender waited on the rank's own thread, which alone runs its handlers: send there with the rank's own request or call, or poll until Answer::is_ready")]
+    WaitOnRankThread,
+    /// The rank's thread stopped serving (it unwound) while another thread of the rank
+    /// waited for it.
+    #[error("the rank's own thread stopped serving while this thread waited for it")]
+    RankNotServing,
     /// A rank's threads have as many calls in flight as it has slots for.
     #[error("this rank's threads have {max} calls in flight: wait for answers before making more")]
     TooManyCalls {

@@ -10,7 +10,7 @@
 //! | step | sends (runtime request `EXIT`) | done when |
 //! |---|---|---|
 //! | returned | `RETURNED` to every other rank: after every request it sent them | every other rank's `RETURNED` handled here, and as many of its threads' requests taken as it says: all their requests to this rank were |
-//! | flush | `FLUSH` to every other rank, answered by `EXIT_DONE` (a reply, after the replies it sent here) | every `EXIT_DONE` handled (all this rank's requests and their replies were), and every other rank's `FLUSH` served (nobody needs this rank any more) |
+//! | flush | `FLUSH` to every other rank, answered by `EXIT_DONE` (a reply, after the replies it sent here, with how many of this rank's threads' requests it took: too few, and it is asked again) | every `EXIT_DONE` handled (all this rank's requests and their replies were), and every other rank's `FLUSH` served (nobody needs this rank any more) |
 //!
 //! Three messages per pair of ranks, each way; a rank that left the job early is not
 //! waited for.
@@ -52,6 +52,11 @@ pub(super) struct Exit {
     done: Cell<bool>,
     /// Requests its threads sent this rank, as its `RETURNED` said.
     from_threads: Box<[Cell<u64>]>,
+    /// It answered this rank's current round before it had taken every request this
+    /// rank's threads sent it: asked again.
+    short: Box<[Cell<bool>]>,
+    /// What this rank's current round is (`FLUSH` or `CHECK`).
+    kind: Cell<u64>,
 }
 
 impl Exit {
@@ -64,6 +69,8 @@ impl Exit {
             round: Cell::new(0),
             done: Cell::new(false),
             from_threads: (0..size).map(|_| Cell::new(0)).collect(),
+            short: flags(),
+            kind: Cell::new(FLUSH),
         }
     }
 
@@ -91,9 +98,34 @@ impl<S, C: Conduit> Am<S, C> {
         self.to_others(RETURNED, 0)?;
         self.wait_runtime(|_| self.all_returned())?;
         self.flush_round(FLUSH)?;
-        self.wait_runtime(|_| {
-            self.heard_from_all(&exit.answered) && self.heard_from_all(&exit.flushed)
-        })
+        let failed = Cell::new(None);
+        self.wait_runtime(|_| match self.ask_again() {
+            Ok(()) => self.heard_from_all(&exit.answered) && self.heard_from_all(&exit.flushed),
+            Err(e) => {
+                failed.set(Some(e));
+                true
+            }
+        })?;
+        failed.take().map_or(Ok(()), Err)
+    }
+
+    /// Asks again, in the current round, each rank that answered it before taking every
+    /// request this rank's threads sent it (the threads' requests travel in another
+    /// ring than the round's, so it may serve the round first).
+    fn ask_again(&self) -> Result<(), AmError> {
+        let exit = &self.exit;
+        for dest in (0..self.size()).filter(|&r| exit.short[r].replace(false)) {
+            let args = [
+                exit.kind.get(),
+                u64::from(exit.round.get()),
+                self.threads.sent_to(dest),
+            ];
+            match self.send_request(dest, TAG_EXIT, &args, Payload::Inline(&[])) {
+                Err(e) if e.conduit() == Some(&ConduitError::PeerLeft { rank: dest }) => {}
+                sent => sent?,
+            }
+        }
+        Ok(())
     }
 
     /// True if every other rank has set its flag in `flags`, or left the job without
@@ -134,7 +166,9 @@ impl<S, C: Conduit> Am<S, C> {
         let exit = &self.exit;
         let next = exit.round.get() % (Backoff::NO_CHECK - 1) + 1; // never 0 nor NO_CHECK
         exit.round.set(next);
+        exit.kind.set(kind);
         exit.answered.iter().for_each(|a| a.set(false));
+        exit.short.iter().for_each(|a| a.set(false));
         self.to_others(kind, u64::from(exit.round.get()))
     }
 
@@ -159,6 +193,7 @@ impl<S, C: Conduit> Am<S, C> {
             backoff.check_round = exit.round.get();
             return Ok(());
         }
+        self.ask_again()?;
         match self.heard_from_all(&exit.answered) {
             true => Err(AmError::NothingCanArrive { rank: self.rank() }),
             false => Ok(()),
@@ -194,8 +229,11 @@ impl<S, C: Conduit> Am<S, C> {
                         if kind == FLUSH {
                             mark(&exit.flushed);
                         }
+                        // With how many of its threads' requests this rank has taken:
+                        // the answer counts once that is all it sent.
                         let done = ReplyHandler(TAG_EXIT_DONE);
-                        self.send_reply(source, done, &[round], Payload::Inline(&[]))?;
+                        let taken = self.rq().conduit().joined_taken(source);
+                        self.send_reply(source, done, &[round, taken], Payload::Inline(&[]))?;
                     }
                     _ => {
                         return Err(AmError::BadRuntimeMessage {
@@ -208,7 +246,11 @@ impl<S, C: Conduit> Am<S, C> {
             }
             (TAG_EXIT_DONE, false) => {
                 if msg.arg(0)? == u64::from(exit.round.get()) {
-                    mark(&exit.answered);
+                    let flags = match msg.arg(1)? >= self.threads.sent_to(source) {
+                        true => &exit.answered,
+                        false => &exit.short,
+                    };
+                    mark(flags);
                 }
                 Ok(true)
             }

@@ -16,41 +16,93 @@ use crate::conduit::mem::{Injector, MemConduit};
 use crate::conduit::{Conduit, ConduitError, Message, Rank};
 use crate::rq::QueueId;
 use crate::util::Backoff;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// How long a sender that found no room sleeps between tries once it has spun.
 const ROOM_NAP: Duration = Duration::from_micros(50);
 
-/// What a rank's senders leave behind: their counts, and how many are alive.
+/// What a rank knows of its senders: their counts, how many are alive, and whether the
+/// rank's thread still serves them.
 #[derive(Debug)]
 pub(super) struct Threads {
-    /// Requests the rank's dropped senders sent, per destination.
-    sent: Box<[AtomicU64]>,
+    /// Each sender's requests per destination, registered when it is made, so that one
+    /// forgotten (`mem::forget`) is counted too.
+    counts: Mutex<Vec<Counts>>,
     /// Senders alive: while any is, a wait of this rank cannot conclude that nothing
-    /// can arrive (one of them may send to it).
+    /// can arrive (one of them may send to it). A sender forgotten stays alive.
     live: AtomicUsize,
+    /// The rank's thread has stopped serving (it unwound out of `run_workers`): a
+    /// thread waiting for it fails instead.
+    unserved: AtomicBool,
+    /// The rank's thread, which alone runs its handlers.
+    owner: std::thread::ThreadId,
 }
 
+/// One sender's requests per destination: written by that sender only.
+type Counts = std::sync::Arc<[AtomicU64]>;
+
 impl Threads {
-    pub(super) fn new(size: usize) -> Self {
+    pub(super) fn new() -> Self {
         Self {
-            sent: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            counts: Mutex::new(Vec::new()),
             live: AtomicUsize::new(0),
+            unserved: AtomicBool::new(false),
+            owner: std::thread::current().id(),
         }
     }
 
-    /// Requests the rank's senders sent to `dest` (all dropped by now).
+    /// Registers a new sender's counts.
+    fn register(&self, size: usize) -> Counts {
+        let counts: Counts = (0..size).map(|_| AtomicU64::new(0)).collect();
+        if let Ok(mut all) = self.counts.lock() {
+            all.push(counts.clone());
+        }
+        counts
+    }
+
+    /// Requests the rank's senders sent to `dest` (at the rank's end: every sender that
+    /// borrowed it is gone).
     pub(super) fn sent_to(&self, dest: Rank) -> u64 {
-        // ORDERING: Acquire pairs with the Release add of each sender's drop (on
-        // another thread, joined since, which orders it already; this says so).
-        self.sent.get(dest).map_or(0, |n| n.load(Ordering::Acquire))
+        let Ok(all) = self.counts.lock() else {
+            return 0;
+        };
+        // ORDERING: Acquire pairs with each sender's Release store of its count.
+        all.iter()
+            .filter_map(|c| c.get(dest))
+            .map(|n| n.load(Ordering::Acquire))
+            .sum()
     }
 
     /// True while a sender of this rank is alive.
     pub(super) fn any_alive(&self) -> bool {
         // ORDERING: Acquire pairs with the Release decrement of a sender's drop.
         self.live.load(Ordering::Acquire) > 0
+    }
+
+    /// Why a wait of this thread for the rank's own thread cannot end, if it cannot:
+    /// it is that thread, or that thread stopped serving.
+    pub(super) fn unserved_here(&self) -> Option<AmError> {
+        if std::thread::current().id() == self.owner {
+            return Some(AmError::WaitOnRankThread);
+        }
+        // ORDERING: Acquire pairs with the Release store of the serving thread's guard.
+        self.unserved
+            .load(Ordering::Acquire)
+            .then_some(AmError::RankNotServing)
+    }
+}
+
+/// Marks the rank unserved if the thread serving `run_workers` unwinds.
+struct Serving<'a>(&'a Threads);
+
+impl Drop for Serving<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // ORDERING: Release pairs with the Acquire load of `unserved_here`.
+            self.0.unserved.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -100,8 +152,8 @@ impl Threads {
 pub struct Sender<'a> {
     injector: Injector<'a>,
     threads: &'a Threads,
-    /// Requests sent per destination, added to the rank's count on drop.
-    sent: Box<[u64]>,
+    /// Requests sent per destination (registered with the rank).
+    sent: Counts,
     /// Where the answers of its calls land, and its own slots there.
     calls: &'a ThreadCalls,
     slots: OwnSlots,
@@ -181,6 +233,7 @@ impl<S> Am<S, MemConduit> {
         let ended = AtomicUsize::new(0);
         let (f, ended_ref) = (&f, &ended);
         let mut first_error = None;
+        let serving = Serving(&self.threads);
         let outcomes: Vec<_> = std::thread::scope(|s| {
             let handles: Vec<_> = senders
                 .into_iter()
@@ -193,16 +246,24 @@ impl<S> Am<S, MemConduit> {
                 })
                 .collect();
             let all_ended = || ended.load(Ordering::Acquire) == n;
-            while let Err(e) = self.wait_until(|_| all_ended()) {
+            // A runtime wait: its condition is the threads', not the handlers', and a
+            // failure notice it runs is kept (returned below).
+            if let Err(e) = self.wait_runtime(|_| all_ended()) {
                 first_error.get_or_insert(e);
                 // The rank is still served, a little more slowly, until they end.
                 while !all_ended() {
-                    let _ = self.poll();
+                    if let Err(e) = self.poll().map(drop).or_else(|e| self.keep_failure(e)) {
+                        first_error.get_or_insert(e);
+                    }
                     std::thread::sleep(ROOM_NAP);
                 }
             }
             handles.into_iter().map(|h| h.join()).collect()
         });
+        drop(serving);
+        if self.failure_kept.get() {
+            first_error.get_or_insert_with(|| self.kept_failure());
+        }
         let mut out = Vec::with_capacity(n);
         for outcome in outcomes {
             match outcome {
@@ -234,7 +295,7 @@ impl<'a> Sender<'a> {
         // ORDERING: Relaxed: the count is read only after every sender's drop, whose
         // Release decrement orders this increment before it.
         threads.live.fetch_add(1, Ordering::Relaxed);
-        let sent = vec![0; injector.size()].into();
+        let sent = threads.register(injector.size());
         Self {
             injector,
             threads,
@@ -397,7 +458,7 @@ impl<'a> Sender<'a> {
         words[0] = word;
         let n = args.to_words(&mut words[1..]);
         match self.send_frame(dest, call.id(), &words[..1 + n], &[]) {
-            Ok(()) => Ok(Answer::new(self.calls, word)),
+            Ok(()) => Ok(Answer::new(self.calls, self.threads, word)),
             Err(e) => {
                 self.slots.unsend(self.calls, word);
                 Err(e)
@@ -473,7 +534,7 @@ impl<'a> Sender<'a> {
         };
         match self.injector.try_send(dest, &msg) {
             Ok(()) => {
-                self.sent[dest] += 1;
+                self.count(dest);
                 Ok(true)
             }
             Err(ConduitError::Busy) => Ok(false),
@@ -499,6 +560,16 @@ impl<'a> Sender<'a> {
         self.injector.max_payload()
     }
 
+    /// Counts a request sent to `dest` (in range: the send took it).
+    #[inline(always)]
+    fn count(&self, dest: Rank) {
+        if let Some(n) = self.sent.get(dest) {
+            // ORDERING: this sender alone writes its counts (no read-modify-write
+            // needed); Release pairs with the Acquire load of `Threads::sent_to`.
+            n.store(n.load(Ordering::Relaxed) + 1, Ordering::Release);
+        }
+    }
+
     /// Sends one frame, waiting for room: one try inline, anything else out of line.
     #[inline(always)]
     fn send_frame(
@@ -516,7 +587,7 @@ impl<'a> Sender<'a> {
         };
         match self.injector.try_send(dest, &msg) {
             // `dest` is in range: the send took it.
-            Ok(()) => self.sent[dest] += 1,
+            Ok(()) => self.count(dest),
             Err(_) => self.send_when_room(dest, tag, args, payload)?,
         }
         Ok(())
@@ -538,6 +609,10 @@ impl<'a> Sender<'a> {
         while !self.try_request(dest, handler, args, payload)? {
             if backoff.is_yielding() {
                 self.injector.check_peer(dest)?;
+                if dest == self.rank() {
+                    // Its own rank's thread must make the room.
+                    self.threads.unserved_here().map_or(Ok(()), Err)?;
+                }
                 std::thread::sleep(ROOM_NAP);
             } else {
                 backoff.snooze();
@@ -556,13 +631,6 @@ impl Clone for Sender<'_> {
 
 impl Drop for Sender<'_> {
     fn drop(&mut self) {
-        for (total, &n) in self.threads.sent.iter().zip(self.sent.iter()) {
-            if n > 0 {
-                // ORDERING: Release pairs with the Acquire load of `sent_to` at the
-                // rank's end.
-                total.fetch_add(n, Ordering::Release);
-            }
-        }
         self.calls.give_back(&self.slots.blocks);
         // ORDERING: Release pairs with the Acquire load of `any_alive`.
         self.threads.live.fetch_sub(1, Ordering::Release);

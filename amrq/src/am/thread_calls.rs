@@ -116,25 +116,26 @@ impl OwnSlots {
     /// Opens a call to `target` in a free slot of this sender's (taking another block
     /// if all are busy): its word.
     pub(super) fn open(&mut self, table: &ThreadCalls, target: Rank) -> Result<u64, AmError> {
-        let mine = self.blocks.len() * BLOCK;
-        for k in 0..mine {
-            let i = (self.cursor + k) % mine;
-            let word = (self.blocks[i / BLOCK] * BLOCK + i % BLOCK) as u64 | THREAD_CALL;
-            let s = table.slot(word).expect("a block of this sender's");
-            if s.is_free() {
-                self.cursor = i + 1;
-                s.open(target);
-                return Ok(word);
+        loop {
+            let mine = self.blocks.len() * BLOCK;
+            for k in 0..mine {
+                let i = (self.cursor + k) % mine;
+                let word = (self.blocks[i / BLOCK] * BLOCK + i % BLOCK) as u64 | THREAD_CALL;
+                let s = table.slot(word).expect("a block of this sender's");
+                if s.is_free() {
+                    self.cursor = i + 1;
+                    s.open(target);
+                    return Ok(word);
+                }
             }
+            // All busy (a spare block may hold calls of a dropped sender still in
+            // flight: its slots are looked at as any other's).
+            let block = table.take_block().ok_or(AmError::TooManyCalls {
+                max: BLOCK * BLOCKS,
+            })?;
+            self.blocks.push(block);
+            self.cursor = mine;
         }
-        let block = table.take_block().ok_or(AmError::TooManyCalls {
-            max: BLOCK * BLOCKS,
-        })?;
-        self.blocks.push(block);
-        self.cursor = mine + 1;
-        let word = (block * BLOCK) as u64 | THREAD_CALL;
-        table.slot(word).expect("a new block").open(target);
-        Ok(word)
     }
 
     /// Frees the slot of a call that could not be sent.
@@ -169,6 +170,8 @@ impl OwnSlots {
 /// ```
 pub struct Answer<'a, R> {
     table: &'a ThreadCalls,
+    /// Whether the rank's thread, which lands the answer, still serves.
+    threads: &'a super::sender::Threads,
     word: u64,
     /// The outcome was taken: nothing to abandon.
     taken: bool,
@@ -176,9 +179,14 @@ pub struct Answer<'a, R> {
 }
 
 impl<'a, R: Args> Answer<'a, R> {
-    pub(super) fn new(table: &'a ThreadCalls, word: u64) -> Self {
+    pub(super) fn new(
+        table: &'a ThreadCalls,
+        threads: &'a super::sender::Threads,
+        word: u64,
+    ) -> Self {
         Self {
             table,
+            threads,
             word,
             taken: false,
             answer: std::marker::PhantomData,
@@ -271,6 +279,9 @@ impl<'a, R: Args> Answer<'a, R> {
                 continue;
             }
             self.check(s.target())?; // dropped on the way out: abandoned
+            if let Some(e) = self.threads.unserved_here() {
+                return Err(e);
+            }
             s.sleep(NAP);
         }
         self.taken = true;

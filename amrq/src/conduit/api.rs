@@ -797,7 +797,8 @@ pub trait Conduit {
     /// Frames of `rank` this endpoint has taken from the channels received with
     /// another ([`ChannelSpec::received_with`](super::ChannelSpec::received_with)),
     /// which a rank's other threads send into: a layer above that must know all of
-    /// them arrived compares it with the count the sender gives. 0 where there are none.
+    /// them arrived compares it with the count the sender gives. 0 where there are none;
+    /// `u64::MAX` once such a channel was closed as corrupt (nothing more will come).
     ///
     /// ```
     /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitError, ConduitSpec, Message};

@@ -96,8 +96,9 @@ impl<F> CallSlot<F> {
     pub fn fail(&self, source: usize, failure: F) -> bool {
         let mut failure = Some(failure);
         self.land(source, |s| {
-            if let Ok(mut f) = s.failure.lock() {
-                *f = failure.take();
+            // A retry of the exchange finds the failure stored by the first try.
+            if let (Ok(mut f), Some(x)) = (s.failure.lock(), failure.take()) {
+                *f = Some(x);
             }
             FAILED
         })

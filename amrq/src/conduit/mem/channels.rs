@@ -127,7 +127,8 @@ pub(super) struct RxRing {
     /// ([`ChannelSpec::received_with`](crate::conduit::ChannelSpec::received_with)):
     /// which senders its hidden words may name. Empty for every other ring.
     pub(super) joined_senders: Box<[bool]>,
-    /// A joined ring's frames taken, by the sender they named (job ranks).
+    /// A joined ring's frames taken, by the sender they named (in its numbering, as
+    /// `joined_senders`).
     pub(super) joined_taken: Box<[Cell<u64>]>,
     /// Open while the ring is plain — `permitted`, not `hidden` and not `broken`: an
     /// Express frame is handed out as it is — else shut. The look's one compare of the
@@ -462,7 +463,12 @@ impl RxChannel {
     /// The sender of ring `s`, as far as the ring tells: a shared ring's senders are
     /// named in its frames only.
     pub(super) fn sender(&self, s: usize) -> Option<usize> {
-        self.shared_senders.is_empty().then_some(s)
+        let named_in_frames = !self.shared_senders.is_empty()
+            || self
+                .rings
+                .get(s)
+                .is_some_and(|r| !r.joined_senders.is_empty());
+        (!named_in_frames).then_some(s)
     }
 
     /// The first sender, from the cursor on (round-robin), whose ring has a frame.

@@ -233,7 +233,7 @@ impl MemConduit {
                 None => named,
             };
             if joined {
-                let taken = r.joined_taken.get(src)?;
+                let taken = r.joined_taken.get(named)?;
                 taken.set(taken.get() + 1);
                 return Some(src);
             }

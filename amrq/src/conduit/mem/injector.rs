@@ -149,13 +149,18 @@ impl MemConduit {
 
 impl MemConduit {
     /// [`Conduit::joined_taken`](crate::conduit::Conduit::joined_taken): the joined
-    /// rings' counts (a front's channels have none: injectors refuse there).
+    /// rings' counts (a front's channels have none: injectors refuse there). A joined
+    /// ring closed as corrupt gives nothing more: `u64::MAX`, so that nobody waits for
+    /// the rest of its frames.
     pub(super) fn taken_from_threads(&self, rank: Rank) -> u64 {
         let rings = self.rx.iter().flat_map(|c| c.rings.iter());
-        rings
-            .filter_map(|r| r.joined_taken.get(rank))
-            .map(std::cell::Cell::get)
-            .sum()
+        let joined = rings.filter(|r| !r.joined_senders.is_empty());
+        joined
+            .map(|r| match r.broken.get() {
+                true => u64::MAX,
+                false => r.joined_taken.get(rank).map_or(0, std::cell::Cell::get),
+            })
+            .fold(0, u64::saturating_add)
     }
 }
 
