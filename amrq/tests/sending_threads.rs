@@ -11,7 +11,6 @@ mod marker;
 
 use amrq::prelude::*;
 use std::cell::{Cell, RefCell};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -417,30 +416,12 @@ fn killed_while_sent_to(setup: Setup) -> amrq::Result<()> {
 
 /// `what` as `ranks` processes under `amrun`: its exit status, stdout and stderr.
 fn under_amrun(ranks: usize, what: &str, token: &str) -> (i32, String, String) {
-    let exe = std::env::current_exe().expect("test binary");
-    let out = Command::new(env!("CARGO_BIN_EXE_amrun"))
-        .args([
-            "-n",
-            &ranks.to_string(),
-            "--bind",
-            "none",
-            "--timeout",
-            "120",
-        ])
-        .arg(exe)
-        .args(marker::child_args("sending_threads_rank"))
-        .env("AMRQ_TEST_SENDING", what)
-        .env("AMRQ_TEST_RANKS", ranks.to_string())
-        .env("AMRQ_TEST_TOKEN", token)
-        .stdin(Stdio::null())
-        .output()
-        .expect("amrun starts");
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (
-        out.status.code().unwrap_or(-1),
-        text(&out.stdout),
-        text(&out.stderr),
-    )
+    let env = [
+        ("AMRQ_TEST_SENDING", what.to_string()),
+        ("AMRQ_TEST_RANKS", ranks.to_string()),
+    ];
+    let amrun = env!("CARGO_BIN_EXE_amrun");
+    marker::under_amrun(amrun, "sending_threads_rank", ranks, &env, token)
 }
 
 #[test]

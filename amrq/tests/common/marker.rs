@@ -69,3 +69,33 @@ pub fn child_args(test: &str) -> Vec<OsString> {
         .map(OsString::from)
         .collect()
 }
+
+/// Test `test` of this test binary as `ranks` processes under `amrun` (`amrun_exe`, the
+/// test's `CARGO_BIN_EXE_amrun`), with the job's `token` and the variables `env`: its
+/// exit status, stdout and stderr.
+#[allow(dead_code)] // not every test binary runs its ranks under amrun
+pub fn under_amrun(
+    amrun_exe: &str,
+    test: &str,
+    ranks: usize,
+    env: &[(&str, String)],
+    token: &str,
+) -> (i32, String, String) {
+    let exe = std::env::current_exe().expect("test binary");
+    let n = ranks.to_string();
+    let out = std::process::Command::new(amrun_exe)
+        .args(["-n", &n, "--bind", "none", "--timeout", "120"])
+        .arg(exe)
+        .args(child_args(test))
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("AMRQ_TEST_TOKEN", token)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("amrun starts");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
