@@ -5,10 +5,11 @@
 //! one that started it): they see its state as `&S`, which need not be `Sync`, and
 //! replies to a thread's requests run there too.
 //!
-//! The job's end counts these requests: each `Sender` adds what it sent to each rank
-//! when it drops (before the rank can return, since it borrows the rank), the rank's
-//! `RETURNED` carries the sum, and the receiver treats the rank as returned only once it
-//! has taken that many from the shared ring.
+//! The job's end counts these requests: each `Sender` counts what it sent to each rank
+//! in counts registered with its rank (read when the rank returns: every sender that
+//! borrowed it is gone by then), the rank's `RETURNED` and its `FLUSH` carry the sums,
+//! and a receiver treats the rank as returned, and answers its flush, only once it has
+//! taken that many from the shared ring.
 
 use super::thread_calls::{OwnSlots, ThreadCalls};
 use super::{Am, AmError, Answer, Args, Call, Handler, RequestHandler, CALL_ARGS};
@@ -191,8 +192,8 @@ impl<S> Am<S, MemConduit> {
 
 impl<S> Am<S, MemConduit> {
     /// Runs `f(i, sender)` for `i` in `0..n` on `n` new threads of this rank, each with
-    /// its own [`Sender`], while this thread runs the rank's handlers (as
-    /// [`Am::wait_until`] does) until every one has returned; then their results, in
+    /// its own [`Sender`], while this thread runs the rank's handlers until every one
+    /// has returned; then their results, in
     /// order. The first error of any, or of this thread's waits, is returned once all
     /// have ended: this thread serves the rank until then whatever happens, so a thread
     /// waiting for room in a ring of this rank is never left waiting. A thread's panic
