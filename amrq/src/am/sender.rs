@@ -7,9 +7,9 @@
 //!
 //! The job's end counts these requests: each `Sender` counts what it sent to each rank
 //! in counts registered with its rank (read when the rank returns: every sender that
-//! borrowed it is gone by then), the rank's `RETURNED` and its `FLUSH` carry the sums,
-//! and a receiver treats the rank as returned, and answers its flush, only once it has
-//! taken that many from the shared ring.
+//! borrowed it is gone by then), the rank's `RETURNED` and `FLUSH` carry the sums, and
+//! a peer counts as returned, or its answer to a flush as an answer, only once it has
+//! taken that many from its shared ring.
 
 use super::thread_calls::{OwnSlots, ThreadCalls};
 use super::{Am, AmError, Answer, Args, Call, Handler, RequestHandler, CALL_ARGS};
