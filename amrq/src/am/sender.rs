@@ -1,5 +1,5 @@
 //! Requests from a rank's other threads: a [`Sender`] writes the destination's one
-//! shared ring for them ([`Config::sender_slots`](crate::Config::sender_slots)),
+//! shared ring for them (`Config::sender_slots`),
 //! reserving slots by compare-and-swap with no lock, and the destination polls that
 //! ring with its AM requests. Handlers run only on the thread that holds the rank (the
 //! one that started it): they see its state as `&S`, which need not be `Sync`, and
@@ -162,7 +162,7 @@ pub struct Sender<'a> {
 
 impl<S> Am<S, MemConduit> {
     /// A [`Sender`] for another thread of this rank. [`AmError::NoSenderRing`] unless
-    /// the job was started with [`Config::sender_slots`](crate::Config::sender_slots)
+    /// the job was started with `Config::sender_slots`
     /// (`AMRQ_SENDER_SLOTS`) above 0; [`ConduitError::Unsupported`] in a job across
     /// hosts.
     ///
@@ -544,7 +544,7 @@ impl<'a> Sender<'a> {
     }
 
     /// Largest Medium payload in bytes a sender carries (set by
-    /// [`Config::sender_slots`](crate::Config::sender_slots)).
+    /// `Config::sender_slots`).
     ///
     /// ```
     /// # use amrq::prelude::*;
