@@ -429,11 +429,18 @@ impl<'a> Sender<'a> {
     ///
     /// Args that leave no room for the call's word and the rank's do not compile:
     ///
-    /// ```compile_fail
-    /// # use amrq::prelude::*;
-    /// fn seven(sender: &mut amrq::am::Sender<'_>, c: Call<(u64, u64, u64, u64, u64, u64, u64), ()>) {
-    ///     let _ = sender.call(0, c, (0, 0, 0, 0, 0, 0, 0));
-    /// }
+    /// ```compile_fail,E0080
+    /// use amrq::prelude::*;
+    /// let mut cfg = Config::new();
+    /// cfg.sender_slots.set(64);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let mut t = HandlerTable::new();
+    ///     let seven = t.call("seven", |_s: &(), _ctx, _a: (u64, u64, u64, u64, u64, u64, u64)| Ok(()));
+    ///     let job = setup.start(t, ())?;
+    ///     let _ = job.sender()?.call(0, seven, (0, 0, 0, 0, 0, 0, 0));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
     /// ```
     pub fn call<A: Args, R: Args>(
         &mut self,

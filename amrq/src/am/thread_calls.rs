@@ -163,7 +163,7 @@ impl OwnSlots {
 ///         let answers = (0..100).map(|x| sender.call(peer, square, x + i as u64)).collect::<Result<Vec<_>, _>>()?;
 ///         answers.into_iter().map(|a| a.wait()).sum()
 ///     })?;
-///     assert_eq!(sums, [328_350, 338_250]);
+///     assert_eq!(sums, [328_350, 338_350]); // 0² + … + 99², 1² + … + 100²
 ///     Ok(job.barrier()?)
 /// })
 /// .unwrap();
