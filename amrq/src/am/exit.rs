@@ -90,17 +90,28 @@ impl<S, C: Conduit> Am<S, C> {
         if exit.done.replace(true) {
             return Ok(());
         }
-        // This rank's threads' requests to itself are served before it leaves too.
-        exit.from_threads[self.rank()].set(self.threads.sent_to(self.rank()));
-        if self.size() == 1 {
-            return self.wait_runtime(|_| self.all_returned());
+        // This rank's threads' requests to itself are served before it leaves too, and
+        // their replies run: a flush of its own follows them in its reply ring.
+        let me = self.rank();
+        let to_self = self.threads.sent_to(me);
+        exit.from_threads[me].set(to_self);
+        if self.size() == 1 && to_self == 0 {
+            return Ok(());
         }
         self.to_others(RETURNED, 0)?;
         self.wait_runtime(|_| self.all_returned())?;
         self.flush_round(FLUSH)?;
+        if to_self > 0 {
+            let args = [FLUSH, u64::from(exit.round.get()), to_self];
+            self.send_request(me, TAG_EXIT, &args, Payload::Inline(&[]))?;
+        }
         let failed = Cell::new(None);
         self.wait_runtime(|_| match self.ask_again() {
-            Ok(()) => self.heard_from_all(&exit.answered) && self.heard_from_all(&exit.flushed),
+            Ok(()) => {
+                self.heard_from_all(&exit.answered)
+                    && self.heard_from_all(&exit.flushed)
+                    && (to_self == 0 || exit.answered[me].get())
+            }
             Err(e) => {
                 failed.set(Some(e));
                 true
