@@ -39,6 +39,7 @@
 
 mod auth;
 mod conduit;
+mod interrupts;
 mod mac;
 mod net;
 mod ops;
@@ -49,7 +50,8 @@ pub(crate) mod sys;
 mod waker;
 mod wire;
 
-pub use conduit::{RawMessage, UcxAlarm, UcxConduit, UcxInterrupts};
+pub use conduit::{RawMessage, UcxConduit};
+pub use interrupts::{UcxAlarm, UcxInterrupts};
 pub use net::Card;
 pub use outbox::Coalesced;
 pub(crate) use start::{form, wire_up};
