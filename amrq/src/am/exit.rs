@@ -102,8 +102,7 @@ impl<S, C: Conduit> Am<S, C> {
         self.wait_runtime(|_| self.all_returned())?;
         self.flush_round(FLUSH)?;
         if to_self > 0 {
-            let args = [FLUSH, u64::from(exit.round.get()), to_self];
-            self.send_request(me, TAG_EXIT, &args, Payload::Inline(&[]))?;
+            self.exit_to(me, FLUSH, u64::from(exit.round.get()))?;
         }
         let failed = Cell::new(None);
         self.wait_runtime(|_| match self.ask_again() {
@@ -125,16 +124,9 @@ impl<S, C: Conduit> Am<S, C> {
     /// ring than the round's, so it may serve the round first).
     fn ask_again(&self) -> Result<(), AmError> {
         let exit = &self.exit;
+        let round = u64::from(exit.round.get());
         for dest in (0..self.size()).filter(|&r| exit.short[r].replace(false)) {
-            let args = [
-                exit.kind.get(),
-                u64::from(exit.round.get()),
-                self.threads.sent_to(dest),
-            ];
-            match self.send_request(dest, TAG_EXIT, &args, Payload::Inline(&[])) {
-                Err(e) if e.conduit() == Some(&ConduitError::PeerLeft { rank: dest }) => {}
-                sent => sent?,
-            }
+            self.exit_to(dest, exit.kind.get(), round)?;
         }
         Ok(())
     }
@@ -162,13 +154,19 @@ impl<S, C: Conduit> Am<S, C> {
     fn to_others(&self, kind: u64, round: u64) -> Result<(), AmError> {
         let me = self.rank();
         for dest in (0..self.size()).filter(|&r| r != me) {
-            let args = [kind, round, self.threads.sent_to(dest)];
-            match self.send_request(dest, TAG_EXIT, &args, Payload::Inline(&[])) {
-                Err(e) if e.conduit() == Some(&ConduitError::PeerLeft { rank: dest }) => {}
-                sent => sent?,
-            }
+            self.exit_to(dest, kind, round)?;
         }
         Ok(())
+    }
+
+    /// Sends `EXIT(kind, round, requests this rank's threads sent it)` to `dest`,
+    /// unless it has left the job.
+    fn exit_to(&self, dest: Rank, kind: u64, round: u64) -> Result<(), AmError> {
+        let args = [kind, round, self.threads.sent_to(dest)];
+        match self.send_request(dest, TAG_EXIT, &args, Payload::Inline(&[])) {
+            Err(e) if e.conduit() == Some(&ConduitError::PeerLeft { rank: dest }) => Ok(()),
+            sent => sent,
+        }
     }
 
     /// Starts a `FLUSH` or `CHECK` round: every other rank answers once it has handled

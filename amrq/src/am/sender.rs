@@ -534,17 +534,8 @@ impl<'a> Sender<'a> {
         args: &[u64],
         payload: &[u8],
     ) -> Result<bool, AmError> {
-        let msg = Message {
-            tag: handler.0,
-            args,
-            payload,
-            ..Message::default()
-        };
-        match self.injector.try_send(dest, &msg) {
-            Ok(()) => {
-                self.count(dest);
-                Ok(true)
-            }
+        match self.try_frame(dest, handler.0, args, payload) {
+            Ok(()) => Ok(true),
             Err(ConduitError::Busy) => Ok(false),
             Err(e) => Err(e.into()),
         }
@@ -568,14 +559,29 @@ impl<'a> Sender<'a> {
         self.injector.max_payload()
     }
 
-    /// Counts a request sent to `dest` (in range: the send took it).
+    /// One try to send a frame, counted if it went.
     #[inline(always)]
-    fn count(&self, dest: Rank) {
+    fn try_frame(
+        &mut self,
+        dest: Rank,
+        tag: u16,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), ConduitError> {
+        let msg = Message {
+            tag,
+            args,
+            payload,
+            ..Message::default()
+        };
+        self.injector.try_send(dest, &msg)?;
+        // `dest` is in range: the send took it.
         if let Some(n) = self.sent.get(dest) {
             // ORDERING: this sender alone writes its counts (no read-modify-write
             // needed); Release pairs with the Acquire load of `Threads::sent_to`.
             n.store(n.load(Ordering::Relaxed) + 1, Ordering::Release);
         }
+        Ok(())
     }
 
     /// Sends one frame, waiting for room: one try inline, anything else out of line.
@@ -587,18 +593,10 @@ impl<'a> Sender<'a> {
         args: &[u64],
         payload: &[u8],
     ) -> Result<(), AmError> {
-        let msg = Message {
-            tag,
-            args,
-            payload,
-            ..Message::default()
-        };
-        match self.injector.try_send(dest, &msg) {
-            // `dest` is in range: the send took it.
-            Ok(()) => self.count(dest),
-            Err(_) => self.send_when_room(dest, tag, args, payload)?,
+        match self.try_frame(dest, tag, args, payload) {
+            Ok(()) => Ok(()),
+            Err(_) => self.send_when_room(dest, tag, args, payload),
         }
-        Ok(())
     }
 
     /// [`Sender::send_frame`] past its first try: the try's error, or tries until there

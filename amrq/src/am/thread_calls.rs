@@ -294,14 +294,9 @@ impl<'a, R: Args> Answer<'a, R> {
 
     /// The job's liveness, as far as the call's target goes.
     fn check(&self, target: Rank) -> Result<(), AmError> {
-        let Some(boot) = self.table.boot.get() else {
-            return Ok(());
-        };
-        boot.check_peers()
-            .map_err(crate::conduit::ConduitError::from)?;
-        match boot.has_left(target) {
-            true => Err(crate::conduit::ConduitError::PeerLeft { rank: target }.into()),
-            false => Ok(()),
+        match self.table.boot.get() {
+            Some(boot) => Ok(crate::conduit::mem::check_peer(boot, target)?),
+            None => Ok(()),
         }
     }
 }

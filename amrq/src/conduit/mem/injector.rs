@@ -147,6 +147,17 @@ impl MemConduit {
     }
 }
 
+/// [`ConduitError::PeerDead`] if a rank of `boot`'s job has failed,
+/// [`ConduitError::PeerLeft`] if `rank` has left it: what a thread other than the
+/// endpoint's checks while it waits for `rank`.
+pub(crate) fn check_peer(boot: &crate::bootstrap::Boot, rank: Rank) -> Result<(), ConduitError> {
+    boot.check_peers()?;
+    match boot.has_left(rank) {
+        true => Err(ConduitError::PeerLeft { rank }),
+        false => Ok(()),
+    }
+}
+
 impl MemConduit {
     /// [`Conduit::joined_taken`](crate::conduit::Conduit::joined_taken): the joined
     /// rings' counts (a front's channels have none: injectors refuse there). A joined
@@ -213,11 +224,7 @@ impl Injector<'_> {
     /// assert!(eps[0].injector(0).unwrap().check_peer(1).is_ok());
     /// ```
     pub fn check_peer(&self, dest: Rank) -> Result<(), ConduitError> {
-        self.boot.check_peers()?;
-        match self.boot.has_left(dest) {
-            true => Err(ConduitError::PeerLeft { rank: dest }),
-            false => Ok(()),
-        }
+        check_peer(&self.boot, dest)
     }
 
     /// Sends `msg` (args, payload, tag and user flags) to `dest`'s shared ring of this

@@ -43,6 +43,7 @@ mod tests;
 
 pub use endpoint::{MemConduit, Parts, RegionOwner};
 pub use frame::MemFrame;
+pub(crate) use injector::check_peer;
 pub use injector::Injector;
 pub use interrupts::{Alarm, InterruptRx};
 pub use lane::ExpressLane;
