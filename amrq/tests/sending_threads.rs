@@ -2,7 +2,8 @@
 //! request handled exactly once, in order per thread, with checksums, its reply run on
 //! the sending rank's own thread; ranks as threads and as processes under `amrun`;
 //! ranks that return right after their threads sent (the job's end must still serve
-//! every request); a rank killed while its peers' threads send to it.
+//! every request); a rank killed while its peers' threads send to it; threads that put,
+//! get, add and enqueue at once.
 
 #![cfg(not(amrq_loom))]
 
@@ -10,6 +11,7 @@
 mod marker;
 
 use amrq::prelude::*;
+use amrq::rq::QueueId;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -330,20 +332,144 @@ fn a_sender_on_the_ranks_own_thread_fails_instead_of_waiting_for_itself() {
     out.unwrap_or_else(|e| panic!("{}", e.chain()));
 }
 
+/// Bytes of one thread's block in every rank's segment.
+const BLOCK: usize = 96;
+
+/// The bytes of put `seq` of thread `thread` of rank `src` into rank `dest`.
+fn block(src: usize, thread: usize, dest: usize, seq: u64) -> [u8; BLOCK] {
+    let v = value(src, thread, dest, seq);
+    std::array::from_fn(|i| (mix(v ^ i as u64) >> 7) as u8)
+}
+
+/// Put, get, atomics and enqueue from `threads` threads per rank at once, `per` of each
+/// to every rank: each thread puts its own block in every rank's segment and reads it
+/// back, adds to every rank's counter and enqueues into every rank's shared queue, which
+/// the rank's thread drains meanwhile (counted, checked in order per thread and summed).
+/// Fails on any wrong byte, count or sum.
+fn one_sided(setup: Setup, work: QueueId, threads: usize, per: u64) -> amrq::Result<()> {
+    let job = setup.start(HandlerTable::<()>::new(), ())?;
+    let (me, size) = (job.rank(), job.size());
+    let rma = job.rma();
+    let blocks = rma.alloc_symmetric(size * threads * BLOCK, 64)?;
+    let counter = rma.alloc_symmetric(8, 8)?;
+    job.barrier()?;
+    let at = |src: usize, thread: usize| blocks + (src * threads + thread) * BLOCK;
+    let all = (size * threads) as u64 * per;
+    let (mut count, mut sum, mut disorder) = (0u64, 0u64, 0u64);
+    std::thread::scope(|s| -> amrq::Result<()> {
+        let workers: Vec<_> = (0..threads)
+            .map(|thread| {
+                let mut sender = job.sender()?;
+                Ok(s.spawn(move || -> Result<(), amrq::Error> {
+                    let mut back = [0u8; BLOCK];
+                    for seq in 0..per {
+                        for dest in (0..size).map(|d| (d + me + thread) % size) {
+                            let b = block(me, thread, dest, seq);
+                            sender.put(dest, at(me, thread), &b)?;
+                            sender.get(dest, at(me, thread), &mut back)?;
+                            if back != b {
+                                return Err(format!("rank {me} thread {thread}: put {seq} to {dest} read back wrong").into());
+                            }
+                            let v = value(me, thread, dest, seq);
+                            sender.atomic(dest, counter, amrq::conduit::AtomicOp::FetchAdd(v & 0xffff))?;
+                            let p = payload(v, seq).unwrap_or_default();
+                            while !sender.enqueue(dest, work, &[thread as u64, seq, v], &p)? {
+                                std::thread::yield_now(); // full: the rank's thread drains it
+                            }
+                        }
+                    }
+                    Ok(())
+                }))
+            })
+            .collect::<amrq::Result<_>>()?;
+        let mut next = vec![0u64; size * threads];
+        let (mut args, mut buf) = ([0u64; 8], vec![0u8; 256]);
+        let mut progress = std::time::Instant::now();
+        while count < all {
+            if progress.elapsed() > std::time::Duration::from_secs(30) {
+                return Err(
+                    format!("rank {me}: {count} of {all} frames, then none for 30 s").into(),
+                );
+            }
+            match job.rq().dequeue(work, &mut args, &mut buf)? {
+                Some(d) => {
+                    progress = std::time::Instant::now();
+                    let key = d.source * threads + args[0] as usize;
+                    if next[key] != args[1] {
+                        disorder += 1;
+                    }
+                    next[key] = args[1] + 1;
+                    sum = sum.wrapping_add(mix(args[2]) ^ payload_sum(&buf[..d.len]));
+                    count += 1;
+                }
+                None => std::thread::yield_now(),
+            }
+        }
+        for w in workers {
+            w.join().expect("worker ran")?;
+        }
+        Ok(())
+    })?;
+    job.barrier()?; // every rank's threads are done
+    let mut want_counter = 0u64;
+    for src in 0..size {
+        for thread in 0..threads {
+            let mut last = [0u8; BLOCK];
+            rma.get(me, at(src, thread), &mut last)?;
+            if last != block(src, thread, me, per - 1) {
+                return Err(format!(
+                    "rank {me}: the last block of {src}'s thread {thread} is wrong"
+                )
+                .into());
+            }
+            for seq in 0..per {
+                want_counter = want_counter.wrapping_add(value(src, thread, me, seq) & 0xffff);
+            }
+        }
+    }
+    let got = (count, sum, disorder, rma.load(me, counter)?);
+    let want = (all, expected_sum(me, size, threads, per), 0, want_counter);
+    job.barrier()?;
+    match got == want {
+        true => Ok(()),
+        false => Err(format!(
+            "rank {me}: (frames, checksum, out of order, counter) {got:?}, expected {want:?}"
+        )
+        .into()),
+    }
+}
+
+#[test]
+fn threads_put_get_add_and_enqueue_exactly_once() {
+    for (ranks, threads, per) in [(2, 2, 2000), (3, 8, 200)] {
+        let (cfg, work) = queue_config();
+        let out = cfg.threads(ranks, |setup| one_sided(setup, work, threads, per));
+        out.unwrap_or_else(|e| panic!("{}", e.chain()));
+    }
+}
+
+/// [`config`] with the shared queue of [`one_sided`], small: its senders wait for room.
+fn queue_config() -> (Config, QueueId) {
+    let mut cfg = config(STRESS_SLOTS);
+    let work = cfg.add(amrq::rq::QueueSpec::new("work", 128).shared());
+    (cfg, work)
+}
+
 /// The processes' part.
 #[test]
 fn sending_threads_rank() {
     let Ok(what) = std::env::var("AMRQ_TEST_SENDING") else {
         return;
     };
-    let slots = match what.as_str() {
-        "return" => RETURN_SLOTS,
-        _ => STRESS_SLOTS,
-    };
-    config(slots).run(move |setup| {
+    let (mut cfg, work) = queue_config();
+    if what == "return" {
+        cfg.sender_slots.set(RETURN_SLOTS);
+    }
+    cfg.run(move |setup| {
         let rank = setup.rank();
         match what.as_str() {
             "stress" => check_here(stress(setup, 4, 1500)?, rank)?,
+            "one-sided" => one_sided(setup, work, 4, 500)?,
             "return" => drop(send_and_return(setup, None)?),
             "calls" => {
                 let served = calls(setup, 4, 1000)?;
@@ -427,7 +553,7 @@ fn under_amrun(ranks: usize, what: &str, token: &str) -> (i32, String, String) {
 #[test]
 fn threads_of_ranks_as_processes_send_exactly_once() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    for (ranks, what) in [(3, "stress"), (2, "return"), (2, "calls")] {
+    for (ranks, what) in [(3, "stress"), (2, "return"), (2, "calls"), (3, "one-sided")] {
         let token = marker::token();
         let (code, out, err) = under_amrun(ranks, what, &token);
         assert_eq!(code, 0, "{what}: stdout {out}\nstderr {err}");

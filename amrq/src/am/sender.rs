@@ -13,9 +13,9 @@
 
 use super::thread_calls::{OwnSlots, ThreadCalls};
 use super::{Am, AmError, Answer, Args, Call, Handler, RequestHandler, CALL_ARGS};
-use crate::conduit::mem::{Injector, MemConduit};
+use crate::conduit::mem::{Injector, MemConduit, Segments};
 use crate::conduit::{Conduit, ConduitError, Message, Rank};
-use crate::rq::QueueId;
+use crate::rq::{QueueId, RqError};
 use crate::util::Backoff;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -152,6 +152,10 @@ impl Drop for Serving<'_> {
 /// ```
 pub struct Sender<'a> {
     injector: Injector<'a>,
+    /// Injectors into the job's shared queues, by queue index (none for the others).
+    queues: Box<[Option<Injector<'a>>]>,
+    /// Every rank's segment, mapped here.
+    segments: Segments<'a>,
     threads: &'a Threads,
     /// Requests sent per destination (registered with the rank).
     sent: Counts,
@@ -185,9 +189,33 @@ impl<S> Am<S, MemConduit> {
             .position(|c| c.received_with == requests)
             .ok_or(AmError::NoSenderRing)?;
         let injector = conduit.injector(ch)?;
+        let channels = &conduit.caps().channels;
+        let queues = (0..channels.len())
+            .map(|q| {
+                let user_queue = q >= QueueId::FIRST_USER && channels[q].received_with.is_none();
+                match user_queue && channels[q].shared && !channels[q].interrupt {
+                    true => conduit.injector(q).map(Some),
+                    false => Ok(None),
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        let segments = conduit.segments_view()?;
         self.thread_calls.set_boot(conduit.boot());
-        Ok(Sender::new(injector, &self.threads, &self.thread_calls))
+        let ways = Ways {
+            injector,
+            queues,
+            segments,
+        };
+        Ok(Sender::new(ways, &self.threads, &self.thread_calls))
     }
+}
+
+/// How a sender reaches the job: the ring for threads' requests, the shared queues,
+/// the segments.
+struct Ways<'a> {
+    injector: Injector<'a>,
+    queues: Box<[Option<Injector<'a>>]>,
+    segments: Segments<'a>,
 }
 
 impl<S> Am<S, MemConduit> {
@@ -197,7 +225,9 @@ impl<S> Am<S, MemConduit> {
     /// order. The first error of any, or of this thread's waits, is returned once all
     /// have ended: this thread serves the rank until then whatever happens, so a thread
     /// waiting for room in a ring of this rank is never left waiting. A thread's panic
-    /// is resumed here after the others ended.
+    /// is resumed here after the others ended. The threads' error type is the caller's
+    /// (`AmError`, `amrq::Error` for one-sided operations and queues too, or its own),
+    /// named in the closure's signature; this thread's errors convert into it.
     ///
     /// A thread that sends to this rank needs this thread to poll: one that only joins
     /// its threads (as `std::thread::scope` does at its end) serves nothing meanwhile.
@@ -223,17 +253,18 @@ impl<S> Am<S, MemConduit> {
     /// .unwrap();
     /// assert_eq!(out, [vec![0, 1, 2, 3], vec![0, 1, 2, 3]]);
     /// ```
-    pub fn run_workers<T, F>(&self, n: usize, f: F) -> Result<Vec<T>, AmError>
+    pub fn run_workers<T, E, F>(&self, n: usize, f: F) -> Result<Vec<T>, E>
     where
         T: Send,
-        F: Fn(usize, Sender<'_>) -> Result<T, AmError> + Sync,
+        E: From<AmError> + Send,
+        F: Fn(usize, Sender<'_>) -> Result<T, E> + Sync,
     {
         let senders = (0..n)
             .map(|_| self.sender())
             .collect::<Result<Vec<_>, _>>()?;
         let ended = AtomicUsize::new(0);
         let (f, ended_ref) = (&f, &ended);
-        let mut first_error = None;
+        let mut first_error: Option<E> = None;
         let serving = Serving(&self.threads);
         let outcomes: Vec<_> = std::thread::scope(|s| {
             let handles: Vec<_> = senders
@@ -250,11 +281,11 @@ impl<S> Am<S, MemConduit> {
             // A runtime wait: its condition is the threads', not the handlers', and a
             // failure notice it runs is kept (returned below).
             if let Err(e) = self.wait_runtime(|_| all_ended()) {
-                first_error.get_or_insert(e);
+                first_error.get_or_insert_with(|| e.into());
                 // The rank is still served, a little more slowly, until they end.
                 while !all_ended() {
                     if let Err(e) = self.poll().map(drop).or_else(|e| self.keep_failure(e)) {
-                        first_error.get_or_insert(e);
+                        first_error.get_or_insert_with(|| e.into());
                     }
                     std::thread::sleep(ROOM_NAP);
                 }
@@ -263,7 +294,7 @@ impl<S> Am<S, MemConduit> {
         });
         drop(serving);
         if self.failure_kept.get() {
-            first_error.get_or_insert_with(|| self.kept_failure());
+            first_error.get_or_insert_with(|| self.kept_failure().into());
         }
         let mut out = Vec::with_capacity(n);
         for outcome in outcomes {
@@ -292,13 +323,15 @@ impl Drop for Ended<'_> {
 }
 
 impl<'a> Sender<'a> {
-    fn new(injector: Injector<'a>, threads: &'a Threads, calls: &'a ThreadCalls) -> Self {
+    fn new(ways: Ways<'a>, threads: &'a Threads, calls: &'a ThreadCalls) -> Self {
         // ORDERING: Relaxed: the count is read only after every sender's drop, whose
         // Release decrement orders this increment before it.
         threads.live.fetch_add(1, Ordering::Relaxed);
-        let sent = threads.register(injector.size());
+        let sent = threads.register(ways.injector.size());
         Self {
-            injector,
+            injector: ways.injector,
+            queues: ways.queues,
+            segments: ways.segments,
             threads,
             sent,
             calls,
@@ -412,7 +445,7 @@ impl<'a> Sender<'a> {
     ///     // Adds to this rank's counter; answers the value before.
     ///     let fetch_add = t.call("fetch_add", |n: &Cell<u64>, _ctx, k: u64| Ok(n.replace(n.get() + k)));
     ///     let job = setup.start(t, Cell::new(0))?;
-    ///     job.run_workers(3, |_, mut sender| {
+    ///     job.run_workers(3, |_, mut sender| -> Result<(), AmError> {
     ///         for _ in 0..100 {
     ///             sender.call(0, fetch_add, 1)?.wait()?;
     ///         }
@@ -559,6 +592,103 @@ impl<'a> Sender<'a> {
         self.injector.max_payload()
     }
 
+    /// Enqueues `args` (at most 7) and `payload` into shared queue `q` of `dest`, as
+    /// [`Rq::enqueue`](crate::rq::Rq::enqueue) does: `Ok(true)` committed, `Ok(false)`
+    /// the queue is full and nothing was committed. [`RqError::NotShared`] for a queue
+    /// not declared shared with Poll delivery (its rings have one writer each).
+    ///
+    /// ```
+    /// use amrq::{prelude::*, rq::QueueSpec};
+    /// let mut cfg = Config::new();
+    /// cfg.sender_slots.set(64);
+    /// let work = cfg.add(QueueSpec::new("work", 256).shared());
+    /// cfg.threads(2, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     job.run_workers(2, |i, mut sender| -> amrq::Result<()> {
+    ///         while !sender.enqueue(0, work, &[i as u64], b"item")? {} // full: try again
+    ///         Ok(())
+    ///     })?;
+    ///     job.barrier()?;
+    ///     if job.rank() == 0 {
+    ///         let (mut args, mut buf) = ([0u64; 8], [0u8; 8]);
+    ///         let mut got = 0;
+    ///         while let Some(d) = job.rq().dequeue(work, &mut args, &mut buf)? {
+    ///             assert_eq!(&buf[..d.len], b"item");
+    ///             got += 1;
+    ///         }
+    ///         assert_eq!(got, 4); // 2 ranks × 2 threads
+    ///     }
+    ///     job.barrier()
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn enqueue(
+        &mut self,
+        dest: Rank,
+        q: QueueId,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<bool, RqError> {
+        self.enqueue_tagged(dest, q, 0, args, payload)
+    }
+
+    /// [`Sender::enqueue`] with a 16-bit tag carried in the frame header.
+    ///
+    /// ```
+    /// use amrq::{conduit::ReceivedFrame, prelude::*, rq::{QueueSpec, RqError}};
+    /// let mut cfg = Config::new();
+    /// cfg.sender_slots.set(64);
+    /// let (shared, plain) = (cfg.add(QueueSpec::new("s", 16).shared()), cfg.add_queue(16));
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let mut sender = job.sender()?;
+    ///     assert!(sender.enqueue_tagged(0, shared, 42, &[], &[])?);
+    ///     let refused = sender.enqueue(0, plain, &[], &[]).unwrap_err();
+    ///     assert!(matches!(refused, RqError::NotShared { .. }), "{refused}");
+    ///     assert_eq!(job.rq().read_queue(shared)?.map(|f| f.tag()), Some(42));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn enqueue_tagged(
+        &mut self,
+        dest: Rank,
+        q: QueueId,
+        tag: u16,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<bool, RqError> {
+        let queue = q.index();
+        let Some(Some(injector)) = self.queues.get_mut(queue) else {
+            let channels = self.queues.len();
+            return Err(match queue {
+                _ if queue < QueueId::FIRST_USER => RqError::RuntimeQueue { queue },
+                _ if queue >= channels => ConduitError::NoSuchChannel {
+                    channel: queue,
+                    channels,
+                }
+                .into(),
+                _ => RqError::NotShared { queue },
+            });
+        };
+        let msg = Message {
+            tag,
+            args,
+            payload,
+            ..Message::default()
+        };
+        match injector.try_send(dest, &msg) {
+            Ok(()) => Ok(true),
+            Err(ConduitError::Busy) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Every rank's segment as mapped here (`rma`'s operations from threads).
+    pub(crate) fn segments(&self) -> &Segments<'a> {
+        &self.segments
+    }
+
     /// One try to send a frame, counted if it went.
     #[inline(always)]
     fn try_frame(
@@ -631,7 +761,12 @@ impl<'a> Sender<'a> {
 impl Clone for Sender<'_> {
     /// Another sender of the same rank, for one more thread.
     fn clone(&self) -> Self {
-        Self::new(self.injector.clone(), self.threads, self.calls)
+        let ways = Ways {
+            injector: self.injector.clone(),
+            queues: self.queues.clone(),
+            segments: self.segments.clone(),
+        };
+        Self::new(ways, self.threads, self.calls)
     }
 }
 

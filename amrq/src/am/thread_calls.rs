@@ -207,7 +207,7 @@ impl<'a, R: Args> Answer<'a, R> {
     ///     let mut t = HandlerTable::new();
     ///     let id = t.call("id", |_s: &(), _ctx, x: u64| Ok(x));
     ///     let job = setup.start(t, ())?;
-    ///     job.run_workers(1, |_, mut sender| {
+    ///     job.run_workers(1, |_, mut sender| -> Result<u64, AmError> {
     ///         let a = sender.call(0, id, 5)?;
     ///         assert_eq!(a.target(), 0);
     ///         a.wait()
@@ -231,7 +231,7 @@ impl<'a, R: Args> Answer<'a, R> {
     ///     let mut t = HandlerTable::new();
     ///     let id = t.call("id", |_s: &(), _ctx, x: u64| Ok(x));
     ///     let job = setup.start(t, ())?;
-    ///     job.run_workers(1, |_, mut sender| {
+    ///     job.run_workers(1, |_, mut sender| -> Result<(), AmError> {
     ///         let a = sender.call(0, id, 5)?;
     ///         while !a.is_ready() {} // rank 0's thread serves it meanwhile
     ///         assert_eq!(a.wait()?, 5);
@@ -261,7 +261,7 @@ impl<'a, R: Args> Answer<'a, R> {
     ///         _ => Err(AmError::from("odd")),
     ///     });
     ///     let job = setup.start(t, ())?;
-    ///     job.run_workers(1, |_, mut sender| {
+    ///     job.run_workers(1, |_, mut sender| -> Result<(), AmError> {
     ///         assert_eq!(sender.call(1, half, 8)?.wait()?, 4);
     ///         assert!(matches!(sender.call(1, half, 7)?.wait(), Err(AmError::RequestFailed(_))));
     ///         Ok(())

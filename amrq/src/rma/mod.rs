@@ -28,6 +28,10 @@
 //! for puts and atomics in flight. A get's bytes need a destination that outlives the
 //! call, so `get_nbi` through frames completes before it returns.
 //!
+//! **From a rank's other threads** (`from_threads.rs`), a [`Sender`](crate::am::Sender)
+//! puts, gets and applies atomics through the mapped segments, as the direct path does,
+//! without the rank's thread; on one host only, as its requests.
+//!
 //! **Ordering.** A put is in place, and its source buffer free, when the call returns.
 //! Its completion events ([`Completion`]) come after the data: a counter at the target
 //! incremented with Release ordering, a frame in a named queue at the target (whose
@@ -38,6 +42,7 @@ mod alloc;
 mod atomics;
 mod error;
 mod frames;
+mod from_threads;
 mod handle;
 mod scope;
 mod split_phase;

@@ -43,6 +43,14 @@ pub enum RqError {
         /// The queue.
         queue: usize,
     },
+    /// A rank's other threads enqueue only into shared Poll queues, whose senders
+    /// reserve slots by compare-and-swap; this one has a ring per sender, or is an
+    /// Interrupt queue.
+    #[error("queue {queue} is not a shared Poll queue: a rank's other threads enqueue only into queues declared QueueSpec::shared, with Poll delivery (added with Config::add)")]
+    NotShared {
+        /// The queue.
+        queue: usize,
+    },
     /// A blocking wait saw nothing arrive within its deadline.
     #[error("nothing arrived within {waited:?}")]
     Timeout {

@@ -21,7 +21,7 @@
 //! | `injector.rs` | [`Injector`]: a sender into a shared channel for another thread of the rank, lock-free beside the endpoint's own sends |
 //! | `lane.rs` | [`ExpressLane`]: one per-pair ring's addresses, for a send compiled into its caller (the C header's inline sends) |
 //! | `receive.rs` | the receive loop of `drain`: ring by ring, Express frames on plain rings handed out after one test; `drain_one`, a wait's one reply in one look per ring |
-//! | `one_sided.rs` | put, get and atomics: copies into mapped segments, processor atomics |
+//! | `one_sided.rs` | put, get and atomics: copies into mapped segments, processor atomics; [`Segments`], the same for another thread of the rank |
 //! | `frame.rs` | [`MemFrame`], a received frame in place, and the checks of its payload |
 //! | `tag_on.rs` | [`TagOnPool`], the receiver-side blocks of Tag-On messages |
 //! | `interrupts.rs` | [`InterruptRx`], the receive side of the Interrupt channels moved to a progress thread |
@@ -47,6 +47,7 @@ pub(crate) use injector::check_peer;
 pub use injector::Injector;
 pub use interrupts::{Alarm, InterruptRx};
 pub use lane::ExpressLane;
+pub use one_sided::Segments;
 pub use region::{Doorbell, HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC};
 pub use tag_on::TagOnPool;
 
