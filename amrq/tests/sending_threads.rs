@@ -3,12 +3,17 @@
 //! the sending rank's own thread; ranks as threads and as processes under `amrun`;
 //! ranks that return right after their threads sent (the job's end must still serve
 //! every request); a rank killed while its peers' threads send to it; threads that put,
-//! get, add and enqueue at once.
+//! get, add and enqueue at once. Between two namespace hosts (`common/rig.rs`, UCX over
+//! tcp) too, where the threads' frames leave through their rank's outbox.
 
 #![cfg(not(amrq_loom))]
 
 #[path = "common/marker.rs"]
 mod marker;
+#[path = "common/rig.rs"]
+mod rig;
+#[path = "common/ucx.rs"]
+mod ucx_common;
 
 use amrq::prelude::*;
 use amrq::rq::QueueId;
@@ -480,7 +485,7 @@ fn sending_threads_rank() {
                     return Err(format!("rank {rank} served {served} calls, not {want}").into());
                 }
             }
-            _ => killed_while_sent_to(setup)?,
+            what => killed_while_sent_to(setup, what == "killed-serving")?,
         }
         match marker::mark_ran(rank) {
             true => Ok(()),
@@ -508,8 +513,10 @@ fn check_here((count, sum, disorder): (u64, u64, u64), rank: usize) -> amrq::Res
 }
 
 /// Rank 1 kills itself (SIGKILL) once rank 0's threads are flooding it; rank 0's
-/// threads must end with the failure, not wait for room forever.
-fn killed_while_sent_to(setup: Setup) -> amrq::Result<()> {
+/// threads must end with the failure, not wait for room forever. Rank 0's thread only
+/// joins them, or, when `serving`, serves meanwhile (`run_workers`): across hosts its
+/// threads' frames leave through it.
+fn killed_while_sent_to(setup: Setup, serving: bool) -> amrq::Result<()> {
     let mut t = HandlerTable::new();
     let hit = t.request("hit", |n: &Cell<u64>, _ctx, _m| {
         n.set(n.get() + 1);
@@ -521,15 +528,20 @@ fn killed_while_sent_to(setup: Setup) -> amrq::Result<()> {
         // SAFETY: a plain system call on this process.
         unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
     }
+    let flood = |mut sender: amrq::am::Sender<'_>| -> Result<(), AmError> {
+        loop {
+            sender.request(1, hit, &[])?;
+        }
+    };
+    if serving {
+        job.run_workers(4, |_, sender| flood(sender))?;
+        return Err("the threads' sends to a killed rank all went".into());
+    }
     std::thread::scope(|s| -> amrq::Result<()> {
         let workers: Vec<_> = (0..4)
             .map(|_| {
-                let mut sender = job.sender()?;
-                Ok(s.spawn(move || -> Result<(), AmError> {
-                    loop {
-                        sender.request(1, hit, &[])?;
-                    }
-                }))
+                let sender = job.sender()?;
+                Ok(s.spawn(move || flood(sender)))
             })
             .collect::<amrq::Result<_>>()?;
         let errors: Vec<AmError> = workers
@@ -569,6 +581,56 @@ fn a_killed_rank_ends_the_job_while_threads_send_to_it() {
     let (code, out, err) = under_amrun(2, "killed", &token);
     assert_ne!(code, 0, "stdout {out}\nstderr {err}");
     assert!(err.contains("rank 1"), "the killed rank is named: {err}");
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "ended in {:?}",
+        started.elapsed()
+    );
+}
+
+/// `what` as `per_host` ranks on each of the 2 hosts of `rig`, started by amrq's
+/// launcher: how the job ended.
+fn on_two_hosts(rig: &rig::Rig, per_host: usize, what: &str, token: &str) -> amrq::launch::Outcome {
+    let mut l = rig.launcher(per_host, token, std::time::Duration::from_secs(180));
+    l.env.push(("AMRQ_TEST_SENDING".into(), what.into()));
+    l.env
+        .push(("AMRQ_TEST_RANKS".into(), (2 * per_host).to_string()));
+    let exe = std::env::current_exe().expect("test binary");
+    l.run(exe.as_os_str(), &marker::child_args("sending_threads_rank"))
+        .expect("job starts")
+}
+
+/// A rig of 2 hosts, or `None` where the test cannot run (it said why).
+fn two_hosts(test: &str) -> Option<rig::Rig> {
+    ucx_common::loopback_or_skip(test)?;
+    rig::Rig::or_skip(2, test)
+}
+
+#[test]
+fn threads_of_ranks_on_two_hosts_send_and_call_exactly_once() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(rig) = two_hosts("threads_of_ranks_on_two_hosts_send_and_call_exactly_once") else {
+        return;
+    };
+    // 2 ranks per host: each thread sends to ranks of its host and of the other.
+    for what in ["stress", "calls", "return"] {
+        let token = marker::token();
+        let out = on_two_hosts(&rig, 2, what, &token);
+        assert_eq!(out.code, 0, "{what}: {:?}", out.failure);
+        marker::all_ran(&token, 4);
+    }
+}
+
+#[test]
+fn a_rank_killed_on_another_host_ends_the_job_while_threads_send_to_it() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let test = "a_rank_killed_on_another_host_ends_the_job_while_threads_send_to_it";
+    let Some(rig) = two_hosts(test) else { return };
+    let started = std::time::Instant::now();
+    let out = on_two_hosts(&rig, 1, "killed-serving", &marker::token());
+    assert_ne!(out.code, 0, "{out:?}");
+    let f = out.failure.expect("a failure");
+    assert_eq!(f.rank, Some(1), "the killed rank is named: {f:?}");
     assert!(
         started.elapsed().as_secs() < 60,
         "ended in {:?}",

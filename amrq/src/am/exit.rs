@@ -98,6 +98,7 @@ impl<S, C: Conduit> Am<S, C> {
         if self.size() == 1 && to_self == 0 {
             return Ok(());
         }
+        self.forward_threads()?;
         self.to_others(RETURNED, 0)?;
         self.wait_runtime(|_| self.all_returned())?;
         self.flush_round(FLUSH)?;
@@ -117,6 +118,20 @@ impl<S, C: Conduit> Am<S, C> {
             }
         })?;
         failed.take().map_or(Ok(()), Err)
+    }
+
+    /// Sends on every frame this rank's threads left in its outbox (a job across
+    /// hosts), serving the rank meanwhile: its `RETURNED` must follow them.
+    fn forward_threads(&self) -> Result<(), AmError> {
+        let failed = Cell::new(None);
+        let conduit = self.rq().conduit();
+        self.wait_runtime(|_| {
+            conduit.forward_threads().unwrap_or_else(|e| {
+                failed.set(Some(e));
+                true
+            })
+        })?;
+        failed.take().map_or(Ok(()), |e| Err(e.into()))
     }
 
     /// Asks again, in the current round, each rank that answered it before taking every

@@ -3,7 +3,9 @@
 //! reserving slots by compare-and-swap with no lock, and the destination polls that
 //! ring with its AM requests. Handlers run only on the thread that holds the rank (the
 //! one that started it): they see its state as `&S`, which need not be `Sync`, and
-//! replies to a thread's requests run there too.
+//! replies to a thread's requests run there too. In a job across hosts a thread's
+//! frames wait in its rank's outbox, which the rank's thread empties when it polls,
+//! sending them on as its own (`Conduit::forward_threads`).
 //!
 //! The job's end counts these requests: each `Sender` counts what it sent to each rank
 //! in counts registered with its rank (read when the rank returns: every sender that
@@ -154,8 +156,8 @@ pub struct Sender<'a> {
     injector: Injector<'a>,
     /// Injectors into the job's shared queues, by queue index (none for the others).
     queues: Box<[Option<Injector<'a>>]>,
-    /// Every rank's segment, mapped here.
-    segments: Segments<'a>,
+    /// Every rank's segment, mapped here (one host only).
+    segments: Option<Segments<'a>>,
     threads: &'a Threads,
     /// Requests sent per destination (registered with the rank).
     sent: Counts,
@@ -166,9 +168,9 @@ pub struct Sender<'a> {
 
 impl<S> Am<S, MemConduit> {
     /// A [`Sender`] for another thread of this rank. [`AmError::NoSenderRing`] unless
-    /// the job was started with `Config::sender_slots`
-    /// (`AMRQ_SENDER_SLOTS`) above 0; [`ConduitError::Unsupported`] in a job across
-    /// hosts.
+    /// the job was started with `Config::sender_slots` (`AMRQ_SENDER_SLOTS`) above 0.
+    /// In a job across hosts, its frames wait in the rank's outbox until the rank's
+    /// thread next polls and sends them on as its own.
     ///
     /// ```
     /// use amrq::prelude::*;
@@ -199,7 +201,9 @@ impl<S> Am<S, MemConduit> {
                 }
             })
             .collect::<Result<_, _>>()?;
-        let segments = conduit.segments_view()?;
+        // A job across hosts maps only this host's segments: its threads' one-sided
+        // operations are refused (`Sender::segments`).
+        let segments = conduit.segments_view().ok();
         self.thread_calls.set_boot(conduit.boot());
         let ways = Ways {
             injector,
@@ -215,7 +219,7 @@ impl<S> Am<S, MemConduit> {
 struct Ways<'a> {
     injector: Injector<'a>,
     queues: Box<[Option<Injector<'a>>]>,
-    segments: Segments<'a>,
+    segments: Option<Segments<'a>>,
 }
 
 impl<S> Am<S, MemConduit> {
@@ -684,9 +688,12 @@ impl<'a> Sender<'a> {
         }
     }
 
-    /// Every rank's segment as mapped here (`rma`'s operations from threads).
-    pub(crate) fn segments(&self) -> &Segments<'a> {
-        &self.segments
+    /// Every rank's segment as mapped here (`rma`'s operations from threads);
+    /// [`ConduitError::Unsupported`] in a job across hosts.
+    pub(crate) fn segments(&self) -> Result<&Segments<'a>, ConduitError> {
+        self.segments.as_ref().ok_or(ConduitError::Unsupported {
+            what: "put, get and atomics from a rank's other threads in a job across hosts (make them on the rank's thread, job.rma())",
+        })
     }
 
     /// One try to send a frame, counted if it went.
@@ -745,8 +752,9 @@ impl<'a> Sender<'a> {
         while !self.try_request(dest, handler, args, payload)? {
             if backoff.is_yielding() {
                 self.injector.check_peer(dest)?;
-                if dest == self.rank() {
-                    // Its own rank's thread must make the room.
+                if dest == self.rank() || self.injector.forwards() {
+                    // Its own rank's thread must make the room (its ring, or the
+                    // outbox it sends on).
                     self.threads.unserved_here().map_or(Ok(()), Err)?;
                 }
                 std::thread::sleep(ROOM_NAP);

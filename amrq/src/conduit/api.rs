@@ -798,7 +798,9 @@ pub trait Conduit {
     /// another ([`ChannelSpec::received_with`](super::ChannelSpec::received_with)),
     /// which a rank's other threads send into: a layer above that must know all of
     /// them arrived compares it with the count the sender gives. 0 where there are none;
-    /// `u64::MAX` once such a channel was closed as corrupt (nothing more will come).
+    /// `u64::MAX` once such a channel was closed as corrupt (nothing more will come),
+    /// and where threads' frames never travel in them (a job across hosts: they go out
+    /// as the rank's own, [`Conduit::forward_threads`]).
     ///
     /// ```
     /// use amrq::conduit::{threads, ChannelSpec, Conduit, ConduitError, ConduitSpec, Message};
@@ -811,6 +813,21 @@ pub trait Conduit {
     fn joined_taken(&self, rank: Rank) -> u64 {
         let _ = rank;
         0
+    }
+
+    /// Sends on what this rank's other threads handed the endpoint to send, as far as
+    /// there is room: `Ok(true)` once nothing is left (at once where threads send
+    /// themselves). A rank of a job across hosts (`MemConduit::across`) holds its
+    /// threads' frames in an outbox that its drains empty too; the job's end empties it
+    /// before the rank says it has returned.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(1, &[16]).unwrap();
+    /// assert!(eps[0].forward_threads().unwrap()); // one host: threads write the rings
+    /// ```
+    fn forward_threads(&self) -> Result<bool, ConduitError> {
+        Ok(true)
     }
 
     /// True if the job has other ranks and all of them have left.

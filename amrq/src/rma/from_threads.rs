@@ -1,7 +1,9 @@
 //! One-sided operations from a rank's other threads: a [`Sender`] puts, gets and applies
 //! atomics through every rank's segment as mapped on this host, with the same checks and
 //! errors as [`Rma`](super::Rma)'s direct path. Each completes before it returns, and
-//! none needs the rank's thread: a copy or a processor atomic by the calling core.
+//! none needs the rank's thread: a copy or a processor atomic by the calling core. In a
+//! job across hosts they are refused (`ConduitError::Unsupported`): only this host's
+//! segments are mapped.
 
 use super::{bytes_of, bytes_of_mut, rma_error, RmaError, Word};
 use crate::am::Sender;
@@ -32,7 +34,9 @@ impl Sender<'_> {
     /// .unwrap();
     /// ```
     pub fn put(&self, rank: Rank, offset: usize, data: &[u8]) -> Result<(), RmaError> {
-        self.segments().put(rank, offset, data).map_err(rma_error)
+        self.segments()
+            .and_then(|s| s.put(rank, offset, data))
+            .map_err(rma_error)
     }
 
     /// Copies `buf.len()` bytes at `offset` of `rank`'s segment into `buf`.
@@ -58,7 +62,9 @@ impl Sender<'_> {
     /// .unwrap();
     /// ```
     pub fn get(&self, rank: Rank, offset: usize, buf: &mut [u8]) -> Result<(), RmaError> {
-        self.segments().get(rank, offset, buf).map_err(rma_error)
+        self.segments()
+            .and_then(|s| s.get(rank, offset, buf))
+            .map_err(rma_error)
     }
 
     /// [`Sender::put`] of a slice of numbers.
@@ -141,6 +147,8 @@ impl Sender<'_> {
     /// .unwrap();
     /// ```
     pub fn atomic(&self, rank: Rank, offset: usize, op: AtomicOp) -> Result<u64, RmaError> {
-        self.segments().atomic(rank, offset, op).map_err(rma_error)
+        self.segments()
+            .and_then(|s| s.atomic(rank, offset, op))
+            .map_err(rma_error)
     }
 }

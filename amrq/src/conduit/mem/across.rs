@@ -26,12 +26,14 @@
 //! ([`Conduit::take_interrupts`]).
 
 use super::channels::{Local, RxChannel, Tx, TxRing, CHECK_SLOWLY};
+use super::outbox::Outbox;
 use super::{HeapRegion, MemConduit, MemFrame, TagOnPool};
 use crate::conduit::cluster::ClusterConduit;
 use crate::conduit::combined::HalfFrame;
 use crate::conduit::ring::{FrameHeader, RawRing, MAX_ARGS};
 use crate::conduit::{Arming, Channel, Conduit, ConduitError, Message, PollSet, Rank};
 use std::cell::Cell;
+use std::sync::atomic::AtomicU32;
 
 /// Looks at channels that hold frames between two progress calls, at most.
 const LOOKS_PER_PROGRESS: u32 = 16;
@@ -51,6 +53,9 @@ pub(super) struct Across {
     placeholder: HeapRegion,
     /// Looks at a channel that held frames since the network last made progress.
     looks_since_progress: Cell<u32>,
+    /// The frames of the rank's other threads, which this front sends on (a job with
+    /// `sender_slots`).
+    pub(super) outbox: Option<Outbox>,
 }
 
 /// The front's [`Across`], owned through a raw pointer rather than a `Box`: the
@@ -145,12 +150,28 @@ impl Across {
 
     /// Sleeps until a frame may have arrived on one of `set`'s channels in either half,
     /// or `timeout` passes: both halves arm their wake-ups (the network's progresses
-    /// first), this front looks once more at the channels it took from them, then
-    /// waits on both words.
+    /// first), this front looks once more at the channels it took from them and at its
+    /// outbox, then waits on both words and the outbox's.
     pub(super) fn sleep(
         &self,
         set: &PollSet,
         timeout: std::time::Duration,
+    ) -> Result<(), ConduitError> {
+        let outbox = self.outbox.as_ref().map(Outbox::arm);
+        let slept = self.sleep_on_halves(set, timeout, outbox);
+        if let Some(o) = &self.outbox {
+            o.disarm();
+        }
+        slept
+    }
+
+    /// [`Across::sleep`] once the outbox (if any) is armed: its word, the value seen,
+    /// and whether a frame already waits there.
+    fn sleep_on_halves(
+        &self,
+        set: &PollSet,
+        timeout: std::time::Duration,
+        outbox: Option<(&AtomicU32, u32, bool)>,
     ) -> Result<(), ConduitError> {
         let (local, remote) = (self.cluster.local(), self.cluster.remote());
         let near = local.arm_arrival(set)?;
@@ -163,14 +184,22 @@ impl Across {
                 return Err(e);
             }
         };
-        let ready = set
-            .channels
-            .iter()
-            .any(|&ch| self.channel(ch).is_some_and(|c| c.next_ready().is_some()));
+        let ready = outbox.is_some_and(|o| o.2)
+            || set
+                .channels
+                .iter()
+                .any(|&ch| self.channel(ch).is_some_and(|c| c.next_ready().is_some()));
         match (near, far) {
             (Arming::Armed(n), Arming::Armed(f)) => {
                 if !ready {
-                    crate::util::futex::wait_any(&[(n.word, n.seen), (f.word, f.seen)], timeout);
+                    let words = [(n.word, n.seen), (f.word, f.seen)];
+                    match outbox {
+                        Some((word, seen, _)) => {
+                            let [a, b] = words;
+                            crate::util::futex::wait_any(&[a, b, (word, seen)], timeout)
+                        }
+                        None => crate::util::futex::wait_any(&words, timeout),
+                    }
                 }
                 local.disarm_arrival(set, n);
                 remote.disarm_arrival(set, f);
@@ -254,12 +283,15 @@ impl MemConduit {
         // Two slots (the least a ring has), page-aligned and zeroed: a placeholder that
         // the front's send sides name and never write.
         let placeholder = HeapRegion::new(RawRing::bytes(2))?;
+        let threads = caps.channels.iter().find(|c| c.received_with.is_some());
+        let outbox = threads.map(|c| Outbox::new(c.slots)).transpose()?;
         let across = AcrossOwner::new(Across {
             cluster,
             rx,
             refused: Cell::new(None),
             placeholder,
             looks_since_progress: Cell::new(0),
+            outbox,
         });
         let (ring_at, across_at) = (across.placeholder.base(), across.ptr());
         let tx = (0..caps.channels.len())
@@ -309,6 +341,22 @@ impl MemConduit {
         })
     }
 
+    /// [`Conduit::forward_threads`](crate::conduit::Conduit::forward_threads): a
+    /// front sends on its outbox's frames.
+    pub(super) fn forward_threads(&self) -> Result<bool, ConduitError> {
+        match self
+            .across
+            .as_ref()
+            .and_then(|a| Some((a.outbox.as_ref()?, &a.cluster)))
+        {
+            Some((outbox, cluster)) => {
+                cluster.remote().progress_now();
+                outbox.forward(cluster)
+            }
+            None => Ok(true),
+        }
+    }
+
     /// The cluster this endpoint fronts, if it is a rank of a job across hosts.
     ///
     /// ```
@@ -336,6 +384,9 @@ impl MemConduit {
             None => Err(Err(self.no_channel(ch))),
             Some(None) => Err(Err(ConduitError::DeliveredByInterrupts { channel: ch })),
             Some(Some(chan)) => {
+                if let Some(o) = a.outbox.as_ref().filter(|o| !o.is_empty()) {
+                    o.forward(&a.cluster).map_err(Err)?;
+                }
                 // Frames already here are served first: progress (a system call over
                 // tcp) would sit between a reply's arrival and its handler, on the
                 // round trip's path. At least every few looks all the same, so that a

@@ -889,6 +889,10 @@ impl Conduit for MemConduit {
         self.taken_from_threads(rank)
     }
 
+    fn forward_threads(&self) -> Result<bool, ConduitError> {
+        self.forward_threads()
+    }
+
     fn peer_left(&self, rank: Rank) -> bool {
         match &self.across {
             Some(a) => a.cluster.peer_left(rank),

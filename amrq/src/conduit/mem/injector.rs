@@ -12,6 +12,7 @@
 //! registered process), a `SeqCst` fence elsewhere.
 
 use super::channels::{with_hidden_word, Tx};
+use super::outbox::{hidden_word, Outbox};
 use super::region::Doorbell;
 use super::MemConduit;
 use crate::conduit::doorbell;
@@ -81,7 +82,12 @@ pub struct Injector<'a> {
     permitted: bool,
     /// The channel's doorbell bit, or 0 if it does not ring.
     notify_bit: u64,
+    /// Per destination; on a front, one: its outbox's.
     lanes: Box<[Lane]>,
+    /// Ranks in the job.
+    size: usize,
+    /// On a front: the outbox its frames wait in for the rank's thread to send them on.
+    outbox: Option<*const Outbox>,
     /// The job's liveness, for a sender that waits for room.
     boot: crate::bootstrap::Boot,
     endpoint: PhantomData<&'a MemConduit>,
@@ -111,7 +117,13 @@ impl MemConduit {
         if !self.caps.channels[ch].shared {
             return unsupported("an injector into a channel that is not shared");
         }
-        if self.across.is_some() || self.tx.len() < (ch + 1) * self.size {
+        if let Some(a) = &self.across {
+            return match &a.outbox {
+                Some(outbox) => Ok(self.forwarding_injector(ch, outbox)),
+                None => unsupported("an injector on a front without an outbox (no sender_slots)"),
+            };
+        }
+        if self.tx.len() < (ch + 1) * self.size {
             return unsupported("an injector on an endpoint whose rings are not all mapped");
         }
         let first = &self.tx[ch * self.size];
@@ -141,9 +153,39 @@ impl MemConduit {
             permitted: first.permitted,
             notify_bit: first.notify_bit,
             lanes: lanes.into(),
+            size: self.size,
+            outbox: None,
             boot: self.boot.clone(),
             endpoint: PhantomData,
         })
+    }
+
+    /// A front's injector into channel `ch`: every frame into `outbox`, whatever its
+    /// destination, with the channel's limits.
+    fn forwarding_injector(&self, ch: Channel, outbox: &Outbox) -> Injector<'_> {
+        let c = &self.caps.channels[ch];
+        let (ring, tail, prod) = outbox.lane();
+        let lane = Lane {
+            ring,
+            tail,
+            prod,
+            // Never rung (`notify_bit` is 0): the outbox wakes the rank itself.
+            doorbell: self.doorbell,
+            light_bit: 0,
+        };
+        Injector {
+            ch,
+            me: self.rank as u64,
+            max_args: c.max_args,
+            max_payload: c.max_payload.min(super::max_payload(ring.nslots())),
+            permitted: c.senders.allows(self.rank),
+            notify_bit: 0,
+            lanes: Box::new([lane]),
+            size: self.size,
+            outbox: Some(outbox),
+            boot: self.boot.clone(),
+            endpoint: PhantomData,
+        }
     }
 }
 
@@ -160,10 +202,15 @@ pub(crate) fn check_peer(boot: &crate::bootstrap::Boot, rank: Rank) -> Result<()
 
 impl MemConduit {
     /// [`Conduit::joined_taken`](crate::conduit::Conduit::joined_taken): the joined
-    /// rings' counts (a front's channels have none: injectors refuse there). A joined
+    /// rings' counts. A joined
     /// ring closed as corrupt gives nothing more: `u64::MAX`, so that nobody waits for
     /// the rest of its frames.
     pub(super) fn taken_from_threads(&self, rank: Rank) -> u64 {
+        if self.across.is_some() {
+            // A front's threads' frames go out as its own (its outbox): none is
+            // counted, and none is waited for.
+            return u64::MAX;
+        }
         let rings = self.rx.iter().flat_map(|c| c.rings.iter());
         let joined = rings.filter(|r| !r.joined_senders.is_empty());
         joined
@@ -198,7 +245,13 @@ impl Injector<'_> {
     /// assert_eq!(eps[0].injector(0).unwrap().size(), 3);
     /// ```
     pub fn size(&self) -> usize {
-        self.lanes.len()
+        self.size
+    }
+
+    /// True if its frames wait in the rank's outbox for the rank's thread to send them
+    /// on (a rank of a job across hosts), rather than going to their destination's ring.
+    pub fn forwards(&self) -> bool {
+        self.outbox.is_some()
     }
 
     /// The largest payload a frame carries.
@@ -234,10 +287,68 @@ impl Injector<'_> {
     /// rank may not send into, or an interrupt flag (an injector does not send those).
     #[inline]
     pub fn try_send(&mut self, dest: Rank, msg: &Message<'_>) -> Result<(), ConduitError> {
-        let size = self.lanes.len();
+        if let Some(outbox) = self.outbox {
+            return self.try_forward(outbox, dest, msg);
+        }
+        let header = self.checked(msg)?;
+        let (words, n) = with_hidden_word(self.me, msg.args);
+        let size = self.size;
         let Some(lane) = self.lanes.get_mut(dest) else {
             return Err(ConduitError::NoSuchRank { rank: dest, size });
         };
+        push(lane, header, &words[..n], msg.payload, dest, self.ch)?;
+        if self.notify_bit != 0 {
+            // SAFETY: the doorbell is inside the region the endpoint keeps mapped;
+            // atomic only.
+            let d = unsafe { &*lane.doorbell };
+            // As the endpoint's own sends: no fence where the receiver arms this bit
+            // with `membarrier`, which reaches every thread of this process.
+            let light = d.heavy.load(Ordering::Relaxed) & lane.light_bit != 0;
+            if doorbell::ring(&d.armed, &d.summary, &d.sleepers, self.notify_bit, light) {
+                // ORDERING: Release pairs with the sleeper's Acquire load of `wake`
+                // before it sleeps; the futex wake ends its sleep.
+                d.wake.fetch_add(1, Ordering::Release);
+                crate::util::futex::wake_all(&d.wake);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Injector::try_send`] on a front: into the outbox, the hidden word naming the
+    /// destination and channel; then wakes the rank's thread if it sleeps.
+    #[cold]
+    #[inline(never)]
+    fn try_forward(
+        &mut self,
+        outbox: *const Outbox,
+        dest: Rank,
+        msg: &Message<'_>,
+    ) -> Result<(), ConduitError> {
+        if dest >= self.size {
+            return Err(ConduitError::NoSuchRank {
+                rank: dest,
+                size: self.size,
+            });
+        }
+        let header = self.checked(msg)?;
+        let (words, n) = with_hidden_word(hidden_word(dest, self.ch), msg.args);
+        push(
+            &mut self.lanes[0],
+            header,
+            &words[..n],
+            msg.payload,
+            dest,
+            self.ch,
+        )?;
+        // SAFETY: the outbox is the front's, which the injector borrows.
+        unsafe { &*outbox }.wake();
+        Ok(())
+    }
+
+    /// The header of `msg` once it passed the channel's checks: args, payload,
+    /// permission, no interrupt flag.
+    #[inline(always)]
+    fn checked(&self, msg: &Message<'_>) -> Result<FrameHeader, ConduitError> {
         if msg.args.len() > self.max_args {
             return Err(ConduitError::TooManyArgs {
                 nargs: msg.args.len(),
@@ -257,41 +368,36 @@ impl Injector<'_> {
                 rank: self.me as Rank,
             });
         }
-        let header = FrameHeader {
+        Ok(FrameHeader {
             tag: msg.tag,
             flags: msg.flags & USER_FLAGS,
             ..FrameHeader::default()
-        };
-        let (words, n) = with_hidden_word(self.me, msg.args);
-        // SAFETY: the tail word is inside the region the endpoint keeps mapped.
-        let tail = unsafe { &*lane.tail };
-        if !lane
-            .prod
-            .try_push(&lane.ring, tail, header, &words[..n], msg.payload)
-        {
-            return Err(if lane.ring.is_closed() {
-                ConduitError::ChannelClosed {
-                    rank: dest,
-                    channel: self.ch,
-                }
-            } else {
-                ConduitError::Busy
-            });
-        }
-        if self.notify_bit != 0 {
-            // SAFETY: the doorbell is inside the region the endpoint keeps mapped;
-            // atomic only.
-            let d = unsafe { &*lane.doorbell };
-            // As the endpoint's own sends: no fence where the receiver arms this bit
-            // with `membarrier`, which reaches every thread of this process.
-            let light = d.heavy.load(Ordering::Relaxed) & lane.light_bit != 0;
-            if doorbell::ring(&d.armed, &d.summary, &d.sleepers, self.notify_bit, light) {
-                // ORDERING: Release pairs with the sleeper's Acquire load of `wake`
-                // before it sleeps; the futex wake ends its sleep.
-                d.wake.fetch_add(1, Ordering::Release);
-                crate::util::futex::wake_all(&d.wake);
-            }
-        }
-        Ok(())
+        })
     }
+}
+
+/// Writes one frame (hidden word first) into `lane`'s ring: [`ConduitError::Busy`] if
+/// it lacks room, [`ConduitError::ChannelClosed`] if its receiver closed it.
+#[inline(always)]
+fn push(
+    lane: &mut Lane,
+    header: FrameHeader,
+    words: &[u64],
+    payload: &[u8],
+    dest: Rank,
+    ch: Channel,
+) -> Result<(), ConduitError> {
+    // SAFETY: the tail word is inside the region (or the outbox) the endpoint keeps
+    // mapped.
+    let tail = unsafe { &*lane.tail };
+    if lane.prod.try_push(&lane.ring, tail, header, words, payload) {
+        return Ok(());
+    }
+    Err(match lane.ring.is_closed() {
+        true => ConduitError::ChannelClosed {
+            rank: dest,
+            channel: ch,
+        },
+        false => ConduitError::Busy,
+    })
 }

@@ -22,6 +22,7 @@
 //! | `lane.rs` | [`ExpressLane`]: one per-pair ring's addresses, for a send compiled into its caller (the C header's inline sends) |
 //! | `receive.rs` | the receive loop of `drain`: ring by ring, Express frames on plain rings handed out after one test; `drain_one`, a wait's one reply in one look per ring |
 //! | `one_sided.rs` | put, get and atomics: copies into mapped segments, processor atomics; [`Segments`], the same for another thread of the rank |
+//! | `outbox.rs` | a front's outbox: its threads' frames, which its thread sends on through the cluster |
 //! | `frame.rs` | [`MemFrame`], a received frame in place, and the checks of its payload |
 //! | `tag_on.rs` | [`TagOnPool`], the receiver-side blocks of Tag-On messages |
 //! | `interrupts.rs` | [`InterruptRx`], the receive side of the Interrupt channels moved to a progress thread |
@@ -35,6 +36,7 @@ mod injector;
 mod interrupts;
 mod lane;
 mod one_sided;
+mod outbox;
 mod receive;
 mod region;
 mod tag_on;

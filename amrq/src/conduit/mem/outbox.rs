@@ -1,0 +1,169 @@
+//! A front's outbox: in a job across hosts, the rank's other threads cannot send
+//! through the network themselves (the cluster conduit is the rank's thread's), so their
+//! injectors write one shared ring in this process, reserving slots by compare-and-swap
+//! as on one host, and the rank's thread sends each frame on through the cluster when
+//! it next looks at a channel. A frame's hidden word names its destination and channel
+//! instead of its sender; at the destination it is the rank's own frame, in the order
+//! the rank's thread sent it on.
+//!
+//! The rank's thread may be asleep when a thread writes: it sleeps on the outbox's word
+//! too, and a writer that finds it asleep (a `SeqCst` fence between its frame and that
+//! look, paired with the sleeper's between its flag and its last look at the ring)
+//! bumps the word and wakes it.
+
+use super::HeapRegion;
+use crate::conduit::cluster::ClusterConduit;
+use crate::conduit::ring::{Consumer, RawRing, RingMemory, SharedProducer};
+use crate::conduit::{Channel, Conduit, ConduitError, Message, Rank};
+use crate::sync::AtomicU64;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{fence, AtomicU32, Ordering};
+
+/// The frames of a front's threads, waiting for its thread to send them on.
+pub(super) struct Outbox {
+    /// The ring's memory (kept mapped while injectors write it).
+    _region: HeapRegion,
+    ring: RawRing,
+    /// The writers' shared tail.
+    tail: Box<AtomicU64>,
+    cons: Cell<Consumer>,
+    /// Where a frame's payload is copied before it is sent on.
+    payload: RefCell<Vec<u8>>,
+    /// Bumped by a writer that found the rank's thread asleep; that thread sleeps on it.
+    wake: AtomicU32,
+    /// The rank's thread is about to sleep, or sleeps.
+    sleeping: AtomicU32,
+}
+
+// SAFETY: the ring is written by injectors in other threads only through the shared
+// ring's protocol (slots reserved by compare-and-swap on `tail`, published by Release
+// stores) and read by the rank's thread alone; `wake` and `sleeping` are atomics. The
+// cells are the rank's thread's (the front that holds the outbox is not `Sync`).
+unsafe impl Send for Outbox {}
+
+impl Outbox {
+    /// An outbox of `slots` 64-byte slots (a power of two ≥ 2).
+    pub(super) fn new(slots: u64) -> Result<Self, ConduitError> {
+        let region = HeapRegion::new(RawRing::bytes(slots))?;
+        // SAFETY: page-aligned, room for `slots` slots, used only as this ring, kept
+        // mapped by `_region` for as long as the outbox lives.
+        let ring = unsafe { RawRing::new(region.base(), slots) };
+        ring.init(0);
+        Ok(Self {
+            _region: region,
+            ring,
+            tail: Box::new(AtomicU64::new(0)),
+            cons: Cell::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
+            payload: RefCell::new(Vec::new()),
+            wake: AtomicU32::new(0),
+            sleeping: AtomicU32::new(0),
+        })
+    }
+
+    /// The ring and its tail, for an injector (a producer of its own from the head as
+    /// it is now).
+    pub(super) fn lane(&self) -> (RawRing, *const AtomicU64, SharedProducer) {
+        // ORDERING: Acquire, as every producer's view of the head (pairs with the
+        // consumer's Release store of it); an older view only makes a reservation look
+        // again.
+        let head = self.ring.head().load(Ordering::Acquire);
+        (self.ring, &*self.tail, SharedProducer::new(head))
+    }
+
+    /// After a writer published a frame: wakes the rank's thread if it sleeps.
+    pub(super) fn wake(&self) {
+        // ORDERING: SeqCst pairs with the sleeper's fence between its flag and its last
+        // look at the ring: either it sees this frame or this sees its flag.
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::Relaxed) != 0 {
+            // ORDERING: Release pairs with the sleeper's Acquire load of `wake`.
+            self.wake.fetch_add(1, Ordering::Release);
+            crate::util::futex::wake_all(&self.wake);
+        }
+    }
+
+    /// Before this rank's thread sleeps: its word and value to sleep on, and whether a
+    /// frame is already waiting (then it must not sleep). [`Outbox::disarm`] after.
+    pub(super) fn arm(&self) -> (&AtomicU32, u32, bool) {
+        // ORDERING: Acquire pairs with a writer's Release bump.
+        let seen = self.wake.load(Ordering::Acquire);
+        self.sleeping.store(1, Ordering::Relaxed);
+        // ORDERING: SeqCst pairs with the writers' fence in `wake`.
+        fence(Ordering::SeqCst);
+        (&self.wake, seen, !self.is_empty())
+    }
+
+    /// After this rank's thread woke.
+    pub(super) fn disarm(&self) {
+        self.sleeping.store(0, Ordering::Relaxed);
+    }
+
+    /// True if no frame waits.
+    pub(super) fn is_empty(&self) -> bool {
+        let mut cons = self.cons.get();
+        let ready = cons.ready(&self.ring);
+        self.cons.set(cons);
+        !ready
+    }
+
+    /// Sends on the waiting frames, in order, through `cluster`, until one is refused
+    /// for want of room (it stays first) or none is left: `Ok(true)` once none is.
+    /// Channel `ch`'s frames go to the channel they are received with, if any. A
+    /// frame the cluster refuses for any other reason is dropped and that refusal
+    /// returned: the thread that wrote it was told it was sent.
+    pub(super) fn forward(&self, cluster: &ClusterConduit) -> Result<bool, ConduitError> {
+        let mut cons = self.cons.get();
+        let out = self.forward_with(cluster, &mut cons);
+        self.cons.set(cons);
+        out
+    }
+
+    fn forward_with(
+        &self,
+        cluster: &ClusterConduit,
+        cons: &mut Consumer,
+    ) -> Result<bool, ConduitError> {
+        let mut payload = self.payload.borrow_mut();
+        loop {
+            // Written by this process's threads, whose frames are whole by construction:
+            // a corrupt one would be this process's own bug.
+            let Some(f) = cons.peek(&self.ring).ok().flatten() else {
+                return Ok(true);
+            };
+            let words = cons.read_args(&self.ring, &f);
+            let n = f.header.nargs as usize;
+            let (dest, ch) = to_where(words[0]);
+            payload.resize(f.header.len as usize, 0);
+            cons.read_payload(&self.ring, &f, &mut payload);
+            let ch = cluster
+                .caps()
+                .channels
+                .get(ch)
+                .and_then(|c| c.received_with)
+                .unwrap_or(ch);
+            let msg = Message {
+                tag: f.header.tag,
+                flags: f.header.flags,
+                args: &words[1..n.max(1)],
+                payload: &payload,
+            };
+            match cluster.try_send(dest, ch, &msg) {
+                Err(ConduitError::Busy) => return Ok(false),
+                sent => {
+                    cons.release(&self.ring, &f);
+                    sent?;
+                }
+            }
+        }
+    }
+}
+
+/// The hidden word of an outbox frame for `dest` on channel `ch`.
+pub(super) fn hidden_word(dest: Rank, ch: Channel) -> u64 {
+    dest as u64 | (ch as u64) << 32
+}
+
+/// The destination and channel a hidden word names.
+fn to_where(word: u64) -> (Rank, Channel) {
+    ((word & 0xffff_ffff) as Rank, (word >> 32) as Channel)
+}
