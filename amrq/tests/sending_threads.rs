@@ -350,8 +350,15 @@ fn block(src: usize, thread: usize, dest: usize, seq: u64) -> [u8; BLOCK] {
 /// to every rank: each thread puts its own block in every rank's segment and reads it
 /// back, adds to every rank's counter and enqueues into every rank's shared queue, which
 /// the rank's thread drains meanwhile (counted, checked in order per thread and summed).
-/// Fails on any wrong byte, count or sum.
-fn one_sided(setup: Setup, work: QueueId, threads: usize, per: u64) -> amrq::Result<()> {
+/// Fails on any wrong byte, count or sum. Without `rma` (a job across hosts), the
+/// threads only enqueue, and their puts are refused, saying so.
+fn one_sided(
+    setup: Setup,
+    work: QueueId,
+    threads: usize,
+    per: u64,
+    rma_too: bool,
+) -> amrq::Result<()> {
     let job = setup.start(HandlerTable::<()>::new(), ())?;
     let (me, size) = (job.rank(), job.size());
     let rma = job.rma();
@@ -367,20 +374,29 @@ fn one_sided(setup: Setup, work: QueueId, threads: usize, per: u64) -> amrq::Res
                 let mut sender = job.sender()?;
                 Ok(s.spawn(move || -> Result<(), amrq::Error> {
                     let mut back = [0u8; BLOCK];
+                    if !rma_too {
+                        let refused = sender.put(me, at(me, thread), &[0; BLOCK]).unwrap_err();
+                        if !refused.to_string().contains("across hosts") {
+                            return Err(format!("a put across hosts: {refused}").into());
+                        }
+                    }
                     for seq in 0..per {
                         for dest in (0..size).map(|d| (d + me + thread) % size) {
+                            let v = value(me, thread, dest, seq);
+                            let p = payload(v, seq).unwrap_or_default();
+                            while !sender.enqueue(dest, work, &[thread as u64, seq, v], &p)? {
+                                std::thread::yield_now(); // full: the rank's thread drains it
+                            }
+                            if !rma_too {
+                                continue;
+                            }
                             let b = block(me, thread, dest, seq);
                             sender.put(dest, at(me, thread), &b)?;
                             sender.get(dest, at(me, thread), &mut back)?;
                             if back != b {
                                 return Err(format!("rank {me} thread {thread}: put {seq} to {dest} read back wrong").into());
                             }
-                            let v = value(me, thread, dest, seq);
                             sender.atomic(dest, counter, amrq::conduit::AtomicOp::FetchAdd(v & 0xffff))?;
-                            let p = payload(v, seq).unwrap_or_default();
-                            while !sender.enqueue(dest, work, &[thread as u64, seq, v], &p)? {
-                                std::thread::yield_now(); // full: the rank's thread drains it
-                            }
                         }
                     }
                     Ok(())
@@ -417,7 +433,7 @@ fn one_sided(setup: Setup, work: QueueId, threads: usize, per: u64) -> amrq::Res
     })?;
     job.barrier()?; // every rank's threads are done
     let mut want_counter = 0u64;
-    for src in 0..size {
+    for src in (0..size).filter(|_| rma_too) {
         for thread in 0..threads {
             let mut last = [0u8; BLOCK];
             rma.get(me, at(src, thread), &mut last)?;
@@ -448,7 +464,7 @@ fn one_sided(setup: Setup, work: QueueId, threads: usize, per: u64) -> amrq::Res
 fn threads_put_get_add_and_enqueue_exactly_once() {
     for (ranks, threads, per) in [(2, 2, 2000), (3, 8, 200)] {
         let (cfg, work) = queue_config();
-        let out = cfg.threads(ranks, |setup| one_sided(setup, work, threads, per));
+        let out = cfg.threads(ranks, |setup| one_sided(setup, work, threads, per, true));
         out.unwrap_or_else(|e| panic!("{}", e.chain()));
     }
 }
@@ -474,7 +490,8 @@ fn sending_threads_rank() {
         let rank = setup.rank();
         match what.as_str() {
             "stress" => check_here(stress(setup, 4, 1500)?, rank)?,
-            "one-sided" => one_sided(setup, work, 4, 500)?,
+            "one-sided" => one_sided(setup, work, 4, 500, true)?,
+            "enqueue" => one_sided(setup, work, 4, 500, false)?,
             "return" => drop(send_and_return(setup, None)?),
             "calls" => {
                 let served = calls(setup, 4, 1000)?;
@@ -607,13 +624,14 @@ fn two_hosts(test: &str) -> Option<rig::Rig> {
 }
 
 #[test]
-fn threads_of_ranks_on_two_hosts_send_and_call_exactly_once() {
+fn threads_of_ranks_on_two_hosts_send_call_and_enqueue_exactly_once() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(rig) = two_hosts("threads_of_ranks_on_two_hosts_send_and_call_exactly_once") else {
+    let Some(rig) = two_hosts("threads_of_ranks_on_two_hosts_send_call_and_enqueue_exactly_once")
+    else {
         return;
     };
     // 2 ranks per host: each thread sends to ranks of its host and of the other.
-    for what in ["stress", "calls", "return"] {
+    for what in ["stress", "calls", "return", "enqueue"] {
         let token = marker::token();
         let out = on_two_hosts(&rig, 2, what, &token);
         assert_eq!(out.code, 0, "{what}: {:?}", out.failure);

@@ -5,7 +5,8 @@
 //! Rings are FIFO per sender and queue, and handlers never send requests, so counting
 //! the rank's own messages is not needed; markers settle it (its other threads'
 //! requests travel in a shared ring: `RETURNED` says how many were sent, and the
-//! receiver counts what it took):
+//! receiver counts what it took; across hosts they leave through the rank's outbox as
+//! its own, which it empties before its `RETURNED`):
 //!
 //! | step | sends (runtime request `EXIT`) | done when |
 //! |---|---|---|
