@@ -350,15 +350,8 @@ fn block(src: usize, thread: usize, dest: usize, seq: u64) -> [u8; BLOCK] {
 /// to every rank: each thread puts its own block in every rank's segment and reads it
 /// back, adds to every rank's counter and enqueues into every rank's shared queue, which
 /// the rank's thread drains meanwhile (counted, checked in order per thread and summed).
-/// Fails on any wrong byte, count or sum. Without `rma` (a job across hosts), the
-/// threads only enqueue, and their puts are refused, saying so.
-fn one_sided(
-    setup: Setup,
-    work: QueueId,
-    threads: usize,
-    per: u64,
-    rma_too: bool,
-) -> amrq::Result<()> {
+/// Fails on any wrong byte, count or sum.
+fn one_sided(setup: Setup, work: QueueId, threads: usize, per: u64) -> amrq::Result<()> {
     let job = setup.start(HandlerTable::<()>::new(), ())?;
     let (me, size) = (job.rank(), job.size());
     let rma = job.rma();
@@ -368,49 +361,54 @@ fn one_sided(
     let at = |src: usize, thread: usize| blocks + (src * threads + thread) * BLOCK;
     let all = (size * threads) as u64 * per;
     let (mut count, mut sum, mut disorder) = (0u64, 0u64, 0u64);
+    // This thread serves while the workers run (across hosts their operations leave
+    // through it), until they have all ended; a stall makes them give up, and fails.
+    let (ended, give_up) = (AtomicU64::new(0), std::sync::atomic::AtomicBool::new(false));
+    let (ended, give_up) = (&ended, &give_up);
     std::thread::scope(|s| -> amrq::Result<()> {
         let workers: Vec<_> = (0..threads)
             .map(|thread| {
                 let mut sender = job.sender()?;
                 Ok(s.spawn(move || -> Result<(), amrq::Error> {
-                    let mut back = [0u8; BLOCK];
-                    if !rma_too {
-                        let refused = sender.put(me, at(me, thread), &[0; BLOCK]).unwrap_err();
-                        if !refused.to_string().contains("across hosts") {
-                            return Err(format!("a put across hosts: {refused}").into());
+                    let mut work_of_thread = || -> Result<(), amrq::Error> {
+                        let mut back = [0u8; BLOCK];
+                        for seq in 0..per {
+                            for dest in (0..size).map(|d| (d + me + thread) % size) {
+                                let v = value(me, thread, dest, seq);
+                                let p = payload(v, seq).unwrap_or_default();
+                                while !sender.enqueue(dest, work, &[thread as u64, seq, v], &p)? {
+                                    if give_up.load(Ordering::Relaxed) {
+                                        return Err("gave up".into());
+                                    }
+                                    std::thread::yield_now(); // full: the rank's thread drains it
+                                }
+                                let b = block(me, thread, dest, seq);
+                                sender.put(dest, at(me, thread), &b)?;
+                                sender.get(dest, at(me, thread), &mut back)?;
+                                if back != b {
+                                    return Err(format!("rank {me} thread {thread}: put {seq} to {dest} read back wrong").into());
+                                }
+                                let add = amrq::conduit::AtomicOp::FetchAdd(v & 0xffff);
+                                sender.atomic(dest, counter, add)?;
+                            }
                         }
-                    }
-                    for seq in 0..per {
-                        for dest in (0..size).map(|d| (d + me + thread) % size) {
-                            let v = value(me, thread, dest, seq);
-                            let p = payload(v, seq).unwrap_or_default();
-                            while !sender.enqueue(dest, work, &[thread as u64, seq, v], &p)? {
-                                std::thread::yield_now(); // full: the rank's thread drains it
-                            }
-                            if !rma_too {
-                                continue;
-                            }
-                            let b = block(me, thread, dest, seq);
-                            sender.put(dest, at(me, thread), &b)?;
-                            sender.get(dest, at(me, thread), &mut back)?;
-                            if back != b {
-                                return Err(format!("rank {me} thread {thread}: put {seq} to {dest} read back wrong").into());
-                            }
-                            sender.atomic(dest, counter, amrq::conduit::AtomicOp::FetchAdd(v & 0xffff))?;
-                        }
-                    }
-                    Ok(())
+                        Ok(())
+                    };
+                    let done = work_of_thread();
+                    ended.fetch_add(1, Ordering::Release);
+                    done
                 }))
             })
             .collect::<amrq::Result<_>>()?;
         let mut next = vec![0u64; size * threads];
         let (mut args, mut buf) = ([0u64; 8], vec![0u8; 256]);
-        let mut progress = std::time::Instant::now();
-        while count < all {
-            if progress.elapsed() > std::time::Duration::from_secs(30) {
-                return Err(
-                    format!("rank {me}: {count} of {all} frames, then none for 30 s").into(),
-                );
+        let (mut progress, mut stalled) = (std::time::Instant::now(), None);
+        while (count < all && stalled.is_none()) || ended.load(Ordering::Acquire) < threads as u64 {
+            if count < all && stalled.is_none() && progress.elapsed().as_secs() >= 30 {
+                stalled = Some(format!(
+                    "rank {me}: {count} of {all} frames, then none for 30 s"
+                ));
+                give_up.store(true, Ordering::Relaxed);
             }
             match job.rq().dequeue(work, &mut args, &mut buf)? {
                 Some(d) => {
@@ -426,14 +424,18 @@ fn one_sided(
                 None => std::thread::yield_now(),
             }
         }
-        for w in workers {
-            w.join().expect("worker ran")?;
+        let outcomes: Vec<_> = workers.into_iter().map(|w| w.join()).collect();
+        if let Some(e) = stalled {
+            return Err(e.into()); // the workers gave up because of it
+        }
+        for o in outcomes {
+            o.expect("worker ran")?;
         }
         Ok(())
     })?;
     job.barrier()?; // every rank's threads are done
     let mut want_counter = 0u64;
-    for src in (0..size).filter(|_| rma_too) {
+    for src in 0..size {
         for thread in 0..threads {
             let mut last = [0u8; BLOCK];
             rma.get(me, at(src, thread), &mut last)?;
@@ -464,7 +466,7 @@ fn one_sided(
 fn threads_put_get_add_and_enqueue_exactly_once() {
     for (ranks, threads, per) in [(2, 2, 2000), (3, 8, 200)] {
         let (cfg, work) = queue_config();
-        let out = cfg.threads(ranks, |setup| one_sided(setup, work, threads, per, true));
+        let out = cfg.threads(ranks, |setup| one_sided(setup, work, threads, per));
         out.unwrap_or_else(|e| panic!("{}", e.chain()));
     }
 }
@@ -490,8 +492,7 @@ fn sending_threads_rank() {
         let rank = setup.rank();
         match what.as_str() {
             "stress" => check_here(stress(setup, 4, 1500)?, rank)?,
-            "one-sided" => one_sided(setup, work, 4, 500, true)?,
-            "enqueue" => one_sided(setup, work, 4, 500, false)?,
+            "one-sided" => one_sided(setup, work, 4, 200)?,
             "return" => drop(send_and_return(setup, None)?),
             "calls" => {
                 let served = calls(setup, 4, 1000)?;
@@ -624,14 +625,15 @@ fn two_hosts(test: &str) -> Option<rig::Rig> {
 }
 
 #[test]
-fn threads_of_ranks_on_two_hosts_send_call_and_enqueue_exactly_once() {
+fn threads_of_ranks_on_two_hosts_send_call_put_get_and_enqueue_exactly_once() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(rig) = two_hosts("threads_of_ranks_on_two_hosts_send_call_and_enqueue_exactly_once")
+    let Some(rig) =
+        two_hosts("threads_of_ranks_on_two_hosts_send_call_put_get_and_enqueue_exactly_once")
     else {
         return;
     };
     // 2 ranks per host: each thread sends to ranks of its host and of the other.
-    for what in ["stress", "calls", "return", "enqueue"] {
+    for what in ["stress", "calls", "return", "one-sided"] {
         let token = marker::token();
         let out = on_two_hosts(&rig, 2, what, &token);
         assert_eq!(out.code, 0, "{what}: {:?}", out.failure);

@@ -15,12 +15,12 @@
 
 use super::thread_calls::{OwnSlots, ThreadCalls};
 use super::{Am, AmError, Answer, Args, Call, Handler, RequestHandler, CALL_ARGS};
-use crate::conduit::mem::{Injector, MemConduit, Segments};
+use crate::conduit::mem::{Injector, MemConduit, Segments, ThreadOp, ThreadOpKind};
 use crate::conduit::{Conduit, ConduitError, Message, Rank};
 use crate::rq::{QueueId, RqError};
 use crate::util::Backoff;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long a sender that found no room sleeps between tries once it has spun.
@@ -111,10 +111,12 @@ impl Drop for Serving<'_> {
 
 /// Sends AM requests from a thread of a rank other than the one that holds it: made by
 /// [`Am::sender`] on the rank's thread and moved to the worker (`Send`, not `Sync`: one
-/// per thread; [`Clone`] makes another). Requests go to the destination's shared ring
-/// for threads, which its rank polls with its AM requests; the handlers run on the
-/// destination rank's thread, and a reply to a thread's request runs on the sending
-/// rank's thread. A frame carries at most 7 args (the eighth word names the rank).
+/// per thread; [`Clone`] makes another). On one host requests go to the destination's
+/// shared ring for threads, which its rank polls with its AM requests; across hosts
+/// they wait in this rank's outbox until its thread polls and sends them on. The
+/// handlers run on the destination rank's thread, and a reply to a thread's request
+/// runs on the sending rank's thread. A frame carries at most 7 args (the eighth word
+/// names the rank).
 ///
 /// ```
 /// use amrq::prelude::*;
@@ -202,7 +204,7 @@ impl<S> Am<S, MemConduit> {
             })
             .collect::<Result<_, _>>()?;
         // A job across hosts maps only this host's segments: its threads' one-sided
-        // operations are refused (`Sender::segments`).
+        // operations go through the rank's outbox (`Sender::through_rank`).
         let segments = conduit.segments_view().ok();
         self.thread_calls.set_boot(conduit.boot());
         let ways = Ways {
@@ -598,8 +600,11 @@ impl<'a> Sender<'a> {
 
     /// Enqueues `args` (at most 7) and `payload` into shared queue `q` of `dest`, as
     /// [`Rq::enqueue`](crate::rq::Rq::enqueue) does: `Ok(true)` committed, `Ok(false)`
-    /// the queue is full and nothing was committed. [`RqError::NotShared`] for a queue
-    /// not declared shared with Poll delivery (its rings have one writer each).
+    /// the queue is full and nothing was committed (once `dest` has failed or left, its
+    /// error instead, so that a caller trying again learns it). [`RqError::NotShared`]
+    /// for a queue not declared shared with Poll delivery (its rings have one writer
+    /// each). In a job across hosts the rank's thread tries the enqueue when it next
+    /// polls, and this thread waits for its answer.
     ///
     /// ```
     /// use amrq::{prelude::*, rq::QueueSpec};
@@ -632,7 +637,7 @@ impl<'a> Sender<'a> {
         q: QueueId,
         args: &[u64],
         payload: &[u8],
-    ) -> Result<bool, RqError> {
+    ) -> Result<bool, AmError> {
         self.enqueue_tagged(dest, q, 0, args, payload)
     }
 
@@ -648,7 +653,7 @@ impl<'a> Sender<'a> {
     ///     let mut sender = job.sender()?;
     ///     assert!(sender.enqueue_tagged(0, shared, 42, &[], &[])?);
     ///     let refused = sender.enqueue(0, plain, &[], &[]).unwrap_err();
-    ///     assert!(matches!(refused, RqError::NotShared { .. }), "{refused}");
+    ///     assert!(matches!(refused, AmError::Rq(RqError::NotShared { .. })), "{refused}");
     ///     assert_eq!(job.rq().read_queue(shared)?.map(|f| f.tag()), Some(42));
     ///     Ok(())
     /// })
@@ -661,20 +666,29 @@ impl<'a> Sender<'a> {
         tag: u16,
         args: &[u64],
         payload: &[u8],
-    ) -> Result<bool, RqError> {
+    ) -> Result<bool, AmError> {
         let queue = q.index();
         let Some(Some(injector)) = self.queues.get_mut(queue) else {
             let channels = self.queues.len();
             return Err(match queue {
-                _ if queue < QueueId::FIRST_USER => RqError::RuntimeQueue { queue },
+                _ if queue < QueueId::FIRST_USER => RqError::RuntimeQueue { queue }.into(),
                 _ if queue >= channels => ConduitError::NoSuchChannel {
                     channel: queue,
                     channels,
                 }
                 .into(),
-                _ => RqError::NotShared { queue },
+                _ => RqError::NotShared { queue }.into(),
             });
         };
+        if injector.forwards() {
+            let what = ThreadOpKind::Enqueue {
+                ch: queue,
+                tag,
+                args,
+                payload,
+            };
+            return Ok(self.through_rank(dest, 0, what)?.outcome()? == 1);
+        }
         let msg = Message {
             tag,
             args,
@@ -683,17 +697,23 @@ impl<'a> Sender<'a> {
         };
         match injector.try_send(dest, &msg) {
             Ok(()) => Ok(true),
-            Err(ConduitError::Busy) => Ok(false),
+            Err(ConduitError::Busy) => {
+                // Full: a caller that tries again must learn if `dest` cannot make room.
+                self.injector.check_peer(dest)?;
+                match dest == self.rank() {
+                    true => self.threads.unserved_here().map_or(Ok(false), Err),
+                    false => Ok(false),
+                }
+            }
             Err(e) => Err(e.into()),
         }
     }
 
-    /// Every rank's segment as mapped here (`rma`'s operations from threads);
-    /// [`ConduitError::Unsupported`] in a job across hosts.
-    pub(crate) fn segments(&self) -> Result<&Segments<'a>, ConduitError> {
-        self.segments.as_ref().ok_or(ConduitError::Unsupported {
-            what: "put, get and atomics from a rank's other threads in a job across hosts (make them on the rank's thread, job.rma())",
-        })
+    /// Every rank's segment as mapped here (`rma`'s operations from threads); `None`
+    /// in a job across hosts, where they go through the rank's outbox
+    /// ([`Sender::through_rank`]).
+    pub(crate) fn segments(&self) -> Option<&Segments<'a>> {
+        self.segments.as_ref()
     }
 
     /// One try to send a frame, counted if it went.
@@ -750,19 +770,56 @@ impl<'a> Sender<'a> {
         let handler = RequestHandler(tag);
         let mut backoff = Backoff::new();
         while !self.try_request(dest, handler, args, payload)? {
-            if backoff.is_yielding() {
-                self.injector.check_peer(dest)?;
-                if dest == self.rank() || self.injector.forwards() {
-                    // Its own rank's thread must make the room (its ring, or the
-                    // outbox it sends on).
-                    self.threads.unserved_here().map_or(Ok(()), Err)?;
-                }
-                std::thread::sleep(ROOM_NAP);
-            } else {
-                backoff.snooze();
-            }
+            self.between_tries(dest, &mut backoff, || std::thread::sleep(ROOM_NAP))?;
         }
         Ok(())
+    }
+
+    /// Between two tries of something that `dest`, or this sender's own rank, must
+    /// make possible: spins a bounded time, then checks that both are alive and served
+    /// and `sleep`s.
+    fn between_tries(
+        &self,
+        dest: Rank,
+        backoff: &mut Backoff,
+        sleep: impl FnOnce(),
+    ) -> Result<(), AmError> {
+        if !backoff.is_yielding() {
+            backoff.snooze();
+            return Ok(());
+        }
+        self.injector.check_peer(dest)?;
+        if dest == self.rank() || self.injector.forwards() {
+            // Its own rank's thread must make the room (its ring, or the outbox it
+            // sends on).
+            self.threads.unserved_here().map_or(Ok(()), Err)?;
+        }
+        sleep();
+        Ok(())
+    }
+
+    /// A one-sided operation through the rank's outbox (a job across hosts): started
+    /// when there is room, then waited for; its outcome is the caller's to read.
+    pub(crate) fn through_rank(
+        &mut self,
+        dest: Rank,
+        offset: usize,
+        what: ThreadOpKind<'_>,
+    ) -> Result<Arc<ThreadOp>, AmError> {
+        let mut backoff = Backoff::new();
+        let op = loop {
+            match self.injector.try_start(dest, offset, what) {
+                Err(ConduitError::Busy) => {
+                    self.between_tries(dest, &mut backoff, || std::thread::sleep(ROOM_NAP))?
+                }
+                started => break started?,
+            }
+        };
+        let mut backoff = Backoff::new();
+        while !op.is_done() {
+            self.between_tries(dest, &mut backoff, || op.sleep(ROOM_NAP))?;
+        }
+        Ok(op)
     }
 }
 

@@ -1,12 +1,14 @@
-//! One-sided operations from a rank's other threads: a [`Sender`] puts, gets and applies
-//! atomics through every rank's segment as mapped on this host, with the same checks and
-//! errors as [`Rma`](super::Rma)'s direct path. Each completes before it returns, and
-//! none needs the rank's thread: a copy or a processor atomic by the calling core. In a
-//! job across hosts they are refused (`ConduitError::Unsupported`): only this host's
-//! segments are mapped.
+//! One-sided operations from a rank's other threads: on one host a [`Sender`] puts,
+//! gets and applies atomics through every rank's segment as mapped there, with the same
+//! checks and errors as [`Rma`](super::Rma)'s direct path, and without the rank's thread:
+//! a copy or a processor atomic by the calling core. In a job across hosts each goes
+//! through the rank's outbox and its thread starts it on the cluster
+//! ([`ThreadOp`](crate::conduit::mem::ThreadOp)); a put larger than a frame goes in
+//! pieces. Each completes before it returns.
 
 use super::{bytes_of, bytes_of_mut, rma_error, RmaError, Word};
 use crate::am::Sender;
+use crate::conduit::mem::ThreadOpKind;
 use crate::conduit::{AtomicOp, Rank};
 
 impl Sender<'_> {
@@ -22,7 +24,7 @@ impl Sender<'_> {
     ///     let job = setup.start(HandlerTable::<()>::new(), ())?;
     ///     let at = job.rma().alloc_symmetric(8 * 4, 8)?;
     ///     let peer = 1 - job.rank();
-    ///     job.run_workers(4, |i, sender| -> amrq::Result<()> {
+    ///     job.run_workers(4, |i, mut sender| -> amrq::Result<()> {
     ///         Ok(sender.put(peer, at + 8 * i, &[i as u8 + 1; 8])?)
     ///     })?;
     ///     job.barrier()?; // every rank's threads have put
@@ -33,10 +35,18 @@ impl Sender<'_> {
     /// })
     /// .unwrap();
     /// ```
-    pub fn put(&self, rank: Rank, offset: usize, data: &[u8]) -> Result<(), RmaError> {
-        self.segments()
-            .and_then(|s| s.put(rank, offset, data))
-            .map_err(rma_error)
+    pub fn put(&mut self, rank: Rank, offset: usize, data: &[u8]) -> Result<(), RmaError> {
+        if let Some(s) = self.segments() {
+            return s.put(rank, offset, data).map_err(rma_error);
+        }
+        let piece = self.max_medium().max(1);
+        for (i, part) in data.chunks(piece).enumerate() {
+            let at = offset.saturating_add(i * piece);
+            self.through_rank(rank, at, ThreadOpKind::Put(part))?
+                .outcome()
+                .map_err(rma_error)?;
+        }
+        Ok(())
     }
 
     /// Copies `buf.len()` bytes at `offset` of `rank`'s segment into `buf`.
@@ -51,7 +61,7 @@ impl Sender<'_> {
     ///     job.rma().put(job.rank(), at, &[job.rank() as u8 + 7; 8])?;
     ///     job.barrier()?;
     ///     let peer = 1 - job.rank();
-    ///     let got = job.run_workers(2, |_, sender| -> amrq::Result<u8> {
+    ///     let got = job.run_workers(2, |_, mut sender| -> amrq::Result<u8> {
     ///         let mut theirs = [0u8; 8];
     ///         sender.get(peer, at, &mut theirs)?;
     ///         Ok(theirs[0])
@@ -61,10 +71,14 @@ impl Sender<'_> {
     /// })
     /// .unwrap();
     /// ```
-    pub fn get(&self, rank: Rank, offset: usize, buf: &mut [u8]) -> Result<(), RmaError> {
-        self.segments()
-            .and_then(|s| s.get(rank, offset, buf))
-            .map_err(rma_error)
+    pub fn get(&mut self, rank: Rank, offset: usize, buf: &mut [u8]) -> Result<(), RmaError> {
+        if let Some(s) = self.segments() {
+            return s.get(rank, offset, buf).map_err(rma_error);
+        }
+        let op = self.through_rank(rank, offset, ThreadOpKind::Get(buf.len()))?;
+        op.outcome().map_err(rma_error)?;
+        buf.copy_from_slice(op.bytes());
+        Ok(())
     }
 
     /// [`Sender::put`] of a slice of numbers.
@@ -76,7 +90,7 @@ impl Sender<'_> {
     /// cfg.threads(1, |setup| -> amrq::Result<()> {
     ///     let job = setup.start(HandlerTable::<()>::new(), ())?;
     ///     let at = job.rma().alloc_symmetric(2 * 8, 8)?;
-    ///     job.run_workers(1, |_, sender| -> amrq::Result<()> { Ok(sender.put_slice(0, at, &[1.5f64, -2.0])?) })?;
+    ///     job.run_workers(1, |_, mut sender| -> amrq::Result<()> { Ok(sender.put_slice(0, at, &[1.5f64, -2.0])?) })?;
     ///     let mut v = [0f64; 2];
     ///     job.rma().get_slice(0, at, &mut v)?;
     ///     assert_eq!(v, [1.5, -2.0]);
@@ -85,7 +99,7 @@ impl Sender<'_> {
     /// .unwrap();
     /// ```
     pub fn put_slice<T: Word>(
-        &self,
+        &mut self,
         rank: Rank,
         offset: usize,
         data: &[T],
@@ -103,7 +117,7 @@ impl Sender<'_> {
     ///     let job = setup.start(HandlerTable::<()>::new(), ())?;
     ///     let at = job.rma().alloc_symmetric(3 * 4, 8)?;
     ///     job.rma().put_slice(0, at, &[3u32, 2, 1])?;
-    ///     let sums = job.run_workers(2, |_, sender| -> amrq::Result<u32> {
+    ///     let sums = job.run_workers(2, |_, mut sender| -> amrq::Result<u32> {
     ///         let mut v = [0u32; 3];
     ///         sender.get_slice(0, at, &mut v)?;
     ///         Ok(v.iter().sum::<u32>())
@@ -114,7 +128,7 @@ impl Sender<'_> {
     /// .unwrap();
     /// ```
     pub fn get_slice<T: Word>(
-        &self,
+        &mut self,
         rank: Rank,
         offset: usize,
         out: &mut [T],
@@ -134,7 +148,7 @@ impl Sender<'_> {
     ///     let job = setup.start(HandlerTable::<()>::new(), ())?;
     ///     let count = job.rma().alloc_symmetric(8, 8)?;
     ///     job.barrier()?;
-    ///     job.run_workers(3, |_, sender| -> amrq::Result<()> {
+    ///     job.run_workers(3, |_, mut sender| -> amrq::Result<()> {
     ///         for _ in 0..1000 {
     ///             sender.atomic(0, count, AtomicOp::FetchAdd(1))?;
     ///         }
@@ -146,9 +160,11 @@ impl Sender<'_> {
     /// })
     /// .unwrap();
     /// ```
-    pub fn atomic(&self, rank: Rank, offset: usize, op: AtomicOp) -> Result<u64, RmaError> {
-        self.segments()
-            .and_then(|s| s.atomic(rank, offset, op))
-            .map_err(rma_error)
+    pub fn atomic(&mut self, rank: Rank, offset: usize, op: AtomicOp) -> Result<u64, RmaError> {
+        if let Some(s) = self.segments() {
+            return s.atomic(rank, offset, op).map_err(rma_error);
+        }
+        let started = self.through_rank(rank, offset, ThreadOpKind::Atomic(op))?;
+        started.outcome().map_err(rma_error)
     }
 }

@@ -384,7 +384,7 @@ impl MemConduit {
             None => Err(Err(self.no_channel(ch))),
             Some(None) => Err(Err(ConduitError::DeliveredByInterrupts { channel: ch })),
             Some(Some(chan)) => {
-                if let Some(o) = a.outbox.as_ref().filter(|o| !o.is_empty()) {
+                if let Some(o) = a.outbox.as_ref().filter(|o| o.has_work()) {
                     o.forward(&a.cluster).map_err(Err)?;
                 }
                 // Frames already here are served first: progress (a system call over

@@ -10,10 +10,16 @@
 //! the receiver's doorbell with the handshake the endpoint's own sends use: no fence
 //! where the receiver arms with `membarrier` (which reaches every thread of a
 //! registered process), a `SeqCst` fence elsewhere.
+//!
+//! On a rank of a job across hosts (a front) an injector writes the rank's outbox
+//! instead (`outbox.rs`), its hidden word naming the destination and channel, and the
+//! rank's thread sends the frames on; a thread's one-sided operations go the same way
+//! ([`Injector::try_start`], `thread_op.rs`).
 
 use super::channels::{with_hidden_word, Tx};
-use super::outbox::{hidden_word, Outbox};
+use super::outbox::{hidden_word, Outbox, Waker};
 use super::region::Doorbell;
+use super::thread_op::{self, ThreadOp, ThreadOpKind, OP_CHANNEL};
 use super::MemConduit;
 use crate::conduit::doorbell;
 use crate::conduit::ring::{FrameHeader, RawRing, RingMemory, SharedProducer, USER_FLAGS};
@@ -21,6 +27,7 @@ use crate::conduit::{Channel, ConduitError, Message, Rank};
 use crate::sync::AtomicU64;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// One receiver's shared ring as an injector sees it.
 #[derive(Clone, Copy)]
@@ -86,8 +93,8 @@ pub struct Injector<'a> {
     lanes: Box<[Lane]>,
     /// Ranks in the job.
     size: usize,
-    /// On a front: the outbox its frames wait in for the rank's thread to send them on.
-    outbox: Option<*const Outbox>,
+    /// On a front: how it wakes the rank's thread, whose outbox its frames wait in.
+    outbox: Option<*const Waker>,
     /// The job's liveness, for a sender that waits for room.
     boot: crate::bootstrap::Boot,
     endpoint: PhantomData<&'a MemConduit>,
@@ -96,15 +103,17 @@ pub struct Injector<'a> {
 // SAFETY: an injector holds addresses inside the job's region, which the endpoint it
 // borrows keeps mapped for `'a`; it touches them only through the shared ring's
 // protocol (slots reserved by compare-and-swap, published by Release stores) and the
-// doorbell's atomics, both made for senders in any thread or process. Its own state
-// (each ring's cached head) it alone uses.
+// doorbell's atomics, both made for senders in any thread or process; on a front, the
+// outbox's ring the same way and its waker's atomics, which the front keeps for `'a`.
+// Its own state (each ring's cached head) it alone uses.
 unsafe impl Send for Injector<'_> {}
 
 impl MemConduit {
     /// An [`Injector`] into shared channel `ch`, for another thread of this rank.
     /// [`ConduitError::NoSuchChannel`] for a channel out of range,
-    /// [`ConduitError::Unsupported`] for one that is not shared, or on an endpoint that
-    /// reaches some ranks over a network (a job across hosts).
+    /// [`ConduitError::Unsupported`] for one that is not shared, or on a front of a
+    /// job across hosts started without a channel received with another (no outbox:
+    /// `sender_slots` 0); a front's injector writes its outbox.
     pub fn injector(&self, ch: Channel) -> Result<Injector<'_>, ConduitError> {
         let channels = self.caps.channels.len();
         if ch >= channels {
@@ -164,6 +173,9 @@ impl MemConduit {
     /// destination, with the channel's limits.
     fn forwarding_injector(&self, ch: Channel, outbox: &Outbox) -> Injector<'_> {
         let c = &self.caps.channels[ch];
+        // The frames go on through the channel `ch` is received with, if any: within
+        // both channels' limits, the cluster refuses none of them for its size.
+        let to = &self.caps.channels[c.received_with.unwrap_or(ch)];
         let (ring, tail, prod) = outbox.lane();
         let lane = Lane {
             ring,
@@ -176,13 +188,16 @@ impl MemConduit {
         Injector {
             ch,
             me: self.rank as u64,
-            max_args: c.max_args,
-            max_payload: c.max_payload.min(super::max_payload(ring.nslots())),
+            max_args: c.max_args.min(to.max_args),
+            max_payload: c
+                .max_payload
+                .min(to.max_payload)
+                .min(super::max_payload(ring.nslots())),
             permitted: c.senders.allows(self.rank),
             notify_bit: 0,
             lanes: Box::new([lane]),
             size: self.size,
-            outbox: Some(outbox),
+            outbox: Some(outbox.waker()),
             boot: self.boot.clone(),
             endpoint: PhantomData,
         }
@@ -320,7 +335,7 @@ impl Injector<'_> {
     #[inline(never)]
     fn try_forward(
         &mut self,
-        outbox: *const Outbox,
+        outbox: *const Waker,
         dest: Rank,
         msg: &Message<'_>,
     ) -> Result<(), ConduitError> {
@@ -343,6 +358,62 @@ impl Injector<'_> {
         // SAFETY: the outbox is the front's, which the injector borrows.
         unsafe { &*outbox }.wake();
         Ok(())
+    }
+
+    /// Starts a one-sided operation on `dest`'s segment through the rank's outbox, for
+    /// the rank's thread to start on the cluster (a rank of a job across hosts;
+    /// [`ConduitError::Unsupported`] elsewhere, where a thread copies through
+    /// [`Segments`](super::Segments)): [`ConduitError::Busy`] with nothing started if
+    /// the outbox is full, [`ConduitError::PayloadTooLarge`] for a put of more than
+    /// [`Injector::max_payload`] bytes. The range is checked where it starts; its
+    /// failure is the operation's outcome.
+    pub fn try_start(
+        &mut self,
+        dest: Rank,
+        offset: usize,
+        what: ThreadOpKind<'_>,
+    ) -> Result<Arc<ThreadOp>, ConduitError> {
+        let Some(outbox) = self.outbox else {
+            return Err(ConduitError::Unsupported {
+                what: "a one-sided operation through the outbox of a rank of one host",
+            });
+        };
+        if dest >= self.size {
+            return Err(ConduitError::NoSuchRank {
+                rank: dest,
+                size: self.size,
+            });
+        }
+        let bytes = thread_op::frame_bytes(&what);
+        let payload = match (what, &bytes) {
+            (ThreadOpKind::Put(data), _) => data,
+            (_, Some(b)) => b.as_slice(),
+            _ => &[],
+        };
+        if payload.len() > self.max_payload {
+            return Err(ConduitError::PayloadTooLarge {
+                len: payload.len(),
+                max: self.max_payload,
+                channel: self.ch,
+            });
+        }
+        let (op, args) = thread_op::op_args(&what, offset);
+        let (words, n) = with_hidden_word(hidden_word(dest, OP_CHANNEL), &args);
+        let header = FrameHeader::default();
+        if let Err(e) = push(
+            &mut self.lanes[0],
+            header,
+            &words[..n],
+            payload,
+            dest,
+            self.ch,
+        ) {
+            thread_op::unsend(&args);
+            return Err(e);
+        }
+        // SAFETY: the outbox is the front's, which the injector borrows.
+        unsafe { &*outbox }.wake();
+        Ok(op)
     }
 
     /// The header of `msg` once it passed the channel's checks: args, payload,

@@ -9,15 +9,21 @@
 //! The rank's thread may be asleep when a thread writes: it sleeps on the outbox's word
 //! too, and a writer that finds it asleep (a `SeqCst` fence between its frame and that
 //! look, paired with the sleeper's between its flag and its last look at the ring)
-//! bumps the word and wakes it.
+//! bumps the word and wakes it ([`Waker`]: all a writer touches besides the ring).
+//!
+//! Only AM requests travel as frames: a thread's enqueue is an operation
+//! (`thread_op.rs`) that the rank's thread tries once and answers, so that a full queue
+//! is the thread's `Ok(false)` and never holds the outbox up.
 
+use super::thread_op::{self, ThreadOp, OP_CHANNEL};
 use super::HeapRegion;
 use crate::conduit::cluster::ClusterConduit;
 use crate::conduit::ring::{Consumer, RawRing, RingMemory, SharedProducer};
-use crate::conduit::{Channel, Conduit, ConduitError, Message, Rank};
+use crate::conduit::{Channel, Conduit, ConduitError, Message, OpToken, Rank};
 use crate::sync::AtomicU64;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::Arc;
 
 /// The frames of a front's threads, waiting for its thread to send them on.
 pub(super) struct Outbox {
@@ -29,16 +35,25 @@ pub(super) struct Outbox {
     cons: Cell<Consumer>,
     /// Where a frame's payload is copied before it is sent on.
     payload: RefCell<Vec<u8>>,
+    /// The threads' one-sided operations started and not yet complete.
+    in_flight: RefCell<Vec<(OpToken, Arc<ThreadOp>)>>,
+    /// How writers wake the rank's thread.
+    waker: Waker,
+}
+
+/// The part of an outbox its writers touch besides the ring: atomics only.
+pub(super) struct Waker {
     /// Bumped by a writer that found the rank's thread asleep; that thread sleeps on it.
-    wake: AtomicU32,
+    word: AtomicU32,
     /// The rank's thread is about to sleep, or sleeps.
     sleeping: AtomicU32,
 }
 
 // SAFETY: the ring is written by injectors in other threads only through the shared
 // ring's protocol (slots reserved by compare-and-swap on `tail`, published by Release
-// stores) and read by the rank's thread alone; `wake` and `sleeping` are atomics. The
-// cells are the rank's thread's (the front that holds the outbox is not `Sync`).
+// stores) and read by the rank's thread alone; writers touch nothing else but the
+// `Waker`, whose fields are atomics. The cells are the rank's thread's (the front that
+// holds the outbox is not `Sync`).
 unsafe impl Send for Outbox {}
 
 impl Outbox {
@@ -55,8 +70,11 @@ impl Outbox {
             tail: Box::new(AtomicU64::new(0)),
             cons: Cell::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
             payload: RefCell::new(Vec::new()),
-            wake: AtomicU32::new(0),
-            sleeping: AtomicU32::new(0),
+            in_flight: RefCell::new(Vec::new()),
+            waker: Waker {
+                word: AtomicU32::new(0),
+                sleeping: AtomicU32::new(0),
+            },
         })
     }
 
@@ -70,52 +88,50 @@ impl Outbox {
         (self.ring, &*self.tail, SharedProducer::new(head))
     }
 
-    /// After a writer published a frame: wakes the rank's thread if it sleeps.
-    pub(super) fn wake(&self) {
-        // ORDERING: SeqCst pairs with the sleeper's fence between its flag and its last
-        // look at the ring: either it sees this frame or this sees its flag.
-        fence(Ordering::SeqCst);
-        if self.sleeping.load(Ordering::Relaxed) != 0 {
-            // ORDERING: Release pairs with the sleeper's Acquire load of `wake`.
-            self.wake.fetch_add(1, Ordering::Release);
-            crate::util::futex::wake_all(&self.wake);
-        }
+    /// How its writers wake the rank's thread.
+    pub(super) fn waker(&self) -> &Waker {
+        &self.waker
     }
 
     /// Before this rank's thread sleeps: its word and value to sleep on, and whether a
     /// frame is already waiting (then it must not sleep). [`Outbox::disarm`] after.
     pub(super) fn arm(&self) -> (&AtomicU32, u32, bool) {
+        let w = &self.waker;
         // ORDERING: Acquire pairs with a writer's Release bump.
-        let seen = self.wake.load(Ordering::Acquire);
-        self.sleeping.store(1, Ordering::Relaxed);
-        // ORDERING: SeqCst pairs with the writers' fence in `wake`.
+        let seen = w.word.load(Ordering::Acquire);
+        w.sleeping.store(1, Ordering::Relaxed);
+        // ORDERING: SeqCst pairs with the writers' fence in `Waker::wake`.
         fence(Ordering::SeqCst);
-        (&self.wake, seen, !self.is_empty())
+        (&w.word, seen, self.has_work())
     }
 
     /// After this rank's thread woke.
     pub(super) fn disarm(&self) {
-        self.sleeping.store(0, Ordering::Relaxed);
+        self.waker.sleeping.store(0, Ordering::Relaxed);
     }
 
-    /// True if no frame waits.
-    pub(super) fn is_empty(&self) -> bool {
+    /// True if a frame waits, or a thread's operation is in flight (the rank's
+    /// thread must not sleep past its completion).
+    pub(super) fn has_work(&self) -> bool {
         let mut cons = self.cons.get();
         let ready = cons.ready(&self.ring);
         self.cons.set(cons);
-        !ready
+        ready || !self.in_flight.borrow().is_empty()
     }
 
-    /// Sends on the waiting frames, in order, through `cluster`, until one is refused
-    /// for want of room (it stays first) or none is left: `Ok(true)` once none is.
-    /// Channel `ch`'s frames go to the channel they are received with, if any. A
-    /// frame the cluster refuses for any other reason is dropped and that refusal
-    /// returned: the thread that wrote it was told it was sent.
+    /// Completes the threads' operations the cluster has done, then sends on the
+    /// waiting frames, in order, through `cluster` (an op frame's operation starts
+    /// there), until one is refused for want of room (it stays first: AM frames, which
+    /// every rank takes whenever it polls) or none is left: `Ok(true)` once none is and
+    /// no operation is in flight. A frame to a rank that has left is dropped, as the
+    /// rank's own would be; a frame the cluster refuses for another reason is dropped
+    /// and that refusal returned (the thread that wrote it was told it was sent).
     pub(super) fn forward(&self, cluster: &ClusterConduit) -> Result<bool, ConduitError> {
+        thread_op::complete(cluster, &mut self.in_flight.borrow_mut());
         let mut cons = self.cons.get();
         let out = self.forward_with(cluster, &mut cons);
         self.cons.set(cons);
-        out
+        Ok(out? && self.in_flight.borrow().is_empty())
     }
 
     fn forward_with(
@@ -135,12 +151,14 @@ impl Outbox {
             let (dest, ch) = to_where(words[0]);
             payload.resize(f.header.len as usize, 0);
             cons.read_payload(&self.ring, &f, &mut payload);
-            let ch = cluster
-                .caps()
-                .channels
-                .get(ch)
-                .and_then(|c| c.received_with)
-                .unwrap_or(ch);
+            if ch == OP_CHANNEL {
+                cons.release(&self.ring, &f);
+                let started = thread_op::start(cluster, dest, &words[1..n], &payload);
+                self.in_flight.borrow_mut().extend(started);
+                continue;
+            }
+            let channels = &cluster.caps().channels;
+            let ch = channels.get(ch).and_then(|c| c.received_with).unwrap_or(ch);
             let msg = Message {
                 tag: f.header.tag,
                 flags: f.header.flags,
@@ -151,9 +169,26 @@ impl Outbox {
                 Err(ConduitError::Busy) => return Ok(false),
                 sent => {
                     cons.release(&self.ring, &f);
-                    sent?;
+                    match sent {
+                        Err(ConduitError::PeerLeft { .. }) | Ok(()) => {}
+                        Err(e) => return Err(e),
+                    }
                 }
             }
+        }
+    }
+}
+
+impl Waker {
+    /// After a writer published a frame: wakes the rank's thread if it sleeps.
+    pub(super) fn wake(&self) {
+        // ORDERING: SeqCst pairs with the sleeper's fence between its flag and its last
+        // look at the ring: either it sees this frame or this sees its flag.
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::Relaxed) != 0 {
+            // ORDERING: Release pairs with the sleeper's Acquire load of `word`.
+            self.word.fetch_add(1, Ordering::Release);
+            crate::util::futex::wake_all(&self.word);
         }
     }
 }
