@@ -390,11 +390,15 @@ fn one_sided(setup: Setup, work: QueueId, threads: usize, per: u64) -> amrq::Res
                                 }
                                 let add = amrq::conduit::AtomicOp::FetchAdd(v & 0xffff);
                                 sender.atomic(dest, counter, add)?;
+                                if give_up.load(Ordering::Relaxed) {
+                                    return Err("gave up".into());
+                                }
                             }
                         }
                         Ok(())
                     };
                     let done = work_of_thread();
+                    // ORDERING: Release pairs with the serving loop's Acquire load.
                     ended.fetch_add(1, Ordering::Release);
                     done
                 }))
@@ -402,16 +406,25 @@ fn one_sided(setup: Setup, work: QueueId, threads: usize, per: u64) -> amrq::Res
             .collect::<amrq::Result<_>>()?;
         let mut next = vec![0u64; size * threads];
         let (mut args, mut buf) = ([0u64; 8], vec![0u8; 256]);
-        let (mut progress, mut stalled) = (std::time::Instant::now(), None);
-        while (count < all && stalled.is_none()) || ended.load(Ordering::Acquire) < threads as u64 {
-            if count < all && stalled.is_none() && progress.elapsed().as_secs() >= 30 {
+        let (mut progress, mut last_ended, mut stalled) = (std::time::Instant::now(), 0, None);
+        loop {
+            // ORDERING: Acquire pairs with each worker's Release increment as it ends.
+            let now_ended = ended.load(Ordering::Acquire);
+            if now_ended == threads as u64 && (count == all || stalled.is_some()) {
+                break;
+            }
+            if now_ended != last_ended {
+                (last_ended, progress) = (now_ended, std::time::Instant::now());
+            }
+            if stalled.is_none() && progress.elapsed().as_secs() >= 30 {
                 stalled = Some(format!(
-                    "rank {me}: {count} of {all} frames, then none for 30 s"
+                    "rank {me}: {count} of {all} frames, {now_ended} of {threads} threads ended, then nothing for 30 s"
                 ));
                 give_up.store(true, Ordering::Relaxed);
             }
-            match job.rq().dequeue(work, &mut args, &mut buf)? {
-                Some(d) => {
+            // Serving goes on after a failure: across hosts the workers need it to end.
+            match job.rq().dequeue(work, &mut args, &mut buf) {
+                Ok(Some(d)) => {
                     progress = std::time::Instant::now();
                     let key = d.source * threads + args[0] as usize;
                     if next[key] != args[1] {
@@ -421,7 +434,11 @@ fn one_sided(setup: Setup, work: QueueId, threads: usize, per: u64) -> amrq::Res
                     sum = sum.wrapping_add(mix(args[2]) ^ payload_sum(&buf[..d.len]));
                     count += 1;
                 }
-                None => std::thread::yield_now(),
+                Ok(None) => std::thread::yield_now(),
+                Err(e) => {
+                    stalled.get_or_insert(format!("rank {me}: dequeue: {e}"));
+                    give_up.store(true, Ordering::Relaxed);
+                }
             }
         }
         let outcomes: Vec<_> = workers.into_iter().map(|w| w.join()).collect();

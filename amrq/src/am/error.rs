@@ -126,7 +126,7 @@ pub enum AmError {
     NoSenderRing,
     /// A `Sender` on the rank's own thread waited for that thread (room in the rank's
     /// own ring, or an answer), which alone serves the rank.
-    #[error("a Sender waited on the rank's own thread, which alone runs its handlers: send there with the rank's own request or call, or poll until Answer::is_ready")]
+    #[error("a Sender waited on the rank's own thread, which alone serves the rank: on that thread use the rank's own calls (request, call, rma(), rq()), or poll until Answer::is_ready")]
     WaitOnRankThread,
     /// The rank's thread stopped serving (it unwound) while another thread of the rank
     /// waited for it.

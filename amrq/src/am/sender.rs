@@ -90,6 +90,11 @@ impl Threads {
         if std::thread::current().id() == self.owner {
             return Some(AmError::WaitOnRankThread);
         }
+        self.stopped_serving()
+    }
+
+    /// [`AmError::RankNotServing`] if the rank's thread stopped serving.
+    fn stopped_serving(&self) -> Option<AmError> {
         // ORDERING: Acquire pairs with the Release store of the serving thread's guard.
         self.unserved
             .load(Ordering::Acquire)
@@ -505,7 +510,12 @@ impl<'a> Sender<'a> {
         words[0] = word;
         let n = args.to_words(&mut words[1..]);
         match self.send_frame(dest, call.id(), &words[..1 + n], &[]) {
-            Ok(()) => Ok(Answer::new(self.calls, self.threads, word)),
+            Ok(()) => Ok(Answer::new(
+                self.calls,
+                self.threads,
+                self.injector.left(),
+                word,
+            )),
             Err(e) => {
                 self.slots.unsend(self.calls, word);
                 Err(e)
@@ -680,7 +690,14 @@ impl<'a> Sender<'a> {
                 _ => RqError::NotShared { queue }.into(),
             });
         };
+        let msg = Message {
+            tag,
+            args,
+            payload,
+            ..Message::default()
+        };
         if injector.forwards() {
+            injector.check(dest, &msg)?; // the queue's limits, here where they differ
             let what = ThreadOpKind::Enqueue {
                 ch: queue,
                 tag,
@@ -689,24 +706,29 @@ impl<'a> Sender<'a> {
             };
             return Ok(self.through_rank(dest, 0, what)?.outcome()? == 1);
         }
-        let msg = Message {
-            tag,
-            args,
-            payload,
-            ..Message::default()
-        };
         match injector.try_send(dest, &msg) {
             Ok(()) => Ok(true),
             Err(ConduitError::Busy) => {
                 // Full: a caller that tries again must learn if `dest` cannot make room.
                 self.injector.check_peer(dest)?;
                 match dest == self.rank() {
-                    true => self.threads.unserved_here().map_or(Ok(false), Err),
+                    true => self.threads.stopped_serving().map_or(Ok(false), Err),
                     false => Ok(false),
                 }
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// [`ConduitError::NoSuchRank`] or [`ConduitError::OutOfSegment`] unless `len`
+    /// bytes at `offset` of `rank`'s segment are in the job.
+    pub(crate) fn in_segment(
+        &self,
+        rank: Rank,
+        offset: usize,
+        len: usize,
+    ) -> Result<(), ConduitError> {
+        self.injector.in_segment(rank, offset, len)
     }
 
     /// Every rank's segment as mapped here (`rma`'s operations from threads); `None`

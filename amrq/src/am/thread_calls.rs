@@ -13,7 +13,8 @@ use super::args::Args;
 use super::{AmError, RequestFailure};
 use crate::bootstrap::Boot;
 use crate::conduit::handoff;
-use crate::conduit::Rank;
+use crate::conduit::mem::Waker;
+use crate::conduit::{ConduitError, Rank};
 use crate::util::Backoff;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -172,6 +173,9 @@ pub struct Answer<'a, R> {
     table: &'a ThreadCalls,
     /// Whether the rank's thread, which lands the answer, still serves.
     threads: &'a super::sender::Threads,
+    /// Across hosts, the ranks its rank's thread found gone (the job's liveness record
+    /// does not say).
+    left: Option<&'a Waker>,
     word: u64,
     /// The outcome was taken: nothing to abandon.
     taken: bool,
@@ -182,11 +186,13 @@ impl<'a, R: Args> Answer<'a, R> {
     pub(super) fn new(
         table: &'a ThreadCalls,
         threads: &'a super::sender::Threads,
+        left: Option<&'a Waker>,
         word: u64,
     ) -> Self {
         Self {
             table,
             threads,
+            left,
             word,
             taken: false,
             answer: std::marker::PhantomData,
@@ -294,9 +300,12 @@ impl<'a, R: Args> Answer<'a, R> {
 
     /// The job's liveness, as far as the call's target goes.
     fn check(&self, target: Rank) -> Result<(), AmError> {
-        match self.table.boot.get() {
-            Some(boot) => Ok(crate::conduit::mem::check_peer(boot, target)?),
-            None => Ok(()),
+        if let Some(boot) = self.table.boot.get() {
+            crate::conduit::mem::check_peer(boot, target)?;
+        }
+        match self.left.is_some_and(|w| w.has_left(target)) {
+            true => Err(ConduitError::PeerLeft { rank: target }.into()),
+            false => Ok(()),
         }
     }
 }

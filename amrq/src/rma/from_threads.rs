@@ -3,8 +3,8 @@
 //! checks and errors as [`Rma`](super::Rma)'s direct path, and without the rank's thread:
 //! a copy or a processor atomic by the calling core. In a job across hosts each goes
 //! through the rank's outbox and its thread starts it on the cluster
-//! ([`ThreadOp`](crate::conduit::mem::ThreadOp)); a put larger than a frame goes in
-//! pieces. Each completes before it returns.
+//! (`conduit/mem/thread_op.rs`); a put larger than a frame goes in pieces, its range
+//! checked whole first. Each completes before it returns.
 
 use super::{bytes_of, bytes_of_mut, rma_error, RmaError, Word};
 use crate::am::Sender;
@@ -39,6 +39,9 @@ impl Sender<'_> {
         if let Some(s) = self.segments() {
             return s.put(rank, offset, data).map_err(rma_error);
         }
+        // The whole range first: a refused put writes nothing, as on one host.
+        self.in_segment(rank, offset, data.len())
+            .map_err(rma_error)?;
         let piece = self.max_medium().max(1);
         for (i, part) in data.chunks(piece).enumerate() {
             let at = offset.saturating_add(i * piece);
@@ -75,9 +78,13 @@ impl Sender<'_> {
         if let Some(s) = self.segments() {
             return s.get(rank, offset, buf).map_err(rma_error);
         }
+        self.in_segment(rank, offset, buf.len())
+            .map_err(rma_error)?;
         let op = self.through_rank(rank, offset, ThreadOpKind::Get(buf.len()))?;
         op.outcome().map_err(rma_error)?;
-        buf.copy_from_slice(op.bytes());
+        if let Some(bytes) = op.bytes() {
+            buf.copy_from_slice(bytes); // done: as many as asked
+        }
         Ok(())
     }
 

@@ -29,8 +29,9 @@
 //! call, so `get_nbi` through frames completes before it returns.
 //!
 //! **From a rank's other threads** (`from_threads.rs`), a [`Sender`](crate::am::Sender)
-//! puts, gets and applies atomics through the mapped segments, as the direct path does,
-//! without the rank's thread; on one host only, as its requests.
+//! puts, gets and applies atomics: on one host through the mapped segments, as the
+//! direct path does, without the rank's thread; across hosts through the rank's
+//! outbox, which the rank's thread empties when it polls.
 //!
 //! **Ordering.** A put is in place, and its source buffer free, when the call returns.
 //! Its completion events ([`Completion`]) come after the data: a counter at the target

@@ -284,7 +284,7 @@ impl MemConduit {
         // the front's send sides name and never write.
         let placeholder = HeapRegion::new(RawRing::bytes(2))?;
         let threads = caps.channels.iter().find(|c| c.received_with.is_some());
-        let outbox = threads.map(|c| Outbox::new(c.slots)).transpose()?;
+        let outbox = threads.map(|c| Outbox::new(c.slots, size)).transpose()?;
         let across = AcrossOwner::new(Across {
             cluster,
             rx,

@@ -22,7 +22,9 @@ use super::region::Doorbell;
 use super::thread_op::{self, ThreadOp, ThreadOpKind, OP_CHANNEL};
 use super::MemConduit;
 use crate::conduit::doorbell;
-use crate::conduit::ring::{FrameHeader, RawRing, RingMemory, SharedProducer, USER_FLAGS};
+use crate::conduit::ring::{
+    FrameHeader, RawRing, RingMemory, SharedProducer, MAX_ARGS, USER_FLAGS,
+};
 use crate::conduit::{Channel, ConduitError, Message, Rank};
 use crate::sync::AtomicU64;
 use std::marker::PhantomData;
@@ -93,6 +95,8 @@ pub struct Injector<'a> {
     lanes: Box<[Lane]>,
     /// Ranks in the job.
     size: usize,
+    /// Bytes of every rank's segment.
+    segment_bytes: usize,
     /// On a front: how it wakes the rank's thread, whose outbox its frames wait in.
     outbox: Option<*const Waker>,
     /// The job's liveness, for a sender that waits for room.
@@ -163,6 +167,7 @@ impl MemConduit {
             notify_bit: first.notify_bit,
             lanes: lanes.into(),
             size: self.size,
+            segment_bytes: self.segment_bytes,
             outbox: None,
             boot: self.boot.clone(),
             endpoint: PhantomData,
@@ -192,11 +197,13 @@ impl MemConduit {
             max_payload: c
                 .max_payload
                 .min(to.max_payload)
-                .min(super::max_payload(ring.nslots())),
+                // Room for the args too: an enqueue carries them in its op frame.
+                .min(super::max_payload(ring.nslots()).saturating_sub(MAX_ARGS * 8)),
             permitted: c.senders.allows(self.rank),
             notify_bit: 0,
             lanes: Box::new([lane]),
             size: self.size,
+            segment_bytes: self.segment_bytes,
             outbox: Some(outbox.waker()),
             boot: self.boot.clone(),
             endpoint: PhantomData,
@@ -234,6 +241,32 @@ impl MemConduit {
                 false => r.joined_taken.get(rank).map_or(0, std::cell::Cell::get),
             })
             .fold(0, u64::saturating_add)
+    }
+}
+
+impl<'a> Injector<'a> {
+    /// On a front, what its rank's thread learnt of ranks that left (the outbox's
+    /// [`Waker`]), for waits of its threads.
+    pub(crate) fn left(&self) -> Option<&'a Waker> {
+        // SAFETY: the waker is the front's, which the injector borrows for `'a`.
+        self.outbox.map(|w| unsafe { &*w })
+    }
+
+    /// [`ConduitError::NoSuchRank`] or [`ConduitError::OutOfSegment`] unless `len`
+    /// bytes at `offset` of `rank`'s segment are in the job.
+    pub(crate) fn in_segment(
+        &self,
+        rank: Rank,
+        offset: usize,
+        len: usize,
+    ) -> Result<(), ConduitError> {
+        if rank >= self.size {
+            return Err(ConduitError::NoSuchRank {
+                rank,
+                size: self.size,
+            });
+        }
+        super::one_sided::in_segment(self.segment_bytes, rank, offset, len)
     }
 }
 
@@ -292,7 +325,22 @@ impl Injector<'_> {
     /// assert!(eps[0].injector(0).unwrap().check_peer(1).is_ok());
     /// ```
     pub fn check_peer(&self, dest: Rank) -> Result<(), ConduitError> {
-        check_peer(&self.boot, dest)
+        check_peer(&self.boot, dest)?;
+        match self.left().is_some_and(|w| w.has_left(dest)) {
+            true => Err(ConduitError::PeerLeft { rank: dest }),
+            false => Ok(()),
+        }
+    }
+
+    /// The checks [`Injector::try_send`] makes of a frame to `dest`, without sending it.
+    pub(crate) fn check(&self, dest: Rank, msg: &Message<'_>) -> Result<(), ConduitError> {
+        if dest >= self.size {
+            return Err(ConduitError::NoSuchRank {
+                rank: dest,
+                size: self.size,
+            });
+        }
+        self.checked(msg).map(drop)
     }
 
     /// Sends `msg` (args, payload, tag and user flags) to `dest`'s shared ring of this
@@ -367,7 +415,7 @@ impl Injector<'_> {
     /// the outbox is full, [`ConduitError::PayloadTooLarge`] for a put of more than
     /// [`Injector::max_payload`] bytes. The range is checked where it starts; its
     /// failure is the operation's outcome.
-    pub fn try_start(
+    pub(crate) fn try_start(
         &mut self,
         dest: Rank,
         offset: usize,
@@ -385,12 +433,17 @@ impl Injector<'_> {
             });
         }
         let bytes = thread_op::frame_bytes(&what);
-        let payload = match (what, &bytes) {
-            (ThreadOpKind::Put(data), _) => data,
-            (_, Some(b)) => b.as_slice(),
-            _ => &[],
+        let (payload, max_payload) = match (what, &bytes) {
+            (ThreadOpKind::Put(data), _) => (data, self.max_payload),
+            // An enqueue's frame, checked against its queue's limits by the caller
+            // ([`Injector::check`]), with its args: it fits a frame of the outbox.
+            (_, Some(b)) => (
+                b.as_slice(),
+                super::max_payload(self.lanes[0].ring.nslots()),
+            ),
+            _ => (&[][..], 0),
         };
-        if payload.len() > self.max_payload {
+        if payload.len() > max_payload {
             return Err(ConduitError::PayloadTooLarge {
                 len: payload.len(),
                 max: self.max_payload,

@@ -23,7 +23,7 @@
 //! | `receive.rs` | the receive loop of `drain`: ring by ring, Express frames on plain rings handed out after one test; `drain_one`, a wait's one reply in one look per ring |
 //! | `one_sided.rs` | put, get and atomics: copies into mapped segments, processor atomics; [`Segments`], the same for another thread of the rank |
 //! | `outbox.rs` | a front's outbox: its threads' frames, which its thread sends on through the cluster |
-//! | `thread_op.rs` | [`ThreadOp`]: a front's thread's put, get or atomic, carried by the outbox and started by the rank's thread |
+//! | `thread_op.rs` | `ThreadOp`: a front's thread's put, get, atomic or enqueue, carried by the outbox and started by the rank's thread |
 //! | `frame.rs` | [`MemFrame`], a received frame in place, and the checks of its payload |
 //! | `tag_on.rs` | [`TagOnPool`], the receiver-side blocks of Tag-On messages |
 //! | `interrupts.rs` | [`InterruptRx`], the receive side of the Interrupt channels moved to a progress thread |
@@ -52,8 +52,9 @@ pub use injector::Injector;
 pub use interrupts::{Alarm, InterruptRx};
 pub use lane::ExpressLane;
 pub use one_sided::Segments;
+pub(crate) use outbox::Waker;
 pub use region::{Doorbell, HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC};
 pub use tag_on::TagOnPool;
-pub use thread_op::{ThreadOp, ThreadOpKind};
+pub(crate) use thread_op::{ThreadOp, ThreadOpKind};
 
 pub(crate) use endpoint::max_payload;

@@ -172,7 +172,12 @@ impl MemConduit {
 /// [`ConduitError::OutOfSegment`] unless `len` bytes at `offset` fit a segment of
 /// `bytes` (every rank's segment has the job's size).
 #[inline(always)]
-fn in_segment(bytes: usize, rank: Rank, offset: usize, len: usize) -> Result<(), ConduitError> {
+pub(super) fn in_segment(
+    bytes: usize,
+    rank: Rank,
+    offset: usize,
+    len: usize,
+) -> Result<(), ConduitError> {
     if offset.checked_add(len).is_none_or(|end| end > bytes) {
         return Err(ConduitError::OutOfSegment {
             rank,

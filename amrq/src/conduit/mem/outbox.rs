@@ -22,7 +22,7 @@ use crate::conduit::ring::{Consumer, RawRing, RingMemory, SharedProducer};
 use crate::conduit::{Channel, Conduit, ConduitError, Message, OpToken, Rank};
 use crate::sync::AtomicU64;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// The frames of a front's threads, waiting for its thread to send them on.
@@ -42,11 +42,15 @@ pub(super) struct Outbox {
 }
 
 /// The part of an outbox its writers touch besides the ring: atomics only.
-pub(super) struct Waker {
+pub(crate) struct Waker {
     /// Bumped by a writer that found the rank's thread asleep; that thread sleeps on it.
     word: AtomicU32,
     /// The rank's thread is about to sleep, or sleeps.
     sleeping: AtomicU32,
+    /// Per rank: it left the job (the cluster refused a frame to it for that), so a
+    /// thread waiting for it learns it (across hosts the job's liveness record does not
+    /// say so).
+    left: Box<[AtomicBool]>,
 }
 
 // SAFETY: the ring is written by injectors in other threads only through the shared
@@ -57,8 +61,9 @@ pub(super) struct Waker {
 unsafe impl Send for Outbox {}
 
 impl Outbox {
-    /// An outbox of `slots` 64-byte slots (a power of two ≥ 2).
-    pub(super) fn new(slots: u64) -> Result<Self, ConduitError> {
+    /// An outbox of `slots` 64-byte slots (a power of two ≥ 2) for a rank of a job of
+    /// `size` ranks.
+    pub(super) fn new(slots: u64, size: usize) -> Result<Self, ConduitError> {
         let region = HeapRegion::new(RawRing::bytes(slots))?;
         // SAFETY: page-aligned, room for `slots` slots, used only as this ring, kept
         // mapped by `_region` for as long as the outbox lives.
@@ -74,6 +79,7 @@ impl Outbox {
             waker: Waker {
                 word: AtomicU32::new(0),
                 sleeping: AtomicU32::new(0),
+                left: (0..size).map(|_| AtomicBool::new(false)).collect(),
             },
         })
     }
@@ -124,7 +130,7 @@ impl Outbox {
     /// there), until one is refused for want of room (it stays first: AM frames, which
     /// every rank takes whenever it polls) or none is left: `Ok(true)` once none is and
     /// no operation is in flight. A frame to a rank that has left is dropped, as the
-    /// rank's own would be; a frame the cluster refuses for another reason is dropped
+    /// rank's own would be, and the rank marked left for its threads ([`Waker`]); a frame the cluster refuses for another reason is dropped
     /// and that refusal returned (the thread that wrote it was told it was sent).
     pub(super) fn forward(&self, cluster: &ClusterConduit) -> Result<bool, ConduitError> {
         thread_op::complete(cluster, &mut self.in_flight.borrow_mut());
@@ -170,7 +176,8 @@ impl Outbox {
                 sent => {
                     cons.release(&self.ring, &f);
                     match sent {
-                        Err(ConduitError::PeerLeft { .. }) | Ok(()) => {}
+                        Ok(()) => {}
+                        Err(ConduitError::PeerLeft { rank }) => self.waker.mark_left(rank),
                         Err(e) => return Err(e),
                     }
                 }
@@ -179,7 +186,37 @@ impl Outbox {
     }
 }
 
+impl Drop for Outbox {
+    /// Gives back the records of op frames never sent on (every injector, which
+    /// borrows the front, is gone by now).
+    fn drop(&mut self) {
+        let mut cons = self.cons.get();
+        while let Some(f) = cons.peek(&self.ring).ok().flatten() {
+            let words = cons.read_args(&self.ring, &f);
+            if to_where(words[0]).1 == OP_CHANNEL {
+                thread_op::unsend(&words[1..]);
+            }
+            cons.release(&self.ring, &f);
+        }
+    }
+}
+
 impl Waker {
+    /// True once a frame to `rank` was dropped because it left the job.
+    pub(crate) fn has_left(&self, rank: Rank) -> bool {
+        // ORDERING: Acquire pairs with the Release store of `mark_left`.
+        self.left
+            .get(rank)
+            .is_some_and(|l| l.load(Ordering::Acquire))
+    }
+
+    fn mark_left(&self, rank: Rank) {
+        if let Some(l) = self.left.get(rank) {
+            // ORDERING: Release pairs with the Acquire load of `has_left`.
+            l.store(true, Ordering::Release);
+        }
+    }
+
     /// After a writer published a frame: wakes the rank's thread if it sleeps.
     pub(super) fn wake(&self) {
         // ORDERING: SeqCst pairs with the sleeper's fence between its flag and its last

@@ -1,7 +1,7 @@
 //! One-sided operations and enqueues of a front's threads: in a job across hosts only
 //! this host's segments are mapped and the network is the rank's thread's, so a
-//! thread's put, get, atomic or enqueue travels through the rank's outbox as an *op frame* (its hidden word names
-//! the destination and [`OP_CHANNEL`]) and the rank's thread starts it on the cluster
+//! thread's put, get, atomic or enqueue travels through the rank's outbox as an *op
+//! frame* (its hidden word names the destination and [`OP_CHANNEL`]) and the rank's thread starts it on the cluster
 //! when it sends the outbox on, then completes it when the cluster says it is done.
 //!
 //! The thread waits on the operation's own record, a [`ThreadOp`] shared by both
@@ -30,7 +30,7 @@ const DONE: u32 = 1;
 const FAILED: u32 = 2;
 
 /// One one-sided operation of a thread, from its op frame to its completion.
-pub struct ThreadOp {
+pub(crate) struct ThreadOp {
     /// `PENDING`, then `DONE` or `FAILED` (a futex word).
     state: AtomicU32,
     /// An atomic's value before.
@@ -42,12 +42,10 @@ pub struct ThreadOp {
 }
 
 // SAFETY: `bytes` is written only by the cluster's get while the operation is in
-// flight (started and completed by the rank's thread) and read only after `state`
-// became `DONE` (Release by the finisher, Acquire by the reader); everything else is
-// atomic or locked.
+// flight (started and completed by the rank's thread) and read only through `bytes`,
+// which hands them out only once `state` is `DONE` (Release by the finisher, Acquire
+// there); everything else is atomic or locked.
 unsafe impl Sync for ThreadOp {}
-// SAFETY: as for `Sync`; nothing in it belongs to one thread.
-unsafe impl Send for ThreadOp {}
 
 impl ThreadOp {
     fn new(get_len: usize) -> Arc<Self> {
@@ -60,39 +58,41 @@ impl ThreadOp {
     }
 
     /// True once it completed or failed.
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         // ORDERING: Acquire pairs with the Release store of `finish`: the value, the
         // bytes and the failure are visible after.
         self.state.load(Ordering::Acquire) != PENDING
     }
 
     /// Sleeps until it is done or `nap` passes.
-    pub fn sleep(&self, nap: std::time::Duration) {
+    pub(crate) fn sleep(&self, nap: std::time::Duration) {
         crate::util::futex::wait(&self.state, PENDING, nap);
     }
 
     /// Its outcome once [`ThreadOp::is_done`]: an atomic's value before (0 for put and
     /// get), or why it failed.
-    pub fn outcome(&self) -> Result<u64, ConduitError> {
+    pub(crate) fn outcome(&self) -> Result<u64, ConduitError> {
         // ORDERING: Acquire pairs with the Release store of `finish`.
         match self.state.load(Ordering::Acquire) {
             DONE => Ok(self.value.load(Ordering::Relaxed)),
-            _ => Err(self
-                .failure
-                .lock()
-                .ok()
-                .and_then(|mut f| f.take())
-                .unwrap_or(ConduitError::Unsupported {
-                    what: "a thread's one-sided operation that never completed",
-                })),
+            FAILED => Err(self.failure.lock().ok().and_then(|f| f.clone()).unwrap_or(
+                ConduitError::Unsupported {
+                    what: "a thread's one-sided operation whose failure was lost",
+                },
+            )),
+            _ => Err(ConduitError::Busy),
         }
     }
 
-    /// A get's bytes, once it is done.
-    pub fn bytes(&self) -> &[u8] {
-        debug_assert!(self.is_done());
-        // SAFETY: the get completed (`is_done`, Acquire): nothing writes them any more.
-        unsafe { &*self.bytes.get() }
+    /// A get's bytes once it is done; `None` before.
+    pub(crate) fn bytes(&self) -> Option<&[u8]> {
+        // ORDERING: Acquire pairs with the Release store of `finish`: the cluster's
+        // writes of the bytes come before.
+        if self.state.load(Ordering::Acquire) != DONE {
+            return None;
+        }
+        // SAFETY: the get completed (`DONE`, Acquire above): nothing writes them any more.
+        Some(unsafe { &*self.bytes.get() })
     }
 
     fn finish(&self, outcome: Result<u64, ConduitError>) {
@@ -135,16 +135,17 @@ pub(super) fn op_args(what: &ThreadOpKind<'_>, offset: usize) -> (Arc<ThreadOp>,
     (op, [kind, offset as u64, len as u64, ptr, a, b])
 }
 
-/// Takes back the reference an op frame's args hold, for a frame that was not written.
-pub(super) fn unsend(args: &[u64; 6]) {
-    // SAFETY: made by `Arc::into_raw` in `op_args` for a frame that was not written:
-    // this is that reference, taken back once.
+/// Takes back the reference an op frame's args hold, for a frame that was not written,
+/// or that will never be read.
+pub(super) fn unsend(args: &[u64]) {
+    // SAFETY: made by `Arc::into_raw` in `op_args` for a frame that was not written, or
+    // is dropped unread: this is that reference, taken back once.
     drop(unsafe { Arc::from_raw(args[3] as *const ThreadOp) });
 }
 
 /// A thread's one-sided operation.
 #[derive(Debug, Clone, Copy)]
-pub enum ThreadOpKind<'a> {
+pub(crate) enum ThreadOpKind<'a> {
     /// Copies the bytes to the destination's segment.
     Put(&'a [u8]),
     /// Reads this many bytes of the destination's segment.
@@ -227,17 +228,22 @@ fn enqueue(
     (ch, tag, nargs): (Channel, u16, usize),
     bytes: &[u8],
 ) -> Result<Started, ConduitError> {
-    let split = (nargs * 8).min(bytes.len());
-    let (arg_bytes, payload) = bytes.split_at(split);
     let mut args = [0u64; crate::conduit::ring::MAX_ARGS];
+    let Some(arg_bytes) = bytes.get(..nargs * 8).filter(|_| nargs <= args.len()) else {
+        // The queue's checks ran before the op frame was written: never.
+        return Err(ConduitError::TooManyArgs {
+            nargs,
+            max: args.len(),
+        });
+    };
     for (a, c) in args.iter_mut().zip(arg_bytes.chunks_exact(8)) {
         *a = u64::from_ne_bytes(c.try_into().unwrap_or_default());
     }
     let msg = crate::conduit::Message {
         tag,
         flags: 0,
-        args: &args[..nargs.min(args.len())],
-        payload,
+        args: &args[..nargs],
+        payload: &bytes[nargs * 8..],
     };
     match cluster.try_send(dest, ch, &msg) {
         Ok(()) => Ok(Started::Done(1)),
