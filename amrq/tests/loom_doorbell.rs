@@ -1,5 +1,6 @@
 //! Loom models of the doorbell handshake (`amrq::conduit::doorbell`): a receiver that
-//! arms and looks once more, against a sender that publishes a frame and rings. Whatever
+//! arms and looks once more, against a sender that publishes a frame and rings; and a
+//! front's thread about to sleep on its outbox, against a writer of a frame. Whatever
 //! the interleaving, either the receiver's last look sees the frame, or the sender rang:
 //! the summary bit is set (One-poll), and a sleeper's futex word was bumped (a wait that
 //! would sleep on the value it read first returns). Run with
@@ -10,7 +11,7 @@
 
 #![cfg(amrq_loom)]
 
-use amrq::conduit::doorbell::{arm, ring};
+use amrq::conduit::doorbell::{about_to_sleep, arm, finds_sleeper, ring};
 use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use loom::sync::Arc;
 
@@ -103,5 +104,29 @@ fn an_armed_summary_never_misses_a_frame() {
             0,
             "nobody sleeps: no wake-up"
         );
+    });
+}
+
+/// A front's thread marks itself about to sleep and looks at its outbox once more; a
+/// worker thread publishes a frame and wakes it if it finds it asleep. Whatever the
+/// interleaving, either the last look sees the frame, or the word the thread would
+/// sleep on moved (its futex wait on the value read first returns).
+#[test]
+fn an_outbox_writer_finds_the_sleeper_or_its_frame_is_seen() {
+    loom::model(|| {
+        // The frame's sequence word, the sleeping mark, the word slept on.
+        let b = Arc::new((AtomicU64::new(0), AtomicU32::new(0), AtomicU32::new(0)));
+        let w = b.clone();
+        let writer = loom::thread::spawn(move || {
+            w.0.store(1, Ordering::Release);
+            if finds_sleeper(&w.1) {
+                w.2.fetch_add(1, Ordering::Release);
+            }
+        });
+        let seen = b.2.load(Ordering::Acquire);
+        about_to_sleep(&b.1);
+        let saw = b.0.load(Ordering::Acquire) == 1;
+        writer.join().unwrap();
+        assert!(saw || b.2.load(Ordering::Acquire) != seen, "a lost wake-up");
     });
 }

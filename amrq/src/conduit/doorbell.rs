@@ -16,7 +16,7 @@
 //! cannot register) stays correct: a sender leaves its fence out only if it is a target
 //! of the receiver's `membarrier` and the receiver issues one.
 
-use crate::sync::{fence, AtomicU64, Ordering};
+use crate::sync::{fence, AtomicU32, AtomicU64, Ordering};
 use std::sync::atomic::compiler_fence;
 
 /// How a job's doorbell handshakes fence (see the module doc). Environment:
@@ -172,4 +172,33 @@ pub fn arm(armed: &AtomicU64, sleepers: Option<&AtomicU64>, bits: u64, heavy: u6
         unreachable!("the loom models run the symmetric handshake");
     }
     mine
+}
+
+/// A thread about to sleep on a word that writers bump (a front's outbox, whose writers
+/// are the rank's other threads) marks itself sleeping and fences; then it looks once
+/// more for work, and sleeps only if it finds none. With [`finds_sleeper`], a Dekker
+/// handshake: either a writer sees the mark, or the last look sees its work.
+///
+/// ```
+/// use amrq::conduit::doorbell::{about_to_sleep, finds_sleeper};
+/// use std::sync::atomic::AtomicU32;
+/// let sleeping = AtomicU32::new(0);
+/// assert!(!finds_sleeper(&sleeping));
+/// about_to_sleep(&sleeping);
+/// assert!(finds_sleeper(&sleeping)); // the writer bumps the word and wakes it
+/// ```
+pub fn about_to_sleep(sleeping: &AtomicU32) {
+    sleeping.store(1, Ordering::Relaxed);
+    // ORDERING: SeqCst pairs with the writer's fence in `finds_sleeper`.
+    fence(Ordering::SeqCst);
+}
+
+/// A writer that has just published work: true if the thread that takes it may be
+/// asleep, or about to sleep ([`about_to_sleep`]): it must then bump the word that
+/// thread sleeps on and wake it.
+pub fn finds_sleeper(sleeping: &AtomicU32) -> bool {
+    // ORDERING: SeqCst pairs with the sleeper's fence in `about_to_sleep`: either this
+    // load sees its mark, or its last look sees the work published before this fence.
+    fence(Ordering::SeqCst);
+    sleeping.load(Ordering::Relaxed) != 0
 }

@@ -7,9 +7,9 @@
 //! the rank's thread sent it on.
 //!
 //! The rank's thread may be asleep when a thread writes: it sleeps on the outbox's word
-//! too, and a writer that finds it asleep (a `SeqCst` fence between its frame and that
-//! look, paired with the sleeper's between its flag and its last look at the ring)
-//! bumps the word and wakes it ([`Waker`]: all a writer touches besides the ring).
+//! too, and a writer that finds it asleep bumps the word and wakes it ([`Waker`]: all a
+//! writer touches besides the ring), by the handshake of `doorbell::about_to_sleep`
+//! and `doorbell::finds_sleeper` (modelled in `tests/loom_doorbell.rs`).
 //!
 //! Only AM requests travel as frames: a thread's enqueue is an operation
 //! (`thread_op.rs`) that the rank's thread tries once and answers, so that a full queue
@@ -18,11 +18,12 @@
 use super::thread_op::{self, ThreadOp, OP_CHANNEL};
 use super::HeapRegion;
 use crate::conduit::cluster::ClusterConduit;
+use crate::conduit::doorbell;
 use crate::conduit::ring::{Consumer, RawRing, RingMemory, SharedProducer};
 use crate::conduit::{Channel, Conduit, ConduitError, Message, OpToken, Rank};
 use crate::sync::AtomicU64;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// The frames of a front's threads, waiting for its thread to send them on.
@@ -45,8 +46,8 @@ pub(super) struct Outbox {
 pub(crate) struct Waker {
     /// Bumped by a writer that found the rank's thread asleep; that thread sleeps on it.
     word: AtomicU32,
-    /// The rank's thread is about to sleep, or sleeps.
-    sleeping: AtomicU32,
+    /// The rank's thread is about to sleep, or sleeps (`doorbell::about_to_sleep`).
+    sleeping: crate::sync::AtomicU32,
     /// Per rank: it left the job (the cluster refused a frame to it for that), so a
     /// thread waiting for it learns it (across hosts the job's liveness record does not
     /// say so).
@@ -78,7 +79,7 @@ impl Outbox {
             in_flight: RefCell::new(Vec::new()),
             waker: Waker {
                 word: AtomicU32::new(0),
-                sleeping: AtomicU32::new(0),
+                sleeping: crate::sync::AtomicU32::new(0),
                 left: (0..size).map(|_| AtomicBool::new(false)).collect(),
             },
         })
@@ -105,15 +106,13 @@ impl Outbox {
         let w = &self.waker;
         // ORDERING: Acquire pairs with a writer's Release bump.
         let seen = w.word.load(Ordering::Acquire);
-        w.sleeping.store(1, Ordering::Relaxed);
-        // ORDERING: SeqCst pairs with the writers' fence in `Waker::wake`.
-        fence(Ordering::SeqCst);
+        doorbell::about_to_sleep(&w.sleeping);
         (&w.word, seen, self.has_work())
     }
 
     /// After this rank's thread woke.
     pub(super) fn disarm(&self) {
-        self.waker.sleeping.store(0, Ordering::Relaxed);
+        self.waker.sleeping.store(0, crate::sync::Ordering::Relaxed);
     }
 
     /// True if a frame waits, or a thread's operation is in flight (the rank's
@@ -130,8 +129,9 @@ impl Outbox {
     /// there), until one is refused for want of room (it stays first: AM frames, which
     /// every rank takes whenever it polls) or none is left: `Ok(true)` once none is and
     /// no operation is in flight. A frame to a rank that has left is dropped, as the
-    /// rank's own would be, and the rank marked left for its threads ([`Waker`]); a frame the cluster refuses for another reason is dropped
-    /// and that refusal returned (the thread that wrote it was told it was sent).
+    /// rank's own would be, and the rank marked left for its threads ([`Waker`]); a
+    /// frame the cluster refuses for another reason is dropped and that refusal
+    /// returned (the thread that wrote it was told it was sent).
     pub(super) fn forward(&self, cluster: &ClusterConduit) -> Result<bool, ConduitError> {
         thread_op::complete(cluster, &mut self.in_flight.borrow_mut());
         let mut cons = self.cons.get();
@@ -219,10 +219,8 @@ impl Waker {
 
     /// After a writer published a frame: wakes the rank's thread if it sleeps.
     pub(super) fn wake(&self) {
-        // ORDERING: SeqCst pairs with the sleeper's fence between its flag and its last
-        // look at the ring: either it sees this frame or this sees its flag.
-        fence(Ordering::SeqCst);
-        if self.sleeping.load(Ordering::Relaxed) != 0 {
+        // Either the sleeper's last look sees this frame, or this sees its mark.
+        if doorbell::finds_sleeper(&self.sleeping) {
             // ORDERING: Release pairs with the sleeper's Acquire load of `word`.
             self.word.fetch_add(1, Ordering::Release);
             crate::util::futex::wake_all(&self.word);

@@ -143,7 +143,7 @@ pub(super) fn unsend(args: &[u64]) {
     drop(unsafe { Arc::from_raw(args[3] as *const ThreadOp) });
 }
 
-/// A thread's one-sided operation.
+/// A thread's one-sided operation, or enqueue.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum ThreadOpKind<'a> {
     /// Copies the bytes to the destination's segment.
