@@ -513,7 +513,7 @@ impl<'a> Sender<'a> {
             Ok(()) => Ok(Answer::new(
                 self.calls,
                 self.threads,
-                self.injector.left(),
+                self.injector.waker(),
                 word,
             )),
             Err(e) => {

@@ -245,11 +245,22 @@ impl MemConduit {
 }
 
 impl<'a> Injector<'a> {
-    /// On a front, what its rank's thread learnt of ranks that left (the outbox's
-    /// [`Waker`]), for waits of its threads.
-    pub(crate) fn left(&self) -> Option<&'a Waker> {
+    /// On a front, its outbox's [`Waker`]: how it wakes the rank's thread, and what
+    /// that thread learnt of ranks that left, for waits of its threads.
+    pub(crate) fn waker(&self) -> Option<&'a Waker> {
         // SAFETY: the waker is the front's, which the injector borrows for `'a`.
         self.outbox.map(|w| unsafe { &*w })
+    }
+
+    /// [`ConduitError::NoSuchRank`] unless `dest` is a rank of the job.
+    fn in_job(&self, dest: Rank) -> Result<(), ConduitError> {
+        match dest < self.size {
+            true => Ok(()),
+            false => Err(ConduitError::NoSuchRank {
+                rank: dest,
+                size: self.size,
+            }),
+        }
     }
 
     /// [`ConduitError::NoSuchRank`] or [`ConduitError::OutOfSegment`] unless `len`
@@ -260,12 +271,7 @@ impl<'a> Injector<'a> {
         offset: usize,
         len: usize,
     ) -> Result<(), ConduitError> {
-        if rank >= self.size {
-            return Err(ConduitError::NoSuchRank {
-                rank,
-                size: self.size,
-            });
-        }
+        self.in_job(rank)?;
         super::one_sided::in_segment(self.segment_bytes, rank, offset, len)
     }
 }
@@ -326,7 +332,7 @@ impl Injector<'_> {
     /// ```
     pub fn check_peer(&self, dest: Rank) -> Result<(), ConduitError> {
         check_peer(&self.boot, dest)?;
-        match self.left().is_some_and(|w| w.has_left(dest)) {
+        match self.waker().is_some_and(|w| w.has_left(dest)) {
             true => Err(ConduitError::PeerLeft { rank: dest }),
             false => Ok(()),
         }
@@ -334,12 +340,7 @@ impl Injector<'_> {
 
     /// The checks [`Injector::try_send`] makes of a frame to `dest`, without sending it.
     pub(crate) fn check(&self, dest: Rank, msg: &Message<'_>) -> Result<(), ConduitError> {
-        if dest >= self.size {
-            return Err(ConduitError::NoSuchRank {
-                rank: dest,
-                size: self.size,
-            });
-        }
+        self.in_job(dest)?;
         self.checked(msg).map(drop)
     }
 
@@ -350,8 +351,8 @@ impl Injector<'_> {
     /// rank may not send into, or an interrupt flag (an injector does not send those).
     #[inline]
     pub fn try_send(&mut self, dest: Rank, msg: &Message<'_>) -> Result<(), ConduitError> {
-        if let Some(outbox) = self.outbox {
-            return self.try_forward(outbox, dest, msg);
+        if let Some(waker) = self.waker() {
+            return self.try_forward(waker, dest, msg);
         }
         let header = self.checked(msg)?;
         let (words, n) = with_hidden_word(self.me, msg.args);
@@ -383,16 +384,11 @@ impl Injector<'_> {
     #[inline(never)]
     fn try_forward(
         &mut self,
-        outbox: *const Waker,
+        waker: &Waker,
         dest: Rank,
         msg: &Message<'_>,
     ) -> Result<(), ConduitError> {
-        if dest >= self.size {
-            return Err(ConduitError::NoSuchRank {
-                rank: dest,
-                size: self.size,
-            });
-        }
+        self.in_job(dest)?;
         let header = self.checked(msg)?;
         let (words, n) = with_hidden_word(hidden_word(dest, self.ch), msg.args);
         push(
@@ -403,8 +399,7 @@ impl Injector<'_> {
             dest,
             self.ch,
         )?;
-        // SAFETY: the outbox is the front's, which the injector borrows.
-        unsafe { &*outbox }.wake();
+        waker.wake();
         Ok(())
     }
 
@@ -421,17 +416,12 @@ impl Injector<'_> {
         offset: usize,
         what: ThreadOpKind<'_>,
     ) -> Result<Arc<ThreadOp>, ConduitError> {
-        let Some(outbox) = self.outbox else {
+        let Some(waker) = self.waker() else {
             return Err(ConduitError::Unsupported {
                 what: "a one-sided operation through the outbox of a rank of one host",
             });
         };
-        if dest >= self.size {
-            return Err(ConduitError::NoSuchRank {
-                rank: dest,
-                size: self.size,
-            });
-        }
+        self.in_job(dest)?;
         let bytes = thread_op::frame_bytes(&what);
         let (payload, max_payload) = match (what, &bytes) {
             (ThreadOpKind::Put(data), _) => (data, self.max_payload),
@@ -446,7 +436,7 @@ impl Injector<'_> {
         if payload.len() > max_payload {
             return Err(ConduitError::PayloadTooLarge {
                 len: payload.len(),
-                max: self.max_payload,
+                max: max_payload,
                 channel: self.ch,
             });
         }
@@ -464,8 +454,7 @@ impl Injector<'_> {
             thread_op::unsend(&args);
             return Err(e);
         }
-        // SAFETY: the outbox is the front's, which the injector borrows.
-        unsafe { &*outbox }.wake();
+        waker.wake();
         Ok(op)
     }
 
