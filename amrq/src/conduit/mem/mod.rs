@@ -17,6 +17,7 @@
 //! | `region.rs` | where every ring, doorbell and Tag-On pool sits in a region (offsets only), and the heap region of the `threads` conduit |
 //! | `endpoint.rs` | [`MemConduit`]: one rank's endpoint, built from [`Parts`] |
 //! | `channels.rs` | the per-ring states of an endpoint: send side, receive side, the round-robin scan of a channel |
+//! | `refusals.rs` | why a send is refused: the checks behind the sends' fast tests, and the refusal a network conduit answers as they would |
 //! | `conduit.rs` | the [`Conduit`](crate::conduit::Conduit) implementation: send checks, receive checks, One-poll, sleeping |
 //! | `injector.rs` | [`Injector`]: a sender into a shared channel for another thread of the rank, lock-free beside the endpoint's own sends |
 //! | `lane.rs` | [`ExpressLane`]: one per-pair ring's addresses, for a send compiled into its caller (the C header's inline sends) |
@@ -39,6 +40,7 @@ mod lane;
 mod one_sided;
 mod outbox;
 mod receive;
+mod refusals;
 mod region;
 mod tag_on;
 #[cfg(test)]
