@@ -98,7 +98,6 @@ pub mod rma;
 pub mod rq;
 #[cfg(not(amrq_loom))]
 pub mod splitc;
-#[cfg(not(amrq_loom))]
 pub mod util;
 
 #[cfg(not(amrq_loom))]

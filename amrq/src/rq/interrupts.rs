@@ -23,8 +23,8 @@
 
 use crate::conduit::{ConduitError, InterruptAlarm, InterruptChannels, PayloadView, ReceivedFrame};
 use crate::rq::QueueId;
-use crate::util::{futex, membarrier};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use crate::util::atomicity::Atomicity;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -63,72 +63,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Runs deferred handlers on the owner's thread at the end of a section.
 type RunDeferred = Box<dyn Fn() + Send + Sync>;
 
-/// The atomicity state shared by the owner and its progress thread.
-#[derive(Default)]
-struct Atomicity {
-    /// The owner is in a critical section.
-    held: AtomicBool,
-    /// The progress thread is running handlers.
-    running: AtomicBool,
-    /// Handlers were deferred: wake the progress thread at release.
-    pending: AtomicBool,
-    /// The progress thread sleeps on this while deferred (a futex word).
-    released: AtomicU32,
-    /// Stop the progress thread.
+/// What the owner and its progress thread share: the atomicity state, the stop flag,
+/// and the drain the owner runs at the end of a section that deferred handlers (on the
+/// deferred path only: a dynamic call there costs nothing next to the frames it runs).
+struct Shared {
+    atomicity: Atomicity,
     stop: AtomicBool,
-    /// `membarrier` works here (else both sides fence).
-    asymmetric: bool,
-    /// Drains the Interrupt channels with the handler (on the deferred path only: a
-    /// dynamic call there costs nothing next to the frames it runs).
-    run_deferred: Option<RunDeferred>,
+    run_deferred: RunDeferred,
 }
 
-impl std::fmt::Debug for Atomicity {
+impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Atomicity")
-            .field("held", &self.held)
-            .field("asymmetric", &self.asymmetric)
+        f.debug_struct("Shared")
+            .field("atomicity", &self.atomicity)
             .finish_non_exhaustive()
-    }
-}
-
-impl Atomicity {
-    /// Progress thread: may handlers run now? If not, the owner holds: sleep until it
-    /// releases (or a short backstop) and say no.
-    fn enter_handlers(&self) -> bool {
-        self.running.store(true, Ordering::Relaxed);
-        if self.asymmetric {
-            membarrier::private_expedited();
-        } else {
-            // ORDERING: SeqCst fence pairs with the owner's SeqCst fence in `hold`.
-            std::sync::atomic::fence(Ordering::SeqCst);
-        }
-        if !self.held.load(Ordering::Relaxed) {
-            return true;
-        }
-        // ORDERING: Release: the owner, waiting in `hold` for `running` to clear, sees
-        // nothing of ours after it; pairs with its Acquire load.
-        self.running.store(false, Ordering::Release);
-        // ORDERING: Acquire pairs with the Release increment in `Hold::drop`.
-        let w = self.released.load(Ordering::Acquire);
-        self.pending.store(true, Ordering::Relaxed);
-        if self.asymmetric {
-            membarrier::private_expedited();
-        } else {
-            // ORDERING: pairs with the owner's SeqCst fence in `Hold::drop`.
-            std::sync::atomic::fence(Ordering::SeqCst);
-        }
-        // Either the owner's release sees `pending` (and wakes us), or we see it released.
-        if self.held.load(Ordering::Relaxed) {
-            futex::wait(&self.released, w, Duration::from_millis(10));
-        }
-        false
-    }
-
-    fn leave_handlers(&self) {
-        // ORDERING: Release: the handlers' effects are visible to an owner that then
-        // enters a section; pairs with the Acquire load of `running` in `hold`.
-        self.running.store(false, Ordering::Release);
     }
 }
 
@@ -152,7 +100,7 @@ impl Atomicity {
 /// ```
 #[derive(Debug)]
 pub struct Interrupts {
-    atomicity: Arc<Atomicity>,
+    shared: Arc<Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -181,7 +129,7 @@ pub struct Interrupts {
 #[derive(Debug)]
 #[must_use = "the section ends when the guard is dropped"]
 pub struct Hold<'a> {
-    atomicity: &'a Atomicity,
+    shared: &'a Shared,
 }
 
 impl Interrupts {
@@ -193,18 +141,17 @@ impl Interrupts {
         R: InterruptChannels,
         H: FnMut(QueueId, usize, &[u64], PayloadView<'_>) + Send + 'static,
     {
-        let asymmetric = membarrier::register_private();
         let (alarm, rank) = (rx.alarm(), rx.rank());
         let served = Arc::new(Mutex::new(Served { rx, handler }));
         let s = served.clone();
-        let atomicity = Arc::new(Atomicity {
-            asymmetric,
-            run_deferred: Some(Box::new(move || {
+        let shared = Arc::new(Shared {
+            atomicity: Atomicity::new(),
+            stop: AtomicBool::new(false),
+            run_deferred: Box::new(move || {
                 lock(&s).run(DEFERRED_BUDGET);
-            })),
-            ..Atomicity::default()
+            }),
         });
-        let a = atomicity.clone();
+        let a = shared.clone();
         let thread = std::thread::Builder::new()
             .name(format!("amrq-interrupts-{rank}"))
             .spawn(move || {
@@ -222,15 +169,15 @@ impl Interrupts {
                         continue;
                     }
                     idle = 0;
-                    if !a.enter_handlers() {
+                    if !a.atomicity.try_enter() {
                         continue; // deferred: the owner runs them when its section ends
                     }
                     lock(&served).run(64);
-                    a.leave_handlers();
+                    a.atomicity.leave();
                 }
             })
             .ok();
-        Self { atomicity, thread }
+        Self { shared, thread }
     }
 
     /// Enters a critical section (see [`Hold`]). No system call when uncontended.
@@ -256,20 +203,10 @@ impl Interrupts {
     /// ```
     #[inline(always)]
     pub fn hold(&self) -> Hold<'_> {
-        let a = &*self.atomicity;
-        a.held.store(true, Ordering::Relaxed);
-        // The progress thread's membarrier orders this store for it (asymmetric);
-        // otherwise a fence, out of line so that the common case falls through.
-        std::sync::atomic::compiler_fence(Ordering::SeqCst);
-        if !a.asymmetric {
-            symmetric_fence();
+        self.shared.atomicity.hold();
+        Hold {
+            shared: &self.shared,
         }
-        // A batch of handlers already running finishes first.
-        // ORDERING: Acquire pairs with the Release stores of `running`.
-        while a.running.load(Ordering::Acquire) {
-            std::hint::spin_loop();
-        }
-        Hold { atomicity: a }
     }
 
     /// True if `membarrier` is available (the cheap sections).
@@ -286,33 +223,17 @@ impl Interrupts {
     /// # Ok::<(), amrq::Error>(())
     /// ```
     pub fn asymmetric(&self) -> bool {
-        self.atomicity.asymmetric
+        self.shared.atomicity.asymmetric()
     }
 }
 
 impl Drop for Hold<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        let a = self.atomicity;
-        // ORDERING: Release: the section's effects happen before handlers that run
-        // after it; pairs with the progress thread's loads after its barrier.
-        a.held.store(false, Ordering::Release);
-        std::sync::atomic::compiler_fence(Ordering::SeqCst);
-        if !a.asymmetric {
-            symmetric_fence();
-        }
-        if a.pending.load(Ordering::Relaxed) {
-            Hold::run_deferred(a);
+        if self.shared.atomicity.release() {
+            self.run_deferred();
         }
     }
-}
-
-/// The owner's fence of a section's start and end where `membarrier` is missing.
-#[cold]
-#[inline(never)]
-fn symmetric_fence() {
-    // ORDERING: pairs with the SeqCst fence in `enter_handlers`.
-    std::sync::atomic::fence(Ordering::SeqCst);
 }
 
 impl Hold<'_> {
@@ -321,21 +242,15 @@ impl Hold<'_> {
     /// re-enabled), then let the progress thread go on.
     #[cold]
     #[inline(never)]
-    fn run_deferred(a: &Atomicity) {
-        a.pending.store(false, Ordering::Relaxed);
-        if let Some(run) = &a.run_deferred {
-            run();
-        }
-        // ORDERING: Release pairs with the Acquire load of `released` in
-        // `enter_handlers` before it sleeps.
-        a.released.fetch_add(1, Ordering::Release);
-        futex::wake_all(&a.released);
+    fn run_deferred(&self) {
+        (self.shared.run_deferred)();
+        self.shared.atomicity.resume();
     }
 }
 
 impl Drop for Interrupts {
     fn drop(&mut self) {
-        self.atomicity.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

@@ -1,13 +1,25 @@
-//! Small helpers shared by every layer: waiting, pinning, prefetching.
+//! Small helpers shared by every layer: waiting, pinning, prefetching, and the
+//! atomicity between a rank's thread and its progress thread.
 
+#[cfg(not(amrq_loom))]
 pub mod affinity;
+pub mod atomicity;
+#[cfg(not(amrq_loom))]
 pub mod backoff;
+#[cfg(not(amrq_loom))]
 pub mod futex;
+#[cfg(not(amrq_loom))]
 pub mod membarrier;
+#[cfg(not(amrq_loom))]
 pub(crate) mod prefetch;
+#[cfg(not(amrq_loom))]
 mod say;
+#[cfg(not(amrq_loom))]
 pub mod shm;
 
+#[cfg(not(amrq_loom))]
 pub use affinity::{pin_to_core, PinError};
+#[cfg(not(amrq_loom))]
 pub use backoff::{Backoff, SLEEP_BACKSTOP};
+#[cfg(not(amrq_loom))]
 pub use say::say;
