@@ -157,6 +157,12 @@ pub struct Config {
     /// to ranks whose memory is mapped: the path a network takes, on one host.
     /// Environment: `AMRQ_RMA_FRAMES` (`1` or `0`); default: direct where mapped.
     pub rma_frames: Setting<bool>,
+    /// Whether a job started with [`Setup::start_engine`](crate::Setup::start_engine)
+    /// runs its handlers on a progress engine, a thread of the rank that serves them
+    /// while the program computes; off, the program's own polls and waits serve them,
+    /// as in a job started with [`Setup::start`](crate::Setup::start). Environment:
+    /// `AMRQ_ENGINE` (`1` or `0`); default on.
+    pub engine: Setting<bool>,
     /// Tag-On blocks per (sender, receiver) pair. Environment: `AMRQ_TAG_ON_BUFFERS`;
     /// default 8.
     pub tag_on_buffers: Setting<usize>,
@@ -281,6 +287,7 @@ impl Config {
             attach_timeout: Setting::default(Duration::from_secs(60)),
             doorbell_fence: Setting::default(DoorbellFence::default()),
             rma_frames: Setting::default(false),
+            engine: Setting::default(true),
             tag_on_buffers: Setting::default(8),
             tag_on_bytes: Setting::default(4096),
             interrupt_slots: Setting::default(0),
@@ -364,6 +371,9 @@ impl Config {
         }
         if let Some(v) = env("AMRQ_RMA_FRAMES", "expected 1 or 0", flag)? {
             self.rma_frames.take_env(v);
+        }
+        if let Some(v) = env("AMRQ_ENGINE", "expected 1 or 0", flag)? {
+            self.engine.take_env(v);
         }
         if let Some(v) = env(
             "AMRQ_TAG_ON_BUFFERS",
@@ -482,6 +492,12 @@ impl Config {
                 "AMRQ_RMA_FRAMES",
                 yes(self.rma_frames.get(), "as AM frames", "direct where mapped"),
                 self.rma_frames.source(),
+                false,
+            ),
+            item(
+                "AMRQ_ENGINE",
+                yes(self.engine.get(), "on (start_engine)", "off: polling"),
+                self.engine.source(),
                 false,
             ),
             item(

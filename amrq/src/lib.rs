@@ -109,7 +109,7 @@ pub use error::{Error, Result};
 #[cfg(not(amrq_loom))]
 mod job;
 #[cfg(not(amrq_loom))]
-pub use job::{Job, Setup};
+pub use job::{EngineJob, Held, Job, Setup};
 #[cfg(not(amrq_loom))]
 pub mod config;
 
@@ -118,9 +118,10 @@ pub mod config;
 pub mod prelude {
     pub use crate::am::{
         Am, AmError, Call, Handler, HandlerTable, Msg, Pending, ReplyHandler, ReqCtx,
+        SendHandlerTable,
         RequestHandler,
     };
     pub use crate::conduit::Rank;
     pub use crate::rq::{QueueId, Rq, RqError};
-    pub use crate::{Config, Job, Setup};
+    pub use crate::{Config, EngineJob, Job, Setup};
 }

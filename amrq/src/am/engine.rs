@@ -56,10 +56,9 @@ pub struct Am<S, C: Conduit = MemConduit> {
     segment_alloc: std::cell::RefCell<super::SegmentAllocator>,
     /// Calls in flight ([`Am::call`](super::Am::call)).
     pub(super) calls: super::pending::CallTable,
-    /// Request failures the runtime's own waits ran, for the program's next poll or
-    /// wait (`failure.rs`).
-    pub(super) kept_failures:
-        std::cell::RefCell<std::collections::VecDeque<Box<super::RequestFailure>>>,
+    /// Request failures the runtime's own waits ran, and errors the progress engine
+    /// met, for the program's next poll or wait (`failure.rs`).
+    pub(super) kept_failures: std::cell::RefCell<std::collections::VecDeque<AmError>>,
     /// Whether there are any kept failures, in one load.
     pub(super) failure_kept: Cell<bool>,
     /// The job's end, as this rank sees it (`exit.rs`).
@@ -83,6 +82,13 @@ impl<S, C: Conduit> std::fmt::Debug for Am<S, C> {
             .field("size", &self.size())
             .field("table", &self.table)
             .finish_non_exhaustive()
+    }
+}
+
+impl<S, C: Conduit> Am<S, C> {
+    /// The AM queues as one poll set, for a progress engine that sleeps on them.
+    pub(crate) fn am_queues(&self) -> &PollSet {
+        &self.am_queues
     }
 }
 

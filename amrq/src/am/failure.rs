@@ -239,13 +239,21 @@ impl<S, C: Conduit> Am<S, C> {
     #[cold]
     pub(crate) fn keep_failure(&self, e: AmError) -> Result<(), AmError> {
         match e {
-            AmError::RequestFailed(f) => {
-                self.kept_failures.borrow_mut().push_back(f);
-                self.failure_kept.set(true);
+            AmError::RequestFailed(_) => {
+                self.keep_error(e);
                 Ok(())
             }
             e => Err(e),
         }
+    }
+
+    /// Keeps `e` for the program's next poll or wait: a request failure a runtime wait
+    /// ran, or any error the progress engine met (the program is told, not the
+    /// engine).
+    #[cold]
+    pub(crate) fn keep_error(&self, e: AmError) {
+        self.kept_failures.borrow_mut().push_back(e);
+        self.failure_kept.set(true);
     }
 
     /// The oldest failure kept by a runtime wait, as the program's poll or wait returns
@@ -254,9 +262,9 @@ impl<S, C: Conduit> Am<S, C> {
     #[inline(never)]
     pub(super) fn kept_failure(&self) -> AmError {
         let mut kept = self.kept_failures.borrow_mut();
-        let f = kept.pop_front().expect("a failure is kept");
+        let e = kept.pop_front().expect("a failure is kept");
         self.failure_kept.set(!kept.is_empty());
-        AmError::RequestFailed(f)
+        e
     }
 
     /// [`Am::poll`] for the runtime's own waits: a failure notice it runs is kept.
@@ -269,9 +277,13 @@ impl<S, C: Conduit> Am<S, C> {
     /// The failures no poll or wait returned, said on standard error once the program
     /// is done with this rank: none is lost silently.
     pub(super) fn say_unreturned_failures(&self) {
-        for f in self.kept_failures.borrow_mut().drain(..) {
+        for e in self.kept_failures.borrow_mut().drain(..) {
+            let what = match e {
+                AmError::RequestFailed(_) => "a request failed",
+                _ => "the progress engine met an error",
+            };
             crate::util::say(&format!(
-                "amrq: rank {}: a request failed and no poll or wait returned it: {f}",
+                "amrq: rank {}: {what} and no poll or wait returned it: {e}",
                 self.rank()
             ));
         }

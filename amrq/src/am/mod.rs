@@ -37,6 +37,7 @@ mod payload;
 mod pending;
 mod segment_alloc;
 mod segment_service;
+mod send_table;
 mod sender;
 mod thread_calls;
 mod typed;
@@ -54,6 +55,7 @@ pub(crate) use ops::OpId;
 pub(crate) use payload::Payload;
 pub use pending::Pending;
 pub use segment_alloc::SegmentAllocator;
+pub use send_table::SendHandlerTable;
 pub(crate) use segment_service::{
     packed_headers, BLOCK_HEADER, TAG_ATOMIC, TAG_GET, TAG_GET_PACKED, TAG_PUT, TAG_PUT_PACKED,
     TAG_STORE,

@@ -17,12 +17,15 @@
 //! |---|---|
 //! | `mod.rs` | [`Job`]: the handle, and the layers it owns |
 //! | `setup.rs` | [`Setup`]: a rank's place before its job starts |
+//! | `engine.rs` | [`EngineJob`]: a job whose handlers a progress engine serves while the program computes |
 //! | `run.rs` | the ways to start: [`Config::run`](crate::Config::run), [`Config::join`](crate::Config::join), [`Config::threads`](crate::Config::threads) |
 
 mod end;
+mod engine;
 mod run;
 mod setup;
 
+pub use engine::{EngineJob, Held};
 pub use setup::Setup;
 
 use crate::am::Am;

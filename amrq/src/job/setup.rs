@@ -2,7 +2,8 @@
 //! call that starts the job with the program's handlers.
 
 use super::Job;
-use crate::am::{Am, HandlerTable};
+use super::EngineJob;
+use crate::am::{Am, HandlerTable, SendHandlerTable};
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{Conduit, Rank};
 use crate::rma::Rma;
@@ -93,6 +94,54 @@ impl Setup {
         Ok(Job {
             sc: std::mem::ManuallyDrop::new(SplitC::new(rma)?),
             leaving: false,
+        })
+    }
+
+    /// Starts this rank's job as [`Setup::start`] does, with a progress engine: a
+    /// thread of the rank that runs its handlers while the program computes (see
+    /// [`EngineJob`]). The handlers and the state must be `Send` (the table's bounds
+    /// check it); the program reaches the job inside sections ([`EngineJob::hold`]).
+    /// With [`Config::engine`] off (`AMRQ_ENGINE=0`) no engine starts and the
+    /// program's polls serve, so one program compares both.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// use std::cell::Cell;
+    /// let out = amrq::Config::new().threads(2, |setup| -> amrq::Result<u64> {
+    ///     let mut t = SendHandlerTable::new();
+    ///     let add = t.request("add", |n: &Cell<u64>, _ctx, m| { n.set(n.get() + m.arg(0)?); Ok(()) });
+    ///     let mut job = setup.start_engine(t, Cell::new(0))?;
+    ///     let peer = 1 - job.rank();
+    ///     job.hold().request(peer, add, &[7])?;
+    ///     job.hold().barrier()?; // both requests were sent before it, and served
+    ///     let got = job.hold().wait_until(|n| n.get() == 7).map(|()| 7)?;
+    ///     job.finish()?;
+    ///     Ok(got)
+    /// })
+    /// .unwrap();
+    /// assert_eq!(out, [7, 7]);
+    /// ```
+    ///
+    /// State that only one thread may own does not compile:
+    ///
+    /// ```compile_fail
+    /// use amrq::prelude::*;
+    /// amrq::Config::new().threads(1, |setup| -> amrq::Result<()> {
+    ///     let state = std::rc::Rc::new(0u64);
+    ///     setup.start_engine(SendHandlerTable::new(), state)?.finish() // error: `Rc` is not `Send`
+    /// }).unwrap();
+    /// ```
+    pub fn start_engine<S: Send + 'static>(
+        self,
+        handlers: SendHandlerTable<S>,
+        state: S,
+    ) -> crate::Result<EngineJob<S>> {
+        let engine = self.config.engine.get();
+        let job = self.start(handlers.into_table(), state)?;
+        EngineJob::new(job, engine).map_err(|e| {
+            crate::Error::other(format!(
+                "cannot start the progress engine's thread ({e}): raise the process's thread limit (ulimit -u) or set AMRQ_ENGINE=0"
+            ))
         })
     }
 }

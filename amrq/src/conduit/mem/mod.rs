@@ -33,6 +33,7 @@ mod across;
 mod channels;
 mod conduit;
 mod endpoint;
+mod engine_arming;
 mod frame;
 mod injector;
 mod interrupts;
