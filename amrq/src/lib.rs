@@ -118,8 +118,7 @@ pub mod config;
 pub mod prelude {
     pub use crate::am::{
         Am, AmError, Call, Handler, HandlerTable, Msg, Pending, ReplyHandler, ReqCtx,
-        SendHandlerTable,
-        RequestHandler,
+        RequestHandler, SendHandlerTable,
     };
     pub use crate::conduit::Rank;
     pub use crate::rq::{QueueId, Rq, RqError};

@@ -55,11 +55,11 @@ pub(crate) use ops::OpId;
 pub(crate) use payload::Payload;
 pub use pending::Pending;
 pub use segment_alloc::SegmentAllocator;
-pub use send_table::SendHandlerTable;
 pub(crate) use segment_service::{
     packed_headers, BLOCK_HEADER, TAG_ATOMIC, TAG_GET, TAG_GET_PACKED, TAG_PUT, TAG_PUT_PACKED,
     TAG_STORE,
 };
+pub use send_table::SendHandlerTable;
 pub use sender::Sender;
 pub use thread_calls::Answer;
 pub use typed::Handler;

@@ -2,7 +2,9 @@
 //! the same registrations as [`HandlerTable`]'s, each bounded `Send`, so that a handler
 //! that captures something one thread owns (an `Rc`, a `MutexGuard`) does not compile.
 
-use super::{AmError, Args, Call, Handler, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler};
+use super::{
+    AmError, Args, Call, Handler, HandlerTable, Msg, ReplyHandler, ReqCtx, RequestHandler,
+};
 use crate::conduit::mem::MemConduit;
 use crate::conduit::Conduit;
 use std::borrow::Cow;
@@ -125,7 +127,11 @@ impl<S, C: Conduit> SendHandlerTable<S, C> {
     /// let square = t.call("square", |_s, _ctx, x: u64| Ok(x * x));
     /// # let _ = square;
     /// ```
-    pub fn call<A: Args, R: Args, F>(&mut self, name: impl Into<Cow<'static, str>>, f: F) -> Call<A, R>
+    pub fn call<A: Args, R: Args, F>(
+        &mut self,
+        name: impl Into<Cow<'static, str>>,
+        f: F,
+    ) -> Call<A, R>
     where
         F: for<'a> Fn(&'a S, ReqCtx<'a, S, C>, A) -> Result<R, AmError> + Send + 'static,
     {

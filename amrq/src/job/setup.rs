@@ -1,8 +1,8 @@
 //! What a rank's main gets before its job starts: its place, the settings, and the
 //! call that starts the job with the program's handlers.
 
-use super::Job;
 use super::EngineJob;
+use super::Job;
 use crate::am::{Am, HandlerTable, SendHandlerTable};
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{Conduit, Rank};
