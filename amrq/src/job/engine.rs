@@ -15,7 +15,8 @@
 //! word to sleep on, so its engine naps (100 µs) between looks.
 
 use super::Job;
-use crate::conduit::{Arming, Rank};
+use crate::conduit::mem::{still_armed, Doorbell, EngineArming};
+use crate::conduit::Rank;
 use crate::util::atomicity::Atomicity;
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
@@ -26,8 +27,8 @@ use std::time::Duration;
 /// Rounds of spinning on the armed word before the engine sleeps on it: a few
 /// microseconds, so that a quick answer costs no wake-up.
 const SPIN_ROUNDS: u32 = 2_000;
-/// The longest the engine sleeps before it looks again: a backstop for a wake-up the
-/// program's own polls took (they disarm what rang).
+/// The longest the engine sleeps before it checks, without the token, that its arming
+/// still stands: the program's own polls and waits may have disarmed it.
 const SLEEP_BACKSTOP: Duration = crate::util::SLEEP_BACKSTOP;
 /// How often the engine of a rank of a job across hosts looks.
 const ACROSS_NAP: Duration = Duration::from_micros(100);
@@ -330,12 +331,14 @@ impl<S: 'static> Drop for EngineJob<S> {
     }
 }
 
-/// The engine's armed sleep: the doorbell's word and the value it had, and what to
-/// disarm with.
+/// The engine's armed sleep: the doorbell's word and the value it had, what to disarm
+/// with, and the doorbell and bits whose arming it checks.
 struct Sleep {
     word: *const AtomicU32,
     seen: u32,
     token: u64,
+    bell: *const Doorbell,
+    bits: u64,
 }
 
 /// The engine's loop: takes the token when the program does not hold it, serves what
@@ -385,16 +388,24 @@ fn serve<S>(shared: &Shared<S>) {
             continue;
         }
         let nap = match conduit.arm_for_engine(am.am_queues()) {
-            Ok(Arming::Armed(a)) => {
+            Ok(EngineArming::Armed {
+                wake,
+                seen,
+                token,
+                bell,
+                bits,
+            }) => {
                 armed = Some(Sleep {
-                    word: a.word,
-                    seen: a.seen,
-                    token: a.token,
+                    word: wake,
+                    seen,
+                    token,
+                    bell,
+                    bits,
                 });
                 None
             }
-            Ok(Arming::Ready) => None,
-            Ok(Arming::CannotSleep) => Some(ACROSS_NAP),
+            Ok(EngineArming::Ready) => None,
+            Ok(EngineArming::Nap) => Some(ACROSS_NAP),
             Err(e) => {
                 am.keep_error(e.into());
                 shared.atomicity.leave();
@@ -406,21 +417,26 @@ fn serve<S>(shared: &Shared<S>) {
             std::thread::sleep(nap);
         }
         if let Some(a) = &armed {
-            // SAFETY: the word is in the rank's region, which the job keeps mapped
-            // until it is taken back after this thread has ended.
-            sleep_on(unsafe { &*a.word }, a.seen, &shared.stop);
+            // SAFETY: the word and the doorbell are in the rank's region, which the
+            // job keeps mapped until it is taken back after this thread has ended.
+            let (word, bell) = unsafe { (&*a.word, &*a.bell) };
+            sleep_on(word, a.seen, || still_armed(bell, a.bits), &shared.stop);
         }
     }
 }
 
-/// Spins a little on the armed word, then sleeps on it (up to the backstop).
-fn sleep_on(word: &AtomicU32, seen: u32, stop: &AtomicBool) {
+/// Spins a little on the armed word, then sleeps on it until it moves, the arming no
+/// longer stands, or the engine is stopped (each checked at least every backstop).
+fn sleep_on(word: &AtomicU32, seen: u32, armed: impl Fn() -> bool, stop: &AtomicBool) {
+    // ORDERING: Acquire pairs with a sender's Release increment of the word.
+    let moved = || word.load(Ordering::Acquire) != seen || stop.load(Ordering::Relaxed);
     for _ in 0..SPIN_ROUNDS {
-        // ORDERING: Acquire pairs with a sender's Release increment of the word.
-        if word.load(Ordering::Acquire) != seen || stop.load(Ordering::Relaxed) {
+        if moved() {
             return;
         }
         std::hint::spin_loop();
     }
-    crate::util::futex::wait(word, seen, SLEEP_BACKSTOP);
+    while !moved() && armed() {
+        crate::util::futex::wait(word, seen, SLEEP_BACKSTOP);
+    }
 }
