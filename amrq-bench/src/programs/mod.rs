@@ -9,6 +9,7 @@
 //! |---|---|
 //! | [`barrier`] | the dissemination barrier, blocking and split-phase, against the raw round trip |
 //! | [`dispatch`] | RQ §3.2.3: a queue read in place by an inlined loop against handler dispatch |
+//! | [`engine`] | the progress engine: sections, attentiveness, Liu & Culler's Fig. 7 at the AM level |
 //! | [`exchange`] | RQ §4: the bandwidth-matched all-to-all against the unmatched one |
 //! | [`kinds`] | StarT-Voyager's Express, Basic and Tag-On, enqueue to dequeue |
 //! | [`rma`] | put and get latency and bandwidth against memcpy; a get through AM frames |
@@ -16,6 +17,7 @@
 
 pub mod barrier;
 pub mod dispatch;
+pub mod engine;
 pub mod exchange;
 pub mod kinds;
 pub mod rma;
@@ -29,6 +31,9 @@ pub enum Program {
     Barrier(barrier::Args),
     /// A user queue read in place by an inlined loop against AM handler dispatch (2 ranks).
     Dispatch(dispatch::Args),
+    /// The progress engine: a section's cost, a computing rank's attentiveness, and the
+    /// overhead per message against the arrival interval (default 2 ranks).
+    Engine(engine::Args),
     /// The bandwidth-matched all-to-all exchange against the unmatched one (default 4 ranks).
     Exchange(exchange::Args),
     /// Express, Basic and Tag-On messages, enqueue to dequeue, and a shared queue (2 ranks).
@@ -45,6 +50,7 @@ impl Program {
         match self {
             Program::Barrier(a) => barrier::main(a, f),
             Program::Dispatch(a) => dispatch::main(a, f),
+            Program::Engine(a) => engine::main(a, f),
             Program::Exchange(a) => exchange::main(a, f),
             Program::Kinds(a) => kinds::main(a, f),
             Program::Rma => rma::main(f),

@@ -15,7 +15,7 @@
 //! word to sleep on, so its engine naps (100 µs) between looks.
 
 use super::Job;
-use crate::conduit::mem::{still_armed, Doorbell, EngineArming};
+use crate::conduit::mem::{arming_stands, sleeper_stands, Doorbell, EngineArming};
 use crate::conduit::Rank;
 use crate::util::atomicity::Atomicity;
 use std::cell::UnsafeCell;
@@ -24,14 +24,18 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Rounds of spinning on the armed word before the engine sleeps on it: a few
-/// microseconds, so that a quick answer costs no wake-up.
-const SPIN_ROUNDS: u32 = 2_000;
+/// Rounds of spinning on the armed word before the engine sleeps on it (about a
+/// microsecond): a message right behind the last costs no wake-up, and the program,
+/// which may share the engine's core, loses little.
+const SPIN_ROUNDS: u32 = 256;
 /// The longest the engine sleeps before it checks, without the token, that its arming
 /// still stands: the program's own polls and waits may have disarmed it.
 const SLEEP_BACKSTOP: Duration = crate::util::SLEEP_BACKSTOP;
 /// How often the engine of a rank of a job across hosts looks.
 const ACROSS_NAP: Duration = Duration::from_micros(100);
+/// The time slice the engine asks for: on wake-up it preempts the program's thread on
+/// their shared core at once instead of after the program's slice (`util::slice`).
+const ENGINE_SLICE: Duration = Duration::from_micros(100);
 /// Polls the engine makes per turn while messages keep coming, before it lets the
 /// token go (each turn costs it a `membarrier`; the program waits for a turn to end).
 const POLLS_PER_TURN: u32 = 4;
@@ -331,23 +335,28 @@ impl<S: 'static> Drop for EngineJob<S> {
     }
 }
 
-/// The engine's armed sleep: the doorbell's word and the value it had, what to disarm
-/// with, and the doorbell and bits whose arming it checks.
+/// The engine's armed sleep: the doorbell's word and the value it had, and the doorbell
+/// and bits whose arming it checks.
 struct Sleep {
     word: *const AtomicU32,
     seen: u32,
-    token: u64,
     bell: *const Doorbell,
     bits: u64,
 }
 
 /// The engine's loop: takes the token when the program does not hold it, serves what
-/// arrived, and sleeps armed when nothing does.
+/// arrived, and sleeps armed when nothing does. The bits it armed stay armed across its
+/// wake-ups (arming them again would cost a `membarrier` each time: only the sleeper's
+/// mark is set again, which is a fence), until the rank's own polls disarm them or the
+/// engine stops; meanwhile senders set the summary bit, an atomic per message.
 fn serve<S>(shared: &Shared<S>) {
-    let mut armed: Option<Sleep> = None;
+    crate::util::slice::request_short_slice(ENGINE_SLICE);
+    // The bits this engine armed and has not disarmed.
+    let mut kept = 0u64;
+    let mut sleep: Option<Sleep> = None;
     loop {
         let stopping = shared.stop.load(Ordering::Relaxed);
-        if stopping && armed.is_none() {
+        if stopping && kept == 0 && sleep.is_none() {
             return;
         }
         if !shared.atomicity.try_enter() {
@@ -357,10 +366,16 @@ fn serve<S>(shared: &Shared<S>) {
         // SAFETY: entered: the program makes no section until `leave`.
         let job: &Job<S> = unsafe { &*shared.job.get() };
         let (am, conduit) = (job.am(), job.am().rq().conduit());
-        if let Some(a) = armed.take() {
-            conduit.disarm_for_engine(am.am_queues(), a.token);
+        if let Some(s) = sleep.take() {
+            // SAFETY: the doorbell is in the rank's region, which the job keeps mapped
+            // until it is taken back after this thread has ended.
+            if !arming_stands(unsafe { &*s.bell }, s.bits) {
+                conduit.disarm_for_engine(am.am_queues(), kept);
+                kept = 0;
+            }
         }
         if stopping {
+            conduit.disarm_for_engine(am.am_queues(), kept);
             shared.atomicity.leave();
             return;
         }
@@ -380,6 +395,7 @@ fn serve<S>(shared: &Shared<S>) {
             }
         }
         if fatal {
+            conduit.disarm_for_engine(am.am_queues(), kept);
             shared.atomicity.leave();
             return;
         }
@@ -395,10 +411,10 @@ fn serve<S>(shared: &Shared<S>) {
                 bell,
                 bits,
             }) => {
-                armed = Some(Sleep {
+                kept |= token;
+                sleep = Some(Sleep {
                     word: wake,
                     seen,
-                    token,
                     bell,
                     bits,
                 });
@@ -408,6 +424,7 @@ fn serve<S>(shared: &Shared<S>) {
             Ok(EngineArming::Nap) => Some(ACROSS_NAP),
             Err(e) => {
                 am.keep_error(e.into());
+                conduit.disarm_for_engine(am.am_queues(), kept);
                 shared.atomicity.leave();
                 return;
             }
@@ -416,11 +433,10 @@ fn serve<S>(shared: &Shared<S>) {
         if let Some(nap) = nap {
             std::thread::sleep(nap);
         }
-        if let Some(a) = &armed {
-            // SAFETY: the word and the doorbell are in the rank's region, which the
-            // job keeps mapped until it is taken back after this thread has ended.
-            let (word, bell) = unsafe { (&*a.word, &*a.bell) };
-            sleep_on(word, a.seen, || still_armed(bell, a.bits), &shared.stop);
+        if let Some(s) = &sleep {
+            // SAFETY: as above, for the word and the doorbell.
+            let (word, bell) = unsafe { (&*s.word, &*s.bell) };
+            sleep_on(word, s.seen, || sleeper_stands(bell, s.bits), &shared.stop);
         }
     }
 }

@@ -16,6 +16,8 @@ pub(crate) mod prefetch;
 mod say;
 #[cfg(not(amrq_loom))]
 pub mod shm;
+#[cfg(not(amrq_loom))]
+pub mod slice;
 
 #[cfg(not(amrq_loom))]
 pub use affinity::{pin_to_core, PinError};

@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 /// What a progress engine's arming answers.
 pub(crate) enum EngineArming<'a> {
-    /// Armed: sleep on `wake` while it holds `seen` and [`still_armed`] says so of
-    /// `bell` and `bits`; disarm with `token` ([`MemConduit::disarm_for_engine`]).
+    /// Armed: sleep on `wake` while it holds `seen` and [`sleeper_stands`] says so of
+    /// `bell` and `bits`; `token`: the bits this arming armed (none if they were
+    /// armed already), for [`MemConduit::disarm_for_engine`].
     Armed {
         wake: &'a AtomicU32,
         seen: u32,
@@ -52,11 +53,17 @@ impl MemConduit {
     }
 }
 
-/// True while an engine's arming of `bits` stands: they are armed, and armed for a
-/// sleeper (a sender bumps the word). The rank's own polls and waits, made in sections
-/// while the engine sleeps, may disarm them; the engine then takes the rank back to arm
-/// again instead of sleeping on a word no sender will bump.
-pub(crate) fn still_armed(bell: &super::Doorbell, bits: u64) -> bool {
+/// True while `bits` are armed: a sender of their channels rings (sets the summary, and
+/// bumps the word if a sleeper is marked). The rank's own polls, made in sections while
+/// the engine sleeps, may disarm them (One-poll's disarm); the engine then disarms what
+/// it kept and arms again.
+pub(crate) fn arming_stands(bell: &super::Doorbell, bits: u64) -> bool {
     bell.armed.load(Ordering::Relaxed) & bits == bits
-        && bell.sleepers.load(Ordering::Relaxed) & bits == bits
+}
+
+/// True while `bits` are armed and marked for a sleeper: a sender bumps the word. The
+/// sender that wakes the sleeper clears the mark (its claim), and so does the end of
+/// the rank's own blocking wait: an engine that finds it gone looks and marks again.
+pub(crate) fn sleeper_stands(bell: &super::Doorbell, bits: u64) -> bool {
+    arming_stands(bell, bits) && bell.sleepers.load(Ordering::Relaxed) & bits == bits
 }

@@ -50,7 +50,7 @@ mod thread_op;
 
 pub use endpoint::{MemConduit, Parts, RegionOwner};
 pub use frame::MemFrame;
-pub(crate) use engine_arming::{still_armed, EngineArming};
+pub(crate) use engine_arming::{arming_stands, sleeper_stands, EngineArming};
 pub(crate) use injector::check_peer;
 pub use injector::Injector;
 pub use interrupts::{Alarm, InterruptRx};
