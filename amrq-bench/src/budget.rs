@@ -188,8 +188,8 @@ pub struct Mode {
 
 /// The modes measured: the one-word AM of Table 2, the same in a stream of 64, the
 /// AM round trip to itself, an empty wait round, the one-word AM with the ring
-/// primitives alone (the floor), the one-word AM through a `Sender`, and an RQ
-/// enqueue + read_queue.
+/// primitives alone (the floor), the one-word AM through a `Sender`, uncontended
+/// sections (the engine's, RQ's and the raw floor), and an RQ enqueue + read_queue.
 pub const MODES: &[Mode] = &[
     Mode {
         key: "am_oneway",
@@ -220,6 +220,21 @@ pub const MODES: &[Mode] = &[
         key: "am_oneway_sender",
         what: "the one-word AM of am_oneway sent through a `Sender` (the path of the rank's other threads), on the rank's own thread",
         args: &["--am-oneway", "--sender"],
+    },
+    Mode {
+        key: "section_engine",
+        what: "an uncontended section of a job with a progress engine (`EngineJob::hold` and its drop), the engine idle",
+        args: &["--section", "engine"],
+    },
+    Mode {
+        key: "section_rq",
+        what: "an uncontended RQ section (`Interrupts::hold` and its drop), the progress thread idle",
+        args: &["--section", "rq"],
+    },
+    Mode {
+        key: "section_raw",
+        what: "a raw asymmetric section: a volatile store and a compiler fence to enter, the same to leave (the floor of the two above)",
+        args: &["--section", "raw"],
     },
     Mode {
         key: "rq_frame",

@@ -27,10 +27,13 @@
 //!   progress thread serves an Interrupt queue; then sections during which a frame
 //!   arrives on that queue, so that its handler is deferred: the time from the end of
 //!   the section to the end of the deferred handler (the progress thread is woken by
-//!   the release, on the other core if it is free).
+//!   the release, on the other core if it is free);
+//! - `--section engine|rq|raw`: an uncontended section alone: a job's
+//!   `EngineJob::hold`, RQ's `Interrupts::hold`, or a raw asymmetric section (a
+//!   volatile store and a compiler fence each way), the floor.
 //!
 //! ```text
-//! amrq-bench rq-loop [--quick] [--am | --am-call | --am-oneway [--burst K] [--sender] | --ring-floor | --empty-poll | --empty-wait | --one-poll | --hold] [--iters N] [--json]
+//! amrq-bench rq-loop [--quick] [--am | --am-call | --am-oneway [--burst K] [--sender] | --ring-floor | --empty-poll | --empty-wait | --one-poll | --hold | --section KIND] [--iters N] [--json]
 //! ```
 //! Last line: `rq_loop: ns_per_frame=…`, `am_loop: ns_per_round_trip=…`,
 //! `call_loop: ns_per_call=…`,
@@ -38,6 +41,7 @@
 //! `empty_wait: ns_per_round=…` (medians).
 
 mod floor;
+mod sections;
 
 use super::Flags;
 use crate::reference::median;
@@ -82,6 +86,9 @@ pub struct Args {
     /// Entering and leaving a hold section; deferred handlers.
     #[arg(long, group = "mode")]
     pub hold: bool,
+    /// An uncontended section alone: the engine's, RQ's, or the raw floor.
+    #[arg(long, group = "mode", value_enum)]
+    pub section: Option<sections::Section>,
     /// Iterations per batch.
     #[arg(long)]
     pub iters: Option<u64>,
@@ -121,6 +128,8 @@ fn run(o: &Args, f: &Flags) {
         one_poll(o, f)
     } else if o.hold {
         hold(o, f)
+    } else if let Some(kind) = o.section {
+        sections::sections(o, f, kind)
     } else {
         rq_loop(o, f)
     }
