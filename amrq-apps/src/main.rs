@@ -27,7 +27,7 @@ enum App {
         #[arg(long, default_value_t = 256)]
         chunk: usize,
     },
-    /// Remote Queues §3.2.5: sparse triangular solve (interrupts, handlers, inlined).
+    /// Remote Queues §3.2.5: sparse triangular solve (interrupts, engine, handlers, inlined).
     Trisolve {
         #[command(flatten)]
         common: Common,

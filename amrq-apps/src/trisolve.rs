@@ -11,6 +11,7 @@
 //! | mode | receiving |
 //! |---|---|
 //! | `interrupts` | an Interrupt queue: the progress thread applies each value as it arrives, and hands the rows it solved to the rank's thread, which sends them on (the progress thread cannot send: the conduit's send side is the rank thread's) |
+//! | `engine` | an AM request per value, applied by its handler on the rank's progress engine; the rank's thread waits outside sections for rows to send, and sends them in a section |
 //! | `handlers` | an AM request per value, applied by its handler in the rank's polls |
 //! | `inlined` | an RQ queue drained by `poll_queue`, the update written in the loop |
 //!
@@ -21,24 +22,32 @@
 
 use crate::matrix::Lower;
 use crate::AppError;
-use amrq::am::{Am, Handler, HandlerTable};
+use amrq::am::{Am, Handler, SendHandlerTable};
 use amrq::conduit::ReceivedFrame;
 use amrq::rq::{Kind, QueueId};
 use amrq::util::Backoff;
-use amrq::Setup;
+use amrq::{EngineJob, Setup};
 use amrq_bench::report::{Figure, Outcome};
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// The three ways of receiving, in the paper's order.
-pub const MODES: [Mode; 3] = [Mode::Interrupts, Mode::Handlers, Mode::Inlined];
+/// The ways of receiving, in the paper's order, the engine beside interrupts.
+pub const MODES: [Mode; 4] = [
+    Mode::Interrupts,
+    Mode::Engine,
+    Mode::Handlers,
+    Mode::Inlined,
+];
 
 /// How a rank receives the values it needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// Interrupt queue and the progress thread.
     Interrupts,
+    /// An AM handler per value, run by the progress engine.
+    Engine,
     /// Polling, an AM handler per value.
     Handlers,
     /// Polling with the handler inlined (`poll_queue`).
@@ -54,6 +63,7 @@ impl Mode {
     pub fn name(self) -> &'static str {
         match self {
             Mode::Interrupts => "interrupts",
+            Mode::Engine => "engine",
             Mode::Handlers => "handlers",
             Mode::Inlined => "inlined",
         }
@@ -180,10 +190,12 @@ impl Solver {
     }
 }
 
-/// What the handlers see: the plan and the solve in progress.
+/// What the handlers see: the plan and the solve in progress, and (seen without a
+/// section) whether the engine's handlers left rows to send.
 struct State {
     plan: RefCell<Option<Arc<Plan>>>,
     solver: RefCell<Option<Solver>>,
+    rows_ready: Arc<AtomicBool>,
 }
 
 /// What the progress thread and the rank's thread share in `interrupts` mode.
@@ -191,6 +203,56 @@ struct State {
 struct Shared {
     job: Mutex<Option<(Arc<Plan>, Solver)>>,
     woken: Condvar,
+}
+
+/// One solve in `engine` mode: the rank's thread waits outside sections until the
+/// engine's handlers have left rows to send (or its own sends did), then sends them in
+/// a section. Returns ns between the two barriers, and this rank's x.
+fn solve_engine(
+    job: &mut EngineJob<State>,
+    parts: (Queues, Handler<(u64, f64)>, &Arc<Shared>, &AtomicBool),
+    plan: &Arc<Plan>,
+) -> Result<(f64, Vec<f64>, u64), AppError> {
+    let (q, h, shared, rows_ready) = parts;
+    {
+        let held = job.hold();
+        let st = held.state();
+        *st.plan.borrow_mut() = Some(plan.clone());
+        *st.solver.borrow_mut() = Some(Solver::new(plan));
+        st.rows_ready.store(true, Ordering::Relaxed); // rows without dependencies
+        held.barrier()?;
+    }
+    let t = Instant::now();
+    loop {
+        let done = {
+            let held = job.hold();
+            let r = Rank {
+                am: held.am(),
+                q,
+                h,
+                shared: shared.clone(),
+            };
+            r.send_ready(plan)?
+        };
+        if done {
+            break;
+        }
+        // Outside a section: the engine applies what arrives meanwhile.
+        let mut backoff = Backoff::new();
+        // ORDERING: Acquire pairs with the handler's Release store.
+        while !rows_ready.load(Ordering::Acquire) {
+            if !job.engine_runs() {
+                job.hold().poll()?; // no engine (AMRQ_ENGINE=0): serve in sections
+            }
+            backoff.snooze();
+        }
+    }
+    let held = job.hold();
+    held.barrier()?;
+    let ns = t.elapsed().as_secs_f64() * 1e9;
+    let s = held.state().solver.borrow();
+    let (x, bad) = s.as_ref().map(|s| (s.x.clone(), s.bad)).unwrap_or_default();
+    Ok((ns, x, bad))
 }
 
 /// One rank of a solve job.
@@ -205,7 +267,7 @@ struct Rank<'a> {
 impl Rank<'_> {
     /// Sends x of global row `j` to `dest` by `mode`'s means, serving meanwhile.
     fn send(&self, mode: Mode, dest: usize, j: usize, x: f64) -> Result<(), AppError> {
-        if mode == Mode::Handlers {
+        if matches!(mode, Mode::Handlers | Mode::Engine) {
             return Ok(self.am.send(dest, self.h, (j as u64, x))?);
         }
         let args = [j as u64, x.to_bits()];
@@ -319,6 +381,36 @@ impl Rank<'_> {
         }
     }
 
+    /// In a section of `engine` mode: sends the rows solved so far and applies them
+    /// here. True when the solve is done.
+    fn send_ready(&self, plan: &Plan) -> Result<bool, AppError> {
+        let st = self.am.state();
+        let ready = {
+            let mut s = st.solver.borrow_mut();
+            let s = s.as_mut().ok_or("no solve")?;
+            st.rows_ready.store(false, Ordering::Relaxed);
+            if s.done() {
+                return Ok(true);
+            }
+            std::mem::take(&mut s.ready)
+        };
+        for &r in &ready {
+            let x = st.solver.borrow().as_ref().map_or(0.0, |s| s.x[r]);
+            for &d in &plan.dests[r] {
+                self.send(Mode::Engine, d as usize, plan.global(r), x)?;
+            }
+            if let Some(s) = st.solver.borrow_mut().as_mut() {
+                s.apply(plan, plan.global(r) as u64, x);
+            }
+        }
+        let s = st.solver.borrow();
+        let s = s.as_ref().ok_or("no solve")?;
+        if !s.ready.is_empty() {
+            st.rows_ready.store(true, Ordering::Relaxed); // our own made more
+        }
+        Ok(s.done())
+    }
+
     /// `reps` solves by `mode`, each ending in a barrier: ns on this rank, and x of
     /// the last (this rank's rows).
     fn run(&self, mode: Mode, plan: &Arc<Plan>, reps: usize) -> Result<(f64, Vec<f64>), AppError> {
@@ -386,19 +478,26 @@ pub fn rank_main(
     shape: Shape,
 ) -> Result<Option<Outcome>, AppError> {
     let (me, p) = (setup.rank(), setup.size());
-    let mut t = HandlerTable::<State>::new();
+    let mut t = SendHandlerTable::<State>::new();
     let h = t.handler("trisolve_value", |st, _ctx, (k, x): (u64, f64)| {
         let plan = st.plan.borrow();
         if let (Some(plan), Some(s)) = (plan.as_ref(), st.solver.borrow_mut().as_mut()) {
             s.apply(plan, k, x);
+            if !s.ready.is_empty() {
+                // ORDERING: Release pairs with the Acquire load of `engine` mode's
+                // wait (the rows themselves are read in a section).
+                st.rows_ready.store(true, Ordering::Release);
+            }
         }
         Ok(())
     });
+    let rows_ready = Arc::new(AtomicBool::new(false));
     let state = State {
         plan: RefCell::new(None),
         solver: RefCell::new(None),
+        rows_ready: rows_ready.clone(),
     };
-    let mut job = setup.start(t, state)?;
+    let mut job = setup.start_engine(t, state)?;
     let shared = Arc::new(Shared::default());
     let sh = shared.clone();
     let _progress = job
@@ -415,8 +514,6 @@ pub fn rank_main(
     let b: Vec<f64> = (0..l.n()).map(|i| 1.0 + (i % 7) as f64).collect();
     let want = l.solve(&b);
     let plan = Arc::new(Plan::new(l, &b, me, p));
-    let am = job.am();
-    let r = Rank { am, q, h, shared };
     let mut per_mode: Vec<Vec<f64>> = vec![Vec::new(); MODES.len()];
     let mut speedup: Vec<Vec<f64>> = vec![Vec::new(); MODES.len()];
     let mut seq_ns = Vec::new();
@@ -424,7 +521,30 @@ pub fn rank_main(
         let mut ns = [0.0; MODES.len()];
         for k in 0..MODES.len() {
             let i = (batch + k) % MODES.len();
-            let (t, x) = r.run(MODES[i], &plan, shape.reps)?;
+            let (t, x) = match MODES[i] {
+                Mode::Engine => {
+                    let (mut t, mut x) = (0.0, Vec::new());
+                    for _ in 0..shape.reps {
+                        let (ns, got, bad) =
+                            solve_engine(&mut job, (q, h, &shared, &rows_ready), &plan)?;
+                        if bad > 0 {
+                            return Err(format!("{bad} values named no column").into());
+                        }
+                        (t, x) = (t + ns, got);
+                    }
+                    (t, x)
+                }
+                mode => {
+                    let held = job.hold();
+                    let r = Rank {
+                        am: held.am(),
+                        q,
+                        h,
+                        shared: shared.clone(),
+                    };
+                    r.run(mode, &plan, shape.reps)?
+                }
+            };
             ns[i] = t / shape.reps as f64;
             if batch == 0 || shape.check {
                 let wrong = x
@@ -457,7 +577,7 @@ pub fn rank_main(
             seq_ns.push(seq / 1e3);
         }
     }
-    am.barrier()?;
+    job.hold().barrier()?;
     if me != 0 {
         return Ok(None);
     }

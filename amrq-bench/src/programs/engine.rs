@@ -130,7 +130,10 @@ fn rank_main(setup: Setup, f: &Flags) -> amrq::Result<()> {
             for (i, w) in w.iter_mut().enumerate() {
                 *w = m.arg(i)?;
             }
-            s.lines.lock().map_err(|_| "a poisoned lock")?.push(Line::of_words(w));
+            s.lines
+                .lock()
+                .map_err(|_| "a poisoned lock")?
+                .push(Line::of_words(w));
             Ok(())
         }),
         echo: t.call("echo", |_s: &Arc<Shared>, _ctx, x: u64| Ok(x ^ 1)),
@@ -380,7 +383,14 @@ fn report(
     lines: &[Line],
 ) {
     let how = super::placement(threads);
-    println!("ranks: {size} {how}; each rank's engine thread shares its rank's core{}", if size > 2 { " (oversubscribed: ranks 2.. compute meanwhile)" } else { "" });
+    println!(
+        "ranks: {size} {how}; each rank's engine thread shares its rank's core{}",
+        if size > 2 {
+            " (oversubscribed: ranks 2.. compute meanwhile)"
+        } else {
+            ""
+        }
+    );
     println!("section (EngineJob::hold + drop, engine idle): {hold:.2} ns; raw asymmetric section (store + compiler fence, twice): {raw:.2} ns; ratio {:.2}", hold / raw);
     let (em, pm) = (median(&mut engine), median(&mut polled));
     let (e99, emax) = (quantile(&mut engine, 0.99), quantile(&mut engine, 1.0));
@@ -402,7 +412,9 @@ fn report(
         "rank 1 computes {:.2} ms with no messages; rank 0 sends a one-word request every interval:",
         lines.first().map_or(0.0, |l| l.base_ns / 1e6)
     );
-    println!("interval µs | engine: ms, ns/msg | model ns/msg | polling: ms, ns/msg | engine vs polling");
+    println!(
+        "interval µs | engine: ms, ns/msg | model ns/msg | polling: ms, ns/msg | engine vs polling"
+    );
     for l in lines {
         println!(
             "{:>11} | {:>6.2}, {:>8.0} | {:>12.0} | {:>7.2}, {:>7.0} | {:+.1} %",

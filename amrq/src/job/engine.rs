@@ -276,6 +276,41 @@ impl<S: 'static> EngineJob<S> {
         self.engine.is_some()
     }
 
+    /// Starts the progress thread of the job's Interrupt queues, as
+    /// [`Job::start_interrupts`] does: RQ's selective interrupts beside the engine,
+    /// which serves the AM queues.
+    ///
+    /// ```
+    /// use amrq::{config::{Delivery, QueueSpec}, prelude::*};
+    /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
+    /// let mut cfg = amrq::Config::new();
+    /// let alarms = cfg.add(QueueSpec::new("alarms", 16).delivery(Delivery::Interrupt));
+    /// cfg.threads(1, |s| {
+    ///     let mut job = s.start_engine(SendHandlerTable::<()>::new(), ())?;
+    ///     let seen = Arc::new(AtomicU64::new(0));
+    ///     let s2 = seen.clone();
+    ///     let _intr = job
+    ///         .start_interrupts(move |_q, _src, args, _p| { s2.fetch_add(args[0], Ordering::Relaxed); })
+    ///         .expect("an Interrupt queue");
+    ///     job.hold().rq().enqueue(0, alarms, &[5], &[])?;
+    ///     while seen.load(Ordering::Relaxed) != 5 {}
+    ///     job.finish()
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn start_interrupts<H>(&mut self, handler: H) -> Option<crate::rq::Interrupts>
+    where
+        H: FnMut(crate::rq::QueueId, Rank, &[u64], crate::conduit::PayloadView<'_>)
+            + Send
+            + 'static,
+    {
+        let held = self.hold();
+        // SAFETY: the section holds the token (the engine stays out until it ends)
+        // and borrows `self` mutably, so no other section exists: this is the only
+        // reference to the job while it lives.
+        unsafe { &mut *held.shared.job.get() }.start_interrupts(handler)
+    }
+
     /// Stops the engine, then ends the job as [`Job::finish`] does.
     ///
     /// ```

@@ -57,7 +57,9 @@ pub fn sections(o: &Args, f: &Flags, kind: Section) {
         }
     };
     let ns = median(&mut v);
-    println!("{kind:?} section entered and left, uncontended, {batches} batches of {iters}: {ns:.2} ns");
+    println!(
+        "{kind:?} section entered and left, uncontended, {batches} batches of {iters}: {ns:.2} ns"
+    );
     f.summary("section", &[("ns_per_section", ns)]);
 }
 

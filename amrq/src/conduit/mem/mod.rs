@@ -49,8 +49,8 @@ mod tests;
 mod thread_op;
 
 pub use endpoint::{MemConduit, Parts, RegionOwner};
-pub use frame::MemFrame;
 pub(crate) use engine_arming::{arming_stands, sleeper_stands, EngineArming};
+pub use frame::MemFrame;
 pub(crate) use injector::check_peer;
 pub use injector::Injector;
 pub use interrupts::{Alarm, InterruptRx};
