@@ -10,8 +10,8 @@ use crate::conduit::Conduit;
 use std::borrow::Cow;
 
 /// The handlers of a job whose handlers a progress engine runs while the program
-/// computes ([`Setup::start_engine`](crate::Setup::start_engine)): a
-/// [`HandlerTable`] whose handlers, and everything they capture, are `Send`. The state
+/// computes (the job layer's `start_engine`): a [`HandlerTable`] whose handlers, and
+/// everything they capture, are `Send`. The state
 /// must be `Send` too; it need not be `Sync` (the engine and the program never touch it
 /// at once), so `Cell`s work as in any handler.
 ///
