@@ -109,7 +109,7 @@ pub use error::{Error, Result};
 #[cfg(not(amrq_loom))]
 mod job;
 #[cfg(not(amrq_loom))]
-pub use job::{EngineJob, Held, Job, Setup};
+pub use job::{EngineCall, EngineJob, Held, Job, Setup};
 #[cfg(not(amrq_loom))]
 pub mod config;
 

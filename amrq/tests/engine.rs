@@ -15,6 +15,7 @@ mod rig;
 mod ucx_common;
 
 use amrq::prelude::*;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -266,6 +267,87 @@ fn a_request_that_fails_on_the_engine_reaches_its_sender() {
         .unwrap();
 }
 
+/// Counts its wakes.
+struct CountingWaker(AtomicU64);
+
+impl std::task::Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// Calls made from a job with an engine, their answers landed by the engine outside
+/// sections: a thousand in flight from each rank, every answer right; and a call
+/// awaited as a future, whose task is woken by the engine when the answer lands (it
+/// stays pending until then, and never wakes itself).
+#[test]
+fn calls_land_by_the_engine_and_wake_their_task() {
+    config(true)
+        .threads(2, |setup| -> amrq::Result<()> {
+            let mut t = SendHandlerTable::new();
+            let square = t.call("square", |_s: &(), ctx, x: u64| {
+                Ok(x.wrapping_mul(x) ^ ctx.source() as u64)
+            });
+            let slow = t.call("slow", |_s: &(), _ctx, x: u64| {
+                std::thread::sleep(Duration::from_millis(20));
+                Ok(x + 1)
+            });
+            let mut job = setup.start_engine(t, ())?;
+            let (me, peer) = (job.rank(), 1 - job.rank());
+            let answers: Vec<_> = (0..1000u64)
+                .map(|x| job.call(peer, square, x))
+                .collect::<Result<_, _>>()?;
+            for (x, a) in answers.into_iter().enumerate() {
+                let x = x as u64;
+                assert_eq!(a.wait()?, x.wrapping_mul(x) ^ me as u64);
+            }
+            let mut call = std::pin::pin!(job.call(peer, slow, 41)?);
+            let wakes = Arc::new(CountingWaker(AtomicU64::new(0)));
+            let waker = std::task::Waker::from(wakes.clone());
+            let mut cx = std::task::Context::from_waker(&waker);
+            assert!(
+                call.as_mut().poll(&mut cx).is_pending(),
+                "answered before the handler slept"
+            );
+            assert_eq!(wakes.0.load(Ordering::Acquire), 0, "the task woke itself");
+            compute_until(|| wakes.0.load(Ordering::Acquire) > 0, "the wake-up")?;
+            match call.as_mut().poll(&mut cx) {
+                std::task::Poll::Ready(answer) => assert_eq!(answer?, 42),
+                std::task::Poll::Pending => panic!("woken, yet not answered"),
+            }
+            job.hold().barrier()?;
+            job.finish()
+        })
+        .unwrap();
+}
+
+/// A call whose target fails before answering: its wait ends with the failure instead
+/// of waiting for an answer no engine will land.
+#[test]
+fn a_call_to_a_rank_that_failed_ends_with_the_failure() {
+    static ENDED: AtomicBool = AtomicBool::new(false);
+    let out = config(true).threads(2, |setup| -> amrq::Result<()> {
+        let mut t = SendHandlerTable::new();
+        let never = t.call("never", |_s: &(), _ctx, x: u64| Ok(x));
+        let mut job = setup.start_engine(t, ())?;
+        job.hold().barrier()?;
+        if job.rank() == 1 {
+            panic!("rank 1 fails before answering");
+        }
+        std::thread::sleep(Duration::from_millis(100)); // rank 1 is gone
+                                                        // The send may find rank 1 gone already; else the wait does.
+        let e = match job.call(1, never, 7) {
+            Ok(call) => call.wait().expect_err("an answer from a failed rank"),
+            Err(e) => e,
+        };
+        assert!(e.to_string().contains("rank 1"), "{e}");
+        ENDED.store(true, Ordering::Release);
+        Ok(())
+    });
+    assert!(out.is_err(), "rank 1's panic is the job's failure");
+    assert!(ENDED.load(Ordering::Acquire), "rank 0's call did not end");
+}
+
 /// A handler that panics on the engine: the rank's `finish` panics with it, and the
 /// job names the rank.
 #[test]
@@ -309,13 +391,15 @@ fn engine_rank() {
 }
 
 /// Rank 1 kills itself (SIGKILL) after a barrier; rank 0 computes with its engine
-/// running, then waits in a section for a request that never comes.
+/// running, calls rank 1 (the call's wait ends with the failure), then waits in a
+/// section for a request that never comes.
 fn killed(setup: Setup) -> amrq::Result<()> {
     let mut t = SendHandlerTable::new();
     let never = t.request("never", |n: &AtomicU64, _ctx, _m| {
         n.fetch_add(1, Ordering::Relaxed);
         Ok(())
     });
+    let echo = t.call("echo", |_n: &AtomicU64, _ctx, x: u64| Ok(x));
     let mut job = setup.start_engine(t, AtomicU64::new(0))?;
     job.hold().barrier()?;
     if job.rank() == 1 {
@@ -323,6 +407,11 @@ fn killed(setup: Setup) -> amrq::Result<()> {
         unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
     }
     compute(50_000_000);
+    // A call to the dead rank ends with its failure, as the wait below does.
+    if let Ok(call) = job.call(1, echo, 7) {
+        let e = call.wait().expect_err("an answer from a killed rank");
+        eprintln!("the call to the killed rank: {e}");
+    }
     let _ = never;
     job.hold().wait_until(|n| n.load(Ordering::Relaxed) > 0)?;
     Err("a request from a killed rank arrived".into())

@@ -264,6 +264,28 @@ impl<S, C: Conduit> Am<S, C> {
         }
     }
 
+    /// [`Am::call`] whose outcome goes to `landing` instead of a [`Pending`]: the
+    /// progress engine's job lands it, outside the program's sections.
+    pub(crate) fn call_detached<A: Args, R: Args>(
+        &self,
+        dest: Rank,
+        call: Call<A, R>,
+        args: A,
+        landing: std::sync::Arc<super::Landing>,
+    ) -> Result<(), AmError> {
+        let id = self.calls.with(|c| c.open_detached(dest, landing));
+        let mut words = [0u64; MAX_ARGS];
+        words[0] = id.word();
+        let n = args.to_words(&mut words[1..]);
+        self.send_short(dest, QueueId::AM_REQUEST, call.tag, &words[..1 + n])
+            .inspect_err(|_| {
+                self.calls.with(|c| {
+                    c.slot(id.slot()).landing = None;
+                    c.close(id)
+                })
+            })
+    }
+
     /// Calls this rank has made whose answers have not been taken: waiting, answered and
     /// not yet waited for, or dropped and not yet answered.
     ///

@@ -23,6 +23,11 @@ pub(crate) struct CallId {
 }
 
 impl CallId {
+    /// Its slot.
+    pub(super) fn slot(self) -> u32 {
+        self.slot
+    }
+
     /// The word that names it in frames: generation above, slot below.
     pub(crate) fn word(self) -> u64 {
         u64::from(self.generation) << 32 | u64::from(self.slot)
@@ -43,6 +48,9 @@ enum Phase {
     Answered,
     /// The target could not run it: the slot's failure says why.
     Failed,
+    /// Sent; its outcome goes to the slot's landing (a job with a progress engine),
+    /// and the slot is freed when it comes.
+    Detached,
 }
 
 /// No slot: the end of the free list.
@@ -65,6 +73,8 @@ pub(super) struct Slot {
     looks: u32,
     words: [u64; MAX_ARGS - 1],
     failure: Option<Box<RequestFailure>>,
+    /// Where a detached call's outcome goes.
+    pub(super) landing: Option<std::sync::Arc<super::landing::Landing>>,
 }
 
 /// A rank's [`Calls`], borrowed only by [`CallTable::with`]: a `RefCell`'s flag cost
@@ -138,8 +148,21 @@ impl Calls {
             looks: 0,
             words: [0; MAX_ARGS - 1],
             failure: None,
+            landing: None,
         });
         slot
+    }
+
+    /// A slot for a call to `target` whose outcome goes to `landing`.
+    pub(super) fn open_detached(
+        &mut self,
+        target: Rank,
+        landing: std::sync::Arc<super::landing::Landing>,
+    ) -> CallId {
+        let id = self.open(target);
+        let s = self.slot(id.slot);
+        (s.phase, s.landing) = (Phase::Detached, Some(landing));
+        id
     }
 
     /// The slot of `id` (made by `open`: slots are never removed).
@@ -174,7 +197,7 @@ impl Calls {
         self.slots.get_mut(slot as usize).filter(|s| {
             s.generation == generation
                 && s.target == source
-                && matches!(s.phase, Phase::Waiting | Phase::Abandoned)
+                && matches!(s.phase, Phase::Waiting | Phase::Abandoned | Phase::Detached)
         })
     }
 
@@ -188,8 +211,8 @@ impl Calls {
         let Some(s) = self.awaiting(word, source) else {
             return false;
         };
-        if s.phase == Phase::Abandoned {
-            self.free(word as u32);
+        if s.phase != Phase::Waiting {
+            self.answer_elsewhere(word as u32, answer);
             return true;
         }
         let len = answer.len().min(s.words.len());
@@ -199,6 +222,20 @@ impl Calls {
         }
         (s.len, s.phase) = (len as u8, Phase::Answered);
         true
+    }
+
+    /// The answer of an abandoned call (dropped) or a detached one (landed); either way
+    /// the slot is freed.
+    #[cold]
+    #[inline(never)]
+    fn answer_elsewhere(&mut self, slot: u32, answer: &[u64]) {
+        if let Some(landing) = self.slot(slot).landing.take() {
+            let mut words = [0; MAX_ARGS - 1];
+            let len = answer.len().min(words.len());
+            words[..len].copy_from_slice(&answer[..len]);
+            landing.land(Ok((len, words)));
+        }
+        self.free(slot);
     }
 
     /// A failure notice of `source` for the call `word` names.
@@ -216,6 +253,12 @@ impl Calls {
         };
         match s.phase {
             Phase::Abandoned => self.free(word as u32),
+            Phase::Detached => {
+                if let Some(landing) = s.landing.take() {
+                    landing.land(Err(failure));
+                }
+                self.free(word as u32);
+            }
             _ => (s.failure, s.phase) = (Some(failure), Phase::Failed),
         }
         Ok(())

@@ -76,6 +76,8 @@ pub struct EngineJob<S: 'static> {
     size: usize,
     /// The job was taken back (`finish`, `leave`).
     taken: bool,
+    /// True while the engine serves (its calls' answers land).
+    pub(super) serves: Arc<AtomicBool>,
 }
 
 /// What the program and its engine share.
@@ -87,6 +89,17 @@ struct Shared<S: 'static> {
     atomicity: Atomicity,
     /// Set by the program to stop the engine.
     stop: AtomicBool,
+}
+
+/// Says the engine no longer serves when its thread ends, however it ends (its calls'
+/// waits then stop waiting).
+struct Ended(Arc<AtomicBool>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        // ORDERING: Release pairs with the Acquire load of an `EngineCall`'s check.
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 /// Lets the token go if a handler the engine runs panics, so that the program's
@@ -192,13 +205,17 @@ impl<S: Send + 'static> EngineJob<S> {
             atomicity: Atomicity::new(),
             stop: AtomicBool::new(false),
         });
+        let serves = Arc::new(AtomicBool::new(engine));
         let engine = match engine {
             true => {
-                let s = shared.clone();
+                let (s, ends) = (shared.clone(), Ended(serves.clone()));
                 Some(
                     std::thread::Builder::new()
                         .name(format!("amrq-engine-{rank}"))
-                        .spawn(move || serve(&s))?,
+                        .spawn(move || {
+                            let _ends = ends;
+                            serve(&s)
+                        })?,
                 )
             }
             false => None,
@@ -209,6 +226,7 @@ impl<S: Send + 'static> EngineJob<S> {
             rank,
             size,
             taken: false,
+            serves,
         })
     }
 }

@@ -18,14 +18,17 @@
 //! | `mod.rs` | [`Job`]: the handle, and the layers it owns |
 //! | `setup.rs` | [`Setup`]: a rank's place before its job starts |
 //! | `engine.rs` | [`EngineJob`]: a job whose handlers a progress engine serves while the program computes |
+//! | `engine_call.rs` | [`EngineCall`]: a call's answer the engine lands, awaited outside sections |
 //! | `run.rs` | the ways to start: [`Config::run`](crate::Config::run), [`Config::join`](crate::Config::join), [`Config::threads`](crate::Config::threads) |
 
 mod end;
 mod engine;
+mod engine_call;
 mod run;
 mod setup;
 
 pub use engine::{EngineJob, Held};
+pub use engine_call::EngineCall;
 pub use setup::Setup;
 
 use crate::am::Am;
