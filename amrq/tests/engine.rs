@@ -239,12 +239,16 @@ fn a_reply_handlers_error_on_the_engine_is_returned_by_the_next_poll() {
 fn a_request_that_fails_on_the_engine_reaches_its_sender() {
     config(true)
         .threads(2, |setup| -> amrq::Result<()> {
+            let ran = Arc::new(AtomicBool::new(false));
             let mut t = SendHandlerTable::new();
-            let picky = t.request("picky", |_s: &(), _ctx, m| match m.arg(0)? {
-                0 => Err("zero refused".into()),
-                _ => Ok(()),
+            let picky = t.request("picky", |ran: &Arc<AtomicBool>, _ctx, m| {
+                ran.store(true, Ordering::Release);
+                match m.arg(0)? {
+                    0 => Err("zero refused".into()),
+                    _ => Ok(()),
+                }
             });
-            let mut job = setup.start_engine(t, ())?;
+            let mut job = setup.start_engine(t, ran.clone())?;
             if job.rank() == 0 {
                 let held = job.hold();
                 held.request(1, picky, &[0])?;
@@ -259,7 +263,8 @@ fn a_request_that_fails_on_the_engine_reaches_its_sender() {
                     "{text}"
                 );
             } else {
-                compute(20_000_000); // rank 1's engine runs the handler
+                // Rank 1 does not poll until its engine has run the handler.
+                compute_until(|| ran.load(Ordering::Acquire), "the handler")?;
             }
             job.hold().barrier()?;
             job.finish()
@@ -289,7 +294,7 @@ fn calls_land_by_the_engine_and_wake_their_task() {
                 Ok(x.wrapping_mul(x) ^ ctx.source() as u64)
             });
             let slow = t.call("slow", |_s: &(), _ctx, x: u64| {
-                std::thread::sleep(Duration::from_millis(20));
+                std::thread::sleep(Duration::from_millis(200));
                 Ok(x + 1)
             });
             let mut job = setup.start_engine(t, ())?;
@@ -362,8 +367,7 @@ fn a_handlers_panic_on_the_engine_reaches_the_rank() {
         let mut job = setup.start_engine(t, ran.clone())?;
         job.hold().request(0, boom, &[])?;
         compute_until(|| ran.load(Ordering::Acquire), "the handler")?;
-        std::thread::sleep(Duration::from_millis(20)); // its unwinding ends
-        job.finish()
+        job.finish() // joins the engine, whose panic it resumes
     });
     let e = out.expect_err("the panic");
     assert!(e.to_string().contains("a handler's bug"), "{e}");

@@ -50,6 +50,9 @@ struct Shared {
     stop: AtomicBool,
     /// Bumped by a `next` request: rank 1 finished a run of the overhead measurement.
     runs_done: AtomicU64,
+    /// `arrive` requests from the partner (rank 0's is 1, rank 1's is 0): their
+    /// meeting points, which leave ranks 2.. out (a barrier would wait for them).
+    arrivals: AtomicU64,
     /// The overhead table, sent by rank 1 to rank 0 (one [`Line`] per interval).
     lines: std::sync::Mutex<Vec<Line>>,
 }
@@ -105,7 +108,24 @@ struct Handlers {
     stop: RequestHandler,
     run_done: RequestHandler,
     line: RequestHandler,
+    arrive: RequestHandler,
     echo: Call<u64, u64>,
+}
+
+/// Ranks 0 and 1 meet: each tells the other it arrived and waits for the other's word.
+struct Pair {
+    partner: usize,
+    met: u64,
+}
+
+impl Pair {
+    fn meet(&mut self, job: &mut EngineJob<Arc<Shared>>, h: &Handlers) -> amrq::Result<()> {
+        self.met += 1;
+        let held = job.hold();
+        held.request(self.partner, h.arrive, &[])?;
+        let met = self.met;
+        Ok(held.wait_until(|s| s.arrivals.load(Ordering::Acquire) >= met)?)
+    }
 }
 
 fn rank_main(setup: Setup, f: &Flags) -> amrq::Result<()> {
@@ -136,6 +156,10 @@ fn rank_main(setup: Setup, f: &Flags) -> amrq::Result<()> {
                 .push(Line::of_words(w));
             Ok(())
         }),
+        arrive: t.request("arrive", |s: &Arc<Shared>, _ctx, _m| {
+            s.arrivals.fetch_add(1, Ordering::Release);
+            Ok(())
+        }),
         echo: t.call("echo", |_s: &Arc<Shared>, _ctx, x: u64| Ok(x ^ 1)),
     };
     let mut job = setup.start_engine(t, shared.clone())?;
@@ -153,15 +177,19 @@ fn rank_main(setup: Setup, f: &Flags) -> amrq::Result<()> {
         std::hint::black_box(x);
         return job.finish();
     }
+    let mut pair = Pair {
+        partner: 1 - me,
+        met: 0,
+    };
     let sections = if me == 0 {
         Some(sections(&mut job, f))
     } else {
         None
     };
-    job.hold().barrier()?;
-    let rtt = attentiveness(&mut job, &shared, &h, f)?;
-    job.hold().barrier()?;
-    if let Some(rows) = overhead(&mut job, &shared, &h, f)? {
+    pair.meet(&mut job, &h)?;
+    let rtt = attentiveness(&mut job, &shared, &h, &mut pair, f)?;
+    pair.meet(&mut job, &h)?;
+    if let Some(rows) = overhead(&mut job, &shared, &h, &mut pair, f)? {
         let held = job.hold();
         for line in lines(&rows) {
             held.request(0, h.line, &line.to_words())?;
@@ -174,7 +202,7 @@ fn rank_main(setup: Setup, f: &Flags) -> amrq::Result<()> {
             held.request(r, h.stop, &[])?;
         }
     }
-    job.hold().barrier()?;
+    pair.meet(&mut job, &h)?;
     if let (Some((hold, raw)), Some(rtt)) = (sections, rtt) {
         let lines = shared.lines.lock().map_err(|_| "a poisoned lock")?.clone();
         report(f, threads, size, (hold, raw), rtt, &lines);
@@ -216,6 +244,7 @@ fn attentiveness(
     job: &mut EngineJob<Arc<Shared>>,
     shared: &Shared,
     h: &Handlers,
+    pair: &mut Pair,
     f: &Flags,
 ) -> amrq::Result<Option<(Vec<f64>, Vec<f64>)>> {
     let per = if f.quick { 300 } else { 3000 };
@@ -224,7 +253,7 @@ fn attentiveness(
     for round in 0..if f.quick { 4 } else { 10 } {
         let computing = round % 2 == 0;
         shared.stop.store(false, Ordering::Release);
-        job.hold().barrier()?;
+        pair.meet(job, h)?;
         if job.rank() == 1 {
             if computing {
                 let mut x = 1;
@@ -278,6 +307,7 @@ fn overhead(
     job: &mut EngineJob<Arc<Shared>>,
     shared: &Shared,
     h: &Handlers,
+    pair: &mut Pair,
     f: &Flags,
 ) -> amrq::Result<Option<Vec<Row>>> {
     let step = (1000.0 * work_per_ns()).max(1.0) as u64; // ≈ 1 µs
@@ -290,7 +320,7 @@ fn overhead(
         for _ in 0..reps {
             for (m, runs) in modes.iter_mut().enumerate() {
                 let polling = m == 1;
-                job.hold().barrier()?;
+                pair.meet(job, h)?;
                 if job.rank() == 0 {
                     let goal = shared.runs_done.load(Ordering::Acquire) + 1;
                     let held = job.hold();

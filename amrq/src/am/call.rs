@@ -133,15 +133,23 @@ pub(super) unsafe fn land_answer<'a, S, C: Conduit>(
     _payload: *const u8,
     _len: usize,
 ) -> Result<(), Stop> {
+    use super::pending::Answered;
     let answered = match args.first() {
         Some(word) if word & super::thread_calls::THREAD_CALL != 0 => {
-            am.thread_calls.answer(source, args)
+            match am.thread_calls.answer(source, args) {
+                true => Answered::Here,
+                false => Answered::No,
+            }
         }
         _ => am.calls.with(|c| c.answer(source, args)),
     };
     match answered {
-        true => Ok(()),
-        false => Err(no_call(source)),
+        Answered::Here => Ok(()),
+        Answered::Elsewhere => {
+            am.calls.land_taken();
+            Ok(())
+        }
+        Answered::No => Err(no_call(source)),
     }
 }
 
@@ -286,8 +294,16 @@ impl<S, C: Conduit> Am<S, C> {
             })
     }
 
+    /// Lands an error in every detached call whose target `why` names one for (a
+    /// progress engine giving up on calls no answer can come to).
+    pub(crate) fn give_up_detached(&self, mut why: impl FnMut(Rank) -> Option<AmError>) {
+        self.calls.with(|c| c.give_up_detached(&mut why));
+        self.calls.land_taken();
+    }
+
     /// Calls this rank has made whose answers have not been taken: waiting, answered and
-    /// not yet waited for, or dropped and not yet answered.
+    /// not yet waited for, or dropped and not yet answered (with a progress engine,
+    /// also its calls whose answers the engine is to land).
     ///
     /// ```
     /// use amrq::prelude::*;

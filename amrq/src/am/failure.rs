@@ -206,7 +206,11 @@ impl<S, C: Conduit> Am<S, C> {
                     }),
                 }
             }
-            call => self.calls.with(|c| c.fail(call, msg.source(), failure)),
+            call => {
+                let failed = self.calls.with(|c| c.fail(call, msg.source(), failure));
+                self.calls.land_taken();
+                failed
+            }
         }
     }
 

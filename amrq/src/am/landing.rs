@@ -3,7 +3,7 @@
 //! whoever waits for it (a thread asleep on its futex word, a task's `Waker`), so an
 //! awaiting task is woken by the engine instead of waking itself.
 
-use super::RequestFailure;
+use super::AmError;
 use crate::conduit::ring::MAX_ARGS;
 use crate::conduit::Rank;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -12,8 +12,9 @@ use std::task::Waker;
 
 /// The answer's words as they landed (their count, then the words).
 pub(crate) type Words = (usize, [u64; MAX_ARGS - 1]);
-/// What a call comes to: its answer, or its target's failure notice.
-pub(crate) type Outcome = Result<Words, Box<RequestFailure>>;
+/// What a call comes to: its answer, its target's failure notice, or why no answer can
+/// come (its target failed or left, the engine stopped).
+pub(crate) type Outcome = Result<Words, AmError>;
 
 /// Where a call's outcome lands, shared by the rank (which lands it) and the caller.
 #[derive(Debug)]
@@ -47,14 +48,22 @@ impl Landing {
         self.target
     }
 
-    /// The rank lands the outcome: stored, then the sleeper and the task are woken.
+    /// The rank lands the outcome (the first one only): stored, then the sleeper and
+    /// the task are woken, the task outside the lock.
     pub(super) fn land(&self, outcome: Outcome) {
-        *lock(&self.outcome) = Some(outcome);
-        // ORDERING: Release pairs with the Acquire load in `is_done`: the outcome,
-        // stored before, is there for whoever sees the word set.
-        self.done.store(1, Ordering::Release);
+        {
+            let mut o = lock(&self.outcome);
+            if self.is_done() {
+                return;
+            }
+            *o = Some(outcome);
+            // ORDERING: Release pairs with the Acquire load in `is_done`: the outcome,
+            // stored before, is there for whoever sees the word set.
+            self.done.store(1, Ordering::Release);
+        }
         crate::util::futex::wake_all(&self.done);
-        if let Some(w) = lock(&self.waker).take() {
+        let waker = lock(&self.waker).take();
+        if let Some(w) = waker {
             w.wake();
         }
     }

@@ -87,10 +87,21 @@ impl CallTable {
     /// `call.rs`'s, `failure.rs`'s), which call only `Calls`'s methods.
     #[inline(always)]
     pub(super) fn with<T>(&self, f: impl FnOnce(&mut Calls) -> T) -> T {
-        // SAFETY: the table is a field of an `Am`, which is not `Sync`: only this
-        // thread reaches it. `f` calls only `Calls`'s methods, which run no handler and
-        // do not reach the table again, so this is the only reference while it lives.
+        // SAFETY: the table is a field of an `Am`, which is not `Sync`: one thread at a
+        // time reaches it (the rank's; with a progress engine, the token's holder). `f`
+        // calls only `Calls`'s methods, which run no handler, wake no task and do not
+        // reach the table again, so this is the only reference while it lives.
         f(unsafe { &mut *self.0.get() })
+    }
+
+    /// Lands the outcomes of detached calls the table took (waking their waiters),
+    /// outside the table's borrow.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn land_taken(&self) {
+        for (landing, outcome) in self.with(|c| std::mem::take(&mut c.to_land)) {
+            landing.land(outcome);
+        }
     }
 }
 
@@ -103,6 +114,12 @@ pub(super) struct Calls {
     slots: Vec<Slot>,
     /// The first free slot, or [`NONE`].
     free: u32,
+    /// Outcomes of detached calls taken from their slots, to land once the table is no
+    /// longer borrowed (landing wakes a task: the program's code).
+    to_land: Vec<(
+        std::sync::Arc<super::landing::Landing>,
+        super::landing::Outcome,
+    )>,
 }
 
 impl Default for Calls {
@@ -110,8 +127,21 @@ impl Default for Calls {
         Self {
             slots: Vec::new(),
             free: NONE,
+            to_land: Vec::new(),
         }
     }
+}
+
+/// What an answer found in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Answered {
+    /// No call in flight to its sender names it.
+    No,
+    /// Its call's slot holds it (or it was dropped).
+    Here,
+    /// Its call is detached: land what the table holds for landing
+    /// ([`CallTable::land_taken`]).
+    Elsewhere,
 }
 
 impl Calls {
@@ -204,16 +234,15 @@ impl Calls {
     /// A `CALL_DONE` reply of `source` (the call's word, then the answer's); false if
     /// it answers no call in flight to `source`.
     #[inline(always)]
-    pub(super) fn answer(&mut self, source: Rank, args: &[u64]) -> bool {
+    pub(super) fn answer(&mut self, source: Rank, args: &[u64]) -> Answered {
         let Some((&word, answer)) = args.split_first() else {
-            return false;
+            return Answered::No;
         };
         let Some(s) = self.awaiting(word, source) else {
-            return false;
+            return Answered::No;
         };
         if s.phase != Phase::Waiting {
-            self.answer_elsewhere(word as u32, answer);
-            return true;
+            return self.answer_elsewhere(word as u32, answer);
         }
         let len = answer.len().min(s.words.len());
         match answer {
@@ -221,21 +250,42 @@ impl Calls {
             _ => s.words[..len].copy_from_slice(&answer[..len]),
         }
         (s.len, s.phase) = (len as u8, Phase::Answered);
-        true
+        Answered::Here
     }
 
-    /// The answer of an abandoned call (dropped) or a detached one (landed); either way
-    /// the slot is freed.
+    /// The answer of an abandoned call (dropped) or a detached one (kept to land);
+    /// either way the slot is freed.
     #[cold]
     #[inline(never)]
-    fn answer_elsewhere(&mut self, slot: u32, answer: &[u64]) {
-        if let Some(landing) = self.slot(slot).landing.take() {
-            let mut words = [0; MAX_ARGS - 1];
-            let len = answer.len().min(words.len());
-            words[..len].copy_from_slice(&answer[..len]);
-            landing.land(Ok((len, words)));
-        }
+    fn answer_elsewhere(&mut self, slot: u32, answer: &[u64]) -> Answered {
+        let landing = self.slot(slot).landing.take();
         self.free(slot);
+        let Some(landing) = landing else {
+            return Answered::Here;
+        };
+        let mut words = [0; MAX_ARGS - 1];
+        let len = answer.len().min(words.len());
+        words[..len].copy_from_slice(&answer[..len]);
+        self.to_land.push((landing, Ok((len, words))));
+        Answered::Elsewhere
+    }
+
+    /// Takes every detached call whose target `why` says cannot answer (its error), or
+    /// all of them with `why`'s error for any target: their slots are freed and their
+    /// outcomes kept to land.
+    pub(super) fn give_up_detached(&mut self, why: &mut dyn FnMut(Rank) -> Option<AmError>) {
+        for slot in 0..self.slots.len() as u32 {
+            let s = self.slot(slot);
+            if s.phase != Phase::Detached {
+                continue;
+            }
+            if let Some(e) = why(s.target) {
+                if let Some(landing) = s.landing.take() {
+                    self.to_land.push((landing, Err(e)));
+                }
+                self.free(slot);
+            }
+        }
     }
 
     /// A failure notice of `source` for the call `word` names.
@@ -255,7 +305,8 @@ impl Calls {
             Phase::Abandoned => self.free(word as u32),
             Phase::Detached => {
                 if let Some(landing) = s.landing.take() {
-                    landing.land(Err(failure));
+                    self.to_land
+                        .push((landing, Err(AmError::RequestFailed(failure))));
                 }
                 self.free(word as u32);
             }

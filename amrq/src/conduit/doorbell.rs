@@ -134,6 +134,13 @@ pub(crate) fn ring_armed(summary: &AtomicU64, sleepers: &AtomicU64, bit: u64) ->
     // ORDERING: Release pairs with the receiver's Acquire load of the summary, which
     // then scans for the frame published before.
     summary.fetch_or(bit, Ordering::Release);
+    // A receiver whose bit stayed armed (One-poll's, or a progress engine's between
+    // its sleeps) marks itself a sleeper again with a fence and no `membarrier`: the
+    // frame's store and the load of `sleepers` below need a full barrier between them,
+    // which on x86-64 the locked RMW above is; elsewhere (and in the loom models) a
+    // fence, paid only by a sender whose receiver is armed.
+    #[cfg(any(amrq_loom, not(target_arch = "x86_64")))]
+    fence(Ordering::SeqCst);
     // Relaxed: `sleepers` is set before `armed`, both before the receiver's fence; the
     // claim is an RMW, so exactly one sender clears the bit the receiver set.
     sleepers.load(Ordering::Relaxed) & bit != 0

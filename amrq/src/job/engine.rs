@@ -43,7 +43,8 @@ const POLLS_PER_TURN: u32 = 4;
 /// A rank's job whose handlers a progress engine runs while the program computes
 /// ([`Setup::start_engine`](crate::Setup::start_engine)). The program reaches the job
 /// inside sections ([`EngineJob::hold`]), during which no handler runs; between them,
-/// requests to this rank are served within a bounded time whatever the program does.
+/// requests to this rank are served within a bounded time whatever the program
+/// computes (the engine's wake-up; a section defers them to its end).
 ///
 /// ```
 /// use amrq::prelude::*;
@@ -407,12 +408,17 @@ fn serve<S>(shared: &Shared<S>) {
     // The bits this engine armed and has not disarmed.
     let mut kept = 0u64;
     let mut sleep: Option<Sleep> = None;
+    // A quiet while has passed: look for calls no answer can come to.
+    let mut look_at_calls = false;
     loop {
         let stopping = shared.stop.load(Ordering::Relaxed);
         if stopping && kept == 0 && sleep.is_none() {
             return;
         }
         if !shared.atomicity.try_enter() {
+            if stopping {
+                return; // a section that never ended (its guard forgotten): bits stay armed
+            }
             continue; // the program held: it let us go on at its section's end
         }
         let _entered = LeaveOnPanic(&shared.atomicity);
@@ -432,8 +438,12 @@ fn serve<S>(shared: &Shared<S>) {
             shared.atomicity.leave();
             return;
         }
+        if std::mem::take(&mut look_at_calls) {
+            // Calls to a rank that failed or left: their waits end with why.
+            am.give_up_detached(|target| unanswerable(conduit, target));
+        }
         let mut took = 0;
-        let mut fatal = false;
+        let mut fatal = None;
         for _ in 0..POLLS_PER_TURN {
             match am.poll_runtime() {
                 Ok(0) => break,
@@ -441,22 +451,27 @@ fn serve<S>(shared: &Shared<S>) {
                 Err(e) => {
                     // The program's next poll or wait returns it; one that ends the
                     // rank's part in the job (a peer failed) ends the engine's too.
-                    fatal = e.conduit().is_some();
+                    if e.conduit().is_some() {
+                        fatal = Some(e.to_string());
+                    }
                     am.keep_error(e);
                     break;
                 }
             }
         }
-        if fatal {
-            conduit.disarm_for_engine(am.am_queues(), kept);
-            shared.atomicity.leave();
-            return;
-        }
-        if took > 0 {
-            shared.atomicity.leave();
-            continue;
-        }
-        let nap = match conduit.arm_for_engine(am.am_queues()) {
+        let armed = match (fatal, took) {
+            (Some(why), _) => Err(why),
+            (None, 0) => conduit.arm_for_engine(am.am_queues()).map_err(|e| {
+                let why = e.to_string();
+                am.keep_error(e.into());
+                why
+            }),
+            (None, _) => {
+                shared.atomicity.leave();
+                continue;
+            }
+        };
+        let nap = match armed {
             Ok(EngineArming::Armed {
                 wake,
                 seen,
@@ -475,8 +490,13 @@ fn serve<S>(shared: &Shared<S>) {
             }
             Ok(EngineArming::Ready) => None,
             Ok(EngineArming::Nap) => Some(ACROSS_NAP),
-            Err(e) => {
-                am.keep_error(e.into());
+            Err(why) => {
+                // Nobody will land the answers of this rank's calls: their waits end.
+                am.give_up_detached(|_| {
+                    Some(crate::am::AmError::Failed(format!(
+                        "the progress engine stopped: {why}"
+                    )))
+                });
                 conduit.disarm_for_engine(am.am_queues(), kept);
                 shared.atomicity.leave();
                 return;
@@ -485,27 +505,61 @@ fn serve<S>(shared: &Shared<S>) {
         shared.atomicity.leave();
         if let Some(nap) = nap {
             std::thread::sleep(nap);
+            look_at_calls = true;
         }
         if let Some(s) = &sleep {
             // SAFETY: as above, for the word and the doorbell.
             let (word, bell) = unsafe { (&*s.word, &*s.bell) };
-            sleep_on(word, s.seen, || sleeper_stands(bell, s.bits), &shared.stop);
+            let woke = sleep_on(word, s.seen, || sleeper_stands(bell, s.bits), &shared.stop);
+            look_at_calls = woke == Woke::Quiet;
         }
     }
 }
 
+/// Why no answer can come from `target` to a call of this rank, if none can: a rank
+/// of the job failed, or `target` left.
+fn unanswerable(
+    conduit: &crate::conduit::mem::MemConduit,
+    target: Rank,
+) -> Option<crate::am::AmError> {
+    use crate::conduit::{Conduit, ConduitError};
+    let why = match conduit.check_peers() {
+        Err(e) => e,
+        Ok(()) if conduit.peer_left(target) => ConduitError::PeerLeft { rank: target },
+        Ok(()) => return None,
+    };
+    Some(why.into())
+}
+
+/// Why the engine's sleep ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Woke {
+    /// The word moved (a frame), the arming no longer stands, or the engine is stopped.
+    Moved,
+    /// A quiet while ([`QUIET_SLEEPS`] backstops) passed.
+    Quiet,
+}
+
+/// Backstops of an undisturbed sleep after which the engine looks at its calls.
+const QUIET_SLEEPS: u32 = 10;
+
 /// Spins a little on the armed word, then sleeps on it until it moves, the arming no
-/// longer stands, or the engine is stopped (each checked at least every backstop).
-fn sleep_on(word: &AtomicU32, seen: u32, armed: impl Fn() -> bool, stop: &AtomicBool) {
+/// longer stands, or the engine is stopped (each checked at least every backstop), or
+/// a quiet while passes.
+fn sleep_on(word: &AtomicU32, seen: u32, armed: impl Fn() -> bool, stop: &AtomicBool) -> Woke {
     // ORDERING: Acquire pairs with a sender's Release increment of the word.
     let moved = || word.load(Ordering::Acquire) != seen || stop.load(Ordering::Relaxed);
     for _ in 0..SPIN_ROUNDS {
         if moved() {
-            return;
+            return Woke::Moved;
         }
         std::hint::spin_loop();
     }
-    while !moved() && armed() {
+    for _ in 0..QUIET_SLEEPS {
+        if moved() || !armed() {
+            return Woke::Moved;
+        }
         crate::util::futex::wait(word, seen, SLEEP_BACKSTOP);
     }
+    Woke::Quiet
 }

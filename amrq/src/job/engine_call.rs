@@ -17,7 +17,8 @@ const NAP: Duration = Duration::from_millis(1);
 /// outside the program's sections. [`EngineCall::wait`] blocks for it; `.await` awaits
 /// it under any executor, the task woken by the engine when the answer lands (it never
 /// wakes itself). `Send`: another thread may wait for it. Dropped first, the answer is
-/// thrown away when it comes.
+/// thrown away when it comes. Wait for it outside the job's sections: inside one the
+/// engine cannot land it, so a wait there lasts as long as the section.
 ///
 /// ```
 /// use amrq::prelude::*;
@@ -180,17 +181,16 @@ impl<R: Args> EngineCall<R> {
     fn take(&mut self) -> Option<Result<R, AmError>> {
         match &mut self.outcome {
             Outcome::Ready(r) => r.take(),
-            Outcome::Landing { landing, .. } => Some(match landing.take()? {
-                Ok((len, words)) => {
-                    R::from_words(&words[..len]).map_err(|e| e.of(landing.target(), len))
-                }
-                Err(failure) => Err(AmError::RequestFailed(failure)),
-            }),
+            Outcome::Landing { landing, .. } => Some(landing.take()?.and_then(|(len, words)| {
+                R::from_words(&words[..len]).map_err(|e| e.of(landing.target(), len))
+            })),
         }
     }
 
-    /// Why no answer can come, if none can: the engine has ended (the job did, or the
-    /// engine met an error, which the job's next poll or wait returns), or a peer failed.
+    /// Why no answer can come, if none can: a peer failed, the target left, or the
+    /// engine has ended (the job did, or the engine met an error, which the job's next
+    /// poll or wait returns; a handler's panic, `finish`). The engine also lands such
+    /// an error itself when it finds one, which wakes an awaiting task.
     fn check(&self) -> Result<(), AmError> {
         let Outcome::Landing {
             engine_serves,
@@ -206,7 +206,7 @@ impl<R: Args> EngineCall<R> {
         match engine_serves.load(Ordering::Acquire) {
             true => Ok(()),
             false => Err(AmError::Failed(
-                "the progress engine has stopped: the job ended, or the engine met an error, which the job's next poll or wait returns".into(),
+                "the progress engine has stopped: the job ended, or the engine met an error (the job's next poll or wait returns it; a handler's panic, finish)".into(),
             )),
         }
     }

@@ -102,7 +102,8 @@ impl Setup {
     /// [`EngineJob`]). The handlers and the state must be `Send` (the table's bounds
     /// check it); the program reaches the job inside sections ([`EngineJob::hold`]).
     /// With [`Config::engine`] off (`AMRQ_ENGINE=0`) no engine starts and the
-    /// program's polls serve, so one program compares both.
+    /// program's polls and waits in sections serve (a program that waits outside
+    /// sections for its handlers checks [`EngineJob::engine_runs`]).
     ///
     /// ```
     /// use amrq::prelude::*;

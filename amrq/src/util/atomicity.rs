@@ -16,9 +16,11 @@ use crate::sync::{fence, AtomicBool, AtomicU32, Ordering};
 use std::sync::atomic::compiler_fence;
 use std::time::Duration;
 
-/// The longest a deferred progress thread sleeps before it looks again (a backstop: the
-/// release wakes it).
+/// The longest a deferred progress thread, or a rank's thread waiting for a batch,
+/// sleeps before it looks again (a backstop: the other side wakes it).
 const DEFERRED_NAP: Duration = Duration::from_millis(10);
+/// Rounds a rank's thread spins on a running batch before it sleeps.
+const BATCH_SPINS: u32 = 1_000;
 
 /// The state one rank's thread shares with its progress thread.
 ///
@@ -37,8 +39,11 @@ const DEFERRED_NAP: Duration = Duration::from_millis(10);
 pub struct Atomicity {
     /// The rank's thread is in a section.
     held: AtomicBool,
-    /// The progress thread runs handlers.
-    running: AtomicBool,
+    /// The progress thread runs handlers (1) or not (0): a futex word the rank's thread
+    /// sleeps on when a batch lasts.
+    running: AtomicU32,
+    /// The rank's thread sleeps on `running`: the end of the batch wakes it.
+    waiting: AtomicBool,
     /// The progress thread was deferred: the release lets it go on.
     pending: AtomicBool,
     /// Bumped by a release that found the progress thread deferred (a futex word).
@@ -67,7 +72,8 @@ impl Atomicity {
         let asymmetric = false;
         Self {
             held: AtomicBool::new(false),
-            running: AtomicBool::new(false),
+            running: AtomicU32::new(0),
+            waiting: AtomicBool::new(false),
             pending: AtomicBool::new(false),
             released: AtomicU32::new(0),
             asymmetric,
@@ -104,11 +110,39 @@ impl Atomicity {
         if !self.asymmetric {
             symmetric_fence();
         }
-        // ORDERING: Acquire pairs with the Release stores of `running` in `leave` and
-        // `try_enter`: what a batch of handlers did happens before the section.
-        while self.running.load(Ordering::Acquire) {
+        // ORDERING: Acquire pairs with the Release store of `running` in
+        // `clear_running`: what a batch of handlers did happens before the section.
+        if self.running.load(Ordering::Acquire) != 0 {
+            self.wait_for_batch();
+        }
+    }
+
+    /// The rank's thread found a batch of handlers running: spins a little, then
+    /// sleeps until the batch ends (a handler may take long, and the progress thread
+    /// may share the core).
+    #[cold]
+    #[inline(never)]
+    fn wait_for_batch(&self) {
+        for _ in 0..BATCH_SPINS {
+            // ORDERING: as in `hold`.
+            if self.running.load(Ordering::Acquire) == 0 {
+                return;
+            }
             spin();
         }
+        loop {
+            self.waiting.store(true, Ordering::Relaxed);
+            // ORDERING: SeqCst fence between the mark and the look; pairs with the one
+            // in `clear_running` (Dekker): either it sees the mark and wakes us, or we
+            // see the batch over.
+            fence(Ordering::SeqCst);
+            // ORDERING: as in `hold`.
+            if self.running.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            nap(&self.running, 1);
+        }
+        self.waiting.store(false, Ordering::Relaxed);
     }
 
     /// The rank's thread leaves its section. True if the progress thread was deferred
@@ -146,8 +180,7 @@ impl Atomicity {
         // ORDERING: Release pairs with the Acquire load of `released` in `try_enter`
         // before it sleeps.
         self.released.fetch_add(1, Ordering::Release);
-        #[cfg(not(amrq_loom))]
-        crate::util::futex::wake_all(&self.released);
+        wake(&self.released);
     }
 
     /// The progress thread: may it run handlers now? If so it is running until
@@ -160,15 +193,13 @@ impl Atomicity {
     /// a.leave();
     /// ```
     pub fn try_enter(&self) -> bool {
-        self.running.store(true, Ordering::Relaxed);
+        self.running.store(1, Ordering::Relaxed);
         self.heavy_fence();
         // ORDERING: Acquire pairs with the Release store of `held` in `release`.
         if !self.held.load(Ordering::Acquire) {
             return true;
         }
-        // ORDERING: Release: the rank's thread, waiting in `hold` for `running` to
-        // clear, sees nothing of ours after it; pairs with its Acquire load.
-        self.running.store(false, Ordering::Release);
+        self.clear_running();
         // ORDERING: Acquire pairs with the Release increment in `resume`.
         let seen = self.released.load(Ordering::Acquire);
         self.pending.store(true, Ordering::Relaxed);
@@ -189,9 +220,20 @@ impl Atomicity {
     /// }
     /// ```
     pub fn leave(&self) {
+        self.clear_running();
+    }
+
+    /// The progress thread is no longer running handlers; wakes the rank's thread if
+    /// it sleeps waiting for that.
+    fn clear_running(&self) {
         // ORDERING: Release: the handlers' effects happen before a section that
-        // follows; pairs with the Acquire load of `running` in `hold`.
-        self.running.store(false, Ordering::Release);
+        // follows; pairs with the Acquire loads of `running` in `hold`.
+        self.running.store(0, Ordering::Release);
+        // ORDERING: pairs with the SeqCst fence in `wait_for_batch` (Dekker).
+        fence(Ordering::SeqCst);
+        if self.waiting.load(Ordering::Relaxed) {
+            wake(&self.running);
+        }
     }
 
     /// The progress thread's side of the handshake: `membarrier` (a barrier in the rank's
@@ -226,11 +268,21 @@ fn spin() {
     loom::thread::yield_now();
 }
 
-/// The deferred progress thread sleeps until `word` moves past `seen` (or a backstop).
+/// Sleeps until `word` moves past `seen` (or a backstop).
 #[cfg(not(amrq_loom))]
 fn nap(word: &AtomicU32, seen: u32) {
     crate::util::futex::wait(word, seen, DEFERRED_NAP);
 }
+
+/// Wakes the sleepers of `word`.
+#[cfg(not(amrq_loom))]
+fn wake(word: &AtomicU32) {
+    crate::util::futex::wake_all(word);
+}
+
+/// Under loom a sleeper yields until the word moves: nothing to wake.
+#[cfg(amrq_loom)]
+fn wake(_word: &AtomicU32) {}
 
 /// Under loom, the futex wait without its backstop: yield until the word moves (a
 /// release that forgot to bump it leaves the model spinning, which loom reports).
