@@ -52,40 +52,31 @@ fn sections(r: &Rank, sections: u64) {
     }
 }
 
-/// Runs `f` under loom with a preemption bound: the progress thread's retries would
-/// otherwise make every path unbounded.
-fn model(f: impl Fn() + Sync + Send + 'static) {
+/// Every interleaving (with a preemption bound: the progress thread's retries would
+/// otherwise make every path unbounded) of `n` sections against one handler: both
+/// sides' additions are all there at the end.
+fn sections_against_a_handler(n: u64) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(3);
-    b.check(f);
+    b.check(move || {
+        let r = Arc::new(Rank {
+            atomicity: Atomicity::new(),
+            state: UnsafeCell::new(0),
+        });
+        let p = progress(r.clone());
+        sections(&r, n);
+        p.join().unwrap();
+        // SAFETY: both threads are done.
+        assert_eq!(r.state.with(|s| unsafe { *s }), 10 * n + 1);
+    });
 }
 
 #[test]
 fn a_section_and_a_handler_never_overlap_and_both_run() {
-    model(|| {
-        let r = Arc::new(Rank {
-            atomicity: Atomicity::new(),
-            state: UnsafeCell::new(0),
-        });
-        let p = progress(r.clone());
-        sections(&r, 1);
-        p.join().unwrap();
-        // SAFETY: both threads are done.
-        assert_eq!(r.state.with(|s| unsafe { *s }), 11);
-    });
+    sections_against_a_handler(1);
 }
 
 #[test]
 fn two_sections_in_a_row_against_a_handler() {
-    model(|| {
-        let r = Arc::new(Rank {
-            atomicity: Atomicity::new(),
-            state: UnsafeCell::new(0),
-        });
-        let p = progress(r.clone());
-        sections(&r, 2);
-        p.join().unwrap();
-        // SAFETY: both threads are done.
-        assert_eq!(r.state.with(|s| unsafe { *s }), 21);
-    });
+    sections_against_a_handler(2);
 }
