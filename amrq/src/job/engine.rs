@@ -42,9 +42,11 @@ const POLLS_PER_TURN: u32 = 4;
 
 /// A rank's job whose handlers a progress engine runs while the program computes
 /// ([`Setup::start_engine`](crate::Setup::start_engine)). The program reaches the job
-/// inside sections ([`EngineJob::hold`]), during which no handler runs; between them,
-/// requests to this rank are served within a bounded time whatever the program
-/// computes (the engine's wake-up; a section defers them to its end).
+/// inside sections ([`EngineJob::hold`]); between them, requests to this rank are
+/// served whatever the program computes, after the engine's
+/// wake-up (tens of µs where it shares the program's core; the scheduler sets the
+/// tail, milliseconds). The engine runs no handler during a section (the program's own
+/// polls and waits in it do, on its thread).
 ///
 /// ```
 /// use amrq::prelude::*;
@@ -128,8 +130,9 @@ unsafe impl<S: Send> Send for Shared<S> {}
 unsafe impl<S: Send> Sync for Shared<S> {}
 
 /// A section of the program: while it lives the program owns the rank's job (it
-/// dereferences to [`Job`]) and no handler runs on the engine; those that arrive wait
-/// for its end. Not `Send`: the section ends on the thread that made it.
+/// dereferences to [`Job`]) and the engine runs no handler; those that arrive wait for
+/// its end, or for the program's own polls and waits in it. Not `Send`: the section
+/// ends on the thread that made it.
 ///
 /// ```
 /// use amrq::prelude::*;
@@ -142,13 +145,10 @@ unsafe impl<S: Send> Sync for Shared<S> {}
 ///         let held = job.hold();
 ///         held.request(0, add, &[5])?;
 ///         std::thread::sleep(std::time::Duration::from_millis(5));
-///         assert_eq!(held.state().get(), 0); // no handler inside the section
+///         assert_eq!(held.state().get(), 0); // the section does not poll: nothing ran
 ///     }
-///     loop {
-///         if job.hold().state().get() == 5 {
-///             break; // the engine ran it after the section
-///         }
-///     }
+///     // After the section the engine runs it (or, with no engine, this wait does).
+///     job.hold().wait_until(|n| n.get() == 5)?;
 ///     job.finish()
 /// })
 /// .unwrap();
@@ -233,8 +233,8 @@ impl<S: Send + 'static> EngineJob<S> {
 }
 
 impl<S: 'static> EngineJob<S> {
-    /// Enters a section: the job is the program's until the guard drops, and no
-    /// handler runs meanwhile (see [`Held`]). A store and a compiler fence when the
+    /// Enters a section: the job is the program's until the guard drops, and the engine
+    /// runs no handler meanwhile (see [`Held`]). A store and a compiler fence when the
     /// engine is idle; if it is running handlers, waits for their batch to end.
     ///
     /// ```
@@ -281,8 +281,11 @@ impl<S: 'static> EngineJob<S> {
         self.size
     }
 
-    /// True if the engine runs (the job's [`Config::engine`](crate::Config::engine)
-    /// setting; off, the program's polls and waits serve the handlers).
+    /// True while the engine runs: on with the job's
+    /// [`Config::engine`](crate::Config::engine) setting, until it ends (a failed peer,
+    /// an error that ends it, a handler's panic). False, the program's polls and waits
+    /// in sections serve the handlers: a loop that waits outside sections for what a
+    /// handler does polls in a section then.
     ///
     /// ```
     /// use amrq::prelude::*;
@@ -292,7 +295,8 @@ impl<S: 'static> EngineJob<S> {
     /// assert_eq!(on, [false]);
     /// ```
     pub fn engine_runs(&self) -> bool {
-        self.engine.is_some()
+        // ORDERING: Acquire pairs with the Release store of the engine's end.
+        self.serves.load(Ordering::Acquire)
     }
 
     /// Starts the progress thread of the job's Interrupt queues, as

@@ -17,8 +17,11 @@ const NAP: Duration = Duration::from_millis(1);
 /// outside the program's sections. [`EngineCall::wait`] blocks for it; `.await` awaits
 /// it under any executor, the task woken by the engine when the answer lands (it never
 /// wakes itself). `Send`: another thread may wait for it. Dropped first, the answer is
-/// thrown away when it comes. Wait for it outside the job's sections: inside one the
-/// engine cannot land it, so a wait there lasts as long as the section.
+/// thrown away when it comes. Wait for it outside the job's sections: on the thread
+/// that holds a section, a wait for it never returns (the engine cannot land it until
+/// the section ends). A task awaiting it is woken when it lands or when the engine
+/// gives up on it (a failed or departed target, an error that ends the engine); after
+/// a handler's panic on the engine, which `finish` resumes, it is not.
 ///
 /// ```
 /// use amrq::prelude::*;

@@ -114,7 +114,7 @@ impl Setup {
     ///     let mut job = setup.start_engine(t, Cell::new(0))?;
     ///     let peer = 1 - job.rank();
     ///     job.hold().request(peer, add, &[7])?;
-    ///     job.hold().barrier()?; // both requests were sent before it, and served
+    ///     job.hold().barrier()?; // both requests were sent before it
     ///     let got = job.hold().wait_until(|n| n.get() == 7).map(|()| 7)?;
     ///     job.finish()?;
     ///     Ok(got)
