@@ -312,24 +312,10 @@ impl Rank<'_> {
         let plan = st.plan.borrow().clone().ok_or("no plan")?;
         let mut backoff = Backoff::new();
         loop {
-            let ready = {
-                let mut s = st.solver.borrow_mut();
-                let s = s.as_mut().ok_or("no solve")?;
-                if s.done() {
-                    return Ok(());
-                }
-                std::mem::take(&mut s.ready)
+            let Some(ready) = self.take_ready()? else {
+                return Ok(());
             };
-            for &r in &ready {
-                let x = st.solver.borrow().as_ref().map_or(0.0, |s| s.x[r]);
-                for &d in &plan.dests[r] {
-                    self.send(mode, d as usize, plan.global(r), x)?;
-                }
-                let mut s = st.solver.borrow_mut();
-                if let Some(s) = s.as_mut() {
-                    s.apply(&plan, plan.global(r) as u64, x);
-                }
-            }
+            self.send_rows(mode, &plan, &ready)?;
             let took = match mode {
                 Mode::Handlers => self.am.poll()?,
                 _ => self.receive_inlined()?,
@@ -381,28 +367,39 @@ impl Rank<'_> {
         }
     }
 
-    /// In a section of `engine` mode: sends the rows solved so far and applies them
-    /// here. True when the solve is done.
-    fn send_ready(&self, plan: &Plan) -> Result<bool, AppError> {
+    /// The rows solved whose x is still to be sent, taken; `None` once the solve is
+    /// done.
+    fn take_ready(&self) -> Result<Option<Vec<usize>>, AppError> {
+        let mut s = self.am.state().solver.borrow_mut();
+        let s = s.as_mut().ok_or("no solve")?;
+        Ok((!s.done()).then(|| std::mem::take(&mut s.ready)))
+    }
+
+    /// Sends x of each row of `ready` to the ranks that need it, by `mode`'s means,
+    /// and applies it to this rank's rows.
+    fn send_rows(&self, mode: Mode, plan: &Plan, ready: &[usize]) -> Result<(), AppError> {
         let st = self.am.state();
-        let ready = {
-            let mut s = st.solver.borrow_mut();
-            let s = s.as_mut().ok_or("no solve")?;
-            st.rows_ready.store(false, Ordering::Relaxed);
-            if s.done() {
-                return Ok(true);
-            }
-            std::mem::take(&mut s.ready)
-        };
-        for &r in &ready {
+        for &r in ready {
             let x = st.solver.borrow().as_ref().map_or(0.0, |s| s.x[r]);
             for &d in &plan.dests[r] {
-                self.send(Mode::Engine, d as usize, plan.global(r), x)?;
+                self.send(mode, d as usize, plan.global(r), x)?;
             }
             if let Some(s) = st.solver.borrow_mut().as_mut() {
                 s.apply(plan, plan.global(r) as u64, x);
             }
         }
+        Ok(())
+    }
+
+    /// In a section of `engine` mode: sends the rows solved so far and applies them
+    /// here. True when the solve is done.
+    fn send_ready(&self, plan: &Plan) -> Result<bool, AppError> {
+        let st = self.am.state();
+        st.rows_ready.store(false, Ordering::Relaxed);
+        let Some(ready) = self.take_ready()? else {
+            return Ok(true);
+        };
+        self.send_rows(Mode::Engine, plan, &ready)?;
         let s = st.solver.borrow();
         let s = s.as_ref().ok_or("no solve")?;
         if !s.ready.is_empty() {

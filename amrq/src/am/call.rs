@@ -12,7 +12,7 @@
 use super::args::{after_first, Args};
 use super::error::Stop;
 use super::handlers::{Captures, Mark, FIRST_USER_TAG};
-use super::pending::Pending;
+use super::pending::{CallId, Pending};
 use super::{Am, AmError, HandlerTable, ReqCtx};
 use crate::conduit::ring::MAX_ARGS;
 use crate::conduit::{Conduit, Rank};
@@ -260,16 +260,28 @@ impl<S, C: Conduit> Am<S, C> {
         args: A,
     ) -> Result<Pending<'_, R, S, C>, AmError> {
         let id = self.calls.with(|c| c.open(dest));
-        let mut words = [0u64; MAX_ARGS];
-        words[0] = id.word();
-        let n = args.to_words(&mut words[1..]);
-        match self.send_short(dest, QueueId::AM_REQUEST, call.tag, &words[..1 + n]) {
+        match self.send_call(id, dest, call, args) {
             Ok(()) => Ok(Pending::new(self, id)),
             Err(e) => {
                 self.calls.with(|c| c.close(id));
                 Err(e)
             }
         }
+    }
+
+    /// Sends call `id`'s request: its word, then the args.
+    #[inline(always)]
+    fn send_call<A: Args, R: Args>(
+        &self,
+        id: CallId,
+        dest: Rank,
+        call: Call<A, R>,
+        args: A,
+    ) -> Result<(), AmError> {
+        let mut words = [0u64; MAX_ARGS];
+        words[0] = id.word();
+        let n = args.to_words(&mut words[1..]);
+        self.send_short(dest, QueueId::AM_REQUEST, call.tag, &words[..1 + n])
     }
 
     /// [`Am::call`] whose outcome goes to `landing` instead of a [`Pending`]: the
@@ -282,16 +294,8 @@ impl<S, C: Conduit> Am<S, C> {
         landing: std::sync::Arc<super::Landing>,
     ) -> Result<(), AmError> {
         let id = self.calls.with(|c| c.open_detached(dest, landing));
-        let mut words = [0u64; MAX_ARGS];
-        words[0] = id.word();
-        let n = args.to_words(&mut words[1..]);
-        self.send_short(dest, QueueId::AM_REQUEST, call.tag, &words[..1 + n])
-            .inspect_err(|_| {
-                self.calls.with(|c| {
-                    c.slot(id.slot()).landing = None;
-                    c.close(id)
-                })
-            })
+        self.send_call(id, dest, call, args)
+            .inspect_err(|_| self.calls.with(|c| c.close_detached(id)))
     }
 
     /// Lands an error in every detached call whose target `why` names one for (a

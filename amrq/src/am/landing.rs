@@ -6,6 +6,7 @@
 use super::AmError;
 use crate::conduit::ring::MAX_ARGS;
 use crate::conduit::Rank;
+use crate::util::lock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::task::Waker;
@@ -25,11 +26,6 @@ pub(crate) struct Landing {
     /// The task awaiting it, woken when it lands.
     waker: Mutex<Option<Waker>>,
     target: Rank,
-}
-
-/// Locks, whether or not a thread panicked while holding the lock.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Landing {

@@ -23,11 +23,6 @@ pub(crate) struct CallId {
 }
 
 impl CallId {
-    /// Its slot.
-    pub(super) fn slot(self) -> u32 {
-        self.slot
-    }
-
     /// The word that names it in frames: generation above, slot below.
     pub(crate) fn word(self) -> u64 {
         u64::from(self.generation) << 32 | u64::from(self.slot)
@@ -74,7 +69,7 @@ pub(super) struct Slot {
     words: [u64; MAX_ARGS - 1],
     failure: Option<Box<RequestFailure>>,
     /// Where a detached call's outcome goes.
-    pub(super) landing: Option<std::sync::Arc<super::landing::Landing>>,
+    landing: Option<std::sync::Arc<super::landing::Landing>>,
 }
 
 /// A rank's [`Calls`], borrowed only by [`CallTable::with`]: a `RefCell`'s flag cost
@@ -258,16 +253,29 @@ impl Calls {
     #[cold]
     #[inline(never)]
     fn answer_elsewhere(&mut self, slot: u32, answer: &[u64]) -> Answered {
-        let landing = self.slot(slot).landing.take();
-        self.free(slot);
-        let Some(landing) = landing else {
+        if self.slot(slot).phase == Phase::Abandoned {
+            self.free(slot);
             return Answered::Here;
-        };
+        }
         let mut words = [0; MAX_ARGS - 1];
         let len = answer.len().min(words.len());
         words[..len].copy_from_slice(&answer[..len]);
-        self.to_land.push((landing, Ok((len, words))));
+        self.land_detached(slot, Ok((len, words)));
         Answered::Elsewhere
+    }
+
+    /// Frees detached call `slot`'s slot and keeps `outcome` to land in its landing.
+    fn land_detached(&mut self, slot: u32, outcome: super::landing::Outcome) {
+        if let Some(landing) = self.slot(slot).landing.take() {
+            self.to_land.push((landing, outcome));
+        }
+        self.free(slot);
+    }
+
+    /// Closes detached call `id`, whose request could not be sent (nothing to land).
+    pub(super) fn close_detached(&mut self, id: CallId) {
+        self.slot(id.slot).landing = None;
+        self.close(id);
     }
 
     /// Takes every detached call whose target `why` says cannot answer (its error), or
@@ -280,10 +288,7 @@ impl Calls {
                 continue;
             }
             if let Some(e) = why(s.target) {
-                if let Some(landing) = s.landing.take() {
-                    self.to_land.push((landing, Err(e)));
-                }
-                self.free(slot);
+                self.land_detached(slot, Err(e));
             }
         }
     }
@@ -304,11 +309,7 @@ impl Calls {
         match s.phase {
             Phase::Abandoned => self.free(word as u32),
             Phase::Detached => {
-                if let Some(landing) = s.landing.take() {
-                    self.to_land
-                        .push((landing, Err(AmError::RequestFailed(failure))));
-                }
-                self.free(word as u32);
+                self.land_detached(word as u32, Err(AmError::RequestFailed(failure)))
             }
             _ => (s.failure, s.phase) = (Some(failure), Phase::Failed),
         }

@@ -24,6 +24,7 @@
 use crate::conduit::{ConduitError, InterruptAlarm, InterruptChannels, PayloadView, ReceivedFrame};
 use crate::rq::QueueId;
 use crate::util::atomicity::Atomicity;
+use crate::util::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -53,11 +54,6 @@ impl<R: InterruptChannels, H: FnMut(QueueId, usize, &[u64], PayloadView<'_>)> Se
             })
             .unwrap_or(0)
     }
-}
-
-/// Locks, whether or not a handler panicked while holding the lock.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Runs deferred handlers on the owner's thread at the end of a section.

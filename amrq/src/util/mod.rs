@@ -25,3 +25,10 @@ pub use affinity::{pin_to_core, PinError};
 pub use backoff::{Backoff, SLEEP_BACKSTOP};
 #[cfg(not(amrq_loom))]
 pub use say::say;
+
+/// Locks `m`, whether or not a thread panicked while holding it: its callers go on
+/// with what it holds (an Interrupt queue's drain, a call's landed outcome).
+#[cfg(not(amrq_loom))]
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
