@@ -14,6 +14,7 @@ mod rig;
 #[path = "common/ucx.rs"]
 mod ucx_common;
 
+use amrq::conduit::Conduit;
 use amrq::prelude::*;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -339,8 +340,17 @@ fn a_call_to_a_rank_that_failed_ends_with_the_failure() {
         if job.rank() == 1 {
             panic!("rank 1 fails before answering");
         }
-        std::thread::sleep(Duration::from_millis(100)); // rank 1 is gone
-                                                        // The send may find rank 1 gone already; else the wait does.
+        // Rank 1's engine serves until its unwinding ends and the rank is marked
+        // failed: call only once it is.
+        let start = Instant::now();
+        while job.hold().rq().conduit().check_peers().is_ok() {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "rank 1 never marked failed"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // The send may find rank 1 gone already; else the wait does.
         let e = match job.call(1, never, 7) {
             Ok(call) => call.wait().expect_err("an answer from a failed rank"),
             Err(e) => e,
