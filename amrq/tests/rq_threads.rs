@@ -119,6 +119,105 @@ fn read_queue_leaves_the_frame_and_release_removes_it() {
 }
 
 #[test]
+fn the_papers_dequeue_takes_a_prefix_of_a_longer_head_and_leaves_a_shorter_one() {
+    let mut cfg = Config::default();
+    let q = cfg.add_queue(64);
+    let out = crate::ranks::run(2, &cfg, |conduit| -> Result<(), AmError> {
+        let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
+        let rq = am.rq();
+        let long: Vec<u8> = (0..2000).map(|i| (i % 251) as u8).collect(); // Tag-On
+        if am.rank() == 0 {
+            assert!(rq.enqueue(1, q, &[1, 2, 3], &long[..100])?);
+            assert!(rq.enqueue(1, q, &[4], &[])?);
+            assert!(rq.enqueue(1, q, &[5, 6], &long)?);
+        }
+        am.barrier()?;
+        if am.rank() == 1 {
+            let (mut args, mut buf) = ([0u64; 4], [0u8; 1500]);
+            // Four args asked, three there: false, nothing copied, nothing removed.
+            assert_eq!(rq.dequeue_prefix(q, &mut args, &mut buf[..1])?, None);
+            assert_eq!(args, [0; 4]);
+            assert_eq!(
+                rq.read_queue_prefix(q, &mut args[..3], &mut buf[..101])?,
+                None
+            );
+            // A prefix read, then taken: the rest of the frame goes with it.
+            let head = rq.read_queue_prefix(q, &mut args[..1], &mut [])?;
+            assert_eq!(head.map(|d| (d.nargs, d.len, args[0])), Some((1, 0, 1)));
+            let d = rq
+                .dequeue_prefix(q, &mut args[..2], &mut buf[..50])?
+                .expect("3 ≥ 2, 100 ≥ 50");
+            assert_eq!((d.source, d.nargs, d.len), (0, 2, 50));
+            assert_eq!((&args[..2], &buf[..50]), (&[1, 2][..], &long[..50]));
+            // The next frame has one arg and no bytes: one byte asked is more than it has.
+            assert_eq!(rq.dequeue_prefix(q, &mut args[..1], &mut buf[..1])?, None);
+            let d = rq
+                .dequeue_prefix(q, &mut args[..1], &mut [])?
+                .expect("exactly its size");
+            assert_eq!((d.nargs, d.len, args[0]), (1, 0, 4));
+            // A Tag-On frame: 1500 of its 2000 bytes.
+            let d = rq
+                .dequeue_prefix(q, &mut args[..2], &mut buf)?
+                .expect("2000 ≥ 1500");
+            assert_eq!(
+                (d.len, &args[..2], &buf[..]),
+                (1500, &[5, 6][..], &long[..1500])
+            );
+            assert!(
+                rq.read_queue(q)?.is_none(),
+                "each frame removed once, whole"
+            );
+            assert_eq!(
+                rq.dequeue_prefix(q, &mut [], &mut [])?,
+                None,
+                "empty: false"
+            );
+        }
+        am.barrier()?;
+        // A stream of frames of many lengths, each taken by the length its first arg
+        // names (read first, then dequeued): every frame once, in order, none left.
+        let frames = 3000u64;
+        if am.rank() == 0 {
+            for i in 0..frames {
+                let n = (i * 37 % 700) as usize;
+                while !rq.enqueue(1, q, &[n as u64, i], &long[..n])? {
+                    am.poll()?;
+                }
+            }
+        } else {
+            let (mut sum, mut next) = (0u64, 0u64);
+            let (mut args, mut buf) = ([0u64; 2], vec![0u8; 700]);
+            while next < frames {
+                if rq.read_queue_prefix(q, &mut args[..1], &mut [])?.is_none() {
+                    am.poll()?;
+                    continue;
+                }
+                let n = args[0] as usize;
+                rq.dequeue_prefix(q, &mut args, &mut buf[..n])?
+                    .expect("the length it names");
+                assert_eq!((args[1], &buf[..n]), (next, &long[..n]));
+                sum += buf[..n].iter().map(|&b| u64::from(b)).sum::<u64>();
+                next += 1;
+            }
+            let want: u64 = (0..frames)
+                .map(|i| {
+                    long[..(i * 37 % 700) as usize]
+                        .iter()
+                        .map(|&b| u64::from(b))
+                        .sum::<u64>()
+                })
+                .sum();
+            assert_eq!(sum, want);
+        }
+        am.barrier()?;
+        assert!(rq.read_queue(q)?.is_none());
+        Ok(())
+    })
+    .unwrap();
+    assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+}
+
+#[test]
 fn bad_destination_queue_and_sizes_are_typed_errors() {
     let mut cfg = Config::default();
     let q = cfg.add_queue(4);

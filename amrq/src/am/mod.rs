@@ -1,6 +1,7 @@
-//! Active Messages (von Eicken et al., `002_…`) built on Remote Queues: a request is an
-//! enqueue into the destination's AM request queue carrying a handler index; a poll is a
-//! dequeue plus dispatch to that handler (RQ paper, Figure 3).
+//! Active Messages (von Eicken, Culler, Goldstein and Schauser, ISCA 1992) built on
+//! Remote Queues: a request is an enqueue into the destination's AM request queue
+//! carrying a handler index; a poll is a dequeue plus dispatch to that handler (RQ paper,
+//! Figure 3).
 //!
 //! - **Handler table** ([`HandlerTable`]): built the same way on every rank; its shape is
 //!   compared across ranks at start-up, so a mismatch is an error, never a misdispatch.

@@ -3,7 +3,8 @@
 use super::RqError;
 use crate::conduit::{Rank, ReceivedFrame};
 
-/// What [`Rq::dequeue`](super::Rq::dequeue) copied out.
+/// What a dequeue copied out: the whole frame ([`Rq::dequeue`](super::Rq::dequeue)) or
+/// the prefix asked for ([`Rq::dequeue_prefix`](super::Rq::dequeue_prefix)).
 ///
 /// ```
 /// use amrq::{rq::{Rq, RqError}, Config};
@@ -83,5 +84,28 @@ impl Dequeued {
         };
         f.release();
         Ok(d)
+    }
+
+    /// The paper's rule (RQ §2.1): copies the first `args.len()` args and `buf.len()`
+    /// payload bytes of frame `f` into `args` and `buf` if it holds at least that many;
+    /// `None` (nothing copied) if it holds fewer. What it copied is in the answer; the
+    /// frame is left as it is, for the caller to release or keep.
+    pub(super) fn copy_prefix<'a>(
+        f: &impl ReceivedFrame<'a>,
+        args: &mut [u64],
+        buf: &mut [u8],
+    ) -> Option<Self> {
+        let (a, p) = (f.args(), f.payload());
+        if a.len() < args.len() || p.len() < buf.len() {
+            return None;
+        }
+        args.copy_from_slice(&a[..args.len()]);
+        p.copy_to(buf);
+        Some(Dequeued {
+            source: f.source(),
+            tag: f.tag(),
+            nargs: args.len(),
+            len: buf.len(),
+        })
     }
 }

@@ -1,5 +1,6 @@
-//! Remote Queues (Brewer et al., `000_…`): named queues at each rank, filled by remote
-//! `enqueue` and drained by local `dequeue`, `read_queue` and `delete_queue`.
+//! Remote Queues (Brewer, Chong, Liu, Sharma and Kubiatowicz, SPAA 1995): named queues
+//! at each rank, filled by remote `enqueue` and drained by local `dequeue` (the whole
+//! frame, or the paper's prefix), `read_queue` and `delete_queue`.
 //!
 //! A queue is named by (rank, [`QueueId`]). Queue 0 carries AM requests and queue 1 AM
 //! replies (the AM layer is built on this one, as in the paper's Figure 3); user queues
@@ -792,9 +793,10 @@ impl<C: Conduit> Rq<C> {
         }
     }
 
-    /// Copies the frame at the head of local queue `q` into `args` and `buf` and removes
-    /// it. `Ok(None)` if the queue is empty; [`RqError::BufferTooSmall`] (frame left in
-    /// place) if `args` or `buf` is shorter than the frame's.
+    /// Copies the whole frame at the head of local queue `q` into `args` and `buf` and
+    /// removes it. `Ok(None)` if the queue is empty; [`RqError::BufferTooSmall`] (frame
+    /// left in place) if `args` or `buf` is shorter than the frame's. (The paper's
+    /// dequeue, which takes a prefix of the frame, is [`Rq::dequeue_prefix`].)
     ///
     /// ```
     /// use amrq::{rq::{Rq, RqError}, Config};
@@ -822,6 +824,80 @@ impl<C: Conduit> Rq<C> {
     ) -> Result<Option<Dequeued>, RqError> {
         match self.conduit.peek(q.index())? {
             Some(f) => Dequeued::take(f, args, buf).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The paper's `dequeue(q, arg0…argn, rbuf, nbytes)`: if the frame at the head of
+    /// local queue `q` holds at least `args.len()` args and `buf.len()` payload bytes,
+    /// copies that many of each into `args` and `buf` and removes the frame (the rest
+    /// of it goes with it); otherwise `Ok(None)`, nothing copied or removed (as for an
+    /// empty queue). So a program can take a message part by part, as its head says:
+    /// [`Rq::read_queue_prefix`] a first arg, then dequeue as much as that arg names.
+    ///
+    /// ```
+    /// use amrq::{rq::{Rq, RqError}, Config};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add_queue(16);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
+    ///     rq.enqueue(0, q, &[1, 2, 3], b"abcdef")?;
+    ///     let (mut two, mut big) = ([0u64; 2], [0u8; 7]);
+    ///     assert!(rq.dequeue_prefix(q, &mut two, &mut big)?.is_none()); // 6 bytes < 7: left
+    ///     let mut four = [0u8; 4];
+    ///     let d = rq.dequeue_prefix(q, &mut two, &mut four)?.expect("6 bytes ≥ 4");
+    ///     assert_eq!((d.nargs, d.len, two, &four), (2, 4, [1, 2], b"abcd"));
+    ///     assert!(rq.read_queue(q)?.is_none()); // removed whole
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn dequeue_prefix(
+        &self,
+        q: QueueId,
+        args: &mut [u64],
+        buf: &mut [u8],
+    ) -> Result<Option<Dequeued>, RqError> {
+        let Some(f) = self.conduit.peek(q.index())? else {
+            return Ok(None);
+        };
+        let d = Dequeued::copy_prefix(&f, args, buf);
+        if d.is_some() {
+            f.release();
+        }
+        Ok(d)
+    }
+
+    /// The paper's `read_queue(q, arg0…argn, rbuf, nbytes)`: [`Rq::dequeue_prefix`]'s
+    /// copy, but the frame stays at the head of the queue.
+    ///
+    /// ```
+    /// use amrq::{rq::{Rq, RqError}, Config};
+    /// let mut cfg = Config::default();
+    /// let q = cfg.add_queue(16);
+    /// cfg.threads(1, |setup| -> amrq::Result<()> {
+    ///     let job = setup.start(amrq::am::HandlerTable::<()>::new(), ())?;
+    ///     let rq = job.rq();
+    ///     rq.enqueue(0, q, &[7, 40, 2], &[])?; // a kind, then what that kind carries
+    ///     let mut kind = [0u64; 1];
+    ///     rq.read_queue_prefix(q, &mut kind, &mut [])?.expect("a frame");
+    ///     let mut three = [0u64; 3];
+    ///     let wanted = if kind[0] == 7 { &mut three[..] } else { &mut three[..1] };
+    ///     rq.dequeue_prefix(q, wanted, &mut [])?.expect("still there");
+    ///     assert_eq!(three, [7, 40, 2]);
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn read_queue_prefix(
+        &self,
+        q: QueueId,
+        args: &mut [u64],
+        buf: &mut [u8],
+    ) -> Result<Option<Dequeued>, RqError> {
+        match self.conduit.peek(q.index())? {
+            Some(f) => Ok(Dequeued::copy_prefix(&f, args, buf)),
             None => Ok(None),
         }
     }

@@ -1,6 +1,6 @@
-//! Split-C (AM paper §2.3; Begel et al., `004_…`) in Rust: a global address space over
-//! the ranks' registered segments, built on [`rma`](crate::rma) and
-//! [`coll`](crate::coll).
+//! Split-C (AM paper §2.3; Begel, Buonadonna and Gay, "Split-C for the New
+//! Millennium") in Rust: a global address space over the ranks' registered segments,
+//! built on [`rma`](crate::rma) and [`coll`](crate::coll).
 //!
 //! - [`GlobalPtr`]: a typed (rank, segment offset) pair with pointer arithmetic; it holds
 //!   no machine address, so it is valid everywhere and travels in messages.
