@@ -12,6 +12,8 @@
 
 #[path = "common/marker.rs"]
 mod marker;
+#[path = "common/put_async.rs"]
+mod put_async;
 #[path = "common/ranks.rs"]
 mod ranks;
 #[path = "common/rig.rs"]
@@ -166,6 +168,31 @@ fn all_to_all_flood_with_each_frame_alone_arrives_exactly_once_in_order() {
         "all_to_all_flood_with_each_frame_alone_arrives_exactly_once_in_order",
         &[("AMRQ_COALESCE_BYTES", "0")],
     );
+}
+
+// ---------------------------------------------------------------- puts no one waits for
+
+/// Two hosts, a rank each: 64 KiB puts that UCX leaves in flight, made with
+/// `Rma::put_async`, have their events posted once UCX has completed them: once each,
+/// in order, after the data and the count, at the target and at the sender.
+#[test]
+fn puts_no_one_waits_for_post_their_events_once_ucx_completes_them() {
+    let test = "puts_no_one_waits_for_post_their_events_once_ucx_completes_them";
+    let mut cfg = amrq::Config::new();
+    cfg.segment_bytes.set(8 << 20);
+    for slots in put_async::SLOTS {
+        cfg.add_queue(slots);
+    }
+    let joined = crate::ranks::joined_ucx(&cfg.conduit_spec(), Duration::from_secs(60));
+    run_rank(joined, |c| {
+        rig::assert_tcp_on_rig(&c);
+        put_async::put_async_events(c, (100, 64 << 10), false)
+    });
+    let Some(rig) = rig_for(test, 2) else { return };
+    let token = token();
+    let out = run_job(&rig, test, 1, &token, &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    all_ran(&token, 2);
 }
 
 // ---------------------------------------------------------------- amrun

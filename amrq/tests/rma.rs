@@ -9,6 +9,9 @@ mod ranks;
 #[path = "common/rma.rs"]
 mod common_rma;
 
+#[path = "common/put_async.rs"]
+mod put_async;
+
 use amrq::conduit::Conduit;
 use amrq::prelude::*;
 use amrq::rma::{Rma, RmaError};
@@ -48,6 +51,20 @@ fn indexed_and_strided_transfers_agree_with_a_model_direct_and_through_frames() 
                 "{n} ranks, frames: {frames}"
             );
         }
+    }
+}
+
+#[test]
+fn puts_no_one_waits_for_post_every_event_once_after_the_data_direct_and_through_frames() {
+    let mut cfg = Config::default();
+    for slots in put_async::SLOTS {
+        cfg.add_queue(slots);
+    }
+    for frames in [false, true] {
+        let out = crate::ranks::run(2, &cfg, |c| {
+            put_async::put_async_events(c, (500, 8), frames)
+        });
+        all_ok(out);
     }
 }
 

@@ -59,8 +59,10 @@ pub struct Am<S, C: Conduit = MemConduit> {
     /// Request failures the runtime's own waits ran, and errors the progress engine
     /// met, for the program's next poll or wait (`failure.rs`).
     pub(super) kept_failures: std::cell::RefCell<std::collections::VecDeque<AmError>>,
-    /// Whether there are any kept failures, in one load.
-    pub(super) failure_kept: Cell<bool>,
+    /// Completion events not yet posted (`events.rs`).
+    pub(super) events: std::cell::RefCell<super::events::Events>,
+    /// Whether there are any kept failures or events not yet posted, in one load.
+    pub(super) attention: Cell<bool>,
     /// The job's end, as this rank sees it (`exit.rs`).
     pub(super) exit: super::exit::Exit,
     /// What this rank's other threads' senders sent (`sender.rs`).
@@ -135,7 +137,8 @@ impl<S, C: Conduit> Am<S, C> {
             reply_streak: Cell::new(0),
             calls: Default::default(),
             kept_failures: Default::default(),
-            failure_kept: Cell::new(false),
+            events: Default::default(),
+            attention: Cell::new(false),
             exit: super::exit::Exit::new(conduit_size),
             threads: super::sender::Threads::new(),
             thread_calls: Default::default(),

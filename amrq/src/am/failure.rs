@@ -257,18 +257,7 @@ impl<S, C: Conduit> Am<S, C> {
     #[cold]
     pub(crate) fn keep_error(&self, e: AmError) {
         self.kept_failures.borrow_mut().push_back(e);
-        self.failure_kept.set(true);
-    }
-
-    /// The oldest failure kept by a runtime wait, as the program's poll or wait returns
-    /// it.
-    #[cold]
-    #[inline(never)]
-    pub(super) fn kept_failure(&self) -> AmError {
-        let mut kept = self.kept_failures.borrow_mut();
-        let e = kept.pop_front().expect("a failure is kept");
-        self.failure_kept.set(!kept.is_empty());
-        e
+        self.attention.set(true);
     }
 
     /// [`Am::poll`] for the runtime's own waits: a failure notice it runs is kept.

@@ -51,6 +51,8 @@ struct OpSlot {
     land: Option<usize>,
     data: Vec<u8>,
     value: u64,
+    /// Posted when the last reply is in, for an operation no one waits for.
+    events: Vec<super::Event>,
 }
 
 /// The origin's table of operations in flight.
@@ -70,6 +72,7 @@ impl Ops {
         s.generation = s.generation.wrapping_add(1);
         (s.live, s.target, s.pending, s.refused, s.value) = (true, target, pending, false, 0);
         s.abandoned = false;
+        s.events.clear();
         (s.len, s.land) = (len, land);
         s.data.clear();
         if land.is_none() {
@@ -148,6 +151,23 @@ impl<S, C: Conduit> Am<S, C> {
         inside.then(|| self.ops.borrow_mut().open(target, replies, len, Some(at)))
     }
 
+    /// Opens an operation that awaits `replies` replies from `target` and that no one
+    /// waits for: its slot is freed when the last reply is in, and `events` are posted
+    /// then (or, if the target refused it, the refusal is kept for the program's next
+    /// poll or wait instead).
+    pub(crate) fn op_open_posting(
+        &self,
+        target: Rank,
+        replies: usize,
+        events: Vec<super::Event>,
+    ) -> OpId {
+        let mut ops = self.ops.borrow_mut();
+        let op = ops.open(target, replies, 0, None);
+        let s = &mut ops.slots[op.slot];
+        (s.abandoned, s.events) = (true, events);
+        op
+    }
+
     /// `op` if its request went out; otherwise its slot is given back and the error
     /// returned.
     pub(crate) fn op_sent(&self, op: OpId, sent: Result<(), AmError>) -> Result<OpId, AmError> {
@@ -218,7 +238,15 @@ impl<S, C: Conduit> Am<S, C> {
             }
             Landed::Value(v) => slot.value = v,
         }
+        let completes = (slot.pending == 1 && !slot.events.is_empty())
+            .then(|| (std::mem::take(&mut slot.events), slot.refused));
         ops.landed(op);
+        drop(ops);
+        match completes {
+            None => {}
+            Some((_, true)) => self.keep_error(AmError::RemoteRefused),
+            Some((events, false)) => self.post_events(events),
+        }
         Ok(())
     }
 }

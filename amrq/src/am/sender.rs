@@ -304,8 +304,8 @@ impl<S> Am<S, MemConduit> {
             handles.into_iter().map(|h| h.join()).collect()
         });
         drop(serving);
-        if self.failure_kept.get() {
-            first_error.get_or_insert_with(|| self.kept_failure().into());
+        if let Err(e) = self.attend() {
+            first_error.get_or_insert(e.into());
         }
         let mut out = Vec::with_capacity(n);
         for outcome in outcomes {

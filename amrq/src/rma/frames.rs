@@ -15,8 +15,8 @@
 
 use super::RmaError;
 use crate::am::{
-    packed_headers, Am, AmError, OpId, Payload, BLOCK_HEADER, TAG_ATOMIC, TAG_GET, TAG_GET_PACKED,
-    TAG_PUT, TAG_PUT_PACKED, TAG_STORE,
+    packed_headers, Am, AmError, Event, OpId, Payload, BLOCK_HEADER, TAG_ATOMIC, TAG_GET,
+    TAG_GET_PACKED, TAG_PUT, TAG_PUT_PACKED, TAG_STORE,
 };
 use crate::conduit::{AtomicOp, Conduit, Rank};
 
@@ -30,7 +30,30 @@ pub(super) fn put<S, C: Conduit>(
     data: &[u8],
     counter: Option<usize>,
 ) -> Result<OpId, AmError> {
-    let op = am.op_open(dest, 1, 0);
+    send_put(am, am.op_open(dest, 1, 0), (dest, offset), data, counter)
+}
+
+/// [`put`] that no one waits for: `events` are posted once its data (and count) are
+/// in place.
+pub(super) fn put_posting<S, C: Conduit>(
+    am: &Am<S, C>,
+    (dest, offset): (Rank, usize),
+    data: &[u8],
+    counter: Option<usize>,
+    events: Vec<Event>,
+) -> Result<(), AmError> {
+    let op = am.op_open_posting(dest, 1, events);
+    send_put(am, op, (dest, offset), data, counter).map(drop)
+}
+
+/// Sends put `op`'s Long request.
+fn send_put<S, C: Conduit>(
+    am: &Am<S, C>,
+    op: OpId,
+    (dest, offset): (Rank, usize),
+    data: &[u8],
+    counter: Option<usize>,
+) -> Result<OpId, AmError> {
     let c = counter.map_or(0, |c| c as u64 + 1);
     let sent = am.send_request(dest, TAG_PUT, &[op.word(), c], Payload::Long(data, offset));
     am.op_sent(op, sent)

@@ -41,6 +41,7 @@
 
 mod alloc;
 mod atomics;
+mod completion;
 mod error;
 mod frames;
 mod from_threads;
@@ -50,6 +51,7 @@ mod split_phase;
 mod vector;
 
 pub use crate::am::SegmentAllocator;
+pub use completion::Completion;
 pub use error::RmaError;
 pub use handle::Handle;
 use handle::Pending;
@@ -61,7 +63,6 @@ pub use crate::conduit::AtomicOp;
 use crate::am::{Am, AmError};
 use crate::conduit::mem::MemConduit;
 use crate::conduit::{Conduit, ConduitError, Rank};
-use crate::rq::QueueId;
 use std::cell::{Cell, RefCell};
 
 mod sealed {
@@ -101,35 +102,6 @@ pub(crate) fn bytes_of_mut<T: Word>(s: &mut [T]) -> &mut [u8] {
     // SAFETY: as for `bytes_of`, and every bit pattern written through the bytes is a
     // valid `T` (`Word`).
     unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast(), std::mem::size_of_val(s)) }
-}
-
-/// What a put announces at its target once its data is in place (RQ §2.4).
-///
-/// ```
-/// use amrq::{prelude::*, rma::{Completion, Rma, RmaError}};
-/// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
-///     let am = setup.start(HandlerTable::<()>::new(), ())?;
-///     let rma = am.rma();
-///     let (data, count) = (rma.alloc_symmetric(64, 8)?, rma.alloc_symmetric(8, 8)?);
-///     am.barrier()?;
-///     if am.rank() == 0 {
-///         let done = Completion { counter: Some(count), ..Default::default() };
-///         rma.put_with(1, data, &[1; 64], done)?; // the counter goes up once the data is in
-///     } else {
-///         while rma.load(1, count)? == 0 {}
-///     }
-///     am.barrier()?;
-///     Ok(())
-/// })
-/// .unwrap();
-/// ```
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Completion<'a> {
-    /// Offset of a u64 counter in the target's segment, incremented by one.
-    pub counter: Option<usize>,
-    /// A frame enqueued into this queue of the target, with these args (the sender
-    /// waits for room, running handlers meanwhile).
-    pub notify: Option<(QueueId, &'a [u64])>,
 }
 
 /// The one-sided operations of one rank, over its AM layer.
@@ -520,89 +492,6 @@ impl<S, C: Conduit> Rma<S, C> {
         out: &mut [T],
     ) -> Result<(), RmaError> {
         self.get(rank, offset, bytes_of_mut(out))
-    }
-
-    /// [`Rma::put`], then the completion events of `done` at the target, in that order.
-    ///
-    /// ```
-    /// use amrq::{prelude::*, conduit::ReceivedFrame, rma::{Completion, Rma, RmaError}};
-    /// let mut cfg = Config::default();
-    /// let arrived = cfg.add_queue(16);
-    /// cfg.threads(2, |setup| -> amrq::Result<()> {
-    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
-    ///     let rma = am.rma();
-    ///     let buf = rma.alloc_symmetric(64, 64)?;
-    ///     if am.rank() == 0 {
-    ///         let done = Completion { notify: Some((arrived, &[buf as u64])), ..Default::default() };
-    ///         rma.put_with(1, buf, b"hello", done)?;
-    ///     } else {
-    ///         let set = am.rq().poll_set(&[arrived])?;
-    ///         let (_, f) = am.rq().wait(&set, None)?; // the data is in place once this arrives
-    ///         let mut got = [0u8; 5];
-    ///         rma.get(1, f.args()[0] as usize, &mut got)?;
-    ///         assert_eq!(&got, b"hello");
-    ///         f.release();
-    ///     }
-    ///     Ok(())
-    /// }).unwrap();
-    /// ```
-    pub fn put_with(
-        &self,
-        rank: Rank,
-        offset: usize,
-        data: &[u8],
-        done: Completion<'_>,
-    ) -> Result<(), RmaError> {
-        if let Some(op) = self.put_start(rank, offset, data, done.counter)? {
-            self.collect(op, &mut [])?; // the data (and the count) in place before the frame
-        }
-        if let Some((q, args)) = done.notify {
-            self.notify(rank, q, args)?;
-        }
-        Ok(())
-    }
-
-    /// Enqueues a completion frame, waiting for room (running handlers meanwhile).
-    fn notify(&self, rank: Rank, q: QueueId, args: &[u64]) -> Result<(), RmaError> {
-        while !self.am.rq().enqueue(rank, q, args, &[])? {
-            self.am.poll_runtime()?;
-        }
-        Ok(())
-    }
-
-    /// [`Rma::get`], then a frame with `args` into this rank's queue `q`: the data is in
-    /// `buf` when the frame can be taken (RQ §2.4: a get's completion in a local queue).
-    ///
-    /// ```
-    /// use amrq::{conduit::ReceivedFrame, config::QueueSpec, prelude::*, rma::{Rma, RmaError}};
-    /// let mut cfg = Config::default();
-    /// let done = cfg.add(QueueSpec::new("gets done", 16));
-    /// cfg.threads(2, |setup| -> amrq::Result<()> {
-    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
-    ///     let rma = am.rma();
-    ///     let at = rma.alloc_symmetric(8, 8)?;
-    ///     rma.store(am.rank(), at, 40 + am.rank() as u64)?;
-    ///     am.barrier()?;
-    ///     let mut word = [0u8; 8];
-    ///     rma.get_with(1 - am.rank(), at, &mut word, done, &[7])?;
-    ///     let f = am.rq().read_queue(done)?.expect("the get's completion");
-    ///     assert_eq!((f.args()[0], u64::from_ne_bytes(word)), (7, 41 - am.rank() as u64));
-    ///     f.release();
-    ///     am.barrier()?;
-    ///     Ok(())
-    /// })
-    /// .unwrap();
-    /// ```
-    pub fn get_with(
-        &self,
-        rank: Rank,
-        offset: usize,
-        buf: &mut [u8],
-        q: QueueId,
-        args: &[u64],
-    ) -> Result<(), RmaError> {
-        self.get(rank, offset, buf)?;
-        self.notify(self.am.rank(), q, args)
     }
 
     /// Puts `data` at `offset` of `rank`'s segment and adds its length to the u64 at

@@ -60,7 +60,7 @@ fn committed(sent: Result<(), ConduitError>) -> Result<bool, RqError> {
 
 /// [`RqError::RuntimeQueue`] for the AM queues, which only the AM layer sends into.
 #[inline(always)]
-fn user_queue(q: QueueId) -> Result<(), RqError> {
+pub(crate) fn user_queue(q: QueueId) -> Result<(), RqError> {
     if q.index() < QueueId::FIRST_USER {
         return Err(RqError::RuntimeQueue { queue: q.index() });
     }

@@ -39,6 +39,9 @@ impl<S, C: Conduit> Am<S, C> {
                 _ => Ok(()),
             };
         }
+        if self.attention.get() {
+            self.post_pending(); // before a long wait, what can be posted is
+        }
         if sleep {
             self.check_stuck(backoff)?;
             conduit.wait_for_arrival(&self.am_queues, SLEEP_BACKSTOP)?;
@@ -59,7 +62,9 @@ impl<S, C: Conduit> Am<S, C> {
     /// one that a runtime wait ran (a send waiting for room, a barrier, a one-sided
     /// operation) is kept, and returned by the next wait or by the next poll that runs
     /// nothing else. A reply handler's error is returned by the poll that ran it, after
-    /// its message was removed.
+    /// its message was removed. A poll that runs nothing also posts the completion
+    /// events that were waiting (of puts no one waits for, whose queue was full or
+    /// whose put was still in flight).
     ///
     /// A rank that has polled in vain a long while (thousands of polls) arms its AM
     /// queues, as One-poll does: then an empty poll reads one word, and the first
@@ -82,11 +87,15 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     #[inline(always)]
     pub fn poll(&self) -> Result<usize, AmError> {
-        // A kept failure is looked for only when nothing ran: a busy poll pays nothing.
-        match self.poll_am() {
-            Ok(0) if self.failure_kept.get() => Err(self.kept_failure()),
-            polled => polled,
+        // Kept failures and pending completion events are looked at only when nothing
+        // ran: a busy poll pays nothing.
+        let polled = self.poll_am();
+        if matches!(polled, Ok(0)) && self.attention.get() {
+            if let Some(e) = self.attended_failure() {
+                return Err(e);
+            }
         }
+        polled
     }
 
     /// [`Am::poll`] without the look at failures kept by the runtime's waits.
@@ -149,8 +158,8 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     #[inline]
     pub fn wait_until(&self, mut done: impl FnMut(&S) -> bool) -> Result<(), AmError> {
-        if self.failure_kept.get() {
-            return Err(self.kept_failure());
+        if self.attention.get() {
+            self.attend()?;
         }
         let mut backoff = Backoff::new();
         while !done(&self.state) {
@@ -245,8 +254,8 @@ impl<S, C: Conduit> Am<S, C> {
         timeout: std::time::Duration,
         mut done: impl FnMut(&S) -> bool,
     ) -> Result<(), AmError> {
-        if self.failure_kept.get() {
-            return Err(self.kept_failure());
+        if self.attention.get() {
+            self.attend()?;
         }
         let start = std::time::Instant::now();
         let mut backoff = Backoff::new();
