@@ -8,10 +8,15 @@
 //! | variant | sending | receiving |
 //! |---|---|---|
 //! | `am` | an AM Medium request per chunk | its handler copies the chunk into place, in any poll |
-//! | `dequeue` | an RQ enqueue per chunk, with its place as the address hint | a tight loop of `poll_queue`, the copy inlined |
+//! | `dequeue` | an RQ enqueue per chunk, the bytes alone | a tight loop of `poll_queue`, the copy inlined, each chunk landing where the receiver's hint for its source points |
 //! | `matched` | as `dequeue`, at most one chunk per receive gap (bandwidth matching) | as `dequeue` |
 //! | `alternate` | as `matched` | exactly one dequeue between injections |
 //! | `limited` (control) | as `dequeue`, unpaced | exactly one dequeue between injections |
+//!
+//! The `am` rung's chunks carry their place, which the handler turns into an address
+//! (the offset in the receive buffer). The dequeue rungs' carry nothing but their bytes:
+//! the receiver keeps, per source, a pointer to where that source's next chunk lands
+//! (the paper's address hint), as chunks from one source arrive in order.
 //!
 //! A dequeue between injections fails when no chunk is there; the chunks still due
 //! are taken after the last injection. The outcome gives the fraction that failed
@@ -54,7 +59,7 @@ pub const VARIANTS: [Variant; 5] = [
 pub enum Variant {
     /// Block transfer through AM handlers.
     Am,
-    /// Tight-loop dequeue with an address hint.
+    /// Tight-loop dequeue with the receiver's address hint.
     Dequeue,
     /// Dequeue plus bandwidth matching.
     Matched,
@@ -114,6 +119,9 @@ pub const QUEUE_SLOTS: u64 = 512;
 /// What the AM handler needs: where chunks land, and how many did.
 struct Landing {
     recv: RefCell<Vec<u8>>,
+    /// The address hint of the dequeue rungs: per source, the offset in `recv` where
+    /// its next chunk lands.
+    next: RefCell<Vec<usize>>,
     got: Cell<usize>,
     /// Chunks that named a place outside the buffer (a peer's fault), dropped.
     bad: Cell<u64>,
@@ -159,16 +167,35 @@ struct Rank<'a> {
 impl Rank<'_> {
     /// Drains up to `budget` chunks of the queue into the receive buffer.
     fn drain(&self, budget: usize) -> Result<usize, AppError> {
-        let s = self.am.state();
-        let mut recv = s.recv.borrow_mut();
+        let (s, b) = (self.am.state(), self.shape.block);
+        let (mut recv, mut next) = (s.recv.borrow_mut(), s.next.borrow_mut());
         let took = self.am.rq().poll_queue(self.q, budget, |f| {
-            match f.args().first() {
-                Some(&at) if land(&mut recv, at, f.payload()) => s.got.set(s.got.get() + 1),
-                _ => s.bad.set(s.bad.get() + 1),
+            let (src, len) = (f.source(), f.payload().len());
+            let at = next[src];
+            if land(&mut recv, at as u64, f.payload()) {
+                // The block from `src` ends at (src + 1)·b: the next one starts over.
+                next[src] = if at + len >= (src + 1) * b {
+                    src * b
+                } else {
+                    at + len
+                };
+                s.got.set(s.got.get() + 1);
+            } else {
+                s.bad.set(s.bad.get() + 1);
             }
             Ok::<_, amrq::conduit::ConduitError>(())
         })?;
         Ok(took)
+    }
+
+    /// Every source's hint back at the start of its block, and the count of chunks
+    /// landed back at 0 (at a run's start, when nothing is in flight).
+    fn restart(&self) {
+        let (s, b) = (self.am.state(), self.shape.block);
+        for (src, at) in s.next.borrow_mut().iter_mut().enumerate() {
+            *at = src * b;
+        }
+        s.got.set(0);
     }
 
     /// Sends chunk `k` of the block for `dest` by `v`'s means; the receive side keeps
@@ -177,15 +204,15 @@ impl Rank<'_> {
         let (b, c) = (self.shape.block, self.shape.chunk);
         let at = k * c;
         let bytes = &self.send[dest * b + at..dest * b + (at + c).min(b)];
-        let hint = (self.me * b + at) as u64; // where it lands at `dest`
         if v == Variant::Am {
-            return Ok(self.am.request_medium(dest, self.land_h, &[hint], bytes)?);
+            let place = (self.me * b + at) as u64; // where it lands at `dest`
+            return Ok(self.am.request_medium(dest, self.land_h, &[place], bytes)?);
         }
         let mut backoff = Backoff::new();
         while !self
             .am
             .rq()
-            .enqueue_as(dest, self.q, Kind::Basic, 0, &[hint], bytes)?
+            .enqueue_as(dest, self.q, Kind::Basic, 0, &[], bytes)?
         {
             if self.drain(usize::MAX)? == 0 {
                 backoff.snooze();
@@ -253,7 +280,7 @@ impl Rank<'_> {
         // Counted from here to the end of the run, and reset before the barrier: a
         // peer out of a barrier sends at once, and this rank's handlers may take its
         // chunks while it still waits in that barrier.
-        s.got.set(0);
+        self.restart();
         self.am.barrier()?;
         let t = Instant::now();
         for rep in 0..reps {
@@ -286,10 +313,9 @@ impl Rank<'_> {
         let chunks = self.shape.block.div_ceil(self.shape.chunk);
         let n = 4 * QUEUE_SLOTS as usize;
         let right = (self.me + 1) % self.p;
-        let s = self.am.state();
         let mut gaps = Vec::new();
         for _ in 0..3 {
-            s.got.set(0);
+            self.restart();
             self.am.barrier()?;
             let t = Instant::now();
             for k in 0..n {
@@ -340,6 +366,7 @@ pub fn rank_main(setup: Setup, q: QueueId, shape: Shape) -> Result<Option<Outcom
     let (t, land_h) = table();
     let state = Landing {
         recv: RefCell::new(vec![0; p * b]),
+        next: RefCell::new((0..p).map(|src| src * b).collect()),
         got: Cell::new(0),
         bad: Cell::new(0),
         failed: Cell::new(0),
