@@ -38,7 +38,7 @@ pub fn main(o: &Args, f: &Flags) -> ! {
 fn rank_main(setup: Setup, o: &Args, f: &Flags) -> amrq::Result<()> {
     let threads = setup.config().threads.get();
     let n = setup.size();
-    let oversubscribed = n > amrq::util::affinity::allowed_cores().len().max(1);
+    let oversubscribed = n > amrq::util::affinity::host_cores().max(1);
     let iters = o.iters.unwrap_or(match (f.quick, oversubscribed) {
         (true, true) => 200,
         (true, false) => 20_000,

@@ -12,7 +12,13 @@
 //! k − 1, put the bytes into d's `slot[me]`, then store k into d's `full[me]` (Release).
 //! Taking chunk k from s: wait until `full[s]` reaches k (Acquire), read `slot[s]`, then
 //! store k into s's `taken[me]` (Release). One chunk in flight per pair: the receiver
-//! paces the sender (bandwidth matching).
+//! paces the sender (window flow control with a window of one).
+//!
+//! A call may split the slot into a window of `w` pieces of `CHUNK / w` bytes: chunk k
+//! then goes to piece (k − 1) mod w, and a sender waits only until `taken` reaches
+//! k − w, so up to w chunks are in flight (for a rate-paced exchange, where the credits
+//! are a guard, not the pace). A chunk sent with another window than the one before it
+//! to the same rank waits until every earlier chunk is taken, as the pieces move.
 
 use crate::conduit::{Conduit, Rank};
 use crate::rma::{Rma, RmaError};
@@ -37,6 +43,13 @@ pub(super) struct Channels {
     /// Chunks sent to each rank, and taken from each rank.
     sent: RefCell<Vec<u64>>,
     taken: RefCell<Vec<u64>>,
+    /// The window of the last chunk sent to each rank.
+    window_to: RefCell<Vec<usize>>,
+}
+
+/// Where chunk `k` lies in a slot split into `window` pieces.
+fn piece(k: u64, window: usize) -> usize {
+    ((k - 1) % window as u64) as usize * (CHUNK / window)
 }
 
 impl Channels {
@@ -54,6 +67,7 @@ impl Channels {
             n,
             sent: RefCell::new(vec![0; n]),
             taken: RefCell::new(vec![0; n]),
+            window_to: RefCell::new(vec![1; n]),
         }
     }
 
@@ -93,36 +107,44 @@ impl Channels {
         Ok(())
     }
 
-    /// Sends `data` (at most [`CHUNK`] bytes) to `dest` as one chunk.
+    /// Sends `data` (at most `CHUNK / window` bytes) to `dest` as one chunk, up to
+    /// `window` chunks ahead of the receiver.
     pub(super) fn send<S, C: Conduit>(
         &self,
         rma: &Rma<S, C>,
         dest: Rank,
         data: &[u8],
+        window: usize,
     ) -> Result<(), RmaError> {
-        debug_assert!(data.len() <= CHUNK);
+        debug_assert!(data.len() <= CHUNK / window);
         let k = self.sent.borrow()[dest] + 1;
-        self.wait_for(rma, self.taken_by(dest), k - 1)?;
+        let ahead = match self.window_to.borrow()[dest] == window {
+            true => window as u64,
+            false => 1, // the pieces move: every earlier chunk taken first
+        };
+        self.wait_for(rma, self.taken_by(dest), k.saturating_sub(ahead))?;
         let me = rma.am().rank();
-        rma.put(dest, self.slot(me), data)?;
+        rma.put(dest, self.slot(me) + piece(k, window), data)?;
         rma.store(dest, self.full(me), k)?;
         self.sent.borrow_mut()[dest] = k;
+        self.window_to.borrow_mut()[dest] = window;
         Ok(())
     }
 
-    /// Takes the next chunk from `source` into `out` (its length is the chunk's: both
-    /// sides know it).
+    /// Takes the next chunk from `source` into `out` (its length and the window it
+    /// was sent with are the chunk's: both sides know them).
     pub(super) fn recv<S, C: Conduit>(
         &self,
         rma: &Rma<S, C>,
         source: Rank,
         out: &mut [u8],
+        window: usize,
     ) -> Result<(), RmaError> {
-        debug_assert!(out.len() <= CHUNK);
+        debug_assert!(out.len() <= CHUNK / window);
         let k = self.taken.borrow()[source] + 1;
         self.wait_for(rma, self.full(source), k)?;
         let me = rma.am().rank();
-        rma.get(me, self.slot(source), out)?;
+        rma.get(me, self.slot(source) + piece(k, window), out)?;
         rma.store(source, self.taken_by(me), k)?;
         self.taken.borrow_mut()[source] = k;
         Ok(())

@@ -12,11 +12,14 @@
 //! **Exchange** follows RQ §4: in step i = 1 … N−1 each rank sends to `me + i` and
 //! receives from `me − i`, strictly alternating one chunk out and one chunk in, so
 //! every rank sends to one rank and receives from one rank at a time and no receiver is
-//! the target of everyone at once (bandwidth matching).
+//! the target of everyone at once; senders are paced by credits or, with
+//! [`Matching::Rate`], to a rate (bandwidth matching).
 
 mod channel;
+mod exchange;
 
 pub use channel::CHUNK;
+pub use exchange::{Matching, RATE_WINDOW};
 
 use crate::am::Am;
 use crate::conduit::mem::MemConduit;
@@ -168,10 +171,10 @@ impl<S, C: Conduit> Coll<S, C> {
         for chunk in data.chunks_mut(per_chunk::<T>()) {
             let b = bytes_of_mut(chunk);
             if let Some(p) = parent {
-                self.ch.recv(&self.rma, p, b)?;
+                self.ch.recv(&self.rma, p, b, 1)?;
             }
             for &c in &children {
-                self.ch.send(&self.rma, c, b)?;
+                self.ch.send(&self.rma, c, b, 1)?;
             }
         }
         Ok(())
@@ -203,13 +206,13 @@ impl<S, C: Conduit> Coll<S, C> {
         for chunk in data.chunks_mut(per_chunk::<T>()) {
             for &c in &children {
                 let mut got: Vec<T> = chunk.to_vec();
-                self.ch.recv(&self.rma, c, bytes_of_mut(&mut got))?;
+                self.ch.recv(&self.rma, c, bytes_of_mut(&mut got), 1)?;
                 for (x, y) in chunk.iter_mut().zip(got) {
                     *x = op(*x, y);
                 }
             }
             if let Some(p) = parent {
-                self.ch.send(&self.rma, p, bytes_of(chunk))?;
+                self.ch.send(&self.rma, p, bytes_of(chunk), 1)?;
             }
         }
         Ok(())
@@ -267,7 +270,8 @@ impl<S, C: Conduit> Coll<S, C> {
             // What the ranks before this one add up to, element by element.
             let mut before = vec![identity; chunk.len()];
             if me > 0 {
-                self.ch.recv(&self.rma, me - 1, bytes_of_mut(&mut before))?;
+                self.ch
+                    .recv(&self.rma, me - 1, bytes_of_mut(&mut before), 1)?;
             }
             if me + 1 < n {
                 let upto: Vec<T> = before
@@ -275,7 +279,7 @@ impl<S, C: Conduit> Coll<S, C> {
                     .zip(chunk.iter())
                     .map(|(&a, &b)| op(a, b))
                     .collect();
-                self.ch.send(&self.rma, me + 1, bytes_of(&upto))?;
+                self.ch.send(&self.rma, me + 1, bytes_of(&upto), 1)?;
             }
             for (x, b) in chunk.iter_mut().zip(before) {
                 *x = if inclusive { op(b, *x) } else { b };
@@ -306,7 +310,7 @@ impl<S, C: Conduit> Coll<S, C> {
         let m = mine.len();
         if me != root {
             for chunk in mine.chunks(per_chunk::<T>()) {
-                self.ch.send(&self.rma, root, bytes_of(chunk))?;
+                self.ch.send(&self.rma, root, bytes_of(chunk), 1)?;
             }
             return Ok(());
         }
@@ -322,7 +326,7 @@ impl<S, C: Conduit> Coll<S, C> {
                 continue;
             }
             for chunk in block.chunks_mut(per_chunk::<T>()) {
-                self.ch.recv(&self.rma, r, bytes_of_mut(chunk))?;
+                self.ch.recv(&self.rma, r, bytes_of_mut(chunk), 1)?;
             }
         }
         Ok(())
@@ -352,84 +356,6 @@ impl<S, C: Conduit> Coll<S, C> {
         }
         self.gather(0, mine, out)?;
         self.broadcast(0, out)
-    }
-
-    /// All-to-all: block j of `send` (`send.len() / N` elements) goes to rank j, and
-    /// block i of `recv` comes from rank i (a transpose of the ranks × blocks matrix).
-    /// Bandwidth-matched, strictly alternating sends and receives (see the module doc).
-    ///
-    /// ```
-    /// use amrq::{prelude::*, coll::Coll};
-    /// let out = amrq::Config::new().threads(3, |setup| -> amrq::Result<Vec<u64>> {
-    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
-    ///     let coll = am.coll();
-    ///     let me = am.rank() as u64;
-    ///     // Block j (one word here) goes to rank j: the word 10·me + j.
-    ///     let send: Vec<u64> = (0..3).map(|j| 10 * me + j).collect();
-    ///     let mut recv = vec![0u64; 3];
-    ///     coll.exchange(&send, &mut recv)?;
-    ///     Ok(recv)
-    /// })
-    /// .unwrap();
-    /// assert_eq!(out[1], vec![1, 11, 21]); // from ranks 0, 1, 2: their block 1
-    /// ```
-    pub fn exchange<T: Word>(&self, send: &[T], recv: &mut [T]) -> Result<(), RmaError> {
-        let (me, n) = self.me_n();
-        let m = block_len(send, recv, n)?;
-        recv[me * m..(me + 1) * m].copy_from_slice(&send[me * m..(me + 1) * m]);
-        for i in 1..n {
-            let (to, from) = ((me + i) % n, (me + n - i) % n);
-            let out = send[to * m..(to + 1) * m].chunks(per_chunk::<T>());
-            let inn = recv[from * m..(from + 1) * m].chunks_mut(per_chunk::<T>());
-            for (o, x) in out.zip(inn) {
-                self.ch.send(&self.rma, to, bytes_of(o))?;
-                self.ch.recv(&self.rma, from, bytes_of_mut(x))?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl<S, C: Conduit> Coll<S, C> {
-    /// [`Coll::exchange`] without bandwidth matching, for measurements: in step i every
-    /// rank sends its block to rank i, which takes them from everyone in rank order
-    /// before step i + 1 — the hot spot RQ §4 warns of. Same result.
-    ///
-    /// ```
-    /// use amrq::{prelude::*, coll::Coll};
-    /// let out = amrq::Config::new().threads(2, |setup| -> amrq::Result<Vec<u32>> {
-    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
-    ///     let coll = am.coll();
-    ///     let me = am.rank() as u32;
-    ///     let mut recv = vec![0u32; 2];
-    ///     coll.exchange_unmatched(&[me, me + 10], &mut recv)?;
-    ///     Ok(recv)
-    /// })
-    /// .unwrap();
-    /// assert_eq!(out, [vec![0, 1], vec![10, 11]]);
-    /// ```
-    pub fn exchange_unmatched<T: Word>(&self, send: &[T], recv: &mut [T]) -> Result<(), RmaError> {
-        let (me, n) = self.me_n();
-        let m = block_len(send, recv, n)?;
-        for target in 0..n {
-            if target == me {
-                for from in 0..n {
-                    let block = &mut recv[from * m..(from + 1) * m];
-                    if from == me {
-                        block.copy_from_slice(&send[me * m..(me + 1) * m]);
-                        continue;
-                    }
-                    for x in block.chunks_mut(per_chunk::<T>()) {
-                        self.ch.recv(&self.rma, from, bytes_of_mut(x))?;
-                    }
-                }
-            } else {
-                for o in send[target * m..(target + 1) * m].chunks(per_chunk::<T>()) {
-                    self.ch.send(&self.rma, target, bytes_of(o))?;
-                }
-            }
-        }
-        Ok(())
     }
 }
 

@@ -2,7 +2,7 @@
 //! lengths that fit one chunk and lengths that take several. Shared by the threads and
 //! the processes tests.
 
-use amrq::coll::{self, Coll};
+use amrq::coll::{self, Coll, Matching};
 use amrq::conduit::mem::MemConduit;
 use amrq::prelude::*;
 use amrq::rma::{Rma, RmaError};
@@ -95,12 +95,26 @@ pub fn all_collectives(c: MemConduit, lens: &[usize]) -> Result<(), RmaError> {
         let send: Vec<u64> = (0..n)
             .flat_map(|to| (0..len).map(move |k| cell(me, to, k)))
             .collect();
-        let mut recv = vec![0u64; n * len];
-        coll.exchange(&send, &mut recv)?;
         let want: Vec<u64> = (0..n)
             .flat_map(|from| (0..len).map(move |k| cell(from, me, k)))
             .collect();
-        assert_eq!(recv, want, "exchange");
+        // Credits, then a rate (a window of smaller chunks), then credits again (the
+        // pieces of the channel move between them), then the unmatched order.
+        let paced = Matching::Rate {
+            gap: std::time::Duration::from_micros(1),
+        };
+        for (how, matching) in [
+            ("credit", Matching::Credit),
+            ("rate", paced),
+            ("credit after rate", Matching::Credit),
+        ] {
+            let mut recv = vec![0u64; n * len];
+            coll.exchange_matched(&send, &mut recv, matching)?;
+            assert_eq!(recv, want, "exchange, {how}");
+        }
+        let mut recv = vec![0u64; n * len];
+        coll.exchange_unmatched(&send, &mut recv)?;
+        assert_eq!(recv, want, "exchange, unmatched");
     }
     // Refusals.
     assert!(matches!(
