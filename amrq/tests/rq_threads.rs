@@ -218,6 +218,50 @@ fn the_papers_dequeue_takes_a_prefix_of_a_longer_head_and_leaves_a_shorter_one()
 }
 
 #[test]
+fn reading_the_head_leaves_it_the_head_whatever_the_senders() {
+    // Two senders into one queue: a frame looked at and left stays the head, however
+    // often it is looked at (the queue's turn between senders moves only with frames
+    // taken), so the paper's read_queue-then-dequeue takes what it read.
+    let mut cfg = Config::default();
+    let q = cfg.add_queue(512);
+    let frames = 300u64;
+    let out = crate::ranks::run(3, &cfg, |conduit| -> Result<(), AmError> {
+        let am = Am::new(conduit, HandlerTable::<()>::new(), ())?;
+        let rq = am.rq();
+        if am.rank() > 0 {
+            for i in 0..frames {
+                assert!(rq.enqueue(0, q, &[am.rank() as u64, i], &[])?);
+            }
+        }
+        am.barrier()?;
+        if am.rank() == 0 {
+            let mut next = [0u64; 3];
+            for _ in 0..2 * frames {
+                let mut read = [0u64; 2];
+                for _ in 0..40 {
+                    let d = rq
+                        .read_queue_prefix(q, &mut read, &mut [])?
+                        .expect("a head");
+                    assert_eq!(d.source as u64, read[0]);
+                }
+                let mut took = [0u64; 2];
+                rq.dequeue_prefix(q, &mut took, &mut [])?
+                    .expect("the same head");
+                assert_eq!(took, read, "dequeue took what read_queue read");
+                let src = took[0] as usize;
+                assert_eq!(took[1], next[src], "in order per sender");
+                next[src] += 1;
+            }
+            assert_eq!(next, [0, frames, frames]);
+        }
+        am.barrier()?;
+        Ok(())
+    })
+    .unwrap();
+    assert!(out.iter().all(|r| r.is_ok()), "{out:?}");
+}
+
+#[test]
 fn bad_destination_queue_and_sizes_are_typed_errors() {
     let mut cfg = Config::default();
     let q = cfg.add_queue(4);

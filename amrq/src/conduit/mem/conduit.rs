@@ -196,10 +196,7 @@ impl MemConduit {
             return Ok(None);
         };
         match self.payload_of(chan, r, source, &p) {
-            Ok(payload) => {
-                chan.took(s);
-                Ok(Some(MemFrame::out(chan, r, source, p, payload)))
-            }
+            Ok(payload) => Ok(Some(MemFrame::out(chan, (r, s), source, p, payload))),
             Err(bad) => {
                 let fault = (Some(source), bad);
                 drop_frame(&self.faults, (chan, ch), r, &p, fault);
@@ -545,7 +542,6 @@ impl Conduit for MemConduit {
         loop {
             let s = match self.look_ready(chan) {
                 Ready::Express(s, r, p, slot) => {
-                    chan.took(s);
                     chan.busy.set(true);
                     return Ok(Some(MemFrame::express(chan, r, s, p, slot)));
                 }

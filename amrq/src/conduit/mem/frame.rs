@@ -107,6 +107,10 @@ pub struct MemFrame<'a> {
     /// Its payload: in the ring, or for a Long frame in this rank's segment.
     pub(super) payload: (*const u8, usize),
     pub(super) peeked: Peeked,
+    /// The index of its ring in the channel: a frame taken from it counts toward that
+    /// ring's turn when it is released, not when it is looked at, so that looking
+    /// without taking leaves the queue's head where it was.
+    pub(super) at: usize,
 }
 
 impl std::fmt::Debug for MemFrame<'_> {
@@ -125,7 +129,7 @@ impl<'a> MemFrame<'a> {
     #[inline(always)]
     pub(super) fn out(
         chan: &'a RxChannel,
-        r: &'a RxRing,
+        (r, at): (&'a RxRing, usize),
         source: Rank,
         p: Peeked,
         payload: (*const u8, usize),
@@ -143,6 +147,7 @@ impl<'a> MemFrame<'a> {
             args: (args, usize::from(p.header.nargs) - hidden),
             payload,
             peeked: p,
+            at,
         }
     }
 }
@@ -167,6 +172,7 @@ impl<'a> MemFrame<'a> {
             args: (args.cast(), usize::from(p.header.nargs)),
             payload: (args, 0), // none (any address in the frame will do)
             peeked: p,
+            at: s,
         }
     }
 
@@ -225,11 +231,13 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
             drop(self.keep());
             return;
         }
+        self.chan.took(self.at);
         self.release_slots();
         // `self` drops here and clears the channel's outstanding mark.
     }
     #[inline(always)]
     fn keep(self) -> Option<TagOnData<'a>> {
+        self.chan.took(self.at);
         // Read what the frame says before handing its slots back: once the head is
         // published the producer may overwrite them.
         let index = if self.is_tag_on() {
