@@ -485,6 +485,17 @@ impl RxChannel {
         None
     }
 
+    /// The head of ring `s` was looked at: later looks start at that ring, so that a
+    /// frame looked at and left stays the head even if another sender's frame arrives
+    /// meanwhile in a ring looked at before it.
+    #[inline(always)]
+    pub(super) fn looked_at(&self, s: usize) {
+        if s != self.cursor.get() {
+            self.cursor.set(s);
+            self.burst.set(0);
+        }
+    }
+
     /// A frame was taken from sender `s`: stay on its ring for up to `FAIR_BURST`
     /// frames in a row, then give the next sender the first look.
     #[inline(always)]

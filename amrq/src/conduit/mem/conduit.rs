@@ -542,6 +542,7 @@ impl Conduit for MemConduit {
         loop {
             let s = match self.look_ready(chan) {
                 Ready::Express(s, r, p, slot) => {
+                    chan.looked_at(s);
                     chan.busy.set(true);
                     return Ok(Some(MemFrame::express(chan, r, s, p, slot)));
                 }
@@ -552,7 +553,10 @@ impl Conduit for MemConduit {
                 Ready::None => return Ok(None),
             };
             match self.take(chan, s, ch) {
-                Ok(Some(frame)) => return Ok(Some(frame)),
+                Ok(Some(frame)) => {
+                    chan.looked_at(s);
+                    return Ok(Some(frame));
+                }
                 Ok(None) => {} // a pad, or a dropped frame: look again
                 Err(e) => return Err(e),
             }
