@@ -9,6 +9,7 @@
 //! | [`em3d`] | EM3D on the Split-C layer: fine-grained reads, split-phase gets, ghosts filled by bulk stores, on both paths | Begel et al. §6, Figure 6-5 |
 //! | [`queens`] | N-Queens, message-driven: every spawn and every result an Active Message to the frame's owner | the AM paper §3.3 (TAM) |
 //! | [`trisolve`] | sparse triangular solve, message-driven, received three ways ([`matrix`]: the factors) | Remote Queues §3.2.5, Figure 9 |
+//! | [`radix`] | radix sort of 32-bit keys, the redistribution received by handlers, an inlined loop, or the paper's dequeue | Remote Queues §3.2.3 (Strata's on the CM-5) |
 //!
 //! The binary `amrq-apps` runs each as a subcommand (`--ranks N`, `--threads`,
 //! `--quick`, `--check`, `--json`; the summary line last) and `amrq-apps all` runs them
@@ -19,6 +20,7 @@ pub mod em3d;
 pub mod fft;
 pub mod matrix;
 pub mod queens;
+pub mod radix;
 pub mod report;
 pub mod transpose;
 pub mod trisolve;

@@ -2,7 +2,7 @@
 
 use amrq::config::{Delivery, QueueSpec};
 use amrq_apps::matrix::{Lower, PAPER};
-use amrq_apps::{cg, em3d, fft, queens, transpose, trisolve, Common};
+use amrq_apps::{cg, em3d, fft, queens, radix, transpose, trisolve, Common};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -77,6 +77,15 @@ enum App {
         /// The row from which a task counts its subtree itself instead of spawning.
         #[arg(long, default_value_t = queens::DEPTH)]
         depth: u32,
+    },
+    /// Remote Queues §3.2.3: radix sort, the keys redistributed to handlers, an inlined
+    /// dequeue loop, or the paper's dequeue.
+    Radix {
+        #[command(flatten)]
+        common: Common,
+        /// Keys per rank (default 65536 with --quick, 1048576 otherwise).
+        #[arg(long)]
+        keys: Option<usize>,
     },
     /// Every application at 1, 2 and 4 ranks (the transpose at 2, 4 and 8), then the
     /// report.
@@ -180,6 +189,15 @@ fn main() {
             };
             amrq_apps::run_job(&common, cfg, |c| queens::rank_main(c, shape))
         }
+        App::Radix { common, keys } => {
+            let mut cfg = amrq::Config::new();
+            let q = cfg.add(QueueSpec::new("radix", radix::QUEUE_SLOTS).one_poll());
+            let shape = radix::Shape {
+                keys: keys.unwrap_or(if common.quick { 1 << 16 } else { 1 << 20 }),
+                batches: if common.quick { 3 } else { 11 },
+            };
+            amrq_apps::run_job(&common, cfg, |s| radix::rank_main(s, q, shape))
+        }
         App::All { quick, out } => all(quick, &out),
     }
 }
@@ -213,7 +231,7 @@ fn all(quick: bool, out: &std::path::Path) {
     }
     // The speed-up curves: every application on 1, 2 and 4 ranks.
     for ranks in [1, 2, 4] {
-        for app in ["em3d", "cg", "fft", "queens"] {
+        for app in ["em3d", "cg", "fft", "queens", "radix"] {
             runs.push((app, vec!["--ranks".into(), ranks.to_string()]));
         }
     }

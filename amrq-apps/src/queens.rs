@@ -225,8 +225,20 @@ struct Work {
     leaves: f64,
     idle: f64,
     sent: u64,
+    /// Messages sent by type, in [`MESSAGE_TYPES`]' order.
+    by_type: [u64; 3],
     tasks: u64,
 }
+
+/// The search's message types in TAM's terms (the AM paper's Table 3), with the data
+/// values each carries besides the frame it is addressed to: a spawn (frame to new
+/// frame: the row and the three attack masks), a result (frame to its parent frame: a
+/// count) and the total (to every rank).
+pub const MESSAGE_TYPES: [(&str, u32); 3] = [
+    ("spawn (frame to new frame)", 4),
+    ("result (frame to parent frame)", 1),
+    ("total (to every rank)", 1),
+];
 
 /// One rank's part in the search.
 struct Searcher<'a> {
@@ -245,9 +257,18 @@ impl Searcher<'_> {
         self.work.set(w);
     }
 
-    fn send<A: Args>(&self, to: usize, h: Handler<A>, args: A) -> Result<(), AppError> {
+    /// Sends a message of type `kind` (an index of [`MESSAGE_TYPES`]).
+    fn send<A: Args>(
+        &self,
+        to: usize,
+        (h, kind): (Handler<A>, usize),
+        args: A,
+    ) -> Result<(), AppError> {
         self.am.send(to, h, args)?;
-        self.note(|w| w.sent += 1);
+        self.note(|w| {
+            w.sent += 1;
+            w.by_type[kind] += 1;
+        });
         Ok(())
     }
 
@@ -255,10 +276,10 @@ impl Searcher<'_> {
     fn answer(&self, parent: u64, count: u64) -> Result<(), AppError> {
         if parent != ROOT {
             let (rank, slot) = ((parent >> 32) as usize, parent & u64::from(u32::MAX));
-            return self.send(rank, self.inlets.result, (slot, count));
+            return self.send(rank, (self.inlets.result, 1), (slot, count));
         }
         for rank in 0..self.am.size() {
-            self.send(rank, self.inlets.done, count)?;
+            self.send(rank, (self.inlets.done, 2), count)?;
         }
         Ok(())
     }
@@ -293,7 +314,7 @@ impl Searcher<'_> {
                 b.left.into(),
                 b.right.into(),
             );
-            self.send(to, self.inlets.spawn, spawn)?;
+            self.send(to, (self.inlets.spawn, 0), spawn)?;
         }
         Ok(())
     }
@@ -374,7 +395,7 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
     };
     let want = count(root, all);
     let mut o = Outcome::new("queens", p, 0.0);
-    let mut f: [Vec<f64>; 8] = Default::default();
+    let mut f: [Vec<f64>; 12] = Default::default();
     for batch in 0..=shape.batches {
         let seq_ns = crate::on_rank_0_alone(am, || {
             let t = Instant::now();
@@ -394,6 +415,8 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
             w.wall as u64,
         ];
         coll.allreduce(&mut sums, amrq::coll::sum)?;
+        let mut by_type = w.by_type;
+        coll.allreduce(&mut by_type, amrq::coll::sum)?;
         let mut most = [w.leaves as u64];
         coll.allreduce(&mut most, amrq::coll::max)?;
         s.reset()?;
@@ -414,6 +437,10 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
                 (busy - leaves - idle) / busy,
                 idle / busy,
                 tasks,
+                by_type[0] as f64,
+                by_type[1] as f64,
+                by_type[2] as f64,
+                leaves / sent,
             ]) {
                 v.push(x);
             }
@@ -428,6 +455,10 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
         "comm_fraction",
         "idle_fraction",
         "tasks",
+        "spawn_msgs",
+        "result_msgs",
+        "total_msgs",
+        "leaf_ns_per_msg",
     ];
     for (name, v) in names.iter().zip(f.iter_mut()) {
         o.figures.push(Figure::of(*name, v));

@@ -96,6 +96,13 @@ fn message_driven_queens_count_right_on_1_to_4_ranks_as_processes_and_threads() 
 }
 
 #[test]
+fn the_radix_sort_is_right_on_1_to_4_ranks_as_processes_and_threads() {
+    let names: Vec<&str> = amrq_apps::radix::MODES.iter().map(|m| m.name()).collect();
+    // Fewer keys: 4 ranks on 2 cores take turns on them.
+    on_1_to_4_ranks("radix", &["--keys", "20000"], &names, "ms", false);
+}
+
+#[test]
 fn cg_is_right_on_1_to_4_ranks_as_processes_and_threads() {
     on_1_to_4_ranks("cg", &[], &["direct", "frames"], "us_per_iter", false);
 }
@@ -180,8 +187,8 @@ fn all_quick_writes_the_report() {
             .expect("outcomes");
     assert_eq!(
         all.len(),
-        27,
-        "3 transposes; EM3D, CG, FFT and N-Queens on 1, 2, 4 ranks; 3 more N-Queens; 9 solves"
+        30,
+        "3 transposes; EM3D, CG, FFT, N-Queens and the radix sort on 1, 2, 4 ranks; 3 more N-Queens; 9 solves"
     );
     // Every application's speed-up curve has its three points.
     let curves = summary
@@ -194,6 +201,7 @@ fn all_quick_writes_the_report() {
         "CG, frames",
         "EM3D by stores, direct",
         "N-Queens",
+        "radix sort, inlined",
     ] {
         let row = curves
             .lines()
@@ -202,6 +210,11 @@ fn all_quick_writes_the_report() {
         assert_eq!(row.matches(" – ").count(), 0, "a point missing: {row}");
     }
     assert!(summary.contains("## Message-driven N-Queens"), "{summary}");
+    assert!(
+        summary.contains("| spawn (frame to new frame) | 4 |"),
+        "{summary}"
+    );
+    assert!(summary.contains("## Radix sort"), "{summary}");
     assert!(
         summary.contains("| bcsprw10 (synthetic) | 2 |"),
         "{summary}"

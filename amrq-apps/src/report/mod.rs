@@ -91,7 +91,7 @@ fn speedups(outcomes: &[Outcome]) -> Vec<(String, Vec<Point>)> {
     let queens_default = |o: &Outcome| fig(o, "depth") == Some(crate::queens::DEPTH.into());
     let first_factor = |o: &Outcome| factor(o).starts_with(crate::matrix::PAPER[0].0);
     let every = |_: &Outcome| true;
-    let curves: [Curve; 8] = [
+    let curves: [Curve; 9] = [
         ("3-D FFT, direct", "fft", "direct_speedup", every),
         ("3-D FFT, frames", "fft", "frames_speedup", every),
         ("CG, direct", "cg", "direct_speedup", every),
@@ -120,6 +120,7 @@ fn speedups(outcomes: &[Outcome]) -> Vec<(String, Vec<Point>)> {
             "handlers_speedup",
             first_factor,
         ),
+        ("radix sort, inlined", "radix", "inlined_speedup", every),
     ];
     curves
         .iter()
@@ -182,6 +183,7 @@ pub fn write(outcomes: &[Outcome], quick: bool, out: &Path) -> Result<(), String
     let (transposes, solves) = (of(outcomes, "transpose"), of(outcomes, "trisolve"));
     rq::transpose_section(&mut s, &transposes);
     rq::trisolve_section(&mut s, &solves);
+    rq::radix_section(&mut s, &of(outcomes, "radix"));
     splitc::em3d_section(&mut s, &of(outcomes, "em3d"));
     splitc::cg_section(&mut s, &of(outcomes, "cg"));
     splitc::fft_section(&mut s, &of(outcomes, "fft"));

@@ -84,6 +84,48 @@ message, spawn and result included.",
         finest.map_or("–".into(), |m| format!("{:.1} M", m / 1e6)),
         finest.map_or("–".into(), |m| format!("{:.0}", 2.0 * 1e9 / m)),
     );
+    message_types(s, &sweep);
+}
+
+/// The AM paper's Table 3 from the search: how often each message type is sent, and
+/// how much computation there is per message, at each grain on 2 ranks.
+fn message_types(s: &mut String, sweep: &[&&Outcome]) {
+    *s += "\nIn the form of the AM paper's Table 3 (the frequency of TAM's message types \
+and their sizes, in data values besides the frame addressed), on 2 ranks at each cut-off \
+row; and the leaf computation per message, against the paper's one message every 8 TAM \
+instructions (about 20 RISC instructions). TAM's programs also fetched and stored \
+I-structure elements (88 % of its messages); the search has no global data, only \
+frames.\n\n";
+    let heads: Vec<String> = sweep
+        .iter()
+        .map(|o| format!("row {}", show(fig(o, "depth"))))
+        .collect();
+    let _ = writeln!(
+        s,
+        "| message type | data words | {} |\n|---|---|{}",
+        heads.join(" | "),
+        "---|".repeat(heads.len())
+    );
+    let keys = ["spawn_msgs", "result_msgs", "total_msgs"];
+    for ((name, words), key) in crate::queens::MESSAGE_TYPES.iter().zip(keys) {
+        let cells: Vec<String> = sweep
+            .iter()
+            .map(|o| {
+                let all: f64 = keys.iter().filter_map(|k| fig(o, k)).sum();
+                fig(o, key).map_or("–".into(), |n| format!("{:.1} %", 100.0 * n / all))
+            })
+            .collect();
+        let _ = writeln!(s, "| {name} | {words} | {} |", cells.join(" | "));
+    }
+    let per: Vec<String> = sweep
+        .iter()
+        .map(|o| fig(o, "leaf_ns_per_msg").map_or("–".into(), |v| format!("{v:.0} ns")))
+        .collect();
+    let _ = writeln!(
+        s,
+        "| leaf computation per message | | {} |",
+        per.join(" | ")
+    );
 }
 
 /// The grain sweep's curves on 2 ranks, by tasks per search: speed-up, messaging share.
