@@ -7,6 +7,7 @@
 //! | [`cg`] | conjugate gradient on a 64×64 Laplacian, halo rows by bulk stores, on both paths | Begel et al. §6, Figure 6-5 |
 //! | [`fft`] | 3-D FFT of a 128³ cube in slabs, the transpose an all-to-all of bulk stores, on both paths | Begel et al. §6, Figure 6-5 |
 //! | [`em3d`] | EM3D on the Split-C layer: fine-grained reads, split-phase gets, ghosts filled by bulk stores, on both paths | Begel et al. §6, Figure 6-5 |
+//! | [`raytrace`] | a ray tracer of generated spheres, rows self-scheduled by a fetch-and-add, pixels stored into rank 0's image, on both paths | Begel et al. §6, Figure 6-5 (pico-Ray) |
 //! | [`queens`] | N-Queens, message-driven: every spawn and every result an Active Message to the frame's owner | the AM paper §3.3 (TAM) |
 //! | [`trisolve`] | sparse triangular solve, message-driven, received three ways ([`matrix`]: the factors) | Remote Queues §3.2.5, Figure 9 |
 //! | [`radix`] | radix sort of 32-bit keys, the redistribution received by handlers, an inlined loop, or the paper's dequeue | Remote Queues §3.2.3 (Strata's on the CM-5) |
@@ -21,6 +22,7 @@ pub mod fft;
 pub mod matrix;
 pub mod queens;
 pub mod radix;
+pub mod raytrace;
 pub mod report;
 pub mod transpose;
 pub mod trisolve;

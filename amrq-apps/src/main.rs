@@ -2,7 +2,7 @@
 
 use amrq::config::{Delivery, QueueSpec};
 use amrq_apps::matrix::{Lower, PAPER};
-use amrq_apps::{cg, em3d, fft, queens, radix, transpose, trisolve, Common};
+use amrq_apps::{cg, em3d, fft, queens, radix, raytrace, transpose, trisolve, Common};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -86,6 +86,21 @@ enum App {
         /// Keys per rank (default 65536 with --quick, 1048576 otherwise).
         #[arg(long)]
         keys: Option<usize>,
+    },
+    /// Begel et al.'s ray tracer on the Split-C layer: rows self-scheduled, pixels
+    /// stored into rank 0's image (direct and message path).
+    Raytrace {
+        #[command(flatten)]
+        common: Common,
+        /// Image width, pixels (default 160 with --quick, 480 otherwise).
+        #[arg(long)]
+        width: Option<usize>,
+        /// Image height, pixels (default 120 with --quick, 360 otherwise).
+        #[arg(long)]
+        height: Option<usize>,
+        /// Spheres per side of the grid of spheres.
+        #[arg(long, default_value_t = 4)]
+        spheres: usize,
     },
     /// Every application at 1, 2 and 4 ranks (the transpose at 2, 4 and 8), then the
     /// report.
@@ -198,6 +213,21 @@ fn main() {
             };
             amrq_apps::run_job(&common, cfg, |s| radix::rank_main(s, q, shape))
         }
+        App::Raytrace {
+            common,
+            width,
+            height,
+            spheres,
+        } => {
+            let shape = raytrace::Shape {
+                width: width.unwrap_or(if common.quick { 160 } else { 480 }),
+                height: height.unwrap_or(if common.quick { 120 } else { 360 }),
+                grid: spheres,
+                batches: if common.quick { 3 } else { 11 },
+            };
+            let cfg = amrq::Config::new();
+            amrq_apps::run_job(&common, cfg, |c| raytrace::rank_main(c, shape))
+        }
         App::All { quick, out } => all(quick, &out),
     }
 }
@@ -231,7 +261,7 @@ fn all(quick: bool, out: &std::path::Path) {
     }
     // The speed-up curves: every application on 1, 2 and 4 ranks.
     for ranks in [1, 2, 4] {
-        for app in ["em3d", "cg", "fft", "queens", "radix"] {
+        for app in ["em3d", "cg", "fft", "queens", "radix", "raytrace"] {
             runs.push((app, vec!["--ranks".into(), ranks.to_string()]));
         }
     }

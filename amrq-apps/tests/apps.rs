@@ -103,6 +103,13 @@ fn the_radix_sort_is_right_on_1_to_4_ranks_as_processes_and_threads() {
 }
 
 #[test]
+fn the_ray_tracer_is_right_on_1_to_4_ranks_as_processes_and_threads() {
+    let names = ["direct", "frames"];
+    let small = ["--width", "48", "--height", "30"];
+    on_1_to_4_ranks("raytrace", &small, &names, "ms", false);
+}
+
+#[test]
 fn cg_is_right_on_1_to_4_ranks_as_processes_and_threads() {
     on_1_to_4_ranks("cg", &[], &["direct", "frames"], "us_per_iter", false);
 }
@@ -187,8 +194,8 @@ fn all_quick_writes_the_report() {
             .expect("outcomes");
     assert_eq!(
         all.len(),
-        30,
-        "3 transposes; EM3D, CG, FFT, N-Queens and the radix sort on 1, 2, 4 ranks; 3 more N-Queens; 9 solves"
+        33,
+        "3 transposes; EM3D, CG, FFT, N-Queens, the radix sort and the ray tracer on 1, 2, 4 ranks; 3 more N-Queens; 9 solves"
     );
     // Every application's speed-up curve has its three points.
     let curves = summary
@@ -202,6 +209,7 @@ fn all_quick_writes_the_report() {
         "EM3D by stores, direct",
         "N-Queens",
         "radix sort, inlined",
+        "ray tracer, direct",
     ] {
         let row = curves
             .lines()
@@ -215,6 +223,7 @@ fn all_quick_writes_the_report() {
         "{summary}"
     );
     assert!(summary.contains("## Radix sort"), "{summary}");
+    assert!(summary.contains("## Ray tracer"), "{summary}");
     assert!(
         summary.contains("| bcsprw10 (synthetic) | 2 |"),
         "{summary}"

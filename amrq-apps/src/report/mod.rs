@@ -91,7 +91,7 @@ fn speedups(outcomes: &[Outcome]) -> Vec<(String, Vec<Point>)> {
     let queens_default = |o: &Outcome| fig(o, "depth") == Some(crate::queens::DEPTH.into());
     let first_factor = |o: &Outcome| factor(o).starts_with(crate::matrix::PAPER[0].0);
     let every = |_: &Outcome| true;
-    let curves: [Curve; 9] = [
+    let curves: [Curve; 10] = [
         ("3-D FFT, direct", "fft", "direct_speedup", every),
         ("3-D FFT, frames", "fft", "frames_speedup", every),
         ("CG, direct", "cg", "direct_speedup", every),
@@ -121,6 +121,7 @@ fn speedups(outcomes: &[Outcome]) -> Vec<(String, Vec<Point>)> {
             first_factor,
         ),
         ("radix sort, inlined", "radix", "inlined_speedup", every),
+        ("ray tracer, direct", "raytrace", "direct_speedup", every),
     ];
     curves
         .iter()
@@ -187,6 +188,11 @@ pub fn write(outcomes: &[Outcome], quick: bool, out: &Path) -> Result<(), String
     splitc::em3d_section(&mut s, &of(outcomes, "em3d"));
     splitc::cg_section(&mut s, &of(outcomes, "cg"));
     splitc::fft_section(&mut s, &of(outcomes, "fft"));
+    let others: Vec<&Outcome> = ["em3d", "cg", "fft"]
+        .iter()
+        .flat_map(|app| of(outcomes, app))
+        .collect();
+    splitc::raytrace_section(&mut s, &of(outcomes, "raytrace"), &others);
     let queens = of(outcomes, "queens");
     tam::queens_section(&mut s, &queens);
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.failed()).collect();
