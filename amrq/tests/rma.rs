@@ -12,7 +12,7 @@ mod common_rma;
 #[path = "common/put_async.rs"]
 mod put_async;
 
-use amrq::conduit::Conduit;
+use amrq::conduit::{Conduit, ReceivedFrame};
 use amrq::prelude::*;
 use amrq::rma::{Rma, RmaError};
 
@@ -66,6 +66,51 @@ fn puts_no_one_waits_for_post_every_event_once_after_the_data_direct_and_through
         });
         all_ok(out);
     }
+}
+
+#[test]
+fn events_of_puts_to_several_targets_through_frames_come_in_the_order_of_the_puts() {
+    // Rank 0 puts to ranks 1 and 2 in turn, through frames; rank 2 starts serving late,
+    // so rank 1's acknowledgements come first: the sender-side events still come in
+    // the order the puts were made, once each.
+    let mut cfg = Config::default();
+    let sent = cfg.add_queue(512);
+    let puts = 100u64;
+    let out = crate::ranks::run(3, &cfg, |c| -> Result<(), RmaError> {
+        let am = Am::new(c, HandlerTable::<()>::new(), ())?;
+        let rma = Rma::over_frames(am);
+        let am = rma.am();
+        let at = rma.alloc_symmetric(8 * puts as usize, 8)?;
+        am.barrier()?;
+        if am.rank() == 0 {
+            for i in 0..puts {
+                let done = amrq::rma::Completion {
+                    local: Some((sent, &[i])),
+                    ..Default::default()
+                };
+                let to = 1 + (i % 2) as usize;
+                rma.put_async(to, at + 8 * i as usize, &i.to_ne_bytes(), done)?;
+            }
+            let mut next = 0;
+            while next < puts {
+                match am.rq().read_queue(sent)? {
+                    Some(f) => {
+                        assert_eq!(f.args(), [next], "events in the order of the puts");
+                        f.release();
+                        next += 1;
+                    }
+                    None => drop(am.poll()?),
+                }
+            }
+        } else if am.rank() == 2 {
+            std::thread::sleep(std::time::Duration::from_millis(30));
+        }
+        am.barrier()?; // ranks 1 and 2 serve the puts here
+        assert!(am.rq().read_queue(sent)?.is_none());
+        am.barrier()?;
+        Ok(())
+    });
+    all_ok(out);
 }
 
 #[test]

@@ -73,6 +73,7 @@ pub struct Am<S, C: Conduit = MemConduit> {
 
 impl<S, C: Conduit> Drop for Am<S, C> {
     fn drop(&mut self) {
+        self.say_unposted_events();
         self.say_unreturned_failures();
     }
 }

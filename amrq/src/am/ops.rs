@@ -51,8 +51,9 @@ struct OpSlot {
     land: Option<usize>,
     data: Vec<u8>,
     value: u64,
-    /// Posted when the last reply is in, for an operation no one waits for.
-    events: Vec<super::Event>,
+    /// No one waits for it: its last reply tells the events waiting in line
+    /// (`events.rs`).
+    posting: bool,
 }
 
 /// The origin's table of operations in flight.
@@ -72,7 +73,7 @@ impl Ops {
         s.generation = s.generation.wrapping_add(1);
         (s.live, s.target, s.pending, s.refused, s.value) = (true, target, pending, false, 0);
         s.abandoned = false;
-        s.events.clear();
+        s.posting = false;
         (s.len, s.land) = (len, land);
         s.data.clear();
         if land.is_none() {
@@ -153,8 +154,8 @@ impl<S, C: Conduit> Am<S, C> {
 
     /// Opens an operation that awaits `replies` replies from `target` and that no one
     /// waits for: its slot is freed when the last reply is in, and `events` are posted
-    /// then (or, if the target refused it, the refusal is kept for the program's next
-    /// poll or wait instead).
+    /// then, in their turn (or, if the target refused it, the refusal is kept for the
+    /// program's next poll or wait instead).
     pub(crate) fn op_open_posting(
         &self,
         target: Rank,
@@ -164,7 +165,9 @@ impl<S, C: Conduit> Am<S, C> {
         let mut ops = self.ops.borrow_mut();
         let op = ops.open(target, replies, 0, None);
         let s = &mut ops.slots[op.slot];
-        (s.abandoned, s.events) = (true, events);
+        (s.abandoned, s.posting) = (true, true);
+        drop(ops);
+        self.post_on_reply(op, events);
         op
     }
 
@@ -172,7 +175,13 @@ impl<S, C: Conduit> Am<S, C> {
     /// returned.
     pub(crate) fn op_sent(&self, op: OpId, sent: Result<(), AmError>) -> Result<OpId, AmError> {
         if sent.is_err() {
-            self.ops.borrow_mut().close(op);
+            let mut ops = self.ops.borrow_mut();
+            let posting = ops.slots[op.slot].posting;
+            ops.close(op);
+            drop(ops);
+            if posting {
+                self.never_replied(op);
+            }
         }
         sent.map(|()| op)
     }
@@ -238,14 +247,17 @@ impl<S, C: Conduit> Am<S, C> {
             }
             Landed::Value(v) => slot.value = v,
         }
-        let completes = (slot.pending == 1 && !slot.events.is_empty())
-            .then(|| (std::mem::take(&mut slot.events), slot.refused));
+        let replied = (slot.pending == 1 && slot.posting).then(|| {
+            let id = OpId {
+                slot: (op & u64::from(u32::MAX)) as usize,
+                generation: slot.generation,
+            };
+            (id, slot.refused)
+        });
         ops.landed(op);
         drop(ops);
-        match completes {
-            None => {}
-            Some((_, true)) => self.keep_error(AmError::RemoteRefused),
-            Some((events, false)) => self.post_events(events),
+        if let Some((id, refused)) = replied {
+            self.replied(id, refused);
         }
         Ok(())
     }

@@ -54,7 +54,8 @@ pub enum Matching {
 impl<S, C: Conduit> Coll<S, C> {
     /// All-to-all: block j of `send` (`send.len() / N` elements) goes to rank j, and
     /// block i of `recv` comes from rank i (a transpose of the ranks × blocks matrix).
-    /// Bandwidth-matched, strictly alternating sends and receives (see the module doc).
+    /// Strictly alternating sends and receives, a credit per chunk (see the module
+    /// doc).
     ///
     /// ```
     /// use amrq::{prelude::*, coll::Coll};

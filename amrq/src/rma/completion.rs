@@ -3,9 +3,9 @@
 //! queue; with the put that no one waits for (`put_async`), whose events are the only
 //! way its sender learns that it is done.
 
-use super::{frames, rma_error, Pending, Rma, RmaError};
+use super::{frames, Pending, Rma, RmaError};
 use crate::am::Event;
-use crate::conduit::{AtomicOp, Conduit, Rank};
+use crate::conduit::{Conduit, Rank};
 use crate::rq::{user_queue, QueueId};
 
 /// What a put announces once its data is in place (RQ §2.4): at its target, a count or
@@ -75,6 +75,9 @@ impl<S, C: Conduit> Rma<S, C> {
         data: &[u8],
         done: Completion<'_>,
     ) -> Result<(), RmaError> {
+        if let Some((q, _)) = done.local {
+            user_queue(q)?;
+        }
         if let Some(op) = self.put_start(rank, offset, data, done.counter)? {
             self.collect(op, &mut [])?; // the data (and the count) in place before the frame
         }
@@ -88,15 +91,19 @@ impl<S, C: Conduit> Rma<S, C> {
     }
 
     /// A put no one waits for (the paper's `am_store_async`): the data has been taken
-    /// when it returns (`data` may be reused), and `done`'s events are posted once it
-    /// is in place at `rank`: the count by the target, then the frames, the target's
-    /// and this rank's own ([`Completion::local`], the sender-side event). Through
-    /// mapped memory the put is complete when it returns and its frames are posted at
-    /// once; through frames they are posted when the target's acknowledgement is run;
-    /// a put the conduit leaves in flight (across hosts) has them posted by the first
-    /// poll that runs nothing, or wait, after it completes. A frame whose queue is full
-    /// is posted by a later one, in order; a put the target refuses is an error of the
-    /// next poll or wait.
+    /// when it returns (`data` may be reused), and `done`'s events come once it is in
+    /// place at `rank`: the count goes up, then the frames are posted, the target's and
+    /// this rank's own ([`Completion::local`], the sender-side event), in the order
+    /// the puts were made. Through mapped memory the put is complete when it returns
+    /// and its frames are posted at once; through frames they are posted when the
+    /// target's acknowledgement is run, by one of this rank's polls or waits; a put the
+    /// conduit leaves in flight (across hosts) has them posted by the first poll that
+    /// runs nothing, or wait, once it is complete. With a `counter`, the put is
+    /// completed before the count goes up, by this call where the conduit would leave
+    /// it in flight. A frame whose queue is full is posted by a later poll; a put the
+    /// target refuses is an error of the next poll or wait. Wait for a `local` frame
+    /// with Am's polls (`read_queue` in a loop with [`Am::poll`](crate::am::Am::poll)):
+    /// RQ's own `wait` runs no acknowledgement and posts nothing.
     ///
     /// ```
     /// use amrq::{conduit::ReceivedFrame, prelude::*, rma::{Completion, Rma, RmaError}};
@@ -162,22 +169,13 @@ impl<S, C: Conduit> Rma<S, C> {
             frames::put_posting(&self.am, (rank, offset), data, done.counter, events)?;
             return Ok(());
         }
-        let put = Pending::of(
-            self.conduit()
-                .put_nb(rank, offset, data)
-                .map_err(rma_error)?,
-        );
-        match (put, done.counter) {
-            (None, None) => self.am.post_events(events),
-            (Some(Pending::Conduit(t)), None) => self.am.post_on_completion(t, events),
-            (put, _) => {
-                // The count after the data: the put complete, then the increment.
-                if let Some(p) = put {
-                    p.wait(&self.am, &mut [])?;
-                }
-                if let Some(c) = done.counter {
-                    self.atomic(rank, c, AtomicOp::FetchAdd(1))?;
-                }
+        // The put, then the count (an increment after the put is complete, so that
+        // whoever reads the count with Acquire sees the bytes): as `put` does.
+        match self.put_start(rank, offset, data, done.counter)? {
+            None => self.am.post_events(events),
+            Some(Pending::Conduit(t)) => self.am.post_on_completion(t, events),
+            Some(p) => {
+                p.wait(&self.am, &mut [])?;
                 self.am.post_events(events);
             }
         }

@@ -834,6 +834,8 @@ impl<C: Conduit> Rq<C> {
     /// of it goes with it); otherwise `Ok(None)`, nothing copied or removed (as for an
     /// empty queue). So a program can take a message part by part, as its head says:
     /// [`Rq::read_queue_prefix`] a first arg, then dequeue as much as that arg names.
+    /// (A loop that retries until `Some` spins forever on a head shorter than it asks
+    /// for: read the head's size first, or take it with [`Rq::dequeue`].)
     ///
     /// ```
     /// use amrq::{rq::{Rq, RqError}, Config};

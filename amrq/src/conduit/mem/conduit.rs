@@ -130,9 +130,9 @@ impl MemConduit {
         let mut s = chan.cursor.get();
         for _ in 0..n {
             debug_assert!(s < n);
-            // SAFETY: the cursor is always a ring's index (`took` and the drains set it
-            // only to one; a channel's rings never change), and so is `s`, which wraps
-            // at the count.
+            // SAFETY: the cursor is always a ring's index (`took`, `looked_at` and the
+            // drains set it only to one; a channel's rings never change), and so is
+            // `s`, which wraps at the count.
             let r = unsafe { chan.rings.get_unchecked(s) };
             if r.gate.get() == ExpressGate::OPEN {
                 let ring = r.ring;

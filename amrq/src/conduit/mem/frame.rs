@@ -124,8 +124,8 @@ impl std::fmt::Debug for MemFrame<'_> {
 }
 
 impl<'a> MemFrame<'a> {
-    /// The frame `p` of ring `r`, from `source`, now out of channel `chan`, with its
-    /// checked payload.
+    /// The frame `p` of ring `r` (index `at` in `chan`), from `source`, now out of
+    /// channel `chan`, with its checked payload.
     #[inline(always)]
     pub(super) fn out(
         chan: &'a RxChannel,

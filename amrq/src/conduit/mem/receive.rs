@@ -91,8 +91,8 @@ impl MemConduit {
         for _ in 0..rings.len() {
             debug_assert!(s < rings.len());
             // SAFETY: the cursor is always a ring's index (every store of it, here, in
-            // `scan` and in `RxChannel::took`, stores one; a channel's rings never
-            // change), and so is `s`, which wraps at the count.
+            // `scan`, `RxChannel::took` and `looked_at`, stores one; a channel's rings
+            // never change), and so is `s`, which wraps at the count.
             let r = unsafe { rings.get_unchecked(s) };
             let this = s;
             s = if s + 1 == rings.len() { 0 } else { s + 1 };
@@ -218,9 +218,9 @@ impl MemConduit {
         loop {
             debug_assert!(s < n);
             // SAFETY: the channel has a ring (the caller's contract) and the cursor is
-            // always a ring's index (every store of it, here, in `drain_one_frame` and
-            // in `RxChannel::took`, stores one; a channel's rings never change), and so
-            // is `s`, which wraps at the count.
+            // always a ring's index (every store of it, here, in `drain_one_frame`, in
+            // `RxChannel::took` and `looked_at`, stores one; a channel's rings never
+            // change), and so is `s`, which wraps at the count.
             let r = unsafe { rings.get_unchecked(s) };
             // A copy: the ring's address and mask stay in registers across handlers
             // instead of being loaded again after each frame's Acquire.
