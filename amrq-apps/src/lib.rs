@@ -7,6 +7,7 @@
 //! | [`cg`] | conjugate gradient on a 64×64 Laplacian, halo rows by bulk stores, on both paths | Begel et al. §6, Figure 6-5 |
 //! | [`fft`] | 3-D FFT of a 128³ cube in slabs, the transpose an all-to-all of bulk stores, on both paths | Begel et al. §6, Figure 6-5 |
 //! | [`em3d`] | EM3D on the Split-C layer: fine-grained reads, split-phase gets, ghosts filled by bulk stores, on both paths | Begel et al. §6, Figure 6-5 |
+//! | [`cholesky`] | dense Cholesky factorisation, right-looking in column blocks dealt cyclically, each panel bulk-stored to every rank, on both paths | Begel et al. §6, Figure 6-5 |
 //! | [`raytrace`] | a ray tracer of generated spheres, rows self-scheduled by a fetch-and-add, pixels stored into rank 0's image, on both paths | Begel et al. §6, Figure 6-5 (pico-Ray) |
 //! | [`queens`] | N-Queens, message-driven: every spawn and every result an Active Message to the frame's owner | the AM paper §3.3 (TAM) |
 //! | [`trisolve`] | sparse triangular solve, message-driven, received three ways ([`matrix`]: the factors) | Remote Queues §3.2.5, Figure 9 |
@@ -17,6 +18,7 @@
 //! all and writes a report ([`report`]).
 
 pub mod cg;
+pub mod cholesky;
 pub mod em3d;
 pub mod fft;
 pub mod matrix;

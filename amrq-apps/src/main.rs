@@ -2,7 +2,7 @@
 
 use amrq::config::{Delivery, QueueSpec};
 use amrq_apps::matrix::{Lower, PAPER};
-use amrq_apps::{cg, em3d, fft, queens, radix, raytrace, transpose, trisolve, Common};
+use amrq_apps::{cg, cholesky, em3d, fft, queens, radix, raytrace, transpose, trisolve, Common};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -86,6 +86,16 @@ enum App {
         /// Keys per rank (default 65536 with --quick, 1048576 otherwise).
         #[arg(long)]
         keys: Option<usize>,
+    },
+    /// Begel et al.'s Cholesky factorisation on the Split-C layer: column blocks dealt
+    /// cyclically, panels bulk-stored to every rank (direct and message path).
+    Cholesky {
+        #[command(flatten)]
+        common: Common,
+        /// Rows of the matrix, a multiple of 32 (default 256 with --quick, 768
+        /// otherwise).
+        #[arg(long)]
+        size: Option<usize>,
     },
     /// Begel et al.'s ray tracer on the Split-C layer: rows self-scheduled, pixels
     /// stored into rank 0's image (direct and message path).
@@ -213,6 +223,14 @@ fn main() {
             };
             amrq_apps::run_job(&common, cfg, |s| radix::rank_main(s, q, shape))
         }
+        App::Cholesky { common, size } => {
+            let shape = cholesky::Shape {
+                n: size.unwrap_or(if common.quick { 256 } else { 768 }),
+                batches: if common.quick { 3 } else { 11 },
+            };
+            let cfg = amrq::Config::new();
+            amrq_apps::run_job(&common, cfg, |c| cholesky::rank_main(c, shape))
+        }
         App::Raytrace {
             common,
             width,
@@ -261,7 +279,9 @@ fn all(quick: bool, out: &std::path::Path) {
     }
     // The speed-up curves: every application on 1, 2 and 4 ranks.
     for ranks in [1, 2, 4] {
-        for app in ["em3d", "cg", "fft", "queens", "radix", "raytrace"] {
+        for app in [
+            "em3d", "cg", "fft", "queens", "radix", "raytrace", "cholesky",
+        ] {
             runs.push((app, vec!["--ranks".into(), ranks.to_string()]));
         }
     }

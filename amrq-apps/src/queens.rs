@@ -232,10 +232,10 @@ struct Work {
 
 /// The search's message types in TAM's terms (the AM paper's Table 3), with the data
 /// values each carries besides the frame it is addressed to: a spawn (frame to new
-/// frame: the row and the three attack masks), a result (frame to its parent frame: a
-/// count) and the total (to every rank).
+/// frame: its parent frame, the row and the three attack masks), a result (frame to its
+/// parent frame: a count) and the total (to every rank).
 pub const MESSAGE_TYPES: [(&str, u32); 3] = [
-    ("spawn (frame to new frame)", 4),
+    ("spawn (frame to new frame)", 5),
     ("result (frame to parent frame)", 1),
     ("total (to every rank)", 1),
 ];

@@ -235,6 +235,8 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
             })?;
             if me == 0 {
                 sc.rma().store(0, next, 0)?;
+                // No pixel is u32::MAX (24 bits): a block not stored is seen.
+                sc.bulk_write(image.at(0), &vec![u32::MAX; w * h])?;
             }
             let (ns, mine) = render(sc, &scene, (w, h), (&image, next))?;
             let most = sc.all_reduce(mine, amrq::coll::max)?;

@@ -110,6 +110,12 @@ fn the_ray_tracer_is_right_on_1_to_4_ranks_as_processes_and_threads() {
 }
 
 #[test]
+fn cholesky_is_right_on_1_to_4_ranks_as_processes_and_threads() {
+    let names = ["direct", "frames"];
+    on_1_to_4_ranks("cholesky", &["--size", "96"], &names, "ms", false);
+}
+
+#[test]
 fn cg_is_right_on_1_to_4_ranks_as_processes_and_threads() {
     on_1_to_4_ranks("cg", &[], &["direct", "frames"], "us_per_iter", false);
 }
@@ -194,8 +200,8 @@ fn all_quick_writes_the_report() {
             .expect("outcomes");
     assert_eq!(
         all.len(),
-        33,
-        "3 transposes; EM3D, CG, FFT, N-Queens, the radix sort and the ray tracer on 1, 2, 4 ranks; 3 more N-Queens; 9 solves"
+        36,
+        "3 transposes; EM3D, CG, FFT, N-Queens, the radix sort, the ray tracer and Cholesky on 1, 2, 4 ranks; 3 more N-Queens; 9 solves"
     );
     // Every application's speed-up curve has its three points.
     let curves = summary
@@ -210,6 +216,7 @@ fn all_quick_writes_the_report() {
         "N-Queens",
         "radix sort, inlined",
         "ray tracer, direct",
+        "Cholesky, direct",
     ] {
         let row = curves
             .lines()
@@ -219,11 +226,12 @@ fn all_quick_writes_the_report() {
     }
     assert!(summary.contains("## Message-driven N-Queens"), "{summary}");
     assert!(
-        summary.contains("| spawn (frame to new frame) | 4 |"),
+        summary.contains("| spawn (frame to new frame) | 5 |"),
         "{summary}"
     );
     assert!(summary.contains("## Radix sort"), "{summary}");
     assert!(summary.contains("## Ray tracer"), "{summary}");
+    assert!(summary.contains("## Cholesky"), "{summary}");
     assert!(
         summary.contains("| bcsprw10 (synthetic) | 2 |"),
         "{summary}"

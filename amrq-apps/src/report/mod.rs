@@ -91,7 +91,7 @@ fn speedups(outcomes: &[Outcome]) -> Vec<(String, Vec<Point>)> {
     let queens_default = |o: &Outcome| fig(o, "depth") == Some(crate::queens::DEPTH.into());
     let first_factor = |o: &Outcome| factor(o).starts_with(crate::matrix::PAPER[0].0);
     let every = |_: &Outcome| true;
-    let curves: [Curve; 10] = [
+    let curves: [Curve; 11] = [
         ("3-D FFT, direct", "fft", "direct_speedup", every),
         ("3-D FFT, frames", "fft", "frames_speedup", every),
         ("CG, direct", "cg", "direct_speedup", every),
@@ -122,6 +122,7 @@ fn speedups(outcomes: &[Outcome]) -> Vec<(String, Vec<Point>)> {
         ),
         ("radix sort, inlined", "radix", "inlined_speedup", every),
         ("ray tracer, direct", "raytrace", "direct_speedup", every),
+        ("Cholesky, direct", "cholesky", "direct_speedup", every),
     ];
     curves
         .iter()
@@ -193,6 +194,7 @@ pub fn write(outcomes: &[Outcome], quick: bool, out: &Path) -> Result<(), String
         .flat_map(|app| of(outcomes, app))
         .collect();
     splitc::raytrace_section(&mut s, &of(outcomes, "raytrace"), &others);
+    splitc::cholesky_section(&mut s, &of(outcomes, "cholesky"));
     let queens = of(outcomes, "queens");
     tam::queens_section(&mut s, &queens);
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.failed()).collect();
