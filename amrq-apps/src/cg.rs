@@ -156,11 +156,8 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
         let mut per = Vec::new();
         let mut speedup = Vec::new();
         for batch in 0..=shape.batches {
-            let seq_ns = crate::on_rank_0_alone(am, || {
-                let t = Instant::now();
-                std::hint::black_box(sequential(g, shape.iters));
-                t.elapsed().as_secs_f64() * 1e9
-            })?;
+            let seq_ns =
+                crate::on_rank_0_alone(am, || crate::ns_of(|| sequential(g, shape.iters)))?;
             let (x, rr, ns) = parallel(sc, g, shape.iters, &ghost)?;
             let mine = &want_x[rows.start * g..rows.end * g];
             let bad_x = x

@@ -166,11 +166,7 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
         let path = if frames { "frames" } else { "direct" };
         let (mut ms, mut speedup) = (Vec::new(), Vec::new());
         for batch in 0..=shape.batches {
-            let seq_ns = crate::on_rank_0_alone(am, || {
-                let t = Instant::now();
-                std::hint::black_box(sequential(&a0, n));
-                t.elapsed().as_secs_f64() * 1e9
-            })?;
+            let seq_ns = crate::on_rank_0_alone(am, || crate::ns_of(|| sequential(&a0, n)))?;
             if me == 0 {
                 // A column block not stored stays NaN, which no check passes.
                 sc.bulk_write(result.at(0), &vec![f64::NAN; n * n])?;

@@ -309,9 +309,7 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
         let mut speedup: Vec<Vec<f64>> = vec![Vec::new(); VERSIONS.len()];
         for batch in 0..=shape.batches {
             let seq_ns = crate::on_rank_0_alone(am, || {
-                let t = Instant::now();
-                std::hint::black_box(sequential(&e_edges, &h_edges, shape.iters));
-                t.elapsed().as_secs_f64() * 1e9
+                crate::ns_of(|| sequential(&e_edges, &h_edges, shape.iters))
             })?;
             if batch > 0 && !frames {
                 seq_us.push(seq_ns / shape.iters as f64 / 1e3);

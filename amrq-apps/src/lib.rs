@@ -118,6 +118,14 @@ pub fn on_rank_0_alone<S, C: amrq::conduit::Conduit>(
     Ok(got)
 }
 
+/// ns that `f` takes, its result kept from the optimiser: a sequential reference's
+/// time.
+pub(crate) fn ns_of<T>(f: impl FnOnce() -> T) -> f64 {
+    let t = std::time::Instant::now();
+    std::hint::black_box(f());
+    t.elapsed().as_secs_f64() * 1e9
+}
+
 /// Says what went wrong and exits with status 1.
 pub fn fail(why: &str) -> ! {
     eprintln!("error: {why}");

@@ -398,9 +398,7 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
     let mut f: [Vec<f64>; 12] = Default::default();
     for batch in 0..=shape.batches {
         let seq_ns = crate::on_rank_0_alone(am, || {
-            let t = Instant::now();
-            std::hint::black_box(count(std::hint::black_box(root), all));
-            t.elapsed().as_secs_f64() * 1e9
+            crate::ns_of(|| count(std::hint::black_box(root), all))
         })?;
         let total = s.search()?;
         let w = s.work.get();

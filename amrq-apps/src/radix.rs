@@ -340,13 +340,6 @@ fn sorted_by_one_core(keys: &[u32]) -> Vec<u32> {
     a
 }
 
-/// ns for one core to sort `keys` by the same passes.
-fn sequential_ns(keys: &[u32]) -> f64 {
-    let t = Instant::now();
-    std::hint::black_box(sorted_by_one_core(std::hint::black_box(keys)));
-    t.elapsed().as_secs_f64() * 1e9
-}
-
 /// One rank of the radix sort (queue `q` configured on every rank): the outcome on
 /// rank 0.
 pub fn rank_main(setup: Setup, q: QueueId, shape: Shape) -> Result<Option<Outcome>, AppError> {
@@ -387,7 +380,9 @@ pub fn rank_main(setup: Setup, q: QueueId, shape: Shape) -> Result<Option<Outcom
     let mut over: Vec<Vec<f64>> = vec![Vec::new(); MODES.len()];
     let mut seq_ms = Vec::new();
     for batch in 0..=shape.batches {
-        let seq = crate::on_rank_0_alone(am, || sequential_ns(&everyone))?;
+        let seq = crate::on_rank_0_alone(am, || {
+            crate::ns_of(|| sorted_by_one_core(std::hint::black_box(&everyone)))
+        })?;
         let mut ns = [0.0; MODES.len()];
         for k in 0..MODES.len() {
             let i = (batch + k) % MODES.len();

@@ -228,11 +228,7 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
         let path = if frames { "frames" } else { "direct" };
         let (mut ms, mut speedup, mut balance) = (Vec::new(), Vec::new(), Vec::new());
         for batch in 0..=shape.batches {
-            let seq_ns = crate::on_rank_0_alone(am, || {
-                let t = Instant::now();
-                std::hint::black_box(scene.image((w, h)));
-                t.elapsed().as_secs_f64() * 1e9
-            })?;
+            let seq_ns = crate::on_rank_0_alone(am, || crate::ns_of(|| scene.image((w, h))))?;
             if me == 0 {
                 sc.rma().store(0, next, 0)?;
                 // No pixel is u32::MAX (24 bits): a block not stored is seen.
