@@ -6,6 +6,7 @@
 //! products with `all_reduce`. Every run is checked on every rank against a sequential
 //! CG of the same iterations: the residual and this rank's part of x.
 
+use crate::profile::{messages, waits};
 use crate::AppError;
 use amrq::am::HandlerTable;
 use amrq::coll;
@@ -83,7 +84,7 @@ fn rows_of(g: usize, p: usize, rank: usize) -> std::ops::Range<usize> {
     g * rank / p..g * (rank + 1) / p
 }
 
-/// One CG run on this rank: x (its rows) and the last r·r; ns.
+/// One CG run on this rank: x (its rows) and the last r·r; ns (the longest rank's).
 fn parallel(
     sc: &SplitC<()>,
     g: usize,
@@ -104,37 +105,44 @@ fn parallel(
     let slot = |rank: usize, k: usize| ghost.at(rank * 2 * g + k * g);
     sc.barrier()?;
     let t = Instant::now();
-    let mut rr = sc.all_reduce(dot(&r, &r), coll::sum)?;
+    let sum = |v: f64| waits(|| sc.all_reduce(v, coll::sum));
+    let mut rr = sum(dot(&r, &r))?;
     for _ in 0..iters {
         if n > 0 {
+            let row = g * size_of::<f64>();
             if me > 0 && !rows_of(g, p, me - 1).is_empty() {
-                sc.bulk_store(slot(me - 1, 1), &pv[..g])?; // my first row: their below
+                // My first row: their below.
+                messages(row, || sc.bulk_store(slot(me - 1, 1), &pv[..g]))?;
             }
             if me + 1 < p && !rows_of(g, p, me + 1).is_empty() {
-                sc.bulk_store(slot(me + 1, 0), &pv[n - g..])?; // my last row: their above
+                // My last row: their above.
+                messages(row, || sc.bulk_store(slot(me + 1, 0), &pv[n - g..]))?;
             }
         }
-        sc.all_store_sync()?;
+        waits(|| sc.all_store_sync())?;
         if me > 0 && rows.start > 0 {
-            sc.bulk_read(slot(me, 0), &mut above)?;
+            messages(0, || sc.bulk_read(slot(me, 0), &mut above))?;
         }
         if me + 1 < p && rows.end < g {
-            sc.bulk_read(slot(me, 1), &mut below)?;
+            messages(0, || sc.bulk_read(slot(me, 1), &mut below))?;
         }
         stencil(g, &pv, (&above, &below), &mut q);
-        let alpha = rr / sc.all_reduce(dot(&pv, &q), coll::sum)?;
+        let alpha = rr / sum(dot(&pv, &q))?;
         for k in 0..n {
             x[k] += alpha * pv[k];
             r[k] -= alpha * q[k];
         }
-        let next = sc.all_reduce(dot(&r, &r), coll::sum)?;
+        let next = sum(dot(&r, &r))?;
         let beta = next / rr;
         rr = next;
         for k in 0..n {
             pv[k] = r[k] + beta * pv[k];
         }
     }
-    Ok((x, rr, t.elapsed().as_secs_f64() * 1e9))
+    // Ranks sharing cores leave the barrier at different times: the job took the
+    // longest rank's time.
+    let ns = sc.all_reduce(t.elapsed().as_secs_f64() * 1e9, coll::max)?;
+    Ok((x, rr, ns))
 }
 
 /// One rank of the CG job: the outcome on rank 0.
@@ -185,10 +193,24 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
             .push(Figure::of(format!("{path}_us_per_iter"), &mut per));
         o.figures
             .push(Figure::of(format!("{path}_speedup"), &mut speedup));
+        if !frames {
+            // One more run, profiled: where the direct path's time goes.
+            let copy = crate::on_rank_0_alone(am, crate::profile::copy_gb_s)?;
+            let (run, tally) = crate::profile::profiled(|| parallel(sc, g, shape.iters, &ghost));
+            let run = crate::profile::Run {
+                elapsed_ns: run?.2,
+                sequential_ns: amrq_bench::reference::median(&mut seq_us.clone())
+                    * shape.iters as f64
+                    * 1e3,
+                copy_gb_s: copy,
+            };
+            crate::profile::push(&mut o, tally, run);
+        }
         sc.all_spread_free(ghost)?;
     }
     o.figures
         .push(Figure::of("sequential_us_per_iter", &mut seq_us));
+    o.figures.push(Figure::single("size", g as f64));
     am.barrier()?;
     if me != 0 {
         return Ok(None);

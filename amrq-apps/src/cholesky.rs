@@ -1,9 +1,13 @@
 //! Cholesky factorisation on the Split-C layer (Begel et al. §6): a dense symmetric
 //! positive-definite n × n matrix factored as L·Lᵀ, right-looking, in column blocks of
-//! [`BLOCK`] columns dealt cyclically to the ranks. At step k the owner of block column
-//! k factors its diagonal block and solves the panel below it, then stores the panel
-//! into every other rank's panel buffer with bulk stores (`all_store_sync` says they
-//! have it); every rank then updates its own column blocks right of k with it. At the
+//! [`BLOCK`] columns dealt cyclically to the ranks. The owner of block column k
+//! factors its diagonal block, solves the panel below it and stores the panel into
+//! every other rank's panel buffer with bulk stores (`all_store_sync` says they have
+//! it); every rank then updates its own column blocks right of k with it, the owner of
+//! block k + 1 that block first, so that it factors and stores the next panel while
+//! the others update rather than while they wait (look-ahead; the panels take two
+//! buffers in turn). Each step still ends in `all_store_sync`, so a step lasts as long
+//! as its busiest rank, the next panel's owner. At the
 //! end each rank stores its columns of L into rank 0's copy, which is checked against
 //! the factor one core computes by the same blocked steps (to a relative 1e-9: the
 //! same operations in the same order). Run on both of Split-C's paths: `direct` (the
@@ -12,6 +16,7 @@
 //! The paper (the NOW and the Millennium, 1536 × 1536): the scaling is reasonable past
 //! two processors, and shared-memory Split-C scales linearly on two.
 
+use crate::profile::{messages, waits};
 use crate::AppError;
 use amrq::am::HandlerTable;
 use amrq::splitc::{Layout, SplitC, SpreadArray};
@@ -104,41 +109,61 @@ fn owner(k: usize, p: usize) -> usize {
 }
 
 /// One parallel factorisation of `a0` (every rank has it) into this rank's copy `a`,
-/// through the panel buffers `panels` (one of B·n per rank): ns.
+/// through the panel buffers `panels` (two of B·n per rank, used in turn): ns (the
+/// longest rank's).
 fn factor(
     sc: &SplitC<()>,
     (a0, n): (&[f64], usize),
     a: &mut Vec<f64>,
     panels: &SpreadArray<f64>,
 ) -> Result<f64, AppError> {
-    let (me, p) = (sc.my_proc(), sc.procs());
+    let (me, p, blocks) = (sc.my_proc(), sc.procs(), n / BLOCK);
     a.clear();
     a.extend_from_slice(a0);
     let width = BLOCK * n;
     let mut l = vec![0.0; width];
+    let slot = |r: usize, k: usize| panels.at((2 * r + k % 2) * width);
+    // Block column k's panel, factored by its owner and stored to every other rank.
+    let publish = |a: &mut [f64], k: usize| -> Result<(), AppError> {
+        panel(a, n, k);
+        let l = &a[k * width..(k + 1) * width];
+        for r in (0..p).filter(|&r| r != me) {
+            messages(width * 8, || sc.bulk_store(slot(r, k), l))?;
+        }
+        Ok(())
+    };
     sc.barrier()?;
     let t = Instant::now();
-    for k in 0..n / BLOCK {
-        if owner(k, p) == me {
-            panel(a, n, k);
-            l.copy_from_slice(&a[k * width..(k + 1) * width]);
-            for r in (0..p).filter(|&r| r != me) {
-                sc.bulk_store(panels.at(r * width), &l)?;
+    if owner(0, p) == me {
+        publish(a, 0)?;
+    }
+    for k in 0..blocks {
+        // Every rank has panel k; and every rank has read panel k - 1, whose slot
+        // panel k + 1 takes.
+        waits(|| sc.all_store_sync())?;
+        match owner(k, p) == me {
+            true => l.copy_from_slice(&a[k * width..(k + 1) * width]),
+            false => sc.bulk_read(slot(me, k), &mut l)?,
+        }
+        let next = k + 1;
+        let ahead = next < blocks && owner(next, p) == me;
+        if ahead {
+            // Look-ahead: the next panel first, so that no rank waits for it.
+            for j in next * BLOCK..(next + 1) * BLOCK {
+                update(a, n, &l, j);
             }
+            publish(a, next)?;
         }
-        sc.all_store_sync()?; // every rank has block k's panel
-        if owner(k, p) != me {
-            sc.bulk_read(panels.at(me * width), &mut l)?;
-        }
-        for kb in (k + 1..n / BLOCK).filter(|&kb| owner(kb, p) == me) {
+        for kb in (next + usize::from(ahead)..blocks).filter(|&kb| owner(kb, p) == me) {
             for j in kb * BLOCK..(kb + 1) * BLOCK {
                 update(a, n, &l, j);
             }
         }
-        // No rank stores the next panel before every rank has read this one.
-        sc.barrier()?;
     }
-    Ok(t.elapsed().as_secs_f64() * 1e9)
+    waits(|| sc.barrier())?; // the factor is done when every rank's columns are
+                             // Ranks sharing cores leave the first barrier at different times: the job took
+                             // the longest rank's time.
+    Ok(sc.all_reduce(t.elapsed().as_secs_f64() * 1e9, amrq::coll::max)?)
 }
 
 /// One rank of the Cholesky factorisation: the outcome on rank 0.
@@ -156,7 +181,7 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
     let job = setup.start(HandlerTable::<()>::new(), ())?;
     let (am, sc) = (job.am(), job.splitc());
     let width = BLOCK * n;
-    let panels = sc.all_spread_malloc::<f64>(p * width, Layout::BlockCyclic(width))?;
+    let panels = sc.all_spread_malloc::<f64>(2 * p * width, Layout::BlockCyclic(2 * width))?;
     // L gathered on rank 0 (one block as large as the matrix), for the check.
     let result = sc.all_spread_malloc::<f64>(n * n, Layout::BlockCyclic(n * n))?;
     let mut a = Vec::with_capacity(n * n);
@@ -164,7 +189,7 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
     for frames in [false, true] {
         sc.rma().use_frames(frames);
         let path = if frames { "frames" } else { "direct" };
-        let (mut ms, mut speedup) = (Vec::new(), Vec::new());
+        let (mut ms, mut speedup, mut seq) = (Vec::new(), Vec::new(), Vec::new());
         for batch in 0..=shape.batches {
             let seq_ns = crate::on_rank_0_alone(am, || crate::ns_of(|| sequential(&a0, n)))?;
             if me == 0 {
@@ -195,12 +220,25 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
             if batch > 0 {
                 ms.push(ns / 1e6);
                 speedup.push(seq_ns / ns);
+                seq.push(seq_ns);
             }
         }
         o.figures.push(Figure::of(format!("{path}_ms"), &mut ms));
         o.figures
             .push(Figure::of(format!("{path}_speedup"), &mut speedup));
+        if !frames {
+            // One more run, profiled: where the direct path's time goes.
+            let copy = crate::on_rank_0_alone(am, crate::profile::copy_gb_s)?;
+            let (ns, tally) = crate::profile::profiled(|| factor(sc, (&a0, n), &mut a, &panels));
+            let run = crate::profile::Run {
+                elapsed_ns: ns?,
+                sequential_ns: amrq_bench::reference::median(&mut seq),
+                copy_gb_s: copy,
+            };
+            crate::profile::push(&mut o, tally, run);
+        }
     }
+    o.figures.push(Figure::single("size", n as f64));
     am.barrier()?;
     if me != 0 {
         return Ok(None);

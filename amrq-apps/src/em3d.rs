@@ -17,6 +17,7 @@
 //! that rotates from batch to batch. Every rank checks its values after each run
 //! against a sequential EM3D of the whole graph.
 
+use crate::profile::{messages, waits};
 use crate::{next, AppError};
 use amrq::am::HandlerTable;
 use amrq::splitc::{Layout, SplitC, SpreadArray};
@@ -201,21 +202,21 @@ impl Rank<'_> {
                     for &(j, w) in es {
                         let x = match j / n == me {
                             true => local[j - me * n],
-                            false => sc.read(other.at(j))?,
+                            false => messages(8, || sc.read(other.at(j)))?,
                         };
                         s += w * x;
                     }
                     *val -= s;
                 }
-                sc.barrier()?;
+                waits(|| sc.barrier())?;
                 sc.bulk_write(mine.at(me * n), &vals)?;
-                return Ok(sc.barrier()?);
+                return Ok(waits(|| sc.barrier())?);
             }
             Version::Get => {
                 for (k, &j) in side.ghosts.iter().enumerate() {
-                    sc.get(ghost_at(k), other.at(j))?;
+                    messages(8, || sc.get(ghost_at(k), other.at(j)))?;
                 }
-                sc.sync()?;
+                waits(|| sc.sync())?;
             }
             Version::Store => {
                 for (q, (nodes, start)) in side.wanted_by.iter().enumerate() {
@@ -223,9 +224,10 @@ impl Rank<'_> {
                         continue;
                     }
                     let pack: Vec<f64> = nodes.iter().map(|&j| local[j - me * n]).collect();
-                    sc.bulk_store(self.ghost.at(q * self.ghost_len + start), &pack)?;
+                    let to = self.ghost.at(q * self.ghost_len + start);
+                    messages(pack.len() * 8, || sc.bulk_store(to, &pack))?;
                 }
-                sc.all_store_sync()?;
+                waits(|| sc.all_store_sync())?;
             }
         }
         let mut ghosts = vec![0.0; side.ghosts.len()];
@@ -237,12 +239,12 @@ impl Rank<'_> {
             false => ghosts[side.ghosts.binary_search(&j).unwrap_or(0)],
         });
         // Everyone has read this kind's old values (and the ghosts) before any changes.
-        sc.barrier()?;
+        waits(|| sc.barrier())?;
         sc.bulk_write(mine.at(me * n), &vals)?;
-        Ok(sc.barrier()?)
+        Ok(waits(|| sc.barrier())?)
     }
 
-    /// `iters` iterations by `v`: ns on this rank.
+    /// `iters` iterations by `v`: ns (the longest rank's).
     fn run(&self, v: Version, iters: usize) -> Result<f64, AppError> {
         self.reset()?;
         let t = Instant::now();
@@ -250,7 +252,10 @@ impl Rank<'_> {
             self.half(v, &self.sides[0], (&self.e, &self.h))?;
             self.half(v, &self.sides[1], (&self.h, &self.e))?;
         }
-        Ok(t.elapsed().as_secs_f64() * 1e9)
+        // Ranks sharing cores leave the barrier at different times: the job took the
+        // longest rank's time.
+        let ns = t.elapsed().as_secs_f64() * 1e9;
+        Ok(self.sc.all_reduce(ns, amrq::coll::max)?)
     }
 
     /// Values of this rank's nodes that differ from the sequential ones.
@@ -339,12 +344,26 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
             let key = format!("{path}_{}_speedup", v.name());
             o.figures.push(Figure::of(key, &mut speedup[i]));
         }
+        if !frames {
+            // One more run, profiled: where the direct path's stores spend their time.
+            let copy = crate::on_rank_0_alone(am, crate::profile::copy_gb_s)?;
+            let (ns, tally) = crate::profile::profiled(|| r.run(Version::Store, shape.iters));
+            let run = crate::profile::Run {
+                elapsed_ns: ns?,
+                sequential_ns: amrq_bench::reference::median(&mut seq_us.clone())
+                    * shape.iters as f64
+                    * 1e3,
+                copy_gb_s: copy,
+            };
+            crate::profile::push(&mut o, tally, run);
+        }
         sc.all_spread_free(r.ghost)?;
         sc.all_spread_free(r.h)?;
         sc.all_spread_free(r.e)?;
     }
     o.figures
         .push(Figure::of("sequential_us_per_iter", &mut seq_us));
+    o.figures.push(Figure::single("size", n as f64));
     am.barrier()?;
     if me != 0 {
         return Ok(None);

@@ -18,6 +18,7 @@
 //! on every rank against the sequential 3-D FFT (the same plane and pencil steps on
 //! the whole array, with no transpose), which a unit test checks against a naive DFT.
 
+use crate::profile::{messages, waits};
 use crate::AppError;
 use amrq::am::HandlerTable;
 use amrq::splitc::{Layout, SplitC, SpreadArray};
@@ -132,7 +133,8 @@ struct Slabs {
     part: usize,
 }
 
-/// How long one parallel FFT took on this rank: in all, and in step 2.
+/// How long one parallel FFT took: in all (the longest rank's), and in step 2 on this
+/// rank.
 struct Times {
     total_ns: f64,
     transpose_ns: f64,
@@ -154,12 +156,13 @@ fn parallel(sc: &SplitC<()>, plan: &mut Plan, b: &mut Slabs) -> Result<Times, Ap
         for s in (1..p).map(|k| (me + k) % p) {
             let ys = block(n, p, s);
             let rows: &[f64] = bytemuck::cast_slice(&plane[ys.start * n..ys.end * n]);
-            sc.bulk_store(b.recv.at(s * b.part + z * rows.len()), rows)?;
+            let to = b.recv.at(s * b.part + z * rows.len());
+            messages(rows.len() * 8, || sc.bulk_store(to, rows))?;
         }
         // This rank's own rows need no message.
         b.slab[z * row..(z + 1) * row].copy_from_slice(&plane[ys.start * n..ys.end * n]);
     }
-    sc.all_store_sync()?;
+    waits(|| sc.all_store_sync())?;
     // The planes before and after this rank's own, from its part of the spread array.
     let (before, after) = b.slab.split_at_mut(zs.start * row);
     let after = &mut after[zs.len() * row..];
@@ -174,9 +177,12 @@ fn parallel(sc: &SplitC<()>, plan: &mut Plan, b: &mut Slabs) -> Result<Times, Ap
     }
     let t2 = Instant::now();
     plan.pencils(&b.slab, ys.len(), &mut b.out);
-    sc.barrier()?; // the FFT is done when every rank's part is
+    waits(|| sc.barrier())?; // the FFT is done when every rank's part is
+    let total_ns = t0.elapsed().as_secs_f64() * 1e9;
     Ok(Times {
-        total_ns: t0.elapsed().as_secs_f64() * 1e9,
+        // Ranks sharing cores leave the first barrier at different times: the job took
+        // the longest rank's time.
+        total_ns: sc.all_reduce(total_ns, amrq::coll::max)?,
         transpose_ns: (t2 - t1).as_secs_f64() * 1e9,
     })
 }
@@ -266,9 +272,21 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
             o.figures
                 .push(Figure::of(format!("{path}_transpose_mb_s"), &mut mb_s));
         }
+        if !frames {
+            // One more run, profiled: where the direct path's time goes.
+            let copy = crate::on_rank_0_alone(am, crate::profile::copy_gb_s)?;
+            let (t, tally) = crate::profile::profiled(|| parallel(sc, &mut plan, &mut b));
+            let run = crate::profile::Run {
+                elapsed_ns: t?.total_ns,
+                sequential_ns: amrq_bench::reference::median(&mut seq_ms.clone()) * 1e6,
+                copy_gb_s: copy,
+            };
+            crate::profile::push(&mut o, tally, run);
+        }
         sc.all_spread_free(b.recv)?;
     }
     o.figures.push(Figure::of("sequential_ms", &mut seq_ms));
+    o.figures.push(Figure::single("size", n as f64));
     am.barrier()?;
     if me != 0 {
         return Ok(None);

@@ -22,6 +22,7 @@ pub mod cholesky;
 pub mod em3d;
 pub mod fft;
 pub mod matrix;
+pub mod profile;
 pub mod queens;
 pub mod radix;
 pub mod raytrace;

@@ -38,6 +38,9 @@ enum App {
         /// A Matrix Market file to solve instead (its lower triangle).
         #[arg(long)]
         file: Option<PathBuf>,
+        /// A synthetic factor of this many rows (bcsprw10's non-zeros per row) instead.
+        #[arg(long, conflicts_with = "file")]
+        rows: Option<usize>,
     },
     /// Begel et al.'s EM3D on the Split-C layer (read, get, store; direct and message path).
     Em3d {
@@ -105,7 +108,7 @@ enum App {
         /// Image width, pixels (default 160 with --quick, 480 otherwise).
         #[arg(long)]
         width: Option<usize>,
-        /// Image height, pixels (default 120 with --quick, 360 otherwise).
+        /// Image height, pixels (default: three quarters of the width).
         #[arg(long)]
         height: Option<usize>,
         /// Spheres per side of the grid of spheres.
@@ -148,8 +151,12 @@ fn main() {
             common,
             matrix,
             file,
+            rows,
         } => {
-            let (name, l) = load(&matrix, file.as_deref());
+            let (name, l) = match rows {
+                Some(n) => synthetic(n),
+                None => load(&matrix, file.as_deref()),
+            };
             let mut cfg = amrq::Config::new();
             let queues = trisolve::Queues {
                 poll: cfg.add_queue(trisolve::QUEUE_SLOTS),
@@ -237,9 +244,10 @@ fn main() {
             height,
             spheres,
         } => {
+            let width = width.unwrap_or(if common.quick { 160 } else { 480 });
             let shape = raytrace::Shape {
-                width: width.unwrap_or(if common.quick { 160 } else { 480 }),
-                height: height.unwrap_or(if common.quick { 120 } else { 360 }),
+                width,
+                height: height.unwrap_or(width * 3 / 4),
                 grid: spheres,
                 batches: if common.quick { 3 } else { 11 },
             };
@@ -269,7 +277,32 @@ fn load(matrix: &str, file: Option<&std::path::Path>) -> (String, Lower) {
     )
 }
 
-/// Runs every application as a child job, at each rank count, and writes the report.
+/// A synthetic factor of `n` rows with bcsprw10's non-zeros per row.
+fn synthetic(n: usize) -> (String, Lower) {
+    let (_, rows, nnz) = PAPER[PAPER.len() - 1];
+    if n == 0 {
+        amrq_apps::fail("--rows 0: at least one row");
+    }
+    let l = Lower::power_grid_like(n, (n * nnz / rows).max(n), n as u64);
+    (format!("{n} rows (synthetic)"), l)
+}
+
+/// The size sweep on 2 ranks: per application, the flag that sets its size, and the
+/// sizes beside its runs' defaults (a quick run's, a full run's).
+const SWEEP: [(&str, &str, &[usize], &[usize]); 9] = [
+    ("transpose", "--block", &[512], &[256, 1024, 16384, 65536]),
+    ("trisolve", "--rows", &[], &[21200, 84800]),
+    ("em3d", "--nodes", &[50], &[50, 5000, 50000]),
+    ("cg", "--grid", &[16], &[16, 32, 128, 256, 512]),
+    ("fft", "--size", &[32], &[16, 32, 64, 256]),
+    ("queens", "--board", &[9], &[8, 10, 12, 14]),
+    ("radix", "--keys", &[4096], &[4096, 65536, 4194304]),
+    ("raytrace", "--width", &[40], &[40, 160, 1280]),
+    ("cholesky", "--size", &[64], &[64, 128, 256, 1536]),
+];
+
+/// Runs every application as a child job, at each rank count and at each size of the
+/// sweep, and writes the report.
 fn all(quick: bool, out: &std::path::Path) {
     let exe = std::env::current_exe().unwrap_or_else(|e| amrq_apps::fail(&e.to_string()));
     let mut outcomes = Vec::new();
@@ -306,6 +339,13 @@ fn all(quick: bool, out: &std::path::Path) {
             runs.push(("trisolve", args));
         }
     }
+    let regular = runs.len();
+    for (app, flag, short, long) in SWEEP {
+        for size in if quick { short } else { long } {
+            let args = vec![flag.into(), size.to_string(), "--ranks".into(), "2".into()];
+            runs.push((app, args));
+        }
+    }
     let progress = amrq_bench::progress::Progress::new(Some(runs.len()));
     for (app, args) in runs {
         progress.start(format!("{app} {}", args.join(" ")));
@@ -321,13 +361,14 @@ fn all(quick: bool, out: &std::path::Path) {
         ));
     }
     progress.finish();
-    if let Err(e) = amrq_apps::report::write(&outcomes, quick, out) {
+    let sweep = outcomes.split_off(regular);
+    if let Err(e) = amrq_apps::report::write(&outcomes, &sweep, quick, out) {
         amrq_apps::fail(&e);
     }
-    let failed = outcomes.iter().filter(|o| o.failed()).count();
+    let failed = outcomes.iter().chain(&sweep).filter(|o| o.failed()).count();
     println!(
         "apps: runs={} failed={failed} report={}",
-        outcomes.len(),
+        outcomes.len() + sweep.len(),
         out.join("summary.md").display()
     );
     if failed > 0 {

@@ -462,6 +462,7 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
         o.figures.push(Figure::of(*name, v));
     }
     o.figures.push(Figure::single("depth", s.depth.into()));
+    o.figures.push(Figure::single("size", n.into()));
     am.barrier()?;
     if me != 0 {
         return Ok(None);

@@ -22,6 +22,7 @@
 //! sort's result is checked: the ranks' runs end to end, gathered on rank 0, are the
 //! keys one core sorted, key for key.
 
+use crate::profile::{messages, waits};
 use crate::AppError;
 use amrq::am::{Am, HandlerTable, RequestHandler};
 use amrq::coll::Coll;
@@ -150,12 +151,18 @@ struct Sorter<'a> {
 const NAP: std::time::Duration = std::time::Duration::from_millis(1);
 
 impl Sorter<'_> {
-    /// Sorts `keys` (this rank's) by `mode`: the rank's run of the sorted whole.
-    fn sort(&self, mode: Mode, mut keys: Vec<u32>) -> Result<Vec<u32>, AppError> {
+    /// Sorts `keys` (this rank's) by `mode`: the rank's run of the sorted whole, and
+    /// ns (the longest rank's, from a barrier; every pass ends in one).
+    fn sort(&self, mode: Mode, mut keys: Vec<u32>) -> Result<(Vec<u32>, f64), AppError> {
+        self.am.barrier()?;
+        let t = Instant::now();
         for pass in 0..PASSES {
             keys = self.pass(mode, &keys, pass)?;
         }
-        Ok(keys)
+        // Ranks sharing cores leave the barrier at different times.
+        let mut ns = [t.elapsed().as_secs_f64() * 1e9];
+        self.coll.allreduce(&mut ns, amrq::coll::max)?;
+        Ok((keys, ns[0]))
     }
 
     /// One pass: every key to its place in the order of digit `pass`.
@@ -166,7 +173,7 @@ impl Sorter<'_> {
             counts[digit(k, pass)] += 1;
         }
         let mut all = vec![0u64; self.p * DIGITS];
-        self.coll.allgather(&counts, &mut all)?;
+        waits(|| self.coll.allgather(&counts, &mut all))?;
         // Where this rank's keys of each digit start in the global order: after every
         // key of a lower digit, then after lower ranks' keys of the same digit.
         let mut start = vec![0usize; DIGITS];
@@ -194,7 +201,7 @@ impl Sorter<'_> {
         *st.into.borrow_mut() = vec![0; n];
         st.base.set(self.me * n);
         st.got.set(0);
-        self.am.barrier()?; // every rank ready for the keys of this pass
+        waits(|| self.am.barrier())?; // every rank ready for the keys of this pass
         let mut from = 0;
         for d in 0..DIGITS {
             let mut place = start[d];
@@ -203,12 +210,13 @@ impl Sorter<'_> {
                 // A run stops at the message's size and at the end of a rank's places.
                 let room = n - place % n;
                 let take = PER_MESSAGE.min(end - from).min(room);
-                self.send(mode, place / n, place, &local[from..from + take])?;
+                let run = &local[from..from + take];
+                messages(run.len() * 4, || self.send(mode, place / n, place, run))?;
                 (place, from) = (place + take, from + take);
             }
         }
-        self.receive_all(mode, n)?;
-        self.am.barrier()?; // no key of this pass still in flight to anyone
+        waits(|| self.receive_all(mode, n))?;
+        waits(|| self.am.barrier())?; // no key of this pass still in flight to anyone
         Ok(std::mem::take(&mut *st.into.borrow_mut()))
     }
 
@@ -386,10 +394,8 @@ pub fn rank_main(setup: Setup, q: QueueId, shape: Shape) -> Result<Option<Outcom
         let mut ns = [0.0; MODES.len()];
         for k in 0..MODES.len() {
             let i = (batch + k) % MODES.len();
-            am.barrier()?;
-            let t = Instant::now();
-            let sorted = s.sort(MODES[i], keys.clone())?;
-            ns[i] = t.elapsed().as_secs_f64() * 1e9; // every pass ends in a barrier
+            let sorted;
+            (sorted, ns[i]) = s.sort(MODES[i], keys.clone())?;
             if !s.check(&sorted, &want)? {
                 return Err(
                     format!("radix sort `{}`: the keys are not sorted", MODES[i].name()).into(),
@@ -405,11 +411,21 @@ pub fn rank_main(setup: Setup, q: QueueId, shape: Shape) -> Result<Option<Outcom
             seq_ms.push(seq / 1e6);
         }
     }
+    // One more run, profiled: where the inlined loop's time goes.
+    let copy = crate::on_rank_0_alone(am, crate::profile::copy_gb_s)?;
+    let (run, tally) = crate::profile::profiled(|| s.sort(Mode::Inlined, keys.clone()));
+    let profiled_ns = run?.1;
     am.barrier()?;
     if me != 0 {
         return Ok(None);
     }
     let mut o = Outcome::new("radix", p, 0.0);
+    let run = crate::profile::Run {
+        elapsed_ns: profiled_ns,
+        sequential_ns: amrq_bench::reference::median(&mut seq_ms.clone()) * 1e6,
+        copy_gb_s: copy,
+    };
+    crate::profile::push(&mut o, tally, run);
     for (i, m) in MODES.iter().enumerate() {
         o.figures
             .push(Figure::of(format!("{}_ms", m.name()), &mut ms[i]));
@@ -424,6 +440,7 @@ pub fn rank_main(setup: Setup, q: QueueId, shape: Shape) -> Result<Option<Outcom
     }
     o.figures.push(Figure::of("sequential_ms", &mut seq_ms));
     o.figures.push(Figure::single("keys", (n * p) as f64));
+    o.figures.push(Figure::single("size", n as f64));
     o.notes.push(format!(
         "{n} 32-bit keys per rank, {} passes of {BITS} bits, up to {PER_MESSAGE} keys per Express message; ms per sort (rank 0; every pass ends in a barrier); speed-up over one core's radix sort of every rank's keys, timed on rank 0 in the same batch; *_over_handlers: handlers' time over the mode's, per batch (above 1: the mode is faster)",
         PASSES

@@ -12,6 +12,7 @@
 //! shape: the ray tracer scales best of its applications, near linearly: little data
 //! moves (a pixel is a word after thousands of floating-point operations).
 
+use crate::profile::{messages, waits};
 use crate::AppError;
 use amrq::am::HandlerTable;
 use amrq::splitc::{Layout, SplitC, SpreadArray};
@@ -177,7 +178,8 @@ impl Scene {
 }
 
 /// One parallel render into `image` (on rank 0): rows taken in blocks from the counter
-/// at `next` (on rank 0, zero before the call); ns, and the rows this rank rendered.
+/// at `next` (on rank 0, zero before the call); ns (the longest rank's, from its
+/// barrier to the last store), and the rows this rank rendered.
 fn render(
     sc: &SplitC<()>,
     scene: &Scene,
@@ -189,7 +191,7 @@ fn render(
     sc.barrier()?;
     let t = Instant::now();
     loop {
-        let first = sc.rma().fetch_add(0, next, BLOCK_ROWS as u64)? as usize;
+        let first = messages(8, || sc.rma().fetch_add(0, next, BLOCK_ROWS as u64))? as usize;
         if first >= height {
             break;
         }
@@ -197,11 +199,17 @@ fn render(
         for (k, row) in rows.chunks_mut(width).take(n).enumerate() {
             scene.row((width, height), first + k, row);
         }
-        sc.bulk_store(image.at(first * width), &rows[..n * width])?;
+        let done = &rows[..n * width];
+        messages(done.len() * 4, || {
+            sc.bulk_store(image.at(first * width), done)
+        })?;
         mine += n as u64;
     }
-    sc.all_store_sync()?; // every pixel stored on rank 0
-    Ok((t.elapsed().as_secs_f64() * 1e9, mine))
+    waits(|| sc.all_store_sync())?; // every pixel stored on rank 0
+    let ns = t.elapsed().as_secs_f64() * 1e9;
+    // Ranks sharing cores leave the barrier at different times: the job took the
+    // longest rank's time.
+    Ok((sc.all_reduce(ns, amrq::coll::max)?, mine))
 }
 
 /// One rank of the ray tracer: the outcome on rank 0.
@@ -227,6 +235,7 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
         sc.rma().use_frames(frames);
         let path = if frames { "frames" } else { "direct" };
         let (mut ms, mut speedup, mut balance) = (Vec::new(), Vec::new(), Vec::new());
+        let mut seq = Vec::new();
         for batch in 0..=shape.batches {
             let seq_ns = crate::on_rank_0_alone(am, || crate::ns_of(|| scene.image((w, h))))?;
             if me == 0 {
@@ -252,6 +261,7 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
             if batch > 0 {
                 ms.push(ns / 1e6);
                 speedup.push(seq_ns / ns);
+                seq.push(seq_ns);
                 balance.push(most as f64 / (h as f64 / p as f64));
             }
         }
@@ -260,7 +270,23 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
             .push(Figure::of(format!("{path}_speedup"), &mut speedup));
         o.figures
             .push(Figure::of(format!("{path}_balance"), &mut balance));
+        if !frames {
+            // One more run, profiled: where the direct path's time goes.
+            let copy = crate::on_rank_0_alone(am, crate::profile::copy_gb_s)?;
+            if me == 0 {
+                sc.rma().store(0, next, 0)?;
+            }
+            let (run, tally) =
+                crate::profile::profiled(|| render(sc, &scene, (w, h), (&image, next)));
+            let run = crate::profile::Run {
+                elapsed_ns: run?.0,
+                sequential_ns: amrq_bench::reference::median(&mut seq),
+                copy_gb_s: copy,
+            };
+            crate::profile::push(&mut o, tally, run);
+        }
     }
+    o.figures.push(Figure::single("size", (w * h) as f64));
     am.barrier()?;
     if me != 0 {
         return Ok(None);

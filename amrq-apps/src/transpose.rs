@@ -35,6 +35,7 @@
 //! is a warm-up, and its results are checked on every rank (with `check`, every
 //! batch's).
 
+use crate::profile::{messages, waits};
 use crate::AppError;
 use amrq::am::{Am, AmError, HandlerTable, RequestHandler};
 use amrq::conduit::{Conduit, ReceivedFrame};
@@ -260,7 +261,11 @@ impl Rank<'_> {
                 }
                 next += gap;
             }
-            self.inject(v, dest, k)?;
+            let bytes = self
+                .shape
+                .chunk
+                .min(self.shape.block - k * self.shape.chunk);
+            messages(bytes, || self.inject(v, dest, k))?;
             if v.alternates() && s.got.get() < want {
                 // Exactly one dequeue between injections: it fails when no chunk is
                 // there (the rest are taken after the last injection).
@@ -269,7 +274,7 @@ impl Rank<'_> {
                 }
             }
         }
-        self.receive_all(v, want)
+        waits(|| self.receive_all(v, want))
     }
 
     /// `reps` transposes by `v`: ns on this rank (each ends in a barrier).
@@ -288,7 +293,7 @@ impl Rank<'_> {
             s.recv.borrow_mut()[me * b..(me + 1) * b].copy_from_slice(own);
             for i in 1..p {
                 self.step(v, (me + i) % p, (rep * (p - 1) + i) * chunks)?;
-                self.am.barrier()?;
+                waits(|| self.am.barrier())?;
             }
         }
         Ok(t.elapsed().as_secs_f64() * 1e9)
@@ -440,16 +445,27 @@ pub fn rank_main(setup: Setup, q: QueueId, shape: Shape) -> Result<Option<Outcom
             seq_bw.push(bytes / seq * 1e3);
         }
     }
+    // One more run, profiled: where `am`'s time goes.
+    let copy = crate::on_rank_0_alone(am, crate::profile::copy_gb_s)?;
+    let (profiled, tally) = crate::profile::profiled(|| r.run(Variant::Am, reps));
+    let profiled = profiled?;
     am.barrier()?;
     if me != 0 {
         return Ok(None);
     }
     let mut o = Outcome::new("transpose", p, 0.0);
+    o.figures.push(Figure::single("size", b as f64));
     if p == 1 {
         o.notes
             .push("one rank: nothing crosses; nothing to time".into());
         return Ok(Some(o));
     }
+    let run = crate::profile::Run {
+        elapsed_ns: profiled,
+        sequential_ns: bytes / amrq_bench::reference::median(&mut seq_bw.clone()) * 1e3,
+        copy_gb_s: copy,
+    };
+    crate::profile::push(&mut o, tally, run);
     for (i, v) in VARIANTS.iter().enumerate() {
         o.figures
             .push(Figure::of(format!("{}_mb_s", v.name()), &mut bw[i]));

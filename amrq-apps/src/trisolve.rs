@@ -21,6 +21,7 @@
 //! batch checks every rank's x against it (with `check`, every batch).
 
 use crate::matrix::Lower;
+use crate::profile::{messages, waits};
 use crate::AppError;
 use amrq::am::{Am, Handler, SendHandlerTable};
 use amrq::conduit::ReceivedFrame;
@@ -316,10 +317,10 @@ impl Rank<'_> {
                 return Ok(());
             };
             self.send_rows(mode, &plan, &ready)?;
-            let took = match mode {
-                Mode::Handlers => self.am.poll()?,
-                _ => self.receive_inlined()?,
-            };
+            let took = waits(|| match mode {
+                Mode::Handlers => Ok(self.am.poll()?),
+                _ => self.receive_inlined(),
+            })?;
             if took == 0 && ready.is_empty() {
                 backoff.snooze();
             } else {
@@ -382,7 +383,7 @@ impl Rank<'_> {
         for &r in ready {
             let x = st.solver.borrow().as_ref().map_or(0.0, |s| s.x[r]);
             for &d in &plan.dests[r] {
-                self.send(mode, d as usize, plan.global(r), x)?;
+                messages(16, || self.send(mode, d as usize, plan.global(r), x))?;
             }
             if let Some(s) = st.solver.borrow_mut().as_mut() {
                 s.apply(plan, plan.global(r) as u64, x);
@@ -430,7 +431,7 @@ impl Rank<'_> {
                 Mode::Interrupts => self.solve_interrupts()?,
                 _ => self.solve_polling(mode)?,
             }
-            self.am.barrier()?;
+            waits(|| self.am.barrier())?;
             ns += t.elapsed().as_secs_f64() * 1e9;
             let (got, bad) = match mode {
                 Mode::Interrupts => {
@@ -574,11 +575,31 @@ pub fn rank_main(
             seq_ns.push(seq / 1e3);
         }
     }
+    // One more run, profiled: where the handlers' time goes.
+    let (profiled, tally, copy) = {
+        let held = job.hold();
+        let copy = crate::on_rank_0_alone(held.am(), crate::profile::copy_gb_s)?;
+        let r = Rank {
+            am: held.am(),
+            q,
+            h,
+            shared: shared.clone(),
+        };
+        let (run, tally) = crate::profile::profiled(|| r.run(Mode::Handlers, &plan, shape.reps));
+        (run?.0, tally, copy)
+    };
     job.hold().barrier()?;
     if me != 0 {
         return Ok(None);
     }
     let mut o = Outcome::new("trisolve", p, 0.0);
+    let run = crate::profile::Run {
+        elapsed_ns: profiled,
+        sequential_ns: amrq_bench::reference::median(&mut seq_ns.clone()) * 1e3 * shape.reps as f64,
+        copy_gb_s: copy,
+    };
+    crate::profile::push(&mut o, tally, run);
+    o.figures.push(Figure::single("size", l.n() as f64));
     for (i, m) in MODES.iter().enumerate() {
         o.figures
             .push(Figure::of(format!("{}_us", m.name()), &mut per_mode[i]));

@@ -200,9 +200,36 @@ fn all_quick_writes_the_report() {
             .expect("outcomes");
     assert_eq!(
         all.len(),
-        36,
-        "3 transposes; EM3D, CG, FFT, N-Queens, the radix sort, the ray tracer and Cholesky on 1, 2, 4 ranks; 3 more N-Queens; 9 solves"
+        44,
+        "3 transposes; EM3D, CG, FFT, N-Queens, the radix sort, the ray tracer and Cholesky on 1, 2, 4 ranks; 3 more N-Queens; 9 solves; 8 more sizes on 2 ranks"
     );
+    // Every application has two sizes or more in the sweep, and a verdict.
+    let sweep = summary
+        .split("## Speed-up against size")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("a size section");
+    for app in [
+        "transpose, am",
+        "triangular solve, handlers",
+        "EM3D by stores, direct",
+        "CG, direct",
+        "3-D FFT, direct",
+        "N-Queens, message-driven",
+        "radix sort, inlined",
+        "ray tracer, direct",
+        "Cholesky, direct",
+    ] {
+        let rows = sweep
+            .lines()
+            .filter(|l| l.starts_with(&format!("| {app} |")))
+            .count();
+        assert!(rows >= 2, "{rows} sizes of {app}:\n{sweep}");
+        assert!(
+            sweep.contains(&format!("- {app}: 2 ranks ")),
+            "no verdict for {app}:\n{sweep}"
+        );
+    }
     // Every application's speed-up curve has its three points.
     let curves = summary
         .split("## Speed-up")
@@ -236,7 +263,7 @@ fn all_quick_writes_the_report() {
         summary.contains("| bcsprw10 (synthetic) | 2 |"),
         "{summary}"
     );
-    for plot in ["transpose", "trisolve", "speedup", "queens"] {
+    for plot in ["transpose", "trisolve", "speedup", "queens", "sizes"] {
         assert!(std::fs::metadata(dir.join(format!("plots/{plot}.svg"))).is_ok());
     }
     assert!(std::fs::read_to_string(dir.join("results.csv"))

@@ -6,6 +6,7 @@
 
 mod rq;
 mod splitc;
+mod sweep;
 mod tam;
 
 use crate::transpose::VARIANTS;
@@ -171,8 +172,14 @@ fn of<'a>(outcomes: &'a [Outcome], app: &str) -> Vec<&'a Outcome> {
     outcomes.iter().filter(|o| o.name == app).collect()
 }
 
-/// Writes the report of `outcomes` into `out`.
-pub fn write(outcomes: &[Outcome], quick: bool, out: &Path) -> Result<(), String> {
+/// Writes the report of `outcomes` (the runs on 1, 2 and 4 ranks) and `sweep` (the
+/// size sweep's on 2) into `out`.
+pub fn write(
+    outcomes: &[Outcome],
+    sweep: &[Outcome],
+    quick: bool,
+    out: &Path,
+) -> Result<(), String> {
     let w = |name: &str, text: &str| {
         std::fs::write(out.join(name), text).map_err(|e| format!("{}: {e}", out.display()))
     };
@@ -182,6 +189,7 @@ pub fn write(outcomes: &[Outcome], quick: bool, out: &Path) -> Result<(), String
     let mut s = format!("# amrq-apps report\n\n{}\n", m.line(run));
     let curves = speedups(outcomes);
     speedup_section(&mut s, &curves);
+    let sizes = sweep::section(&mut s, outcomes, sweep);
     let (transposes, solves) = (of(outcomes, "transpose"), of(outcomes, "trisolve"));
     rq::transpose_section(&mut s, &transposes);
     rq::trisolve_section(&mut s, &solves);
@@ -197,7 +205,11 @@ pub fn write(outcomes: &[Outcome], quick: bool, out: &Path) -> Result<(), String
     splitc::cholesky_section(&mut s, &of(outcomes, "cholesky"));
     let queens = of(outcomes, "queens");
     tam::queens_section(&mut s, &queens);
-    let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.failed()).collect();
+    let failed: Vec<&Outcome> = outcomes
+        .iter()
+        .chain(sweep)
+        .filter(|o| o.failed())
+        .collect();
     if !failed.is_empty() {
         s += "\n## Failed runs\n\n";
         for o in failed {
@@ -211,13 +223,15 @@ pub fn write(outcomes: &[Outcome], quick: bool, out: &Path) -> Result<(), String
         }
     }
     s += "\n## Plots\n\n- speed-up of every application on 1, 2 and 4 ranks: [SVG](plots/speedup.svg)\n\
+- speed-up on 2 ranks against size: [SVG](plots/sizes.svg)\n\
 - transpose bandwidth per variant: [SVG](plots/transpose.svg)\n\
 - triangular solve, µs per solve by mode: [SVG](plots/trisolve.svg)\n\
 - message-driven N-Queens on 2 ranks by grain: [SVG](plots/queens.svg)\n";
     w("summary.md", &s)?;
-    let json = serde_json::to_string_pretty(outcomes).map_err(|e| e.to_string())?;
+    let all: Vec<Outcome> = outcomes.iter().chain(sweep).cloned().collect();
+    let json = serde_json::to_string_pretty(&all).map_err(|e| e.to_string())?;
     w("results.json", &json)?;
-    w("results.csv", &amrq_bench::files::csv_of(outcomes))?;
+    w("results.csv", &amrq_bench::files::csv_of(&all))?;
     let plots = out.join("plots");
     Chart {
         file: "speedup",
@@ -227,6 +241,18 @@ pub fn write(outcomes: &[Outcome], quick: bool, out: &Path) -> Result<(), String
         log_x: false,
         log_y: true,
         curves,
+        categories: &[],
+        parity: true,
+    }
+    .write(&plots)?;
+    Chart {
+        file: "sizes",
+        title: "Speed-up on 2 ranks against problem size",
+        x_label: "size over the paper's run (the default run's where the paper gives none)",
+        y_label: "speed-up",
+        log_x: true,
+        log_y: true,
+        curves: sizes,
         categories: &[],
         parity: true,
     }
