@@ -201,7 +201,11 @@ fn main() {
             amrq_apps::run_job(&common, cfg, |c| cg::rank_main(c, shape))
         }
         App::Fft { common, size } => {
-            let cfg = amrq::Config::new();
+            let mut cfg = amrq::Config::new();
+            // One rank's slab buffer, on one rank the whole cube of complex values.
+            let cube = 16 * size.pow(3);
+            cfg.segment_bytes
+                .set_default(cfg.segment_bytes.get().max(cube + (1 << 20)));
             let shape = fft::Shape {
                 n: size,
                 batches: if common.quick { 3 } else { 11 },
