@@ -3,8 +3,8 @@
 //! blocks over the ranks. Each iteration sends the search direction's boundary rows to
 //! the neighbouring ranks by bulk `store` (completed by `all_store_sync`: the
 //! store-heavy pattern Begel et al. measure), applies the stencil, and takes two dot
-//! products with `all_reduce`. Every run is checked on every rank against a sequential
-//! CG of the same iterations: the residual and this rank's part of x.
+//! products with `all_reduce`. Every timed run is checked on every rank against a
+//! sequential CG of the same iterations: the residual and this rank's part of x.
 
 use crate::profile::{messages, waits};
 use crate::AppError;
@@ -109,22 +109,21 @@ fn parallel(
     let mut rr = sum(dot(&r, &r))?;
     for _ in 0..iters {
         if n > 0 {
-            let row = g * size_of::<f64>();
             if me > 0 && !rows_of(g, p, me - 1).is_empty() {
-                // My first row: their below.
-                messages(row, || sc.bulk_store(slot(me - 1, 1), &pv[..g]))?;
+                let first = &pv[..g]; // their below
+                messages(size_of_val(first), || sc.bulk_store(slot(me - 1, 1), first))?;
             }
             if me + 1 < p && !rows_of(g, p, me + 1).is_empty() {
-                // My last row: their above.
-                messages(row, || sc.bulk_store(slot(me + 1, 0), &pv[n - g..]))?;
+                let last = &pv[n - g..]; // their above
+                messages(size_of_val(last), || sc.bulk_store(slot(me + 1, 0), last))?;
             }
         }
         waits(|| sc.all_store_sync())?;
         if me > 0 && rows.start > 0 {
-            messages(0, || sc.bulk_read(slot(me, 0), &mut above))?;
+            sc.bulk_read(slot(me, 0), &mut above)?;
         }
         if me + 1 < p && rows.end < g {
-            messages(0, || sc.bulk_read(slot(me, 1), &mut below))?;
+            sc.bulk_read(slot(me, 1), &mut below)?;
         }
         stencil(g, &pv, (&above, &below), &mut q);
         let alpha = rr / sum(dot(&pv, &q))?;
@@ -139,9 +138,7 @@ fn parallel(
             pv[k] = r[k] + beta * pv[k];
         }
     }
-    // Ranks sharing cores leave the barrier at different times: the job took the
-    // longest rank's time.
-    let ns = sc.all_reduce(t.elapsed().as_secs_f64() * 1e9, coll::max)?;
+    let ns = crate::profile::longest(t, |mine| sc.all_reduce(mine, coll::max))?;
     Ok((x, rr, ns))
 }
 
@@ -195,16 +192,9 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
             .push(Figure::of(format!("{path}_speedup"), &mut speedup));
         if !frames {
             // One more run, profiled: where the direct path's time goes.
-            let copy = crate::on_rank_0_alone(am, crate::profile::copy_gb_s)?;
-            let (run, tally) = crate::profile::profiled(|| parallel(sc, g, shape.iters, &ghost));
-            let run = crate::profile::Run {
-                elapsed_ns: run?.2,
-                sequential_ns: amrq_bench::reference::median(&mut seq_us.clone())
-                    * shape.iters as f64
-                    * 1e3,
-                copy_gb_s: copy,
-            };
-            crate::profile::push(&mut o, tally, run);
+            let seq = amrq_bench::reference::median(&mut seq_us.clone()) * 1e3;
+            let run = || Ok(parallel(sc, g, shape.iters, &ghost)?.2);
+            crate::profile::measure(am, seq * shape.iters as f64, run)?.push(&mut o);
         }
         sc.all_spread_free(ghost)?;
     }
@@ -216,7 +206,7 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
         return Ok(None);
     }
     o.notes.push(format!(
-        "{g}×{g} grid ({} unknowns), rows in blocks over the ranks, {} iterations per run; µs per iteration (rank 0); the sequential CG timed on rank 0 before each run; every run checked against it",
+        "{g}×{g} grid ({} unknowns), rows in blocks over the ranks, {} iterations per run; µs per iteration (the longest rank's); the sequential CG timed on rank 0 before each run; every timed run checked against it",
         g * g,
         shape.iters
     ));

@@ -14,7 +14,7 @@
 //! | `store` | the owner pushes the values others need with one `bulk_store` per rank into their ghost slots; `all_store_sync`; then the update |
 //!
 //! Each batch times `iters` iterations per version and path, the versions in an order
-//! that rotates from batch to batch. Every rank checks its values after each run
+//! that rotates from batch to batch. Every rank checks its values after each timed run
 //! against a sequential EM3D of the whole graph.
 
 use crate::profile::{messages, waits};
@@ -225,7 +225,7 @@ impl Rank<'_> {
                     }
                     let pack: Vec<f64> = nodes.iter().map(|&j| local[j - me * n]).collect();
                     let to = self.ghost.at(q * self.ghost_len + start);
-                    messages(pack.len() * 8, || sc.bulk_store(to, &pack))?;
+                    messages(size_of_val(&pack[..]), || sc.bulk_store(to, &pack))?;
                 }
                 waits(|| sc.all_store_sync())?;
             }
@@ -252,10 +252,8 @@ impl Rank<'_> {
             self.half(v, &self.sides[0], (&self.e, &self.h))?;
             self.half(v, &self.sides[1], (&self.h, &self.e))?;
         }
-        // Ranks sharing cores leave the barrier at different times: the job took the
-        // longest rank's time.
-        let ns = t.elapsed().as_secs_f64() * 1e9;
-        Ok(self.sc.all_reduce(ns, amrq::coll::max)?)
+        let max = |mine| self.sc.all_reduce(mine, amrq::coll::max);
+        Ok(crate::profile::longest(t, max)?)
     }
 
     /// Values of this rank's nodes that differ from the sequential ones.
@@ -346,16 +344,9 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
         }
         if !frames {
             // One more run, profiled: where the direct path's stores spend their time.
-            let copy = crate::on_rank_0_alone(am, crate::profile::copy_gb_s)?;
-            let (ns, tally) = crate::profile::profiled(|| r.run(Version::Store, shape.iters));
-            let run = crate::profile::Run {
-                elapsed_ns: ns?,
-                sequential_ns: amrq_bench::reference::median(&mut seq_us.clone())
-                    * shape.iters as f64
-                    * 1e3,
-                copy_gb_s: copy,
-            };
-            crate::profile::push(&mut o, tally, run);
+            let seq = amrq_bench::reference::median(&mut seq_us.clone()) * 1e3;
+            let run = || r.run(Version::Store, shape.iters);
+            crate::profile::measure(am, seq * shape.iters as f64, run)?.push(&mut o);
         }
         sc.all_spread_free(r.ghost)?;
         sc.all_spread_free(r.h)?;
@@ -369,7 +360,7 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
         return Ok(None);
     }
     o.notes.push(format!(
-        "{n} E and {n} H nodes per rank, {DEGREE} edges each, {:.0} % remote; µs per iteration (rank 0); sequential: the whole graph on one core, timed on rank 0 before each batch; speed-up: its time over the version's",
+        "{n} E and {n} H nodes per rank, {DEGREE} edges each, {:.0} % remote; µs per iteration (the longest rank's); sequential: the whole graph on one core, timed on rank 0 before each batch; speed-up: its time over the version's",
         shape.remote * 100.0
     ));
     Ok(Some(o))

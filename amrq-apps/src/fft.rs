@@ -14,9 +14,10 @@
 //!   z ∈ zs(r), [z][y][x]  ──►  every z, y ∈ ys(s), [z][y][x] ──►  y ∈ ys(s), [y][x][z]
 //! ```
 //!
-//! Rank s ends with F(z, y, x) for y ∈ ys(s), laid out `[y][x][z]`. Every run is checked
-//! on every rank against the sequential 3-D FFT (the same plane and pencil steps on
-//! the whole array, with no transpose), which a unit test checks against a naive DFT.
+//! Rank s ends with F(z, y, x) for y ∈ ys(s), laid out `[y][x][z]`. Every timed run is
+//! checked on every rank against the sequential 3-D FFT (the same plane and pencil
+//! steps on the whole array, with no transpose), which a unit test checks against a
+//! naive DFT.
 
 use crate::profile::{messages, waits};
 use crate::AppError;
@@ -157,7 +158,7 @@ fn parallel(sc: &SplitC<()>, plan: &mut Plan, b: &mut Slabs) -> Result<Times, Ap
             let ys = block(n, p, s);
             let rows: &[f64] = bytemuck::cast_slice(&plane[ys.start * n..ys.end * n]);
             let to = b.recv.at(s * b.part + z * rows.len());
-            messages(rows.len() * 8, || sc.bulk_store(to, rows))?;
+            messages(size_of_val(rows), || sc.bulk_store(to, rows))?;
         }
         // This rank's own rows need no message.
         b.slab[z * row..(z + 1) * row].copy_from_slice(&plane[ys.start * n..ys.end * n]);
@@ -178,11 +179,8 @@ fn parallel(sc: &SplitC<()>, plan: &mut Plan, b: &mut Slabs) -> Result<Times, Ap
     let t2 = Instant::now();
     plan.pencils(&b.slab, ys.len(), &mut b.out);
     waits(|| sc.barrier())?; // the FFT is done when every rank's part is
-    let total_ns = t0.elapsed().as_secs_f64() * 1e9;
     Ok(Times {
-        // Ranks sharing cores leave the first barrier at different times: the job took
-        // the longest rank's time.
-        total_ns: sc.all_reduce(total_ns, amrq::coll::max)?,
+        total_ns: crate::profile::longest(t0, |mine| sc.all_reduce(mine, amrq::coll::max))?,
         transpose_ns: (t2 - t1).as_secs_f64() * 1e9,
     })
 }
@@ -274,14 +272,9 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
         }
         if !frames {
             // One more run, profiled: where the direct path's time goes.
-            let copy = crate::on_rank_0_alone(am, crate::profile::copy_gb_s)?;
-            let (t, tally) = crate::profile::profiled(|| parallel(sc, &mut plan, &mut b));
-            let run = crate::profile::Run {
-                elapsed_ns: t?.total_ns,
-                sequential_ns: amrq_bench::reference::median(&mut seq_ms.clone()) * 1e6,
-                copy_gb_s: copy,
-            };
-            crate::profile::push(&mut o, tally, run);
+            let seq = amrq_bench::reference::median(&mut seq_ms.clone()) * 1e6;
+            let run = || Ok(parallel(sc, &mut plan, &mut b)?.total_ns);
+            crate::profile::measure(am, seq, run)?.push(&mut o);
         }
         sc.all_spread_free(b.recv)?;
     }
@@ -292,7 +285,7 @@ pub fn rank_main(setup: Setup, shape: Shape) -> Result<Option<Outcome>, AppError
         return Ok(None);
     }
     o.notes.push(format!(
-        "{n}³ complex points, planes in blocks over the ranks; ms per FFT (rank 0); the sequential FFT timed on rank 0 before each parallel one; every run checked against it"
+        "{n}³ complex points, planes in blocks over the ranks; ms per FFT (the longest rank's); the sequential FFT timed on rank 0 before each parallel one; every timed run checked against it"
     ));
     Ok(Some(o))
 }

@@ -119,6 +119,19 @@ pub fn on_rank_0_alone<S, C: amrq::conduit::Conduit>(
     Ok(got)
 }
 
+/// The largest of every rank's `v` (every rank gets it).
+pub(crate) fn all_max<S, C: amrq::conduit::Conduit>(
+    am: &amrq::am::Am<S, C>,
+    v: f64,
+) -> Result<f64, AppError> {
+    let all = am
+        .rq()
+        .conduit()
+        .allgather(v.to_bits())
+        .map_err(amrq::am::AmError::from)?;
+    Ok(all.into_iter().map(f64::from_bits).fold(f64::MIN, f64::max))
+}
+
 /// ns that `f` takes, its result kept from the optimiser: a sequential reference's
 /// time.
 pub(crate) fn ns_of<T>(f: impl FnOnce() -> T) -> f64 {

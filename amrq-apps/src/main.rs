@@ -115,8 +115,8 @@ enum App {
         #[arg(long, default_value_t = 4)]
         spheres: usize,
     },
-    /// Every application at 1, 2 and 4 ranks (the transpose at 2, 4 and 8), then the
-    /// report.
+    /// Every application at 1, 2 and 4 ranks (the transpose at 2, 4 and 8), then on 2
+    /// ranks at more sizes, then the report.
     All {
         /// A short run, as CI runs it.
         #[arg(long)]

@@ -5,9 +5,12 @@
 //! rest, computing. The timed runs read no such clock: outside [`profiled`] a wrapper
 //! is one thread-local flag test.
 //!
-//! Beside the shares, the bytes the rank moved to others, and how long copying them
-//! would take at the copy bandwidth [`copy_gb_s`] measures in the same job: the memory
-//! traffic the messages cannot avoid.
+//! A call counts when it involves another rank; the same call to the rank itself (a
+//! store into its own part of a spread array) is a local copy and counts as
+//! computing. Beside the shares, the bytes the rank moved to or from others, and how
+//! long copying them would take at the copy bandwidth [`copy_gb_s`] measures in the
+//! same job (buffers larger than the caches, so a bound on what the bytes need): the
+//! memory traffic the messages cannot avoid.
 
 use amrq_bench::report::{Figure, Outcome};
 use std::cell::Cell;
@@ -24,13 +27,16 @@ pub struct Tally {
     pub bytes: u64,
     /// Calls timed.
     pub calls: u64,
+    /// This rank's own ns of the run, when the run reports it through [`longest`]
+    /// (its time is then the longest rank's).
+    pub own_ns: Option<f64>,
 }
 
 thread_local! {
     // Per thread, so ranks run as threads keep their own.
     static ON: Cell<bool> = const { Cell::new(false) };
     static TALLY: Cell<Tally> = const {
-        Cell::new(Tally { messages_ns: 0.0, waits_ns: 0.0, bytes: 0, calls: 0 })
+        Cell::new(Tally { messages_ns: 0.0, waits_ns: 0.0, bytes: 0, calls: 0, own_ns: None })
     };
 }
 
@@ -136,41 +142,87 @@ pub fn copy_gb_s() -> f64 {
     rates[2]
 }
 
-/// A profiled run's times on rank 0.
-#[derive(Debug, Clone, Copy)]
-pub struct Run {
-    /// The profiled run's ns.
-    pub elapsed_ns: f64,
-    /// ns one core takes for the same problem (the median of the sequential runs).
-    pub sequential_ns: f64,
-    /// GB/s of [`copy_gb_s`], measured in the same job.
-    pub copy_gb_s: f64,
+/// The job's time for a run that started at `t` on this rank: the longest rank's,
+/// which `max_over_ranks` gives from this rank's. Ranks sharing cores leave the
+/// barrier before a run at different times, so one rank's time can miss another's
+/// start. A profiled run keeps this rank's own time for its shares.
+///
+/// ```
+/// let t = std::time::Instant::now();
+/// let ns = amrq_apps::profile::longest(t, |mine| Ok::<_, ()>(mine * 2.0)).unwrap();
+/// assert!(ns >= 0.0);
+/// ```
+pub fn longest<E>(
+    t: Instant,
+    max_over_ranks: impl FnOnce(f64) -> Result<f64, E>,
+) -> Result<f64, E> {
+    let own = t.elapsed().as_secs_f64() * 1e9;
+    if ON.get() {
+        let mut tally = TALLY.get();
+        tally.own_ns = Some(tally.own_ns.unwrap_or(0.0) + own); // a run of several sums
+        TALLY.set(tally);
+    }
+    max_over_ranks(own)
 }
 
-/// Adds a profiled run's figures to `o`: its time (`profile_ns`); the shares of it in
-/// messages, in waits, in the profiler's own clock reads (`profiler_share`) and
-/// computing; the computing time over this rank's share of one
-/// core's time (`compute_stretch`: above 1, the ranks compute slower side by side than
-/// one core alone, or the parallel code computes more); the bytes moved; and the share
-/// a copy of those bytes at the copy bandwidth would take (`traffic_share`).
-pub fn push(o: &mut Outcome, tally: Tally, run: Run) {
-    let share = |ns: f64| ns / run.elapsed_ns.max(1.0);
-    let (m, w) = (share(tally.messages_ns), share(tally.waits_ns));
-    let clock = share(tally.calls as f64 * outside_ns());
-    let compute = (1.0 - m - w - clock).max(0.0);
-    let fair = run.sequential_ns / o.ranks.max(1) as f64;
-    for (key, v) in [
-        ("profile_ns", run.elapsed_ns),
-        ("messages_share", m),
-        ("waits_share", w),
-        ("profiler_share", clock),
-        ("compute_share", compute),
-        ("compute_stretch", compute * run.elapsed_ns / fair),
-        ("bytes_moved", tally.bytes as f64),
-        ("copy_gb_s", run.copy_gb_s),
-        ("traffic_share", share(tally.bytes as f64 / run.copy_gb_s)),
-    ] {
-        o.figures.push(Figure::single(key, v));
+/// A profiled run on one rank, for rank 0's outcome ([`Profile::push`]).
+pub(crate) struct Profile {
+    tally: Tally,
+    /// The run's ns: this rank's own where the run gave it, else the run's result.
+    elapsed_ns: f64,
+    /// ns one core takes for the same problem (the sequential runs' median).
+    sequential_ns: f64,
+    /// GB/s of [`copy_gb_s`] (rank 0's; 0 elsewhere).
+    copy_gb_s: f64,
+}
+
+/// Measures the copy bandwidth on rank 0 alone, then makes one more run, profiled:
+/// `run` gives its ns; `sequential_ns` is one core's time for the same problem.
+pub(crate) fn measure<S, C: amrq::conduit::Conduit>(
+    am: &amrq::am::Am<S, C>,
+    sequential_ns: f64,
+    run: impl FnOnce() -> Result<f64, crate::AppError>,
+) -> Result<Profile, crate::AppError> {
+    let copy_gb_s = crate::on_rank_0_alone(am, copy_gb_s)?;
+    let (ns, tally) = profiled(run);
+    let ns = ns?;
+    Ok(Profile {
+        elapsed_ns: tally.own_ns.unwrap_or(ns),
+        tally,
+        sequential_ns,
+        copy_gb_s,
+    })
+}
+
+impl Profile {
+    /// Adds the run's figures to `o`: its time (`profile_ns`); the shares of it in
+    /// messages, in waits, in the profiler's own clock reads (`profiler_share`) and
+    /// computing (the rest: local work, local copies, load imbalance); the computing
+    /// time over this rank's share of one core's time (`compute_stretch`: above 1,
+    /// the ranks compute slower side by side than one core alone, this rank has more
+    /// than its share, or the parallel code computes more); the bytes moved to or from
+    /// other ranks; and the share a copy of those bytes at the copy bandwidth would
+    /// take (`traffic_share`).
+    pub(crate) fn push(self, o: &mut Outcome) {
+        let (tally, elapsed) = (self.tally, self.elapsed_ns.max(1.0));
+        let share = |ns: f64| ns / elapsed;
+        let (m, w) = (share(tally.messages_ns), share(tally.waits_ns));
+        let clock = share(tally.calls as f64 * outside_ns());
+        let compute = (1.0 - m - w - clock).max(0.0);
+        let fair = self.sequential_ns / o.ranks.max(1) as f64;
+        for (key, v) in [
+            ("profile_ns", elapsed),
+            ("messages_share", m),
+            ("waits_share", w),
+            ("profiler_share", clock),
+            ("compute_share", compute),
+            ("compute_stretch", compute * elapsed / fair),
+            ("bytes_moved", tally.bytes as f64),
+            ("copy_gb_s", self.copy_gb_s),
+            ("traffic_share", share(tally.bytes as f64 / self.copy_gb_s)),
+        ] {
+            o.figures.push(Figure::single(key, v));
+        }
     }
 }
 

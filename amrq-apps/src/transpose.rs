@@ -37,8 +37,8 @@
 
 use crate::profile::{messages, waits};
 use crate::AppError;
-use amrq::am::{Am, AmError, HandlerTable, RequestHandler};
-use amrq::conduit::{Conduit, ReceivedFrame};
+use amrq::am::{Am, HandlerTable, RequestHandler};
+use amrq::conduit::ReceivedFrame;
 use amrq::rq::{Kind, QueueId};
 use amrq::util::Backoff;
 use amrq::Setup;
@@ -277,7 +277,7 @@ impl Rank<'_> {
         waits(|| self.receive_all(v, want))
     }
 
-    /// `reps` transposes by `v`: ns on this rank (each ends in a barrier).
+    /// `reps` transposes by `v`: ns (the longest rank's; each ends in a barrier).
     fn run(&self, v: Variant, reps: usize) -> Result<f64, AppError> {
         let (b, p, me) = (self.shape.block, self.p, self.me);
         let chunks = b.div_ceil(self.shape.chunk);
@@ -296,7 +296,7 @@ impl Rank<'_> {
                 waits(|| self.am.barrier())?;
             }
         }
-        Ok(t.elapsed().as_secs_f64() * 1e9)
+        crate::profile::longest(t, |mine| crate::all_max(self.am, mine))
     }
 
     /// Wrong bytes in the receive buffer (and chunks dropped as misplaced).
@@ -329,21 +329,11 @@ impl Rank<'_> {
             }
             self.receive_all(Variant::Dequeue, n)?;
             let ns = t.elapsed().as_secs_f64() * 1e9 / n as f64;
-            gaps.push(all_max(self.am, ns)?);
+            gaps.push(crate::all_max(self.am, ns)?);
         }
         gaps.sort_by(f64::total_cmp);
         Ok(gaps[1])
     }
-}
-
-/// The largest of every rank's `v` (a gather through rank 0 and back).
-fn all_max(am: &Am<Landing>, v: f64) -> Result<f64, AppError> {
-    let all = am
-        .rq()
-        .conduit()
-        .allgather(v.to_bits())
-        .map_err(AmError::from)?;
-    Ok(all.into_iter().map(f64::from_bits).fold(f64::MIN, f64::max))
 }
 
 /// Registers the landing handler.
@@ -419,7 +409,7 @@ pub fn rank_main(setup: Setup, q: QueueId, shape: Shape) -> Result<Option<Outcom
             }
             if batch == 0 || shape.check {
                 let wrong = r.wrong();
-                let wrong = all_max(am, wrong as f64)?;
+                let wrong = crate::all_max(am, wrong as f64)?;
                 if wrong > 0.0 {
                     return Err(format!(
                         "transpose `{}`: a rank received {wrong} wrong bytes",
@@ -446,9 +436,8 @@ pub fn rank_main(setup: Setup, q: QueueId, shape: Shape) -> Result<Option<Outcom
         }
     }
     // One more run, profiled: where `am`'s time goes.
-    let copy = crate::on_rank_0_alone(am, crate::profile::copy_gb_s)?;
-    let (profiled, tally) = crate::profile::profiled(|| r.run(Variant::Am, reps));
-    let profiled = profiled?;
+    let seq = bytes / amrq_bench::reference::median(&mut seq_bw.clone()) * 1e3;
+    let profile = crate::profile::measure(am, seq, || r.run(Variant::Am, reps))?;
     am.barrier()?;
     if me != 0 {
         return Ok(None);
@@ -460,12 +449,7 @@ pub fn rank_main(setup: Setup, q: QueueId, shape: Shape) -> Result<Option<Outcom
             .push("one rank: nothing crosses; nothing to time".into());
         return Ok(Some(o));
     }
-    let run = crate::profile::Run {
-        elapsed_ns: profiled,
-        sequential_ns: bytes / amrq_bench::reference::median(&mut seq_bw.clone()) * 1e3,
-        copy_gb_s: copy,
-    };
-    crate::profile::push(&mut o, tally, run);
+    profile.push(&mut o);
     for (i, v) in VARIANTS.iter().enumerate() {
         o.figures
             .push(Figure::of(format!("{}_mb_s", v.name()), &mut bw[i]));

@@ -317,10 +317,15 @@ impl Rank<'_> {
                 return Ok(());
             };
             self.send_rows(mode, &plan, &ready)?;
-            let took = waits(|| match mode {
+            let receive = || match mode {
                 Mode::Handlers => Ok(self.am.poll()?),
                 _ => self.receive_inlined(),
-            })?;
+            };
+            // With no row of its own to send, the rank is waiting for others' values.
+            let took = match ready.is_empty() {
+                true => waits(receive)?,
+                false => messages(0, receive)?,
+            };
             if took == 0 && ready.is_empty() {
                 backoff.snooze();
             } else {
@@ -409,7 +414,7 @@ impl Rank<'_> {
         Ok(s.done())
     }
 
-    /// `reps` solves by `mode`, each ending in a barrier: ns on this rank, and x of
+    /// `reps` solves by `mode`, each ending in a barrier: ns (the longest rank's), and x of
     /// the last (this rank's rows).
     fn run(&self, mode: Mode, plan: &Arc<Plan>, reps: usize) -> Result<(f64, Vec<f64>), AppError> {
         let st = self.am.state();
@@ -432,7 +437,7 @@ impl Rank<'_> {
                 _ => self.solve_polling(mode)?,
             }
             waits(|| self.am.barrier())?;
-            ns += t.elapsed().as_secs_f64() * 1e9;
+            ns += crate::profile::longest(t, |mine| crate::all_max(self.am, mine))?;
             let (got, bad) = match mode {
                 Mode::Interrupts => {
                     let job = self.shared.job.lock().map_err(|_| "a handler panicked")?;
@@ -576,29 +581,24 @@ pub fn rank_main(
         }
     }
     // One more run, profiled: where the handlers' time goes.
-    let (profiled, tally, copy) = {
+    let profile = {
         let held = job.hold();
-        let copy = crate::on_rank_0_alone(held.am(), crate::profile::copy_gb_s)?;
         let r = Rank {
             am: held.am(),
             q,
             h,
             shared: shared.clone(),
         };
-        let (run, tally) = crate::profile::profiled(|| r.run(Mode::Handlers, &plan, shape.reps));
-        (run?.0, tally, copy)
+        let seq = amrq_bench::reference::median(&mut seq_ns.clone()) * 1e3;
+        let run = || Ok(r.run(Mode::Handlers, &plan, shape.reps)?.0);
+        crate::profile::measure(held.am(), seq * shape.reps as f64, run)?
     };
     job.hold().barrier()?;
     if me != 0 {
         return Ok(None);
     }
     let mut o = Outcome::new("trisolve", p, 0.0);
-    let run = crate::profile::Run {
-        elapsed_ns: profiled,
-        sequential_ns: amrq_bench::reference::median(&mut seq_ns.clone()) * 1e3 * shape.reps as f64,
-        copy_gb_s: copy,
-    };
-    crate::profile::push(&mut o, tally, run);
+    profile.push(&mut o);
     o.figures.push(Figure::single("size", l.n() as f64));
     for (i, m) in MODES.iter().enumerate() {
         o.figures
@@ -608,7 +608,7 @@ pub fn rank_main(
     }
     o.figures.push(Figure::of("sequential_us", &mut seq_ns));
     o.notes.push(format!(
-        "{name}: {} rows, {} non-zeros, critical path {} rows; rows dealt cyclically; µs per solve (rank 0, each solve ends in a barrier); speed-up: the sequential solve's time over the mode's, per batch",
+        "{name}: {} rows, {} non-zeros, critical path {} rows; rows dealt cyclically; µs per solve (the longest rank's; each solve ends in a barrier); speed-up: the sequential solve's time over the mode's, per batch",
         l.n(),
         l.nnz(),
         l.depth()

@@ -223,11 +223,13 @@ calls amrq, which it does between its own blocks.",
 /// paper's shape (linear on two processes of shared memory).
 pub(super) fn cholesky_section(s: &mut String, runs: &[&Outcome]) {
     *s += "\n## Cholesky factorisation (Begel et al. §6, Figure 6-5)\n\n\
-A dense SPD matrix factored right-looking in column blocks of 32 dealt cyclically; at \
-each step the owner factors the block's panel and bulk-stores it into every other \
-rank's panel buffer, and every rank updates its own blocks. ms per factorisation \
-(median over batches), in brackets the speed-up over one core's blocked factorisation \
-timed in the same batch (L checked against it every run).\n\n";
+A dense SPD matrix factored right-looking in column blocks of 32 dealt cyclically; the \
+owner of a block factors its panel and bulk-stores it into every other rank's panel \
+buffer, and every rank updates its own blocks with it, the next panel's owner that \
+panel's block first, so that it factors the next panel while the others update \
+(look-ahead). ms per factorisation (the longest rank's, median over batches), in \
+brackets the speed-up over one core's blocked factorisation timed in the same batch (L \
+checked against it every timed run).\n\n";
     *s += "| ranks | direct | frames |\n|---|---|---|\n";
     for o in runs {
         let cell = |p: &str| timed(o, &format!("{p}_ms"), &format!("{p}_speedup"));
@@ -246,9 +248,10 @@ timed in the same batch (L checked against it every run).\n\n";
     let _ = writeln!(
         s,
         "\nThe paper's shape: shared-memory Split-C scales linearly on two processes. Here \
-the speed-up on 2 ranks is {}× on the direct path: {}. Each step waits for its panel's owner \
-(the factorisation of a block is sequential), and the blocks dealt cyclically leave the \
-last steps' updates to fewer ranks.",
+the speed-up on 2 ranks is {}× on the direct path: {}. Every step begins with a \
+synchronisation, so it lasts as long as its busiest rank: the next panel's owner has \
+that panel to factor besides its updates, and the blocks dealt cyclically leave the \
+last steps' updates to fewer ranks (the size section shows the waits).",
         show(up2),
         match up2 {
             Some(u) if u >= 1.8 => "near linear, holds",

@@ -132,33 +132,36 @@ fn percent(v: Option<f64>) -> String {
     v.map_or("–".into(), |v| format!("{:.0} %", v * 100.0))
 }
 
-/// Why two ranks lost at the run `o`: its largest cost, in words.
+/// Why two ranks lost at the run `o`: where its time went, in words.
 fn why(o: &Outcome) -> String {
     let [_, messages, waits] = shares(o).map(|v| v.unwrap_or(0.0));
-    let stretch = fig(o, "compute_stretch").unwrap_or(1.0);
-    let traffic = fig(o, "traffic_share");
+    let who = match o.name.as_str() {
+        "queens" => "the ranks spent",
+        _ => "rank 0 spent",
+    };
     let mut s = format!(
-        "rank 0 spent {} waiting for the other and {} in messages",
+        "{who} {} waiting for others and {} in messages",
         percent(Some(waits)),
         percent(Some(messages))
     );
-    if stretch > 1.0 {
+    if let Some(stretch) = fig(o, "compute_stretch").filter(|&v| v > 1.0) {
         let _ = write!(
             s,
-            ", and computed {:.2}× as long as half of one core's time (the ranks slowed each other, or the parallel code does more work than the sequential)",
-            stretch
+            ", and computed {stretch:.2}× as long as half of one core's time (the ranks \
+slowed each other, rank 0 had more than half of the work, or the parallel code does more)"
         );
     }
-    if let (Some(t), Some(bw)) = (traffic, fig(o, "copy_gb_s")) {
+    let traffic = fig(o, "traffic_share").zip(fig(o, "copy_gb_s"));
+    if let Some((t, bw)) = traffic.filter(|_| messages > 0.0) {
         let bound = match t >= 0.5 * messages {
-            true => "the bytes themselves are most of the messages' cost",
+            true => "the bytes account for at least half of the messages' time",
             false => {
                 "the messages cost far more than their bytes: per-message overhead, not bandwidth"
             }
         };
         let _ = write!(
             s,
-            "; copying the bytes it moved at {bw:.1} GB/s (this run's copy bandwidth) would take {} of the run: {bound}",
+            "; copying the bytes it moved at {bw:.1} GB/s (this job's copy bandwidth) would take {}: {bound}",
             percent(Some(t))
         );
     }
@@ -174,17 +177,21 @@ pub(super) fn section(
 ) -> Vec<(String, Vec<Point>)> {
     *s += "\n## Speed-up against size on 2 ranks\n\n\
 Each application on 2 ranks pinned one per core, at sizes around its default, against \
-its sequential code timed in the same run. Profile: one more run of the same size after the timed ones, with the clock read \
-around every call that communicates (so somewhat slower than the median): the shares of \
-rank 0's time computing, in messages (sending, storing, reading remote data) and in \
-waits (barriers, synchronisations, reductions, polls while idle with the handlers they \
-ran), the profiler's own clock reads left out; N-Queens' shares are its own, over every rank's timed searches. Stretch: rank 0's \
-computing time over half of one core's time for the whole problem (above 1, two ranks \
-compute slower side by side than one alone, or the parallel code computes more). \
-Traffic: the bytes rank 0 moved to or read from the other, and the share of the run a \
-copy of them at the copy bandwidth measured in the same job would take. In the plot, \
-the size is over the paper's (or the default run's where the paper gives none).\n\n\
-| application | size | × paper's (default's) | speed-up | compute / messages / waits | stretch | bytes moved | at copy speed |\n\
+its sequential code timed in the same run (the transpose: its bandwidth against one \
+core rearranging the same bytes; the triangular solve: the paper's three factors, then \
+synthetic ones with bcsprw10's non-zeros per row). Profile: one more run of the same \
+size after the timed ones, with the clock read around every call that involves another \
+rank: the shares of rank 0's time computing (the rest: its own work, local copies, \
+load imbalance), in messages (sending, storing, reading remote data, receiving while it \
+has work of its own) and in waits (barriers, synchronisations, reductions, and polls \
+with nothing else to do, with the handlers they run), and in the profiler's own clock \
+reads (measured, so as not to count them as computing). N-Queens' shares are its own, \
+over every rank's timed searches. Stretch: rank 0's computing time over half of one \
+core's time for the whole problem. Traffic: the bytes rank 0 moved to or read from \
+the other, and the share of the run a copy of them at the copy bandwidth measured in \
+the same job (buffers larger than the caches) would take. In the plot, the size is \
+over the paper's (or the default run's where the paper gives none).\n\n\
+| application | size | × paper's (default's) | speed-up | compute / messages / waits / clock | stretch | bytes moved | at copy speed |\n\
 |---|---|---|---|---|---|---|---|\n";
     let mut curves = Vec::new();
     let mut verdicts = Vec::new();
@@ -196,7 +203,7 @@ the size is over the paper's (or the default run's where the paper gives none).\
             let [c, m, w] = shares(o);
             let _ = writeln!(
                 s,
-                "| {} | {} {} | {} | {} | {} / {} / {} | {} | {} | {} |",
+                "| {} | {} {} | {} | {} | {} / {} / {} / {} | {} | {} | {} |",
                 app.label,
                 show(Some(size)),
                 app.unit,
@@ -205,6 +212,7 @@ the size is over the paper's (or the default run's where the paper gives none).\
                 percent(c),
                 percent(m),
                 percent(w),
+                percent(fig(o, "profiler_share")),
                 show(fig(o, "compute_stretch")),
                 show(fig(o, "bytes_moved")),
                 percent(fig(o, "traffic_share")),
@@ -314,7 +322,7 @@ mod tests {
         assert!(only.contains("at 64 grid side only"), "{only}");
         let never = said(&[cg(16.0, 0.8), cg(64.0, 0.9)]);
         assert!(never.contains("never win up to 64 grid side"), "{never}");
-        assert!(never.contains("60 % waiting"), "{never}");
+        assert!(never.contains("rank 0 spent 60 % waiting"), "{never}");
         assert!(
             never.contains("per-message overhead, not bandwidth"),
             "{never}"
