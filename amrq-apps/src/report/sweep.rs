@@ -152,7 +152,8 @@ slowed each other, rank 0 had more than half of the work, or the parallel code d
         );
     }
     let traffic = fig(o, "traffic_share").zip(fig(o, "copy_gb_s"));
-    if let Some((t, bw)) = traffic.filter(|_| messages > 0.0) {
+    // Below 1 % of the run the messages' cost says nothing either way.
+    if let Some((t, bw)) = traffic.filter(|_| messages >= 0.01) {
         let bound = match t >= 0.5 * messages {
             true => "the bytes account for at least half of the messages' time",
             false => {
@@ -226,7 +227,13 @@ over the paper's (or the default run's where the paper gives none).\n\n\
                 });
             }
         }
-        verdicts.push(verdict(app, &runs));
+        // The parallel code on one rank, at the default size, against one core's.
+        let alone = outcomes
+            .iter()
+            .filter(|o| o.name == app.name && o.ranks == 1 && !o.failed())
+            .find(|o| fig(o, "size") == Some(app.reference))
+            .and_then(app.speedup);
+        verdicts.push(verdict(app, &runs, alone));
         curves.push((app.label.to_string(), pts));
     }
     *s += "\n";
@@ -237,7 +244,8 @@ over the paper's (or the default run's where the paper gives none).\n\n\
 }
 
 /// Whether and from what size two ranks win at `app`, and if never, why.
-fn verdict(app: &App, runs: &[&Outcome]) -> String {
+/// `alone`: the parallel code's speed-up on one rank at the reference size.
+fn verdict(app: &App, runs: &[&Outcome], alone: Option<f64>) -> String {
     let size = |o: &Outcome| format!("{} {}", show(fig(o, "size")), app.unit);
     let reference = match app.papers {
         true => "the paper's size",
@@ -248,15 +256,24 @@ fn verdict(app: &App, runs: &[&Outcome]) -> String {
         .filter(|o| (app.speedup)(o).is_some_and(|v| v > 1.0))
         .collect();
     let (Some(first), Some(largest)) = (wins.first(), runs.last()) else {
-        return match runs.last() {
-            Some(o) => format!(
-                "{}: 2 ranks never win up to {}; at that size {}.",
-                app.label,
-                size(o),
-                why(o)
-            ),
-            None => format!("{}: no run.", app.label),
+        let Some(o) = runs.last() else {
+            return format!("{}: no run.", app.label);
         };
+        let mut s = format!(
+            "{}: 2 ranks never win up to {}; at that size {}",
+            app.label,
+            size(o),
+            why(o)
+        );
+        if let Some(a) = alone.filter(|&a| a > 0.0 && a < 1.0) {
+            let _ = write!(
+                s,
+                "; and on one rank, at {reference} ({}), the parallel code takes {:.2}× one core's time",
+                show(Some(app.reference)),
+                1.0 / a
+            );
+        }
+        return s + ".";
     };
     let at = runs
         .iter()
@@ -306,7 +323,9 @@ mod tests {
 
     fn said(runs: &[Outcome]) -> String {
         let mut s = String::new();
-        let _ = section(&mut s, &[], runs);
+        let mut alone = cg(64.0, 0.5);
+        alone.ranks = 1;
+        let _ = section(&mut s, &[alone], runs);
         s.lines()
             .find(|l| l.starts_with("- CG, direct:"))
             .unwrap_or_default()
