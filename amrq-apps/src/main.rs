@@ -39,7 +39,7 @@ enum App {
         #[arg(long)]
         file: Option<PathBuf>,
         /// A synthetic factor of this many rows (bcsprw10's non-zeros per row) instead.
-        #[arg(long, conflicts_with = "file")]
+        #[arg(long, conflicts_with_all = ["file", "matrix"])]
         rows: Option<usize>,
     },
     /// Begel et al.'s EM3D on the Split-C layer (read, get, store; direct and message path).
