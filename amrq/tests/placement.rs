@@ -277,6 +277,18 @@ fn print_config_shows_what_the_program_will_use_and_where_it_came_from() {
 }
 
 #[test]
+fn print_config_across_hosts_sizes_shared_memory_by_the_largest_host() {
+    let out = output(
+        Command::new(env!("CARGO_BIN_EXE_amrun"))
+            .args(["--hosts", "h0:3,h1:5", "--print-config"])
+            .env("AMRQ_SEGMENT_SIZE", "1M"),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains("for 5 ranks on one host"), "{shown}");
+}
+
+#[test]
 fn a_self_launched_jobs_failure_is_named_by_amrq_once() {
     let token = marker::token();
     let out = output(&mut program("fail", &token));

@@ -179,13 +179,17 @@ mod cli {
             "  job id         {} (fresh; the key is fresh random and secret)",
             l.id
         );
+        // Shared memory is per host: the most ranks one host runs size it.
+        let on_one_host = l.hosts.as_ref().map_or(l.ranks, |h| {
+            h.hosts.iter().map(|&(_, c)| c).max().unwrap_or(l.ranks)
+        });
         match args.command.split_first() {
             // The program says what it will use: the settings it sets win over the
             // environment's.
             Some((program, rest)) => {
                 let out = std::process::Command::new(program)
                     .args(rest)
-                    .env(amrq::config::ENV_PRINT_CONFIG, l.ranks.to_string())
+                    .env(amrq::config::ENV_PRINT_CONFIG, on_one_host.to_string())
                     .status();
                 if !matches!(out, Ok(s) if s.success()) {
                     amrq::util::say(&format!(
@@ -196,7 +200,7 @@ mod cli {
                 }
             }
             None => match amrq::Config::from_env() {
-                Ok(cfg) => print!("{}", cfg.described(l.ranks)),
+                Ok(cfg) => print!("{}", cfg.described(on_one_host)),
                 Err(e) => {
                     amrq::util::say(&format!("amrun: {e}"));
                     std::process::exit(2);
