@@ -5,7 +5,7 @@
 
 use crate::conduit::doorbell::DoorbellFence;
 pub use crate::conduit::Delivery;
-use crate::conduit::{Coalescing, ConduitSpec};
+use crate::conduit::{Coalescing, ConduitSpec, PairRings};
 use crate::rq::QueueId;
 pub use crate::rq::QueueSpec;
 use crate::Error;
@@ -190,6 +190,12 @@ pub struct Config {
     /// operation that finds it waiting (each of them checks).
     /// Environment: `AMRQ_COALESCE_WAIT` (microseconds); default 30.
     pub coalesce_wait: Setting<Duration>,
+    /// How many senders get a ring of their own (and a Tag-On pool) at each receiver
+    /// on one host; the others share one ring per receiver and queue until they have
+    /// sent enough to move to one of their own ([`PairRings`]). Environment:
+    /// `AMRQ_PAIR_RINGS` (`auto`, `every` or a number); default auto: every pair while
+    /// the host's rings and pools fit 32 MiB, beyond that as many as fit (at least 4).
+    pub pair_rings: Setting<PairRings>,
     /// The program's own queues, in creation order (queue ids from 2 on).
     pub queues: Vec<QueueSpec>,
 }
@@ -294,6 +300,7 @@ impl Config {
             sender_slots: Setting::default(0),
             coalesce_bytes: Setting::default(Coalescing::default().bytes),
             coalesce_wait: Setting::default(Coalescing::default().wait),
+            pair_rings: Setting::default(PairRings::Auto),
             queues: Vec::new(),
         }
     }
@@ -427,6 +434,13 @@ impl Config {
         )? {
             self.coalesce_wait.take_env(v);
         }
+        if let Some(v) = env(
+            "AMRQ_PAIR_RINGS",
+            "expected auto, every, or a number of own rings per receiver such as 8",
+            |s| s.parse::<PairRings>().ok(),
+        )? {
+            self.pair_rings.take_env(v);
+        }
         Ok(())
     }
 
@@ -542,6 +556,18 @@ impl Config {
                 self.coalesce_wait.source(),
                 false,
             ),
+            item(
+                "AMRQ_PAIR_RINGS",
+                match self.pair_rings.get() {
+                    PairRings::Auto => {
+                        "auto: every pair within 32 MiB per host, else as many as fit".into()
+                    }
+                    PairRings::Every => "every pair".into(),
+                    PairRings::Own(n) => format!("{n} per receiver"),
+                },
+                self.pair_rings.source(),
+                true,
+            ),
         ]
     }
 
@@ -634,6 +660,7 @@ impl Config {
                 bytes: self.coalesce_bytes.get(),
                 wait: self.coalesce_wait.get(),
             },
+            pair_rings: self.pair_rings.get(),
             remedy: format!(
                 "lower each rank's registered segment with AMRQ_SEGMENT_SIZE or the AM ring size with AMRQ_RING_SLOTS (now {} slots)",
                 self.ring_slots.get()

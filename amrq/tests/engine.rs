@@ -14,7 +14,7 @@ mod rig;
 #[path = "common/ucx.rs"]
 mod ucx_common;
 
-use amrq::conduit::Conduit;
+use amrq::conduit::{Conduit, PairRings};
 use amrq::prelude::*;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -153,6 +153,18 @@ fn ranks_as_threads_are_served_while_they_compute_exactly_once() {
         config(engine)
             .threads(3, |s| served(s, 3_000))
             .unwrap_or_else(|e| panic!("engine {engine}: {e}"));
+    }
+}
+
+#[test]
+fn ranks_sharing_rings_are_served_exactly_once_in_order() {
+    // One own ring per receiver: of the three senders to each rank, the first to send
+    // 64 frames moves to it mid-stream, the others stay on the shared ring.
+    for own in [0, 1] {
+        let mut cfg = config(true);
+        cfg.pair_rings.set(PairRings::Own(own));
+        cfg.threads(4, |s| served(s, 3_000))
+            .unwrap_or_else(|e| panic!("{own} own rings: {e}"));
     }
 }
 

@@ -112,4 +112,4 @@ pub use payload_view::PayloadView;
 #[cfg(not(amrq_loom))]
 pub use received::{ReceivedFrame, TagOnData};
 #[cfg(not(amrq_loom))]
-pub use spec::{ChannelSpec, Coalescing, ConduitSpec, Delivery};
+pub use spec::{ChannelSpec, Coalescing, ConduitSpec, Delivery, PairRings};

@@ -249,6 +249,68 @@ pub struct ConduitSpec {
     pub settings: Vec<(String, String)>,
     /// How the network coalesces small frames (each rank its own: receivers take both).
     pub coalescing: Coalescing,
+    /// How many senders get a ring of their own at each receiver on one host.
+    pub pair_rings: PairRings,
+}
+
+/// How many senders get a ring of their own at each receiver of a host, on each
+/// per-sender channel (with a Tag-On pool beside it). The others share one ring per
+/// receiver and channel (and one pool), and move to a ring of their own once they have
+/// sent [`PairRings::MOVE_AFTER`] frames to that receiver, while one is free: the
+/// memory of a host's rings grows as ranks × own rings, not as ranks².
+///
+/// ```
+/// use amrq::conduit::PairRings;
+/// assert_eq!(PairRings::default(), PairRings::Auto);
+/// assert_eq!("6".parse::<PairRings>(), Ok(PairRings::Own(6)));
+/// assert_eq!("every".parse::<PairRings>(), Ok(PairRings::Every));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PairRings {
+    /// Every pair while their rings and pools fit [`PairRings::AUTO_BYTES`] per
+    /// host; beyond, as many per receiver as fit it, at least [`PairRings::AUTO_LEAST`].
+    #[default]
+    Auto,
+    /// Every sender its own ring at every receiver (memory grows as ranks²).
+    Every,
+    /// This many per receiver (at least 0: then every frame goes through the shared
+    /// ring); as many as there are ranks is [`PairRings::Every`].
+    Own(usize),
+}
+
+impl PairRings {
+    /// The host's bytes of rings and Tag-On pools [`PairRings::Auto`] stays within.
+    pub const AUTO_BYTES: usize = 32 << 20;
+    /// The fewest own rings per receiver [`PairRings::Auto`] gives.
+    pub const AUTO_LEAST: usize = 4;
+    /// Frames a sender sends to a receiver through the shared ring before it takes a
+    /// ring of its own there (if one is free): a pair that talks moves, a pair that
+    /// meets in a barrier now and then does not.
+    pub const MOVE_AFTER: u32 = 64;
+}
+
+impl std::str::FromStr for PairRings {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "every" => Ok(Self::Every),
+            n => n.parse().map(Self::Own).map_err(|_| {
+                format!("{s:?}: expected auto, every, or a number of rings per receiver")
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for PairRings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Auto => f.write_str("auto"),
+            Self::Every => f.write_str("every"),
+            Self::Own(n) => write!(f, "{n}"),
+        }
+    }
 }
 
 impl ConduitSpec {
@@ -271,6 +333,7 @@ impl ConduitSpec {
             remedy: "lower the segment or ring sizes".into(),
             settings: Vec::new(),
             coalescing: Coalescing::default(),
+            pair_rings: PairRings::default(),
         }
     }
 
@@ -298,6 +361,7 @@ impl ConduitSpec {
         ));
         text.push_str(&format!("segment bytes={}\n", self.segment_bytes));
         text.push_str(&format!("doorbell fence={:?}\n", self.doorbell_fence));
+        text.push_str(&format!("own rings per receiver={}\n", self.pair_rings));
         text
     }
 

@@ -302,7 +302,7 @@ impl MemConduit {
                     // SAFETY: page-aligned, room for two slots, alive as long as the
                     // `Across` (which this endpoint holds), never written: `Tx::Network`
                     // sends through the cluster.
-                    ring: unsafe { RawRing::new(ring_at, 2) },
+                    ring: Cell::new(unsafe { RawRing::new(ring_at, 2) }),
                     prod: Local::new(Tx::Network {
                         dest,
                         ch,
@@ -310,13 +310,13 @@ impl MemConduit {
                     }),
                     max_args: c.max_args,
                     permitted: c.senders.allows(rank) && caps.interrupt_channel != Some(ch),
-                    own_args_below: 0, // no quick send: every frame goes through `push`
+                    own_args_below: Cell::new(0), // no quick send: every frame goes through `push`
                     notify_bit: 0,
                     doorbell,
                     light_bit: 0,
                     armed_word: Cell::new(&CHECK_SLOWLY),
                     // SAFETY: an empty pool (no block): `claim` and `block` find nothing.
-                    pool: unsafe { TagOnPool::new(ring_at, 0, 0) },
+                    pool: Cell::new(unsafe { TagOnPool::new(ring_at, 0, 0) }),
                     pool_cursor: Cell::new(0),
                 }
             })
@@ -328,6 +328,7 @@ impl MemConduit {
             tx_channels: caps.channels.len(),
             caps,
             tx,
+            _pairs: std::rc::Rc::new([]),
             rx: Box::new([]),
             segments: Box::new([]),
             // Never armed (`arm_if_idle`): kept valid all the same.

@@ -5,7 +5,7 @@
 use super::{Doorbell, TagOnPool};
 use crate::conduit::ring::{
     Consumer, ExpressGate, FrameHeader, Peeked, Producer, RawRing, RingMemory, SharedProducer,
-    MAX_ARGS, USER_FLAGS,
+    FLAG_LONG, FLAG_TAG_ON, MAX_ARGS, USER_FLAGS,
 };
 use crate::conduit::{doorbell, Channel, ConduitError, Message, Rank};
 use std::cell::{Cell, UnsafeCell};
@@ -60,7 +60,8 @@ pub(super) static CHECK_SLOWLY: AtomicU64 = AtomicU64::new(u64::MAX);
 // share a cache line (false sharing doubled the round trip before this).
 #[repr(align(128))]
 pub(super) struct TxRing {
-    pub(super) ring: RawRing,
+    /// The ring frames go into (changes once, when a sender moves to an own ring).
+    pub(super) ring: Cell<RawRing>,
     pub(super) prod: Local<Tx>,
     /// Most args a frame may carry (one less on a shared channel).
     pub(super) max_args: usize,
@@ -68,7 +69,7 @@ pub(super) struct TxRing {
     pub(super) permitted: bool,
     /// `max_args + 1` if `permitted` and the ring is this rank's own (`Tx::Own`), else
     /// 0: a send with fewer args needs no other check of the ring (see `try_send`).
-    pub(super) own_args_below: usize,
+    pub(super) own_args_below: Cell<usize>,
     /// The channel's doorbell bit if its frames ring the receiver's doorbell, else 0.
     pub(super) notify_bit: u64,
     /// The receiver's doorbell.
@@ -84,7 +85,7 @@ pub(super) struct TxRing {
     /// whose set bits send every ringing channel's test to the full handshake.
     pub(super) armed_word: Cell<*const AtomicU64>,
     /// The receiver's Tag-On pool for this sender, and where the next claim looks.
-    pub(super) pool: TagOnPool,
+    pub(super) pool: Cell<TagOnPool>,
     pub(super) pool_cursor: Cell<usize>,
 }
 
@@ -99,6 +100,17 @@ pub(super) enum Tx {
         tail: *const crate::sync::AtomicU64,
         me: u64,
     },
+    /// The ring of a channel with own rings that the senders without one share at the
+    /// receiver (frames start with a hidden word naming the sender), until this sender
+    /// has taken an own ring there ([`Pair`]) and moves to it.
+    Sharing {
+        prod: SharedProducer,
+        tail: *const crate::sync::AtomicU64,
+        me: u64,
+        pair: *const Pair,
+        /// The receiver's first own ring of this channel (the others follow it).
+        own_rings: std::ptr::NonNull<u8>,
+    },
     /// A front's ring to a rank of a job across hosts (`across.rs`): no ring, the
     /// frame goes to the cluster at once.
     Network {
@@ -108,14 +120,84 @@ pub(super) enum Tx {
     },
 }
 
+/// A sender's standing at one receiver of its host where senders share rings until
+/// they take an own one: the frames it sent through the shared rings, and the own ring
+/// (and Tag-On pool) it took, if any. Its channels move one by one, each at its next
+/// send (a marker frame through the shared ring first, so that the receiver reads the
+/// own ring only after the frames before it).
+pub(super) struct Pair {
+    /// Frames sent through the shared rings, up to [`PairRings::MOVE_AFTER`](crate::conduit::PairRings::MOVE_AFTER).
+    pub(super) sent: Cell<u32>,
+    /// The own ring taken at the receiver, [`Pair::NONE_YET`] or [`Pair::NONE_FREE`].
+    pub(super) own: Cell<u32>,
+    /// The receiver's directory of own rings.
+    pub(super) directory: *const crate::sync::AtomicU64,
+    pub(super) own_rings: usize,
+    /// The receiver's first Tag-On pool (the others follow it).
+    pub(super) pools: TagOnPool,
+    /// This sender, as the directory names it (1 + its rank on the host).
+    pub(super) claim: u64,
+}
+
+impl Pair {
+    pub(super) const NONE_YET: u32 = u32::MAX;
+    pub(super) const NONE_FREE: u32 = u32::MAX - 1;
+
+    /// Counts a frame sent through a shared ring; at the count that moves a pair,
+    /// takes the first free own ring at the receiver, if there is one.
+    #[cold]
+    pub(super) fn sent_one(&self) {
+        let sent = self.sent.get().saturating_add(1);
+        self.sent.set(sent);
+        if sent != crate::conduit::PairRings::MOVE_AFTER || self.own.get() != Self::NONE_YET {
+            return;
+        }
+        // SAFETY: the directory has `own_rings` words inside the region the endpoint's
+        // owner keeps alive; atomic only.
+        let words = unsafe { std::slice::from_raw_parts(self.directory, self.own_rings) };
+        // Relaxed: the claim publishes nothing; the receiver reads it after the
+        // marker frame whose Release publication follows it in this thread.
+        let took = words.iter().position(|w| {
+            w.compare_exchange(0, self.claim, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        });
+        self.own.set(took.map_or(Self::NONE_FREE, |k| k as u32));
+    }
+
+    /// The own ring taken, if any.
+    pub(super) fn taken(&self) -> Option<usize> {
+        let k = self.own.get();
+        (k < Self::NONE_FREE).then_some(k as usize)
+    }
+
+    /// Tag-On pool `k` of the receiver.
+    pub(super) fn pool(&self, k: usize) -> TagOnPool {
+        debug_assert!(k <= self.own_rings);
+        // SAFETY: the receiver's `own_rings + 1` pools lie end to end in the region.
+        unsafe { self.pools.after(k) }
+    }
+}
+
 #[repr(align(128))]
 pub(super) struct RxRing {
     pub(super) ring: RawRing,
     pub(super) cons: Local<Consumer>,
-    pub(super) broken: Cell<bool>,
+    /// Not read: closed as corrupt, or an own ring no sender has moved to yet.
+    pub(super) shut: Cell<bool>,
+    /// The sender of a ring of one sender (an own ring: once a sender moved to it);
+    /// [`RxRing::NO_SOURCE`] on a ring whose frames name their sender.
+    pub(super) source: Cell<Rank>,
+    /// The Tag-On pool of this ring's frames; `None`: the sender's in the channel's
+    /// `pools`.
+    pub(super) pool: Option<TagOnPool>,
+    /// Of an own ring: its index at the receiver.
+    pub(super) own_index: Option<usize>,
+    /// Of the shared ring of a channel with own rings: what checks the senders its
+    /// frames name and the own rings they move to.
+    pub(super) own_claims: Option<Box<OwnClaims>>,
     /// The sender may send into the channel; frames from one that may not are dropped.
     /// (A shared ring's frames are checked by the sender they name.)
-    pub(super) permitted: bool,
+    pub(super) permitted: Cell<bool>,
     /// Each frame's first arg word is the conduit's, not the user's: it names the
     /// sender on a shared ring, the channel on the interrupt channel's rings.
     pub(super) hidden: bool,
@@ -134,6 +216,29 @@ pub(super) struct RxRing {
     /// Express frame is handed out as it is — else shut. The look's one compare of the
     /// header word tells both.
     pub(super) gate: Cell<ExpressGate>,
+}
+
+/// The shared ring of a channel with own rings: the senders its frames may name (in
+/// the numbering of its host), and the receiver's directory of own rings.
+pub(super) struct OwnClaims {
+    pub(super) senders: Box<[bool]>,
+    pub(super) directory: *const crate::sync::AtomicU64,
+    pub(super) own_rings: usize,
+}
+
+impl OwnClaims {
+    /// Whether `named` (host numbering) took own ring `k`.
+    pub(super) fn took(&self, named: usize, k: usize) -> bool {
+        if k >= self.own_rings {
+            return false;
+        }
+        // SAFETY: the directory has `own_rings` words inside the region the endpoint's
+        // owner keeps alive; atomic only.
+        let w = unsafe { &*self.directory.add(k) };
+        // Relaxed: the marker frame that asks this was read with Acquire, after the
+        // sender's claim in its program order.
+        w.load(Ordering::Relaxed) == named as u64 + 1
+    }
 }
 
 #[repr(align(128))]
@@ -163,7 +268,7 @@ fn shared_push(
     ring: &RawRing,
     (prod, tail): (&mut SharedProducer, *const crate::sync::AtomicU64),
     header: FrameHeader,
-    (words, n): ([u64; MAX_ARGS], usize),
+    (words, n): ([u64; MAX_ARGS + 1], usize),
     payload: &[u8],
 ) -> bool {
     // SAFETY: the tail word is inside the region the owner keeps alive.
@@ -171,12 +276,16 @@ fn shared_push(
     prod.try_push(ring, tail, header, &words[..n], payload)
 }
 
+/// The flags of a frame of the shared ring of a channel with own rings that moves its
+/// sender to the own ring its first word names: Long and Tag-On at once, as no other
+/// frame is flagged.
+pub(super) const FLAG_MOVED: u8 = FLAG_LONG | FLAG_TAG_ON;
+
 /// The arg words of a hidden-word ring: `word` (the sender's rank on a shared ring, the
-/// channel on the interrupt channel), then `args` (at most `MAX_ARGS - 1`); and how
-/// many.
+/// channel on the interrupt channel), then `args` (at most `MAX_ARGS`); and how many.
 #[inline(always)]
-pub(super) fn with_hidden_word(me: u64, args: &[u64]) -> ([u64; MAX_ARGS], usize) {
-    let mut words = [0u64; MAX_ARGS];
+pub(super) fn with_hidden_word(me: u64, args: &[u64]) -> ([u64; MAX_ARGS + 1], usize) {
+    let mut words = [0u64; MAX_ARGS + 1];
     words[0] = me;
     words[1..=args.len()].copy_from_slice(args);
     (words, args.len() + 1)
@@ -189,12 +298,13 @@ impl TxRing {
     pub(super) fn push(&self, header: FrameHeader, args: &[u64], payload: &[u8]) -> bool {
         // SAFETY: only ring code runs while the state is borrowed.
         match unsafe { self.prod.get() } {
-            Tx::Own(p) => p.try_push(&self.ring, header, args, payload),
+            Tx::Own(p) => p.try_push(&self.ring.get(), header, args, payload),
             Tx::Shared { prod, tail, me } => {
                 // The words by value: a slice would keep the caller's args in memory.
                 let words = with_hidden_word(*me, args);
-                shared_push(&self.ring, (prod, *tail), header, words, payload)
+                shared_push(&self.ring.get(), (prod, *tail), header, words, payload)
             }
+            Tx::Sharing { .. } => self.sharing_push(header, args, payload),
             Tx::Network { dest, ch, across } => {
                 let mut words = [0u64; MAX_ARGS];
                 words[..args.len()].copy_from_slice(args);
@@ -211,14 +321,89 @@ impl TxRing {
     /// written) otherwise. Only for a ring whose `own_args_below` is not 0.
     #[inline(always)]
     pub(super) fn push_express(&self, header: FrameHeader, args: &[u64]) -> bool {
-        debug_assert!(self.own_args_below != 0);
+        debug_assert!(self.own_args_below.get() != 0);
         // SAFETY: only ring code runs while the state is borrowed.
         let Tx::Own(p) = (unsafe { self.prod.get() }) else {
             // SAFETY: `own_args_below` is not 0 only on a ring built as `Tx::Own` (see
             // `MemConduit::new`), and a ring's `Tx` never changes.
             unsafe { std::hint::unreachable_unchecked() }
         };
-        p.try_push_express(&self.ring, header, args)
+        p.try_push_express(&self.ring.get(), header, args)
+    }
+
+    /// [`TxRing::push`] through the shared ring of a channel with own rings: moves to
+    /// the own ring first if the pair took one ([`TxRing::settle`]).
+    #[inline(never)]
+    fn sharing_push(&self, header: FrameHeader, args: &[u64], payload: &[u8]) -> bool {
+        if self.settle() {
+            return self.push(header, args, payload);
+        }
+        // SAFETY: only ring code runs while the state is borrowed.
+        let Tx::Sharing {
+            prod,
+            tail,
+            me,
+            pair,
+            ..
+        } = (unsafe { self.prod.get() })
+        else {
+            return false; // `settle` leaves a ring it did not move as it was
+        };
+        let words = with_hidden_word(*me, args);
+        let pair = *pair;
+        let pushed = shared_push(&self.ring.get(), (prod, *tail), header, words, payload);
+        if pushed {
+            // SAFETY: the endpoint that holds this ring holds its pairs, alive as long.
+            unsafe { &*pair }.sent_one();
+        }
+        pushed
+    }
+
+    /// Moves a ring of [`Tx::Sharing`] to the own ring its pair took, if it took one:
+    /// a marker frame through the shared ring names it, so that the receiver reads the
+    /// own ring only after the frames sent before. True if the ring moved; false if
+    /// there is nothing to move to or the shared ring has no room for the marker (the
+    /// frame then goes through the shared ring, and the next send tries again).
+    pub(super) fn settle(&self) -> bool {
+        // SAFETY: only ring code runs while the state is borrowed.
+        let Tx::Sharing {
+            prod,
+            tail,
+            me,
+            pair,
+            own_rings,
+        } = (unsafe { self.prod.get() })
+        else {
+            return false;
+        };
+        // SAFETY: as in `sharing_push`.
+        let pair = unsafe { &**pair };
+        let Some(k) = pair.taken() else {
+            return false;
+        };
+        let (words, n) = with_hidden_word(*me, &[k as u64]);
+        let marker = FrameHeader {
+            flags: FLAG_MOVED,
+            ..FrameHeader::default()
+        };
+        let ring = self.ring.get();
+        // SAFETY: the tail word is inside the region the owner keeps alive.
+        if !prod.try_push(&ring, unsafe { &**tail }, marker, &words[..n], b"") {
+            return false;
+        }
+        let slots = ring.nslots();
+        // SAFETY: own ring `k` of this channel at the receiver follows its first one,
+        // inside the region; initialised, and written by this sender alone (its claim).
+        let own = unsafe { RawRing::new(own_rings.add(k * RawRing::bytes(slots)), slots) };
+        let pool = pair.pool(k);
+        // SAFETY: as above; the borrow above has ended.
+        *unsafe { self.prod.get() } = Tx::Own(Producer::new(slots, 0));
+        self.ring.set(own);
+        self.own_args_below
+            .set(if self.permitted { self.max_args + 1 } else { 0 });
+        self.pool.set(pool);
+        self.pool_cursor.set(0);
+        true
     }
 
     /// Publishes a frame of `msg`'s tag and args whose 16-byte payload is the pair
@@ -243,32 +428,41 @@ impl TxRing {
         // The Release store of the frame's sequence word also publishes the data the
         // caller wrote (segment bytes, pool block) before.
         let args = msg.args;
+        let ring = self.ring.get();
+        let mut shared_by = None;
         let sent = self.prod.with(|tx| match tx {
             Tx::Own(p) => {
-                let room = p.has_room_for(&self.ring, args.len(), inline.len());
+                let room = p.has_room_for(&ring, args.len(), inline.len());
                 if room {
                     write_data();
-                    p.try_push(&self.ring, header, args, &inline);
+                    p.try_push(&ring, header, args, &inline);
                 }
                 room
             }
             Tx::Network { .. } => {
                 unreachable!("a front sends Long and Tag-On frames through its cluster")
             }
-            Tx::Shared { prod, tail, me } => {
+            Tx::Shared { prod, tail, me } | Tx::Sharing { prod, tail, me, .. } => {
                 let (words, n) = with_hidden_word(*me, args);
                 // SAFETY: the tail word is inside the region the owner keeps alive.
                 let tail = unsafe { &**tail };
-                match prod.try_reserve(&self.ring, tail, n, inline.len()) {
+                match prod.try_reserve(&ring, tail, n, inline.len()) {
                     Some(slots) => {
                         write_data();
-                        slots.publish(&self.ring, header, &words[..n], &inline);
+                        slots.publish(&ring, header, &words[..n], &inline);
                         true
                     }
                     None => false,
                 }
             }
         });
+        if let (true, Tx::Sharing { pair, .. }) = (sent, unsafe { self.prod.get() }) {
+            shared_by = Some(*pair);
+        }
+        if let Some(pair) = shared_by {
+            // SAFETY: as in `sharing_push`.
+            unsafe { &*pair }.sent_one();
+        }
         if sent {
             self.ring_doorbell();
         }
@@ -285,7 +479,7 @@ impl TxRing {
             // SAFETY: as in `push`.
             return unsafe { &**across }.refusal();
         }
-        if self.ring.is_closed() {
+        if self.ring.get().is_closed() {
             ConduitError::ChannelClosed {
                 rank: dest,
                 channel: ch,
@@ -349,10 +543,14 @@ impl TxRing {
 }
 
 impl RxRing {
+    /// [`RxRing::source`] of a ring whose frames name their sender, or of an own ring
+    /// nobody moved to yet.
+    pub(super) const NO_SOURCE: Rank = Rank::MAX;
+
     /// A frame is readable and the ring is not known to be corrupt.
     #[inline(always)]
     pub(super) fn ready(&self) -> bool {
-        self.cons.with(|c| c.ready(&self.ring)) && !self.broken.get()
+        self.cons.with(|c| c.ready(&self.ring)) && !self.shut.get()
     }
 
     /// Nothing readable and nothing to publish (see [`Consumer::quiet`]).
@@ -398,24 +596,37 @@ impl RxChannel {
         let mut near: Vec<Option<RxRing>> = Vec::from(here.rings).into_iter().map(Some).collect();
         let mut far: Vec<Option<RxRing>> = Vec::from(there.rings).into_iter().map(Some).collect();
         let shared = !there.shared_senders.is_empty();
-        let mut rings: Vec<RxRing> = match shared {
-            true => Vec::new(),
-            false => (0..ranks)
+        // This host's half with own rings: its rings are not one per sender.
+        let owned = near
+            .iter()
+            .flatten()
+            .any(|r| r.own_index.is_some() || r.own_claims.is_some());
+        let mut rings: Vec<RxRing> = match (shared, owned) {
+            (true, _) => Vec::new(),
+            (false, true) => (0..ranks)
+                .filter(|&s| local_of[s].is_none())
+                .map(|s| far[s].take().expect("each sender's ring taken once"))
+                .collect(),
+            (false, false) => (0..ranks)
                 .map(|s| {
                     let ring = match local_of[s] {
                         Some(i) => near[i].take(),
                         None => far[s].take(),
                     };
-                    ring.expect("each sender's ring taken once")
+                    let ring = ring.expect("each sender's ring taken once");
+                    ring.source.set(s); // a near ring's was its host rank
+                    ring
                 })
                 .collect(),
         };
-        // A shared channel's rings, or those of a shared channel received with this
-        // one (after the senders' own): both halves', this host's naming its senders
-        // by host rank. A channel received with another has none here.
-        let (own_near, own_far) = match shared {
-            true => (0, 0),
-            false => (local_ranks.len(), ranks),
+        // A shared channel's rings, this host's own rings and the one they share, or
+        // the rings of a shared channel received with this one (after the senders'
+        // own): both halves', this host's naming its senders by host rank. A channel
+        // received with another has none here.
+        let (own_near, own_far) = match (shared, owned) {
+            (true, _) => (0, 0),
+            (false, true) => (0, ranks),
+            (false, false) => (local_ranks.len(), ranks),
         };
         let local_ranks: std::sync::Arc<[Rank]> = local_ranks.into();
         rings.extend(
@@ -463,12 +674,8 @@ impl RxChannel {
     /// The sender of ring `s`, as far as the ring tells: a shared ring's senders are
     /// named in its frames only.
     pub(super) fn sender(&self, s: usize) -> Option<usize> {
-        let named_in_frames = !self.shared_senders.is_empty()
-            || self
-                .rings
-                .get(s)
-                .is_some_and(|r| !r.joined_senders.is_empty());
-        (!named_in_frames).then_some(s)
+        let source = self.rings.get(s)?.source.get();
+        (self.shared_senders.is_empty() && source != RxRing::NO_SOURCE).then_some(source)
     }
 
     /// The first sender, from the cursor on (round-robin), whose ring has a frame.

@@ -3,12 +3,12 @@
 //! frame passes before it is handed out) and One-poll, whose arming of an idle set's
 //! doorbell bits also serves other pollers ([`Conduit::polled`]).
 
-use super::channels::{with_hidden_word, RxChannel, RxRing, TxRing};
+use super::channels::{with_hidden_word, RxChannel, RxRing, TxRing, FLAG_MOVED};
 use super::frame::{close_ring, drop_frame, hidden_word, inline_pair, tag_on_payload};
 use super::{MemConduit, MemFrame};
 use crate::conduit::ring::{
-    ExpressGate, FrameHeader, Look, Peeked, RingMemory, EXPRESS_ARGS, FLAG_LONG, FLAG_TAG_ON,
-    MAX_ARGS, USER_FLAGS,
+    ExpressGate, FrameHeader, Look, Peeked, RingMemory, ARGS_OFFSET, EXPRESS_ARGS, FLAG_LONG,
+    FLAG_TAG_ON, MAX_ARGS, USER_FLAGS,
 };
 use crate::conduit::{
     Armed, Arming, AtomicOp, Caps, Channel, Conduit, ConduitError, ConduitSpec, Fault, FaultKind,
@@ -178,8 +178,22 @@ impl MemConduit {
                 return Ok(None);
             }
         };
+        let hidden = usize::from(r.hidden);
+        if usize::from(p.header.nargs) > MAX_ARGS + hidden {
+            // The ring carries a hidden word more than a sender may give args.
+            let detail = crate::conduit::ring::Corrupt {
+                position: p.position,
+                what: "more than 8 args",
+            };
+            close_ring(&self.faults, chan, (s, ch), detail);
+            return Ok(None);
+        }
         let source = if r.hidden {
             match self.hidden_word_checked(chan, r, s, &p) {
+                Some(src) if p.header.flags & FLAG_MOVED == FLAG_MOVED => {
+                    self.open_own_ring(chan, (s, ch), src, &p);
+                    return Ok(None);
+                }
                 Some(src) => src,
                 None => {
                     let fault = (chan.sender(s), FaultKind::NotPermitted);
@@ -187,11 +201,11 @@ impl MemConduit {
                     return Ok(None);
                 }
             }
-        } else if r.permitted {
-            s
+        } else if r.permitted.get() {
+            r.source.get()
         } else {
             // A sender that may not send here bypassed its own check: never deliver.
-            let fault = (Some(s), FaultKind::NotPermitted);
+            let fault = (chan.sender(s), FaultKind::NotPermitted);
             drop_frame(&self.faults, (chan, ch), r, &p, fault);
             return Ok(None);
         };
@@ -203,6 +217,46 @@ impl MemConduit {
                 Ok(None)
             }
         }
+    }
+
+    /// Frame `p` of the shared ring `s` of `chan` (channel `ch`) says that its sender
+    /// `src` (in the channel's numbering) moves to the own ring its first arg names:
+    /// that ring is read from now on, as `src`'s, if the receiver's directory says
+    /// `src` took it and nobody moved to it before; otherwise the frame is dropped as
+    /// one a correct sender never sends.
+    #[cold]
+    fn open_own_ring(&self, chan: &RxChannel, (s, ch): (usize, Channel), src: Rank, p: &Peeked) {
+        let r = &chan.rings[s];
+        // SAFETY: the frame has its hidden word and one arg (checked below before use:
+        // `nargs` 2); it is ours until released.
+        let word = |i: usize| unsafe { r.slot_of(p).add(ARGS_OFFSET).cast::<u64>().add(i).read() };
+        let target = match (&r.own_claims, p.header.nargs) {
+            (Some(claims), 2) => {
+                let (named, k) = (word(0) as usize, word(1) as usize);
+                let fresh =
+                    |o: &&RxRing| o.own_index == Some(k) && o.source.get() == RxRing::NO_SOURCE;
+                chan.rings
+                    .iter()
+                    .find(fresh)
+                    .filter(|_| claims.took(named, k))
+            }
+            _ => None,
+        };
+        let Some(own) = target else {
+            drop_frame(
+                &self.faults,
+                (chan, ch),
+                r,
+                p,
+                (Some(src), FaultKind::NotPermitted),
+            );
+            return;
+        };
+        own.source.set(src);
+        own.permitted.set(true);
+        own.gate.set(ExpressGate::OPEN);
+        own.shut.set(false);
+        r.cons.with(|c| c.release(&r.ring, p));
     }
 
     /// The sender of frame `p` of ring `s` of `chan`, whose first arg word is hidden,
@@ -217,6 +271,17 @@ impl MemConduit {
         p: &Peeked,
     ) -> Option<Rank> {
         let word = hidden_word(r, p)?;
+        if let Some(claims) = &r.own_claims {
+            // The shared ring of a channel with own rings: senders named by host rank.
+            let named = usize::try_from(word).ok()?;
+            if claims.senders.get(named) != Some(&true) {
+                return None;
+            }
+            return match &r.hidden_ranks {
+                Some(ranks) => ranks.get(named).copied(),
+                None => Some(named),
+            };
+        }
         let joined = !r.joined_senders.is_empty();
         if joined || !chan.shared_senders.is_empty() {
             let named = usize::try_from(word).ok()?;
@@ -239,7 +304,7 @@ impl MemConduit {
         let ch = usize::try_from(word).ok()?;
         let allowed = Some(ch) != self.caps.interrupt_channel // never carried twice
             && self.caps.channels.get(ch)?.senders.allows(s);
-        allowed.then_some(s)
+        allowed.then_some(r.source.get())
     }
 
     /// Checks a frame before it is handed out: a Long frame must name a range inside
@@ -259,7 +324,8 @@ impl MemConduit {
             return Ok((inline, p.header.len as usize));
         }
         if p.header.flags & FLAG_TAG_ON != 0 {
-            return tag_on_payload(&chan.pools[source], inline, p);
+            let pool = r.pool.unwrap_or(chan.pools[source]);
+            return tag_on_payload(&pool, inline, p);
         }
         self.long_payload(inline, p)
     }
@@ -413,7 +479,7 @@ impl Conduit for MemConduit {
         };
         // One test admits the common send (permitted, this rank's own ring, few enough
         // args, not flagged); the others are told apart here.
-        if msg.args.len() >= t.own_args_below || msg.flags & Message::INTERRUPT != 0 {
+        if msg.args.len() >= t.own_args_below.get() || msg.flags & Message::INTERRUPT != 0 {
             if !t.permitted {
                 return Err(self.not_permitted(ch));
             }
@@ -445,7 +511,7 @@ impl Conduit for MemConduit {
         debug_assert_eq!(self.tx.len(), self.tx_channels * self.size);
         // SAFETY: `ch * size + dest < tx_channels * size`, which is `tx.len()`.
         let t = unsafe { self.tx.get_unchecked(ch * self.size + dest) };
-        if args.len() >= t.own_args_below {
+        if args.len() >= t.own_args_below.get() {
             return false;
         }
         let header = FrameHeader {
@@ -500,11 +566,15 @@ impl Conduit for MemConduit {
         };
         let len = msg.payload.len();
         Self::fits_tag_on(t, len)?;
+        // A ring moving to its own ring moves before the claim: the block must be of
+        // the pool of the ring its frame goes into.
+        t.settle();
+        let pool = t.pool.get();
         let mut cursor = t.pool_cursor.get();
-        let Some(i) = t.pool.claim(&mut cursor) else {
+        let Some(i) = pool.claim(&mut cursor) else {
             return Err(t.no_room(dest, ch)); // every block still in the receiver's hands
         };
-        let Some(block) = t.pool.block(i) else {
+        let Some(block) = pool.block(i) else {
             return Err(ConduitError::Busy); // `claim` returns blocks of the pool: never
         };
         let write = || {
@@ -515,7 +585,7 @@ impl Conduit for MemConduit {
             t.pool_cursor.set(cursor);
             Ok(())
         } else {
-            t.pool.unclaim(i);
+            pool.unclaim(i);
             Err(t.no_room(dest, ch))
         }
     }

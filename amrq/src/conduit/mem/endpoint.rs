@@ -2,7 +2,7 @@
 //! built from a [`ConduitSpec`], and what it offers beyond the [`Conduit`] trait
 //! (mapped segments for tools, the interrupt view for the progress thread).
 
-use super::channels::{Local, RxChannel, RxRing, Tx, TxRing, CHECK_SLOWLY};
+use super::channels::{Local, OwnClaims, Pair, RxChannel, RxRing, Tx, TxRing, CHECK_SLOWLY};
 use super::{Doorbell, HeapRegion, InterruptRx, RegionLayout, TagOnPool};
 use crate::bootstrap::Boot;
 use crate::conduit::ring::{
@@ -113,6 +113,9 @@ pub struct MemConduit {
     pub(super) caps: Caps,
     /// The send side of each (channel, destination) pair, at `ch * size + dest`.
     pub(super) tx: Box<[TxRing]>,
+    /// With own rings: this rank's standing at each receiver, which `tx` points to
+    /// (kept alive for it, in an `Rc`, which moves without asserting it is alone).
+    pub(super) _pairs: std::rc::Rc<[Pair]>,
     /// Channels this endpoint sends on: `tx.len() / size` (0 for a view that only
     /// receives), so that a channel and destination in range index `tx` in bounds.
     pub(super) tx_channels: usize,
@@ -175,6 +178,13 @@ fn join_channel(
     target.rings = rings.into_boxed_slice();
 }
 
+/// Most args a frame carries on a channel with own rings: its shared ring's frames
+/// carry a hidden word more, which the ring takes beside [`MAX_ARGS`].
+fn own_max_args(slots: u64) -> usize {
+    let frame = (max_frame_slots(slots) as usize) * SLOT_BYTES;
+    ((frame - ARGS_OFFSET) / 8 - 1).min(MAX_ARGS)
+}
+
 /// Most args a frame without payload carries on a channel of `slots` slots (of which
 /// `hidden` words the conduit adds): every arg count the caps allow then fits the
 /// ring, so the send path's check of the arg count covers the frame's size too.
@@ -217,76 +227,153 @@ impl MemConduit {
         assert_eq!(spec.channels.len(), channels, "the layout of this spec");
         let interrupt_channel = spec.interrupt_channel;
         let mut tx = Vec::with_capacity(channels * ranks);
+        let own = layout.own_rings();
+        // Where senders share rings until they take an own one: this sender's standing
+        // at each receiver, and the pool index of the shared Tag-On pool.
+        let pairs: std::rc::Rc<[Pair]> = match own {
+            Some(k) => (0..ranks)
+                .map(|dest| Pair {
+                    sent: Cell::new(0),
+                    own: Cell::new(Pair::NONE_YET),
+                    // SAFETY: caller guarantees `base` is a live region of `layout`.
+                    directory: unsafe { layout.directory(base, dest) }.as_ptr(),
+                    own_rings: k,
+                    // SAFETY: as above.
+                    pools: unsafe { layout.tag_on_pool(base, dest, 0) },
+                    claim: rank as u64 + 1,
+                })
+                .collect(),
+            None => std::rc::Rc::new([]),
+        };
+        // The pool of a sender's frames at a receiver where no ring names it: its own
+        // pool, or with own rings the shared one.
+        let pool_index = |sender: Rank| own.unwrap_or(sender);
         // SAFETY: caller guarantees `base` is a live region of `layout`.
         let pools: Box<[TagOnPool]> = (0..ranks)
-            .map(|src| unsafe { layout.tag_on_pool(base, rank, src) })
+            .map(|src| unsafe { layout.tag_on_pool(base, rank, pool_index(src)) })
             .collect();
         let mut rx = Vec::with_capacity(channels);
         let asymmetric = spec.doorbell_fence.asymmetric_here(ranks);
         for (ch, c) in spec.channels.iter().enumerate() {
             let (who, slots, shared) = (&c.senders, c.slots, c.shared);
+            let owns = layout.has_own_rings(ch);
             let notify_bit = match c.rings_doorbell() {
                 // A channel received with another rings that one's bit.
                 true => ConduitSpec::doorbell_bit(c.received_with.unwrap_or(ch)),
                 false => 0,
             };
+            let max_args = match owns {
+                true => own_max_args(slots),
+                false => max_args(slots, usize::from(shared)),
+            };
             for dest in 0..ranks {
-                let prod = if shared {
-                    Tx::Shared {
+                // SAFETY (the calls into `layout`): caller guarantees `base` is a live
+                // region of `layout`.
+                let (prod, ring) = if shared {
+                    let tail = unsafe { layout.shared_tail(base, ch, dest) };
+                    let prod = SharedProducer::new(0);
+                    let ring = unsafe { layout.ring(base, ch, dest, 0) };
+                    (
+                        Tx::Shared {
+                            prod,
+                            tail,
+                            me: rank as u64,
+                        },
+                        ring,
+                    )
+                } else if let (true, Some(k)) = (owns, own) {
+                    let own_rings = unsafe { base.add(layout.ring_offset(ch, dest, 0)) };
+                    let sharing = Tx::Sharing {
                         prod: SharedProducer::new(0),
-                        // SAFETY: caller guarantees `base` is a live region of `layout`.
                         tail: unsafe { layout.shared_tail(base, ch, dest) },
                         me: rank as u64,
-                    }
+                        pair: &pairs[dest],
+                        own_rings,
+                    };
+                    (sharing, unsafe { layout.ring(base, ch, dest, k) })
                 } else {
-                    Tx::Own(Producer::new(slots, 0))
+                    let ring = unsafe { layout.ring(base, ch, dest, rank) };
+                    (Tx::Own(Producer::new(slots, 0)), ring)
                 };
-                let max_args = max_args(slots, usize::from(shared));
                 // The interrupt channel carries flagged frames of other channels only
                 // (`send_flagged` writes it): no frame is sent into it directly.
                 let permitted = who.allows(rank) && interrupt_channel != Some(ch);
+                let own_ring = matches!(prod, Tx::Own(_));
                 tx.push(TxRing {
-                    // SAFETY: caller guarantees `base` is a live region of `layout`.
-                    ring: unsafe { layout.ring(base, ch, dest, rank) },
+                    ring: Cell::new(ring),
                     prod: Local::new(prod),
                     max_args,
                     permitted,
-                    own_args_below: if permitted && !shared {
-                        max_args + 1
-                    } else {
-                        0
-                    },
+                    own_args_below: Cell::new(match permitted && own_ring {
+                        true => max_args + 1,
+                        false => 0,
+                    }),
                     notify_bit,
-                    // SAFETY: caller guarantees `base` is a live region of `layout`.
+                    // SAFETY: as above.
                     doorbell: unsafe { layout.doorbell(base, dest) },
                     light_bit: if asymmetric { notify_bit } else { 0 },
                     armed_word: Cell::new(&CHECK_SLOWLY),
                     // SAFETY: as above.
-                    pool: unsafe { layout.tag_on_pool(base, dest, rank) },
+                    pool: Cell::new(unsafe { layout.tag_on_pool(base, dest, pool_index(rank)) }),
                     pool_cursor: Cell::new(0),
                 });
             }
-            let rings: Box<[RxRing]> = (0..if shared { 1 } else { ranks })
-                .map(|src| {
-                    let permitted = shared || who.allows(src);
-                    let hidden = shared || interrupt_channel == Some(ch);
-                    RxRing {
-                        // SAFETY: as above.
-                        ring: unsafe { layout.ring(base, ch, rank, src) },
-                        cons: Local::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
-                        broken: Cell::new(false),
-                        permitted,
-                        hidden,
-                        hidden_ranks: None,
-                        joined_senders: Box::new([]),
-                        joined_taken: Box::new([]),
-                        gate: Cell::new(match permitted && !hidden {
-                            true => ExpressGate::OPEN,
-                            false => ExpressGate::SHUT,
-                        }),
-                    }
-                })
-                .collect();
+            let ring_of = |index: usize| {
+                let hidden = shared || interrupt_channel == Some(ch);
+                let permitted = shared || who.allows(index);
+                RxRing {
+                    // SAFETY: as above.
+                    ring: unsafe { layout.ring(base, ch, rank, index) },
+                    cons: Local::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
+                    shut: Cell::new(false),
+                    source: Cell::new(match shared {
+                        true => RxRing::NO_SOURCE,
+                        false => index,
+                    }),
+                    pool: None,
+                    own_index: None,
+                    own_claims: None,
+                    permitted: Cell::new(permitted),
+                    hidden,
+                    hidden_ranks: None,
+                    joined_senders: Box::new([]),
+                    joined_taken: Box::new([]),
+                    gate: Cell::new(match permitted && !hidden {
+                        true => ExpressGate::OPEN,
+                        false => ExpressGate::SHUT,
+                    }),
+                }
+            };
+            let rings: Box<[RxRing]> = match (shared, owns.then_some(own).flatten()) {
+                (true, _) => Box::new([ring_of(0)]),
+                (false, None) => (0..ranks).map(ring_of).collect(),
+                (false, Some(k)) => (0..=k)
+                    .map(|index| {
+                        let mut r = ring_of(index);
+                        r.source.set(RxRing::NO_SOURCE);
+                        if index < k {
+                            // Read once a sender has moved to it (`open_own_ring`).
+                            r.shut.set(true);
+                            r.permitted.set(false);
+                            r.gate.set(ExpressGate::SHUT);
+                            r.own_index = Some(index);
+                            // SAFETY: as above.
+                            r.pool = Some(unsafe { layout.tag_on_pool(base, rank, index) });
+                        } else {
+                            r.hidden = true;
+                            r.permitted.set(true); // each frame checked by the sender it names
+                            r.gate.set(ExpressGate::SHUT);
+                            r.own_claims = Some(Box::new(OwnClaims {
+                                senders: (0..ranks).map(|src| who.allows(src)).collect(),
+                                // SAFETY: as above.
+                                directory: unsafe { layout.directory(base, rank) }.as_ptr(),
+                                own_rings: k,
+                            }));
+                        }
+                        r
+                    })
+                    .collect(),
+            };
             rx.push(RxChannel {
                 busy: Cell::new(rings.is_empty()),
                 rings,
@@ -320,14 +407,19 @@ impl MemConduit {
             channels: spec
                 .channels
                 .iter()
-                .map(|c| ChannelCaps {
+                .enumerate()
+                .map(|(ch, c)| ChannelCaps {
                     senders: c.senders.clone(),
                     shared: c.shared,
-                    max_args: max_args(c.slots, usize::from(c.shared)),
+                    max_args: match layout.has_own_rings(ch) {
+                        true => own_max_args(c.slots),
+                        false => max_args(c.slots, usize::from(c.shared)),
+                    },
                     notify: c.rings_doorbell(),
                     interrupt: c.delivery == Delivery::Interrupt,
                     slots: c.slots,
-                    max_payload: max_payload(c.slots),
+                    // The shared ring's frames carry a hidden word more.
+                    max_payload: max_payload(c.slots) - 8 * usize::from(layout.has_own_rings(ch)),
                     received_with: c.received_with,
                 })
                 .collect(),
@@ -364,6 +456,7 @@ impl MemConduit {
             caps,
             tx_channels: channels,
             tx: tx.into_boxed_slice(),
+            _pairs: pairs,
             rx: rx.into_boxed_slice(),
             segments: segments.into_boxed_slice(),
             segment_bytes,
@@ -437,6 +530,7 @@ impl MemConduit {
             size: self.size,
             caps: self.caps.clone(),
             tx: Box::new([]),
+            _pairs: std::rc::Rc::new([]),
             tx_channels: 0,
             rx,
             segments: self.segments.clone(),

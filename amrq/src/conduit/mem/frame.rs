@@ -77,7 +77,7 @@ pub(super) fn close_ring(
     detail: crate::conduit::ring::Corrupt,
 ) {
     let r = &chan.rings[s];
-    r.broken.set(true);
+    r.shut.set(true);
     r.gate.set(ExpressGate::SHUT);
     r.ring.close();
     faults.record(Fault {
@@ -153,7 +153,7 @@ impl<'a> MemFrame<'a> {
 }
 
 impl<'a> MemFrame<'a> {
-    /// The Express frame `p` at the head of plain ring `s` of `chan`, whose slot is at
+    /// The Express frame `p` at the head of plain ring `s` of `chan` (its ring `r`), whose slot is at
     /// `base`, handed out by `drain` (which marks the channel once for all its frames).
     #[inline(always)]
     pub(super) fn express(
@@ -168,7 +168,9 @@ impl<'a> MemFrame<'a> {
         Self {
             chan,
             ring: r,
-            source: s,
+            // The ring's sender: its index on one host, not where rings are owned or
+            // merged across hosts.
+            source: r.source.get(),
             args: (args.cast(), usize::from(p.header.nargs)),
             payload: (args, 0), // none (any address in the frame will do)
             peeked: p,
@@ -260,16 +262,14 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
         // SAFETY: the block (not the frame) stays ours until its flag is cleared by the
         // handle's drop; the pool lives as long as the conduit this frame borrows.
         let data = unsafe { std::slice::from_raw_parts(self.payload.0, self.payload.1) };
-        // The sender's pool: by its rank, or (a frame whose sender was renumbered on
-        // its way out of a half of a job across hosts) the pool that holds the block.
+        // The ring's pool (an own ring's), the sender's by its rank, or (a frame whose
+        // sender was renumbered on its way out of a half of a job across hosts) the
+        // pool that holds the block.
         let block = self.payload.0.cast_mut();
-        let pool = match self.chan.pools.get(self.source) {
+        let (ring, chan) = (self.ring, self.chan);
+        let pool = match ring.pool.as_ref().or_else(|| chan.pools.get(self.source)) {
             Some(p) if p.block(index) == Some(block) => p,
-            _ => self
-                .chan
-                .pools
-                .iter()
-                .find(|p| p.block(index) == Some(block))?,
+            _ => chan.pools.iter().find(|p| p.block(index) == Some(block))?,
         };
         Some(TagOnData::new(data, pool.flag(index)?))
         // `self` drops here and clears the channel's outstanding mark.

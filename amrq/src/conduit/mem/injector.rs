@@ -148,12 +148,12 @@ impl MemConduit {
                 return unsupported("an injector into a channel that is not shared");
             };
             lanes.push(Lane {
-                ring: t.ring,
+                ring: t.ring.get(),
                 tail: *tail,
                 // ORDERING: Acquire, as every view of the head a producer takes (pairs
                 // with the consumer's Release store of it); a view that is older only
                 // sends the first reservation to look again.
-                prod: SharedProducer::new(t.ring.head().load(Ordering::Acquire)),
+                prod: SharedProducer::new(t.ring.get().head().load(Ordering::Acquire)),
                 doorbell: t.doorbell,
                 light_bit: t.light_bit,
             });
@@ -236,7 +236,7 @@ impl MemConduit {
         let rings = self.rx.iter().flat_map(|c| c.rings.iter());
         let joined = rings.filter(|r| !r.joined_senders.is_empty());
         joined
-            .map(|r| match r.broken.get() {
+            .map(|r| match r.shut.get() {
                 true => u64::MAX,
                 false => r.joined_taken.get(rank).map_or(0, std::cell::Cell::get),
             })

@@ -138,14 +138,14 @@ impl MemConduit {
         // no borrow of it is live (this thread is here). Only addresses are taken.
         let words = match unsafe { &mut *tx } {
             Tx::Own(p) => Some(p.words()),
-            Tx::Shared { .. } | Tx::Network { .. } => None,
+            Tx::Shared { .. } | Tx::Sharing { .. } | Tx::Network { .. } => None,
         };
         // Permitted, this rank's own ring, room for an Express frame's args.
-        let inline = t.own_args_below > EXPRESS_ARGS;
+        let inline = t.own_args_below.get() > EXPRESS_ARGS;
         let (tail, cached_head) = words.unwrap_or((std::ptr::null_mut(), std::ptr::null()));
         Some(ExpressLane {
-            slots: t.ring.slot_ptr(0).cast_mut(),
-            mask: t.ring.nslots() - 1,
+            slots: t.ring.get().slot_ptr(0).cast_mut(),
+            mask: t.ring.get().nslots() - 1,
             tail,
             cached_head,
             args_below: if inline { EXPRESS_ARGS as u64 + 1 } else { 0 },

@@ -14,7 +14,8 @@
 //! | file | holds |
 //! |---|---|
 //! | `across.rs` | the front of a job across hosts: an endpoint without rings that hands every call to the cluster conduit behind it |
-//! | `region.rs` | where every ring, doorbell and Tag-On pool sits in a region (offsets only), and the heap region of the `threads` conduit |
+//! | `region.rs` | where every ring, doorbell, Tag-On pool and own-ring directory sits in a region (offsets only) |
+//! | `heap.rs` | [`HeapRegion`]: zeroed private memory, the `threads` conduit's region |
 //! | `endpoint.rs` | [`MemConduit`]: one rank's endpoint, built from [`Parts`] |
 //! | `channels.rs` | the per-ring states of an endpoint: send side, receive side, the round-robin scan of a channel |
 //! | `refusals.rs` | why a send is refused: the checks behind the sends' fast tests, and the refusal a network conduit answers as they would |
@@ -35,11 +36,14 @@ mod conduit;
 mod endpoint;
 mod engine_arming;
 mod frame;
+mod heap;
 mod injector;
 mod interrupts;
 mod lane;
 mod one_sided;
 mod outbox;
+#[cfg(test)]
+mod own_rings_tests;
 mod receive;
 mod refusals;
 mod region;
@@ -51,13 +55,14 @@ mod thread_op;
 pub use endpoint::{MemConduit, Parts, RegionOwner};
 pub(crate) use engine_arming::{arming_stands, sleeper_stands, EngineArming};
 pub use frame::MemFrame;
+pub use heap::HeapRegion;
 pub(crate) use injector::check_peer;
 pub use injector::Injector;
 pub use interrupts::{Alarm, InterruptRx};
 pub use lane::ExpressLane;
 pub use one_sided::Segments;
 pub(crate) use outbox::Waker;
-pub use region::{Doorbell, HeapRegion, RegionHeader, RegionLayout, REGION_MAGIC};
+pub use region::{Doorbell, RegionHeader, RegionLayout, REGION_MAGIC};
 pub use tag_on::TagOnPool;
 pub(crate) use thread_op::{ThreadOp, ThreadOpKind};
 

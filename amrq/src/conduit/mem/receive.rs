@@ -244,7 +244,7 @@ impl MemConduit {
                         unsafe { r.cons.get() }.release_one(&ring);
                         ok
                     }
-                    _ if r.broken.get() => break true,
+                    _ if r.shut.get() => break true,
                     _ => match self.run_slowly(chan, s, ch, f) {
                         Some(result) => result.map_err(|e| *out = Some(e)).is_ok(),
                         None => continue, // a pad, or a frame dropped: look again

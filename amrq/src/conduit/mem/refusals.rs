@@ -46,10 +46,10 @@ impl MemConduit {
     /// [`ConduitError::TagOnTooLarge`] unless `len` bytes fit a block of `t`'s pool.
     #[inline(always)]
     pub(super) fn fits_tag_on(t: &TxRing, len: usize) -> Result<(), ConduitError> {
-        if len > t.pool.bytes() {
+        if len > t.pool.get().bytes() {
             return Err(ConduitError::TagOnTooLarge {
                 len,
-                max: t.pool.bytes(),
+                max: t.pool.get().bytes(),
             });
         }
         Ok(())

@@ -1,5 +1,5 @@
-//! Where every ring of a job sits in one region, and the heap region of the `threads`
-//! conduit. Offsets only: each process may map the region at a different address.
+//! Where every ring of a job sits in one region. Offsets only: each process may map
+//! the region at a different address.
 //!
 //! ```text
 //!   0 ┌────────────────────────────────────────────────────┐
@@ -13,6 +13,8 @@
 //!     ├────────────────────────────────────────────────────┤
 //!     │ doorbells: one per rank, 256 B (see `Doorbell`)    │
 //!     ├────────────────────────────────────────────────────┤
+//!     │ own-ring directories (with own rings only)         │
+//!     ├────────────────────────────────────────────────────┤
 //!     │ Tag-On pools: (recv 0 ← send 0), (0 ← 1), …        │ ranks² pools
 //!     └────────────────────────────────────────────────────┘
 //! ```
@@ -20,9 +22,16 @@
 //! for a per-pair channel, `128 + base[ch] + receiver·(128 + ring_bytes[ch]) + 128` for a
 //! shared one (its tail word, which the senders reserve slots with, is the line
 //! before), `doorbell_offset(rank) = rings_end + 256·rank`.
+//!
+//! With *own rings* ([`PairRings`], for a host of many ranks) a per-sender channel has
+//! instead, per receiver, `own` rings that senders take one at a time (a sender's
+//! claim is a word of the receiver's directory), then one ring shared by the senders
+//! without one (its tail line before it); and each receiver has `own + 1` Tag-On
+//! pools, the last shared. A ring or pool is then named by its index at the receiver:
+//! `0..own` the own ones, `own` the shared one.
 
 use crate::conduit::ring::RawRing;
-use crate::conduit::{ConduitError, ConduitSpec};
+use crate::conduit::{ConduitError, ConduitSpec, PairRings};
 use std::ptr::NonNull;
 
 /// "amrqRGN1": marks an initialised region.
@@ -212,11 +221,22 @@ const _: () = {
     assert!(std::mem::offset_of!(Doorbell, sleepers) == 144);
 };
 
+/// How a channel's rings are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rings {
+    /// One per (receiver, sender).
+    PerSender,
+    /// One per receiver, shared by every sender.
+    Shared,
+    /// Per receiver, the layout's own rings, then one shared by the other senders.
+    Own,
+}
+
 /// Where a channel's rings start in a region, and their shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Placed {
     slots: u64,
-    shared: bool,
+    rings: Rings,
     /// Offset of its first ring's block after the header.
     base: usize,
 }
@@ -234,7 +254,10 @@ struct Placed {
 pub struct RegionLayout {
     ranks: usize,
     channels: Vec<Placed>,
+    /// Own rings per receiver; `None`: every sender has its own.
+    own: Option<usize>,
     doorbells: usize,
+    directories: usize,
     tag_on: usize,
     tag_on_buffers: usize,
     tag_on_bytes: usize,
@@ -245,7 +268,8 @@ impl RegionLayout {
     /// Bytes of the line that holds a shared ring's tail word.
     const TAIL_BYTES: usize = 128;
 
-    /// The layout for `ranks` ranks of the channels and Tag-On pools of `spec`.
+    /// The layout for `ranks` ranks of the channels and Tag-On pools of `spec`, with as
+    /// many own rings per receiver as `spec.pair_rings` gives for `ranks`.
     ///
     /// ```
     /// use amrq::conduit::{mem::RegionLayout, ChannelSpec, ConduitSpec};
@@ -259,10 +283,36 @@ impl RegionLayout {
     /// ```
     pub fn new(ranks: usize, spec: &ConduitSpec) -> Result<Self, ConduitError> {
         spec.check()?;
-        let (buffers, bytes) = (spec.tag_on_buffers, spec.tag_on_bytes);
         if ranks == 0 {
             return Err(ConduitError::Setup("a job needs at least one rank".into()));
         }
+        let own = match spec.pair_rings {
+            PairRings::Every => None,
+            PairRings::Own(k) => Some(k),
+            PairRings::Auto => {
+                let every = Self::with_own(ranks, spec, None)?;
+                if every.total <= PairRings::AUTO_BYTES {
+                    None
+                } else {
+                    // Bytes per receiver with no own ring, and what each adds.
+                    let none = Self::with_own(ranks, spec, Some(0))?.total / ranks;
+                    let one = Self::with_own(ranks, spec, Some(1))?.total / ranks - none;
+                    let fit = (PairRings::AUTO_BYTES / ranks).saturating_sub(none) / one.max(1);
+                    Some(fit.max(PairRings::AUTO_LEAST))
+                }
+            }
+        };
+        Self::with_own(ranks, spec, own.filter(|&k| k < ranks))
+    }
+
+    /// The layout with `own` rings per receiver (`None`: one per sender).
+    fn with_own(
+        ranks: usize,
+        spec: &ConduitSpec,
+        own: Option<usize>,
+    ) -> Result<Self, ConduitError> {
+        let (buffers, bytes) = (spec.tag_on_buffers, spec.tag_on_bytes);
+        let overflow = || ConduitError::Setup("region size overflows".into());
         let mut channels = Vec::with_capacity(spec.channels.len());
         let mut total = HEADER_BYTES;
         for (ch, c) in spec.channels.iter().enumerate() {
@@ -278,41 +328,128 @@ impl RegionLayout {
                     super::max_payload(s)
                 )));
             }
+            let rings = match (c.shared, own) {
+                (true, _) => Rings::Shared,
+                // The interrupt channel's hidden word names the channel: a ring per sender.
+                (false, Some(_)) if spec.interrupt_channel != Some(ch) => Rings::Own,
+                (false, _) => Rings::PerSender,
+            };
             channels.push(Placed {
                 slots: s,
-                shared: c.shared,
+                rings,
                 base: total - HEADER_BYTES,
             });
-            let (rings, ring_bytes) = if c.shared {
-                (Some(ranks), RawRing::bytes(s) + Self::TAIL_BYTES)
-            } else {
-                (ranks.checked_mul(ranks), RawRing::bytes(s))
+            let ring = RawRing::bytes(s);
+            let block = match rings {
+                Rings::PerSender => ranks.checked_mul(ring),
+                Rings::Shared => Some(Self::TAIL_BYTES + ring),
+                Rings::Own => own
+                    .and_then(|k| k.checked_add(1))
+                    .and_then(|n| n.checked_mul(ring))
+                    .map(|b| b + Self::TAIL_BYTES),
             };
-            total = rings
-                .and_then(|n| n.checked_mul(ring_bytes))
+            total = block
+                .and_then(|b| b.checked_mul(ranks))
                 .and_then(|b| b.checked_add(total))
-                .ok_or_else(|| ConduitError::Setup("region size overflows".into()))?;
+                .ok_or_else(overflow)?;
         }
-        let overflow = || ConduitError::Setup("region size overflows".into());
         let doorbells = total;
-        let tag_on = ranks
+        let directories = ranks
             .checked_mul(DOORBELL_BYTES)
             .and_then(|b| b.checked_add(total))
             .ok_or_else(overflow)?;
-        let total = ranks
-            .checked_mul(ranks)
-            .and_then(|pairs| pairs.checked_mul(super::tag_on::pool_bytes(buffers, bytes)))
+        let tag_on = ranks
+            .checked_mul(Self::directory_bytes(own))
+            .and_then(|b| b.checked_add(directories))
+            .ok_or_else(overflow)?;
+        let pools_each = own.map_or(Some(ranks), |k| k.checked_add(1));
+        let total = pools_each
+            .and_then(|n| n.checked_mul(ranks))
+            .and_then(|pools| pools.checked_mul(super::tag_on::pool_bytes(buffers, bytes)))
             .and_then(|b| b.checked_add(tag_on))
             .ok_or_else(overflow)?;
         Ok(Self {
             ranks,
             channels,
+            own,
             doorbells,
+            directories,
             tag_on,
             tag_on_buffers: buffers,
             tag_on_bytes: bytes,
             total,
         })
+    }
+
+    /// Bytes of a receiver's directory of `own` rings: a word per ring, in whole line
+    /// pairs.
+    fn directory_bytes(own: Option<usize>) -> usize {
+        own.map_or(0, |k| (k * 8).div_ceil(128) * 128)
+    }
+
+    /// Own rings per receiver (and Tag-On pools besides the shared one); `None` where
+    /// every sender has its own ring at every receiver.
+    ///
+    /// ```
+    /// use amrq::conduit::{mem::RegionLayout, ChannelSpec, ConduitSpec, PairRings};
+    /// let spec = |p| ConduitSpec { pair_rings: p, ..ConduitSpec::new(vec![ChannelSpec::new(256)]) };
+    /// assert_eq!(RegionLayout::new(64, &spec(PairRings::Own(6))).unwrap().own_rings(), Some(6));
+    /// assert_eq!(RegionLayout::new(4, &spec(PairRings::Own(6))).unwrap().own_rings(), None); // 6 ≥ 4 ranks
+    /// assert_eq!(RegionLayout::new(64, &spec(PairRings::Every)).unwrap().own_rings(), None);
+    /// ```
+    pub fn own_rings(&self) -> Option<usize> {
+        self.own
+    }
+
+    /// Channel `ch` has own rings and a shared one per receiver (see
+    /// [`RegionLayout::own_rings`]).
+    ///
+    /// ```
+    /// use amrq::conduit::{mem::RegionLayout, ChannelSpec, ConduitSpec, PairRings};
+    /// let spec = ConduitSpec {
+    ///     pair_rings: PairRings::Own(2),
+    ///     ..ConduitSpec::new(vec![ChannelSpec::new(16), ChannelSpec::new(16).shared(true)])
+    /// };
+    /// let l = RegionLayout::new(8, &spec).unwrap();
+    /// assert!(l.has_own_rings(0) && !l.has_own_rings(1));
+    /// ```
+    pub fn has_own_rings(&self, ch: usize) -> bool {
+        self.channels[ch].rings == Rings::Own
+    }
+
+    /// The directory of `receiver`'s own rings in the region at `base`: word `i` is 0
+    /// while own ring `i` is free, then 1 + the sender that took it (and never changes
+    /// again). Empty without own rings.
+    ///
+    /// # Safety
+    /// `base` is a region of this layout, valid for as long as the words are used.
+    ///
+    /// ```
+    /// use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec, PairRings};
+    /// let spec = ConduitSpec { pair_rings: PairRings::Own(3), ..ConduitSpec::new(vec![ChannelSpec::new(16)]) };
+    /// let layout = RegionLayout::new(8, &spec).unwrap();
+    /// let region = HeapRegion::new(layout.total_bytes()).unwrap();
+    /// // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// unsafe { layout.init(region.base()) };
+    /// // SAFETY: the region is of this layout and outlives the words.
+    /// let dir = unsafe { layout.directory(region.base(), 5) };
+    /// assert_eq!(dir.len(), 3);
+    /// ```
+    pub unsafe fn directory<'a>(
+        &self,
+        base: NonNull<u8>,
+        receiver: usize,
+    ) -> &'a [crate::sync::AtomicU64] {
+        debug_assert!(receiver < self.ranks);
+        let off = self.directories + receiver * Self::directory_bytes(self.own);
+        // SAFETY: each receiver's directory is `own` words inside the region, 128-byte
+        // aligned; they are only accessed atomically.
+        unsafe {
+            std::slice::from_raw_parts(
+                base.as_ptr().add(off).cast::<crate::sync::AtomicU64>(),
+                self.own.unwrap_or(0),
+            )
+        }
     }
 
     /// Bytes of the whole region.
@@ -392,11 +529,12 @@ impl RegionLayout {
     /// assert!(!layout.is_shared(0) && layout.is_shared(1));
     /// ```
     pub fn is_shared(&self, ch: usize) -> bool {
-        self.channels[ch].shared
+        self.channels[ch].rings == Rings::Shared
     }
 
     /// Offset of the ring that carries `sender`'s frames to `receiver` on channel `ch`
-    /// (of a shared channel: everyone's frames to `receiver`).
+    /// (of a shared channel: everyone's frames to `receiver`; of a channel with own
+    /// rings: `sender` is the ring's index at the receiver, see the module doc).
     ///
     /// ```
     /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
@@ -413,19 +551,27 @@ impl RegionLayout {
         let c = &self.channels[ch];
         let start = HEADER_BYTES + c.base;
         let ring = RawRing::bytes(c.slots);
-        if c.shared {
-            start + receiver * (Self::TAIL_BYTES + ring) + Self::TAIL_BYTES
-        } else {
-            start + (receiver * self.ranks + sender) * ring
+        match c.rings {
+            Rings::PerSender => start + (receiver * self.ranks + sender) * ring,
+            Rings::Shared => start + receiver * (Self::TAIL_BYTES + ring) + Self::TAIL_BYTES,
+            Rings::Own => {
+                let own = self.own.unwrap_or(0);
+                let block = start + receiver * ((own + 1) * ring + Self::TAIL_BYTES);
+                match sender < own {
+                    true => block + sender * ring,
+                    false => block + own * ring + Self::TAIL_BYTES,
+                }
+            }
         }
     }
 
-    /// The tail word of shared channel `ch`'s ring at `receiver`, in the region at
-    /// `base` (zero in a fresh region, like the ring's positions).
+    /// The tail word of shared channel `ch`'s ring at `receiver` (of a channel with own
+    /// rings: of its shared ring), in the region at `base` (zero in a fresh region,
+    /// like the ring's positions).
     ///
     /// # Safety
     /// `base` is a region of this layout, valid for as long as the reference is used,
-    /// and `ch` is shared.
+    /// and `ch` is shared or has own rings.
     ///
     /// ```
     /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
@@ -445,8 +591,8 @@ impl RegionLayout {
         ch: usize,
         receiver: usize,
     ) -> &'a crate::sync::AtomicU64 {
-        debug_assert!(self.channels[ch].shared && receiver < self.ranks);
-        let off = self.ring_offset(ch, receiver, 0) - Self::TAIL_BYTES;
+        debug_assert!(self.channels[ch].rings != Rings::PerSender && receiver < self.ranks);
+        let off = self.ring_offset(ch, receiver, self.own.unwrap_or(0)) - Self::TAIL_BYTES;
         // SAFETY: the tail line precedes the ring inside the region, 128-byte aligned;
         // it is only accessed atomically.
         unsafe { &*base.as_ptr().add(off).cast::<crate::sync::AtomicU64>() }
@@ -482,7 +628,9 @@ impl RegionLayout {
         }
     }
 
-    /// The Tag-On pool for `sender`'s blocks to `receiver` in the region at `base`.
+    /// The Tag-On pool for `sender`'s blocks to `receiver` in the region at `base`
+    /// (with own rings: `sender` is the pool's index at the receiver, the last one
+    /// shared by the senders without an own ring).
     ///
     /// # Safety
     /// `base` is a region of this layout, valid for as long as the pool is used.
@@ -505,7 +653,8 @@ impl RegionLayout {
         sender: usize,
     ) -> super::tag_on::TagOnPool {
         let size = super::tag_on::pool_bytes(self.tag_on_buffers, self.tag_on_bytes);
-        let off = self.tag_on + (receiver * self.ranks + sender) * size;
+        let each = self.own.map_or(self.ranks, |k| k + 1);
+        let off = self.tag_on + (receiver * each + sender) * size;
         // SAFETY: pools follow the doorbells inside the region, each `size` bytes, a
         // multiple of 64 from a 128-aligned start; zero in a fresh region.
         unsafe {
@@ -566,10 +715,10 @@ impl RegionLayout {
     /// As for [`RegionLayout::init`].
     unsafe fn init_rings_of(&self, base: NonNull<u8>, receiver: usize) {
         for ch in 0..self.channels() {
-            let senders = if self.channels[ch].shared {
-                1
-            } else {
-                self.ranks
+            let senders = match self.channels[ch].rings {
+                Rings::PerSender => self.ranks,
+                Rings::Shared => 1,
+                Rings::Own => self.own.unwrap_or(0) + 1,
             };
             for s in 0..senders {
                 // SAFETY: the caller's guarantee covers this ring's bytes.
@@ -626,105 +775,12 @@ impl RegionLayout {
     }
 }
 
-/// Zeroed, page-aligned private memory holding a region (the `threads` conduit): an
-/// anonymous mapping, so pages are zeroed by the kernel when first touched (a 64 MiB
-/// segment that is never written costs nothing; `alloc_zeroed` with page alignment
-/// would `memset` all of it).
-///
-/// ```
-/// use amrq::conduit::mem::HeapRegion;
-/// let r = HeapRegion::new(64 << 20).unwrap(); // 64 MiB that cost nothing until touched
-/// assert_eq!(r.base().as_ptr() as usize % 4096, 0);
-/// ```
-#[derive(Debug)]
-pub struct HeapRegion {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: the mapping is plain bytes; which thread touches which bytes is decided by
-// the ring protocol, as for memory shared with another process.
-unsafe impl Send for HeapRegion {}
-// SAFETY: as above; &HeapRegion only hands out the base address.
-unsafe impl Sync for HeapRegion {}
-
-impl HeapRegion {
-    /// Maps `bytes` zeroed bytes.
-    ///
-    /// ```
-    /// use amrq::conduit::mem::HeapRegion;
-    /// let r = HeapRegion::new(4096).unwrap();
-    /// // SAFETY: inside the fresh region.
-    /// assert_eq!(unsafe { r.base().as_ptr().read() }, 0);
-    /// ```
-    pub fn new(bytes: usize) -> Result<Self, ConduitError> {
-        Self::map(bytes, 0)
-    }
-
-    /// Maps `bytes` zeroed bytes of which most will never be touched: no swap or
-    /// commit charge is reserved for them (`MAP_NORESERVE`), so that the kernel's
-    /// overcommit check does not refuse a layout far larger than what is used (the
-    /// UCX conduit's local queues: P² rings laid out, P used; 31 GiB at P = 1 000).
-    ///
-    /// ```
-    /// use amrq::conduit::mem::HeapRegion;
-    /// let r = HeapRegion::sparse(1 << 30).unwrap(); // 1 GiB laid out, nothing used yet
-    /// // SAFETY: inside the fresh region.
-    /// assert_eq!(unsafe { r.base().as_ptr().add(12345).read() }, 0);
-    /// ```
-    pub fn sparse(bytes: usize) -> Result<Self, ConduitError> {
-        Self::map(bytes, libc::MAP_NORESERVE)
-    }
-
-    fn map(bytes: usize, flags: libc::c_int) -> Result<Self, ConduitError> {
-        let len = bytes.max(1);
-        // SAFETY: a fresh private anonymous mapping; the kernel picks the address.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(ConduitError::Setup(format!(
-                "cannot map a {bytes}-byte region: {} (lower the ring or segment size)",
-                std::io::Error::last_os_error()
-            )));
-        }
-        let ptr = NonNull::new(p.cast())
-            .ok_or_else(|| ConduitError::Setup("mmap returned null".into()))?;
-        Ok(Self { ptr, len })
-    }
-
-    /// The region's first byte.
-    ///
-    /// ```
-    /// use amrq::conduit::mem::HeapRegion;
-    /// let r = HeapRegion::new(8192).unwrap();
-    /// // SAFETY: inside the region, which nobody else uses.
-    /// unsafe { r.base().as_ptr().add(8191).write(1) };
-    /// ```
-    pub fn base(&self) -> NonNull<u8> {
-        self.ptr
-    }
-}
-
-impl Drop for HeapRegion {
-    fn drop(&mut self) {
-        // SAFETY: mapped in `new` with this length, unmapped once.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{HeapRegion, RegionLayout};
+    use super::super::HeapRegion;
+    use super::RegionLayout;
     use crate::conduit::ring::{Consumer, FrameHeader, Producer, RawRing};
-    use crate::conduit::{ChannelSpec, ConduitSpec};
+    use crate::conduit::{ChannelSpec, ConduitSpec, PairRings};
     use std::ptr::NonNull;
 
     /// Bytes of the `len` bytes at `base` (page-aligned, mapped) that are in memory.
@@ -739,10 +795,13 @@ mod tests {
 
     #[test]
     fn a_receivers_init_writes_its_own_rings_and_nothing_else() {
-        let spec = ConduitSpec::new(vec![
-            ChannelSpec::new(256),
-            ChannelSpec::new(64).shared(true),
-        ]);
+        let spec = ConduitSpec {
+            pair_rings: PairRings::Every, // as the UCX conduit's local queues
+            ..ConduitSpec::new(vec![
+                ChannelSpec::new(256),
+                ChannelSpec::new(64).shared(true),
+            ])
+        };
         let (ranks, me) = (64, 5);
         let layout = RegionLayout::new(ranks, &spec).unwrap();
         let region = HeapRegion::sparse(layout.total_bytes()).unwrap();
@@ -780,5 +839,74 @@ mod tests {
             e.contains("must carry 4096 bytes") && e.contains("more slots"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn own_rings_keep_a_host_of_many_ranks_within_the_auto_budget() {
+        // The AM channels' shape: two per-sender channels of 256 slots, 8 Tag-On blocks.
+        let spec = |p| ConduitSpec {
+            pair_rings: p,
+            ..ConduitSpec::new(vec![ChannelSpec::new(256), ChannelSpec::new(256)])
+        };
+        let every = |ranks| RegionLayout::new(ranks, &spec(PairRings::Every)).unwrap();
+        let auto = |ranks| RegionLayout::new(ranks, &spec(PairRings::Auto)).unwrap();
+        // Few ranks: every pair its own ring, as before.
+        assert_eq!(auto(16), every(16));
+        for ranks in [64, 128, 256, 1024] {
+            let l = auto(ranks);
+            let k = l.own_rings().expect("own rings beyond the budget");
+            assert!(k >= PairRings::AUTO_LEAST, "{ranks} ranks: {k} own rings");
+            if k > PairRings::AUTO_LEAST {
+                assert!(l.total_bytes() <= PairRings::AUTO_BYTES, "{ranks} ranks");
+            }
+            // Linear in ranks: a receiver's share does not grow with them.
+            assert!(l.total_bytes() / ranks <= auto(64).total_bytes() / 64 + 4096);
+        }
+        assert_eq!(auto(64).own_rings(), Some(6));
+        assert!(every(64).total_bytes() > 8 * auto(64).total_bytes());
+    }
+
+    #[test]
+    fn own_rings_and_the_shared_ring_do_not_overlap() {
+        let spec = ConduitSpec {
+            pair_rings: PairRings::Own(3),
+            ..ConduitSpec::new(vec![
+                ChannelSpec::new(16),
+                ChannelSpec::new(32).shared(true),
+                ChannelSpec::new(64),
+            ])
+        };
+        let (ranks, l) = (5, RegionLayout::new(5, &spec).unwrap());
+        let mut spans = Vec::new();
+        for ch in 0..3 {
+            let rings = if l.is_shared(ch) { 1 } else { 4 };
+            for r in 0..ranks {
+                for i in 0..rings {
+                    let at = l.ring_offset(ch, r, i);
+                    spans.push((at, at + RawRing::bytes(l.slots(ch)), "ring"));
+                    if !l.is_shared(ch) && i == 3 || l.is_shared(ch) {
+                        spans.push((at - 128, at, "tail"));
+                    }
+                }
+            }
+        }
+        spans.sort();
+        for w in spans.windows(2) {
+            assert!(w[0].1 <= w[1].0, "{:?} overlaps {:?}", w[0], w[1]);
+        }
+        assert!(spans.last().unwrap().1 <= l.doorbells);
+        let region = HeapRegion::new(l.total_bytes()).unwrap();
+        // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+        unsafe { l.init(region.base()) };
+        // SAFETY: the region is of this layout and outlives the words and pools.
+        let (dir, pool) = unsafe {
+            (
+                l.directory(region.base(), 4),
+                l.tag_on_pool(region.base(), 4, 3),
+            )
+        };
+        assert_eq!(dir.len(), 3);
+        let end = region.base().as_ptr() as usize + l.total_bytes();
+        assert!(pool.block(pool.buffers() - 1).unwrap() as usize + pool.bytes() <= end);
     }
 }

@@ -1,7 +1,8 @@
-//! Tag-On data pools (StarT-Voyager): per (sender → receiver) pair, `buffers` blocks of
-//! `bytes` bytes at the receiver, each with a flag word on its own cache line. The
-//! sender claims a free block (flag 0 → 1), fills it and sends a small frame naming
-//! it; the receiver reads the block in place and frees it (flag → 0) when done, which
+//! Tag-On data pools (StarT-Voyager): per (sender → receiver) pair (or per receiver
+//! for the senders without an own ring there, see [`PairRings`](crate::conduit::PairRings)),
+//! `buffers` blocks of `bytes` bytes at the receiver, each with a flag word on its own
+//! cache line. A sender claims a free block (flag 0 → 1), fills it and sends a small
+//! frame naming it; the receiver reads the block in place and frees it (flag → 0) when done, which
 //! may be long after the frame left the queue.
 //!
 //! ```text
@@ -62,6 +63,17 @@ impl TagOnPool {
             buffers,
             bytes,
         }
+    }
+
+    /// The pool `k` places after this one, where pools of its shape lie end to end (a
+    /// receiver's pools with own rings).
+    ///
+    /// # Safety
+    /// That pool lies inside the memory that holds this one.
+    pub(super) unsafe fn after(&self, k: usize) -> Self {
+        // SAFETY: the caller's guarantee; each pool is `pool_bytes` long.
+        let base = unsafe { self.base.add(k * pool_bytes(self.buffers, self.bytes)) };
+        Self { base, ..*self }
     }
 
     /// Blocks in the pool.
@@ -151,7 +163,8 @@ impl TagOnPool {
     }
 
     /// Claims a free block, looking from `*cursor` on (round-robin); `None` if every
-    /// block is still in use by the receiver. Sender side only.
+    /// block is still in use. Sender side only; senders may share a pool (the shared
+    /// pool of a receiver with own rings): a claim is a compare-and-swap.
     ///
     /// ```
     /// # use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
@@ -172,12 +185,16 @@ impl TagOnPool {
             let Some(flag) = self.flag(i) else {
                 continue; // i < buffers always: never taken
             };
-            // ORDERING: Acquire pairs with the receiver's Release store in `free`: its
-            // reads of the block are done before we overwrite it.
-            if flag.load(Ordering::Acquire) == 0 {
-                // Relaxed: the frame that names this block is published with Release
-                // after this store and the data, and only the sender sets flags.
-                flag.store(1, Ordering::Relaxed);
+            // ORDERING: Acquire pairs with the receiver's Release store in `free` (its
+            // reads of the block are done before we overwrite it) and a sender's in
+            // `unclaim` (its writes too). The frame that names the block is published
+            // with Release after this claim and the data. The load first leaves a
+            // block in use without a locked instruction.
+            let free = flag.load(Ordering::Relaxed) == 0
+                && flag
+                    .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok();
+            if free {
                 *cursor = (i + 1) % self.buffers;
                 return Some(i);
             }
@@ -204,9 +221,10 @@ impl TagOnPool {
     /// ```
     pub fn unclaim(&self, i: usize) {
         if let Some(f) = self.flag(i) {
-            // Relaxed: the receiver never saw the block; only this sender reads the
-            // flag as 0 and claims it again.
-            f.store(0, Ordering::Relaxed);
+            // ORDERING: Release pairs with the next claim's Acquire (another sender's,
+            // where senders share the pool): this sender's writes of the block come
+            // before that sender's.
+            f.store(0, Ordering::Release);
         }
     }
 

@@ -2,7 +2,7 @@
 //! in batches.
 
 use super::layout::{
-    frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, EXPRESS_BELOW, FLAG_PAD, MAX_ARGS,
+    frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, EXPRESS_BELOW, FLAG_PAD, MAX_WORDS,
 };
 use super::memory::RingMemory;
 use super::{max_frame_slots, Corrupt};
@@ -357,8 +357,8 @@ impl Consumer {
             self.advance(mem, u64::from(header.len));
             return Ok(None);
         }
-        if header.nargs as usize > MAX_ARGS {
-            return Err(self.corrupt("more than 8 args"));
+        if header.nargs as usize > MAX_WORDS {
+            return Err(self.corrupt("more than 9 arg words"));
         }
         let slots = frame_slots(header.nargs as usize, header.len as usize);
         if slots > max_frame_slots(self.nslots()) || idx + slots > self.nslots() {
@@ -462,12 +462,12 @@ impl Consumer {
     /// let f = c.peek(&ring).unwrap().unwrap();
     /// assert_eq!(c.read_args(&ring, &f)[..3], [1, 2, 3]);
     /// ```
-    pub fn read_args<M: RingMemory>(&self, mem: &M, f: &Peeked) -> [u64; MAX_ARGS] {
-        let mut bytes = [0u8; MAX_ARGS * 8];
+    pub fn read_args<M: RingMemory>(&self, mem: &M, f: &Peeked) -> [u64; MAX_WORDS] {
+        let mut bytes = [0u8; MAX_WORDS * 8];
         let n = f.header.nargs as usize * 8;
         // SAFETY: `f` is the frame peeked last and not released: its slots are ours.
         unsafe { mem.read_bytes(f.index(self.nslots()), ARGS_OFFSET, &mut bytes[..n]) };
-        let mut args = [0u64; MAX_ARGS];
+        let mut args = [0u64; MAX_WORDS];
         for (a, c) in args.iter_mut().zip(bytes.chunks_exact(8)) {
             *a = u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
         }

@@ -30,6 +30,14 @@ pub const EXPRESS_ARGS: usize = 6;
 /// assert_eq!(amrq::conduit::ring::MAX_ARGS, 8);
 /// ```
 pub const MAX_ARGS: usize = 8;
+/// Most u64 words a frame carries: [`MAX_ARGS`] args and the hidden word a conduit
+/// may put before them.
+///
+/// ```
+/// use amrq::conduit::ring::{MAX_ARGS, MAX_WORDS};
+/// assert_eq!(MAX_WORDS, MAX_ARGS + 1);
+/// ```
+pub const MAX_WORDS: usize = MAX_ARGS + 1;
 /// Header flag reserved for the ring: this frame is padding up to the end of the ring.
 ///
 /// ```

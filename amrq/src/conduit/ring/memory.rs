@@ -131,7 +131,7 @@ pub trait RingMemory {
     /// assert_eq!(&back, b"abc");
     /// ```
     unsafe fn write_bytes(&self, idx: u64, offset: usize, src: &[u8]);
-    /// Writes the args `words` (at most [`MAX_ARGS`](super::layout::MAX_ARGS)) at
+    /// Writes the args `words` (at most [`MAX_WORDS`](super::layout::MAX_WORDS)) at
     /// [`ARGS_OFFSET`](super::layout::ARGS_OFFSET) of slot `idx` (and on through the
     /// following slots).
     ///
@@ -409,23 +409,23 @@ mod raw {
             }
         }
 
-        /// A word at a time: at most [`MAX_ARGS`](crate::conduit::ring::MAX_ARGS)
+        /// A word at a time: at most [`MAX_WORDS`](crate::conduit::ring::MAX_WORDS)
         /// words, whose count a caller may know only at run time (the C interface),
         /// where `copy_nonoverlapping` would call `memcpy`. The loop's bound is the
         /// constant, so that it unrolls into a test and a store per word (a loop over
         /// the slice's length came out as a vectorised copy and its set-up).
         #[inline(always)]
         unsafe fn write_args(&self, idx: u64, words: &[u64]) {
-            use crate::conduit::ring::layout::{ARGS_OFFSET, MAX_ARGS};
+            use crate::conduit::ring::layout::{ARGS_OFFSET, MAX_WORDS};
             debug_assert!(
-                words.len() <= MAX_ARGS,
-                "a frame carries at most MAX_ARGS args"
+                words.len() <= MAX_WORDS,
+                "a frame carries at most MAX_WORDS words"
             );
             // SAFETY: the caller owns the slots and the args stay inside the ring; the
             // args start 8-aligned (slots are 64-byte aligned, ARGS_OFFSET is 16).
             unsafe {
                 let at = self.slot(idx).add(ARGS_OFFSET).cast::<u64>();
-                for k in 0..MAX_ARGS {
+                for k in 0..MAX_WORDS {
                     let Some(&w) = words.get(k) else { break };
                     at.add(k).write(w);
                 }

@@ -55,7 +55,7 @@ pub use consumer::{Consumer, ExpressGate, Look, Peeked};
 pub use layout::{
     frame_slots, is_express, payload_offset, FrameHeader, RingCtl, Slot, ARGS_OFFSET, CTL_BYTES,
     EXPRESS_ARGS, EXPRESS_BELOW, FLAG_LONG, FLAG_PAD, FLAG_TAG_ON, HEADER_OFFSET, MAX_ARGS,
-    SLOT_BYTES, USER_FLAGS,
+    MAX_WORDS, SLOT_BYTES, USER_FLAGS,
 };
 #[cfg(not(amrq_loom))]
 pub use memory::RawRing;

@@ -1,6 +1,6 @@
 //! The producer side: reserve slots against a cached head, write, publish the sequence word.
 
-use super::layout::{frame_slots, payload_offset, FrameHeader, EXPRESS_ARGS, FLAG_PAD, MAX_ARGS};
+use super::layout::{frame_slots, payload_offset, FrameHeader, EXPRESS_ARGS, FLAG_PAD, MAX_WORDS};
 use super::memory::RingMemory;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
@@ -150,7 +150,7 @@ impl Producer {
     /// Writes one frame, or returns `false` with nothing written if the ring lacks room.
     ///
     /// `header.len` and `header.nargs` are set from `payload` and `args`. The caller
-    /// guarantees `args.len() <= MAX_ARGS` and that the frame takes at most
+    /// guarantees `args.len() <= MAX_WORDS` and that the frame takes at most
     /// [`super::max_frame_slots`] slots (the conduit checks both before calling).
     ///
     /// ```
@@ -174,7 +174,7 @@ impl Producer {
         args: &[u64],
         payload: &[u8],
     ) -> bool {
-        debug_assert!(args.len() <= MAX_ARGS);
+        debug_assert!(args.len() <= MAX_WORDS);
         if payload.is_empty() && args.len() <= EXPRESS_ARGS {
             // An Express frame, whatever its arg count: one slot, never padded. Folds
             // away where the count is a constant; where it is not (the C interface),

@@ -12,7 +12,7 @@
 //! shared tail word: own 128-byte line pair, before the ring's control block
 //! ```
 
-use super::layout::{frame_slots, FrameHeader, MAX_ARGS};
+use super::layout::{frame_slots, FrameHeader, MAX_WORDS};
 use super::memory::RingMemory;
 use super::producer::{write_frame, write_pad};
 use crate::sync::AtomicU64;
@@ -120,7 +120,7 @@ impl SharedProducer {
         nargs: usize,
         len: usize,
     ) -> Option<Reservation> {
-        debug_assert!(nargs <= MAX_ARGS);
+        debug_assert!(nargs <= MAX_WORDS);
         let k = frame_slots(nargs, len);
         let mut t = tail.load(Relaxed);
         loop {
