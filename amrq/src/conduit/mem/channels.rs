@@ -292,17 +292,38 @@ pub(super) fn with_hidden_word(me: u64, args: &[u64]) -> ([u64; MAX_ARGS + 1], u
 }
 
 impl TxRing {
+    /// The ring frames go into, in place (a copy out of the cell cost the send path
+    /// a store and a load).
+    #[inline(always)]
+    fn ring_now(&self) -> &RawRing {
+        // SAFETY: the cell is written only by `settle`, on this thread (`TxRing` is
+        // not `Sync`), which holds no reference from here while it writes, and no
+        // reference from here outlives the push it was taken for.
+        unsafe { &*self.ring.as_ptr() }
+    }
+
     /// Writes and publishes one frame; `false`, nothing written, if the ring lacks room.
     /// The caller checked `args.len() <= self.max_args`.
     #[inline(always)]
     pub(super) fn push(&self, header: FrameHeader, args: &[u64], payload: &[u8]) -> bool {
         // SAFETY: only ring code runs while the state is borrowed.
+        if let Tx::Own(p) = unsafe { self.prod.get() } {
+            return p.try_push(self.ring_now(), header, args, payload);
+        }
+        self.push_through_others(header, args, payload)
+    }
+
+    /// [`TxRing::push`] into a ring this sender shares, or through the network: out of
+    /// line, so that the push into its own ring stays small.
+    #[inline(never)]
+    fn push_through_others(&self, header: FrameHeader, args: &[u64], payload: &[u8]) -> bool {
+        // SAFETY: only ring code runs while the state is borrowed.
         match unsafe { self.prod.get() } {
-            Tx::Own(p) => p.try_push(&self.ring.get(), header, args, payload),
+            Tx::Own(p) => p.try_push(self.ring_now(), header, args, payload),
             Tx::Shared { prod, tail, me } => {
                 // The words by value: a slice would keep the caller's args in memory.
                 let words = with_hidden_word(*me, args);
-                shared_push(&self.ring.get(), (prod, *tail), header, words, payload)
+                shared_push(self.ring_now(), (prod, *tail), header, words, payload)
             }
             Tx::Sharing { .. } => self.sharing_push(header, args, payload),
             Tx::Network { dest, ch, across } => {
@@ -328,7 +349,7 @@ impl TxRing {
             // `MemConduit::new`), and a ring's `Tx` never changes.
             unsafe { std::hint::unreachable_unchecked() }
         };
-        p.try_push_express(&self.ring.get(), header, args)
+        p.try_push_express(self.ring_now(), header, args)
     }
 
     /// [`TxRing::push`] through the shared ring of a channel with own rings: moves to
@@ -351,7 +372,7 @@ impl TxRing {
         };
         let words = with_hidden_word(*me, args);
         let pair = *pair;
-        let pushed = shared_push(&self.ring.get(), (prod, *tail), header, words, payload);
+        let pushed = shared_push(self.ring_now(), (prod, *tail), header, words, payload);
         if pushed {
             // SAFETY: the endpoint that holds this ring holds its pairs, alive as long.
             unsafe { &*pair }.sent_one();

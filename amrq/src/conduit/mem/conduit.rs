@@ -178,22 +178,8 @@ impl MemConduit {
                 return Ok(None);
             }
         };
-        let hidden = usize::from(r.hidden);
-        if usize::from(p.header.nargs) > MAX_ARGS + hidden {
-            // The ring carries a hidden word more than a sender may give args.
-            let detail = crate::conduit::ring::Corrupt {
-                position: p.position,
-                what: "more than 8 args",
-            };
-            close_ring(&self.faults, chan, (s, ch), detail);
-            return Ok(None);
-        }
         let source = if r.hidden {
             match self.hidden_word_checked(chan, r, s, &p) {
-                Some(src) if p.header.flags & FLAG_MOVED == FLAG_MOVED => {
-                    self.open_own_ring(chan, (s, ch), src, &p);
-                    return Ok(None);
-                }
                 Some(src) => src,
                 None => {
                     let fault = (chan.sender(s), FaultKind::NotPermitted);
@@ -212,10 +198,29 @@ impl MemConduit {
         match self.payload_of(chan, r, source, &p) {
             Ok(payload) => Ok(Some(MemFrame::out(chan, (r, s), source, p, payload))),
             Err(bad) => {
-                let fault = (Some(source), bad);
-                drop_frame(&self.faults, (chan, ch), r, &p, fault);
+                self.undelivered(chan, (s, ch), source, &p, bad);
                 Ok(None)
             }
+        }
+    }
+
+    /// Frame `p` of ring `s` of `chan` (channel `ch`) from `source` has no payload to
+    /// hand out (`bad` says why): a sender's move to an own ring, or a frame to drop.
+    #[cold]
+    #[inline(never)]
+    fn undelivered(
+        &self,
+        chan: &RxChannel,
+        (s, ch): (usize, Channel),
+        source: Rank,
+        p: &Peeked,
+        bad: FaultKind,
+    ) {
+        let r = &chan.rings[s];
+        if p.header.flags & FLAG_MOVED == FLAG_MOVED && r.hidden {
+            self.open_own_ring(chan, (s, ch), source, p);
+        } else {
+            drop_frame(&self.faults, (chan, ch), r, p, (Some(source), bad));
         }
     }
 
@@ -263,6 +268,7 @@ impl MemConduit {
     /// if that word is valid: on a shared ring it names a sender allowed here; on the
     /// interrupt channel, a channel this sender may send into. `None`: drop the frame.
     #[cold]
+    #[inline(never)]
     fn hidden_word_checked(
         &self,
         chan: &RxChannel,
@@ -271,17 +277,6 @@ impl MemConduit {
         p: &Peeked,
     ) -> Option<Rank> {
         let word = hidden_word(r, p)?;
-        if let Some(claims) = &r.own_claims {
-            // The shared ring of a channel with own rings: senders named by host rank.
-            let named = usize::try_from(word).ok()?;
-            if claims.senders.get(named) != Some(&true) {
-                return None;
-            }
-            return match &r.hidden_ranks {
-                Some(ranks) => ranks.get(named).copied(),
-                None => Some(named),
-            };
-        }
         let joined = !r.joined_senders.is_empty();
         if joined || !chan.shared_senders.is_empty() {
             let named = usize::try_from(word).ok()?;
@@ -301,6 +296,18 @@ impl MemConduit {
             }
             return (chan.shared_senders.get(src) == Some(&true)).then_some(src);
         }
+        if let Some(claims) = &r.own_claims {
+            // The shared ring of a channel with own rings: senders named by host rank.
+            let named = usize::try_from(word).ok()?;
+            if claims.senders.get(named) != Some(&true) {
+                return None;
+            }
+            return match &r.hidden_ranks {
+                Some(ranks) => ranks.get(named).copied(),
+                None => Some(named),
+            };
+        }
+
         let ch = usize::try_from(word).ok()?;
         let allowed = Some(ch) != self.caps.interrupt_channel // never carried twice
             && self.caps.channels.get(ch)?.senders.allows(s);
@@ -322,6 +329,9 @@ impl MemConduit {
         let inline = unsafe { base.add(p.payload_offset()) };
         if p.header.flags & (FLAG_LONG | FLAG_TAG_ON) == 0 {
             return Ok((inline, p.header.len as usize));
+        }
+        if p.header.flags & FLAG_MOVED == FLAG_MOVED {
+            return Err(FaultKind::NotPermitted); // a move, not a payload (see `take`)
         }
         if p.header.flags & FLAG_TAG_ON != 0 {
             let pool = r.pool.unwrap_or(chan.pools[source]);

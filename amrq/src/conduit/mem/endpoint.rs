@@ -321,10 +321,14 @@ impl MemConduit {
             let ring_of = |index: usize| {
                 let hidden = shared || interrupt_channel == Some(ch);
                 let permitted = shared || who.allows(index);
+                let cons = Consumer::new(slots, 0, Consumer::default_batch(slots));
                 RxRing {
                     // SAFETY: as above.
                     ring: unsafe { layout.ring(base, ch, rank, index) },
-                    cons: Local::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
+                    cons: Local::new(match hidden {
+                        true => cons.with_hidden_word(),
+                        false => cons,
+                    }),
                     shut: Cell::new(false),
                     source: Cell::new(match shared {
                         true => RxRing::NO_SOURCE,
@@ -361,6 +365,7 @@ impl MemConduit {
                             r.pool = Some(unsafe { layout.tag_on_pool(base, rank, index) });
                         } else {
                             r.hidden = true;
+                            r.cons.with(|c| *c = c.with_hidden_word());
                             r.permitted.set(true); // each frame checked by the sender it names
                             r.gate.set(ExpressGate::SHUT);
                             r.own_claims = Some(Box::new(OwnClaims {
@@ -558,7 +563,11 @@ impl MemConduit {
         for chan in self.rx.iter_mut() {
             for r in chan.rings.iter_mut() {
                 let (n, head) = r.cons.with(|c| (c.nslots(), c.head()));
-                r.cons = Local::new(Consumer::new(n, head, 1));
+                let cons = Consumer::new(n, head, 1);
+                r.cons = Local::new(match r.hidden {
+                    true => cons.with_hidden_word(),
+                    false => cons,
+                });
             }
         }
     }

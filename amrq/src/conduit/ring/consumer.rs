@@ -2,7 +2,8 @@
 //! in batches.
 
 use super::layout::{
-    frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, EXPRESS_BELOW, FLAG_PAD, MAX_WORDS,
+    frame_slots, payload_offset, FrameHeader, ARGS_OFFSET, EXPRESS_BELOW, FLAG_PAD, MAX_ARGS,
+    MAX_WORDS,
 };
 use super::memory::RingMemory;
 use super::{max_frame_slots, Corrupt};
@@ -152,6 +153,8 @@ pub struct Consumer {
     /// Slots − 1: the head's slot is `head & mask`.
     mask: u64,
     batch: u64,
+    /// The most arg words a frame of the ring carries.
+    max_words: u64,
 }
 
 impl Consumer {
@@ -171,6 +174,22 @@ impl Consumer {
             publish_at: start.wrapping_add(batch),
             mask: nslots - 1,
             batch,
+            max_words: MAX_ARGS as u64,
+        }
+    }
+
+    /// This consumer for a ring whose frames carry a conduit's hidden word before their
+    /// args ([`MAX_WORDS`] words in all): a frame of more words is corrupt.
+    ///
+    /// ```
+    /// use amrq::conduit::ring::Consumer;
+    /// let c = Consumer::new(16, 0, 4).with_hidden_word();
+    /// assert_eq!(c.nslots(), 16);
+    /// ```
+    pub const fn with_hidden_word(self) -> Self {
+        Self {
+            max_words: MAX_WORDS as u64,
+            ..self
         }
     }
 
@@ -357,8 +376,8 @@ impl Consumer {
             self.advance(mem, u64::from(header.len));
             return Ok(None);
         }
-        if header.nargs as usize > MAX_WORDS {
-            return Err(self.corrupt("more than 9 arg words"));
+        if u64::from(header.nargs) > self.max_words {
+            return Err(self.corrupt("more than 8 args"));
         }
         let slots = frame_slots(header.nargs as usize, header.len as usize);
         if slots > max_frame_slots(self.nslots()) || idx + slots > self.nslots() {

@@ -231,10 +231,10 @@ fn corrupt_headers_are_reported_not_followed() {
     let cases: [(FrameHeader, &str); 3] = [
         (
             FrameHeader {
-                nargs: 10,
+                nargs: 9,
                 ..Default::default()
             },
-            "more than 9 arg words",
+            "more than 8 args",
         ),
         (
             FrameHeader {
