@@ -62,6 +62,7 @@
 //! segment, which every half of a combined conduit registers: the shared mapping is
 //! also registered with the network).
 
+pub mod claims;
 pub mod doorbell;
 pub mod handoff;
 pub mod ring;

@@ -2,6 +2,7 @@
 //! ([`TxRing`]), the receive side of each ring it reads ([`RxRing`]), grouped per
 //! channel ([`RxChannel`]) and scanned round-robin.
 
+use super::own_rings::{OwnClaims, Pair};
 use super::{Doorbell, TagOnPool};
 use crate::conduit::ring::{
     Consumer, ExpressGate, FrameHeader, Peeked, Producer, RawRing, RingMemory, SharedProducer,
@@ -120,64 +121,6 @@ pub(super) enum Tx {
     },
 }
 
-/// A sender's standing at one receiver of its host where senders share rings until
-/// they take an own one: the frames it sent through the shared rings, and the own ring
-/// (and Tag-On pool) it took, if any. Its channels move one by one, each at its next
-/// send (a marker frame through the shared ring first, so that the receiver reads the
-/// own ring only after the frames before it).
-pub(super) struct Pair {
-    /// Frames sent through the shared rings, up to [`PairRings::MOVE_AFTER`](crate::conduit::PairRings::MOVE_AFTER).
-    pub(super) sent: Cell<u32>,
-    /// The own ring taken at the receiver, [`Pair::NONE_YET`] or [`Pair::NONE_FREE`].
-    pub(super) own: Cell<u32>,
-    /// The receiver's directory of own rings.
-    pub(super) directory: *const crate::sync::AtomicU64,
-    pub(super) own_rings: usize,
-    /// The receiver's first Tag-On pool (the others follow it).
-    pub(super) pools: TagOnPool,
-    /// This sender, as the directory names it (1 + its rank on the host).
-    pub(super) claim: u64,
-}
-
-impl Pair {
-    pub(super) const NONE_YET: u32 = u32::MAX;
-    pub(super) const NONE_FREE: u32 = u32::MAX - 1;
-
-    /// Counts a frame sent through a shared ring; at the count that moves a pair,
-    /// takes the first free own ring at the receiver, if there is one.
-    #[cold]
-    pub(super) fn sent_one(&self) {
-        let sent = self.sent.get().saturating_add(1);
-        self.sent.set(sent);
-        if sent != crate::conduit::PairRings::MOVE_AFTER || self.own.get() != Self::NONE_YET {
-            return;
-        }
-        // SAFETY: the directory has `own_rings` words inside the region the endpoint's
-        // owner keeps alive; atomic only.
-        let words = unsafe { std::slice::from_raw_parts(self.directory, self.own_rings) };
-        // Relaxed: the claim publishes nothing; the receiver reads it after the
-        // marker frame whose Release publication follows it in this thread.
-        let took = words.iter().position(|w| {
-            w.compare_exchange(0, self.claim, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        });
-        self.own.set(took.map_or(Self::NONE_FREE, |k| k as u32));
-    }
-
-    /// The own ring taken, if any.
-    pub(super) fn taken(&self) -> Option<usize> {
-        let k = self.own.get();
-        (k < Self::NONE_FREE).then_some(k as usize)
-    }
-
-    /// Tag-On pool `k` of the receiver.
-    pub(super) fn pool(&self, k: usize) -> TagOnPool {
-        debug_assert!(k <= self.own_rings);
-        // SAFETY: the receiver's `own_rings + 1` pools lie end to end in the region.
-        unsafe { self.pools.after(k) }
-    }
-}
-
 #[repr(align(128))]
 pub(super) struct RxRing {
     pub(super) ring: RawRing,
@@ -218,29 +161,6 @@ pub(super) struct RxRing {
     pub(super) gate: Cell<ExpressGate>,
 }
 
-/// The shared ring of a channel with own rings: the senders its frames may name (in
-/// the numbering of its host), and the receiver's directory of own rings.
-pub(super) struct OwnClaims {
-    pub(super) senders: Box<[bool]>,
-    pub(super) directory: *const crate::sync::AtomicU64,
-    pub(super) own_rings: usize,
-}
-
-impl OwnClaims {
-    /// Whether `named` (host numbering) took own ring `k`.
-    pub(super) fn took(&self, named: usize, k: usize) -> bool {
-        if k >= self.own_rings {
-            return false;
-        }
-        // SAFETY: the directory has `own_rings` words inside the region the endpoint's
-        // owner keeps alive; atomic only.
-        let w = unsafe { &*self.directory.add(k) };
-        // Relaxed: the marker frame that asks this was read with Acquire, after the
-        // sender's claim in its program order.
-        w.load(Ordering::Relaxed) == named as u64 + 1
-    }
-}
-
 #[repr(align(128))]
 pub(super) struct RxChannel {
     pub(super) rings: Box<[RxRing]>,
@@ -264,7 +184,7 @@ pub(super) struct RxChannel {
 /// [`TxRing::push`] on a shared ring: out of line, so that the per-pair path stays
 /// small enough to inline.
 #[inline(never)]
-fn shared_push(
+pub(super) fn shared_push(
     ring: &RawRing,
     (prod, tail): (&mut SharedProducer, *const crate::sync::AtomicU64),
     header: FrameHeader,
@@ -295,7 +215,7 @@ impl TxRing {
     /// The ring frames go into, in place (a copy out of the cell cost the send path
     /// a store and a load).
     #[inline(always)]
-    fn ring_now(&self) -> &RawRing {
+    pub(super) fn ring_now(&self) -> &RawRing {
         // SAFETY: the cell is written only by `settle`, on this thread (`TxRing` is
         // not `Sync`), which holds no reference from here while it writes, and no
         // reference from here outlives the push it was taken for.
@@ -352,81 +272,6 @@ impl TxRing {
         p.try_push_express(self.ring_now(), header, args)
     }
 
-    /// [`TxRing::push`] through the shared ring of a channel with own rings: moves to
-    /// the own ring first if the pair took one ([`TxRing::settle`]).
-    #[inline(never)]
-    fn sharing_push(&self, header: FrameHeader, args: &[u64], payload: &[u8]) -> bool {
-        if self.settle() {
-            return self.push(header, args, payload);
-        }
-        // SAFETY: only ring code runs while the state is borrowed.
-        let Tx::Sharing {
-            prod,
-            tail,
-            me,
-            pair,
-            ..
-        } = (unsafe { self.prod.get() })
-        else {
-            return false; // `settle` leaves a ring it did not move as it was
-        };
-        let words = with_hidden_word(*me, args);
-        let pair = *pair;
-        let pushed = shared_push(self.ring_now(), (prod, *tail), header, words, payload);
-        if pushed {
-            // SAFETY: the endpoint that holds this ring holds its pairs, alive as long.
-            unsafe { &*pair }.sent_one();
-        }
-        pushed
-    }
-
-    /// Moves a ring of [`Tx::Sharing`] to the own ring its pair took, if it took one:
-    /// a marker frame through the shared ring names it, so that the receiver reads the
-    /// own ring only after the frames sent before. True if the ring moved; false if
-    /// there is nothing to move to or the shared ring has no room for the marker (the
-    /// frame then goes through the shared ring, and the next send tries again).
-    pub(super) fn settle(&self) -> bool {
-        // SAFETY: only ring code runs while the state is borrowed.
-        let Tx::Sharing {
-            prod,
-            tail,
-            me,
-            pair,
-            own_rings,
-        } = (unsafe { self.prod.get() })
-        else {
-            return false;
-        };
-        // SAFETY: as in `sharing_push`.
-        let pair = unsafe { &**pair };
-        let Some(k) = pair.taken() else {
-            return false;
-        };
-        let (words, n) = with_hidden_word(*me, &[k as u64]);
-        let marker = FrameHeader {
-            flags: FLAG_MOVED,
-            ..FrameHeader::default()
-        };
-        let ring = self.ring.get();
-        // SAFETY: the tail word is inside the region the owner keeps alive.
-        if !prod.try_push(&ring, unsafe { &**tail }, marker, &words[..n], b"") {
-            return false;
-        }
-        let slots = ring.nslots();
-        // SAFETY: own ring `k` of this channel at the receiver follows its first one,
-        // inside the region; initialised, and written by this sender alone (its claim).
-        let own = unsafe { RawRing::new(own_rings.add(k * RawRing::bytes(slots)), slots) };
-        let pool = pair.pool(k);
-        // SAFETY: as above; the borrow above has ended.
-        *unsafe { self.prod.get() } = Tx::Own(Producer::new(slots, 0));
-        self.ring.set(own);
-        self.own_args_below
-            .set(if self.permitted { self.max_args + 1 } else { 0 });
-        self.pool.set(pool);
-        self.pool_cursor.set(0);
-        true
-    }
-
     /// Publishes a frame of `msg`'s tag and args whose 16-byte payload is the pair
     /// `(a, b)` (a Long frame's offset and length, a Tag-On frame's block and length),
     /// with the conduit flag `flag`, after `write_data` has put in place the data the
@@ -450,15 +295,16 @@ impl TxRing {
         // caller wrote (segment bytes, pool block) before.
         let args = msg.args;
         let ring = self.ring.get();
-        let mut shared_by = None;
-        let sent = self.prod.with(|tx| match tx {
+        // Whether it was sent, and the pair whose count it adds to (through a ring of
+        // `Tx::Sharing`).
+        let (sent, pair) = self.prod.with(|tx| match tx {
             Tx::Own(p) => {
                 let room = p.has_room_for(&ring, args.len(), inline.len());
                 if room {
                     write_data();
                     p.try_push(&ring, header, args, &inline);
                 }
-                room
+                (room, None)
             }
             Tx::Network { .. } => {
                 unreachable!("a front sends Long and Tag-On frames through its cluster")
@@ -467,21 +313,23 @@ impl TxRing {
                 let (words, n) = with_hidden_word(*me, args);
                 // SAFETY: the tail word is inside the region the owner keeps alive.
                 let tail = unsafe { &**tail };
-                match prod.try_reserve(&ring, tail, n, inline.len()) {
+                let sent = match prod.try_reserve(&ring, tail, n, inline.len()) {
                     Some(slots) => {
                         write_data();
                         slots.publish(&ring, header, &words[..n], &inline);
                         true
                     }
                     None => false,
-                }
+                };
+                let pair = match tx {
+                    Tx::Sharing { pair, .. } => Some(*pair),
+                    _ => None,
+                };
+                (sent, pair)
             }
         });
-        if let (true, Tx::Sharing { pair, .. }) = (sent, unsafe { self.prod.get() }) {
-            shared_by = Some(*pair);
-        }
-        if let Some(pair) = shared_by {
-            // SAFETY: as in `sharing_push`.
+        if let (true, Some(pair)) = (sent, pair) {
+            // SAFETY: the endpoint that holds this ring holds its pairs, alive as long.
             unsafe { &*pair }.sent_one();
         }
         if sent {

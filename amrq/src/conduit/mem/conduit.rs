@@ -7,8 +7,8 @@ use super::channels::{with_hidden_word, RxChannel, RxRing, TxRing, FLAG_MOVED};
 use super::frame::{close_ring, drop_frame, hidden_word, inline_pair, tag_on_payload};
 use super::{MemConduit, MemFrame};
 use crate::conduit::ring::{
-    ExpressGate, FrameHeader, Look, Peeked, RingMemory, ARGS_OFFSET, EXPRESS_ARGS, FLAG_LONG,
-    FLAG_TAG_ON, MAX_ARGS, USER_FLAGS,
+    ExpressGate, FrameHeader, Look, Peeked, RingMemory, EXPRESS_ARGS, FLAG_LONG, FLAG_TAG_ON,
+    MAX_ARGS, USER_FLAGS,
 };
 use crate::conduit::{
     Armed, Arming, AtomicOp, Caps, Channel, Conduit, ConduitError, ConduitSpec, Fault, FaultKind,
@@ -202,66 +202,6 @@ impl MemConduit {
                 Ok(None)
             }
         }
-    }
-
-    /// Frame `p` of ring `s` of `chan` (channel `ch`) from `source` has no payload to
-    /// hand out (`bad` says why): a sender's move to an own ring, or a frame to drop.
-    #[cold]
-    #[inline(never)]
-    fn undelivered(
-        &self,
-        chan: &RxChannel,
-        (s, ch): (usize, Channel),
-        source: Rank,
-        p: &Peeked,
-        bad: FaultKind,
-    ) {
-        let r = &chan.rings[s];
-        if p.header.flags & FLAG_MOVED == FLAG_MOVED && r.hidden {
-            self.open_own_ring(chan, (s, ch), source, p);
-        } else {
-            drop_frame(&self.faults, (chan, ch), r, p, (Some(source), bad));
-        }
-    }
-
-    /// Frame `p` of the shared ring `s` of `chan` (channel `ch`) says that its sender
-    /// `src` (in the channel's numbering) moves to the own ring its first arg names:
-    /// that ring is read from now on, as `src`'s, if the receiver's directory says
-    /// `src` took it and nobody moved to it before; otherwise the frame is dropped as
-    /// one a correct sender never sends.
-    #[cold]
-    fn open_own_ring(&self, chan: &RxChannel, (s, ch): (usize, Channel), src: Rank, p: &Peeked) {
-        let r = &chan.rings[s];
-        // SAFETY: the frame has its hidden word and one arg (checked below before use:
-        // `nargs` 2); it is ours until released.
-        let word = |i: usize| unsafe { r.slot_of(p).add(ARGS_OFFSET).cast::<u64>().add(i).read() };
-        let target = match (&r.own_claims, p.header.nargs) {
-            (Some(claims), 2) => {
-                let (named, k) = (word(0) as usize, word(1) as usize);
-                let fresh =
-                    |o: &&RxRing| o.own_index == Some(k) && o.source.get() == RxRing::NO_SOURCE;
-                chan.rings
-                    .iter()
-                    .find(fresh)
-                    .filter(|_| claims.took(named, k))
-            }
-            _ => None,
-        };
-        let Some(own) = target else {
-            drop_frame(
-                &self.faults,
-                (chan, ch),
-                r,
-                p,
-                (Some(src), FaultKind::NotPermitted),
-            );
-            return;
-        };
-        own.source.set(src);
-        own.permitted.set(true);
-        own.gate.set(ExpressGate::OPEN);
-        own.shut.set(false);
-        r.cons.with(|c| c.release(&r.ring, p));
     }
 
     /// The sender of frame `p` of ring `s` of `chan`, whose first arg word is hidden,

@@ -2,7 +2,8 @@
 //! built from a [`ConduitSpec`], and what it offers beyond the [`Conduit`] trait
 //! (mapped segments for tools, the interrupt view for the progress thread).
 
-use super::channels::{Local, OwnClaims, Pair, RxChannel, RxRing, Tx, TxRing, CHECK_SLOWLY};
+use super::channels::{Local, RxChannel, RxRing, Tx, TxRing, CHECK_SLOWLY};
+use super::own_rings::{OwnClaims, Pair};
 use super::{Doorbell, HeapRegion, InterruptRx, RegionLayout, TagOnPool};
 use crate::bootstrap::Boot;
 use crate::conduit::ring::{
@@ -267,33 +268,34 @@ impl MemConduit {
                 false => max_args(slots, usize::from(shared)),
             };
             for dest in 0..ranks {
-                // SAFETY (the calls into `layout`): caller guarantees `base` is a live
-                // region of `layout`.
-                let (prod, ring) = if shared {
-                    let tail = unsafe { layout.shared_tail(base, ch, dest) };
-                    let prod = SharedProducer::new(0);
-                    let ring = unsafe { layout.ring(base, ch, dest, 0) };
-                    (
-                        Tx::Shared {
-                            prod,
-                            tail,
+                // SAFETY: caller guarantees `base` is a live region of `layout`: the
+                // tail words and rings it names are inside it.
+                let (prod, ring) = unsafe {
+                    if shared {
+                        let tail = layout.shared_tail(base, ch, dest);
+                        let prod = SharedProducer::new(0);
+                        let ring = layout.ring(base, ch, dest, 0);
+                        (
+                            Tx::Shared {
+                                prod,
+                                tail,
+                                me: rank as u64,
+                            },
+                            ring,
+                        )
+                    } else if let (true, Some(k)) = (owns, own) {
+                        let sharing = Tx::Sharing {
+                            prod: SharedProducer::new(0),
+                            tail: layout.shared_tail(base, ch, dest),
                             me: rank as u64,
-                        },
-                        ring,
-                    )
-                } else if let (true, Some(k)) = (owns, own) {
-                    let own_rings = unsafe { base.add(layout.ring_offset(ch, dest, 0)) };
-                    let sharing = Tx::Sharing {
-                        prod: SharedProducer::new(0),
-                        tail: unsafe { layout.shared_tail(base, ch, dest) },
-                        me: rank as u64,
-                        pair: &pairs[dest],
-                        own_rings,
-                    };
-                    (sharing, unsafe { layout.ring(base, ch, dest, k) })
-                } else {
-                    let ring = unsafe { layout.ring(base, ch, dest, rank) };
-                    (Tx::Own(Producer::new(slots, 0)), ring)
+                            pair: &pairs[dest],
+                            own_rings: base.add(layout.ring_offset(ch, dest, 0)),
+                        };
+                        (sharing, layout.ring(base, ch, dest, k))
+                    } else {
+                        let ring = layout.ring(base, ch, dest, rank);
+                        (Tx::Own(Producer::new(slots, 0)), ring)
+                    }
                 };
                 // The interrupt channel carries flagged frames of other channels only
                 // (`send_flagged` writes it): no frame is sent into it directly.

@@ -17,8 +17,8 @@
 //! ([`Injector::try_start`], `thread_op.rs`).
 
 use super::channels::{with_hidden_word, Tx};
+use super::doorbell::Doorbell;
 use super::outbox::{hidden_word, Outbox, Waker};
-use super::region::Doorbell;
 use super::thread_op::{self, ThreadOp, ThreadOpKind, OP_CHANNEL};
 use super::MemConduit;
 use crate::conduit::doorbell;

@@ -15,6 +15,7 @@
 //! |---|---|
 //! | `across.rs` | the front of a job across hosts: an endpoint without rings that hands every call to the cluster conduit behind it |
 //! | `region.rs` | where every ring, doorbell, Tag-On pool and own-ring directory sits in a region (offsets only) |
+//! | `doorbell.rs` | [`Doorbell`]: a rank's words for One-poll and sleeping receivers, armed by it and rung by its senders |
 //! | `heap.rs` | [`HeapRegion`]: zeroed private memory, the `threads` conduit's region |
 //! | `endpoint.rs` | [`MemConduit`]: one rank's endpoint, built from [`Parts`] |
 //! | `channels.rs` | the per-ring states of an endpoint: send side, receive side, the round-robin scan of a channel |
@@ -26,6 +27,7 @@
 //! | `one_sided.rs` | put, get and atomics: copies into mapped segments, processor atomics; [`Segments`], the same for another thread of the rank |
 //! | `outbox.rs` | a front's outbox: its threads' frames, which its thread sends on through the cluster |
 //! | `thread_op.rs` | `ThreadOp`: a front's thread's put, get, atomic or enqueue, carried by the outbox and started by the rank's thread |
+//! | `own_rings.rs` | own rings on a host of many ranks: a sender's move from the shared ring to its own, and the receiver's check of it |
 //! | `frame.rs` | [`MemFrame`], a received frame in place, and the checks of its payload |
 //! | `tag_on.rs` | [`TagOnPool`], the receiver-side blocks of Tag-On messages |
 //! | `interrupts.rs` | [`InterruptRx`], the receive side of the Interrupt channels moved to a progress thread |
@@ -33,6 +35,7 @@
 mod across;
 mod channels;
 mod conduit;
+mod doorbell;
 mod endpoint;
 mod engine_arming;
 mod frame;
@@ -42,6 +45,7 @@ mod interrupts;
 mod lane;
 mod one_sided;
 mod outbox;
+pub mod own_rings;
 #[cfg(test)]
 mod own_rings_tests;
 mod receive;
@@ -52,6 +56,7 @@ mod tag_on;
 mod tests;
 mod thread_op;
 
+pub use doorbell::Doorbell;
 pub use endpoint::{MemConduit, Parts, RegionOwner};
 pub(crate) use engine_arming::{arming_stands, sleeper_stands, EngineArming};
 pub use frame::MemFrame;
@@ -62,7 +67,7 @@ pub use interrupts::{Alarm, InterruptRx};
 pub use lane::ExpressLane;
 pub use one_sided::Segments;
 pub(crate) use outbox::Waker;
-pub use region::{Doorbell, RegionHeader, RegionLayout, REGION_MAGIC};
+pub use region::{RegionHeader, RegionLayout, REGION_MAGIC};
 pub use tag_on::TagOnPool;
 pub(crate) use thread_op::{ThreadOp, ThreadOpKind};
 

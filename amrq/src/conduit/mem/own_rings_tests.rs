@@ -39,7 +39,7 @@ fn send(ep: &MemConduit, dest: usize, src: usize, i: u64) -> Result<(), ConduitE
         tag: 9,
         flags: 0,
         args: &args[..n],
-        payload: if i % 3 == 0 { &payload } else { &[] },
+        payload: if i.is_multiple_of(3) { &payload } else { &[] },
     };
     match i % 7 {
         0 => ep.try_send_tag_on(
@@ -61,7 +61,7 @@ fn check(f: &MemFrame<'_>, next: &mut [u64]) {
     assert_eq!(i, next[src], "frames of sender {src} in order, each once");
     next[src] += 1;
     assert_eq!(f.args().len(), 2 + (i as usize % (MAX_ARGS - 1)));
-    let want = if i % 3 == 0 || i % 7 == 0 {
+    let want = if i.is_multiple_of(3) || i.is_multiple_of(7) {
         (i % 40) as usize
     } else {
         0
@@ -93,8 +93,8 @@ fn frames_stay_in_order_across_the_move_and_the_first_senders_get_the_own_rings(
     let mut next = vec![0u64; 6];
     for i in 0..rounds {
         // Rank 1 and 2 first: they reach the count first and take the two own rings.
-        for src in 1..6 {
-            send(&eps[src], 0, src, i).unwrap();
+        for (src, ep) in eps.iter().enumerate().skip(1) {
+            send(ep, 0, src, i).unwrap();
         }
         // The receiver's three ways to take frames, in turn.
         let rx = &eps[0];

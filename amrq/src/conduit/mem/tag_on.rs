@@ -9,7 +9,7 @@
 //! pool: flag 0 (64 B) │ flag 1 │ … │ flag N-1 │ block 0 (bytes) │ block 1 │ … │ block N-1
 //! ```
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::AtomicU64;
 use std::ptr::NonNull;
 
 /// Bytes of one flag (a cache line, so that claims and frees of different blocks do not
@@ -185,15 +185,7 @@ impl TagOnPool {
             let Some(flag) = self.flag(i) else {
                 continue; // i < buffers always: never taken
             };
-            // ORDERING: Acquire pairs with the receiver's Release store in `free` (its
-            // reads of the block are done before we overwrite it) and a sender's in
-            // `unclaim` (its writes too). The frame that names the block is published
-            // with Release after this claim and the data. The load first leaves a
-            // block in use without a locked instruction.
-            let free = flag.load(Ordering::Relaxed) == 0
-                && flag
-                    .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok();
+            let free = crate::conduit::claims::claim_flag(flag);
             if free {
                 *cursor = (i + 1) % self.buffers;
                 return Some(i);
@@ -221,10 +213,7 @@ impl TagOnPool {
     /// ```
     pub fn unclaim(&self, i: usize) {
         if let Some(f) = self.flag(i) {
-            // ORDERING: Release pairs with the next claim's Acquire (another sender's,
-            // where senders share the pool): this sender's writes of the block come
-            // before that sender's.
-            f.store(0, Ordering::Release);
+            crate::conduit::claims::give_back_flag(f);
         }
     }
 
@@ -246,9 +235,7 @@ impl TagOnPool {
     /// ```
     pub fn free(&self, i: usize) {
         if let Some(f) = self.flag(i) {
-            // ORDERING: Release: our reads of the block happen before the sender's next
-            // claim of it; pairs with the Acquire load in `claim`.
-            f.store(0, Ordering::Release);
+            crate::conduit::claims::free_flag(f);
         }
     }
 }
