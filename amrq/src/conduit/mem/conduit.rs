@@ -303,7 +303,9 @@ impl MemConduit {
         ch: Channel,
         msg: &Message<'_>,
     ) -> Result<&TxRing, ConduitError> {
-        if dest >= self.size || ch >= self.rx.len() {
+        // No receive side of `ch` here: a front's, which sends through its cluster; no
+        // send side: a receiver's.
+        if dest >= self.size || ch >= self.rx.len() || ch >= self.tx_channels {
             return Err(self.check_send(dest, ch, msg.args.len(), msg.payload.len()));
         }
         let t = &self.tx[ch * self.size + dest];
@@ -347,28 +349,11 @@ impl MemConduit {
         ch: Channel,
         msg: &Message<'_>,
     ) -> Result<(Channel, &TxRing), ConduitError> {
-        let Some(via) = self.caps.interrupt_channel else {
-            return Err(ConduitError::NoInterruptChannel);
-        };
-        if ch == via {
-            return Err(ConduitError::InterruptChannel { channel: ch });
+        let via = self.flagged_refusal(ch, msg)?;
+        if via >= self.tx_channels || dest >= self.size {
+            return Err(self.check_send(dest, ch, msg.args.len(), msg.payload.len()));
         }
-        let t = &self.tx[via * self.size + dest];
-        if msg.args.len() >= t.max_args {
-            return Err(ConduitError::TooManyArgs {
-                nargs: msg.args.len(),
-                max: t.max_args - 1,
-            });
-        }
-        let max = self.caps.channels[via].max_payload;
-        if msg.payload.len() > max {
-            return Err(ConduitError::PayloadTooLarge {
-                len: msg.payload.len(),
-                max,
-                channel: ch,
-            });
-        }
-        Ok((via, t))
+        Ok((via, &self.tx[via * self.size + dest]))
     }
 
     /// `send` through the cluster a front hands its calls to; without one, `refusal`.

@@ -150,6 +150,17 @@ impl std::fmt::Debug for MemConduit {
     }
 }
 
+/// What an endpoint does with the rings of its region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A rank of the job: sends into every rank's rings, reads its own.
+    Rank,
+    /// Reads its own rings only.
+    Receiver,
+    /// Pushes into its rank's rings on behalf of each sender.
+    Inlet,
+}
+
 /// Largest payload a channel of `slots` slots carries with the most args.
 pub(crate) fn max_payload(slots: u64) -> usize {
     let frame = (max_frame_slots(slots) as usize) * SLOT_BYTES;
@@ -213,6 +224,66 @@ impl MemConduit {
     /// assert_eq!(eps[1].rank(), 1);
     /// ```
     pub unsafe fn new(parts: Parts<'_>) -> Self {
+        // SAFETY: the caller's guarantee.
+        unsafe { Self::build(parts, Role::Rank) }
+    }
+
+    /// The receive side alone of rank `parts.rank` (no send side): over a region of
+    /// its queues alone ([`RegionLayout::receiver`]), which a network fills through an
+    /// [`MemConduit::inlet`].
+    ///
+    /// # Safety
+    /// As for [`MemConduit::new`].
+    ///
+    /// ```
+    /// # use amrq::bootstrap::{Boot, ThreadsBoot};
+    /// # use amrq::conduit::mem::{HeapRegion, MemConduit, Parts, RegionLayout, RegionOwner};
+    /// # use amrq::conduit::{ChannelSpec, Conduit, ConduitSpec, Message, ReceivedFrame};
+    /// # use std::sync::Arc;
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16)]);
+    /// let layout = RegionLayout::receiver(3, 2, &spec).unwrap(); // rank 2's queues
+    /// let rings = Arc::new(HeapRegion::new(layout.total_bytes()).unwrap());
+    /// // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+    /// unsafe { layout.init(rings.base()) };
+    /// let seg = HeapRegion::new(spec.segment_bytes).unwrap();
+    /// let parts = |boot| Parts {
+    ///     rank: 2, ranks: 3, spec: &spec, layout: &layout, rings: rings.base(),
+    ///     segments: vec![seg.base(); 3], segment_bytes: spec.segment_bytes,
+    ///     owner: RegionOwner::Heap(rings.clone(), Arc::new([])), boot,
+    /// };
+    /// let boot = Boot::Threads(Arc::new(ThreadsBoot::new(3)));
+    /// // SAFETY: the region is initialised and kept alive by the owners, the segment
+    /// // outlives both endpoints; one receiver and one inlet for rank 2.
+    /// let (me, inlet) = unsafe {
+    ///     (MemConduit::receiver(parts(boot.clone())), MemConduit::inlet(parts(boot)))
+    /// };
+    /// // Rank 0's frame, as a network delivers it: through the inlet's side to rank 0.
+    /// inlet.try_send(0, 0, &Message { tag: 5, args: &[1], ..Message::default() }).unwrap();
+    /// let f = me.peek(0).unwrap().unwrap();
+    /// assert_eq!((f.source(), f.tag()), (0, 5));
+    /// ```
+    pub unsafe fn receiver(parts: Parts<'_>) -> Self {
+        // SAFETY: the caller's guarantee.
+        unsafe { Self::build(parts, Role::Receiver) }
+    }
+
+    /// The senders into rank `parts.rank`'s queues, all in one endpoint: its send side
+    /// "to" rank `s` pushes into `parts.rank`'s ring from `s`, with `s`'s permissions,
+    /// hidden word and Tag-On pool (the frames a network delivers from `s`). Its
+    /// receive side is empty. See [`MemConduit::receiver`].
+    ///
+    /// # Safety
+    /// As for [`MemConduit::new`]; it is the only inlet of that rank.
+    pub unsafe fn inlet(parts: Parts<'_>) -> Self {
+        // SAFETY: the caller's guarantee.
+        unsafe { Self::build(parts, Role::Inlet) }
+    }
+
+    /// [`MemConduit::new`] in `role`.
+    ///
+    /// # Safety
+    /// As for [`MemConduit::new`].
+    unsafe fn build(parts: Parts<'_>, role: Role) -> Self {
         let Parts {
             rank,
             ranks,
@@ -267,7 +338,17 @@ impl MemConduit {
                 true => own_max_args(slots),
                 false => max_args(slots, usize::from(shared)),
             };
-            for dest in 0..ranks {
+            let senders_to = match role {
+                Role::Rank => 0..ranks,
+                Role::Receiver => 0..0,
+                Role::Inlet => 0..ranks,
+            };
+            for to in senders_to {
+                // A rank's send side to `to`, or an inlet's from `to` into this rank.
+                let (rank, dest) = match role {
+                    Role::Inlet => (to, rank),
+                    _ => (rank, to),
+                };
                 // SAFETY: caller guarantees `base` is a live region of `layout`: the
                 // tail words and rings it names are inside it.
                 let (prod, ring) = unsafe {
@@ -351,6 +432,7 @@ impl MemConduit {
                 }
             };
             let rings: Box<[RxRing]> = match (shared, owns.then_some(own).flatten()) {
+                _ if role == Role::Inlet => Box::new([]),
                 (true, _) => Box::new([ring_of(0)]),
                 (false, None) => (0..ranks).map(ring_of).collect(),
                 (false, Some(k)) => (0..=k)
@@ -401,9 +483,10 @@ impl MemConduit {
             }
         }
         // `try_send_quick` indexes `tx` unchecked on this.
+        let tx_channels = if role == Role::Receiver { 0 } else { channels };
         assert_eq!(
             tx.len(),
-            channels * ranks,
+            tx_channels * ranks,
             "one send side per channel and rank"
         );
         let caps = Caps {
@@ -461,7 +544,7 @@ impl MemConduit {
             rank,
             size: ranks,
             caps,
-            tx_channels: channels,
+            tx_channels,
             tx: tx.into_boxed_slice(),
             _pairs: pairs,
             rx: rx.into_boxed_slice(),

@@ -1,5 +1,5 @@
-//! Zeroed, page-aligned private memory: the heap region of the `threads` conduit and
-//! the UCX conduit's local queues.
+//! Zeroed, page-aligned private memory: the region of the `threads` conduit and of the
+//! UCX conduit's local queues.
 
 use crate::conduit::ConduitError;
 use std::ptr::NonNull;
@@ -36,25 +36,6 @@ impl HeapRegion {
     /// assert_eq!(unsafe { r.base().as_ptr().read() }, 0);
     /// ```
     pub fn new(bytes: usize) -> Result<Self, ConduitError> {
-        Self::map(bytes, 0)
-    }
-
-    /// Maps `bytes` zeroed bytes of which most will never be touched: no swap or
-    /// commit charge is reserved for them (`MAP_NORESERVE`), so that the kernel's
-    /// overcommit check does not refuse a layout far larger than what is used (the
-    /// UCX conduit's local queues: P² rings laid out, P used; 31 GiB at P = 1 000).
-    ///
-    /// ```
-    /// use amrq::conduit::mem::HeapRegion;
-    /// let r = HeapRegion::sparse(1 << 30).unwrap(); // 1 GiB laid out, nothing used yet
-    /// // SAFETY: inside the fresh region.
-    /// assert_eq!(unsafe { r.base().as_ptr().add(12345).read() }, 0);
-    /// ```
-    pub fn sparse(bytes: usize) -> Result<Self, ConduitError> {
-        Self::map(bytes, libc::MAP_NORESERVE)
-    }
-
-    fn map(bytes: usize, flags: libc::c_int) -> Result<Self, ConduitError> {
         let len = bytes.max(1);
         // SAFETY: a fresh private anonymous mapping; the kernel picks the address.
         let p = unsafe {
@@ -62,7 +43,7 @@ impl HeapRegion {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
                 -1,
                 0,
             )

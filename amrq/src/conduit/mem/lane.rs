@@ -129,7 +129,7 @@ impl MemConduit {
     /// assert_eq!(unsafe { (*lane.tail, *lane.cached_head) }, (0, 0));
     /// ```
     pub fn express_lane(&self, dest: Rank, ch: Channel) -> Option<ExpressLane> {
-        if dest >= self.size || ch >= self.rx.len() {
+        if dest >= self.size || ch >= self.rx.len() || ch >= self.tx_channels {
             return None;
         }
         let t = &self.tx[ch * self.size + dest];

@@ -115,6 +115,9 @@ struct Placed {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegionLayout {
     ranks: usize,
+    /// The ranks whose rings, doorbells and pools the region holds: every rank, or
+    /// one ([`RegionLayout::receiver`]).
+    receivers: std::ops::Range<usize>,
     channels: Vec<Placed>,
     /// Own rings per receiver; `None`: every sender has its own.
     own: Option<usize>,
@@ -152,27 +155,53 @@ impl RegionLayout {
             PairRings::Every => None,
             PairRings::Own(k) => Some(k),
             PairRings::Auto => {
-                let every = Self::with_own(ranks, spec, None)?;
+                let every = Self::with_own(ranks, 0..ranks, spec, None)?;
                 if every.total <= PairRings::AUTO_BYTES {
                     None
                 } else {
                     // Bytes per receiver with no own ring, and what each adds.
-                    let none = Self::with_own(ranks, spec, Some(0))?.total / ranks;
-                    let one = Self::with_own(ranks, spec, Some(1))?.total / ranks - none;
+                    let none = Self::with_own(ranks, 0..ranks, spec, Some(0))?.total / ranks;
+                    let one = Self::with_own(ranks, 0..ranks, spec, Some(1))?.total / ranks - none;
                     let fit = (PairRings::AUTO_BYTES / ranks).saturating_sub(none) / one.max(1);
                     Some(fit.max(PairRings::AUTO_LEAST))
                 }
             }
         };
-        Self::with_own(ranks, spec, own.filter(|&k| k < ranks))
+        Self::with_own(ranks, 0..ranks, spec, own.filter(|&k| k < ranks))
     }
 
-    /// The layout with `own` rings per receiver (`None`: one per sender).
+    /// The layout of one receiver's queues in a job of `ranks`: a ring from each
+    /// sender on each per-sender channel, one on each shared channel, its doorbell and a
+    /// Tag-On pool per sender; the region of the queues a network fills (the UCX
+    /// conduit's), which grows as `ranks`, not as `ranks²`. Rings, doorbells and pools
+    /// of other receivers are not in it.
+    ///
+    /// ```
+    /// use amrq::conduit::{mem::RegionLayout, ChannelSpec, ConduitSpec};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(256), ChannelSpec::new(64).shared(true)]);
+    /// let one = RegionLayout::receiver(1000, 7, &spec).unwrap();
+    /// let all = RegionLayout::new(10, &spec).unwrap();
+    /// assert!(one.total_bytes() < 100 * all.total_bytes() / 10); // 1000 senders, one receiver
+    /// ```
+    pub fn receiver(ranks: usize, me: usize, spec: &ConduitSpec) -> Result<Self, ConduitError> {
+        spec.check()?;
+        if me >= ranks {
+            return Err(ConduitError::Setup(format!(
+                "rank {me} of a job of {ranks}"
+            )));
+        }
+        Self::with_own(ranks, me..me + 1, spec, None)
+    }
+
+    /// The layout of `receivers`' queues with `own` rings per receiver (`None`: one
+    /// per sender).
     fn with_own(
         ranks: usize,
+        receivers: std::ops::Range<usize>,
         spec: &ConduitSpec,
         own: Option<usize>,
     ) -> Result<Self, ConduitError> {
+        let held = receivers.len();
         let (buffers, bytes) = (spec.tag_on_buffers, spec.tag_on_bytes);
         let overflow = || ConduitError::Setup("region size overflows".into());
         let mut channels = Vec::with_capacity(spec.channels.len());
@@ -211,27 +240,28 @@ impl RegionLayout {
                     .map(|b| b + Self::TAIL_BYTES),
             };
             total = block
-                .and_then(|b| b.checked_mul(ranks))
+                .and_then(|b| b.checked_mul(held))
                 .and_then(|b| b.checked_add(total))
                 .ok_or_else(overflow)?;
         }
         let doorbells = total;
-        let directories = ranks
+        let directories = held
             .checked_mul(DOORBELL_BYTES)
             .and_then(|b| b.checked_add(total))
             .ok_or_else(overflow)?;
-        let tag_on = ranks
+        let tag_on = held
             .checked_mul(Self::directory_bytes(own))
             .and_then(|b| b.checked_add(directories))
             .ok_or_else(overflow)?;
         let pools_each = own.map_or(Some(ranks), |k| k.checked_add(1));
         let total = pools_each
-            .and_then(|n| n.checked_mul(ranks))
+            .and_then(|n| n.checked_mul(held))
             .and_then(|pools| pools.checked_mul(super::tag_on::pool_bytes(buffers, bytes)))
             .and_then(|b| b.checked_add(tag_on))
             .ok_or_else(overflow)?;
         Ok(Self {
             ranks,
+            receivers,
             channels,
             own,
             doorbells,
@@ -241,6 +271,16 @@ impl RegionLayout {
             tag_on_bytes: bytes,
             total,
         })
+    }
+
+    /// Where `receiver`'s rings, doorbell and pools are among those the region holds.
+    fn held(&self, receiver: usize) -> usize {
+        debug_assert!(
+            self.receivers.contains(&receiver),
+            "rank {receiver} of a region that holds {:?}",
+            self.receivers
+        );
+        receiver - self.receivers.start
     }
 
     /// Bytes of a receiver's directory of `own` rings: a word per ring, in whole line
@@ -302,8 +342,7 @@ impl RegionLayout {
         base: NonNull<u8>,
         receiver: usize,
     ) -> &'a [crate::sync::AtomicU64] {
-        debug_assert!(receiver < self.ranks);
-        let off = self.directories + receiver * Self::directory_bytes(self.own);
+        let off = self.directories + self.held(receiver) * Self::directory_bytes(self.own);
         // SAFETY: each receiver's directory is `own` words inside the region, 128-byte
         // aligned; they are only accessed atomically.
         unsafe {
@@ -413,6 +452,7 @@ impl RegionLayout {
         let c = &self.channels[ch];
         let start = HEADER_BYTES + c.base;
         let ring = RawRing::bytes(c.slots);
+        let receiver = self.held(receiver);
         match c.rings {
             Rings::PerSender => start + (receiver * self.ranks + sender) * ring,
             Rings::Shared => start + receiver * (Self::TAIL_BYTES + ring) + Self::TAIL_BYTES,
@@ -453,7 +493,7 @@ impl RegionLayout {
         ch: usize,
         receiver: usize,
     ) -> &'a crate::sync::AtomicU64 {
-        debug_assert!(self.channels[ch].rings != Rings::PerSender && receiver < self.ranks);
+        debug_assert!(self.channels[ch].rings != Rings::PerSender);
         let off = self.ring_offset(ch, receiver, self.own.unwrap_or(0)) - Self::TAIL_BYTES;
         // SAFETY: the tail line precedes the ring inside the region, 128-byte aligned;
         // it is only accessed atomically.
@@ -479,15 +519,10 @@ impl RegionLayout {
     /// assert_eq!(bell.summary.load(Ordering::Relaxed), 0);
     /// ```
     pub unsafe fn doorbell<'a>(&self, base: NonNull<u8>, rank: usize) -> &'a Doorbell {
-        debug_assert!(rank < self.ranks);
+        let at = self.doorbells + self.held(rank) * DOORBELL_BYTES;
         // SAFETY: the doorbells follow the rings inside the region, 128-byte aligned
         // (ring sizes are multiples of 128); they are only accessed atomically.
-        unsafe {
-            &*base
-                .as_ptr()
-                .add(self.doorbells + rank * DOORBELL_BYTES)
-                .cast::<Doorbell>()
-        }
+        unsafe { &*base.as_ptr().add(at).cast::<Doorbell>() }
     }
 
     /// The Tag-On pool for `sender`'s blocks to `receiver` in the region at `base`
@@ -516,7 +551,7 @@ impl RegionLayout {
     ) -> super::tag_on::TagOnPool {
         let size = super::tag_on::pool_bytes(self.tag_on_buffers, self.tag_on_bytes);
         let each = self.own.map_or(self.ranks, |k| k + 1);
-        let off = self.tag_on + (receiver * each + sender) * size;
+        let off = self.tag_on + (self.held(receiver) * each + sender) * size;
         // SAFETY: pools follow the doorbells inside the region, each `size` bytes, a
         // multiple of 64 from a 128-aligned start; zero in a fresh region.
         unsafe {
@@ -538,37 +573,12 @@ impl RegionLayout {
     /// unsafe { layout.init(region.base()) };
     /// ```
     pub unsafe fn init(&self, base: NonNull<u8>) {
-        for r in 0..self.ranks {
+        for r in self.receivers.clone() {
             // SAFETY: the caller's guarantee covers every ring's bytes.
             unsafe { self.init_rings_of(base, r) };
         }
         // SAFETY: as above.
         unsafe { self.write_header(base) };
-    }
-
-    /// [`RegionLayout::init`] for a region in which only `receiver` reads rings (the
-    /// UCX conduit's local queues: a frame from any peer lands in `receiver`'s ring
-    /// from that peer): the header and `receiver`'s rings, nothing else, so that the
-    /// rest of a [`HeapRegion::sparse`] mapping is never touched. Of the P² rings laid
-    /// out, the P in use cost memory (and set-up time): 2 MiB of 128 MiB at P = 64.
-    ///
-    /// # Safety
-    /// As for [`RegionLayout::init`]; and no ring of another receiver is ever used.
-    ///
-    /// ```
-    /// use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
-    /// let layout = RegionLayout::new(64, &ConduitSpec::new(vec![ChannelSpec::new(256)])).unwrap();
-    /// let region = HeapRegion::sparse(layout.total_bytes()).unwrap(); // 195 MiB, untouched
-    /// // SAFETY: fresh, zeroed, page-aligned memory of the layout's size; only rank 5's
-    /// // rings are used.
-    /// unsafe { layout.init_receiver(region.base(), 5) }; // its 64 rings, 1 MiB, written
-    /// ```
-    pub unsafe fn init_receiver(&self, base: NonNull<u8>, receiver: usize) {
-        // SAFETY: the caller's guarantee.
-        unsafe {
-            self.init_rings_of(base, receiver);
-            self.write_header(base);
-        }
     }
 
     /// Initialises the rings read by `receiver`, from every sender, on every channel.
@@ -656,29 +666,29 @@ mod tests {
     }
 
     #[test]
-    fn a_receivers_init_writes_its_own_rings_and_nothing_else() {
-        let spec = ConduitSpec {
-            pair_rings: PairRings::Every, // as the UCX conduit's local queues
-            ..ConduitSpec::new(vec![
-                ChannelSpec::new(256),
-                ChannelSpec::new(64).shared(true),
-            ])
+    fn a_receivers_region_holds_its_rings_alone_and_grows_as_the_ranks() {
+        let spec = ConduitSpec::new(vec![
+            ChannelSpec::new(256),
+            ChannelSpec::new(64).shared(true),
+        ]);
+        let me = 5;
+        let size = |ranks| {
+            RegionLayout::receiver(ranks, me, &spec)
+                .unwrap()
+                .total_bytes()
         };
-        let (ranks, me) = (64, 5);
-        let layout = RegionLayout::new(ranks, &spec).unwrap();
-        let region = HeapRegion::sparse(layout.total_bytes()).unwrap();
-        assert_eq!(resident_bytes(region.base(), layout.total_bytes()), 0);
-        // SAFETY: fresh, zeroed, page-aligned memory of the layout's size; only rank
-        // 5's rings are used below.
-        unsafe { layout.init_receiver(region.base(), me) };
-        // Its 64 rings of channel 0, its shared ring, the header: each channel's run
-        // of rings may straddle a page more at either end.
-        let mine = ranks * RawRing::bytes(256) + RawRing::bytes(64) + 128;
+        // A ring per sender on channel 0, one shared ring, a doorbell, a pool per sender.
+        let per_sender = RawRing::bytes(256) + super::super::tag_on::pool_bytes(8, 4096);
+        assert_eq!(size(128) - size(64), 64 * per_sender);
+        let (ranks, layout) = (64, RegionLayout::receiver(64, me, &spec).unwrap());
+        let region = HeapRegion::new(layout.total_bytes()).unwrap();
+        // SAFETY: fresh, zeroed, page-aligned memory of the layout's size.
+        unsafe { layout.init(region.base()) };
+        // Written by the init: the header and the rings' control blocks, no pool.
         let resident = resident_bytes(region.base(), layout.total_bytes());
         assert!(
-            (mine..=mine + 6 * 4096).contains(&resident),
-            "{resident} bytes resident of {} laid out; rank {me}'s rings are {mine}",
-            layout.total_bytes()
+            resident < ranks * RawRing::bytes(256) + 64 * 4096,
+            "{resident} bytes"
         );
         for s in 0..ranks {
             // SAFETY: rank 5's rings, initialised; the region outlives them.
@@ -688,6 +698,10 @@ mod tests {
             assert!(p.try_push(&ring, FrameHeader::default(), &[s as u64], b""));
             assert!(c.peek(&ring).unwrap().is_some(), "ring {s} reads the frame");
         }
+        assert!(
+            RegionLayout::receiver(4, 4, &spec).is_err(),
+            "no rank 4 of 4"
+        );
     }
 
     #[test]

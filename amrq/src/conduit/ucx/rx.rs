@@ -3,10 +3,10 @@
 //! queue (peek, drain, One-poll, priorities, permissions, Long and Tag-On payloads, the
 //! interrupt view) is the ring conduit's own code, exactly as on `shm`.
 //!
-//! The local queues are a heap region of the ring layout with one endpoint per rank
-//! of the job: this rank's endpoint reads them, and the endpoint of rank `s` is the
-//! *proxy* through which frames from `s` are pushed (its permissions and checks are
-//! `s`'s). Credits keep the network from overrunning them: the sender follows each
+//! The local queues are a heap region of this rank's rings alone
+//! ([`RegionLayout::receiver`]): this rank's receiver endpoint reads them, and frames
+//! from rank `s` are pushed through the *inlet*'s send side to `s`, whose permissions
+//! and checks are `s`'s ([`MemConduit::inlet`]). Credits keep the network from overrunning them: the sender follows each
 //! ring's tail with [`tail_after`](crate::conduit::ring::tail_after), the receiver
 //! returns the ring's head as it moves; a shared ring gives each sender a share and
 //! returns each frame's charge once the head has passed it. A frame that still finds
@@ -48,7 +48,7 @@ pub fn shared_charge(nargs: usize, len: usize) -> u64 {
 /// Per (channel, source) of the local queues.
 #[derive(Default)]
 struct RingCredit {
-    /// Where the source's proxy has pushed to (per-sender rings).
+    /// Where the inlet has pushed the source's frames to (per-sender rings).
     tail: u64,
     /// What was last returned: a head, or for shared rings the charges in all.
     returned: u64,
@@ -68,8 +68,8 @@ pub struct Local {
     size: usize,
     layout: RegionLayout,
     base: NonNull<u8>,
-    /// Per source: the endpoint its frames are pushed through.
-    proxies: Vec<MemConduit>,
+    /// The send sides frames from each source are pushed through.
+    inlet: MemConduit,
     interrupt_channel: Option<Channel>,
     rings: Vec<RingCredit>,
     /// Frames held in all the rings' overflow queues.
@@ -95,8 +95,8 @@ pub struct Local {
     pub coll: BTreeMap<(u64, Rank), u64>,
 }
 
-// SAFETY: the proxies and the region pointer are only used under the mutex of
-// `Shared`; the region is kept alive by the proxies' owner handles.
+// SAFETY: the inlet and the region pointer are only used under the mutex of
+// `Shared`; the region is kept alive by the inlet's owner handle.
 unsafe impl Send for Local {}
 
 /// What the UCX callbacks reach: the local queues, the credits, and who said goodbye
@@ -123,19 +123,19 @@ fn fault(source: Option<Rank>, channel: Channel, kind: FaultKind) -> Fault {
 }
 
 impl Shared {
-    /// The receive side of rank `me`: `proxies[s]` is the endpoint of rank `s` over
-    /// the local region `base` of `layout`.
+    /// The receive side of rank `me`: `inlet` pushes frames into its queues, the
+    /// region `base` of `layout`.
     pub fn new(
         me: Rank,
         layout: RegionLayout,
         base: NonNull<u8>,
-        proxies: Vec<MemConduit>,
+        inlet: MemConduit,
         faults: crate::conduit::FaultLog,
         auth: Auth,
     ) -> Self {
-        let size = proxies.len();
+        let size = inlet.size();
         let channels = layout.channels();
-        let interrupt_channel = proxies[me].caps().interrupt_channel;
+        let interrupt_channel = inlet.caps().interrupt_channel;
         let zeros = |n: usize| (0..n).map(|_| AtomicU64::new(0)).collect();
         Shared {
             me,
@@ -143,7 +143,7 @@ impl Shared {
                 me,
                 size,
                 base,
-                proxies,
+                inlet,
                 interrupt_channel,
                 rings: (0..channels * size)
                     .map(|_| RingCredit::default())
@@ -332,8 +332,8 @@ impl Shared {
 }
 
 impl Local {
-    /// The proxy of `src`, and its checks, take a frame into the local queues, or it
-    /// waits behind others from `src` on its ring.
+    /// The inlet's side of `src`, and its checks, take a frame into the local queues,
+    /// or it waits behind others from `src` on its ring.
     fn arrived(
         &mut self,
         faults: &crate::conduit::FaultLog,
@@ -361,7 +361,7 @@ impl Local {
         }
     }
 
-    /// A frame to this rank itself: straight through its own proxy (no credits).
+    /// A frame to this rank itself: straight through the inlet (no credits).
     pub fn to_self(
         &self,
         kind: Kind,
@@ -369,7 +369,7 @@ impl Local {
         msg: &Message<'_>,
         offset: usize,
     ) -> Result<(), ConduitError> {
-        through(&self.proxies[self.me], self.me, kind, ch, msg, offset)
+        through(&self.inlet, self.me, kind, ch, msg, offset)
     }
 
     /// The (channel × ranks + source) of the ring a frame goes into: a frame flagged
@@ -402,7 +402,7 @@ impl Local {
         }
     }
 
-    /// Pushes a frame through its source's proxy; `Busy` if its ring is full. Any other
+    /// Pushes a frame through the inlet's side of its source; `Busy` if its ring is full. Any other
     /// refusal is the sender's fault, recorded.
     fn push(
         &mut self,
@@ -420,7 +420,7 @@ impl Local {
             payload,
         };
         let offset = head.offset as usize;
-        let sent = through(&self.proxies[src], self.me, head.kind, ch, &msg, offset);
+        let sent = through(&self.inlet, src, head.kind, ch, &msg, offset);
         match sent {
             Ok(()) => {
                 self.pushed(key, head.kind, args.len(), payload.len());
@@ -453,7 +453,7 @@ impl Local {
             Kind::Long | Kind::TagOn => (nargs, 16),
         };
         if self.layout.is_shared(ch) {
-            // SAFETY: a shared channel of this layout, in the region the proxies keep.
+            // SAFETY: a shared channel of this layout, in the region the inlet keeps.
             let tail = unsafe { self.layout.shared_tail(self.base, ch, self.me) };
             let end = tail.load(Ordering::Relaxed);
             self.shared_log[ch].push_back((end, src, shared_charge(nargs, len)));
@@ -513,7 +513,7 @@ impl Local {
             if self.shared_log[ch].is_empty() {
                 continue;
             }
-            // SAFETY: a ring of this layout, in the region the proxies keep alive; a
+            // SAFETY: a ring of this layout, in the region the inlet keeps alive; a
             // shared channel's ring is its receiver's only one.
             let head = unsafe { self.layout.ring(self.base, ch, self.me, 0) }
                 .head()
@@ -546,7 +546,7 @@ impl Local {
                 }
                 continue; // listed again when a charge comes back
             }
-            // SAFETY: a ring of this layout, in the region the proxies keep alive.
+            // SAFETY: a ring of this layout, in the region the inlet keeps alive.
             let ring = unsafe { self.layout.ring(self.base, ch, self.me, src) };
             // ORDERING: Relaxed: as above.
             let head = ring.head().load(Ordering::Relaxed);
@@ -583,7 +583,7 @@ impl Local {
             if out == 0 {
                 continue;
             }
-            // SAFETY: the pool of `src`'s blocks here, in the region the proxies keep.
+            // SAFETY: the pool of `src`'s blocks here, in the region the inlet keeps.
             let pool = unsafe { self.layout.tag_on_pool(self.base, self.me, src) };
             let in_use = (0..pool.buffers())
                 // ORDERING: Relaxed: counting only; the sender reuses a block after
@@ -613,19 +613,19 @@ impl Local {
     }
 }
 
-/// Pushes a frame of `kind` into `me`'s queues through the endpoint `p` of its sender.
+/// Pushes a frame of `kind` from `src` into the queues `inlet` fills.
 fn through(
-    p: &MemConduit,
-    me: Rank,
+    inlet: &MemConduit,
+    src: Rank,
     kind: Kind,
     ch: Channel,
     msg: &Message<'_>,
     offset: usize,
 ) -> Result<(), ConduitError> {
     match kind {
-        Kind::Medium => p.try_send(me, ch, msg),
-        Kind::Long => p.try_send_long(me, ch, msg, offset),
-        Kind::TagOn => p.try_send_tag_on(me, ch, msg),
+        Kind::Medium => inlet.try_send(src, ch, msg),
+        Kind::Long => inlet.try_send_long(src, ch, msg, offset),
+        Kind::TagOn => inlet.try_send_tag_on(src, ch, msg),
     }
 }
 

@@ -164,44 +164,37 @@ pub fn open_on(
         pair_rings: PairRings::Every,
         ..spec.clone()
     };
-    let layout = RegionLayout::new(size, spec)?;
-    // Laid out for every receiver (the proxies' send sides name all of them), read
-    // only by this rank: only its rings are initialised, the rest never touched.
-    let region = Arc::new(HeapRegion::sparse(layout.total_bytes())?);
-    // SAFETY: the region is fresh, zeroed, page-aligned and of the layout's size; only
-    // this rank's rings are used: its own endpoint reads them, and each proxy writes
-    // only into them (`rx::through`, `Local::to_self`), the proxies' other send sides
-    // and receive sides are never used.
-    unsafe { layout.init_receiver(region.base(), rank) };
+    // This rank's queues alone: a ring from each sender (a shared channel's, one), its
+    // doorbell and a Tag-On pool per sender, all growing as the job's ranks.
+    let layout = RegionLayout::receiver(size, rank, spec)?;
+    let region = Arc::new(HeapRegion::new(layout.total_bytes())?);
+    // SAFETY: the region is fresh, zeroed, page-aligned and of the layout's size.
+    unsafe { layout.init(region.base()) };
     let segments: Arc<[HeapRegion]> = Arc::new([]);
     let local_boot = Boot::Threads(Arc::new(ThreadsBoot::new(size)));
-    let endpoint = |r: Rank| {
-        // SAFETY: the region is initialised; every rank's "segment" here is this
-        // rank's own (a proxy only ever writes into this rank's), `segment_bytes` long;
-        // the owner handle keeps the region alive, and the segment is kept by the
-        // conduit; each rank gets one endpoint.
-        unsafe {
-            MemConduit::new(Parts {
-                rank: r,
-                ranks: size,
-                spec,
-                layout: &layout,
-                rings: region.base(),
-                segments: vec![segment.base(); size],
-                segment_bytes: spec.segment_bytes,
-                owner: RegionOwner::Heap(region.clone(), segments.clone()),
-                boot: local_boot.clone(),
-            })
-        }
+    let parts = || Parts {
+        rank,
+        ranks: size,
+        spec,
+        layout: &layout,
+        rings: region.base(),
+        // Every rank's "segment" here is this rank's own: the inlet writes Long
+        // frames' data into it only.
+        segments: vec![segment.base(); size],
+        segment_bytes: spec.segment_bytes,
+        owner: RegionOwner::Heap(region.clone(), segments.clone()),
+        boot: local_boot.clone(),
     };
-    let mut me = endpoint(rank);
+    // SAFETY: the region is initialised; the segment is `segment_bytes` long and kept
+    // by the conduit, the region by the owner handles; this rank gets one receiver and
+    // one inlet, through which the network's frames go in (`rx::through`).
+    let (mut me, inlet) = unsafe { (MemConduit::receiver(parts()), MemConduit::inlet(parts())) };
     me.publish_heads_at_once();
-    let proxies: Vec<MemConduit> = (0..size).map(endpoint).collect();
     let shared = Arc::new(Shared::new(
         rank,
         layout,
         region.base(),
-        proxies,
+        inlet,
         me.fault_log(),
         Auth::new(key, rank, size),
     ));
