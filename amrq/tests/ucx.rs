@@ -3,7 +3,8 @@
 //! get from a target that is computing completes once the target calls amrq again;
 //! that small frames travel in batches exactly once and in order, a lone frame leaves
 //! at the sender's next poll whatever the deadline, and a batch past its deadline at
-//! the next send. Each test says it was skipped where UCX is not installed.
+//! the next send; that the set-up collectives gather every rank, whatever the number
+//! of ranks. Each test says it was skipped where UCX is not installed.
 
 #![cfg(not(amrq_loom))]
 
@@ -348,4 +349,36 @@ fn a_burst_of_large_puts_lands_intact_past_the_copies_limit() {
         a.barrier().expect("barrier");
         a.barrier().expect("barrier");
     });
+}
+
+#[test]
+fn set_up_collectives_gather_every_rank_in_log_rounds() {
+    // 1, a power of two and two that are not: Bruck's rounds cover every size.
+    for ranks in [1, 4, 5, 7] {
+        let Some(eps) = job(ranks) else { return };
+        // Each rank on its own thread, which it returns from.
+        let ranks_back: Vec<_> = eps
+            .into_iter()
+            .map(|ep| {
+                std::thread::spawn(move || {
+                    let mine = 100 + ep.rank() as u64;
+                    let first = ep.allgather(mine).unwrap();
+                    ep.barrier().unwrap();
+                    // A second epoch right after: its rounds are not the first's.
+                    let second = ep.allgather(mine * 2).unwrap();
+                    assert_eq!(second, first.iter().map(|v| v * 2).collect::<Vec<_>>());
+                    (ep, first)
+                })
+            })
+            .collect();
+        let (eps, got): (Vec<_>, Vec<_>) =
+            ranks_back.into_iter().map(|t| t.join().unwrap()).unzip();
+        let want: Vec<u64> = (0..ranks as u64).map(|r| 100 + r).collect();
+        assert!(got.iter().all(|g| *g == want), "{ranks} ranks: {got:?}");
+        std::thread::scope(|s| {
+            for e in eps {
+                s.spawn(move || drop(e));
+            }
+        });
+    }
 }

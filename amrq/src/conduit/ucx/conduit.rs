@@ -562,36 +562,57 @@ impl UcxConduit {
         self.net.endpoint_info(peer)
     }
 
-    /// The setup collectives: every rank sends `mine` to every other under a new
-    /// epoch, then waits for theirs (progressing, so credits flow meanwhile).
+    /// The setup collectives (all-gather, barrier): every rank's `mine`, in
+    /// ⌈log2 ranks⌉ rounds of one message each under a new epoch (progressing while it
+    /// waits, so credits flow meanwhile).
     fn exchange(&self, mine: u64) -> Result<Vec<u64>, ConduitError> {
         let epoch = self.epoch.get() + 1;
         self.epoch.set(epoch);
         self.progress();
-        for r in (0..self.size).filter(|&r| r != self.rank) {
-            let coll = [self.rank as u64, epoch, mine];
-            self.send(r, &Out::bare(wire::AM_COLL, &coll))?;
+        // Bruck's all-gather: before round k this rank holds the values of ranks
+        // `rank .. rank + 2^k` (mod size); it sends the first of them to `rank - 2^k`
+        // and gets as many from `rank + 2^k`, so log2(size) rounds, one message each.
+        let (me, size) = (self.rank, self.size);
+        let mut known = vec![mine];
+        let (mut round, mut dist) = (0u64, 1usize);
+        while known.len() < size {
+            let n = dist.min(size - dist);
+            let to = (me + size - dist) % size;
+            let from = (me + dist) % size;
+            let data: Vec<u8> = known[..n].iter().flat_map(|v| v.to_le_bytes()).collect();
+            let head = [me as u64, epoch, round];
+            self.send(to, &Out::with(wire::AM_COLL, &head, &data))?;
+            let got = self.coll_round(epoch, round, from)?;
+            if got.len() != n {
+                return Err(ConduitError::Setup(format!(
+                    "rank {from} passed on {} values in round {round} of a set-up collective, not {n}",
+                    got.len()
+                )));
+            }
+            known.extend(got);
+            (round, dist) = (round + 1, dist * 2);
         }
-        self.shared.local().coll.insert((epoch, self.rank), mine);
+        Ok((0..size).map(|r| known[(r + size - me) % size]).collect())
+    }
+
+    /// The values rank `from` passed on in round `round` of collective `epoch`, once
+    /// they arrive.
+    fn coll_round(&self, epoch: u64, round: u64, from: Rank) -> Result<Vec<u64>, ConduitError> {
         let since = Instant::now();
         loop {
             self.progress();
-            {
-                let mut l = self.shared.local();
-                if (0..self.size).all(|r| l.coll.contains_key(&(epoch, r))) {
-                    return Ok((0..self.size)
-                        .map(|r| l.coll.remove(&(epoch, r)).unwrap_or(0))
-                        .collect());
+            if let Some((src, values)) = self.shared.local().coll.remove(&(epoch, round)) {
+                if src != from {
+                    return Err(ConduitError::Setup(format!(
+                        "rank {src} sent round {round} of a set-up collective meant to come from rank {from}"
+                    )));
                 }
+                return Ok(values);
             }
             self.check_peers()?;
             if since.elapsed() > PATIENCE {
-                let l = self.shared.local();
-                let missing: Vec<Rank> = (0..self.size)
-                    .filter(|&r| !l.coll.contains_key(&(epoch, r)))
-                    .collect();
                 return Err(ConduitError::Bootstrap(BootError::Timeout(format!(
-                    "rank {} waited {PATIENCE:?} at a setup collective for ranks {missing:?}",
+                    "rank {} waited {PATIENCE:?} for rank {from} in round {round} of a setup collective",
                     self.rank
                 ))));
             }

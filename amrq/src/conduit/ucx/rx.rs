@@ -91,8 +91,8 @@ pub struct Local {
     tag_on_out_total: u64,
     /// Credits booked that could not be sent: they go with the next ones.
     unsent: Vec<Due>,
-    /// Setup collectives: (epoch, source) → value.
-    pub coll: BTreeMap<(u64, Rank), u64>,
+    /// Setup collectives' messages: (epoch, round) → (source, values).
+    pub coll: BTreeMap<(u64, u64), (Rank, Vec<u64>)>,
 }
 
 // SAFETY: the inlet and the region pointer are only used under the mutex of
@@ -250,7 +250,6 @@ impl Shared {
     pub fn on_header(&self, id: u32, header: &[u8]) {
         match id {
             wire::AM_CREDIT => self.on_credit(header),
-            wire::AM_COLL => self.on_coll(header),
             wire::AM_BYE => self.on_bye(header),
             wire::AM_WANT => self.on_want(header),
             _ => {}
@@ -287,11 +286,15 @@ impl Shared {
         }
     }
 
-    /// A setup collective's message arrived.
-    fn on_coll(&self, header: &[u8]) {
+    /// A round of a setup collective arrived: its source, epoch and round in the
+    /// header, the values it passes on in the data.
+    pub fn on_coll(&self, header: &[u8], data: &[u8]) {
         let w: Vec<u64> = wire::words(header).collect();
-        if let (Some(&src), Some(&epoch), Some(&value)) = (w.first(), w.get(1), w.get(2)) {
-            self.local().coll.insert((epoch, src as Rank), value);
+        if let (Some(&src), Some(&epoch), Some(&round)) = (w.first(), w.get(1), w.get(2)) {
+            let values = wire::words(data).collect();
+            self.local()
+                .coll
+                .insert((epoch, round), (src as Rank, values));
         }
     }
 

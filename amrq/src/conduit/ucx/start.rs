@@ -214,7 +214,7 @@ pub fn open_on(
         ),
         (wire::AM_BATCH, on_data::<{ wire::AM_BATCH }>),
         (wire::AM_CREDIT, on_header::<{ wire::AM_CREDIT }>),
-        (wire::AM_COLL, on_header::<{ wire::AM_COLL }>),
+        (wire::AM_COLL, on_data::<{ wire::AM_COLL }>),
         (wire::AM_BYE, on_header::<{ wire::AM_BYE }>),
         (wire::AM_WANT, on_header::<{ wire::AM_WANT }>),
     ] {
@@ -337,7 +337,8 @@ unsafe fn shared<'a>(arg: *mut c_void) -> &'a Shared {
     unsafe { &*arg.cast::<Shared>() }
 }
 
-/// The callback of messages with data: a frame (AM id 0) or a batch of them (AM id 5).
+/// The callback of messages with data: a frame (AM id 0), a batch of them (AM id 5), or
+/// a round of a setup collective (AM id 2).
 unsafe extern "C" fn on_data<const ID: u32>(
     arg: *mut c_void,
     header: *const c_void,
@@ -357,14 +358,16 @@ unsafe extern "C" fn on_data<const ID: u32>(
         };
         match ID {
             wire::AM_BATCH => s.on_batch(header, data, rndv),
+            // Small (at most half the ranks' words): never rendezvous.
+            wire::AM_COLL => s.on_coll(header, data),
             _ => s.on_frame(header, data, rndv),
         }
     }
     sys::UCS_OK
 }
 
-/// The callback of the conduit's own messages (AM id `ID`: credits, collectives,
-/// goodbyes, requests for credits), whose header is all they carry.
+/// The callback of the conduit's own messages (AM id `ID`: credits, goodbyes, requests
+/// for credits), whose header is all they carry.
 unsafe extern "C" fn on_header<const ID: u32>(
     arg: *mut c_void,
     header: *const c_void,
