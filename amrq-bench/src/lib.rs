@@ -50,6 +50,7 @@ pub mod results;
 pub mod shapes;
 pub mod signature;
 pub mod splitc;
+pub mod startup;
 pub mod stream;
 pub mod suite;
 pub mod summary;

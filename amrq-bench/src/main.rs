@@ -64,6 +64,9 @@ enum Bench {
     /// Between two hosts: amrq (cluster conduit) and ucx_perftest over the same link,
     /// alternating in rounds; the report goes to --out/hosts.md if given.
     Hosts(HostsArgs),
+    /// Start-up against its floor (amrun of /bin/true) and memory per rank, at growing
+    /// numbers of ranks over two hosts; the report goes to --out/startup.md if given.
+    Startup(StartupArgs),
     /// Instructions per message of the fast paths (callgrind on `rq-loop`), by task as
     /// in the AM paper's Table 2; the Markdown goes to --out/budget.md if given.
     Budget(BudgetArgs),
@@ -81,6 +84,28 @@ struct CPingpongArgs {
     /// binary's directory).
     #[arg(long)]
     build: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct StartupArgs {
+    /// The two hosts, `A,B` (rank 0 on A).
+    #[arg(long, default_value = "")]
+    hosts: String,
+    /// The command that runs a command on a host, `{host}` in it.
+    #[arg(long, default_value = "ssh {host}")]
+    exec: String,
+    /// The first host's address that the second reaches (default: its name).
+    #[arg(long)]
+    rendezvous: Option<String>,
+    /// The numbers of ranks, in all.
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8,16,32,64,128,256")]
+    ranks: Vec<usize>,
+    /// Rounds per number of ranks, each the floor then the job.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// (internal) A rank of the job: join, one barrier, say its memory.
+    #[arg(long, hide = true)]
+    rank: bool,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -132,6 +157,11 @@ fn main() {
         let Err(e) = amrq_bench::hosts::rank_part(cli.quick);
         fail(e);
     }
+    if let (Bench::Startup(a), true) = (&cli.bench, placed) {
+        if a.rank {
+            amrq_bench::startup::rank_part();
+        }
+    }
     let alone = matches!(cli.bench, Bench::Job(_) | Bench::Program(_));
     if cli.threads && !alone {
         fail("--threads is for a benchmark or program run alone (amrq-bench round-trip --threads)");
@@ -153,6 +183,7 @@ fn main() {
         Bench::All => all(&cli),
         Bench::Report => report(&cli),
         Bench::Hosts(h) => hosts(&cli, &h),
+        Bench::Startup(a) => startup(&cli, &a),
         Bench::Budget(b) => budget(&cli, &b),
         Bench::CPingpong(a) => c_pingpong(&cli, &a),
     }
@@ -320,6 +351,39 @@ fn hosts(cli: &Cli, h: &HostsArgs) {
         let path = dir.join("hosts.md");
         if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &text)) {
             fail(format!("{}: {e}", path.display()));
+        }
+    }
+}
+
+/// `startup`: the floor and the job in rounds per number of ranks; the table on stdout,
+/// with its plots in --out.
+fn startup(cli: &Cli, a: &StartupArgs) {
+    use amrq_bench::startup::{charts, measure, report, Link};
+    let names: Vec<String> = a.hosts.split(',').map(|n| n.trim().to_string()).collect();
+    let [h0, h1] = names.as_slice() else {
+        fail(format!("--hosts {}: give two hosts, A,B", a.hosts))
+    };
+    let me = std::env::current_exe().unwrap_or_else(|e| fail(e));
+    let amrun = me.with_file_name("amrun");
+    if !amrun.exists() {
+        fail(format!("no amrun beside {}: build it (cargo build --release -p amrq --features amrun)", me.display()));
+    }
+    let link = Link {
+        hosts: [h0.clone(), h1.clone()],
+        exec: a.exec.clone(),
+        rendezvous: a.rendezvous.clone().unwrap_or_else(|| h0.clone()),
+        amrun,
+    };
+    let samples = measure(&link, &a.ranks, a.rounds.max(1)).unwrap_or_else(|e| fail(e));
+    let text = report(&link, &samples);
+    println!("{text}");
+    if let Some(dir) = &cli.out {
+        let path = dir.join("startup.md");
+        if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &text)) {
+            fail(format!("{}: {e}", path.display()));
+        }
+        for c in charts(&samples) {
+            c.write(&dir.join("plots")).unwrap_or_else(|e| fail(e));
         }
     }
 }
