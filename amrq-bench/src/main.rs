@@ -366,7 +366,10 @@ fn startup(cli: &Cli, a: &StartupArgs) {
     let me = std::env::current_exe().unwrap_or_else(|e| fail(e));
     let amrun = me.with_file_name("amrun");
     if !amrun.exists() {
-        fail(format!("no amrun beside {}: build it (cargo build --release -p amrq --features amrun)", me.display()));
+        fail(format!(
+            "no amrun beside {}: build it (cargo build --release -p amrq --features amrun)",
+            me.display()
+        ));
     }
     let link = Link {
         hosts: [h0.clone(), h1.clone()],

@@ -229,7 +229,10 @@ pub fn charts(samples: &[Sample]) -> Vec<Chart<'static>> {
             "seconds",
             vec![
                 ("join + one barrier".into(), times(|s| &s.job_s)),
-                ("floor: /bin/true as every rank".into(), times(|s| &s.floor_s)),
+                (
+                    "floor: /bin/true as every rank".into(),
+                    times(|s| &s.floor_s),
+                ),
             ],
         ),
         chart(

@@ -71,7 +71,8 @@ fn a_shared_tag_on_block_has_one_holder_at_a_time() {
         for t in senders {
             t.join().unwrap();
         }
-        // The receiver's side: a block it frees after reading passes on the same way.
+        // The receiver's side, after the senders (not beside them: loom cannot model a
+        // claim that waits): a block it frees after reading passes on the same way.
         if claim_flag(&flag) {
             // SAFETY: held by this thread; every earlier holder gave it back.
             block.with(|b| assert!(unsafe { *b } <= 2));

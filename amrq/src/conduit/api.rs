@@ -331,7 +331,8 @@ pub trait Conduit {
     ) -> Result<(), ConduitError>;
 
     /// Sends a Tag-On message: `msg.payload` goes into a free block of `dest`'s pool for
-    /// this rank, and a frame with `msg.args` names it. [`ConduitError::Busy`] (nothing
+    /// this rank (or the one it shares with others there), and a frame with `msg.args`
+    /// names it. [`ConduitError::Busy`] (nothing
     /// sent) if the ring is full or every block is still in use;
     /// [`ConduitError::TagOnTooLarge`] above the block size.
     ///

@@ -85,7 +85,8 @@ pub(super) struct TxRing {
     /// fence and no other load; until then, or where that never comes, [`CHECK_SLOWLY`],
     /// whose set bits send every ringing channel's test to the full handshake.
     pub(super) armed_word: Cell<*const AtomicU64>,
-    /// The receiver's Tag-On pool for this sender, and where the next claim looks.
+    /// The receiver's Tag-On pool this sender's blocks go into (its own, or the one
+    /// the senders without an own ring share), and where the next claim looks.
     pub(super) pool: Cell<TagOnPool>,
     pub(super) pool_cursor: Cell<usize>,
 }
@@ -155,7 +156,7 @@ pub(super) struct RxRing {
     /// A joined ring's frames taken, by the sender they named (in its numbering, as
     /// `joined_senders`).
     pub(super) joined_taken: Box<[Cell<u64>]>,
-    /// Open while the ring is plain — `permitted`, not `hidden` and not `broken`: an
+    /// Open while the ring is plain — `permitted`, not `hidden` and not `shut`: an
     /// Express frame is handed out as it is — else shut. The look's one compare of the
     /// header word tells both.
     pub(super) gate: Cell<ExpressGate>,
@@ -177,7 +178,8 @@ pub(super) struct RxChannel {
     pub(super) moved: bool,
     /// Of a shared channel (one ring): whether each rank may send into it.
     pub(super) shared_senders: Box<[bool]>,
-    /// This rank's Tag-On pool for each sender's blocks.
+    /// The Tag-On pool of each sender's blocks where its ring names none (its own, or
+    /// the one the senders without an own ring share).
     pub(super) pools: Box<[TagOnPool]>,
 }
 
@@ -265,8 +267,9 @@ impl TxRing {
         debug_assert!(self.own_args_below.get() != 0);
         // SAFETY: only ring code runs while the state is borrowed.
         let Tx::Own(p) = (unsafe { self.prod.get() }) else {
-            // SAFETY: `own_args_below` is not 0 only on a ring built as `Tx::Own` (see
-            // `MemConduit::new`), and a ring's `Tx` never changes.
+            // SAFETY: `own_args_below` is not 0 only on a ring of `Tx::Own`: built so
+            // (see `MemConduit::new`), or moved to an own ring (`settle` sets it after
+            // the `Tx`), and an `Own` ring's `Tx` never changes again.
             unsafe { std::hint::unreachable_unchecked() }
         };
         p.try_push_express(self.ring_now(), header, args)
@@ -483,7 +486,7 @@ impl RxChannel {
                         None => far[s].take(),
                     };
                     let ring = ring.expect("each sender's ring taken once");
-                    ring.source.set(s); // a near ring's was its host rank
+                    ring.source.set(s); // in the job's numbering, not its host's
                     ring
                 })
                 .collect(),

@@ -436,8 +436,8 @@ impl Conduit for MemConduit {
 
     /// A destination and channel in range, at most the six args an Express frame
     /// holds, a ring of this rank's own that it may send into (`own_args_below`, set
-    /// up once), room by the cached view of the head: the rest of `try_send`'s checks
-    /// hold.
+    /// up once, or when the ring moves to an own ring), room by the cached view of the
+    /// head: the rest of `try_send`'s checks hold.
     #[inline(always)]
     fn try_send_quick(&self, dest: Rank, ch: Channel, tag: u16, args: &[u64]) -> bool {
         if dest >= self.size || ch >= self.tx_channels || args.len() > EXPRESS_ARGS {
@@ -473,6 +473,8 @@ impl Conduit for MemConduit {
         };
         let len = msg.payload.len();
         self.in_segment(dest, offset, len)?;
+        // A ring whose pair took an own ring moves there first (as every send does).
+        t.settle();
         let to = self.segments[dest].as_ptr();
         // Room first (`push_pair`): the data is never written for a frame that cannot
         // follow.

@@ -93,7 +93,8 @@ pub struct Parts<'a> {
 // SAFETY: the raw pointers of an endpoint (rings, segments) point into memory that its
 // owner handle keeps alive and that is shared by design (the ring protocol decides who
 // touches which bytes); moving the endpoint to another thread changes nothing about
-// that. It stays !Sync through its cells.
+// that. Its `Rc` of pairs is never cloned: the endpoint moves it whole. It stays !Sync
+// through its cells.
 unsafe impl Send for MemConduit {}
 
 /// One rank's endpoint of a ring-based conduit.
@@ -112,7 +113,8 @@ pub struct MemConduit {
     pub(super) rank: Rank,
     pub(super) size: usize,
     pub(super) caps: Caps,
-    /// The send side of each (channel, destination) pair, at `ch * size + dest`.
+    /// The send side of each (channel, destination) pair, at `ch * size + dest` (of an
+    /// inlet: each (channel, source)).
     pub(super) tx: Box<[TxRing]>,
     /// With own rings: this rank's standing at each receiver, which `tx` points to
     /// (kept alive for it, in an `Rc`, which moves without asserting it is alone).
@@ -190,6 +192,12 @@ fn join_channel(
     target.rings = rings.into_boxed_slice();
 }
 
+/// Largest payload of a channel of `slots` slots, with own rings or not: the shared
+/// ring's frames carry a hidden word more.
+pub(crate) fn channel_max_payload(slots: u64, owns: bool) -> usize {
+    max_payload(slots).saturating_sub(8 * usize::from(owns))
+}
+
 /// Most args a frame carries on a channel with own rings: its shared ring's frames
 /// carry a hidden word more, which the ring takes beside [`MAX_ARGS`].
 fn own_max_args(slots: u64) -> usize {
@@ -209,7 +217,7 @@ impl MemConduit {
     /// The endpoint of rank `parts.rank`.
     ///
     /// # Panics
-    /// If `parts.layout` was not made from `parts.spec`.
+    /// If `parts.layout` was not made from `parts.spec` or does not hold every rank.
     ///
     /// # Safety
     /// `parts.rings` holds an initialised ring region of `parts.layout`, each of
@@ -232,8 +240,11 @@ impl MemConduit {
     /// its queues alone ([`RegionLayout::receiver`]), which a network fills through an
     /// [`MemConduit::inlet`].
     ///
+    /// # Panics
+    /// If the layout does not hold this rank's rings, or was not made from the spec.
+    ///
     /// # Safety
-    /// As for [`MemConduit::new`].
+    /// As for [`MemConduit::new`], but for the one inlet that may exist beside it.
     ///
     /// ```
     /// # use amrq::bootstrap::{Boot, ThreadsBoot};
@@ -272,8 +283,12 @@ impl MemConduit {
     /// hidden word and Tag-On pool (the frames a network delivers from `s`). Its
     /// receive side is empty. See [`MemConduit::receiver`].
     ///
+    /// # Panics
+    /// If the layout does not hold this rank's rings, has own rings, or was not made
+    /// from the spec.
+    ///
     /// # Safety
-    /// As for [`MemConduit::new`]; it is the only inlet of that rank.
+    /// As for [`MemConduit::receiver`]; it is the only inlet of that rank.
     pub unsafe fn inlet(parts: Parts<'_>) -> Self {
         // SAFETY: the caller's guarantee.
         unsafe { Self::build(parts, Role::Inlet) }
@@ -297,6 +312,19 @@ impl MemConduit {
         } = parts;
         let channels = layout.channels();
         assert_eq!(spec.channels.len(), channels, "the layout of this spec");
+        // A rank sends into every rank's rings; an inlet fills its rank's rings as
+        // each sender, which shares no ring it could move out of.
+        match role {
+            Role::Rank => assert!(
+                layout.holds(0) && layout.holds(ranks - 1),
+                "a region of every rank"
+            ),
+            Role::Receiver => assert!(layout.holds(rank), "a region that holds this rank"),
+            Role::Inlet => assert!(
+                layout.holds(rank) && layout.own_rings().is_none(),
+                "a region of this rank's rings, one per sender"
+            ),
+        }
         let interrupt_channel = spec.interrupt_channel;
         let mut tx = Vec::with_capacity(channels * ranks);
         let own = layout.own_rings();
@@ -404,14 +432,10 @@ impl MemConduit {
             let ring_of = |index: usize| {
                 let hidden = shared || interrupt_channel == Some(ch);
                 let permitted = shared || who.allows(index);
-                let cons = Consumer::new(slots, 0, Consumer::default_batch(slots));
                 RxRing {
                     // SAFETY: as above.
                     ring: unsafe { layout.ring(base, ch, rank, index) },
-                    cons: Local::new(match hidden {
-                        true => cons.with_hidden_word(),
-                        false => cons,
-                    }),
+                    cons: Local::new(Consumer::new(slots, 0, Consumer::default_batch(slots))),
                     shut: Cell::new(false),
                     source: Cell::new(match shared {
                         true => RxRing::NO_SOURCE,
@@ -508,8 +532,7 @@ impl MemConduit {
                     notify: c.rings_doorbell(),
                     interrupt: c.delivery == Delivery::Interrupt,
                     slots: c.slots,
-                    // The shared ring's frames carry a hidden word more.
-                    max_payload: max_payload(c.slots) - 8 * usize::from(layout.has_own_rings(ch)),
+                    max_payload: channel_max_payload(c.slots, layout.has_own_rings(ch)),
                     received_with: c.received_with,
                 })
                 .collect(),
@@ -649,7 +672,7 @@ impl MemConduit {
             for r in chan.rings.iter_mut() {
                 let (n, head) = r.cons.with(|c| (c.nslots(), c.head()));
                 let cons = Consumer::new(n, head, 1);
-                r.cons = Local::new(match r.hidden {
+                r.cons = Local::new(match r.own_claims.is_some() {
                     true => cons.with_hidden_word(),
                     false => cons,
                 });

@@ -168,8 +168,7 @@ impl<'a> MemFrame<'a> {
         Self {
             chan,
             ring: r,
-            // The ring's sender: its index on one host, not where rings are owned or
-            // merged across hosts.
+            // The ring's sender (an own ring's index, or a merged channel's, is not).
             source: r.source.get(),
             args: (args.cast(), usize::from(p.header.nargs)),
             payload: (args, 0), // none (any address in the frame will do)
@@ -211,9 +210,9 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
     }
     #[inline(always)]
     fn args(&self) -> &[u64] {
-        // SAFETY: the consumer checked that nargs ≤ 8 and that the frame lies inside the
-        // ring (and `take` that a shared ring's frame has its hidden word, which `args`
-        // skips); its slots stay ours (the producer cannot reuse them) until `release`,
+        // SAFETY: the consumer checked that there are at most 8 args (after the
+        // hidden word, which `args` skips, where the ring has one: `take` checked it is
+        // there) and that the frame lies inside the ring; its slots stay ours (the producer cannot reuse them) until `release`,
         // which consumes `self` and so ends this borrow. The args start 16 bytes into a
         // 64-byte aligned slot: aligned for u64.
         unsafe { std::slice::from_raw_parts(self.args.0, self.args.1) }

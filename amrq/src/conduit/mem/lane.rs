@@ -26,7 +26,9 @@ use crate::conduit::{Channel, Rank};
 /// One per-pair ring as an inline Express send sees it (see the module doc).
 ///
 /// `args_below` is `EXPRESS_ARGS + 1` (7) on a lane that takes inline sends, and 0 on
-/// one that does not (a shared ring, a channel this rank may not send into): a send of
+/// one that does not (a shared ring, a channel this rank may not send into, a ring shared
+/// until its sender moves to an own ring: a lane taken before the move stays closed,
+/// and its sends go through the library): a send of
 /// `n` args is inline if `n < args_below`.
 ///
 /// ```

@@ -71,4 +71,4 @@ pub use region::{RegionHeader, RegionLayout, REGION_MAGIC};
 pub use tag_on::TagOnPool;
 pub(crate) use thread_op::{ThreadOp, ThreadOpKind};
 
-pub(crate) use endpoint::max_payload;
+pub(crate) use endpoint::{channel_max_payload, max_payload};

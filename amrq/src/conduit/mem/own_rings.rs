@@ -87,7 +87,7 @@ pub(super) struct OwnClaims {
 impl OwnClaims {
     /// Whether `named` (host numbering) took own ring `k`.
     pub(super) fn took(&self, named: usize, k: usize) -> bool {
-        if k >= self.own_rings {
+        if k >= self.own_rings || named >= self.senders.len() {
             return false;
         }
         // SAFETY: the directory has `own_rings` words inside the region the endpoint's
@@ -207,13 +207,21 @@ impl MemConduit {
         let word = |i: usize| unsafe { r.slot_of(p).add(ARGS_OFFSET).cast::<u64>().add(i).read() };
         let target = match (&r.own_claims, p.header.nargs) {
             (Some(claims), 2) => {
-                let (named, k) = (word(0) as usize, word(1) as usize);
-                let fresh =
-                    |o: &&RxRing| o.own_index == Some(k) && o.source.get() == RxRing::NO_SOURCE;
-                chan.rings
-                    .iter()
-                    .find(fresh)
-                    .filter(|_| claims.took(named, k))
+                // Read once: the sender named and the ring it took must be what the
+                // frame said when its sender was checked (`src`), and no more.
+                let named = usize::try_from(word(0)).ok();
+                let same = named.filter(|&n| match &r.hidden_ranks {
+                    Some(ranks) => ranks.get(n) == Some(&src),
+                    None => n == src,
+                });
+                let k = usize::try_from(word(1)).ok();
+                let fresh = |o: &&RxRing| o.own_index == k && o.source.get() == RxRing::NO_SOURCE;
+                match (same, k) {
+                    (Some(named), Some(k)) if claims.took(named, k) => {
+                        chan.rings.iter().find(fresh)
+                    }
+                    _ => None,
+                }
             }
             _ => None,
         };

@@ -242,3 +242,63 @@ fn a_move_to_an_own_ring_the_sender_did_not_take_is_dropped_and_recorded() {
         FaultKind::NotPermitted
     ));
 }
+
+#[test]
+fn a_sender_of_long_frames_alone_moves_to_its_own_ring() {
+    let eps = threads::endpoints_for(3, &spec(1)).unwrap();
+    let data = [7u8; 64];
+    for i in 0..2 * u64::from(PairRings::MOVE_AFTER) {
+        let msg = Message {
+            tag: 1,
+            flags: 0,
+            args: &[1, i],
+            payload: &data,
+        };
+        eps[1].try_send_long(0, 0, &msg, 128).unwrap();
+        let f = eps[0].peek(0).unwrap().unwrap();
+        assert_eq!(
+            (f.source(), f.args(), f.payload().len()),
+            (1, &[1, i][..], 64)
+        );
+        f.release();
+    }
+    assert_eq!(moved(&eps[0]), [1]);
+}
+
+#[test]
+fn own_rings_on_rings_of_two_slots_refuse_what_they_cannot_carry() {
+    // The smallest rings: a frame of one slot, and a shared ring's hidden word in it.
+    let spec = ConduitSpec {
+        pair_rings: PairRings::Own(0),
+        ..ConduitSpec::new(vec![ChannelSpec::new(2)])
+    };
+    let eps = threads::endpoints_for(3, &spec).unwrap();
+    let caps = &eps[0].caps().channels[0];
+    assert_eq!(caps.max_payload, 0);
+    let big = Message {
+        tag: 1,
+        flags: 0,
+        args: &[],
+        payload: &[1],
+    };
+    assert!(matches!(
+        eps[1].try_send(0, 0, &big),
+        Err(ConduitError::PayloadTooLarge { .. })
+    ));
+    let args: Vec<u64> = (0..caps.max_args as u64).collect();
+    eps[1]
+        .try_send(
+            0,
+            0,
+            &Message {
+                tag: 1,
+                flags: 0,
+                args: &args,
+                payload: &[],
+            },
+        )
+        .unwrap();
+    let f = eps[0].peek(0).unwrap().unwrap();
+    assert_eq!((f.source(), f.args()), (1, &args[..]));
+    f.release();
+}

@@ -18,10 +18,12 @@
 //!     │ Tag-On pools: (recv 0 ← send 0), (0 ← 1), …        │ ranks² pools
 //!     └────────────────────────────────────────────────────┘
 //! ```
-//! `ring_offset(ch, receiver, sender) = 128 + base[ch] + (receiver·ranks + sender)·ring_bytes[ch]`
-//! for a per-pair channel, `128 + base[ch] + receiver·(128 + ring_bytes[ch]) + 128` for a
+//! `ring_offset(ch, receiver, sender) = 128 + base[ch] + (r·ranks + sender)·ring_bytes[ch]`
+//! for a per-pair channel, `128 + base[ch] + r·(128 + ring_bytes[ch]) + 128` for a
 //! shared one (its tail word, which the senders reserve slots with, is the line
-//! before), `doorbell_offset(rank) = rings_end + 256·rank`.
+//! before), `doorbell_offset(rank) = rings_end + 256·r`, where `r` is the receiver's
+//! place among those the region holds: every rank, or one
+//! ([`RegionLayout::receiver`], the queues a network fills).
 //!
 //! With *own rings* ([`PairRings`], for a host of many ranks) a per-sender channel has
 //! instead, per receiver, `own` rings that senders take one at a time (a sender's
@@ -213,18 +215,18 @@ impl RegionLayout {
                     "channel {ch}: ring of {s} slots; use a power of two from 2 to 2^24"
                 )));
             }
-            if let Some(need) = c.max_payload.filter(|&n| n > super::max_payload(s)) {
-                return Err(ConduitError::Setup(format!(
-                    "channel {ch}: frames must carry {need} bytes, a ring of {s} slots carries {} at most; give it more slots",
-                    super::max_payload(s)
-                )));
-            }
             let rings = match (c.shared, own) {
                 (true, _) => Rings::Shared,
                 // The interrupt channel's hidden word names the channel: a ring per sender.
                 (false, Some(_)) if spec.interrupt_channel != Some(ch) => Rings::Own,
                 (false, _) => Rings::PerSender,
             };
+            let carries = super::channel_max_payload(s, rings == Rings::Own);
+            if let Some(need) = c.max_payload.filter(|&n| n > carries) {
+                return Err(ConduitError::Setup(format!(
+                    "channel {ch}: frames must carry {need} bytes, a ring of {s} slots carries {carries} at most; give it more slots"
+                )));
+            }
             channels.push(Placed {
                 slots: s,
                 rings,
@@ -275,12 +277,26 @@ impl RegionLayout {
 
     /// Where `receiver`'s rings, doorbell and pools are among those the region holds.
     fn held(&self, receiver: usize) -> usize {
-        debug_assert!(
+        // A real check: a rank the region does not hold would address memory past it.
+        assert!(
             self.receivers.contains(&receiver),
             "rank {receiver} of a region that holds {:?}",
             self.receivers
         );
         receiver - self.receivers.start
+    }
+
+    /// The region holds `rank`'s rings, doorbell and pools.
+    ///
+    /// ```
+    /// use amrq::conduit::{mem::RegionLayout, ChannelSpec, ConduitSpec};
+    /// let spec = ConduitSpec::new(vec![ChannelSpec::new(16)]);
+    /// let one = RegionLayout::receiver(4, 2, &spec).unwrap();
+    /// assert!(one.holds(2) && !one.holds(1));
+    /// assert!(RegionLayout::new(4, &spec).unwrap().holds(3));
+    /// ```
+    pub fn holds(&self, rank: usize) -> bool {
+        self.receivers.contains(&rank)
     }
 
     /// Bytes of a receiver's directory of `own` rings: a word per ring, in whole line

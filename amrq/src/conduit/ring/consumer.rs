@@ -377,7 +377,10 @@ impl Consumer {
             return Ok(None);
         }
         if u64::from(header.nargs) > self.max_words {
-            return Err(self.corrupt("more than 8 args"));
+            return Err(self.corrupt(match self.max_words > MAX_ARGS as u64 {
+                true => "more than 8 args after the hidden word",
+                false => "more than 8 args",
+            }));
         }
         let slots = frame_slots(header.nargs as usize, header.len as usize);
         if slots > max_frame_slots(self.nslots()) || idx + slots > self.nslots() {

@@ -572,7 +572,7 @@ impl UcxConduit {
         // Bruck's all-gather: before round k this rank holds the values of ranks
         // `rank .. rank + 2^k` (mod size); it sends the first of them to `rank - 2^k`
         // and gets as many from `rank + 2^k`, so log2(size) rounds, one message each.
-        let (me, size) = (self.rank, self.size);
+        let (me, size, since) = (self.rank, self.size, Instant::now());
         let mut known = vec![mine];
         let (mut round, mut dist) = (0u64, 1usize);
         while known.len() < size {
@@ -582,7 +582,7 @@ impl UcxConduit {
             let data: Vec<u8> = known[..n].iter().flat_map(|v| v.to_le_bytes()).collect();
             let head = [me as u64, epoch, round];
             self.send(to, &Out::with(wire::AM_COLL, &head, &data))?;
-            let got = self.coll_round(epoch, round, from)?;
+            let got = self.coll_round((epoch, round), from, since)?;
             if got.len() != n {
                 return Err(ConduitError::Setup(format!(
                     "rank {from} passed on {} values in round {round} of a set-up collective, not {n}",
@@ -596,9 +596,13 @@ impl UcxConduit {
     }
 
     /// The values rank `from` passed on in round `round` of collective `epoch`, once
-    /// they arrive.
-    fn coll_round(&self, epoch: u64, round: u64, from: Rank) -> Result<Vec<u64>, ConduitError> {
-        let since = Instant::now();
+    /// they arrive, within `PATIENCE` of `since` (the collective's start).
+    fn coll_round(
+        &self,
+        (epoch, round): (u64, u64),
+        from: Rank,
+        since: Instant,
+    ) -> Result<Vec<u64>, ConduitError> {
         loop {
             self.progress();
             if let Some((src, values)) = self.shared.local().coll.remove(&(epoch, round)) {
@@ -612,7 +616,7 @@ impl UcxConduit {
             self.check_peers()?;
             if since.elapsed() > PATIENCE {
                 return Err(ConduitError::Bootstrap(BootError::Timeout(format!(
-                    "rank {} waited {PATIENCE:?} for rank {from} in round {round} of a setup collective",
+                    "rank {} waited {PATIENCE:?} at a setup collective, in round {round} for rank {from} (which passes on what ranks after it sent)",
                     self.rank
                 ))));
             }

@@ -20,7 +20,7 @@ use crate::bootstrap::rendezvous::Terms;
 use crate::bootstrap::{Boot, JobKey, NetJob, ShmJob, ThreadsBoot};
 use crate::conduit::doorbell::DoorbellFence;
 use crate::conduit::mem::{HeapRegion, MemConduit, Parts, RegionLayout, RegionOwner};
-use crate::conduit::{Conduit, ConduitError, ConduitSpec, Delivery, PairRings, Rank};
+use crate::conduit::{Conduit, ConduitError, ConduitSpec, Delivery, Rank};
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::ptr::NonNull;
@@ -158,10 +158,8 @@ pub fn open_on(
     // The local queues are filled by the network's callbacks on this rank's own thread
     // (or its progress thread): a fence per frame pushed costs less than a
     // `membarrier`, an interrupt to every core, each time the rank goes to sleep.
-    // A ring per sender: the network's frames land in the ring of the rank they name.
     let spec = &ConduitSpec {
         doorbell_fence: DoorbellFence::Symmetric,
-        pair_rings: PairRings::Every,
         ..spec.clone()
     };
     // This rank's queues alone: a ring from each sender (a shared channel's, one), its
@@ -358,7 +356,7 @@ unsafe extern "C" fn on_data<const ID: u32>(
         };
         match ID {
             wire::AM_BATCH => s.on_batch(header, data, rndv),
-            // Small (at most half the ranks' words): never rendezvous.
+            // Sent eager, as every message of the conduit (`post`).
             wire::AM_COLL => s.on_coll(header, data),
             _ => s.on_frame(header, data, rndv),
         }
