@@ -437,6 +437,17 @@ impl RxRing {
         self.cons.with(|c| c.publish_if_behind(&self.ring));
     }
 
+    /// The Tag-On pool of this ring's frames from `source`: the ring's own (an own
+    /// ring's), else the one `chan` keeps for that sender.
+    #[inline(always)]
+    pub(super) fn pool_for<'a>(
+        &'a self,
+        chan: &'a RxChannel,
+        source: Rank,
+    ) -> Option<&'a TagOnPool> {
+        self.pool.as_ref().or_else(|| chan.pools.get(source))
+    }
+
     /// The first slot of frame `p` of this ring.
     #[inline(always)]
     pub(super) fn slot_of(&self, p: &Peeked) -> *const u8 {

@@ -274,8 +274,10 @@ impl MemConduit {
             return Err(FaultKind::NotPermitted); // a move, not a payload (see `take`)
         }
         if p.header.flags & FLAG_TAG_ON != 0 {
-            let pool = r.pool.unwrap_or(chan.pools[source]);
-            return tag_on_payload(&pool, inline, p);
+            let Some(pool) = r.pool_for(chan, source) else {
+                return Err(FaultKind::OutsidePool);
+            };
+            return tag_on_payload(pool, inline, p);
         }
         self.long_payload(inline, p)
     }

@@ -265,8 +265,8 @@ impl<'a> ReceivedFrame<'a> for MemFrame<'a> {
         // sender was renumbered on its way out of a half of a job across hosts) the
         // pool that holds the block.
         let block = self.payload.0.cast_mut();
-        let (ring, chan) = (self.ring, self.chan);
-        let pool = match ring.pool.as_ref().or_else(|| chan.pools.get(self.source)) {
+        let chan = self.chan;
+        let pool = match self.ring.pool_for(chan, self.source) {
             Some(p) if p.block(index) == Some(block) => p,
             _ => chan.pools.iter().find(|p| p.block(index) == Some(block))?,
         };
