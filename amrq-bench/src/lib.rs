@@ -32,6 +32,7 @@ pub mod c_layer;
 pub mod calls;
 pub mod child;
 pub mod clock;
+pub mod contact;
 pub mod files;
 pub mod fixture;
 pub mod hosts;

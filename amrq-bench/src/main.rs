@@ -65,7 +65,8 @@ enum Bench {
     /// alternating in rounds; the report goes to --out/hosts.md if given.
     Hosts(HostsArgs),
     /// Start-up against its floor (amrun of /bin/true) and memory per rank, at growing
-    /// numbers of ranks over two hosts; the report goes to --out/startup.md if given.
+    /// numbers of ranks over two hosts, and the first round trip to a new peer; the
+    /// report goes to --out/startup.md if given.
     Startup(StartupArgs),
     /// Instructions per message of the fast paths (callgrind on `rq-loop`), by task as
     /// in the AM paper's Table 2; the Markdown goes to --out/budget.md if given.
@@ -106,6 +107,9 @@ struct StartupArgs {
     /// (internal) A rank of the job: join, one barrier, say its memory.
     #[arg(long, hide = true)]
     rank: bool,
+    /// (internal) A rank of the first-contact job: time the first round trips.
+    #[arg(long, hide = true)]
+    contact: bool,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -160,6 +164,9 @@ fn main() {
     if let (Bench::Startup(a), true) = (&cli.bench, placed) {
         if a.rank {
             amrq_bench::startup::rank_part();
+        }
+        if a.contact {
+            amrq_bench::contact::rank_part();
         }
     }
     let alone = matches!(cli.bench, Bench::Job(_) | Bench::Program(_));
@@ -358,6 +365,7 @@ fn hosts(cli: &Cli, h: &HostsArgs) {
 /// `startup`: the floor and the job in rounds per number of ranks; the table on stdout,
 /// with its plots in --out.
 fn startup(cli: &Cli, a: &StartupArgs) {
+    use amrq_bench::contact;
     use amrq_bench::startup::{charts, measure, report, Link};
     let names: Vec<String> = a.hosts.split(',').map(|n| n.trim().to_string()).collect();
     let [h0, h1] = names.as_slice() else {
@@ -378,7 +386,8 @@ fn startup(cli: &Cli, a: &StartupArgs) {
         amrun,
     };
     let samples = measure(&link, &a.ranks, a.rounds.max(1)).unwrap_or_else(|e| fail(e));
-    let text = report(&link, &samples);
+    let contacts = contact::measure(&link, a.rounds.max(1)).unwrap_or_else(|e| fail(e));
+    let text = report(&link, &samples) + "\n" + &contact::report(&contacts);
     println!("{text}");
     if let Some(dir) = &cli.out {
         let path = dir.join("startup.md");

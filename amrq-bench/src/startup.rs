@@ -76,7 +76,12 @@ pub struct Sample {
 
 impl Link {
     /// `amrun` of `program args` over `ranks` ranks: its wall time and stdout.
-    fn time(&self, ranks: usize, program: &Path, args: &[&str]) -> Result<(f64, String), String> {
+    pub(crate) fn time(
+        &self,
+        ranks: usize,
+        program: &Path,
+        args: &[&str],
+    ) -> Result<(f64, String), String> {
         let first = ranks.div_ceil(2);
         let list = match ranks - first {
             0 => format!("{}:{first}", self.hosts[0]),

@@ -151,6 +151,17 @@ impl Auth {
     }
 }
 
+impl Auth {
+    /// True once a message from `source` was taken: it has reached this rank.
+    pub fn heard_from(&self, source: Rank) -> bool {
+        self.seen.get(source).is_some_and(|lanes| {
+            lanes
+                .iter()
+                .any(|w| w.lock().unwrap_or_else(|e| e.into_inner()).0 > 0)
+        })
+    }
+}
+
 /// Takes sequence number `seq` into window `w` (the largest taken, and the bits of the
 /// [`WINDOW`] below it): false if it was taken before or is older than the window.
 fn take(w: &mut (u64, u64), seq: u64) -> bool {

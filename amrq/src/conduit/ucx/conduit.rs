@@ -147,11 +147,15 @@ fn post(net: &Net, dest: Rank, id: u32, header: &[u8], payload: &[u8], now: bool
         p.op_attr_mask |= sys::UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
     }
     p.flags = sys::UCP_AM_SEND_FLAG_EAGER;
+    let ep = match net.ep(dest) {
+        Ok(ep) => ep,
+        Err(e) => return StatusPtr::Err(e),
+    };
     // SAFETY: a live endpoint; header and payload stay valid until the operation is
     // done (the caller's contract, above).
     StatusPtr::of(unsafe {
         (net.ucp.ucp_am_send_nbx)(
-            net.eps[dest],
+            ep,
             id,
             header.as_ptr().cast(),
             header.len(),
@@ -317,7 +321,7 @@ impl UcxConduit {
     }
 
     pub(super) fn peer_failed(&self, peer: Rank, status: sys::ucs_status_t) -> ConduitError {
-        let cause = format!("UCX: {}", self.net.ucp.status(status));
+        let cause = self.shared.lost(peer, &self.net.ucp.status(status));
         self.shared.on_error(peer, cause.clone());
         ConduitError::PeerDead { rank: peer, cause }
     }
@@ -544,8 +548,28 @@ impl UcxConduit {
         &self.boot
     }
 
+    /// True once this rank has connected to `peer`: it connects at its first message
+    /// there (or when asked for [`UcxConduit::endpoint_info`]), never before.
+    ///
+    /// ```
+    /// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec, Message};
+    /// # if let Err(why) = ucx::available() { eprintln!("no UCX here: {why}"); return; }
+    /// # let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")].map(|(k, v)| (k.into(), v.into())).into();
+    /// # let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+    /// let eps = ucx::threads(3, &spec, &settings).unwrap();
+    /// assert!(!eps[0].connected(1) && !eps[0].connected(2)); // nothing sent yet
+    /// eps[0].try_send(1, 0, &Message { tag: 0, args: &[7], ..Message::default() }).unwrap();
+    /// assert!(eps[0].peek(0).unwrap().is_none()); // sends the batch
+    /// assert!(eps[0].connected(1) && !eps[0].connected(2)); // rank 2 was never talked to
+    /// # std::thread::scope(|s| { for e in eps { s.spawn(move || drop(e)); } });
+    /// ```
+    pub fn connected(&self, peer: Rank) -> bool {
+        self.net.connected(peer)
+    }
+
     /// What UCX says about this rank's endpoint to `peer` (its lanes, transports and
-    /// devices, from `ucp_ep_print_info`): to check which transport carries a job.
+    /// devices, from `ucp_ep_print_info`), connecting to it if it had not yet: to check
+    /// which transport carries a job.
     ///
     /// ```
     /// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
@@ -626,12 +650,15 @@ impl UcxConduit {
 }
 
 impl Drop for UcxConduit {
-    /// Says goodbye to every peer after everything this rank sent (Active Messages on
-    /// an endpoint arrive in order), and waits until UCX has delivered it.
+    /// Says goodbye, after everything this rank sent (Active Messages on an endpoint
+    /// arrive in order), to every peer it sent to or heard from (the others cannot be
+    /// waiting for it), and waits until UCX has delivered it.
     fn drop(&mut self) {
         self.progress();
         let _ = self.flush();
-        for r in (0..self.size).filter(|&r| r != self.rank) {
+        let (net, auth) = (&self.net, &self.shared.auth);
+        let talked = |&r: &Rank| net.connected(r) || auth.heard_from(r);
+        for r in (0..self.size).filter(|&r| r != self.rank).filter(talked) {
             let _ = self.send(r, &Out::bare(wire::AM_BYE, &[self.rank as u64]));
         }
         let since = Instant::now();

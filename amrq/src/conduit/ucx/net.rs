@@ -1,11 +1,17 @@
-//! One rank's UCX objects: the context, its worker, an endpoint and the registered
-//! segment's remote key per peer. Made in two steps around the exchange of worker
-//! addresses ([`Net::open`], then [`Net::connect`]); destroyed in the reverse order.
+//! One rank's UCX objects: the context, its worker, and per peer an endpoint and the
+//! peer's segment key, made at the first message to that peer. Made in two steps
+//! around the exchange of worker addresses ([`Net::open`], then [`Net::connect`], which
+//! keeps the peers' cards); destroyed in the reverse order.
+//!
+//! A rank that never talks to a peer never connects to it: a job's start-up costs a
+//! rank its own objects, not one connection (a socket on tcp) per rank of the job.
 
 use super::sys::{self, StatusPtr, Ucp};
 use crate::conduit::{ConduitError, Rank};
 use std::ffi::{c_void, CString};
 use std::ptr::null_mut;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// What a rank publishes for its peers: its worker's address, its segment's packed
@@ -82,17 +88,40 @@ fn check(ucp: &Ucp, call: &str, status: sys::ucs_status_t) -> Result<(), Conduit
     }
 }
 
+/// What an endpoint's error callback is given: the argument [`Net::connect`] was
+/// given, and the peer (so the callback needs no search).
+pub(super) struct ErrorArg {
+    /// As given to [`Net::connect`].
+    pub(super) arg: *mut c_void,
+    /// The endpoint's peer.
+    pub(super) peer: Rank,
+}
+
+/// The callback of a failed endpoint (`ucp_err_handler_cb_t`); its argument is an
+/// [`ErrorArg`].
+pub(super) type OnError = unsafe extern "C" fn(*mut c_void, sys::ucp_ep_h, sys::ucs_status_t);
+
 /// A rank's UCX context, worker, endpoints and keys.
 pub struct Net {
     pub(super) ucp: &'static Ucp,
     context: sys::ucp_context_h,
     pub(super) worker: sys::ucp_worker_h,
     memh: sys::ucp_mem_h,
-    /// Per peer (null for this rank).
-    pub(super) eps: Vec<sys::ucp_ep_h>,
-    pub(super) rkeys: Vec<sys::ucp_rkey_h>,
+    /// Per peer: its endpoint, null until the first message to it (always for this
+    /// rank).
+    eps: Box<[AtomicPtr<c_void>]>,
+    /// Per peer: its segment's key, unpacked before its endpoint is published.
+    rkeys: Box<[AtomicPtr<c_void>]>,
     /// Per peer: where its segment starts in its process.
     pub(super) bases: Vec<u64>,
+    /// Per peer: its card, to connect to it.
+    cards: Vec<Card>,
+    me: Rank,
+    on_error: Option<OnError>,
+    /// Per peer: its endpoint's error callback argument (boxed: UCX keeps the address).
+    error_args: Box<[ErrorArg]>,
+    /// Held while an endpoint is made: the progress thread may want one too.
+    making: Mutex<()>,
     /// The worker's wake-up descriptor.
     pub(super) efd: i32,
 }
@@ -161,9 +190,14 @@ impl Net {
             context,
             worker: null_mut(),
             memh: null_mut(),
-            eps: Vec::new(),
-            rkeys: Vec::new(),
+            eps: Box::new([]),
+            rkeys: Box::new([]),
             bases: Vec::new(),
+            cards: Vec::new(),
+            me: 0,
+            on_error: None,
+            error_args: Box::new([]),
+            making: Mutex::new(()),
             efd: -1,
         };
         // SAFETY: zeroed params, then the thread mode set.
@@ -223,51 +257,111 @@ impl Net {
         })
     }
 
-    /// Connects to every peer of `cards` (index = rank; `me` is skipped), reporting an
-    /// endpoint's failure to `on_error` with `arg`; `unreachable(rank, why)` is the
-    /// error for a peer UCX cannot reach.
-    pub fn connect(
-        &mut self,
-        me: Rank,
-        cards: &[Card],
-        on_error: unsafe extern "C" fn(*mut c_void, sys::ucp_ep_h, sys::ucs_status_t),
-        arg: *mut c_void,
-        unreachable: impl Fn(Rank, &str) -> ConduitError,
-    ) -> Result<(), ConduitError> {
-        let ucp = self.ucp;
-        for (r, card) in cards.iter().enumerate() {
-            self.bases.push(card.base);
-            if r == me {
-                self.eps.push(null_mut());
-                self.rkeys.push(null_mut());
-                continue;
-            }
-            // SAFETY: zeroed params, then the fields named in the mask set.
-            let mut ep: sys::ucp_ep_params_t = unsafe { std::mem::zeroed() };
-            ep.field_mask = sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
-                | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
-                | sys::UCP_EP_PARAM_FIELD_ERR_HANDLER;
-            ep.address = card.address.as_ptr().cast();
-            ep.err_mode = sys::UCP_ERR_HANDLING_MODE_PEER;
-            ep.err_handler = sys::ucp_err_handler_t {
-                cb: Some(on_error),
-                arg,
-            };
-            let mut h = null_mut();
-            // SAFETY: a live worker and a peer's worker address; written on success.
-            let st = unsafe { (ucp.ucp_ep_create)(self.worker, &ep, &mut h) };
-            if st != sys::UCS_OK {
-                return Err(unreachable(r, &ucp.status(st)));
-            }
-            self.eps.push(h);
-            let mut rkey = null_mut();
-            // SAFETY: a live endpoint and the peer's packed key; written on success.
-            check(ucp, "ucp_ep_rkey_unpack", unsafe {
-                (ucp.ucp_ep_rkey_unpack)(h, card.rkey.as_ptr().cast(), &mut rkey)
-            })?;
-            self.rkeys.push(rkey);
+    /// Keeps every rank's card (index = rank; `me` is this rank) to connect to it at
+    /// the first message; a failed endpoint calls `on_error` with an [`ErrorArg`] of
+    /// `arg` and the peer.
+    pub fn connect(&mut self, me: Rank, cards: &[Card], on_error: OnError, arg: *mut c_void) {
+        self.me = me;
+        self.bases = cards.iter().map(|c| c.base).collect();
+        self.cards = cards.to_vec();
+        self.eps = cards.iter().map(|_| AtomicPtr::new(null_mut())).collect();
+        self.rkeys = cards.iter().map(|_| AtomicPtr::new(null_mut())).collect();
+        self.error_args = (0..cards.len())
+            .map(|peer| ErrorArg { arg, peer })
+            .collect();
+        self.on_error = Some(on_error);
+    }
+
+    /// The endpoint to `peer`, made at the first call for it; why UCX could not make
+    /// it otherwise. `peer` is a rank of the job.
+    #[inline]
+    pub fn ep(&self, peer: Rank) -> Result<sys::ucp_ep_h, sys::ucs_status_t> {
+        // ORDERING: Acquire pairs with the Release store in `make`: the endpoint and
+        // its key are complete.
+        let ep = self.eps[peer].load(Ordering::Acquire);
+        if !ep.is_null() {
+            return Ok(ep);
         }
-        Ok(())
+        self.make(peer)
+    }
+
+    /// The endpoint to `peer` and its segment's key, as [`Net::ep`].
+    pub fn ep_and_key(
+        &self,
+        peer: Rank,
+    ) -> Result<(sys::ucp_ep_h, sys::ucp_rkey_h), sys::ucs_status_t> {
+        let ep = self.ep(peer)?;
+        // Relaxed: stored before the endpoint's Release store, which `ep` acquired.
+        Ok((ep, self.rkeys[peer].load(Ordering::Relaxed)))
+    }
+
+    /// True once this rank has an endpoint to `peer`: it may have sent to it.
+    pub fn connected(&self, peer: Rank) -> bool {
+        // Relaxed: a hint for the goodbye, read by the thread that sends.
+        self.eps
+            .get(peer)
+            .is_some_and(|e| !e.load(Ordering::Relaxed).is_null())
+    }
+
+    /// Makes the endpoint to `peer` and unpacks its key, once (see [`Net::ep`]).
+    #[cold]
+    fn make(&self, peer: Rank) -> Result<sys::ucp_ep_h, sys::ucs_status_t> {
+        let _one = self.making.lock().unwrap_or_else(|e| e.into_inner());
+        // ORDERING: Acquire, as in `ep`: another thread may have made it meanwhile.
+        let made = self.eps[peer].load(Ordering::Acquire);
+        if !made.is_null() {
+            return Ok(made);
+        }
+        let (Some(on_error), Some(card)) = (self.on_error, self.cards.get(peer)) else {
+            return Err(sys::UCS_ERR_NOT_CONNECTED);
+        };
+        if peer == self.me {
+            // This rank's own messages never travel through UCX.
+            return Err(sys::UCS_ERR_INVALID_PARAM);
+        }
+        let ucp = self.ucp;
+        // SAFETY: zeroed params, then the fields named in the mask set.
+        let mut params: sys::ucp_ep_params_t = unsafe { std::mem::zeroed() };
+        params.field_mask = sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
+            | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
+            | sys::UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.address = card.address.as_ptr().cast();
+        params.err_mode = sys::UCP_ERR_HANDLING_MODE_PEER;
+        params.err_handler = sys::ucp_err_handler_t {
+            cb: Some(on_error),
+            arg: (&self.error_args[peer] as *const ErrorArg)
+                .cast_mut()
+                .cast(),
+        };
+        let mut ep = null_mut();
+        // SAFETY: a live worker and a peer's worker address; written on success. The
+        // error argument lives in `self`, which outlives the endpoint.
+        let st = unsafe { (ucp.ucp_ep_create)(self.worker, &params, &mut ep) };
+        if st != sys::UCS_OK {
+            return Err(st);
+        }
+        let mut rkey = null_mut();
+        // SAFETY: a live endpoint and the peer's packed key; written on success.
+        let st = unsafe { (ucp.ucp_ep_rkey_unpack)(ep, card.rkey.as_ptr().cast(), &mut rkey) };
+        if st != sys::UCS_OK {
+            self.close(ep);
+            return Err(st);
+        }
+        self.rkeys[peer].store(rkey, Ordering::Relaxed);
+        // ORDERING: Release pairs with the Acquire loads in `ep` and `make`: the key
+        // above is in place before the endpoint is seen.
+        self.eps[peer].store(ep, Ordering::Release);
+        Ok(ep)
+    }
+
+    /// Closes `ep` at once (its pending operations are dropped), waiting a little.
+    fn close(&self, ep: sys::ucp_ep_h) {
+        let mut p = sys::ucp_request_param_t::empty();
+        p.op_attr_mask = sys::UCP_OP_ATTR_FIELD_FLAGS;
+        p.flags = sys::UCP_EP_CLOSE_FLAG_FORCE;
+        // SAFETY: a live endpoint, closed once.
+        let req = unsafe { (self.ucp.ucp_ep_close_nbx)(ep, &p) };
+        let _ = self.wait(req, Duration::from_secs(2));
     }
 
     /// Progresses the worker once; true if something happened.
@@ -324,12 +418,11 @@ impl Net {
     }
 
     /// What UCX says about the endpoint to `peer` (`ucp_ep_print_info`): its lanes and
-    /// their transports and devices.
+    /// their transports and devices. Makes the endpoint if there is none yet.
     pub fn endpoint_info(&self, peer: Rank) -> Option<String> {
-        let ep = *self.eps.get(peer)?;
-        if ep.is_null() {
-            return None;
-        }
+        let ep = (peer < self.eps.len())
+            .then(|| self.ep(peer).ok())
+            .flatten()?;
         let (mut buf, mut len) = (null_mut(), 0usize);
         // SAFETY: out-pointers for a memory stream, closed below.
         let f = unsafe { libc::open_memstream(&mut buf, &mut len) };
@@ -356,20 +449,15 @@ fn cstring(s: &str) -> Result<CString, ConduitError> {
 impl Drop for Net {
     fn drop(&mut self) {
         let ucp = self.ucp;
-        for &rkey in &self.rkeys {
+        for rkey in self.rkeys.iter().map(|k| k.load(Ordering::Relaxed)) {
             if !rkey.is_null() {
                 // SAFETY: unpacked once, destroyed once, before its endpoint closes.
                 unsafe { (ucp.ucp_rkey_destroy)(rkey) };
             }
         }
-        for &ep in &self.eps {
+        for ep in self.eps.iter().map(|e| e.load(Ordering::Relaxed)) {
             if !ep.is_null() {
-                let mut p = sys::ucp_request_param_t::empty();
-                p.op_attr_mask = sys::UCP_OP_ATTR_FIELD_FLAGS;
-                p.flags = sys::UCP_EP_CLOSE_FLAG_FORCE;
-                // SAFETY: a live endpoint, closed once.
-                let req = unsafe { (ucp.ucp_ep_close_nbx)(ep, &p) };
-                let _ = self.wait(req, Duration::from_secs(2));
+                self.close(ep);
             }
         }
         if !self.memh.is_null() {

@@ -118,7 +118,11 @@ impl UcxConduit {
         }
         let mut p = sys::ucp_request_param_t::empty();
         p.op_attr_mask = sys::UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
-        let (ucp, ep, rkey) = (self.net.ucp, self.net.eps[dest], self.net.rkeys[dest]);
+        let ucp = self.net.ucp;
+        let (ep, rkey) = self
+            .net
+            .ep_and_key(dest)
+            .map_err(|e| self.peer_failed(dest, e))?;
         // SAFETY: a live endpoint and key; `data` is read before the call returns
         // (forced immediate local completion).
         let st = unsafe { (ucp.ucp_put_nbx)(ep, data.as_ptr().cast(), data.len(), at, rkey, &p) };
@@ -159,7 +163,10 @@ impl UcxConduit {
         len: usize,
     ) -> Result<*mut c_void, ConduitError> {
         let p = sys::ucp_request_param_t::empty();
-        let (ep, rkey) = (self.net.eps[dest], self.net.rkeys[dest]);
+        let (ep, rkey) = self
+            .net
+            .ep_and_key(dest)
+            .map_err(|e| self.peer_failed(dest, e))?;
         // SAFETY: a live endpoint and key; `data` as the caller promises.
         let st = unsafe { (self.net.ucp.ucp_put_nbx)(ep, data.cast(), len, at, rkey, &p) };
         match StatusPtr::of(st) {
@@ -276,18 +283,13 @@ impl UcxConduit {
             return unsafe { self.me.get_nb(src, offset, buf, len) };
         }
         let p = sys::ucp_request_param_t::empty();
+        let (ep, rkey) = self
+            .net
+            .ep_and_key(src)
+            .map_err(|e| self.peer_failed(src, e))?;
         // SAFETY: a live endpoint and key; `buf` is valid for `len` bytes until the
         // operation completes (the caller's contract).
-        let st = unsafe {
-            (self.net.ucp.ucp_get_nbx)(
-                self.net.eps[src],
-                buf.cast(),
-                len,
-                at,
-                self.net.rkeys[src],
-                &p,
-            )
-        };
+        let st = unsafe { (self.net.ucp.ucp_get_nbx)(ep, buf.cast(), len, at, rkey, &p) };
         self.started(src, st, Box::new([0; 2]))
     }
 
@@ -320,16 +322,20 @@ impl UcxConduit {
         p.op_attr_mask = sys::UCP_OP_ATTR_FIELD_DATATYPE | sys::UCP_OP_ATTR_FIELD_REPLY_BUFFER;
         p.datatype = sys::DATATYPE_U64;
         p.reply_buffer = (&mut words[1] as *mut u64).cast();
+        let (ep, rkey) = self
+            .net
+            .ep_and_key(dest)
+            .map_err(|e| self.peer_failed(dest, e))?;
         // SAFETY: a live endpoint and key; the operand and reply words are boxed and
         // stay with the operation until it completes.
         let st = unsafe {
             (self.net.ucp.ucp_atomic_op_nbx)(
-                self.net.eps[dest],
+                ep,
                 code,
                 (&words[0] as *const u64).cast(),
                 1,
                 at,
-                self.net.rkeys[dest],
+                rkey,
                 &p,
             )
         };

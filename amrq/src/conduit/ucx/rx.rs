@@ -108,8 +108,9 @@ pub struct Shared {
     pub byes: Box<[AtomicBool]>,
     pub failed: Mutex<Vec<Option<String>>>,
     pub faults: crate::conduit::FaultLog,
-    /// The endpoints' handles (index = peer), to name the peer of a failed one.
-    pub eps: std::sync::OnceLock<Vec<usize>>,
+    /// The job's bootstrap and the transports asked for, to name a peer this rank
+    /// cannot reach (set when it connects).
+    pub reach: std::sync::OnceLock<(crate::bootstrap::Boot, String)>,
     /// The keys that seal and open every message.
     pub auth: Auth,
 }
@@ -166,7 +167,7 @@ impl Shared {
             byes: (0..size).map(|_| AtomicBool::new(false)).collect(),
             failed: Mutex::new(vec![None; size]),
             faults,
-            eps: std::sync::OnceLock::new(),
+            reach: std::sync::OnceLock::new(),
             auth,
         }
     }
@@ -321,6 +322,17 @@ impl Shared {
     pub fn has_failed(&self, rank: Rank) -> bool {
         let f = self.failed.lock().unwrap_or_else(|e| e.into_inner());
         f.get(rank).is_some_and(Option::is_some)
+    }
+
+    /// Why the endpoint to `peer` failed, as UCX says `why`: a peer never heard from
+    /// is one this rank cannot reach (named with both hosts and the transports).
+    pub fn lost(&self, peer: Rank, why: &str) -> String {
+        match self.reach.get() {
+            Some((boot, transports)) if !self.auth.heard_from(peer) => {
+                super::start::unreachable(boot, self.me, peer, transports, why)
+            }
+            _ => format!("its UCX endpoint failed: {why}"),
+        }
     }
 
     /// An endpoint failed: its peer is dead unless it said goodbye first.

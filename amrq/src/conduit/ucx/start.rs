@@ -5,11 +5,12 @@
 //!
 //! [`threads`] makes a job of threads (cards passed in memory); [`join`] makes a rank
 //! of a job across hosts, its cards exchanged at rank 0's TCP rendezvous
-//! ([`crate::bootstrap::network`]), and checks that it reaches every peer.
+//! ([`crate::bootstrap::network`]). A rank connects to a peer at its first message
+//! there.
 
 use super::auth::Auth;
 use super::conduit::UcxConduit;
-use super::net::{Card, Net};
+use super::net::{Card, ErrorArg, Net};
 use super::outbox::Outbox;
 use super::rx::Shared;
 use super::sys::{self, ucs_status_t};
@@ -254,8 +255,9 @@ pub fn open_on(
 }
 
 impl Opened {
-    /// Connects to every rank of `cards` (index = rank) and makes the endpoint; `boot`
-    /// is the job's bootstrap (failed peers, leaving).
+    /// Makes the endpoint with every rank's card (index = rank), to connect to a rank
+    /// at the first message there; `boot` is the job's bootstrap (failed peers,
+    /// leaving).
     ///
     /// ```
     /// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
@@ -280,12 +282,11 @@ impl Opened {
             )));
         }
         let arg = Arc::as_ptr(&self.shared).cast_mut().cast();
-        let (me, transports) = (self.rank, &self.transports);
-        let unreachable = |r: Rank, why: &str| unreachable(&boot, me, r, transports, why);
-        self.net
-            .connect(self.rank, cards, on_error, arg, unreachable)?;
-        let eps = self.net.eps.iter().map(|&e| e as usize).collect();
-        let _ = self.shared.eps.set(eps);
+        self.net.connect(self.rank, cards, on_error, arg);
+        let _ = self
+            .shared
+            .reach
+            .set((boot.clone(), self.transports.clone()));
         // SAFETY: the word is in the local queues' region, which `me` keeps alive, and
         // the conduit drops the waker before `me`.
         let waker = unsafe { FdWaker::new(self.net.efd, self.me.wake_word()) }
@@ -382,18 +383,15 @@ unsafe extern "C" fn on_header<const ID: u32>(
     sys::UCS_OK
 }
 
-unsafe extern "C" fn on_error(arg: *mut c_void, ep: sys::ucp_ep_h, status: ucs_status_t) {
-    // SAFETY: the arg registered in `Opened::connect`: the `Shared` outlives the worker.
-    let s = unsafe { shared(arg) };
-    let peer = s
-        .eps
-        .get()
-        .and_then(|eps| eps.iter().position(|&e| e == ep as usize));
-    if let (Some(peer), Ok(ucp)) = (peer, sys::Ucp::get()) {
-        s.on_error(
-            peer,
-            format!("its UCX endpoint failed: {}", ucp.status(status)),
-        );
+unsafe extern "C" fn on_error(arg: *mut c_void, _: sys::ucp_ep_h, status: ucs_status_t) {
+    // SAFETY: an `ErrorArg` of the `Net` that owns the endpoint, whose `arg` is the one
+    // given in `Opened::connect`: the `Shared` outlives the worker.
+    let (s, peer) = unsafe {
+        let e = &*arg.cast::<ErrorArg>();
+        (shared(e.arg), e.peer)
+    };
+    if let Ok(ucp) = sys::Ucp::get() {
+        s.on_error(peer, s.lost(peer, &ucp.status(status)));
     }
 }
 
@@ -435,9 +433,9 @@ pub fn threads(
 }
 
 /// Joins the job `place` across hosts over UCX: forms the job at rank 0's rendezvous
-/// (`place.rendezvous`), opens this rank's endpoint, exchanges the cards, connects
-/// to every rank and waits until all are connected (a barrier), so that a peer this
-/// rank cannot reach is an error here, naming it, its host and address.
+/// (`place.rendezvous`), opens this rank's endpoint and exchanges the cards. It
+/// connects to a peer at its first message there; a peer it cannot reach is an error
+/// then, naming it, its host and address.
 ///
 /// ```
 /// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec};
@@ -497,11 +495,10 @@ pub(crate) fn form(
     )?)
 }
 
-/// Exchanges cards through `job`, connects `opened` to every rank, and waits until
-/// every rank is connected (a barrier), so that a peer this rank cannot reach is an
-/// error here, naming it, its host and address, and the transports tried.
+/// Exchanges cards through `job` and makes the endpoint: it connects to a peer at
+/// its first message there, so a peer this rank cannot reach is an error then, naming
+/// it, its host and address, and the transports tried.
 pub(crate) fn wire_up(opened: Opened, job: NetJob) -> Result<UcxConduit, ConduitError> {
-    let me = job.rank();
     let cards = job
         .exchange(&opened.card.to_bytes())?
         .iter()
@@ -512,16 +509,7 @@ pub(crate) fn wire_up(opened: Opened, job: NetJob) -> Result<UcxConduit, Conduit
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let boot = Boot::Net(Arc::new(job));
-    let transports = opened.transports.clone();
-    let conduit = opened.connect(&cards, boot.clone())?;
-    match conduit.barrier() {
-        Ok(()) => Ok(conduit),
-        Err(ConduitError::PeerDead { rank, cause }) => {
-            Err(unreachable(&boot, me, rank, &transports, &cause))
-        }
-        Err(e) => Err(e),
-    }
+    opened.connect(&cards, Boot::Net(Arc::new(job)))
 }
 
 /// `UCX_TLS=…, UCX_NET_DEVICES=…` as `settings`, else the environment, set them.
@@ -537,19 +525,25 @@ fn transports(settings: &[(String, String)]) -> String {
     format!("{}, {}", one("TLS"), one("NET_DEVICES"))
 }
 
-/// The error for a peer this rank's UCX cannot reach: both ranks, their hosts and
-/// addresses where the job's bootstrap knows them, and the transports asked for.
-fn unreachable(boot: &Boot, me: Rank, peer: Rank, transports: &str, why: &str) -> ConduitError {
+/// Why `me` cannot reach `peer` over UCX: both ranks, their hosts and addresses where
+/// the job's bootstrap knows them, and the transports asked for.
+pub(super) fn unreachable(
+    boot: &Boot,
+    me: Rank,
+    peer: Rank,
+    transports: &str,
+    why: &str,
+) -> String {
     let who = |r: Rank| match boot {
         Boot::Net(job) => job.entries().get(r).map_or(format!("rank {r}"), |e| {
             format!("rank {r} on host {} ({})", e.host, e.address)
         }),
         _ => format!("rank {r}"),
     };
-    ConduitError::Setup(format!(
+    format!(
         "{} cannot reach {} over UCX ({transports}): {why}. A worker address lists the \
          interfaces UCX_NET_DEVICES chose on its host: they must be reachable from the others.",
         who(me),
         who(peer)
-    ))
+    )
 }

@@ -23,7 +23,9 @@ pub type ucs_status_t = i8;
 pub const UCS_OK: ucs_status_t = 0;
 pub const UCS_INPROGRESS: ucs_status_t = 1;
 pub const UCS_ERR_NO_RESOURCE: ucs_status_t = -2;
+pub const UCS_ERR_INVALID_PARAM: ucs_status_t = -5;
 pub const UCS_ERR_BUSY: ucs_status_t = -15;
+pub const UCS_ERR_NOT_CONNECTED: ucs_status_t = -24;
 /// `UCS_ERR_LAST`: a status pointer at or above `(uintptr_t)UCS_ERR_LAST` is an error.
 pub const UCS_ERR_LAST: isize = -100;
 

@@ -1,0 +1,141 @@
+//! The first message to a new peer across hosts: a rank connects to a peer at its
+//! first message there, so that round trip pays the connection's set-up. Two ranks, one
+//! a host, join over UCX alone and do nothing else first; rank 0 waits 200 ms (rank 1
+//! polls meanwhile), then times its first round trip to rank 1 (a frame there and its echo back: both endpoints made on the way),
+//! then [`TRIPS`] more, each timed; the report gives the first in units of the median
+//! of the others (`amrq-bench startup`'s "first contact" table).
+
+use crate::reference::median;
+use crate::startup::Link;
+use amrq::conduit::{ChannelSpec, Conduit, ConduitError, ConduitSpec, Message, ReceivedFrame};
+use std::time::{Duration, Instant};
+
+/// Round trips timed after the first.
+pub const TRIPS: usize = 2000;
+
+/// One round: the first round trip and the median of the next [`TRIPS`], ns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Contact {
+    /// The first round trip to the new peer, ns.
+    pub first_ns: f64,
+    /// The median of the round trips after it, ns.
+    pub steady_ns: f64,
+}
+
+/// The ranks' part (`amrq-bench startup --contact`): rank 0 times, rank 1 echoes;
+/// rank 0 prints `contact: first_ns=… steady_ns=…`. Ends the process.
+pub fn rank_part() -> ! {
+    match run() {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("amrq-bench startup --contact: {e}");
+            std::process::exit(1)
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let place = amrq::bootstrap::env::detect_across_hosts()
+        .map_err(|e| e.to_string())?
+        .ok_or("not a rank of a job across hosts (start it with amrun --hosts)")?;
+    let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+    let c = amrq::conduit::ucx::join(&place, &spec, &[], Duration::from_secs(60))
+        .map_err(|e| e.to_string())?;
+    if c.size() != 2 {
+        return Err(format!("{} ranks: this measurement takes 2", c.size()));
+    }
+    let trip = |peer, i: u64| -> Result<(), ConduitError> {
+        let m = Message {
+            tag: 1,
+            args: &[i],
+            ..Message::default()
+        };
+        loop {
+            match c.try_send(peer, 0, &m) {
+                Err(ConduitError::Busy) => {
+                    c.peek(0)?;
+                }
+                sent => return sent,
+            }
+        }
+    };
+    let take = || -> Result<u64, ConduitError> {
+        loop {
+            if let Some(f) = c.peek(0)? {
+                let i = f.args().first().copied().unwrap_or(u64::MAX);
+                f.release();
+                return Ok(i);
+            }
+        }
+    };
+    let rounds = TRIPS as u64 + 1;
+    if c.rank() == 1 {
+        for _ in 0..rounds {
+            let i = take().map_err(|e| e.to_string())?;
+            trip(0, i).map_err(|e| e.to_string())?;
+        }
+        return c.barrier().map_err(|e| e.to_string());
+    }
+    // Rank 1 is polling by then: what is timed is the connection, not its start.
+    std::thread::sleep(Duration::from_millis(200));
+    let mut times = Vec::with_capacity(TRIPS + 1);
+    for i in 0..rounds {
+        let t = Instant::now();
+        trip(1, i).map_err(|e| e.to_string())?;
+        let back = take().map_err(|e| e.to_string())?;
+        times.push(t.elapsed().as_nanos() as f64);
+        if back != i {
+            return Err(format!("round trip {i} came back as {back}"));
+        }
+    }
+    let first = times[0];
+    println!(
+        "contact: first_ns={first:.0} steady_ns={:.0}",
+        median(&mut times[1..])
+    );
+    c.barrier().map_err(|e| e.to_string())
+}
+
+/// `rounds` jobs of two ranks, one on each host of `link`: each round's [`Contact`].
+pub fn measure(link: &Link, rounds: usize) -> Result<Vec<Contact>, String> {
+    let me = std::env::current_exe().map_err(|e| format!("cannot find amrq-bench: {e}"))?;
+    (0..rounds)
+        .map(|r| {
+            eprintln!("first contact, round {}/{rounds}", r + 1);
+            let (_, out) = link.time(2, &me, &["startup", "--contact"])?;
+            out.lines()
+                .find_map(|l| {
+                    let l = l.strip_prefix("contact: ")?;
+                    let get = |k: &str| {
+                        l.split_whitespace()
+                            .find_map(|w| w.strip_prefix(k)?.parse::<f64>().ok())
+                    };
+                    Some(Contact {
+                        first_ns: get("first_ns=")?,
+                        steady_ns: get("steady_ns=")?,
+                    })
+                })
+                .ok_or_else(|| format!("rank 0 did not say its round trips:\n{out}"))
+        })
+        .collect()
+}
+
+/// The report's table: each round's first round trip, the steady one, and their ratio.
+pub fn report(contacts: &[Contact]) -> String {
+    let mut t = format!(
+        "## First contact\n\nTwo ranks, one a host, over UCX alone. Timed by rank 0: its \
+         first round trip to rank 1 (a frame and its echo; each rank connects to the \
+         other on the way), then {TRIPS} more, each timed; \"steady\" is their median.\n\n\
+         | round | first (µs) | steady (µs) | first / steady |\n|---:|---:|---:|---:|\n"
+    );
+    for (i, c) in contacts.iter().enumerate() {
+        t += &format!(
+            "| {} | {:.1} | {:.1} | {:.1} |\n",
+            i + 1,
+            c.first_ns / 1e3,
+            c.steady_ns / 1e3,
+            c.first_ns / c.steady_ns
+        );
+    }
+    t
+}
