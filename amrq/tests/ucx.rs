@@ -352,17 +352,25 @@ fn a_burst_of_large_puts_lands_intact_past_the_copies_limit() {
 }
 
 #[test]
-fn set_up_collectives_gather_every_rank_in_log_rounds() {
-    // 1, a power of two and two that are not: Bruck's rounds cover every size.
-    for ranks in [1, 4, 5, 7] {
+fn set_up_collectives_gather_every_rank_over_the_tree_alone() {
+    use amrq::util::heap_tree::{children_of, parent_of};
+    // One rank, a root with some children, with all 8, and a grandchild.
+    for ranks in [1, 4, 9, 10] {
         let Some(eps) = job(ranks) else { return };
         // Each rank on its own thread, which it returns from.
         let ranks_back: Vec<_> = eps
             .into_iter()
             .map(|ep| {
                 std::thread::spawn(move || {
-                    let mine = 100 + ep.rank() as u64;
+                    let (me, n) = (ep.rank(), ep.size());
+                    let mine = 100 + me as u64;
                     let first = ep.allgather(mine).unwrap();
+                    // Only its parent and children were talked to.
+                    let near =
+                        |p: usize| parent_of(me) == Some(p) || children_of(me, n).any(|c| c == p);
+                    for p in (0..n).filter(|&p| p != me) {
+                        assert_eq!(ep.connected(p), near(p), "rank {me} and rank {p} of {n}");
+                    }
                     ep.barrier().unwrap();
                     // A second epoch right after: its rounds are not the first's.
                     let second = ep.allgather(mine * 2).unwrap();

@@ -4,30 +4,34 @@
 //!
 //! Rings are FIFO per sender and queue, and handlers never send requests, so counting
 //! the rank's own messages is not needed; markers settle it (its other threads'
-//! requests travel in a shared ring: `RETURNED` says how many were sent, and the
-//! receiver counts what it took; across hosts they leave through the rank's outbox as
-//! its own, which it empties before its `RETURNED`):
+//! requests travel in a shared ring: a `FLUSH` says how many were sent, the receiver
+//! counts what it took; across hosts they leave through the rank's outbox as its own,
+//! which it empties first):
 //!
 //! | step | sends (runtime request `EXIT`) | done when |
 //! |---|---|---|
-//! | returned | `RETURNED` to every other rank: after every request it sent them | every other rank's `RETURNED` handled here, and as many of its threads' requests taken as it says: all their requests to this rank were |
-//! | flush | `FLUSH` to every other rank, answered by `EXIT_DONE` (a reply, after the replies it sent here, with how many of this rank's threads' requests it took: too few, and it is asked again) | every `EXIT_DONE` handled (all this rank's requests and their replies were), and every other rank's `FLUSH` served (nobody needs this rank any more) |
+//! | flush | `FLUSH` to every rank it may have sent to (`Conduit::contacted`), answered by `EXIT_DONE` (a reply, after the replies it sent here, with how many of this rank's threads' requests it took: too few, and it is asked again) | every `EXIT_DONE` handled: all this rank's requests were handled and their replies are here |
+//! | returned | `RETURNED` to the ranks whose barrier waits on this one (after its barrier messages) | at once |
+//! | count | `UP` to its parent in the tree of `exit_tree.rs`: how many ranks of its part have returned and flushed; the root sends the totals `DOWN` | the totals say every rank has flushed: no request is left anywhere |
+//! | close | the conduit lets its connections settle (`Conduit::quiescent`), then `UP` again, counting closed ranks | the totals say every rank has closed: nobody needs this rank, and no connection is still being set up |
 //!
-//! Three messages per pair of ranks, each way; a rank that left the job early is not
-//! waited for.
+//! A rank that never talked to another sends it nothing: the end costs a rank a
+//! message per peer it talked to and O(1) in the tree, not one per rank of the job. A
+//! rank that left the job early is not waited for (the tree skips it).
 //!
 //! A rank still running can tell when its wait cannot end: once every other rank has
-//! returned, a wait that finds nothing sends a `CHECK` round (a flush that does not
+//! flushed, a wait that finds nothing sends a `CHECK` round (a flush that does not
 //! count as the exit's); when its answers are in and the condition still does not
 //! hold, nothing can ever arrive ([`AmError::NothingCanArrive`]). A barrier that needs
 //! a rank that has returned cannot complete ([`AmError::PeerReturned`]).
 
+use super::exit_tree::{part, report_to};
 use super::handlers::FIRST_USER_TAG;
 use super::payload::Payload;
 use super::{Am, AmError, Msg, ReplyHandler};
 use crate::conduit::{Conduit, ConduitError, Rank};
 use crate::util::Backoff;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 pub(super) const TAG_EXIT: u16 = 13;
 pub(super) const TAG_EXIT_DONE: u16 = 14;
@@ -37,27 +41,93 @@ const _: () = assert!(TAG_EXIT_DONE < FIRST_USER_TAG);
 const RETURNED: u64 = 0;
 const FLUSH: u64 = 1;
 const CHECK: u64 = 2;
+const UP: u64 = 3;
+const DOWN: u64 = 4;
 
-/// One rank's view of the job's end: per rank, what has been heard from it.
+/// Ranks of a part of the tree, or of the job: how many have returned and finished
+/// their flush, and how many have also closed (seen every rank flushed and let their
+/// connections settle). Each part only grows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Count {
+    flushed: u32,
+    closed: u32,
+}
+
+impl Count {
+    /// The same number of ranks in each part.
+    fn all(n: u32) -> Self {
+        Self {
+            flushed: n,
+            closed: n,
+        }
+    }
+
+    fn add(self, o: Self) -> Self {
+        Self {
+            flushed: self.flushed + o.flushed,
+            closed: self.closed + o.closed,
+        }
+    }
+
+    /// The larger of the two, part by part.
+    fn max(self, o: Self) -> Self {
+        Self {
+            flushed: self.flushed.max(o.flushed),
+            closed: self.closed.max(o.closed),
+        }
+    }
+
+    fn words(self) -> [u64; 2] {
+        [self.flushed, self.closed].map(u64::from)
+    }
+}
+
+/// This rank's place in the tree of the job's end, as it last worked it out.
+#[derive(Debug, Default)]
+struct Place {
+    /// Where it reports (`None`: it is the root).
+    parent: Option<Rank>,
+    /// The ranks it hears reports from.
+    kids: Vec<Rank>,
+    /// The ranks that left that it counts (as returned and flushed).
+    skipped: u32,
+    /// What it last reported, and to whom.
+    sent_up: Option<(Rank, Count)>,
+    /// The totals it last passed down to `kids`.
+    sent_down: Count,
+    /// Worked out (after the first count).
+    known: bool,
+}
+
+/// One rank's view of the job's end.
 #[derive(Debug)]
 pub(super) struct Exit {
-    /// Its `RETURNED` was handled here.
+    /// Per rank: its `RETURNED` was handled here.
     returned: Box<[Cell<bool>]>,
-    /// Its exit `FLUSH` was served here.
-    flushed: Box<[Cell<bool>]>,
-    /// It answered this rank's current `FLUSH` or `CHECK` round.
+    /// Per rank: it answered this rank's current `FLUSH` or `CHECK` round.
     answered: Box<[Cell<bool>]>,
+    /// Per rank: it answered this rank's current round before it had taken every
+    /// request this rank's threads sent it: asked again.
+    short: Box<[Cell<bool>]>,
+    /// Per rank: the last count it reported here.
+    reports: Box<[Cell<Count>]>,
+    /// Per rank: known to have left the job.
+    left: Box<[Cell<bool>]>,
+    /// The ranks this rank's current round went to.
+    asked: RefCell<Vec<Rank>>,
     /// The round of this rank's last `FLUSH` or `CHECK`.
     round: Cell<u32>,
-    /// This rank has returned (its `RETURNED` went out).
-    done: Cell<bool>,
-    /// Requests its threads sent this rank, as its `RETURNED` said.
-    from_threads: Box<[Cell<u64>]>,
-    /// It answered this rank's current round before it had taken every request this
-    /// rank's threads sent it: asked again.
-    short: Box<[Cell<bool>]>,
     /// What this rank's current round is (`FLUSH` or `CHECK`).
     kind: Cell<u64>,
+    /// This rank has returned (its end began).
+    done: Cell<bool>,
+    /// This rank's exit flush has been answered by all it asked.
+    flushed: Cell<bool>,
+    /// This rank has seen every rank flushed, and its connections have settled.
+    closed: Cell<bool>,
+    /// The job's totals as the root last sent them (the root: its own).
+    totals: Cell<Count>,
+    place: RefCell<Place>,
 }
 
 impl Exit {
@@ -65,13 +135,18 @@ impl Exit {
         let flags = || (0..size).map(|_| Cell::new(false)).collect();
         Self {
             returned: flags(),
-            flushed: flags(),
             answered: flags(),
-            round: Cell::new(0),
-            done: Cell::new(false),
-            from_threads: (0..size).map(|_| Cell::new(0)).collect(),
             short: flags(),
+            reports: (0..size).map(|_| Cell::new(Count::default())).collect(),
+            left: flags(),
+            asked: RefCell::new(Vec::new()),
+            round: Cell::new(0),
             kind: Cell::new(FLUSH),
+            done: Cell::new(false),
+            flushed: Cell::new(false),
+            closed: Cell::new(false),
+            totals: Cell::new(Count::default()),
+            place: RefCell::new(Place::default()),
         }
     }
 
@@ -91,38 +166,53 @@ impl<S, C: Conduit> Am<S, C> {
         if exit.done.replace(true) {
             return Ok(());
         }
-        // This rank's threads' requests to itself are served before it leaves too, and
-        // their replies run: a flush of its own follows them in its reply ring.
-        let me = self.rank();
-        let to_self = self.threads.sent_to(me);
-        exit.from_threads[me].set(to_self);
-        if self.size() == 1 && to_self == 0 {
+        let (me, n) = (self.rank(), self.size());
+        if n == 1 && self.threads.sent_to(me) == 0 {
             return Ok(());
         }
         self.forward_threads()?;
-        self.to_others(RETURNED, 0)?;
-        self.wait_runtime(|_| self.all_returned())?;
+        // The flush first: the peers the program sent to, not those told below.
         self.flush_round(FLUSH)?;
-        if to_self > 0 {
-            self.exit_to(me, FLUSH, u64::from(exit.round.get()))?;
+        // The ranks whose barrier waits on this one, in its round k: me + 2^k.
+        for dest in (0..usize::BITS)
+            .map_while(|k| 1usize.checked_shl(k).filter(|&d| d < n))
+            .map(|d| (me + d) % n)
+        {
+            self.exit_to(dest, RETURNED, 0)?;
         }
+        self.count_until(|totals| totals.flushed as usize >= n)?;
+        // Every rank flushed: nothing is left to send but the count. The conduit lets
+        // the connections of the last answers settle, and the ranks leave once all
+        // have (a connection still being set up when its peer goes trips UCX).
+        self.rq().conduit().quiescent();
+        exit.closed.set(true);
+        self.count_until(|totals| totals.closed as usize >= n)
+    }
+
+    /// Serves, asks again and counts until `done` holds of the job's totals.
+    fn count_until(&self, done: impl Fn(Count) -> bool) -> Result<(), AmError> {
+        let exit = &self.exit;
         let failed = Cell::new(None);
-        self.wait_runtime(|_| match self.ask_again() {
-            Ok(()) => {
-                self.heard_from_all(&exit.answered)
-                    && self.heard_from_all(&exit.flushed)
-                    && (to_self == 0 || exit.answered[me].get())
-            }
-            Err(e) => {
-                failed.set(Some(e));
-                true
+        self.wait_runtime(|_| {
+            let counted = self.ask_again().and_then(|()| {
+                if self.all_answered() {
+                    exit.flushed.set(true);
+                }
+                self.count()
+            });
+            match counted {
+                Ok(()) => done(exit.totals.get()),
+                Err(e) => {
+                    failed.set(Some(e));
+                    true
+                }
             }
         })?;
         failed.take().map_or(Ok(()), Err)
     }
 
     /// Sends on every frame this rank's threads left in its outbox (a job across
-    /// hosts), serving the rank meanwhile: its `RETURNED` must follow them.
+    /// hosts), serving the rank meanwhile: its flush must follow them.
     fn forward_threads(&self) -> Result<(), AmError> {
         let failed = Cell::new(None);
         let conduit = self.rq().conduit();
@@ -135,58 +225,64 @@ impl<S, C: Conduit> Am<S, C> {
         failed.take().map_or(Ok(()), |e| Err(e.into()))
     }
 
+    /// True once `rank` is known to have left the job (cached: it stays left).
+    fn has_left(&self, rank: Rank) -> bool {
+        let known = &self.exit.left[rank];
+        if !known.get() && self.rq().conduit().peer_left(rank) {
+            known.set(true);
+        }
+        known.get()
+    }
+
     /// Asks again, in the current round, each rank that answered it before taking every
     /// request this rank's threads sent it (the threads' requests travel in another
     /// ring than the round's, so it may serve the round first).
     fn ask_again(&self) -> Result<(), AmError> {
         let exit = &self.exit;
         let round = u64::from(exit.round.get());
-        for dest in (0..self.size()).filter(|&r| exit.short[r].replace(false)) {
+        let again: Vec<Rank> = exit
+            .asked
+            .borrow()
+            .iter()
+            .copied()
+            .filter(|&r| exit.short[r].replace(false))
+            .collect();
+        for dest in again {
             self.exit_to(dest, exit.kind.get(), round)?;
         }
         Ok(())
     }
 
-    /// True if every other rank has set its flag in `flags`, or left the job without
-    /// taking part in its end (no `RETURNED` from it). A rank that took part leaves
-    /// only after it has served this rank's `FLUSH`, so its answers are heard first.
-    fn heard_from_all(&self, flags: &[Cell<bool>]) -> bool {
-        let (me, conduit, exit) = (self.rank(), self.rq().conduit(), &self.exit);
-        (0..self.size())
-            .all(|r| r == me || flags[r].get() || (!exit.returned[r].get() && conduit.peer_left(r)))
-    }
-
-    /// True if every other rank has returned (or left without taking part) and this
-    /// rank has taken every request its other threads sent here: they travel in
-    /// another ring than its `RETURNED`, which says how many there were.
-    fn all_returned(&self) -> bool {
-        let conduit = self.rq().conduit();
-        let threads_done = |r: Rank| conduit.joined_taken(r) >= self.exit.from_threads[r].get();
-        self.heard_from_all(&self.exit.returned) && (0..self.size()).all(threads_done)
-    }
-
-    /// Sends `EXIT(kind, round, requests this rank's threads sent it)` to every other
-    /// rank still in the job.
-    fn to_others(&self, kind: u64, round: u64) -> Result<(), AmError> {
+    /// True once every rank of the current round has answered it or left the job.
+    fn all_answered(&self) -> bool {
+        let exit = &self.exit;
         let me = self.rank();
-        for dest in (0..self.size()).filter(|&r| r != me) {
-            self.exit_to(dest, kind, round)?;
-        }
-        Ok(())
+        let asked = exit.asked.borrow();
+        asked
+            .iter()
+            .all(|&r| exit.answered[r].get() || (r != me && self.has_left(r)))
     }
 
     /// Sends `EXIT(kind, round, requests this rank's threads sent it)` to `dest`,
     /// unless it has left the job.
     fn exit_to(&self, dest: Rank, kind: u64, round: u64) -> Result<(), AmError> {
-        let args = [kind, round, self.threads.sent_to(dest)];
-        match self.send_request(dest, TAG_EXIT, &args, Payload::Inline(&[])) {
-            Err(e) if e.conduit() == Some(&ConduitError::PeerLeft { rank: dest }) => Ok(()),
+        self.exit_message(dest, &[kind, round, self.threads.sent_to(dest)])
+    }
+
+    /// Sends `EXIT` with `args` to `dest`, unless it has left the job.
+    fn exit_message(&self, dest: Rank, args: &[u64]) -> Result<(), AmError> {
+        match self.send_request(dest, TAG_EXIT, args, Payload::Inline(&[])) {
+            Err(e) if e.conduit() == Some(&ConduitError::PeerLeft { rank: dest }) => {
+                self.exit.left[dest].set(true);
+                Ok(())
+            }
             sent => sent,
         }
     }
 
-    /// Starts a `FLUSH` or `CHECK` round: every other rank answers once it has handled
-    /// what this rank sent it before.
+    /// Starts a `FLUSH` or `CHECK` round: every rank this rank may have sent to (and
+    /// itself, if its threads sent it requests) answers once it has handled what this
+    /// rank sent it before.
     fn flush_round(&self, kind: u64) -> Result<(), AmError> {
         let exit = &self.exit;
         let next = exit.round.get() % (Backoff::NO_CHECK - 1) + 1; // never 0 nor NO_CHECK
@@ -194,11 +290,92 @@ impl<S, C: Conduit> Am<S, C> {
         exit.kind.set(kind);
         exit.answered.iter().for_each(|a| a.set(false));
         exit.short.iter().for_each(|a| a.set(false));
-        self.to_others(kind, u64::from(exit.round.get()))
+        let (me, conduit, threads) = (self.rank(), self.rq().conduit(), &self.threads);
+        let asked: Vec<Rank> = (0..self.size())
+            .filter(|&r| {
+                let sent = threads.sent_to(r) > 0;
+                sent || (r != me && conduit.contacted(r) && !self.has_left(r))
+            })
+            .collect();
+        for &dest in &asked {
+            self.exit_to(dest, kind, u64::from(next))?;
+        }
+        *exit.asked.borrow_mut() = asked;
+        Ok(())
+    }
+
+    /// One step of the count: works out this rank's place in the tree again if a
+    /// parent or child left, reports its part's count up when it changed (the root
+    /// keeps it as the totals), and passes the totals down once they say that every
+    /// rank but one has flushed (what ends the job, or a wait that cannot end).
+    fn count(&self) -> Result<(), AmError> {
+        let exit = &self.exit;
+        let (me, n) = (self.rank(), self.size());
+        // Once the totals count every rank, ranks leave: only the totals go on down
+        // (a parent that left then is not one to replace, nor to report to).
+        let ended = || exit.totals.get().closed as usize >= n;
+        let (known, gone) = {
+            let place = exit.place.borrow();
+            let mut near = place.parent.into_iter().chain(place.kids.iter().copied());
+            (place.known, !ended() && near.any(|r| self.has_left(r)))
+        };
+        if gone {
+            // What a neighbour sent before it left is handled first: the totals that
+            // ended the job, if that is why it left (a goodbye is seen on arrival,
+            // the messages before it only once polled).
+            while self.poll_runtime()? > 0 {}
+        }
+        let ended = ended();
+        if !ended && (!known || gone) {
+            let mut left = |r: Rank| self.has_left(r);
+            let parent = report_to(me, n, &mut left);
+            let (kids, skipped) = part(me, n, parent.is_none(), &mut left);
+            let mut place = exit.place.borrow_mut();
+            (place.parent, place.kids, place.skipped) = (parent, kids, skipped);
+            place.sent_down = Count::default(); // new kids may not have had them
+            place.known = true;
+        }
+        let (up, down) = {
+            let place = exit.place.borrow();
+            let own = Count {
+                flushed: u32::from(exit.flushed.get()),
+                closed: u32::from(exit.closed.get()),
+            };
+            let mine = place
+                .kids
+                .iter()
+                .fold(own.add(Count::all(place.skipped)), |sum, &k| {
+                    sum.add(exit.reports[k].get())
+                });
+            if place.parent.is_none() {
+                exit.totals.set(exit.totals.get().max(mine));
+            }
+            let totals = exit.totals.get();
+            let down = (totals.flushed as usize + 1 >= n && totals != place.sent_down)
+                .then(|| (place.kids.clone(), totals));
+            let up = place
+                .parent
+                .filter(|&p| !ended && place.sent_up != Some((p, mine)))
+                .map(|p| (p, mine));
+            (up, down)
+        };
+        if let Some((p, mine)) = up {
+            let [a, b] = mine.words();
+            self.exit_message(p, &[UP, a, b])?;
+            exit.place.borrow_mut().sent_up = Some((p, mine));
+        }
+        if let Some((kids, totals)) = down {
+            let [a, b] = totals.words();
+            for k in kids {
+                self.exit_message(k, &[DOWN, a, b])?;
+            }
+            exit.place.borrow_mut().sent_down = totals;
+        }
+        Ok(())
     }
 
     /// For the wait `backoff` belongs to, when it found nothing (`snooze_long`): once
-    /// every other rank has returned, a `CHECK` round of this wait's own (the program
+    /// every other rank has flushed, a `CHECK` round of this wait's own (the program
     /// may have sent requests before it); when all have answered, nothing can arrive
     /// any more. `Ok` while the wait may still end. Not for waits whose condition
     /// something else than this rank's handlers makes true ([`Backoff::no_check`]).
@@ -209,8 +386,12 @@ impl<S, C: Conduit> Am<S, C> {
             || exit.done.get()
             || self.size() == 1
             || self.threads.any_alive()
-            || !self.all_returned()
         {
+            return Ok(());
+        }
+        // This rank's part of the tree reports through it, running or not.
+        self.count()?;
+        if (exit.totals.get().flushed as usize) + 1 < self.size() {
             return Ok(());
         }
         if backoff.check_round == 0 || backoff.check_round != exit.round.get() {
@@ -219,7 +400,7 @@ impl<S, C: Conduit> Am<S, C> {
             return Ok(());
         }
         self.ask_again()?;
-        match self.heard_from_all(&exit.answered) {
+        match self.all_answered() {
             true => Err(AmError::NothingCanArrive { rank: self.rank() }),
             false => Ok(()),
         }
@@ -242,24 +423,38 @@ impl<S, C: Conduit> Am<S, C> {
         let mark = |flags: &[Cell<bool>]| flags.get(source).map(|f| f.set(true));
         match (tag, is_request) {
             (TAG_EXIT, true) => {
-                let (kind, round) = (msg.arg(0)?, msg.arg(1)?);
-                match kind {
+                let count = || -> Result<Count, AmError> {
+                    let word = |i| {
+                        msg.arg(i).and_then(|v| {
+                            u32::try_from(v).map_err(|_| AmError::BadRuntimeMessage {
+                                source_rank: source,
+                                what: "an exit count past the job's ranks",
+                            })
+                        })
+                    };
+                    Ok(Count {
+                        flushed: word(1)?,
+                        closed: word(2)?,
+                    })
+                };
+                match msg.arg(0)? {
                     RETURNED => {
-                        if let Some(n) = exit.from_threads.get(source) {
-                            n.set(msg.arg(2)?);
-                        }
                         mark(&exit.returned);
                     }
                     FLUSH | CHECK => {
-                        if kind == FLUSH {
-                            mark(&exit.flushed);
-                        }
                         // With how many of its threads' requests this rank has taken:
                         // the answer counts once that is all it sent.
                         let done = ReplyHandler(TAG_EXIT_DONE);
                         let taken = self.rq().conduit().joined_taken(source);
+                        let round = msg.arg(1)?;
                         self.send_reply(source, done, &[round, taken], Payload::Inline(&[]))?;
                     }
+                    UP => {
+                        if let Some(r) = exit.reports.get(source) {
+                            r.set(r.get().max(count()?));
+                        }
+                    }
+                    DOWN => exit.totals.set(exit.totals.get().max(count()?)),
                     _ => {
                         return Err(AmError::BadRuntimeMessage {
                             source_rank: source,

@@ -32,6 +32,7 @@ mod engine;
 mod error;
 mod events;
 mod exit;
+mod exit_tree;
 mod failure;
 mod handlers;
 mod landing;

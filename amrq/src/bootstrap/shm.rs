@@ -182,6 +182,7 @@ impl ShmJob {
     /// assert_eq!(unsafe { job.user_base().as_ptr().read() }, 1);
     /// ```
     pub fn start(spec: &JobSpec, init: impl FnOnce(NonNull<u8>)) -> Result<Self, BootError> {
+        crate::util::backoff::crowd(spec.size);
         let total = block_bytes(spec.size)
             .checked_add(spec.user_bytes)
             .ok_or_else(|| BootError::Shm("the job's size overflows".into()))?;

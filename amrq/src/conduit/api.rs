@@ -835,4 +835,32 @@ pub trait Conduit {
     fn all_peers_left(&self) -> bool {
         self.size() > 1 && (0..self.size()).all(|r| r == self.rank() || self.peer_left(r))
     }
+
+    /// False only if this endpoint has certainly sent `peer` nothing (a conduit that
+    /// connects at the first message never connected to it): the job's end asks only
+    /// the peers that may hold this rank's messages. True where a conduit cannot tell.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(2, &[16]).unwrap();
+    /// assert!(eps[0].contacted(1)); // shared memory cannot tell: it says true
+    /// ```
+    fn contacted(&self, peer: Rank) -> bool {
+        let _ = peer;
+        true
+    }
+
+    /// Told by the layer above once every message of the job has been handled (every
+    /// rank returned): nobody waits for this rank any more, so leaving needs a goodbye
+    /// only to the peers it talked to (without it, a conduit says goodbye to every
+    /// peer: a rank that leaves early may be waited for by any). A conduit that makes
+    /// connections lets those still being set up settle before it returns; the layer
+    /// above then makes sure every rank has, before any leaves.
+    ///
+    /// ```
+    /// use amrq::conduit::{threads, Conduit};
+    /// let eps = threads::endpoints(1, &[16]).unwrap();
+    /// eps[0].quiescent(); // shared memory: nothing to do
+    /// ```
+    fn quiescent(&self) {}
 }

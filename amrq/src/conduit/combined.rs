@@ -643,6 +643,19 @@ impl<L: Conduit + 'static, R: Conduit + 'static> Conduit for Combined<L, R> {
             None => false,
         }
     }
+
+    fn contacted(&self, peer: Rank) -> bool {
+        match self.routes.get(peer) {
+            Some(Route::Local(r)) => self.local.contacted(*r),
+            Some(Route::Remote(r)) => self.remote.contacted(*r),
+            None => false,
+        }
+    }
+
+    fn quiescent(&self) {
+        self.local.quiescent();
+        self.remote.quiescent();
+    }
 }
 
 /// The local half's answer, its token marked as the local half's.

@@ -85,6 +85,7 @@ pub fn endpoints_on(
     let region = Arc::new(HeapRegion::new(layout.total_bytes())?);
     // SAFETY: the region is fresh, zeroed, page-aligned and of the layout's size.
     unsafe { layout.init(region.base()) };
+    crate::util::backoff::crowd(ranks);
     let boot = Boot::Threads(Arc::new(ThreadsBoot::new(ranks)));
     Ok((0..ranks)
         .map(|rank| {

@@ -223,6 +223,7 @@ impl Config {
         // Kept past the main, so that a failure is recorded before the job's memory
         // says this rank left.
         let boots = conduit.boots();
+        crate::conduit::ucx::exit_follows_job(); // this process exits below
         let setup = Setup::new(conduit, self);
         let out = run_main(
             || rank_main(setup),

@@ -1,7 +1,10 @@
 //! Bounded spinning, then yielding or sleeping: how every wait in amrq behaves, so that
 //! ranks that outnumber cores still make progress (crossbeam issue #821 is what happens
 //! otherwise). Waits for an arrival sleep once the spin budget is spent
-//! ([`SLEEP_BACKSTOP`]); waits for room yield.
+//! ([`SLEEP_BACKSTOP`]); waits for room yield. On a host with more ranks than cores the
+//! budget is a few rounds ([`crowd`]).
+
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A wait strategy in three phases: poll tightly for a bounded number of rounds, then
 /// poll with a `pause` between rounds, then yield the core to the scheduler on every
@@ -26,7 +29,7 @@ pub struct Backoff {
     rounds: u32,
     /// The round of the `CHECK` a wait started once every other rank had returned
     /// (`am/exit.rs`); 0 for none, [`Backoff::NO_CHECK`] for a wait that must not
-    /// check. Beside `rounds`, so that a new `Backoff` is still one store.
+    /// check. Beside `rounds`, so that a new `Backoff` is one 8-byte store.
     pub(crate) check_round: u32,
 }
 
@@ -48,16 +51,50 @@ const TIGHT_ROUNDS: u32 = 1 << 10;
 /// `amrq-bench round-trip`.
 const SPIN_ROUNDS: u32 = 1 << 11;
 
+/// Rounds of spinning (each a `pause`, ~28 ns) a wait gets on a crowded host.
+const CROWDED_ROUNDS: u32 = 32;
+
+/// The round every wait starts at: 0 (the tight phase first), or on a host with more
+/// ranks than cores ([`crowd`]) [`CROWDED_ROUNDS`] short of the spin budget: the rank a
+/// wait needs is then likely not running, and a spinning waiter keeps it from a core
+/// (polls that progress the network cost a system call each, so 2 048 rounds were
+/// milliseconds of a core per wait).
+static START: AtomicU32 = AtomicU32::new(0);
+
+/// Tells this process's waits how many ranks share its host: past one per core they
+/// spin about a microsecond, then yield or sleep. Called when a job starts (the last
+/// call wins, for a process that runs several jobs of threads).
+///
+/// ```
+/// use amrq::util::backoff::{crowd, Backoff};
+/// crowd(1 << 20); // a million ranks on this host: surely more than its cores
+/// let mut b = Backoff::new();
+/// (0..32).for_each(|_| b.snooze());
+/// assert!(b.is_yielding());
+/// crowd(1); // back to spinning first
+/// assert!(!Backoff::new().is_yielding());
+/// ```
+pub fn crowd(ranks_here: usize) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let start = if ranks_here > cores {
+        SPIN_ROUNDS - CROWDED_ROUNDS
+    } else {
+        0
+    };
+    START.store(start, Ordering::Relaxed);
+}
+
 impl Backoff {
-    /// A fresh backoff that starts by spinning.
+    /// A fresh backoff that starts by spinning (briefly on a crowded host: [`crowd`]).
     ///
     /// ```
     /// let b = amrq::util::Backoff::new();
     /// assert!(!b.is_yielding());
     /// ```
-    pub const fn new() -> Self {
+    #[inline]
+    pub fn new() -> Self {
         Self {
-            rounds: 0,
+            rounds: START.load(Ordering::Relaxed),
             check_round: 0,
         }
     }
@@ -68,10 +105,10 @@ impl Backoff {
     pub(crate) const NO_CHECK: u32 = u32::MAX;
 
     /// A new `Backoff` for such a wait.
-    pub(crate) const fn no_check() -> Self {
+    pub(crate) fn no_check() -> Self {
         Self {
-            rounds: 0,
             check_round: Self::NO_CHECK,
+            ..Self::new()
         }
     }
 
@@ -123,6 +160,6 @@ impl Backoff {
     /// ```
     #[inline]
     pub fn reset(&mut self) {
-        self.rounds = 0;
+        self.rounds = START.load(Ordering::Relaxed);
     }
 }

@@ -1,5 +1,5 @@
-//! Small helpers shared by every layer: waiting, pinning, prefetching, and the
-//! atomicity between a rank's thread and its progress thread.
+//! Small helpers shared by every layer: waiting, pinning, prefetching, the tree over
+//! the ranks, and the atomicity between a rank's thread and its progress thread.
 
 #[cfg(not(amrq_loom))]
 pub mod affinity;
@@ -8,6 +8,8 @@ pub mod atomicity;
 pub mod backoff;
 #[cfg(not(amrq_loom))]
 pub mod futex;
+#[cfg(not(amrq_loom))]
+pub mod heap_tree;
 #[cfg(not(amrq_loom))]
 pub mod membarrier;
 #[cfg(not(amrq_loom))]

@@ -818,4 +818,16 @@ impl Conduit for MemConduit {
             None => self.boot.has_left(rank),
         }
     }
+
+    fn contacted(&self, peer: Rank) -> bool {
+        self.across
+            .as_ref()
+            .is_none_or(|a| a.cluster.contacted(peer))
+    }
+
+    fn quiescent(&self) {
+        if let Some(a) = &self.across {
+            a.cluster.quiescent();
+        }
+    }
 }

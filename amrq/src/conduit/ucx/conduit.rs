@@ -11,7 +11,7 @@ use super::rx::{shared_charge, Shared};
 use super::sys::{self, StatusPtr};
 use super::waker::FdWaker;
 use super::wire::{self, Kind};
-use crate::bootstrap::{Boot, BootError};
+use crate::bootstrap::Boot;
 use crate::conduit::mem::{MemConduit, MemFrame};
 use crate::conduit::ring::tail_after;
 use crate::conduit::{
@@ -40,7 +40,10 @@ pub struct RawMessage {
 pub(super) type Pending = (*mut std::ffi::c_void, Vec<u8>, Vec<u8>);
 
 /// How long a setup collective, or the goodbye, waits for peers.
-const PATIENCE: Duration = Duration::from_secs(60);
+pub(super) const PATIENCE: Duration = Duration::from_secs(60);
+
+/// How long a leaving rank's worker must have been idle before it is destroyed.
+const LINGER: Duration = Duration::from_millis(5);
 
 /// One rank's endpoint of the UCX conduit (see the module doc of [`super`]).
 ///
@@ -67,6 +70,8 @@ pub struct UcxConduit {
     pub(super) tx: Box<[Cell<u64>]>,
     /// Per destination: Tag-On blocks sent.
     pub(super) tag_on_sent: Box<[Cell<u64>]>,
+    /// Per destination: the blocks freed there when this rank last asked for more.
+    pub(super) tag_on_asked: Box<[Cell<u64>]>,
     pub(super) tag_on_buffers: u64,
     /// Sends UCX has not finished with, and the bytes they read.
     pub(super) pending: RefCell<Vec<Pending>>,
@@ -81,6 +86,8 @@ pub struct UcxConduit {
     pub(super) outbox: Outbox,
     /// What this rank published to the others.
     pub(super) card: super::Card,
+    /// The job ended quiescent ([`Conduit::quiescent`]): nobody waits for this rank.
+    pub(super) quiet: Cell<bool>,
 }
 
 // SAFETY: the raw request pointers in `pending` and `ops` belong to this endpoint's
@@ -110,7 +117,7 @@ pub(super) fn pump(net: &Net, shared: &Shared, lane: usize) -> bool {
         if local.holds() {
             local.retry_held(&shared.faults);
         }
-        local.credits_due()
+        local.credits_due(|p| net.connected(p))
     };
     if due.is_empty() {
         return worked;
@@ -236,7 +243,7 @@ impl UcxConduit {
 
     /// Sends an Active Message whose header and payload UCX may read after this
     /// returns (then copied and kept until it is done).
-    fn send(&self, dest: Rank, out: &Out<'_>) -> Result<(), ConduitError> {
+    pub(super) fn send(&self, dest: Rank, out: &Out<'_>) -> Result<(), ConduitError> {
         match send_now(&self.net, &self.shared, auth::OWN, dest, out) {
             Ok(()) => Ok(()),
             Err(sys::UCS_ERR_NO_RESOURCE) => {
@@ -348,18 +355,26 @@ impl UcxConduit {
             let now = credit();
             let room = fits(now);
             // No room: ask the receiver for what it has consumed (it returns credits
-            // in batches otherwise), once per credit value it sent; a request that
-            // could not go now is tried again on the next look.
-            if room.is_none() && !c.shared && self.asked[key].get() != now {
-                let (dest, me) = (key % self.size, self.rank as u64);
-                let words = [me, ch as u64];
-                let want = Out::bare(wire::AM_WANT, &words);
-                if send_now(&self.net, &self.shared, auth::OWN, dest, &want).is_ok() {
-                    self.asked[key].set(now);
-                }
+            // in batches otherwise, and to a sender it has not connected to only when
+            // asked), once per credit value it sent.
+            if room.is_none() {
+                self.want(&self.asked[key], now, key % self.size, ch as u64);
             }
             room
         })
+    }
+
+    /// Asks `dest` for the credits of `what` (a channel, or `TAG_ON_FREED`), once per
+    /// value `now` of them (`asked` keeps the last asked at); a request that could not
+    /// go now is tried again at the next look.
+    fn want(&self, asked: &Cell<u64>, now: u64, dest: Rank, what: u64) {
+        if asked.get() != now {
+            let words = [self.rank as u64, what];
+            let want = Out::bare(wire::AM_WANT, &words);
+            if send_now(&self.net, &self.shared, auth::OWN, dest, &want).is_ok() {
+                asked.set(now);
+            }
+        }
     }
 
     fn tag_on_room(&self, dest: Rank) -> bool {
@@ -368,7 +383,16 @@ impl UcxConduit {
         let sent = self.tag_on_sent[dest].get();
         sent - freed(self) < self.tag_on_buffers || {
             self.progress();
-            sent - freed(self) < self.tag_on_buffers
+            let room = sent - freed(self) < self.tag_on_buffers;
+            if !room {
+                self.want(
+                    &self.tag_on_asked[dest],
+                    freed(self),
+                    dest,
+                    wire::TAG_ON_FREED,
+                );
+            }
+            room
         }
     }
 
@@ -585,81 +609,30 @@ impl UcxConduit {
     pub fn endpoint_info(&self, peer: Rank) -> Option<String> {
         self.net.endpoint_info(peer)
     }
-
-    /// The setup collectives (all-gather, barrier): every rank's `mine`, in
-    /// ⌈log2 ranks⌉ rounds of one message each under a new epoch (progressing while it
-    /// waits, so credits flow meanwhile).
-    fn exchange(&self, mine: u64) -> Result<Vec<u64>, ConduitError> {
-        let epoch = self.epoch.get() + 1;
-        self.epoch.set(epoch);
-        self.progress();
-        // Bruck's all-gather: before round k this rank holds the values of ranks
-        // `rank .. rank + 2^k` (mod size); it sends the first of them to `rank - 2^k`
-        // and gets as many from `rank + 2^k`, so log2(size) rounds, one message each.
-        let (me, size, since) = (self.rank, self.size, Instant::now());
-        let mut known = vec![mine];
-        let (mut round, mut dist) = (0u64, 1usize);
-        while known.len() < size {
-            let n = dist.min(size - dist);
-            let to = (me + size - dist) % size;
-            let from = (me + dist) % size;
-            let data: Vec<u8> = known[..n].iter().flat_map(|v| v.to_le_bytes()).collect();
-            let head = [me as u64, epoch, round];
-            self.send(to, &Out::with(wire::AM_COLL, &head, &data))?;
-            let got = self.coll_round((epoch, round), from, since)?;
-            if got.len() != n {
-                return Err(ConduitError::Setup(format!(
-                    "rank {from} passed on {} values in round {round} of a set-up collective, not {n}",
-                    got.len()
-                )));
-            }
-            known.extend(got);
-            (round, dist) = (round + 1, dist * 2);
-        }
-        Ok((0..size).map(|r| known[(r + size - me) % size]).collect())
-    }
-
-    /// The values rank `from` passed on in round `round` of collective `epoch`, once
-    /// they arrive, within `PATIENCE` of `since` (the collective's start).
-    fn coll_round(
-        &self,
-        (epoch, round): (u64, u64),
-        from: Rank,
-        since: Instant,
-    ) -> Result<Vec<u64>, ConduitError> {
-        loop {
-            self.progress();
-            if let Some((src, values)) = self.shared.local().coll.remove(&(epoch, round)) {
-                if src != from {
-                    return Err(ConduitError::Setup(format!(
-                        "rank {src} sent round {round} of a set-up collective meant to come from rank {from}"
-                    )));
-                }
-                return Ok(values);
-            }
-            self.check_peers()?;
-            if since.elapsed() > PATIENCE {
-                return Err(ConduitError::Bootstrap(BootError::Timeout(format!(
-                    "rank {} waited {PATIENCE:?} at a setup collective, in round {round} for rank {from} (which passes on what ranks after it sent)",
-                    self.rank
-                ))));
-            }
-            std::thread::yield_now();
-        }
-    }
 }
 
 impl Drop for UcxConduit {
     /// Says goodbye, after everything this rank sent (Active Messages on an endpoint
-    /// arrive in order), to every peer it sent to or heard from (the others cannot be
-    /// waiting for it), and waits until UCX has delivered it.
+    /// arrive in order), to every peer still there: after a quiescent end only to those
+    /// it sent to (nobody waits for it; a peer that only sent here sees its connection
+    /// close, which says the same). Waits until UCX has delivered it.
     fn drop(&mut self) {
         self.progress();
         let _ = self.flush();
-        let (net, auth) = (&self.net, &self.shared.auth);
-        let talked = |&r: &Rank| net.connected(r) || auth.heard_from(r);
-        for r in (0..self.size).filter(|&r| r != self.rank).filter(talked) {
-            let _ = self.send(r, &Out::bare(wire::AM_BYE, &[self.rank as u64]));
+        let (net, shared) = (&self.net, &self.shared);
+        let there = |r: Rank| r != self.rank && !shared.has_left(r) && !shared.has_failed(r);
+        let bye = |r: Rank| self.send(r, &Out::bare(wire::AM_BYE, &[self.rank as u64]));
+        for r in (0..self.size).filter(|&r| net.connected(r) && there(r)) {
+            let _ = bye(r);
+        }
+        // After an early leave, every other may be waiting for this rank: each is
+        // looked at again just before (one that has gone said goodbye, and a
+        // connection to it would be refused).
+        for r in (0..self.size).filter(|&r| !self.quiet.get() && !net.connected(r)) {
+            self.progress();
+            if there(r) {
+                let _ = bye(r);
+            }
         }
         let since = Instant::now();
         while !self.pending.borrow().is_empty() && since.elapsed() < Duration::from_secs(5) {
@@ -669,6 +642,27 @@ impl Drop for UcxConduit {
         // SAFETY: a live worker.
         let req = unsafe { (self.net.ucp.ucp_worker_flush_nbx)(self.net.worker, &p) };
         let _ = self.net.wait(req, Duration::from_secs(5));
+        if !self.net.is_left_to_exit() {
+            self.linger();
+        }
+    }
+}
+
+impl UcxConduit {
+    /// Progresses the worker until it has been idle for [`LINGER`] (at most a second):
+    /// a connection a peer opened at the very end (the job's end message down its
+    /// tree) may still be completing its set-up here, UCX replying on it as it
+    /// progresses, and UCX 1.13 asserts when a worker is destroyed under such a reply.
+    fn linger(&self) {
+        let since = Instant::now();
+        let mut idle = Instant::now();
+        while idle.elapsed() < LINGER && since.elapsed() < Duration::from_secs(1) {
+            if self.net.progress() {
+                idle = Instant::now();
+            } else {
+                self.net.sleep(Duration::from_millis(1));
+            }
+        }
     }
 }
 
@@ -859,5 +853,17 @@ impl Conduit for UcxConduit {
     fn peer_left(&self, rank: Rank) -> bool {
         self.progress();
         self.shared.has_left(rank)
+    }
+
+    fn contacted(&self, peer: Rank) -> bool {
+        self.net.connected(peer)
+    }
+
+    fn quiescent(&self) {
+        self.quiet.set(true);
+        self.linger();
+        if super::exit_follows() {
+            self.net.leave_to_exit();
+        }
     }
 }

@@ -32,12 +32,14 @@
 //! | `auth.rs` | the MAC every message carries: only the job's ranks get in |
 //! | `outbox.rs` | the batches of small frames waiting per destination |
 //! | `rx.rs` | the local queues, the AM callbacks' work, the credits |
-//! | `conduit.rs` | [`UcxConduit`]: sends, receives, sleeping, setup collectives, leaving |
+//! | `conduit.rs` | [`UcxConduit`]: sends, receives, sleeping, leaving |
+//! | `collectives.rs` | the set-up all-gather and barrier, over a tree |
 //! | `ops.rs` | put, get, atomics and their completion |
 //! | `waker.rs` | the event descriptor turned into a futex word |
 //! | `start.rs` | making the endpoints: [`open`], [`Opened::connect`], [`threads`], [`join`] across hosts |
 
 mod auth;
+mod collectives;
 mod conduit;
 mod interrupts;
 mod mac;
@@ -56,6 +58,22 @@ pub use net::Card;
 pub use outbox::Coalesced;
 pub(crate) use start::{form, wire_up};
 pub use start::{join, open, open_on, threads, Opened, SegmentMemory};
+
+/// This process exits once its job ends ([`exit_follows_job`]).
+static EXIT_FOLLOWS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says that this process exits as soon as its job ends (`Config::run`'s ranks): a
+/// job that ends quiescent then leaves its UCX worker to the exit instead of
+/// destroying it (UCX 1.13 can assert destroying one that still owes a peer a
+/// connection set-up reply, which connecting on first use leaves possible at the end).
+pub(crate) fn exit_follows_job() {
+    EXIT_FOLLOWS.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// True once [`exit_follows_job`] was said.
+pub(crate) fn exit_follows() -> bool {
+    EXIT_FOLLOWS.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// Whether UCX can be used on this machine: `Err` says what to install.
 ///

@@ -122,6 +122,9 @@ pub struct Net {
     error_args: Box<[ErrorArg]>,
     /// Held while an endpoint is made: the progress thread may want one too.
     making: Mutex<()>,
+    /// Left to the process's exit: the worker and context are not destroyed
+    /// ([`Net::leave_to_exit`]).
+    left_to_exit: std::sync::atomic::AtomicBool,
     /// The worker's wake-up descriptor.
     pub(super) efd: i32,
 }
@@ -198,6 +201,7 @@ impl Net {
             on_error: None,
             error_args: Box::new([]),
             making: Mutex::new(()),
+            left_to_exit: std::sync::atomic::AtomicBool::new(false),
             efd: -1,
         };
         // SAFETY: zeroed params, then the thread mode set.
@@ -354,6 +358,21 @@ impl Net {
         Ok(ep)
     }
 
+    /// Leaves the worker and the context to the process's exit: dropping this closes
+    /// the endpoints this rank made but does not destroy the worker. For the end of a
+    /// job whose process exits next: UCX 1.13 (`ucp_ep_purge_lanes`) asserts when it
+    /// destroys a worker that still owes a peer a connection set-up reply on an
+    /// endpoint it made for that peer, as a worker can at the end of a job that
+    /// connects on first use; the exit frees it all the same.
+    pub fn leave_to_exit(&self) {
+        self.left_to_exit.store(true, Ordering::Relaxed);
+    }
+
+    /// True once [`Net::leave_to_exit`] was called.
+    pub fn is_left_to_exit(&self) -> bool {
+        self.left_to_exit.load(Ordering::Relaxed)
+    }
+
     /// Closes `ep` at once (its pending operations are dropped), waiting a little.
     fn close(&self, ep: sys::ucp_ep_h) {
         let mut p = sys::ucp_request_param_t::empty();
@@ -368,6 +387,24 @@ impl Net {
     pub fn progress(&self) -> bool {
         // SAFETY: a live worker (thread mode as in the `Send` impl).
         unsafe { (self.ucp.ucp_worker_progress)(self.worker) != 0 }
+    }
+
+    /// Sleeps until the worker has something to progress, or for `patience`: arms its
+    /// event descriptor (`ucp_worker_arm`) and polls it. Returns at once if events are
+    /// already waiting.
+    pub fn sleep(&self, patience: Duration) {
+        // SAFETY: a live worker made with UCP_FEATURE_WAKEUP.
+        if unsafe { (self.ucp.ucp_worker_arm)(self.worker) } != sys::UCS_OK {
+            return;
+        }
+        let mut p = libc::pollfd {
+            fd: self.efd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = patience.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut p, 1, ms) };
     }
 
     /// Tests a request of this worker: `Ok(true)` once it completed (it is then freed:
@@ -459,6 +496,9 @@ impl Drop for Net {
             if !ep.is_null() {
                 self.close(ep);
             }
+        }
+        if self.is_left_to_exit() {
+            return;
         }
         if !self.memh.is_null() {
             // SAFETY: mapped once in `open`, unmapped once.

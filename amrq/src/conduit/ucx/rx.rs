@@ -89,10 +89,13 @@ pub struct Local {
     /// Tag-On blocks delivered and not yet returned, from all sources: while none
     /// are, a progress call does not look at the pools.
     tag_on_out_total: u64,
-    /// Credits booked that could not be sent: they go with the next ones.
+    /// Credits booked that could not be sent, or wait for their peer to ask: they go
+    /// with the next ones (one per peer and kind).
     unsent: Vec<Due>,
-    /// Setup collectives' messages: (epoch, round) → (source, values).
-    pub coll: BTreeMap<(u64, u64), (Rank, Vec<u64>)>,
+    /// Per source: it asked for credits (`AM_WANT`) since it was last sent some.
+    asked: Vec<bool>,
+    /// Setup collectives' messages: (epoch, step, source) → values.
+    pub coll: BTreeMap<(u64, u64, Rank), Vec<u64>>,
 }
 
 // SAFETY: the inlet and the region pointer are only used under the mutex of
@@ -157,6 +160,7 @@ impl Shared {
                 tag_on_out: vec![(0, 0); size],
                 tag_on_out_total: 0,
                 unsent: Vec::new(),
+                asked: vec![false; size],
                 coll: BTreeMap::new(),
                 layout,
             }),
@@ -295,18 +299,23 @@ impl Shared {
             let values = wire::words(data).collect();
             self.local()
                 .coll
-                .insert((epoch, round), (src as Rank, values));
+                .insert((epoch, round, src as Rank), values);
         }
     }
 
     /// A peer said goodbye: it sends nothing more.
     fn on_bye(&self, header: &[u8]) {
         if let Some(src) = wire::words(header).next() {
-            // ORDERING: Release: the frames before the goodbye were pushed into the
-            // local queues above; pairs with the Acquire load in `has_left`.
-            if let Some(b) = self.byes.get(src as usize) {
-                b.store(true, Ordering::Release);
-            }
+            self.left(src as usize);
+        }
+    }
+
+    /// `peer` has left the job: it sends nothing more.
+    pub fn left(&self, peer: Rank) {
+        // ORDERING: Release: the frames before its goodbye were pushed into the local
+        // queues; pairs with the Acquire load in `has_left`.
+        if let Some(b) = self.byes.get(peer) {
+            b.store(true, Ordering::Release);
         }
     }
 
@@ -504,23 +513,44 @@ impl Local {
         self.held > 0
     }
 
-    /// Source `src` found no room in its ring of channel `ch` (per-sender rings; a
-    /// shared ring returns its charges as they are consumed).
+    /// Source `src` found no room in its ring of channel `ch`, or no free Tag-On
+    /// block here (`ch` = [`TAG_ON_FREED`]).
     pub fn want(&mut self, src: u64, ch: u64) {
-        let (src, ch) = (src as usize, ch as usize);
-        if src >= self.size || ch >= self.layout.channels() {
+        let src = src as usize;
+        if src >= self.size {
             return;
         }
+        self.asked[src] = true;
+        let Some(ch) = usize::try_from(ch)
+            .ok()
+            .filter(|&c| c < self.layout.channels())
+        else {
+            return;
+        };
         let key = ch * self.size + src;
         self.rings[key].wanted = true;
         self.list(key);
     }
 
     /// The credits due to peers, booked as returned: send each (see [`Due`]), and hand
-    /// back to [`Local::unsent`] those that could not go now. (No UCX call is made
-    /// under the lock of the local queues: the worker's own lock is held around the
-    /// callbacks that take it.)
-    pub fn credits_due(&mut self) -> Vec<Due> {
+    /// back to [`Local::unsent`] those that could not go now. A credit to a peer this
+    /// rank has no endpoint to (`connected` is false) waits until the peer asks for
+    /// it: connecting to a peer that may just have left the job is never worth it (a
+    /// sender that needs room asks, and is there to be connected to). (No UCX call is
+    /// made under the lock of the local queues: the worker's own lock is held around
+    /// the callbacks that take it.)
+    pub fn credits_due(&mut self, connected: impl Fn(Rank) -> bool) -> Vec<Due> {
+        let due = self.credits_booked();
+        let (ready, waiting): (Vec<Due>, Vec<Due>) = due
+            .into_iter()
+            .partition(|d| connected(d.peer) || self.asked[d.peer]);
+        waiting.iter().for_each(|d| self.unsent(d));
+        ready.iter().for_each(|d| self.asked[d.peer] = false);
+        ready
+    }
+
+    /// Every credit due now, booked as returned, with the unsent ones.
+    fn credits_booked(&mut self) -> Vec<Due> {
         let mut due = std::mem::take(&mut self.unsent);
         // Shared rings: a frame's charge comes back once the head has passed it.
         for i in 0..self.shared_channels.len() {
@@ -624,7 +654,14 @@ impl Local {
     /// Tag-On frame pushed by the progress thread between the booking and the undo
     /// was forgotten, and with it a block the sender would never get back).
     pub fn unsent(&mut self, d: &Due) {
-        self.unsent.push(*d);
+        match self
+            .unsent
+            .iter_mut()
+            .find(|u| (u.peer, u.what) == (d.peer, d.what))
+        {
+            Some(u) => u.value = u.value.max(d.value),
+            None => self.unsent.push(*d),
+        }
     }
 }
 
@@ -691,18 +728,42 @@ mod tests {
         for _ in 0..3 {
             local.pushed(1, Kind::TagOn, 0, 16);
         }
-        let due = local.credits_due();
+        let due = local.credits_due(|_| true);
         let first = *due.iter().find(|d| d.what == TAG_ON_FREED).unwrap();
         assert_eq!((first.peer, first.value), (1, 3));
         // ... that cannot be sent now; meanwhile a fourth frame comes (the progress
         // thread's callback can push one between the booking and the failed send).
         local.pushed(1, Kind::TagOn, 0, 16);
         local.unsent(&first);
-        let due = local.credits_due();
+        let due = local.credits_due(|_| true);
         let sent = |d: &&super::Due| d.what == TAG_ON_FREED && d.peer == 1;
-        assert!(due.iter().any(|d| sent(&d) && d.value == 3), "{due:?}");
-        assert_eq!(due.iter().filter(sent).map(|d| d.value).max(), Some(4));
+        assert_eq!(
+            due.iter().filter(sent).map(|d| d.value).max(),
+            Some(4),
+            "{due:?}"
+        );
         assert_eq!(local.tag_on_out_total, 0);
+        drop(local);
+        leave(eps);
+    }
+
+    /// A credit to a peer this rank never connected to waits until the peer asks.
+    #[test]
+    fn a_credit_to_a_peer_not_connected_waits_until_it_asks() {
+        let Some(eps) = two_ranks() else { return };
+        let mut local = eps[0].shared.local();
+        for _ in 0..3 {
+            local.pushed(1, Kind::TagOn, 0, 16);
+        }
+        assert!(local.credits_due(|_| false).is_empty(), "not asked");
+        local.want(1, TAG_ON_FREED);
+        let due = local.credits_due(|_| false);
+        let got: Vec<_> = due.iter().map(|d| (d.peer, d.what, d.value)).collect();
+        assert_eq!(got, [(1, TAG_ON_FREED, 3)]);
+        assert!(
+            local.credits_due(|_| false).is_empty(),
+            "asked once, sent once"
+        );
         drop(local);
         leave(eps);
     }

@@ -302,6 +302,7 @@ impl Opened {
             tx: (0..n).map(|_| Cell::new(0)).collect(),
             asked: (0..n).map(|_| Cell::new(u64::MAX)).collect(),
             tag_on_sent: (0..self.size).map(|_| Cell::new(0)).collect(),
+            tag_on_asked: (0..self.size).map(|_| Cell::new(u64::MAX)).collect(),
             tag_on_buffers: self.tag_on_buffers,
             pending: RefCell::new(Vec::new()),
             ops: RefCell::new(Default::default()),
@@ -311,6 +312,7 @@ impl Opened {
             segment_bytes: self.segment_bytes,
             outbox: Outbox::new(self.size, self.coalescing),
             card: self.card,
+            quiet: Cell::new(false),
         })
     }
 }
@@ -390,7 +392,12 @@ unsafe extern "C" fn on_error(arg: *mut c_void, _: sys::ucp_ep_h, status: ucs_st
         let e = &*arg.cast::<ErrorArg>();
         (shared(e.arg), e.peer)
     };
-    if let Ok(ucp) = sys::Ucp::get() {
+    // A peer that never sent here and closed its connection has left: it owes this
+    // rank nothing, and after a quiescent end it says goodbye only to the peers it
+    // sent to (a crash is the bootstrap's to report).
+    if status == sys::UCS_ERR_CONNECTION_RESET && !s.auth.heard_from(peer) {
+        s.left(peer);
+    } else if let Ok(ucp) = sys::Ucp::get() {
         s.on_error(peer, s.lost(peer, &ucp.status(status)));
     }
 }

@@ -16,7 +16,8 @@
 //!   credit  AM 1   w0 = source, w1 = what (a channel, or TAG_ON_FREED), w2 = value
 //!   coll    AM 2   w0 = source, w1 = epoch, w2 = value
 //!   bye     AM 3   w0 = source
-//!   want    AM 4   w0 = source, w1 = channel (a sender found no room: return credits)
+//!   want    AM 4   w0 = source, w1 = channel or TAG_ON_FREED (a sender found no room:
+//!                  return credits)
 //! ```
 
 use super::auth::TRAILER;

@@ -26,6 +26,7 @@ pub const UCS_ERR_NO_RESOURCE: ucs_status_t = -2;
 pub const UCS_ERR_INVALID_PARAM: ucs_status_t = -5;
 pub const UCS_ERR_BUSY: ucs_status_t = -15;
 pub const UCS_ERR_NOT_CONNECTED: ucs_status_t = -24;
+pub const UCS_ERR_CONNECTION_RESET: ucs_status_t = -25;
 /// `UCS_ERR_LAST`: a status pointer at or above `(uintptr_t)UCS_ERR_LAST` is an error.
 pub const UCS_ERR_LAST: isize = -100;
 

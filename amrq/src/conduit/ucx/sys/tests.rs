@@ -101,7 +101,7 @@ fn bindings_match_the_installed_headers() {
             ucp_request_param_t.reply_buffer, ucp_request_param_t.memory_type,
             ucp_request_param_t.recv_info, ucp_request_param_t.memh;
         values UCS_OK, UCS_INPROGRESS, UCS_ERR_NO_RESOURCE, UCS_ERR_BUSY,
-            UCS_ERR_INVALID_PARAM, UCS_ERR_NOT_CONNECTED,
+            UCS_ERR_INVALID_PARAM, UCS_ERR_NOT_CONNECTED, UCS_ERR_CONNECTION_RESET,
             UCP_PARAM_FIELD_FEATURES, UCP_PARAM_FIELD_MT_WORKERS_SHARED, UCP_PARAM_FIELD_NAME,
             UCP_FEATURE_RMA, UCP_FEATURE_AMO64, UCP_FEATURE_WAKEUP, UCP_FEATURE_AM,
             UCP_WORKER_PARAM_FIELD_THREAD_MODE, UCS_THREAD_MODE_SINGLE, UCS_THREAD_MODE_SERIALIZED,
