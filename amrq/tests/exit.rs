@@ -10,6 +10,10 @@
 
 #[path = "common/marker.rs"]
 mod marker;
+#[path = "common/rig.rs"]
+mod rig;
+#[path = "common/ucx.rs"]
+mod ucx_common;
 
 use amrq::prelude::*;
 use std::cell::Cell;
@@ -201,4 +205,36 @@ fn a_rank_that_leaves_early_is_not_waited_for() {
     let (code, _, stderr) = under_amrun(3, "leave", &token);
     assert_eq!(code, 0, "{stderr}");
     marker::all_ran(&token, 3);
+}
+
+/// Across two hosts (2 + 2 ranks, UCX between them), the flood's requests still wait in
+/// a batch, unconnected, when the ranks return: every one must be handled and answered.
+#[test]
+fn returning_with_messages_in_flight_is_safe_between_two_hosts() {
+    let test = "returning_with_messages_in_flight_is_safe_between_two_hosts";
+    let Some(rig) = ucx_common::loopback_or_skip(test).and_then(|_| rig::Rig::or_skip(2, test))
+    else {
+        return;
+    };
+    let token = marker::token();
+    let exe = std::env::current_exe().expect("test binary");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_amrun"))
+        .args(["--hosts", &rig.host_list(2), "--exec", rig::Rig::EXEC])
+        .args(["--rendezvous", &rig::address(0), "--timeout", "120"])
+        .arg(exe)
+        .args(marker::child_args("exit_rank"))
+        .envs(rig::Rig::ucx_env())
+        .env("AMRQ_TEST_EXIT", "flood")
+        .env("AMRQ_TEST_TOKEN", &token)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("amrun starts");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    for r in 0..4 {
+        let line = format!("rank={r} asked={FLOOD} answered={FLOOD}");
+        assert!(stdout.contains(&line), "no {line:?} in {stdout}\n{stderr}");
+    }
+    marker::all_ran(&token, 4);
 }

@@ -15,8 +15,8 @@
 //! | count | `UP` to its parent in the tree of `exit_tree.rs`: how many ranks of its part have returned and flushed; the root sends the totals `DOWN` | the totals say every rank has flushed: no request is left anywhere |
 //! | close | the conduit lets its connections settle (`Conduit::quiescent`), then `UP` again, counting closed ranks | the totals say every rank has closed: nobody needs this rank, and no connection is still being set up |
 //!
-//! A rank that never talked to another sends it nothing: the end costs a rank a
-//! message per peer it talked to and O(1) in the tree, not one per rank of the job. A
+//! The end costs a rank a message per peer it sent to, ⌈log2 P⌉ `RETURNED`s and O(1)
+//! in the tree, not one per rank of the job. A
 //! rank that left the job early is not waited for (the tree skips it).
 //!
 //! A rank still running can tell when its wait cannot end: once every other rank has
@@ -64,8 +64,8 @@ impl Count {
 
     fn add(self, o: Self) -> Self {
         Self {
-            flushed: self.flushed + o.flushed,
-            closed: self.closed + o.closed,
+            flushed: self.flushed.saturating_add(o.flushed),
+            closed: self.closed.saturating_add(o.closed),
         }
     }
 
@@ -426,10 +426,13 @@ impl<S, C: Conduit> Am<S, C> {
                 let count = || -> Result<Count, AmError> {
                     let word = |i| {
                         msg.arg(i).and_then(|v| {
-                            u32::try_from(v).map_err(|_| AmError::BadRuntimeMessage {
-                                source_rank: source,
-                                what: "an exit count past the job's ranks",
-                            })
+                            u32::try_from(v)
+                                .ok()
+                                .filter(|&c| c as usize <= self.size())
+                                .ok_or(AmError::BadRuntimeMessage {
+                                    source_rank: source,
+                                    what: "an exit count past the job's ranks",
+                                })
                         })
                     };
                     Ok(Count {

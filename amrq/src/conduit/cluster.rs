@@ -14,8 +14,8 @@
 //! 3. Each rank opens its UCX endpoint with its segment in that shared memory as the
 //!    registered segment, so a Long message or a put lands in the same bytes whichever
 //!    half carried it ([`super::ucx::open_on`]).
-//! 4. Cards are exchanged through the rendezvous, every rank connects to every other,
-//!    and a barrier checks that all are reachable.
+//! 4. Cards are exchanged through the rendezvous; a rank connects to a peer at its
+//!    first message there.
 //!
 //! Set-up only: on a message's path the [`Combined`] conduit routes by destination
 //! (one `match`, no `dyn`), and a wait sleeps on both halves.

@@ -27,9 +27,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 #[derive(Debug, Default, Clone)]
 pub struct Backoff {
     rounds: u32,
-    /// The round of the `CHECK` a wait started once every other rank had returned
+    /// The round of the `CHECK` a wait started once every other rank had flushed
     /// (`am/exit.rs`); 0 for none, [`Backoff::NO_CHECK`] for a wait that must not
-    /// check. Beside `rounds`, so that a new `Backoff` is one 8-byte store.
+    /// check. Beside `rounds`, so that a new `Backoff` is a load and one 8-byte store.
     pub(crate) check_round: u32,
 }
 

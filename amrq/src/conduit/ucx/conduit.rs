@@ -132,7 +132,16 @@ pub(super) fn pump(net: &Net, shared: &Shared, lane: usize) -> bool {
         .filter(|d| {
             let words = [me, d.what, d.value];
             let credit = Out::bare(wire::AM_CREDIT, &words);
-            let gone = send_now(net, shared, lane, d.peer, &credit).is_ok();
+            let gone = match send_now(net, shared, lane, d.peer, &credit) {
+                Ok(()) => true,
+                Err(sys::UCS_ERR_NO_RESOURCE) => false,
+                // The sender waits for this credit: a peer this rank cannot reach, or
+                // whose endpoint failed, is reported, not waited for.
+                Err(e) => {
+                    shared.on_error(d.peer, shared.lost(d.peer, &net.ucp.status(e)));
+                    false
+                }
+            };
             sent |= gone;
             !gone
         })
@@ -856,6 +865,8 @@ impl Conduit for UcxConduit {
     }
 
     fn contacted(&self, peer: Rank) -> bool {
+        // A frame waiting in a batch has not connected yet: it goes first.
+        self.send_batches();
         self.net.connected(peer)
     }
 

@@ -392,12 +392,13 @@ unsafe extern "C" fn on_error(arg: *mut c_void, _: sys::ucp_ep_h, status: ucs_st
         let e = &*arg.cast::<ErrorArg>();
         (shared(e.arg), e.peer)
     };
-    // A peer that never sent here and closed its connection has left: it owes this
-    // rank nothing, and after a quiescent end it says goodbye only to the peers it
-    // sent to (a crash is the bootstrap's to report).
+    // A peer that never sent here and closed its connection owes this rank nothing:
+    // after a quiescent end it says goodbye only to the peers it sent to. Whether it
+    // left or crashed is the bootstrap's to say; nothing is recorded here.
     if status == sys::UCS_ERR_CONNECTION_RESET && !s.auth.heard_from(peer) {
-        s.left(peer);
-    } else if let Ok(ucp) = sys::Ucp::get() {
+        return;
+    }
+    if let Ok(ucp) = sys::Ucp::get() {
         s.on_error(peer, s.lost(peer, &ucp.status(status)));
     }
 }
