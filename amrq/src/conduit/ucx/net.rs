@@ -112,9 +112,7 @@ pub struct Net {
     eps: Box<[AtomicPtr<c_void>]>,
     /// Per peer: its segment's key, unpacked before its endpoint is published.
     rkeys: Box<[AtomicPtr<c_void>]>,
-    /// Per peer: where its segment starts in its process.
-    pub(super) bases: Vec<u64>,
-    /// Per peer: its card, to connect to it.
+    /// Per peer: its card, to connect to it, and where its segment starts.
     cards: Vec<Card>,
     me: Rank,
     on_error: Option<OnError>,
@@ -195,7 +193,6 @@ impl Net {
             memh: null_mut(),
             eps: Box::new([]),
             rkeys: Box::new([]),
-            bases: Vec::new(),
             cards: Vec::new(),
             me: 0,
             on_error: None,
@@ -266,7 +263,6 @@ impl Net {
     /// `arg` and the peer.
     pub fn connect(&mut self, me: Rank, cards: &[Card], on_error: OnError, arg: *mut c_void) {
         self.me = me;
-        self.bases = cards.iter().map(|c| c.base).collect();
         self.cards = cards.to_vec();
         self.eps = cards.iter().map(|_| AtomicPtr::new(null_mut())).collect();
         self.rkeys = cards.iter().map(|_| AtomicPtr::new(null_mut())).collect();
@@ -287,6 +283,11 @@ impl Net {
             return Ok(ep);
         }
         self.make(peer)
+    }
+
+    /// Where `peer`'s segment starts in its process (`peer` is a rank of the job).
+    pub fn base(&self, peer: Rank) -> u64 {
+        self.cards[peer].base
     }
 
     /// The endpoint to `peer` and its segment's key, as [`Net::ep`].

@@ -103,7 +103,7 @@ impl UcxConduit {
         }
         // The local endpoint's segments have the job's segment size, as every rank's.
         self.me.in_segment(rank, offset, len)?;
-        Ok(self.net.bases[rank] + offset as u64)
+        Ok(self.net.base(rank) + offset as u64)
     }
 
     pub(super) fn put(
