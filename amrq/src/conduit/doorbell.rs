@@ -65,10 +65,8 @@ impl DoorbellFence {
     /// ```
     #[cfg(not(amrq_loom))]
     pub fn asymmetric_here(self, ranks: usize) -> bool {
-        // SAFETY: sysconf reads a system value and touches no memory of ours.
-        let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
         self == Self::Asymmetric
-            && ranks as libc::c_long <= cores
+            && ranks <= crate::util::affinity::host_cores()
             && crate::util::membarrier::register()
     }
 }

@@ -75,8 +75,8 @@ static START: AtomicU32 = AtomicU32::new(0);
 /// assert!(!Backoff::new().is_yielding());
 /// ```
 pub fn crowd(ranks_here: usize) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let start = if ranks_here > cores {
+    // The host's, not this thread's: a pinned rank is allowed one core.
+    let start = if ranks_here > super::affinity::host_cores() {
         SPIN_ROUNDS - CROWDED_ROUNDS
     } else {
         0
