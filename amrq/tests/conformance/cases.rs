@@ -881,7 +881,8 @@ pub fn departed_peers_are_seen_and_their_frames_delivered<C: Conduit>(c: C, _: &
     let since = Instant::now();
     while !c.all_peers_left() {
         if since.elapsed() > PATIENCE {
-            return fail(&c, "the others never appeared to leave");
+            let stay: Vec<_> = (1..n).filter(|&r| !c.peer_left(r)).collect();
+            return fail(&c, format!("ranks {stay:?} never appeared to leave"));
         }
         std::thread::sleep(Duration::from_millis(1));
     }
