@@ -1,23 +1,29 @@
 //! How ranks on different hosts join one job: rank 0 listens on a TCP address that
 //! every host can reach (`AMRQ_RENDEZVOUS`), each other rank connects, both prove they
 //! hold the job's key (the exchange of [`super::rendezvous`], without the descriptor),
-//! and the joiner hands over its *entry*: its host's name and the bytes its conduit
-//! publishes (UCX's worker address and segment key). Once every rank has joined, rank 0
-//! sends each the table of all entries, with the address it saw each one connect from.
+//! and the joiner hands over its *entry* (its host's name and the bytes its conduit
+//! publishes) and the port it listens on. Rank 0 answers with the joiner's place in
+//! the job's set-up tree, a heap of fan-out 8 over the order of admission: the joiner
+//! connects to its parent there, proving the key again, and rank 0 keeps only its own
+//! children's connections. Once every rank has joined, the table of all entries, with
+//! the address rank 0 saw each one connect from, goes down the tree.
 //!
 //! ```text
-//!   joiner                                     rank 0 (listening on AMRQ_RENDEZVOUS)
-//!   Hello, Proof                        ──▶    (the same MACs as on one host)
-//!                                       ◀──    Challenge, Verdict
-//!   Entry { host, blob, MAC(nonce_s) }  ──▶    waits for every rank (attach timeout)
-//!                                       ◀──    Table { [host, address, blob]…, MAC(nonce_j) }
+//!   joiner                                       rank 0 (listening on AMRQ_RENDEZVOUS)
+//!   Hello, Proof                          ──▶    (the same MACs as on one host)
+//!                                         ◀──    Challenge, Verdict
+//!   Entry { host, blob, port, MAC(nonce_s) } ──▶
+//!                                         ◀──    Place { k, parent, its address, MAC(nonce_j) }
+//!   joiner ⇄ its parent (unless rank 0): Tree { rank, k, nonce_c }, nonce_p and both MACs
+//!   Table { [host, address, blob]… } down the tree, each message under its edge's MAC
 //! ```
 //!
-//! Entry and table carry a MAC under the job key bound to the connection's nonces, so
+//! Every message carries a MAC under the job key bound to its connection's nonces, so
 //! a process without the key can neither put itself in the table nor change it. The
-//! connections stay open after the job forms: rank 0 is the hub of setup-time
-//! collectives ([`NetJob::allgather`]), and a closed connection shows a dead rank.
-//! Set-up only: nothing here is on a message's path.
+//! edges stay open after the job forms: the set-up collectives ([`NetJob::allgather`])
+//! go up and down them, so a rank holds at most nine connections whatever the job's
+//! size, and a closed one shows a dead rank. Set-up only: nothing here is on a
+//! message's path.
 
 use super::key::{random_bytes, same_mac};
 use super::rendezvous::{
@@ -26,11 +32,14 @@ use super::rendezvous::{
 };
 use super::BootError;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use tree::{Edges, Link, Placement};
+
+mod tree;
 
 /// The largest entry or table accepted (a UCX worker address over tcp is ~100 bytes).
 const MAX_BLOB: usize = 1 << 20;
@@ -74,8 +83,8 @@ pub struct NetJob {
     size: usize,
     id: String,
     entries: Vec<Entry>,
-    /// Rank 0: a connection per rank (`None` for itself); others: the one to rank 0.
-    links: Mutex<Vec<Option<TcpStream>>>,
+    /// Its edges in the set-up tree.
+    edges: Mutex<Edges>,
     /// How long a collective waits for a peer.
     patience: Duration,
     /// This rank's own failure, once recorded.
@@ -126,17 +135,20 @@ fn encode(entries: &[Entry]) -> Vec<u8> {
     )
 }
 
+/// Every field of `b` as [`join_fields`] wrote them; `None` if malformed.
+fn fields(mut b: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut all = Vec::new();
+    while !b.is_empty() {
+        let len = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
+        all.push(b.get(4..4usize.checked_add(len)?)?.to_vec());
+        b = &b[4 + len..];
+    }
+    Some(all)
+}
+
 /// Exactly `n` fields of `b` as [`join_fields`] wrote them; `None` if malformed.
-fn split(mut b: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
-    let fields = (0..n)
-        .map(|_| {
-            let len = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
-            let f = b.get(4..4usize.checked_add(len)?)?.to_vec();
-            b = &b[4 + len..];
-            Some(f)
-        })
-        .collect::<Option<Vec<_>>>()?;
-    b.is_empty().then_some(fields)
+fn split(b: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
+    fields(b).filter(|f| f.len() == n)
 }
 
 /// Reads [`encode`]'s table of `size` entries; `None` if malformed.
@@ -194,7 +206,7 @@ impl NetJob {
             address: String::new(),
             blob,
         };
-        let (entries, links) = match (rank, rendezvous.strip_prefix(FILE_PREFIX)) {
+        let (entries, edges) = match (rank, rendezvous.strip_prefix(FILE_PREFIX)) {
             (0, file) => {
                 let (listener, shown) = listen(rendezvous, file, terms)?;
                 mine.address = shown.clone();
@@ -211,15 +223,13 @@ impl NetJob {
             (_, None) => join(&[resolve(rendezvous)?], terms, rank, mine, deadline)?,
         };
         // A collective waits for a silent peer as long as start-up did, no longer.
-        for s in links.iter().flatten() {
-            let _ = s.set_read_timeout(Some(timeout));
-        }
+        edges.set_patience(timeout);
         Ok(Self {
             rank,
             size: terms.size,
             id: terms.id.clone(),
             entries,
-            links: Mutex::new(links),
+            edges: Mutex::new(edges),
             patience: timeout,
             failed: Mutex::new(None),
         })
@@ -253,7 +263,7 @@ impl NetJob {
         &self.entries
     }
 
-    /// All-gather of one word per rank through rank 0 (see [`NetJob::exchange`]).
+    /// All-gather of one word per rank over the set-up tree (see [`NetJob::exchange`]).
     ///
     /// ```
     /// # use amrq::bootstrap::{rendezvous::Terms, JobKey, NetJob};
@@ -279,7 +289,8 @@ impl NetJob {
             .collect()
     }
 
-    /// All-gather of some bytes per rank through rank 0 (index = rank). A rank whose
+    /// All-gather of some bytes per rank over the set-up tree (index = rank): each rank
+    /// sends its subtree's up to its parent, rank 0 sends the whole down. A rank whose
     /// connection closed is [`BootError::PeerDead`]; one that says nothing for the
     /// attach timeout is a [`BootError::Timeout`].
     ///
@@ -293,48 +304,69 @@ impl NetJob {
     /// ```
     pub fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {
         self.check_peers()?;
-        let mut links = self.links.lock().map_err(|_| BootError::Poisoned)?;
-        let lost = |rank: usize, e: io::Error| {
-            if matches!(
-                e.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-            ) {
-                return BootError::Timeout(format!(
-                    "rank {} waited {:?} for rank {rank} at a setup collective of job {}",
-                    self.rank, self.patience, self.id
-                ));
+        let mut edges = self.edges.lock().map_err(|_| BootError::Poisoned)?;
+        let lost = |rank: usize, e: io::Error| self.lost(rank, e);
+        let malformed = |rank: usize| BootError::PeerDead {
+            rank,
+            cause: "it sent a malformed all-gather".into(),
+        };
+        // Up: this rank's subtree, as (rank, bytes) pairs.
+        let mut up = join_fields([&(self.rank as u64).to_le_bytes()[..], mine]);
+        for c in &mut edges.children {
+            up.extend(c.read().map_err(|e| lost(c.peer, e))?);
+        }
+        let all = match &mut edges.parent {
+            Some(p) => {
+                p.send(&up).map_err(|e| lost(p.peer, e))?;
+                p.read().map_err(|e| lost(p.peer, e))?
             }
-            BootError::PeerDead {
-                rank,
-                cause: format!(
-                    "its rendezvous connection (host {}, {}) closed: {e}",
-                    self.entries[rank].host, self.entries[rank].address
-                ),
+            None => {
+                let mut all: Vec<Option<Vec<u8>>> = vec![None; self.size];
+                let pairs = fields(&up).ok_or_else(|| malformed(0))?;
+                for pair in pairs.chunks(2) {
+                    let [r, b] = pair else {
+                        return Err(malformed(0));
+                    };
+                    let r = <[u8; 8]>::try_from(r.as_slice()).map(u64::from_le_bytes);
+                    let slot = r.ok().and_then(|r| all.get_mut(usize::try_from(r).ok()?));
+                    match slot {
+                        Some(s @ None) => *s = Some(b.clone()),
+                        _ => return Err(malformed(0)),
+                    }
+                }
+                let all: Vec<Vec<u8>> = all
+                    .into_iter()
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| malformed(0))?;
+                join_fields(all.iter().map(Vec::as_slice))
             }
         };
-        if self.rank != 0 {
-            let s = links[0].as_mut().ok_or(BootError::Poisoned)?;
-            send_blob(s, mine).map_err(|e| lost(0, e))?;
-            let all = read_blob(s).map_err(|e| lost(0, e))?;
-            return split(&all, self.size).ok_or_else(|| BootError::PeerDead {
-                rank: 0,
-                cause: "it sent a malformed all-gather".into(),
-            });
+        for c in &mut edges.children {
+            c.send(&all).map_err(|e| lost(c.peer, e))?;
         }
-        let mut all = vec![Vec::new(); self.size];
-        all[0] = mine.to_vec();
-        for (r, link) in links.iter_mut().enumerate() {
-            if let Some(s) = link {
-                all[r] = read_blob(s).map_err(|e| lost(r, e))?;
-            }
+        let parent = edges.parent.as_ref().map_or(0, |p| p.peer);
+        split(&all, self.size).ok_or_else(|| malformed(parent))
+    }
+
+    /// What a failed read or write on the edge to `rank` means.
+    fn lost(&self, rank: usize, e: io::Error) -> BootError {
+        if matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ) {
+            return BootError::Timeout(format!(
+                "rank {} waited {:?} for rank {rank} at a setup collective of job {}",
+                self.rank, self.patience, self.id
+            ));
         }
-        let bytes = join_fields(all.iter().map(Vec::as_slice));
-        for (r, link) in links.iter_mut().enumerate() {
-            if let Some(s) = link {
-                send_blob(s, &bytes).map_err(|e| lost(r, e))?;
-            }
+        let peer = &self.entries[rank];
+        BootError::PeerDead {
+            rank,
+            cause: format!(
+                "its connection in the set-up tree (host {}, {}) closed: {e}",
+                peer.host, peer.address
+            ),
         }
-        Ok(all)
     }
 
     /// Barrier over all ranks (an all-gather of nothing).
@@ -390,7 +422,7 @@ impl NetJob {
     }
 }
 
-type Formed = (Vec<Entry>, Vec<Option<TcpStream>>);
+type Formed = (Vec<Entry>, Edges);
 
 /// The prefix of a rendezvous setting that names a file on a file system every host
 /// shares: rank 0 listens on a port the kernel picks and writes its addresses there.
@@ -515,8 +547,9 @@ fn read_rendezvous_file(
     }
 }
 
-/// Rank 0: admits every other rank at `listener` (shown as `addr`), and sends each
-/// the table.
+/// Rank 0: admits every other rank at `listener` (shown as `addr`), placing each in
+/// the set-up tree as it comes and keeping its own children's connections, and sends
+/// the table down the tree.
 fn admit_all(
     listener: &TcpListener,
     addr: &str,
@@ -526,10 +559,11 @@ fn admit_all(
 ) -> Result<Formed, BootError> {
     let _ = listener.set_nonblocking(true);
     let mut entries: Vec<Option<Entry>> = vec![None; t.size];
-    let mut links: Vec<Option<TcpStream>> = (0..t.size).map(|_| None).collect();
-    let mut nonces = vec![[0u8; 16]; t.size];
+    let mut tree_at = vec![String::new(); t.size];
+    let mut order = vec![0];
+    let mut edges = Edges::default();
     entries[0] = Some(mine);
-    while entries.iter().any(Option::is_none) {
+    while order.len() < t.size {
         let now = Instant::now();
         if now > deadline {
             let missing: Vec<usize> = (0..t.size).filter(|&r| entries[r].is_none()).collect();
@@ -554,36 +588,54 @@ fn admit_all(
         let _ = s.set_nodelay(true);
         let _ = s.set_read_timeout(Some(ANSWER_WITHIN));
         let _ = s.set_write_timeout(Some(ANSWER_WITHIN));
-        if let Some((rank, nonce_j, host, blob)) = answer(&mut s, t, &entries)? {
-            entries[rank] = Some(Entry {
-                host,
-                address: from.ip().to_string(),
-                blob,
-            });
-            nonces[rank] = nonce_j;
-            links[rank] = Some(s);
+        let Some(a) = answer(&mut s, t, &entries)? else {
+            continue;
+        };
+        let place = Placement::of(order.len(), &order, &tree_at);
+        if place.send(&mut s, t, &a.nonce_j).is_err() {
+            continue; // gone before it had its place: not admitted
+        }
+        tree_at[a.rank] = SocketAddr::new(from.ip(), a.port).to_string();
+        entries[a.rank] = Some(Entry {
+            host: a.host,
+            address: from.ip().to_string(),
+            blob: a.blob,
+        });
+        order.push(a.rank);
+        if place.at.is_empty() {
+            let _ = s.set_write_timeout(None);
+            edges
+                .children
+                .push(Link::new(s, a.rank, t, (&a.nonce_s, &a.nonce_j), false));
         }
     }
     let entries: Vec<Entry> = entries.into_iter().flatten().collect();
     let table = encode(&entries);
-    for (r, link) in links.iter_mut().enumerate() {
-        let Some(s) = link else { continue };
-        let mac = t.key.mac("table", &[t.id.as_bytes(), &nonces[r], &table]);
-        // A rank that went away now shows at its first collective, or in its conduit.
-        let _ = send_blob(s, &table).and_then(|()| s.write_all(&mac));
+    for c in &mut edges.children {
+        // A rank that went away now shows to its children, and at its first collective.
+        let _ = c.send(&table);
     }
-    Ok((entries, links))
+    Ok((entries, edges))
 }
 
-/// One joiner's admission: `Some((rank, its nonce, host, blob))`, or `None` if it was
-/// refused (the job goes on). A rank that proves the key but disagrees on the job's
-/// shape ends the start: that job cannot form.
-#[allow(clippy::type_complexity)]
+/// A joiner rank 0 admitted: its rank, both nonces, its host, blob and tree port.
+struct Admitted {
+    rank: usize,
+    nonce_j: [u8; 16],
+    nonce_s: [u8; 16],
+    host: String,
+    blob: Vec<u8>,
+    port: u16,
+}
+
+/// One joiner's admission, or `None` if it was refused (the job goes on). A rank that
+/// proves the key but disagrees on the job's shape ends the start: that job cannot
+/// form.
 fn answer(
     s: &mut TcpStream,
     t: &Terms,
     joined: &[Option<Entry>],
-) -> Result<Option<(usize, [u8; 16], String, Vec<u8>)>, BootError> {
+) -> Result<Option<Admitted>, BootError> {
     let Ok(mut hello) = read_wire::<HELLO_BYTES>(s) else {
         return Ok(None);
     };
@@ -639,7 +691,7 @@ fn answer(
     if judge(Code::Admitted, "").is_err() {
         return Ok(None);
     }
-    let (Ok(host), Ok(blob)) = (read_blob(s), read_blob(s)) else {
+    let (Ok(host), Ok(blob), Ok(port)) = (read_blob(s), read_blob(s), read_blob(s)) else {
         return Ok(None);
     };
     let mut mac = [0u8; 32];
@@ -648,12 +700,21 @@ fn answer(
     }
     let want = t
         .key
-        .mac("entry", &[t.id.as_bytes(), &nonce_s, &host, &blob]);
+        .mac("entry", &[t.id.as_bytes(), &nonce_s, &host, &blob, &port]);
+    let Ok(port) = <[u8; 2]>::try_from(port.as_slice()).map(u16::from_le_bytes) else {
+        return Ok(None);
+    };
     if !same_mac(&mac, &want) {
         return Ok(None);
     }
-    let host = String::from_utf8_lossy(&host).into_owned();
-    Ok(Some((rank, nonce_j, host, blob)))
+    Ok(Some(Admitted {
+        rank,
+        nonce_j,
+        nonce_s,
+        host: String::from_utf8_lossy(&host).into_owned(),
+        blob,
+        port,
+    }))
 }
 
 /// A joiner: connects to rank 0 at `addr` (retrying until `deadline`), proves the key,
@@ -668,6 +729,16 @@ fn join(
     let mut s = connect(addrs, t, rank, deadline)?;
     let addr = s.peer_addr().unwrap_or(addrs[0]);
     let _ = s.set_nodelay(true);
+    // Children in the set-up tree reach this rank where rank 0 saw it come from.
+    let here = s
+        .local_addr()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    let listener = TcpListener::bind((here, 0)).map_err(|e| {
+        BootError::Env(format!(
+            "rank {rank} of job {} cannot listen for its set-up tree on {here} (TCP): {e}",
+            t.id
+        ))
+    })?;
     let remaining = deadline
         .saturating_duration_since(Instant::now())
         .max(Duration::from_millis(1));
@@ -720,33 +791,68 @@ fn join(
             t.id
         )));
     }
+    let port = listener
+        .local_addr()
+        .map_err(|e| BootError::Env(format!("the set-up tree's socket has no address: {e}")))?
+        .port()
+        .to_le_bytes();
     let mac = t.key.mac(
         "entry",
-        &[t.id.as_bytes(), &nonce_s, mine.host.as_bytes(), &mine.blob],
+        &[
+            t.id.as_bytes(),
+            &nonce_s,
+            mine.host.as_bytes(),
+            &mine.blob,
+            &port,
+        ],
     );
     send_blob(&mut s, mine.host.as_bytes())
         .and_then(|()| send_blob(&mut s, &mine.blob))
+        .and_then(|()| send_blob(&mut s, &port))
         .and_then(|()| s.write_all(&mac))
         .map_err(lost)?;
-    let table = read_blob(&mut s).map_err(lost)?;
-    let mut mac = [0u8; 32];
-    s.read_exact(&mut mac).map_err(lost)?;
-    if !same_mac(
-        &mac,
-        &t.key.mac("table", &[t.id.as_bytes(), &nonce_j, &table]),
-    ) {
-        return Err(BootError::Refused(format!(
-            "the table of job {} from {addr} does not carry the job key's MAC: refusing it",
-            t.id
-        )));
-    }
+    let place = Placement::read(&mut s, t, &nonce_j)
+        .map_err(lost)?
+        .ok_or_else(protocol)?;
+    let mut parent = if place.at.is_empty() {
+        Link::new(s, 0, t, (&nonce_s, &nonce_j), true)
+    } else {
+        drop(s); // rank 0 keeps only its children's connections
+        tree::connect_parent(&place, t, rank, deadline)?
+    };
+    let mut children = tree::accept_children(&listener, &parent, place.k, t, rank, deadline)?;
+    drop(listener);
+    let table = parent.read().map_err(|e| {
+        if e.kind() == io::ErrorKind::InvalidData {
+            return BootError::Refused(format!(
+                "the table of job {} from rank {} does not carry the job key's MAC: refusing it",
+                t.id, place.parent
+            ));
+        }
+        if place.at.is_empty() {
+            return lost(e);
+        }
+        BootError::Refused(format!(
+            "rank {rank} of job {} lost its parent in the set-up tree, rank {} at {}, before it \
+             had the job's table: {e} (did that rank, or rank 0, fail?)",
+            t.id, place.parent, place.at
+        ))
+    })?;
     let entries = decode(&table, t.size).ok_or_else(protocol)?;
     if entries[rank].blob != mine.blob {
         return Err(protocol());
     }
-    let mut links: Vec<Option<TcpStream>> = (0..t.size).map(|_| None).collect();
-    links[0] = Some(s);
-    Ok((entries, links))
+    for c in &mut children {
+        // A child that went away shows to its own children, and at the first collective.
+        let _ = c.send(&table);
+    }
+    Ok((
+        entries,
+        Edges {
+            parent: Some(parent),
+            children,
+        },
+    ))
 }
 
 /// Connects to the first of `addrs` that answers, retrying while nobody listens there

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::bootstrap::JobKey;
+use std::time::Instant;
 
 fn terms(size: usize, key: JobKey) -> Terms {
     Terms {
@@ -149,4 +150,133 @@ fn an_unreachable_rendezvous_is_named_with_its_address() {
         .expect_err("nobody listens");
     let msg = e.to_string();
     assert!(msg.contains(&at) && msg.contains("TCP"), "{msg}");
+}
+
+/// Forms a job of `size` ranks as threads of this process, each publishing its rank.
+fn form_threads(size: usize, key: JobKey, at: &str) -> Vec<NetJob> {
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..size)
+            .map(|r| {
+                let t = terms(size, key);
+                s.spawn(move || {
+                    let blob = (r as u32).to_le_bytes().to_vec();
+                    NetJob::form(
+                        r,
+                        &format!("h{}", r % 3),
+                        at,
+                        &t,
+                        blob,
+                        Duration::from_secs(60),
+                    )
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap().expect("formed"))
+            .collect()
+    })
+}
+
+#[test]
+fn a_job_deeper_than_one_level_forms_over_the_tree_and_no_rank_holds_more_than_nine_edges() {
+    let key = JobKey::random().expect("key");
+    let at = free_port();
+    let size = 80; // positions 9 … 79 hang under ranks other than rank 0
+    let jobs = form_threads(size, key, &at);
+    for j in &jobs {
+        let blobs: Vec<Vec<u8>> = j.entries().iter().map(|e| e.blob.clone()).collect();
+        let want: Vec<Vec<u8>> = (0..size as u32).map(|r| r.to_le_bytes().to_vec()).collect();
+        assert_eq!(blobs, want, "rank {}'s table", j.rank());
+        let edges = j.edges.lock().unwrap();
+        assert_eq!(edges.parent.is_none(), j.rank() == 0);
+        assert!(edges.children.len() <= 8, "rank {}", j.rank());
+    }
+    let under_zero = jobs[0].edges.lock().unwrap().children.len();
+    assert_eq!(
+        under_zero, 8,
+        "rank 0 keeps only its children's connections"
+    );
+    let kids: usize = jobs
+        .iter()
+        .map(|j| j.edges.lock().unwrap().children.len())
+        .sum();
+    assert_eq!(
+        kids,
+        size - 1,
+        "every rank but rank 0 is someone's child, once"
+    );
+    for round in 0..2u64 {
+        let words: Vec<Vec<u64>> = std::thread::scope(|s| {
+            let hs: Vec<_> = jobs
+                .iter()
+                .map(|j| s.spawn(move || j.allgather(round * 1000 + j.rank() as u64)))
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().unwrap().expect("allgather"))
+                .collect()
+        });
+        let want: Vec<u64> = (0..size as u64).map(|r| round * 1000 + r).collect();
+        assert!(words.iter().all(|w| w == &want), "round {round}");
+    }
+}
+
+#[test]
+fn a_parent_takes_only_the_children_that_prove_the_key_at_their_positions() {
+    let t = terms(20, JobKey::random().expect("key")); // position 1's children: 9 … 16
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let at = listener.local_addr().expect("its address").to_string();
+    let soon = || Instant::now() + Duration::from_millis(500);
+    let place = |k: usize| tree::Placement {
+        k,
+        parent: 1,
+        at: at.clone(),
+    };
+    // Position 1's own parent edge, held open by rank 0's end.
+    let root = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let up = TcpStream::connect(root.local_addr().expect("its address")).expect("connect");
+    let _held = root.accept().expect("accept");
+    let up = tree::Link::new(up, 0, &t, (&[0; 16], &[1; 16]), true);
+    std::thread::scope(|s| {
+        let parent = s.spawn(|| {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            tree::accept_children(&listener, &up, 1, &t, 1, deadline)
+        });
+        // A process without the key is refused by the child's own check, and the
+        // parent takes nothing from it.
+        let stranger = terms(20, JobKey::random().expect("key"));
+        let e = tree::connect_parent(&place(9), &stranger, 9, soon()).expect_err("no key");
+        assert!(e.to_string().contains("did not prove"), "{e}");
+        // A rank with the key at a position that is not this parent's is not answered.
+        assert!(tree::connect_parent(&place(3), &t, 3, soon()).is_err());
+        let mut kids: Vec<tree::Link> = (9..17)
+            .map(|k| tree::connect_parent(&place(k), &t, 100 + k, soon()).expect("a child"))
+            .collect();
+        let mut links = parent.join().unwrap().expect("all eight children");
+        links.sort_by_key(|l| l.peer);
+        let peers: Vec<usize> = links.iter().map(|l| l.peer).collect();
+        assert_eq!(peers, (109..117).collect::<Vec<_>>());
+        // Messages go both ways under the edge's MAC.
+        kids[0].send(b"up").expect("send");
+        assert_eq!(links[0].read().expect("read"), b"up");
+        links[7].send(b"down").expect("send");
+        assert_eq!(kids[7].read().expect("read"), b"down");
+    });
+}
+
+#[test]
+fn a_parent_waiting_for_its_children_stops_when_its_own_parent_hangs_up() {
+    let t = terms(20, JobKey::random().expect("key"));
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let root = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let up = TcpStream::connect(root.local_addr().expect("its address")).expect("connect");
+    drop(root.accept().expect("accept")); // rank 0's end closes: the job cannot form
+    let up = tree::Link::new(up, 0, &t, (&[0; 16], &[1; 16]), true);
+    let since = Instant::now();
+    let deadline = since + Duration::from_secs(20);
+    let e = tree::accept_children(&listener, &up, 1, &t, 1, deadline).expect_err("hung up");
+    assert!(e.to_string().contains("lost its parent"), "{e}");
+    assert!(
+        since.elapsed() < Duration::from_secs(5),
+        "not the attach timeout"
+    );
 }
