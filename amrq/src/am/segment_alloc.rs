@@ -85,6 +85,10 @@ pub struct SegmentAllocator {
     local: Arena,
     /// Live allocations: offset → (length, symmetric).
     live: BTreeMap<usize, (usize, bool)>,
+    /// The furthest either arena ever reached: the bytes of `[sym_reached,
+    /// local_reached)` were never handed out, and are as the conduit made them, zero.
+    sym_reached: usize,
+    local_reached: usize,
 }
 
 impl SegmentAllocator {
@@ -103,6 +107,8 @@ impl SegmentAllocator {
             sym: Arena::default(),
             local: Arena::default(),
             live: BTreeMap::new(),
+            sym_reached: 0,
+            local_reached: bytes,
         }
     }
 
@@ -149,11 +155,40 @@ impl SegmentAllocator {
                     self.sym.give(self.sym_end, start - self.sym_end);
                 }
                 self.sym_end = start + len;
+                self.sym_reached = self.sym_reached.max(self.sym_end);
                 start
             }
         };
         self.live.insert(off, (len, true));
         Some(off)
+    }
+
+    /// [`SegmentAllocator::alloc_symmetric`], with the part of the allocation that an
+    /// earlier one may have written: zero it, and the rest is zero already (a
+    /// conduit's segment starts zeroed, and nothing else writes where nothing was
+    /// allocated).
+    ///
+    /// ```
+    /// use amrq::am::SegmentAllocator;
+    /// let mut a = SegmentAllocator::new(1 << 16);
+    /// let (at, used) = a.alloc_symmetric_fresh(4096, 64).unwrap();
+    /// assert!(used.is_empty()); // never handed out before
+    /// a.free(at).unwrap();
+    /// let (again, used) = a.alloc_symmetric_fresh(8192, 64).unwrap();
+    /// assert_eq!((again, used), (at, at..at + 4096)); // the first 4 KiB were
+    /// ```
+    pub fn alloc_symmetric_fresh(
+        &mut self,
+        len: usize,
+        align: usize,
+    ) -> Option<(usize, std::ops::Range<usize>)> {
+        let (sym, local) = (self.sym_reached, self.local_reached);
+        let off = self.alloc_symmetric(len, align)?;
+        let end = off + len.max(1);
+        // The smallest range that covers what either arena reached before.
+        let start = if off < sym { off } else { off.max(local) };
+        let stop = if end > local { end } else { end.min(sym) };
+        Some((off, start..stop.max(start)))
     }
 
     /// `len` bytes at alignment `align` (a power of two) in the local arena, highest fit
@@ -182,6 +217,7 @@ impl SegmentAllocator {
                     self.local.give(start + len, self.local_start - start - len);
                 }
                 self.local_start = start;
+                self.local_reached = self.local_reached.min(start);
                 start
             }
         };
@@ -241,6 +277,8 @@ mod tests {
         const BYTES: usize = 1 << 16;
         let mut a = SegmentAllocator::new(BYTES);
         let mut owner = vec![0u32; BYTES];
+        // Bytes any allocation was ever given.
+        let mut ever = vec![false; BYTES];
         let mut live: Vec<(usize, usize)> = Vec::new();
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut rnd = |m: usize| {
@@ -258,15 +296,18 @@ mod tests {
             }
             let (len, align) = (1 + rnd(3000), 1 << rnd(7));
             let got = if rnd(2) == 0 {
-                a.alloc_symmetric(len, align)
+                a.alloc_symmetric_fresh(len, align)
             } else {
-                a.alloc_local(len, align)
+                a.alloc_local(len, align).map(|off| (off, off..off + len))
             };
-            let Some(off) = got else { continue };
+            let Some((off, used)) = got else { continue };
             assert_eq!(off % align, 0, "aligned");
             assert!(off + len <= BYTES, "inside");
             assert!(owner[off..off + len].iter().all(|&o| o == 0), "disjoint");
+            let outside = (off..off + len).filter(|b| !used.contains(b));
+            assert!(outside.clone().all(|b| !ever[b]), "fresh where it says so");
             owner[off..off + len].iter_mut().for_each(|o| *o = step);
+            ever[off..off + len].iter_mut().for_each(|e| *e = true);
             live.push((off, len));
         }
         for (off, _) in live.drain(..) {

@@ -112,10 +112,9 @@ impl<S, C: Conduit> Coll<S, C> {
     pub fn new(rma: Rma<S, C>) -> Result<Self, RmaError> {
         let n = rma.am().size();
         let bytes = Channels::mailbox_bytes(n);
-        let mailbox = rma.alloc_symmetric(bytes, 64)?;
-        // The allocator may hand out memory a previous user wrote: zero our mailbox,
-        // and let every rank finish that before anyone sends.
-        rma.put(rma.am().rank(), mailbox, &vec![0u8; bytes])?;
+        // Zeroed where an earlier allocation wrote, and every rank done with that
+        // before anyone sends; the rest is untouched until a peer sends there.
+        let mailbox = rma.alloc_symmetric_zeroed(bytes, 64)?;
         rma.am().barrier()?;
         Ok(Self {
             ch: Channels::new(&rma, mailbox),

@@ -352,8 +352,9 @@ pub trait Conduit {
         msg: &Message<'_>,
     ) -> Result<(), ConduitError>;
 
-    /// This rank's registered segment: its first byte and length. Peers write into it
-    /// (Long messages, later RMA), so it is handed out as a raw pointer.
+    /// This rank's registered segment: its first byte and length, zeroed when the
+    /// endpoint is made. Peers write into it (Long messages, later RMA), so it is
+    /// handed out as a raw pointer.
     ///
     /// ```
     /// use amrq::conduit::{threads, Conduit};

@@ -48,6 +48,43 @@ impl<S, C: Conduit> Rma<S, C> {
     /// assert!(offsets.windows(2).all(|w| w[0] == w[1])); // the same offset everywhere
     /// ```
     pub fn alloc_symmetric(&self, len: usize, align: usize) -> Result<usize, RmaError> {
+        self.symmetric(len, align).map(|(at, _)| at)
+    }
+
+    /// Collective: [`Rma::alloc_symmetric`], zeroed on this rank. Only the bytes an
+    /// earlier allocation may have written are written: the rest of a segment is as
+    /// the conduit made it, zero, so a large allocation costs no page until it is used.
+    ///
+    /// ```
+    /// use amrq::prelude::*;
+    /// amrq::Config::new().threads(2, |setup| -> amrq::Result<()> {
+    ///     let am = setup.start(HandlerTable::<()>::new(), ())?;
+    ///     let rma = am.rma();
+    ///     let at = rma.alloc_symmetric(64, 8)?;
+    ///     rma.put(am.rank(), at, &[7; 64])?;
+    ///     rma.free(at)?;
+    ///     let again = rma.alloc_symmetric_zeroed(1 << 20, 8)?; // over the 7s, and beyond
+    ///     let mut seen = vec![1u8; 128];
+    ///     rma.get(am.rank(), again, &mut seen)?;
+    ///     assert!(seen.iter().all(|&b| b == 0));
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn alloc_symmetric_zeroed(&self, len: usize, align: usize) -> Result<usize, RmaError> {
+        let (at, used) = self.symmetric(len, align)?;
+        if !used.is_empty() {
+            self.put(self.am.rank(), used.start, &vec![0; used.len()])?;
+        }
+        Ok(at)
+    }
+
+    /// A symmetric allocation, and the part of it an earlier one may have written.
+    fn symmetric(
+        &self,
+        len: usize,
+        align: usize,
+    ) -> Result<(usize, std::ops::Range<usize>), RmaError> {
         if !align.is_power_of_two() {
             return Err(RmaError::BadAlignment { align });
         }
@@ -59,19 +96,19 @@ impl<S, C: Conduit> Rma<S, C> {
             .am
             .segment_allocator()
             .borrow_mut()
-            .alloc_symmetric(len, align);
+            .alloc_symmetric_fresh(len, align);
         let all = self
             .am
             .rq()
             .conduit()
-            .allgather(mine.map_or(u64::MAX, |o| o as u64))?;
+            .allgather(mine.as_ref().map_or(u64::MAX, |(o, _)| *o as u64))?;
         if let Some(rank) = (0..all.len()).find(|&r| all[r] == u64::MAX || all[r] != all[0]) {
-            if let Some(off) = mine {
+            if let Some((off, _)) = mine {
                 let _ = self.am.segment_allocator().borrow_mut().free(off);
             }
             return Err(RmaError::NotSymmetric { len, rank });
         }
-        Ok(all[0] as usize)
+        Ok(mine.unwrap_or((all[0] as usize, 0..0)))
     }
 
     /// Frees an allocation of this rank ([`Rma::alloc_local`], or its share of a

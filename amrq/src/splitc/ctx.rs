@@ -116,10 +116,9 @@ impl<S, C: Conduit> SplitC<S, C> {
         // Lines of their own: a peer's store writing into the array next to them,
         // while this rank counts stores, would make the line bounce between the cores.
         let bytes = (8 * (procs + 1)).next_multiple_of(LINE_PAIR);
-        let counters = rma.alloc_symmetric(bytes, LINE_PAIR)?;
-        // The allocator may hand out memory a previous user wrote: zero ours, and let
-        // every rank finish that before anyone stores (`Coll::new` ends in a barrier).
-        rma.put(am.rank(), counters, &vec![0; bytes])?;
+        // Zeroed, and every rank done with that before anyone stores (`Coll::new`
+        // ends in a barrier).
+        let counters = rma.alloc_symmetric_zeroed(bytes, LINE_PAIR)?;
         let (me, segment) = (am.rank(), am.segment());
         let coll = Coll::new(rma)?;
         Ok(Self {
