@@ -19,6 +19,9 @@ use std::sync::Mutex;
 #[derive(Debug)]
 pub struct Watch {
     fds: Mutex<Vec<Option<(u32, OwnedFd)>>>,
+    /// An epoll set of every pidfd opened, keyed by rank (none where epoll fails: each
+    /// is then polled on its own).
+    ended: Option<OwnedFd>,
 }
 
 /// What a look at a peer found.
@@ -49,9 +52,112 @@ impl Watch {
     /// # let _ = w;
     /// ```
     pub fn new(ranks: usize) -> Self {
+        // SAFETY: epoll_create1 takes flags and returns a new descriptor or -1.
+        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         Self {
             fds: Mutex::new((0..ranks).map(|_| None).collect()),
+            // SAFETY: a new descriptor owned by nothing else.
+            ended: (ep >= 0).then(|| unsafe { OwnedFd::from_raw_fd(ep) }),
         }
+    }
+
+    /// The first of `peers` (rank, pid) whose process has ended, and how, in one
+    /// `epoll_wait` over their pidfds (each opened at its first look): a check of L
+    /// peers is one system call, not L. An ended rank for which `left` is true left
+    /// the job cleanly first: it is forgotten, not reported.
+    ///
+    /// ```
+    /// use amrq::bootstrap::liveness::Watch;
+    /// let mut child = std::process::Command::new("sh").args(["-c", "exit 4"]).spawn().unwrap();
+    /// let (w, pid) = (Watch::new(3), child.id());
+    /// let me = (0, std::process::id());
+    /// let seen = loop {
+    ///     match w.first_ended([me, (2, pid)].into_iter(), |_| false) {
+    ///         None => std::thread::sleep(std::time::Duration::from_millis(5)),
+    ///         Some(ended) => break ended,
+    ///     }
+    /// };
+    /// assert!(seen.0 == 2 && seen.1.contains('4'), "{seen:?}");
+    /// child.wait().unwrap();
+    /// ```
+    pub fn first_ended(
+        &self,
+        peers: impl Iterator<Item = (usize, u32)>,
+        left: impl Fn(usize) -> bool,
+    ) -> Option<(usize, String)> {
+        let Some(ep) = &self.ended else {
+            let mut peers = peers;
+            return peers.find_map(|(r, pid)| match self.look(r, pid) {
+                Seen::Ended(how) if !left(r) => Some((r, how)),
+                _ => None,
+            });
+        };
+        let Ok(mut fds) = self.fds.lock() else {
+            return None; // a panic elsewhere: the next look will tell
+        };
+        for (r, pid) in peers {
+            let Some(slot) = fds.get_mut(r) else { continue };
+            if slot.as_ref().is_some_and(|(p, _)| *p == pid) {
+                continue;
+            }
+            match open(pid) {
+                Ok(fd) => {
+                    let mut ev = libc::epoll_event {
+                        events: libc::EPOLLIN as u32,
+                        u64: r as u64,
+                    };
+                    if let Some((_, old)) = slot.take() {
+                        // SAFETY: removing a descriptor this set holds.
+                        unsafe {
+                            libc::epoll_ctl(
+                                ep.as_raw_fd(),
+                                libc::EPOLL_CTL_DEL,
+                                old.as_raw_fd(),
+                                &mut ev,
+                            )
+                        };
+                    }
+                    // SAFETY: adding a live descriptor to a live epoll set.
+                    unsafe {
+                        libc::epoll_ctl(
+                            ep.as_raw_fd(),
+                            libc::EPOLL_CTL_ADD,
+                            fd.as_raw_fd(),
+                            &mut ev,
+                        )
+                    };
+                    *slot = Some((pid, fd));
+                }
+                Err(Seen::Ended(how)) if !left(r) => return Some((r, how)),
+                Err(_) => {}
+            }
+        }
+        let mut ready = [libc::epoll_event { events: 0, u64: 0 }; 8];
+        // SAFETY: a live epoll set and room for `ready.len()` events; timeout 0.
+        let n =
+            unsafe { libc::epoll_wait(ep.as_raw_fd(), ready.as_mut_ptr(), ready.len() as i32, 0) };
+        for ev in ready.iter().take(n.max(0) as usize) {
+            let r = ev.u64 as usize;
+            let Some((pid, fd)) = fds.get_mut(r).and_then(Option::take) else {
+                continue;
+            };
+            if !left(r) {
+                let how = how_it_ended(pid);
+                fds[r] = Some((pid, fd));
+                return Some((r, how));
+            }
+            let mut none = libc::epoll_event { events: 0, u64: 0 };
+            // SAFETY: removing a descriptor this set holds, before it closes.
+            unsafe {
+                libc::epoll_ctl(
+                    ep.as_raw_fd(),
+                    libc::EPOLL_CTL_DEL,
+                    fd.as_raw_fd(),
+                    &mut none,
+                )
+            };
+        }
+        None
     }
 
     /// Looks at rank `rank`, whose process is `pid`.
@@ -77,16 +183,10 @@ impl Watch {
             return Seen::Alive;
         };
         if slot.as_ref().is_none_or(|(p, _)| *p != pid) {
-            // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
-            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-            if fd < 0 {
-                return match std::io::Error::last_os_error().raw_os_error() {
-                    Some(libc::ESRCH) => Seen::Ended(how_it_ended(pid)),
-                    _ => Seen::Alive, // no pidfds (old kernel, ENOSYS): cannot tell
-                };
+            match open(pid) {
+                Ok(fd) => *slot = Some((pid, fd)),
+                Err(seen) => return seen,
             }
-            // SAFETY: `fd` is a new descriptor owned by nothing else.
-            *slot = Some((pid, unsafe { OwnedFd::from_raw_fd(fd as i32) }));
         }
         let Some((_, fd)) = slot.as_ref() else {
             return Seen::Alive;
@@ -104,6 +204,21 @@ impl Watch {
             Seen::Alive
         }
     }
+}
+
+/// A pidfd for `pid`; `Err(Ended)` if it is gone already, `Err(Alive)` where pidfds
+/// do not exist (an old kernel: nobody can tell).
+fn open(pid: u32) -> Result<OwnedFd, Seen> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return Err(match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::ESRCH) => Seen::Ended(how_it_ended(pid)),
+            _ => Seen::Alive,
+        });
+    }
+    // SAFETY: `fd` is a new descriptor owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// How process `pid` ended, in words: from its wait status while it is a zombie.

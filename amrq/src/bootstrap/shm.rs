@@ -48,7 +48,7 @@
 //! ```
 
 use super::key::rendezvous_name;
-use super::liveness::{Seen, Watch};
+use super::liveness::Watch;
 use super::rendezvous::{self, Door, Keeper, Terms};
 use super::{fault, BootError, JobKey};
 use crate::util::futex;
@@ -419,26 +419,22 @@ impl ShmJob {
                 return Err(BootError::PeerDead { rank, cause });
             }
         }
-        for r in (0..self.size).filter(|&r| r != self.rank) {
+        let peers = (0..self.size).filter(|&r| r != self.rank).filter_map(|r| {
             // ORDERING: Acquire pairs with the Release stores of a rank's slot, so a
             // rank that left is never taken for dead (its exit follows that store).
             let w = self.slot(r).load(Ordering::Acquire);
-            let pid = w as u32;
-            if pid == 0 || w >> 32 == LEFT {
-                continue;
-            }
-            if let Seen::Ended(how) = self.watch.look(r, pid) {
-                // It may have left cleanly, and exited, after the load above (a poller
-                // preempted between the two: CI saw it with 3 ranks on 2 cores). Its
-                // LEFT store precedes its exit, which `look` has seen: load again.
-                if self.has_left(r) {
-                    continue;
-                }
+            (w as u32 != 0 && w >> 32 != LEFT).then_some((r, w as u32))
+        });
+        // A rank seen ended may have left cleanly, and exited, after the load above (a
+        // poller preempted between the two: CI saw it with 3 ranks on 2 cores). Its
+        // LEFT store precedes its exit, which the watch has seen: load again.
+        match self.watch.first_ended(peers, |r| self.has_left(r)) {
+            Some((r, how)) => {
                 let (rank, cause) = self.record_failure(r, &how);
-                return Err(BootError::PeerDead { rank, cause });
+                Err(BootError::PeerDead { rank, cause })
             }
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Records that this rank is failing, with `cause` (the first failure recorded in
