@@ -575,11 +575,14 @@ impl RegionLayout {
         }
     }
 
-    /// Writes the header and initialises every ring. `base` must be zeroed memory of
-    /// [`RegionLayout::total_bytes`] bytes that nobody else uses yet.
+    /// Writes the header. `base` must be zeroed memory of
+    /// [`RegionLayout::total_bytes`] bytes that nobody else uses yet: a zeroed ring is
+    /// a ring at position 0 (its sequence words match no position a consumer looks
+    /// for until a producer writes one), so no ring is written, and a ring's pages are
+    /// touched only once a sender uses it.
     ///
     /// # Safety
-    /// `base` is 128-byte aligned and valid for writes of `total_bytes()` bytes.
+    /// `base` is 128-byte aligned, zeroed and valid for writes of `total_bytes()` bytes.
     ///
     /// ```
     /// use amrq::conduit::{mem::{HeapRegion, RegionLayout}, ChannelSpec, ConduitSpec};
@@ -589,30 +592,8 @@ impl RegionLayout {
     /// unsafe { layout.init(region.base()) };
     /// ```
     pub unsafe fn init(&self, base: NonNull<u8>) {
-        for r in self.receivers.clone() {
-            // SAFETY: the caller's guarantee covers every ring's bytes.
-            unsafe { self.init_rings_of(base, r) };
-        }
-        // SAFETY: as above.
+        // SAFETY: the caller's guarantee.
         unsafe { self.write_header(base) };
-    }
-
-    /// Initialises the rings read by `receiver`, from every sender, on every channel.
-    ///
-    /// # Safety
-    /// As for [`RegionLayout::init`].
-    unsafe fn init_rings_of(&self, base: NonNull<u8>, receiver: usize) {
-        for ch in 0..self.channels() {
-            let senders = match self.channels[ch].rings {
-                Rings::PerSender => self.ranks,
-                Rings::Shared => 1,
-                Rings::Own => self.own.unwrap_or(0) + 1,
-            };
-            for s in 0..senders {
-                // SAFETY: the caller's guarantee covers this ring's bytes.
-                unsafe { self.ring(base, ch, receiver, s) }.init(0);
-            }
-        }
     }
 
     /// Writes the region's header.

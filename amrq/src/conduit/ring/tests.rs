@@ -13,13 +13,19 @@ struct HeapRing {
 
 impl HeapRing {
     fn new(nslots: u64, start: u64) -> Self {
+        let h = Self::zeroed(nslots);
+        h.ring.init(start);
+        h
+    }
+
+    /// A ring on zeroed memory, never initialised: a ring at position 0.
+    fn zeroed(nslots: u64) -> Self {
         let mut mem = vec![0u128; RawRing::bytes(nslots) / 16 + 8];
         let p = mem.as_mut_ptr().cast::<u8>();
         let off = p.align_offset(CTL_BYTES);
         // SAFETY: `off` < 128 and the vector has 128 spare bytes; it lives as long as `ring`
         // (same struct) and its heap buffer never moves.
         let ring = unsafe { RawRing::new(NonNull::new_unchecked(p.add(off)), nslots) };
-        ring.init(start);
         Self { _mem: mem, ring }
     }
 }
@@ -76,8 +82,17 @@ fn wrap_around_table() {
             u64::MAX / 2,
             u64::MAX,
         ] {
-            for &batch in &[1, 2, Consumer::default_batch(nslots)] {
-                let h = HeapRing::new(nslots, start);
+            // A zeroed ring is a ring at position 0 (what a region's layout relies on).
+            let zeroed: &[bool] = if start == 0 { &[false, true] } else { &[false] };
+            for (&batch, &zeroed) in [1, 2, Consumer::default_batch(nslots)]
+                .iter()
+                .flat_map(|b| zeroed.iter().map(move |z| (b, z)))
+            {
+                let h = if zeroed {
+                    HeapRing::zeroed(nslots)
+                } else {
+                    HeapRing::new(nslots, start)
+                };
                 let (mut p, mut c) = (
                     Producer::new(nslots, start),
                     Consumer::new(nslots, start, batch),
