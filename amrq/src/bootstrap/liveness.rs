@@ -18,10 +18,19 @@ use std::sync::Mutex;
 /// ```
 #[derive(Debug)]
 pub struct Watch {
-    fds: Mutex<Vec<Option<(u32, OwnedFd)>>>,
+    fds: Mutex<Vec<Option<Watched>>>,
     /// An epoll set of every pidfd opened, keyed by rank (none where epoll fails: each
     /// is then polled on its own).
     ended: Option<OwnedFd>,
+}
+
+/// A peer's process, watched.
+#[derive(Debug)]
+struct Watched {
+    pid: u32,
+    fd: OwnedFd,
+    /// In the epoll set (false where the kernel refused it: it is polled on its own).
+    in_set: bool,
 }
 
 /// What a look at a peer found.
@@ -97,39 +106,40 @@ impl Watch {
         };
         for (r, pid) in peers {
             let Some(slot) = fds.get_mut(r) else { continue };
-            if slot.as_ref().is_some_and(|(p, _)| *p == pid) {
-                continue;
-            }
-            match open(pid) {
-                Ok(fd) => {
-                    let mut ev = libc::epoll_event {
-                        events: libc::EPOLLIN as u32,
-                        u64: r as u64,
-                    };
-                    if let Some((_, old)) = slot.take() {
-                        // SAFETY: removing a descriptor this set holds.
-                        unsafe {
-                            libc::epoll_ctl(
-                                ep.as_raw_fd(),
-                                libc::EPOLL_CTL_DEL,
-                                old.as_raw_fd(),
-                                &mut ev,
-                            )
-                        };
-                    }
-                    // SAFETY: adding a live descriptor to a live epoll set.
-                    unsafe {
-                        libc::epoll_ctl(
-                            ep.as_raw_fd(),
-                            libc::EPOLL_CTL_ADD,
-                            fd.as_raw_fd(),
-                            &mut ev,
-                        )
-                    };
-                    *slot = Some((pid, fd));
+            if slot.as_ref().is_none_or(|w| w.pid != pid) {
+                if let Some(old) = slot.take().filter(|w| w.in_set) {
+                    remove(ep, &old.fd);
                 }
-                Err(Seen::Ended(how)) if !left(r) => return Some((r, how)),
-                Err(_) => {}
+                match open(pid) {
+                    Ok(fd) => {
+                        *slot = Some(Watched {
+                            pid,
+                            fd,
+                            in_set: false,
+                        })
+                    }
+                    Err(Seen::Ended(how)) if !left(r) => return Some((r, how)),
+                    Err(_) => continue,
+                }
+            }
+            let Some(w) = slot.as_mut().filter(|w| !w.in_set) else {
+                continue;
+            };
+            let mut ev = libc::epoll_event {
+                events: libc::EPOLLIN as u32,
+                u64: r as u64,
+            };
+            // SAFETY: adding a live descriptor to a live epoll set.
+            w.in_set = unsafe {
+                libc::epoll_ctl(
+                    ep.as_raw_fd(),
+                    libc::EPOLL_CTL_ADD,
+                    w.fd.as_raw_fd(),
+                    &mut ev,
+                )
+            } == 0;
+            if !w.in_set && ended(&w.fd) && !left(r) {
+                return Some((r, how_it_ended(pid)));
             }
         }
         let mut ready = [libc::epoll_event { events: 0, u64: 0 }; 8];
@@ -138,24 +148,15 @@ impl Watch {
             unsafe { libc::epoll_wait(ep.as_raw_fd(), ready.as_mut_ptr(), ready.len() as i32, 0) };
         for ev in ready.iter().take(n.max(0) as usize) {
             let r = ev.u64 as usize;
-            let Some((pid, fd)) = fds.get_mut(r).and_then(Option::take) else {
+            let Some(w) = fds.get_mut(r).and_then(Option::take) else {
                 continue;
             };
             if !left(r) {
-                let how = how_it_ended(pid);
-                fds[r] = Some((pid, fd));
+                let how = how_it_ended(w.pid);
+                fds[r] = Some(w);
                 return Some((r, how));
             }
-            let mut none = libc::epoll_event { events: 0, u64: 0 };
-            // SAFETY: removing a descriptor this set holds, before it closes.
-            unsafe {
-                libc::epoll_ctl(
-                    ep.as_raw_fd(),
-                    libc::EPOLL_CTL_DEL,
-                    fd.as_raw_fd(),
-                    &mut none,
-                )
-            };
+            remove(ep, &w.fd); // before it closes
         }
         None
     }
@@ -182,28 +183,52 @@ impl Watch {
         let Some(slot) = fds.get_mut(rank) else {
             return Seen::Alive;
         };
-        if slot.as_ref().is_none_or(|(p, _)| *p != pid) {
+        if slot.as_ref().is_none_or(|w| w.pid != pid) {
+            if let (Some(old), Some(ep)) = (slot.take().filter(|w| w.in_set), &self.ended) {
+                remove(ep, &old.fd);
+            }
             match open(pid) {
-                Ok(fd) => *slot = Some((pid, fd)),
+                Ok(fd) => {
+                    *slot = Some(Watched {
+                        pid,
+                        fd,
+                        in_set: false,
+                    })
+                }
                 Err(seen) => return seen,
             }
         }
-        let Some((_, fd)) = slot.as_ref() else {
-            return Seen::Alive;
-        };
-        let mut p = libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd; timeout 0: never blocks.
-        let n = unsafe { libc::poll(&mut p, 1, 0) };
-        if n > 0 && p.revents & libc::POLLIN != 0 {
-            Seen::Ended(how_it_ended(pid))
-        } else {
-            Seen::Alive
+        match slot.as_ref() {
+            Some(w) if ended(&w.fd) => Seen::Ended(how_it_ended(pid)),
+            _ => Seen::Alive,
         }
     }
+}
+
+/// True once the process of pidfd `fd` has ended.
+fn ended(fd: &OwnedFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; timeout 0: never blocks.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & libc::POLLIN != 0
+}
+
+/// Takes `fd` out of epoll set `ep`.
+fn remove(ep: &OwnedFd, fd: &OwnedFd) {
+    let mut none = libc::epoll_event { events: 0, u64: 0 };
+    // SAFETY: a live epoll set and a live descriptor it may hold.
+    unsafe {
+        libc::epoll_ctl(
+            ep.as_raw_fd(),
+            libc::EPOLL_CTL_DEL,
+            fd.as_raw_fd(),
+            &mut none,
+        )
+    };
 }
 
 /// A pidfd for `pid`; `Err(Ended)` if it is gone already, `Err(Alive)` where pidfds

@@ -146,6 +146,20 @@ fn fields(mut b: &[u8]) -> Option<Vec<Vec<u8>>> {
     Some(all)
 }
 
+/// The (rank, bytes) pairs of a subtree's part of an all-gather, every rank below
+/// `size`; `None` if malformed.
+fn pairs(b: &[u8], size: usize) -> Option<Vec<(usize, Vec<u8>)>> {
+    let f = fields(b)?;
+    (f.len() % 2 == 0).then_some(())?;
+    f.chunks(2)
+        .map(|p| {
+            let r = u64::from_le_bytes(<[u8; 8]>::try_from(p[0].as_slice()).ok()?);
+            let r = usize::try_from(r).ok().filter(|&r| r < size)?;
+            Some((r, p[1].clone()))
+        })
+        .collect()
+}
+
 /// Exactly `n` fields of `b` as [`join_fields`] wrote them; `None` if malformed.
 fn split(b: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
     fields(b).filter(|f| f.len() == n)
@@ -305,15 +319,30 @@ impl NetJob {
     pub fn exchange(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {
         self.check_peers()?;
         let mut edges = self.edges.lock().map_err(|_| BootError::Poisoned)?;
+        let all = self.exchange_over(&mut edges, mine);
+        if all.is_err() {
+            // Its neighbours learn at once that this collective will not complete.
+            edges.hang_up();
+        }
+        all
+    }
+
+    fn exchange_over(&self, edges: &mut Edges, mine: &[u8]) -> Result<Vec<Vec<u8>>, BootError> {
         let lost = |rank: usize, e: io::Error| self.lost(rank, e);
         let malformed = |rank: usize| BootError::PeerDead {
             rank,
             cause: "it sent a malformed all-gather".into(),
         };
-        // Up: this rank's subtree, as (rank, bytes) pairs.
+        // Up: this rank's subtree, as (rank, bytes) pairs, each child's checked.
         let mut up = join_fields([&(self.rank as u64).to_le_bytes()[..], mine]);
+        let mut parts = vec![(self.rank, pairs(&up, self.size).unwrap_or_default())];
         for c in &mut edges.children {
-            up.extend(c.read().map_err(|e| lost(c.peer, e))?);
+            let part = c.read().map_err(|e| lost(c.peer, e))?;
+            parts.push((
+                c.peer,
+                pairs(&part, self.size).ok_or_else(|| malformed(c.peer))?,
+            ));
+            up.extend(part);
         }
         let all = match &mut edges.parent {
             Some(p) => {
@@ -322,23 +351,21 @@ impl NetJob {
             }
             None => {
                 let mut all: Vec<Option<Vec<u8>>> = vec![None; self.size];
-                let pairs = fields(&up).ok_or_else(|| malformed(0))?;
-                for pair in pairs.chunks(2) {
-                    let [r, b] = pair else {
-                        return Err(malformed(0));
-                    };
-                    let r = <[u8; 8]>::try_from(r.as_slice()).map(u64::from_le_bytes);
-                    let slot = r.ok().and_then(|r| all.get_mut(usize::try_from(r).ok()?));
-                    match slot {
-                        Some(s @ None) => *s = Some(b.clone()),
-                        _ => return Err(malformed(0)),
+                for (from, pairs) in parts {
+                    for (r, b) in pairs {
+                        match &mut all[r] {
+                            slot @ None => *slot = Some(b),
+                            Some(_) => return Err(malformed(from)),
+                        }
                     }
                 }
-                let all: Vec<Vec<u8>> = all
-                    .into_iter()
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| malformed(0))?;
-                join_fields(all.iter().map(Vec::as_slice))
+                if let Some(r) = all.iter().position(Option::is_none) {
+                    return Err(BootError::PeerDead {
+                        rank: r,
+                        cause: "its part of a set-up all-gather never came up the tree".into(),
+                    });
+                }
+                join_fields(all.iter().flatten().map(Vec::as_slice))
             }
         };
         for c in &mut edges.children {
@@ -359,12 +386,14 @@ impl NetJob {
                 self.rank, self.patience, self.id
             ));
         }
-        let peer = &self.entries[rank];
+        let (host, address) = self
+            .entries
+            .get(rank)
+            .map_or(("?", "?"), |p| (p.host.as_str(), p.address.as_str()));
         BootError::PeerDead {
             rank,
             cause: format!(
-                "its connection in the set-up tree (host {}, {}) closed: {e}",
-                peer.host, peer.address
+                "its connection in the set-up tree (host {host}, {address}) closed: {e}"
             ),
         }
     }
@@ -718,7 +747,8 @@ fn answer(
 }
 
 /// A joiner: connects to rank 0 at `addr` (retrying until `deadline`), proves the key,
-/// hands over its entry and receives the table.
+/// hands over its entry, takes its place in the set-up tree and receives the table from
+/// its parent there.
 fn join(
     addrs: &[SocketAddr],
     t: &Terms,
@@ -829,7 +859,12 @@ fn join(
                 t.id, place.parent
             ));
         }
-        if place.at.is_empty() {
+        if place.at.is_empty()
+            || matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            )
+        {
             return lost(e);
         }
         BootError::Refused(format!(

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// many pieces.
 ///
 /// ```
-/// assert_eq!(amrq::coll::RATE_WINDOW, 4); // pieces of CHUNK / 4 bytes
+/// assert_eq!(amrq::coll::RATE_WINDOW, 4); // pieces of a quarter chunk
 /// ```
 pub const RATE_WINDOW: usize = 4;
 
@@ -37,12 +37,12 @@ const YIELD_AFTER: Duration = Duration::from_micros(5);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Matching {
-    /// A sender puts its next chunk ([`CHUNK`](super::CHUNK) bytes) once the receiver
+    /// A sender puts its next chunk ([`chunk_bytes`](super::chunk_bytes)) once the receiver
     /// has taken the last: the receiver paces it, one round of acknowledgement per
     /// chunk.
     #[default]
     Credit,
-    /// Bandwidth matching: a sender injects a chunk of `CHUNK / RATE_WINDOW` bytes no
+    /// Bandwidth matching: a sender injects a piece of a chunk / `RATE_WINDOW` bytes no
     /// more often than once per `gap` (the bottleneck's time per chunk, measured), up
     /// to [`RATE_WINDOW`] chunks ahead of its receiver.
     Rate {
@@ -108,7 +108,7 @@ impl<S, C: Conduit> Coll<S, C> {
             Matching::Credit => (1, None),
             Matching::Rate { gap } => (RATE_WINDOW, Some(gap)),
         };
-        let per = (per_chunk::<T>() / window).max(1);
+        let per = (per_chunk::<T>(self.ch.chunk()) / window).max(1);
         let mut next = Instant::now();
         for i in 1..n {
             let (to, from) = ((me + i) % n, (me + n - i) % n);
@@ -171,12 +171,13 @@ impl<S, C: Conduit> Coll<S, C> {
                         block.copy_from_slice(&send[me * m..(me + 1) * m]);
                         continue;
                     }
-                    for x in block.chunks_mut(per_chunk::<T>()) {
+                    for x in block.chunks_mut(per_chunk::<T>(self.ch.chunk())) {
                         self.ch.recv(&self.rma, from, bytes_of_mut(x), 1)?;
                     }
                 }
             } else {
-                for o in send[target * m..(target + 1) * m].chunks(per_chunk::<T>()) {
+                for o in send[target * m..(target + 1) * m].chunks(per_chunk::<T>(self.ch.chunk()))
+                {
                     self.ch.send(&self.rma, target, bytes_of(o), 1)?;
                 }
             }

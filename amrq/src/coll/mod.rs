@@ -3,9 +3,9 @@
 //! exchange (all-to-all, a transpose). The barrier, blocking and split-phase, is the AM
 //! layer's ([`Am::barrier`], [`Am::barrier_notify`]).
 //!
-//! Data moves in chunks of [`CHUNK`] bytes through per-pair channels in a symmetric
-//! mailbox (the `channel` module), so any length works and a sender never
-//! runs ahead of its receiver. Trees are binomial, rooted anywhere, for any number of
+//! Data moves in chunks ([`chunk_bytes`]: [`CHUNK`] up to 128 ranks, smaller beyond)
+//! through per-pair channels in a symmetric mailbox (the `channel` module), so any
+//! length works and a sender never runs ahead of its receiver. Trees are binomial, rooted anywhere, for any number of
 //! ranks (not only powers of two). Every rank calls each collective, in the same order,
 //! with the same root and lengths.
 //!
@@ -18,7 +18,7 @@
 mod channel;
 mod exchange;
 
-pub use channel::CHUNK;
+pub use channel::{chunk_bytes, CHUNK};
 pub use exchange::{Matching, RATE_WINDOW};
 
 use crate::am::Am;
@@ -91,13 +91,14 @@ impl<S, C: Conduit> std::fmt::Debug for Coll<S, C> {
 }
 
 /// Elements of `T` per chunk.
-fn per_chunk<T>() -> usize {
-    (CHUNK / std::mem::size_of::<T>().max(1)).max(1)
+/// Values of `T` in a chunk of `chunk` bytes.
+fn per_chunk<T>(chunk: usize) -> usize {
+    (chunk / std::mem::size_of::<T>().max(1)).max(1)
 }
 
 impl<S, C: Conduit> Coll<S, C> {
     /// Collective: the collectives of this rank, with a mailbox allocated symmetrically
-    /// in the segments through `rma` (`2·N·64 + N·CHUNK` bytes per rank).
+    /// in the segments through `rma` (`2·N·64 + N·chunk_bytes(N)` bytes per rank).
     ///
     /// ```
     /// use amrq::{am::{Am, HandlerTable}, coll::Coll, conduit::threads, rma::Rma, Config};
@@ -167,7 +168,7 @@ impl<S, C: Conduit> Coll<S, C> {
     /// ```
     pub fn broadcast<T: Word>(&self, root: Rank, data: &mut [T]) -> Result<(), RmaError> {
         let (parent, children) = self.tree(root)?;
-        for chunk in data.chunks_mut(per_chunk::<T>()) {
+        for chunk in data.chunks_mut(per_chunk::<T>(self.ch.chunk())) {
             let b = bytes_of_mut(chunk);
             if let Some(p) = parent {
                 self.ch.recv(&self.rma, p, b, 1)?;
@@ -202,7 +203,7 @@ impl<S, C: Conduit> Coll<S, C> {
         op: impl Fn(T, T) -> T,
     ) -> Result<(), RmaError> {
         let (parent, children) = self.tree(root)?;
-        for chunk in data.chunks_mut(per_chunk::<T>()) {
+        for chunk in data.chunks_mut(per_chunk::<T>(self.ch.chunk())) {
             for &c in &children {
                 let mut got: Vec<T> = chunk.to_vec();
                 self.ch.recv(&self.rma, c, bytes_of_mut(&mut got), 1)?;
@@ -265,7 +266,7 @@ impl<S, C: Conduit> Coll<S, C> {
         op: impl Fn(T, T) -> T,
     ) -> Result<(), RmaError> {
         let (me, n) = self.me_n();
-        for chunk in data.chunks_mut(per_chunk::<T>()) {
+        for chunk in data.chunks_mut(per_chunk::<T>(self.ch.chunk())) {
             // What the ranks before this one add up to, element by element.
             let mut before = vec![identity; chunk.len()];
             if me > 0 {
@@ -308,7 +309,7 @@ impl<S, C: Conduit> Coll<S, C> {
         check_root(root, n)?;
         let m = mine.len();
         if me != root {
-            for chunk in mine.chunks(per_chunk::<T>()) {
+            for chunk in mine.chunks(per_chunk::<T>(self.ch.chunk())) {
                 self.ch.send(&self.rma, root, bytes_of(chunk), 1)?;
             }
             return Ok(());
@@ -324,7 +325,7 @@ impl<S, C: Conduit> Coll<S, C> {
                 block.copy_from_slice(mine);
                 continue;
             }
-            for chunk in block.chunks_mut(per_chunk::<T>()) {
+            for chunk in block.chunks_mut(per_chunk::<T>(self.ch.chunk())) {
                 self.ch.recv(&self.rma, r, bytes_of_mut(chunk), 1)?;
             }
         }

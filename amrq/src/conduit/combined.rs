@@ -639,11 +639,14 @@ impl<L: Conduit + 'static, R: Conduit + 'static> Conduit for Combined<L, R> {
     fn peer_left(&self, rank: Rank) -> bool {
         match self.routes.get(rank) {
             Some(Route::Local(r)) => {
-                // The network half is asked too, for its progress: a neighbour leaving
-                // waits until its last messages over the network are through, which
-                // a loop over this call alone would otherwise never let happen.
-                let _ = self.remote.peer_left(rank);
-                self.local.peer_left(*r)
+                // While it is still here the network half is asked too, for its
+                // progress: a neighbour leaving waits until its last messages over the
+                // network are through, which a loop over this call alone would
+                // otherwise never let happen.
+                self.local.peer_left(*r) || {
+                    let _ = self.remote.peer_left(rank);
+                    false
+                }
             }
             Some(Route::Remote(r)) => self.remote.peer_left(*r),
             None => false,

@@ -249,12 +249,12 @@ fn a_parent_takes_only_the_children_that_prove_the_key_at_their_positions() {
         // A rank with the key at a position that is not this parent's is not answered.
         assert!(tree::connect_parent(&place(3), &t, 3, soon()).is_err());
         let mut kids: Vec<tree::Link> = (9..17)
-            .map(|k| tree::connect_parent(&place(k), &t, 100 + k, soon()).expect("a child"))
+            .map(|k| tree::connect_parent(&place(k), &t, k + 2, soon()).expect("a child"))
             .collect();
         let mut links = parent.join().unwrap().expect("all eight children");
         links.sort_by_key(|l| l.peer);
         let peers: Vec<usize> = links.iter().map(|l| l.peer).collect();
-        assert_eq!(peers, (109..117).collect::<Vec<_>>());
+        assert_eq!(peers, (11..19).collect::<Vec<_>>());
         // Messages go both ways under the edge's MAC.
         kids[0].send(b"up").expect("send");
         assert_eq!(links[0].read().expect("read"), b"up");
@@ -275,6 +275,25 @@ fn a_parent_waiting_for_its_children_stops_when_its_own_parent_hangs_up() {
     let deadline = since + Duration::from_secs(20);
     let e = tree::accept_children(&listener, &up, 1, &t, 1, deadline).expect_err("hung up");
     assert!(e.to_string().contains("lost its parent"), "{e}");
+    assert!(
+        since.elapsed() < Duration::from_secs(5),
+        "not the attach timeout"
+    );
+}
+
+#[test]
+fn a_child_whose_parent_has_gone_fails_at_once() {
+    let t = terms(20, JobKey::random().expect("key"));
+    let at = free_port(); // nobody listens there once the probe is dropped
+    let place = tree::Placement {
+        k: 9,
+        parent: 1,
+        at,
+    };
+    let since = Instant::now();
+    let e = tree::connect_parent(&place, &t, 9, since + Duration::from_secs(20))
+        .expect_err("nobody listens");
+    assert!(e.to_string().contains("found no parent"), "{e}");
     assert!(
         since.elapsed() < Duration::from_secs(5),
         "not the attach timeout"

@@ -99,6 +99,11 @@ impl Link {
         Ok(b)
     }
 
+    /// Ends the edge both ways: the other end's next read ends at once.
+    pub(super) fn hang_up(&self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+
     /// How long a read waits for the other end.
     pub(super) fn set_patience(&self, wait: Duration) {
         let _ = self.stream.set_read_timeout(Some(wait));
@@ -237,6 +242,14 @@ pub(super) fn connect_parent(
                 s.write_all(&mac_c).map_err(|e| failed(e.to_string()))?;
                 return Ok(Link::new(s, p.parent, t, (&nonce_p, &nonce_c), true));
             }
+            // The parent listened before it joined: a refusal means it is gone.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                return Err(BootError::Refused(format!(
+                    "rank {rank} of job {} found no parent in the set-up tree at {addr} (rank \
+                     {}): {e}; that rank has ended (its own error says why)",
+                    t.id, p.parent
+                )))
+            }
             Err(e) if left.is_zero() => return Err(failed(e.to_string())),
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
@@ -318,7 +331,7 @@ pub(super) fn accept_children(
         let Some(i) = want
             .iter()
             .position(|&w| w == pos)
-            .filter(|_| magic == TREE)
+            .filter(|_| magic == TREE && child < t.size)
         else {
             continue;
         };
@@ -388,6 +401,14 @@ pub(super) struct Edges {
 }
 
 impl Edges {
+    /// Ends every edge (see [`Link::hang_up`]).
+    pub(super) fn hang_up(&self) {
+        self.parent
+            .iter()
+            .chain(&self.children)
+            .for_each(Link::hang_up);
+    }
+
     /// Every edge's reads wait at most `wait`.
     pub(super) fn set_patience(&self, wait: Duration) {
         self.parent

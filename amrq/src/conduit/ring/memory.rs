@@ -269,7 +269,8 @@ mod raw {
         }
 
         /// Writes the initial control word and sequence words for a ring whose first
-        /// frame will be at position `start`. Call once, before any producer or consumer.
+        /// frame will be at position `start`. Call once, before any producer or consumer
+        /// (not needed at position 0 on zeroed memory: a zeroed ring is a ring there).
         ///
         /// ```
         /// # use amrq::conduit::ring::*;

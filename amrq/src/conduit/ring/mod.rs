@@ -38,8 +38,9 @@
 //! Positions are 64-bit and only ever compared with wrapping arithmetic; a slot's index is
 //! `position & (nslots - 1)`. The frame at position `p` is readable when its first slot's
 //! sequence word equals `p + 1`. Invariant: every slot's sequence word holds either the
-//! value of a live frame or `q + 1` for some earlier position `q` of that slot — so a
-//! stale value never passes. Payload bytes overwrite the sequence words of continuation
+//! value of a live frame, `q + 1` for some earlier position `q` of that slot, or 0 in a
+//! ring never written (a zeroed ring is a ring at position 0) — so a stale value never
+//! passes. Payload bytes overwrite the sequence words of continuation
 //! slots, so the consumer restores them to `q + 1` before it hands those slots back.
 //!
 //! The algorithm is generic over [`RingMemory`]: raw mapped bytes in production, loom

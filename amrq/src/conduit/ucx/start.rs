@@ -4,7 +4,7 @@
 //! first step, so frames that arrive before this rank has connected are kept.
 //!
 //! [`threads`] makes a job of threads (cards passed in memory); [`join`] makes a rank
-//! of a job across hosts, its cards exchanged at rank 0's TCP rendezvous
+//! of a job across hosts, its cards exchanged over the rendezvous's set-up tree
 //! ([`crate::bootstrap::network`]). A rank connects to a peer at its first message
 //! there.
 
