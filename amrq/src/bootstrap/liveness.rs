@@ -106,21 +106,10 @@ impl Watch {
         };
         for (r, pid) in peers {
             let Some(slot) = fds.get_mut(r) else { continue };
-            if slot.as_ref().is_none_or(|w| w.pid != pid) {
-                if let Some(old) = slot.take().filter(|w| w.in_set) {
-                    remove(ep, &old.fd);
-                }
-                match open(pid) {
-                    Ok(fd) => {
-                        *slot = Some(Watched {
-                            pid,
-                            fd,
-                            in_set: false,
-                        })
-                    }
-                    Err(Seen::Ended(how)) if !left(r) => return Some((r, how)),
-                    Err(_) => continue,
-                }
+            match self.watch(slot, pid) {
+                Ok(()) => {}
+                Err(Seen::Ended(how)) if !left(r) => return Some((r, how)),
+                Err(_) => continue,
             }
             let Some(w) = slot.as_mut().filter(|w| !w.in_set) else {
                 continue;
@@ -183,25 +172,33 @@ impl Watch {
         let Some(slot) = fds.get_mut(rank) else {
             return Seen::Alive;
         };
-        if slot.as_ref().is_none_or(|w| w.pid != pid) {
-            if let (Some(old), Some(ep)) = (slot.take().filter(|w| w.in_set), &self.ended) {
-                remove(ep, &old.fd);
-            }
-            match open(pid) {
-                Ok(fd) => {
-                    *slot = Some(Watched {
-                        pid,
-                        fd,
-                        in_set: false,
-                    })
-                }
-                Err(seen) => return seen,
-            }
+        if let Err(seen) = self.watch(slot, pid) {
+            return seen;
         }
         match slot.as_ref() {
             Some(w) if ended(&w.fd) => Seen::Ended(how_it_ended(pid)),
             _ => Seen::Alive,
         }
+    }
+}
+
+impl Watch {
+    /// Makes `slot` watch `pid` (a pidfd opened, not yet in the set) unless it does:
+    /// `Err` as [`open`] says.
+    fn watch(&self, slot: &mut Option<Watched>, pid: u32) -> Result<(), Seen> {
+        if slot.as_ref().is_some_and(|w| w.pid == pid) {
+            return Ok(());
+        }
+        if let (Some(old), Some(ep)) = (slot.take().filter(|w| w.in_set), &self.ended) {
+            remove(ep, &old.fd);
+        }
+        let fd = open(pid)?;
+        *slot = Some(Watched {
+            pid,
+            fd,
+            in_set: false,
+        });
+        Ok(())
     }
 }
 
