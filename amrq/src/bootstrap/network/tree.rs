@@ -188,7 +188,8 @@ impl Placement {
 }
 
 /// A child at position `k`: connects to its parent at `p.at`, proves the key, and has
-/// the parent prove it; retries while nobody answers, until `deadline`.
+/// the parent prove it; retries a connection that does not complete until `deadline`,
+/// but not a refused one (the parent listened before it joined: it has ended).
 pub(super) fn connect_parent(
     p: &Placement,
     t: &Terms,
