@@ -1,7 +1,8 @@
 //! No heap allocation per message in the steady state: Short requests, request-reply
 //! round trips, typed requests and calls (one at a time and a window in flight), counted
 //! by a global allocator that counts each thread's allocations. Each rank counts its own
-//! thread over its own steady state: the sender's loops, the receiver's serving them.
+//! thread over its own steady state: the sender's loops, the receiver's serving them,
+//! and a wait long enough to sleep.
 
 #![cfg(not(amrq_loom))]
 
@@ -81,6 +82,11 @@ fn steady_state_messages_allocate_nothing() {
             Ok(())
         });
         let double = t.call("double", |_s: &State, _ctx, x: u64| Ok(2 * x));
+        // A reply that comes late: the sender's wait spins out and sleeps.
+        let nap = t.request("nap", |s: &State, ctx, _m| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            ctx.reply(s.pong, &[0])
+        });
         let done = t.request("done", |s: &State, _ctx, _m| {
             s.done.set(true);
             Ok(())
@@ -93,8 +99,9 @@ fn steady_state_messages_allocate_nothing() {
         };
         let am = setup.start(t, state)?;
         let mut window = std::collections::VecDeque::with_capacity(WINDOW);
-        // One pass of every kind; the first warms up (ring pages, call slots).
-        let pass = |window: &mut std::collections::VecDeque<_>| -> amrq::Result<()> {
+        // One pass of every kind; the first warms up (ring pages, call slots). The
+        // measured one ends with the rank's first wait long enough to sleep.
+        let pass = |window: &mut std::collections::VecDeque<_>, late: bool| -> amrq::Result<()> {
             let s = am.state();
             for i in 0..N {
                 am.request(1, hit, &[1])?;
@@ -114,13 +121,18 @@ fn steady_state_messages_allocate_nothing() {
             while let Some(p) = window.pop_front() {
                 p.wait()?;
             }
+            if late {
+                let pongs = s.pongs.get();
+                am.request(1, nap, &[])?;
+                am.wait_until(|s| s.pongs.get() > pongs)?;
+            }
             Ok(())
         };
         if am.rank() == 0 {
-            pass(&mut window)?;
+            pass(&mut window, false)?;
             am.barrier()?;
             let before = allocations();
-            pass(&mut window)?;
+            pass(&mut window, true)?;
             let allocated = allocations() - before;
             am.request(1, done, &[])?;
             am.barrier()?;

@@ -140,7 +140,7 @@ impl<S, C: Conduit> Am<S, C> {
             kept_failures: Default::default(),
             events: Default::default(),
             attention: Cell::new(false),
-            exit: super::exit::Exit::new(conduit_size),
+            exit: super::exit::Exit::new(me, conduit_size),
             threads: super::sender::Threads::new(),
             thread_calls: Default::default(),
         })

@@ -30,6 +30,7 @@ use super::handlers::FIRST_USER_TAG;
 use super::payload::Payload;
 use super::{Am, AmError, Msg, ReplyHandler};
 use crate::conduit::{Conduit, ConduitError, Rank};
+use crate::util::heap_tree::{children_of, parent_of};
 use crate::util::Backoff;
 use std::cell::{Cell, RefCell};
 
@@ -83,7 +84,7 @@ impl Count {
 }
 
 /// This rank's place in the tree of the job's end, as it last worked it out.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Place {
     /// Where it reports (`None`: it is the root).
     parent: Option<Rank>,
@@ -95,8 +96,20 @@ struct Place {
     sent_up: Option<(Rank, Count)>,
     /// The totals it last passed down to `kids`.
     sent_down: Count,
-    /// Worked out (after the first count).
-    known: bool,
+}
+
+impl Place {
+    /// Rank `me`'s place while no rank has left: worked out when the rank starts, so
+    /// that the first count (which a long wait makes) allocates nothing.
+    fn new(me: Rank, n: usize) -> Self {
+        Self {
+            parent: parent_of(me),
+            kids: children_of(me, n).collect(),
+            skipped: 0,
+            sent_up: None,
+            sent_down: Count::default(),
+        }
+    }
 }
 
 /// One rank's view of the job's end.
@@ -131,7 +144,8 @@ pub(super) struct Exit {
 }
 
 impl Exit {
-    pub(super) fn new(size: usize) -> Self {
+    /// Rank `me`'s view in a job of `size` ranks.
+    pub(super) fn new(me: Rank, size: usize) -> Self {
         let flags = || (0..size).map(|_| Cell::new(false)).collect();
         Self {
             returned: flags(),
@@ -146,7 +160,7 @@ impl Exit {
             flushed: Cell::new(false),
             closed: Cell::new(false),
             totals: Cell::new(Count::default()),
-            place: RefCell::new(Place::default()),
+            place: RefCell::new(Place::new(me, size)),
         }
     }
 
@@ -314,10 +328,10 @@ impl<S, C: Conduit> Am<S, C> {
         // Once the totals count every rank, ranks leave: only the totals go on down
         // (a parent that left then is not one to replace, nor to report to).
         let ended = || exit.totals.get().closed as usize >= n;
-        let (known, gone) = {
+        let gone = {
             let place = exit.place.borrow();
             let mut near = place.parent.into_iter().chain(place.kids.iter().copied());
-            (place.known, !ended() && near.any(|r| self.has_left(r)))
+            !ended() && near.any(|r| self.has_left(r))
         };
         if gone {
             // What a neighbour sent before it left is handled first: the totals that
@@ -326,14 +340,13 @@ impl<S, C: Conduit> Am<S, C> {
             while self.poll_runtime()? > 0 {}
         }
         let ended = ended();
-        if !ended && (!known || gone) {
+        if !ended && gone {
             let mut left = |r: Rank| self.has_left(r);
             let parent = report_to(me, n, &mut left);
             let (kids, skipped) = part(me, n, parent.is_none(), &mut left);
             let mut place = exit.place.borrow_mut();
             (place.parent, place.kids, place.skipped) = (parent, kids, skipped);
             place.sent_down = Count::default(); // new kids may not have had them
-            place.known = true;
         }
         let (up, down) = {
             let place = exit.place.borrow();
