@@ -2,7 +2,7 @@
 //! et al.; Begel et al. §6.1), and the least-squares line behind Table 5's `T = c + x / B`.
 
 /// The LogP parameters, in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LogP {
     /// Latency: the time a message spends between the processors.
     pub l: f64,

@@ -14,12 +14,16 @@ use std::time::{Duration, Instant};
 pub const TRIPS: usize = 2000;
 
 /// One round: the first round trip and the median of the next [`TRIPS`], ns.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Contact {
     /// The first round trip to the new peer, ns.
     pub first_ns: f64,
     /// The median of the round trips after it, ns.
     pub steady_ns: f64,
+    /// Bytes of rank 0's card (its UCX worker address and segment key, as the
+    /// rendezvous sends them).
+    #[serde(default)]
+    pub card_bytes: usize,
 }
 
 /// The ranks' part (`amrq-bench startup --contact`): rank 0 times, rank 1 echoes;
@@ -90,8 +94,9 @@ fn run() -> Result<(), String> {
     }
     let first = times[0];
     println!(
-        "contact: first_ns={first:.0} steady_ns={:.0}",
-        median(&mut times[1..])
+        "contact: first_ns={first:.0} steady_ns={:.0} card_bytes={}",
+        median(&mut times[1..]),
+        c.card().to_bytes().len()
     );
     c.barrier().map_err(|e| e.to_string())
 }
@@ -113,6 +118,7 @@ pub fn measure(link: &Link, rounds: usize) -> Result<Vec<Contact>, String> {
                     Some(Contact {
                         first_ns: get("first_ns=")?,
                         steady_ns: get("steady_ns=")?,
+                        card_bytes: get("card_bytes=")? as usize,
                     })
                 })
                 .ok_or_else(|| format!("rank 0 did not say its round trips:\n{out}"))

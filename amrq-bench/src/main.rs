@@ -68,6 +68,9 @@ enum Bench {
     /// numbers of ranks over two hosts, and the first round trip to a new peer; the
     /// report goes to --out/startup.md if given.
     Startup(StartupArgs),
+    /// The model of 1 000 and 10 000 ranks, fed and checked with what `startup`
+    /// measured (its startup.json): the report goes to --out/model.md.
+    Model(ModelArgs),
     /// Instructions per message of the fast paths (callgrind on `rq-loop`), by task as
     /// in the AM paper's Table 2; the Markdown goes to --out/budget.md if given.
     Budget(BudgetArgs),
@@ -110,6 +113,17 @@ struct StartupArgs {
     /// (internal) A rank of the first-contact job: time the first round trips.
     #[arg(long, hide = true)]
     contact: bool,
+    /// (internal) A rank of the collectives' job: time barriers and all-to-alls.
+    #[arg(long, hide = true)]
+    collectives: bool,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct ModelArgs {
+    /// The directory of `amrq-bench --out DIR startup`, with its startup.json; the
+    /// report goes to --out/model.md (default: this directory).
+    #[arg(long, default_value = "docs/results/startup")]
+    from: PathBuf,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -168,6 +182,9 @@ fn main() {
         if a.contact {
             amrq_bench::contact::rank_part();
         }
+        if a.collectives {
+            amrq_bench::collectives::rank_part();
+        }
     }
     let alone = matches!(cli.bench, Bench::Job(_) | Bench::Program(_));
     if cli.threads && !alone {
@@ -191,6 +208,7 @@ fn main() {
         Bench::Report => report(&cli),
         Bench::Hosts(h) => hosts(&cli, &h),
         Bench::Startup(a) => startup(&cli, &a),
+        Bench::Model(a) => model(&cli, &a.from),
         Bench::Budget(b) => budget(&cli, &b),
         Bench::CPingpong(a) => c_pingpong(&cli, &a),
     }
@@ -385,10 +403,30 @@ fn startup(cli: &Cli, a: &StartupArgs) {
         rendezvous: a.rendezvous.clone().unwrap_or_else(|| h0.clone()),
         amrun,
     };
-    let samples = measure(&link, &a.ranks, a.rounds.max(1)).unwrap_or_else(|e| fail(e));
-    let contacts = contact::measure(&link, a.rounds.max(1)).unwrap_or_else(|e| fail(e));
+    let rounds = a.rounds.max(1);
+    let samples = measure(&link, &a.ranks, rounds).unwrap_or_else(|e| fail(e));
+    let contacts = contact::measure(&link, rounds).unwrap_or_else(|e| fail(e));
+    let collectives =
+        amrq_bench::collectives::measure(&link, &a.ranks, rounds).unwrap_or_else(|e| fail(e));
+    let signature = |list: String| {
+        eprintln!("LogP signature over {list}");
+        let (_, out) = link
+            .time_on(&list, &me, &["--json", "--quick", "signature"])
+            .unwrap_or_else(|e| fail(e));
+        amrq_bench::model::measured::logp_of(&out).unwrap_or_else(|e| fail(e))
+    };
+    let shm = signature(format!("{h0}:2"));
+    let net = signature(format!("{h0}:1,{h1}:1"));
     let text = report(&link, &samples) + "\n" + &contact::report(&contacts);
     println!("{text}");
+    let measured = amrq_bench::model::measured::Measured {
+        placement: format!("{h0} and {h1} through `{}`", link.exec),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        startup: samples.clone(),
+        contacts,
+        collectives,
+        logp: Some((shm, net)),
+    };
     if let Some(dir) = &cli.out {
         let path = dir.join("startup.md");
         if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &text)) {
@@ -397,6 +435,35 @@ fn startup(cli: &Cli, a: &StartupArgs) {
         for c in charts(&samples) {
             c.write(&dir.join("plots")).unwrap_or_else(|e| fail(e));
         }
+        let json = serde_json::to_string_pretty(&measured).unwrap_or_default();
+        let path = dir.join("startup.json");
+        std::fs::write(&path, json).unwrap_or_else(|e| fail(format!("{}: {e}", path.display())));
+        model(cli, dir);
+    }
+}
+
+/// `model`: the model's report from a `startup` run's measurements in `from`, to --out
+/// (default: `from`).
+fn model(cli: &Cli, from: &std::path::Path) {
+    let path = from.join("startup.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        fail(format!(
+            "{}: {e} (measure first: amrq-bench --out {} startup --hosts …)",
+            path.display(),
+            from.display()
+        ))
+    });
+    let m: amrq_bench::model::measured::Measured =
+        serde_json::from_str(&text).unwrap_or_else(|e| fail(format!("{}: {e}", path.display())));
+    let (md, charts) = amrq_bench::model::report::report(&m).unwrap_or_else(|e| fail(e));
+    println!("{md}");
+    let dir = cli.out.clone().unwrap_or_else(|| from.to_path_buf());
+    let out = dir.join("model.md");
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&out, &md))
+        .unwrap_or_else(|e| fail(format!("{}: {e}", out.display())));
+    for c in charts {
+        c.write(&dir.join("plots")).unwrap_or_else(|e| fail(e));
     }
 }
 

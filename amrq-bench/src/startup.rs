@@ -21,16 +21,36 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-/// The ranks' part: join, one barrier, print `startup: rank=… rss_kib=… vm_kib=…`.
-/// Ends the process.
+/// The ranks' part: join, one barrier, print `startup: rank=… rss_kib=… vm_kib=…
+/// cpu_s=…,…,…,…` (the process's core time when its main began, once joined, once
+/// started, after the barrier). Ends the process.
 pub fn rank_part() -> ! {
+    let at_main = cpu_s();
     Config::new().run(|setup| {
+        let joined = cpu_s();
         let am = setup.start(HandlerTable::new(), ())?;
+        let started = cpu_s();
         am.barrier()?;
+        let barrier = cpu_s();
         let (rss, vm) = memory_kib();
-        println!("startup: rank={} rss_kib={rss} vm_kib={vm}", am.rank());
+        println!(
+            "startup: rank={} rss_kib={rss} vm_kib={vm} cpu_s={at_main:e},{joined:e},{started:e},{barrier:e}",
+            am.rank()
+        );
         Ok(())
     })
+}
+
+/// This process's core time so far (user and system), seconds.
+pub fn cpu_s() -> f64 {
+    // SAFETY: `getrusage` writes the struct it is given and nothing else.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage of this process.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return f64::NAN;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(u.ru_utime) + secs(u.ru_stime)
 }
 
 /// This process's resident and virtual memory, KiB (0 where `/proc` does not say).
@@ -60,9 +80,9 @@ pub struct Link {
     pub amrun: PathBuf,
 }
 
-/// One number of ranks: the wall times of each round, and each rank's memory in the
-/// last round (KiB: resident, virtual).
-#[derive(Debug, Clone, Default)]
+/// One number of ranks: the wall times of each round, each rank's memory in the last
+/// round (KiB: resident, virtual), and its core time in each round.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Sample {
     /// Ranks in all.
     pub ranks: usize,
@@ -72,10 +92,14 @@ pub struct Sample {
     pub job_s: Vec<f64>,
     /// Per rank: (resident, virtual) KiB.
     pub memory_kib: Vec<(u64, u64)>,
+    /// Per round, per rank: its core time (s) when its main began, once joined, once
+    /// started (`Am::new`), after its barrier.
+    pub cpu_s: Vec<Vec<[f64; 4]>>,
 }
 
 impl Link {
-    /// `amrun` of `program args` over `ranks` ranks: its wall time and stdout.
+    /// `amrun` of `program args` over `ranks` ranks split between the hosts: its wall
+    /// time and stdout.
     pub(crate) fn time(
         &self,
         ranks: usize,
@@ -87,8 +111,30 @@ impl Link {
             0 => format!("{}:{first}", self.hosts[0]),
             n => format!("{}:{first},{}:{n}", self.hosts[0], self.hosts[1]),
         };
+        self.time_on(&list, program, args)
+    }
+
+    /// `amrun --hosts list program args`: its wall time and stdout.
+    ///
+    /// ```no_run
+    /// use amrq_bench::startup::Link;
+    /// let link = Link {
+    ///     hosts: ["h0".into(), "h1".into()],
+    ///     exec: "ssh {host}".into(),
+    ///     rendezvous: "h0".into(),
+    ///     amrun: "target/release/amrun".into(),
+    /// };
+    /// let (secs, _out) = link.time_on("h0:2", "/bin/true".as_ref(), &[]).unwrap();
+    /// assert!(secs > 0.0);
+    /// ```
+    pub fn time_on(
+        &self,
+        list: &str,
+        program: &Path,
+        args: &[&str],
+    ) -> Result<(f64, String), String> {
         let mut c = Command::new(&self.amrun);
-        c.args(["--hosts", &list, "--exec", &self.exec])
+        c.args(["--hosts", list, "--exec", &self.exec])
             .args(["--rendezvous", &self.rendezvous, "--timeout", "600"])
             .arg(program)
             .args(args)
@@ -100,7 +146,7 @@ impl Link {
         let secs = t.elapsed().as_secs_f64();
         if !out.status.success() {
             return Err(format!(
-                "{ranks} ranks of {}: {}\n{}",
+                "{list} of {}: {}\n{}",
                 program.display(),
                 out.status,
                 String::from_utf8_lossy(&out.stderr)
@@ -126,6 +172,7 @@ pub fn measure(link: &Link, ranks: &[usize], rounds: usize) -> Result<Vec<Sample
             let (secs, out) = link.time(n, &me, &["startup", "--rank"])?;
             s.job_s.push(secs);
             s.memory_kib = memory_lines(&out);
+            s.cpu_s.push(cpu_lines(&out));
             if s.memory_kib.len() != n {
                 return Err(format!(
                     "{n} ranks: {} said their memory:\n{out}",
@@ -150,6 +197,25 @@ fn memory_lines(out: &str) -> Vec<(u64, u64)> {
             Some((get("rss_kib=")?, get("vm_kib=")?))
         })
         .collect()
+}
+
+/// Each rank's core times from the job's `startup:` lines, in rank order.
+fn cpu_lines(out: &str) -> Vec<[f64; 4]> {
+    let mut v: Vec<(usize, [f64; 4])> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("startup: "))
+        .filter_map(|l| {
+            let field = |k: &str| l.split_whitespace().find_map(|w| w.strip_prefix(k));
+            let rank = field("rank=")?.parse().ok()?;
+            let mut t = [f64::NAN; 4];
+            for (slot, x) in t.iter_mut().zip(field("cpu_s=")?.split(',')) {
+                *slot = x.parse().ok()?;
+            }
+            Some((rank, t))
+        })
+        .collect();
+    v.sort_by_key(|x| x.0);
+    v.into_iter().map(|x| x.1).collect()
 }
 
 /// The Markdown report: a row per number of ranks.

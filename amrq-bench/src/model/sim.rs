@@ -1,0 +1,575 @@
+//! The discrete-event engine: ranks that run programs of steps (compute, send, receive)
+//! on the cores of their machine, and messages that cross links with LogP's costs.
+//!
+//! A rank holds a core while it computes or pays an overhead, and gives it up when it
+//! waits for a message that is not there (it sleeps; the message that wakes it costs a
+//! wake-up on its core) or when it has run a scheduling quantum while others wait for
+//! a core. A machine's ready ranks take its free cores first come, first served. A
+//! message costs its sender `o_s` (and, the first time a pair talks across hosts, a
+//! connection's set-up at each end), leaves the sender's link no sooner than `g` per
+//! 64-byte frame after its last one, arrives `L` later, and costs its receiver `o_r`
+//! when the receiver takes it.
+
+use super::{Costs, Layout};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// A rank of the model.
+pub type Rank = usize;
+
+/// One step of a rank's program.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Step {
+    /// Computes this many seconds on a core.
+    Cpu(f64),
+    /// Sends `bytes` with `tag` to `to`; `tcp`: over the rendezvous's TCP links (the
+    /// network's costs whatever the hosts, and no connection set-up: the program pays
+    /// for its links itself).
+    Send {
+        /// The receiver.
+        to: Rank,
+        /// What the receiver's [`Step::Recv`] waits for.
+        tag: u32,
+        /// Its size.
+        bytes: u32,
+        /// Over the rendezvous's TCP links.
+        tcp: bool,
+    },
+    /// Sends `bytes` with `tag` over TCP to the sender of the message last taken.
+    Answer {
+        /// What the receiver waits for.
+        tag: u32,
+        /// Its size.
+        bytes: u32,
+    },
+    /// Takes `count` messages of `tag` (from anyone), waiting for them.
+    Recv {
+        /// What it takes.
+        tag: u32,
+        /// How many.
+        count: u32,
+    },
+    /// Notes the time at which the rank passes here (mark `n` of the rank).
+    Mark(u8),
+}
+
+/// A rank's program, step by step: steps are made when reached, so that a program of
+/// P sends per rank needs no P² memory.
+pub trait Program {
+    /// Step `pc` of `rank`, `None` once it is done.
+    fn step(&self, rank: Rank, pc: usize) -> Option<Step>;
+}
+
+/// What a run gives: when each rank passed each mark, when each ended, and the CPU
+/// time each used.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Per rank, the time of each mark it passed (index: the mark's number).
+    pub marks: Vec<Vec<f64>>,
+    /// Per rank, when its program ended.
+    pub ended: Vec<f64>,
+    /// Per rank, seconds of core time it used.
+    pub cpu: Vec<f64>,
+    /// Events the engine handled.
+    pub events: u64,
+}
+
+impl Run {
+    /// The time the last rank passed mark `n` (`NaN` if one never did).
+    pub fn last_mark(&self, n: u8) -> f64 {
+        let at = |m: &Vec<f64>| m.get(usize::from(n)).copied().unwrap_or(f64::NAN);
+        self.marks.iter().map(at).fold(0.0, f64::max)
+    }
+
+    /// The time the last rank ended.
+    pub fn makespan(&self) -> f64 {
+        self.ended.iter().copied().fold(0.0, f64::max)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// A rank's compute slice ended: it goes on (or yields its core).
+    Slice(Rank),
+    /// A rank's spin, begun as its `spin`-th wait, ran out: it sleeps.
+    SpinEnd(Rank, u32),
+    /// The first message in flight of a rank's outbox (`delayed`: of those behind a
+    /// connection's set-up) arrives, if the outbox's head is still the one this event
+    /// was made for (`version`).
+    Deliver {
+        from: Rank,
+        delayed: bool,
+        version: u32,
+    },
+}
+
+/// A message in flight.
+#[derive(Debug, Clone, Copy)]
+struct Flight {
+    at: f64,
+    to: u32,
+    tag: u32,
+    /// It crossed the network (costs the network's `o_r`).
+    net: bool,
+    /// It carries the receiver's half of a new connection.
+    connect: bool,
+}
+
+/// A rank's messages in flight, in order of arrival: the queue holds one event per
+/// outbox (its head), not one per message, so that it stays as small as the job.
+#[derive(Debug, Default)]
+struct Outbox {
+    flights: VecDeque<Flight>,
+    version: u32,
+}
+
+/// What a rank waits for, and how.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Wait {
+    /// Spinning on its core since this time.
+    Spinning(f64),
+    /// Asleep: the message that ends the wait wakes it.
+    Asleep,
+}
+
+#[derive(Debug, Default)]
+struct RankState {
+    pc: usize,
+    /// Messages arrived and not yet taken: per tag (few at a time), the senders in
+    /// order, the top bit set for those that crossed the network.
+    inbox: Vec<(u32, VecDeque<u32>)>,
+    /// The sender of the message last taken.
+    last_from: Rank,
+    /// Core time owed before its next step (a wake-up, a connection's receiving half).
+    debt: f64,
+    /// Waiting for this many of a tag, and how.
+    waiting: Option<(u32, u32, Wait)>,
+    /// Waits begun (tells a spin's end from an older one's).
+    spins: u32,
+    /// Core time since it took its core.
+    ran: f64,
+    /// When its link is free for its next message.
+    link_free: f64,
+    /// The peers it has a connection with (a bit per rank, across hosts only).
+    connected: Vec<u64>,
+    /// Connections still being set up: the peer, and when the first message gets
+    /// through (later ones queue behind it).
+    wiring: Vec<(Rank, f64)>,
+    /// Messages in flight: sent at once, and delayed by a connection's set-up.
+    outbox: [Outbox; 2],
+    marks: Vec<f64>,
+    ended: f64,
+    cpu: f64,
+}
+
+/// The top bit of an inbox entry: the message crossed the network.
+const NET: u32 = 1 << 31;
+
+/// Sends made in one slice at most: a rank's long burst is simulated as time passes,
+/// not all scheduled at once (P² arrivals in the queue of an all-to-all).
+const SENDS_PER_SLICE: usize = 64;
+
+/// A queued event: by time, then first come first served.
+#[derive(Debug)]
+struct Queued {
+    at: f64,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o).is_eq()
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.at.total_cmp(&o.at).then(self.seq.cmp(&o.seq))
+    }
+}
+
+/// Runs `program` on every rank of `layout`, each starting at `start[rank]` seconds,
+/// with `costs`; `connected`: pairs across hosts are connected already.
+pub fn run(
+    layout: &Layout,
+    costs: &Costs,
+    program: &dyn Program,
+    start: &[f64],
+    connected: bool,
+) -> Run {
+    let mut e = Engine::new(layout, costs, program, connected);
+    for (r, &t) in start.iter().enumerate() {
+        e.push(t, Event::Slice(r));
+        e.ranks[r].ran = f64::INFINITY; // not on a core yet: the first slice asks for one
+    }
+    e.go();
+    Run {
+        marks: e.ranks.iter().map(|r| r.marks.clone()).collect(),
+        ended: e.ranks.iter().map(|r| r.ended).collect(),
+        cpu: e.ranks.iter().map(|r| r.cpu).collect(),
+        events: e.seq,
+    }
+}
+
+struct Engine<'a> {
+    layout: &'a Layout,
+    costs: &'a Costs,
+    program: &'a dyn Program,
+    ranks: Vec<RankState>,
+    /// Per machine: free cores and the ranks waiting for one.
+    free: Vec<usize>,
+    ready: Vec<VecDeque<Rank>>,
+    /// Per host: its ranks outnumber its machine's cores (waits spin briefly).
+    crowded: Vec<bool>,
+    queue: BinaryHeap<Reverse<Queued>>,
+    now: f64,
+    seq: u64,
+}
+
+impl<'a> Engine<'a> {
+    fn new(layout: &'a Layout, costs: &'a Costs, program: &'a dyn Program, all: bool) -> Self {
+        let words = layout.ranks.div_ceil(64);
+        let ranks = (0..layout.ranks)
+            .map(|_| RankState {
+                connected: vec![if all { u64::MAX } else { 0 }; words],
+                ..RankState::default()
+            })
+            .collect();
+        let mut per_host = vec![0usize; layout.hosts()];
+        (0..layout.ranks).for_each(|r| per_host[layout.host_of(r)] += 1);
+        Self {
+            layout,
+            costs,
+            program,
+            ranks,
+            free: vec![layout.cores; layout.machines()],
+            ready: (0..layout.machines()).map(|_| VecDeque::new()).collect(),
+            crowded: per_host.iter().map(|&n| n > layout.cores).collect(),
+            queue: BinaryHeap::new(),
+            now: 0.0,
+            seq: 0,
+        }
+    }
+
+    fn push(&mut self, at: f64, event: Event) {
+        self.seq += 1;
+        let seq = self.seq;
+        self.queue.push(Reverse(Queued { at, seq, event }));
+    }
+
+    fn go(&mut self) {
+        while let Some(Reverse(q)) = self.queue.pop() {
+            self.now = q.at;
+            match q.event {
+                Event::Slice(r) => self.slice_ended(r),
+                Event::SpinEnd(r, spin) => self.spin_ended(r, spin),
+                Event::Deliver {
+                    from,
+                    delayed,
+                    version,
+                } => self.deliver(from, delayed, version),
+            }
+        }
+    }
+
+    /// A rank's slice ended (or it starts): it goes on if it holds a core and has not
+    /// used up its quantum while others wait; otherwise it asks for a core.
+    fn slice_ended(&mut self, r: Rank) {
+        let m = self.layout.machine_of(r);
+        let on_core = self.ranks[r].ran.is_finite();
+        if on_core && (self.ranks[r].ran < self.costs.quantum_s || self.ready[m].is_empty()) {
+            if self.ranks[r].ran >= self.costs.quantum_s {
+                self.ranks[r].ran = 0.0;
+            }
+            self.advance(r);
+            return;
+        }
+        if on_core {
+            self.release(m);
+        }
+        self.ranks[r].ran = f64::INFINITY;
+        self.ready[m].push_back(r);
+        self.dispatch(m);
+    }
+
+    /// Gives a core of machine `m` back and hands it on.
+    fn release(&mut self, m: usize) {
+        self.free[m] += 1;
+        self.dispatch(m);
+    }
+
+    /// Ready ranks of machine `m` take its free cores.
+    fn dispatch(&mut self, m: usize) {
+        while self.free[m] > 0 {
+            let Some(r) = self.ready[m].pop_front() else {
+                return;
+            };
+            self.free[m] -= 1;
+            self.ranks[r].ran = 0.0;
+            self.advance(r);
+        }
+    }
+
+    /// Runs rank `r`'s steps on its core from now: sends go at once (their arrivals
+    /// scheduled), compute is added up; a receive, or a quantum's worth of compute,
+    /// ends the slice, to be looked at again at the slice's end.
+    fn advance(&mut self, r: Rank) {
+        let mut spent = std::mem::take(&mut self.ranks[r].debt);
+        let mut sends = 0;
+        loop {
+            let long = self.ranks[r].ran + spent >= self.costs.quantum_s;
+            if spent > 0.0 && (long || sends == SENDS_PER_SLICE) {
+                return self.spend(r, spent);
+            }
+            let Some(step) = self.program.step(r, self.ranks[r].pc) else {
+                return self.end(r, spent);
+            };
+            match step {
+                Step::Cpu(s) => spent += s,
+                Step::Mark(n) => {
+                    let marks = &mut self.ranks[r].marks;
+                    let n = usize::from(n);
+                    if marks.len() <= n {
+                        marks.resize(n + 1, f64::NAN);
+                    }
+                    marks[n] = self.now + spent;
+                }
+                Step::Send {
+                    to,
+                    tag,
+                    bytes,
+                    tcp,
+                } => {
+                    spent += self.send(r, to, (tag, bytes, tcp), spent);
+                    sends += 1;
+                }
+                Step::Answer { tag, bytes } => {
+                    let to = self.ranks[r].last_from;
+                    spent += self.send(r, to, (tag, bytes, true), spent);
+                }
+                Step::Recv { tag, count } => {
+                    if spent > 0.0 {
+                        // Looked at when the compute before it is done.
+                        return self.spend(r, spent);
+                    }
+                    match self.take(r, tag, count) {
+                        Some(cost) => spent += cost,
+                        None => return self.wait(r, tag, count),
+                    }
+                }
+            }
+            self.ranks[r].pc += 1;
+        }
+    }
+
+    /// Rank `r`'s program ended after `spent` more seconds of compute.
+    fn end(&mut self, r: Rank, spent: f64) {
+        let st = &mut self.ranks[r];
+        st.ended = self.now + spent;
+        if spent > 0.0 {
+            // The core is free once the last compute is done: the next slice ends it.
+            return self.spend(r, spent);
+        }
+        st.ran = f64::INFINITY;
+        self.release(self.layout.machine_of(r));
+    }
+
+    /// Rank `r` waits for `count` messages of `tag`: it spins on its core a while
+    /// (briefly on a crowded host), then sleeps.
+    fn wait(&mut self, r: Rank, tag: u32, count: u32) {
+        let crowded = self.crowded[self.layout.host_of(r)];
+        let spin = match crowded {
+            true => self.costs.spin_crowded_s,
+            false => self.costs.spin_s,
+        };
+        let st = &mut self.ranks[r];
+        st.spins = st.spins.wrapping_add(1);
+        if spin > 0.0 {
+            st.waiting = Some((tag, count, Wait::Spinning(self.now)));
+            let spin_no = st.spins;
+            self.push(self.now + spin, Event::SpinEnd(r, spin_no));
+        } else {
+            self.sleep(r, tag, count);
+        }
+    }
+
+    /// Rank `r` sleeps until `count` messages of `tag` are there, its core free.
+    fn sleep(&mut self, r: Rank, tag: u32, count: u32) {
+        let st = &mut self.ranks[r];
+        st.waiting = Some((tag, count, Wait::Asleep));
+        st.ran = f64::INFINITY;
+        self.release(self.layout.machine_of(r));
+    }
+
+    fn spin_ended(&mut self, r: Rank, spin_no: u32) {
+        let st = &mut self.ranks[r];
+        if let (Some((tag, count, Wait::Spinning(since))), true) = (st.waiting, st.spins == spin_no)
+        {
+            st.cpu += self.now - since;
+            self.sleep(r, tag, count);
+        }
+    }
+
+    /// Rank `r` computes `s` seconds from now, then its slice ends.
+    fn spend(&mut self, r: Rank, s: f64) {
+        let st = &mut self.ranks[r];
+        st.cpu += s;
+        st.ran += s;
+        self.push(self.now + s, Event::Slice(r));
+    }
+
+    /// Sends a message `(tag, bytes, tcp)` from `r` after `spent` seconds of its slice;
+    /// returns the core time it costs `r`.
+    fn send(&mut self, r: Rank, to: Rank, (tag, bytes, tcp): (u32, u32, bool), spent: f64) -> f64 {
+        let net = tcp || self.layout.host_of(r) != self.layout.host_of(to);
+        let link = if net {
+            &self.costs.net
+        } else {
+            &self.costs.shm
+        };
+        let (bit, word) = (1u64 << (to % 64), to / 64);
+        let new = net && !tcp && self.ranks[r].connected[word] & bit == 0;
+        if new {
+            self.ranks[r].connected[word] |= bit;
+            self.ranks[to].connected[r / 64] |= 1 << (r % 64);
+        }
+        let cost = link.o_s + if new { self.costs.connect_s } else { 0.0 };
+        let frames = f64::from(bytes.div_ceil(64).max(1));
+        let now = self.now;
+        let st = &mut self.ranks[r];
+        let mut leaves = (now + spent + cost).max(st.link_free);
+        st.link_free = leaves + link.g * frames;
+        let mut delayed = new;
+        if new {
+            st.wiring.retain(|w| w.1 > now);
+            leaves += self.costs.connect_delay_s;
+            st.wiring.push((to, leaves));
+        } else if let Some(&(_, up)) = st.wiring.iter().find(|w| w.0 == to) {
+            delayed = up > leaves;
+            leaves = leaves.max(up); // behind the connection's first message
+        }
+        let flight = Flight {
+            at: leaves + link.l + link.g * (frames - 1.0),
+            to: to as u32,
+            tag,
+            net,
+            connect: new,
+        };
+        self.fly(r, delayed, flight);
+        cost
+    }
+
+    /// Puts `flight` in `r`'s outbox in order of arrival; a new head gets an event.
+    fn fly(&mut self, r: Rank, delayed: bool, flight: Flight) {
+        let o = &mut self.ranks[r].outbox[usize::from(delayed)];
+        let at = o
+            .flights
+            .iter()
+            .rposition(|f| f.at <= flight.at)
+            .map_or(0, |i| i + 1);
+        o.flights.insert(at, flight);
+        if at == 0 {
+            o.version = o.version.wrapping_add(1);
+            let version = o.version;
+            self.push(
+                flight.at,
+                Event::Deliver {
+                    from: r,
+                    delayed,
+                    version,
+                },
+            );
+        }
+    }
+
+    /// The head of `from`'s outbox arrives; the next one gets an event.
+    fn deliver(&mut self, from: Rank, delayed: bool, version: u32) {
+        let o = &mut self.ranks[from].outbox[usize::from(delayed)];
+        if o.version != version {
+            return; // a message that arrives sooner took the head since
+        }
+        let Some(f) = o.flights.pop_front() else {
+            return;
+        };
+        if let Some(next) = o.flights.front() {
+            let at = next.at;
+            self.push(
+                at,
+                Event::Deliver {
+                    from,
+                    delayed,
+                    version,
+                },
+            );
+        }
+        self.arrive(from as u32, f.to as Rank, f.tag, f.net, f.connect);
+    }
+
+    /// Takes `count` messages of `tag` if they are there: their receive overheads.
+    fn take(&mut self, r: Rank, tag: u32, count: u32) -> Option<f64> {
+        let (shm, net) = (self.costs.shm.o_r, self.costs.net.o_r);
+        let st = &mut self.ranks[r];
+        let at = st
+            .inbox
+            .iter()
+            .position(|(t, q)| *t == tag && q.len() >= count as usize)?;
+        let queue = &mut st.inbox[at].1;
+        let mut cost = 0.0;
+        for from in queue.drain(..count as usize) {
+            cost += if from & NET != 0 { net } else { shm };
+            st.last_from = (from & !NET) as Rank;
+        }
+        if queue.is_empty() {
+            st.inbox.swap_remove(at);
+        }
+        Some(cost)
+    }
+
+    fn arrive(&mut self, from: u32, to: Rank, tag: u32, net: bool, connect: bool) {
+        let st = &mut self.ranks[to];
+        if connect {
+            st.debt += self.costs.connect_s;
+        }
+        let entry = from | if net { NET } else { 0 };
+        let have = match st.inbox.iter_mut().find(|(t, _)| *t == tag) {
+            Some((_, q)) => {
+                q.push_back(entry);
+                q.len()
+            }
+            None => {
+                st.inbox.push((tag, VecDeque::from([entry])));
+                1
+            }
+        };
+        let Some((want, count, how)) = st.waiting else {
+            return;
+        };
+        if want != tag || have < count as usize {
+            return;
+        }
+        st.waiting = None;
+        match how {
+            Wait::Spinning(since) => {
+                // It was on its core: it goes on at once, its spin spent.
+                st.cpu += self.now - since;
+                st.ran += self.now - since;
+                self.advance(to);
+            }
+            Wait::Asleep => {
+                st.debt += self.costs.wake_s;
+                let m = self.layout.machine_of(to);
+                self.ready[m].push_back(to);
+                self.dispatch(m);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
