@@ -4,6 +4,13 @@
 //! polls meanwhile), then times its first round trip to rank 1 (a frame there and its echo back: both endpoints made on the way),
 //! then [`TRIPS`] more, each timed; the report gives the first in units of the median
 //! of the others (`amrq-bench startup`'s "first contact" table).
+//!
+//! What the connection costs a core is measured in a job of its own
+//! (`startup --contact-cpu`), since a rank that polls without a pause spends its core
+//! whatever it waits for: there every rank naps [`NAP`] between empty polls, and rank 0
+//! makes a first round trip to each of [`CPU_PEERS`] peers on the other host in turn,
+//! giving its core time for each less that of as many naps and polls with nothing to
+//! take: its first connection costs UCX's one-time set-up, the later ones less.
 
 use crate::reference::median;
 use crate::startup::Link;
@@ -12,6 +19,13 @@ use std::time::{Duration, Instant};
 
 /// Round trips timed after the first.
 pub const TRIPS: usize = 2000;
+
+/// The peers rank 0 connects to, one after another, in the `--contact-cpu` job (all
+/// on the second host).
+pub const CPU_PEERS: usize = 5;
+
+/// The pause between two empty polls while the connection's core time is measured.
+pub const NAP: Duration = Duration::from_micros(20);
 
 /// One round: the first round trip and the median of the next [`TRIPS`], ns.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -24,12 +38,22 @@ pub struct Contact {
     /// rendezvous sends them).
     #[serde(default)]
     pub card_bytes: usize,
+    /// Rank 0's core time for its first round trip to a peer beyond that of as many
+    /// naps and polls with nothing there: its end of its first connection, seconds.
+    #[serde(default)]
+    pub connect_cpu_s: f64,
+    /// The same for its later connections (to other peers), the median.
+    #[serde(default)]
+    pub connect_later_s: f64,
 }
 
 /// The ranks' part (`amrq-bench startup --contact`): rank 0 times, rank 1 echoes;
-/// rank 0 prints `contact: first_ns=… steady_ns=…`. Ends the process.
-pub fn rank_part() -> ! {
-    match run() {
+/// rank 0 prints `contact: first_ns=… steady_ns=…`; `napping` (`--contact-cpu`): the
+/// first round trips alone, polling with naps, and rank 0 prints `contact:
+/// connect_cpu_s=… later_s=…`. Ends the process.
+pub fn rank_part(napping: bool) -> ! {
+    let done = if napping { connect_cpu() } else { run() };
+    match done {
         Ok(()) => std::process::exit(0),
         Err(e) => {
             eprintln!("amrq-bench startup --contact: {e}");
@@ -101,6 +125,69 @@ fn run() -> Result<(), String> {
     c.barrier().map_err(|e| e.to_string())
 }
 
+/// The `--contact-cpu` job: a first round trip from rank 0 to each other rank in turn,
+/// every rank napping between empty polls.
+fn connect_cpu() -> Result<(), String> {
+    let place = amrq::bootstrap::env::detect_across_hosts()
+        .map_err(|e| e.to_string())?
+        .ok_or("not a rank of a job across hosts (start it with amrun --hosts)")?;
+    let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+    let c = amrq::conduit::ucx::join(&place, &spec, &[], Duration::from_secs(60))
+        .map_err(|e| e.to_string())?;
+    let e = |e: ConduitError| e.to_string();
+    let polls = std::cell::Cell::new(0u64);
+    let take = || -> Result<(), ConduitError> {
+        loop {
+            polls.set(polls.get() + 1);
+            if let Some(f) = c.peek(0)? {
+                f.release();
+                return Ok(());
+            }
+            std::thread::sleep(NAP);
+        }
+    };
+    let send = |peer| loop {
+        let m = Message {
+            tag: 1,
+            ..Message::default()
+        };
+        match c.try_send(peer, 0, &m) {
+            Err(ConduitError::Busy) => std::thread::sleep(NAP),
+            sent => return sent,
+        }
+    };
+    if c.rank() != 0 {
+        take().map_err(e)?;
+        send(0).map_err(e)?;
+        return c.barrier().map_err(e);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let mut costs = Vec::new();
+    for peer in 1..c.size() {
+        polls.set(0);
+        let before = crate::startup::cpu_s();
+        send(peer).map_err(e)?;
+        take().map_err(e)?;
+        let first = crate::startup::cpu_s() - before;
+        let before = crate::startup::cpu_s();
+        for _ in 0..polls.get() {
+            if c.peek(0).map_err(e)?.is_some() {
+                return Err("a frame came that nobody sent".into());
+            }
+            std::thread::sleep(NAP);
+        }
+        costs.push(first - (crate::startup::cpu_s() - before));
+    }
+    let first = costs.first().copied().unwrap_or(f64::NAN);
+    let later = if costs.len() > 1 {
+        median(&mut costs[1..])
+    } else {
+        f64::NAN
+    };
+    println!("contact: connect_cpu_s={first:e} later_s={later:e}");
+    c.barrier().map_err(e)
+}
+
 /// `rounds` jobs of two ranks, one on each host of `link`: each round's [`Contact`].
 pub fn measure(link: &Link, rounds: usize) -> Result<Vec<Contact>, String> {
     let me = std::env::current_exe().map_err(|e| format!("cannot find amrq-bench: {e}"))?;
@@ -108,6 +195,16 @@ pub fn measure(link: &Link, rounds: usize) -> Result<Vec<Contact>, String> {
         .map(|r| {
             eprintln!("first contact, round {}/{rounds}", r + 1);
             let (_, out) = link.time(2, &me, &["startup", "--contact"])?;
+            let list = format!("{}:1,{}:{CPU_PEERS}", link.hosts[0], link.hosts[1]);
+            let (_, cpu) = link.time_on(&list, &me, &["startup", "--contact-cpu"])?;
+            let said = |k: &str| {
+                cpu.lines()
+                    .filter_map(|l| l.strip_prefix("contact: "))
+                    .flat_map(str::split_whitespace)
+                    .find_map(|w| w.strip_prefix(k)?.parse::<f64>().ok())
+                    .ok_or_else(|| format!("rank 0 did not say {k}:\n{cpu}"))
+            };
+            let (connect_cpu_s, connect_later_s) = (said("connect_cpu_s=")?, said("later_s=")?);
             out.lines()
                 .find_map(|l| {
                     let l = l.strip_prefix("contact: ")?;
@@ -119,6 +216,8 @@ pub fn measure(link: &Link, rounds: usize) -> Result<Vec<Contact>, String> {
                         first_ns: get("first_ns=")?,
                         steady_ns: get("steady_ns=")?,
                         card_bytes: get("card_bytes=")? as usize,
+                        connect_cpu_s,
+                        connect_later_s,
                     })
                 })
                 .ok_or_else(|| format!("rank 0 did not say its round trips:\n{out}"))

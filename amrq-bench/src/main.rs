@@ -113,6 +113,9 @@ struct StartupArgs {
     /// (internal) A rank of the first-contact job: time the first round trips.
     #[arg(long, hide = true)]
     contact: bool,
+    /// (internal) A rank of the connection's core time job.
+    #[arg(long, hide = true)]
+    contact_cpu: bool,
     /// (internal) A rank of the collectives' job: time barriers and all-to-alls.
     #[arg(long, hide = true)]
     collectives: bool,
@@ -179,8 +182,8 @@ fn main() {
         if a.rank {
             amrq_bench::startup::rank_part();
         }
-        if a.contact {
-            amrq_bench::contact::rank_part();
+        if a.contact || a.contact_cpu {
+            amrq_bench::contact::rank_part(a.contact_cpu);
         }
         if a.collectives {
             amrq_bench::collectives::rank_part();

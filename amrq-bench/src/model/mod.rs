@@ -60,6 +60,9 @@ pub struct Costs {
     pub net: Link,
     /// Core time of each end of a new connection across hosts (UCX's wire-up).
     pub connect_s: f64,
+    /// What a rank's first connection costs its core beyond that (UCX's one-time
+    /// set-up).
+    pub connect_first_s: f64,
     /// What a new connection adds to its first message's latency.
     pub connect_delay_s: f64,
     /// Core time of a rank woken from sleep by a message.
@@ -105,6 +108,7 @@ impl Costs {
                 l: 4e-6,
             },
             connect_s: 1e-3,
+            connect_first_s: 0.0,
             connect_delay_s: 1e-3,
             wake_s: 5e-6,
             spin_s: 50e-6,

@@ -105,6 +105,7 @@ pub fn report(m: &Measured) -> Result<(String, Vec<Chart<'static>>), String> {
             link(&costs.net)
         ),
         time(costs.connect_s),
+        time(costs.connect_first_s),
         time(costs.connect_delay_s),
         time(costs.wake_s),
         format!(

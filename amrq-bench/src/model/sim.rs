@@ -142,8 +142,10 @@ struct RankState {
     last_from: Rank,
     /// Core time owed before its next step (a wake-up, a connection's receiving half).
     debt: f64,
-    /// Waiting for this many of a tag, and how.
-    waiting: Option<(u32, u32, Wait)>,
+    /// Waiting for a message of a tag, and how.
+    waiting: Option<(u32, Wait)>,
+    /// Messages the current receive has taken so far.
+    taken: u32,
     /// Waits begun (tells a spin's end from an older one's).
     spins: u32,
     /// Core time since it took its core.
@@ -152,6 +154,8 @@ struct RankState {
     link_free: f64,
     /// The peers it has a connection with (a bit per rank, across hosts only).
     connected: Vec<u64>,
+    /// It has made or taken a connection across hosts (the first costs more).
+    connected_once: bool,
     /// Connections still being set up: the peer, and when the first message gets
     /// through (later ones queue behind it).
     wiring: Vec<(Rank, f64)>,
@@ -358,10 +362,17 @@ impl<'a> Engine<'a> {
                         // Looked at when the compute before it is done.
                         return self.spend(r, spent);
                     }
-                    match self.take(r, tag, count) {
-                        Some(cost) => spent += cost,
-                        None => return self.wait(r, tag, count),
+                    // What is there is handled at once, as a poll does.
+                    let (k, cost) = self.take(r, tag, count - self.ranks[r].taken);
+                    self.ranks[r].taken += k;
+                    if self.ranks[r].taken < count {
+                        return match cost > 0.0 {
+                            true => self.spend(r, cost),
+                            false => self.wait(r, tag),
+                        };
                     }
+                    self.ranks[r].taken = 0;
+                    spent += cost;
                 }
             }
             self.ranks[r].pc += 1;
@@ -380,9 +391,9 @@ impl<'a> Engine<'a> {
         self.release(self.layout.machine_of(r));
     }
 
-    /// Rank `r` waits for `count` messages of `tag`: it spins on its core a while
-    /// (briefly on a crowded host), then sleeps.
-    fn wait(&mut self, r: Rank, tag: u32, count: u32) {
+    /// Rank `r` waits for a message of `tag`: it spins on its core a while (briefly
+    /// on a crowded host), then sleeps.
+    fn wait(&mut self, r: Rank, tag: u32) {
         let crowded = self.crowded[self.layout.host_of(r)];
         let spin = match crowded {
             true => self.costs.spin_crowded_s,
@@ -391,28 +402,27 @@ impl<'a> Engine<'a> {
         let st = &mut self.ranks[r];
         st.spins = st.spins.wrapping_add(1);
         if spin > 0.0 {
-            st.waiting = Some((tag, count, Wait::Spinning(self.now)));
+            st.waiting = Some((tag, Wait::Spinning(self.now)));
             let spin_no = st.spins;
             self.push(self.now + spin, Event::SpinEnd(r, spin_no));
         } else {
-            self.sleep(r, tag, count);
+            self.sleep(r, tag);
         }
     }
 
-    /// Rank `r` sleeps until `count` messages of `tag` are there, its core free.
-    fn sleep(&mut self, r: Rank, tag: u32, count: u32) {
+    /// Rank `r` sleeps until a message of `tag` comes, its core free.
+    fn sleep(&mut self, r: Rank, tag: u32) {
         let st = &mut self.ranks[r];
-        st.waiting = Some((tag, count, Wait::Asleep));
+        st.waiting = Some((tag, Wait::Asleep));
         st.ran = f64::INFINITY;
         self.release(self.layout.machine_of(r));
     }
 
     fn spin_ended(&mut self, r: Rank, spin_no: u32) {
         let st = &mut self.ranks[r];
-        if let (Some((tag, count, Wait::Spinning(since))), true) = (st.waiting, st.spins == spin_no)
-        {
+        if let (Some((tag, Wait::Spinning(since))), true) = (st.waiting, st.spins == spin_no) {
             st.cpu += self.now - since;
-            self.sleep(r, tag, count);
+            self.sleep(r, tag);
         }
     }
 
@@ -439,7 +449,7 @@ impl<'a> Engine<'a> {
             self.ranks[r].connected[word] |= bit;
             self.ranks[to].connected[r / 64] |= 1 << (r % 64);
         }
-        let cost = link.o_s + if new { self.costs.connect_s } else { 0.0 };
+        let cost = link.o_s + if new { self.connection(r) } else { 0.0 };
         let frames = f64::from(bytes.div_ceil(64).max(1));
         let now = self.now;
         let st = &mut self.ranks[r];
@@ -511,46 +521,52 @@ impl<'a> Engine<'a> {
         self.arrive(from as u32, f.to as Rank, f.tag, f.net, f.connect);
     }
 
-    /// Takes `count` messages of `tag` if they are there: their receive overheads.
-    fn take(&mut self, r: Rank, tag: u32, count: u32) -> Option<f64> {
+    /// Takes up to `most` messages of `tag` that are there: how many, and their
+    /// receive overheads.
+    fn take(&mut self, r: Rank, tag: u32, most: u32) -> (u32, f64) {
         let (shm, net) = (self.costs.shm.o_r, self.costs.net.o_r);
         let st = &mut self.ranks[r];
-        let at = st
-            .inbox
-            .iter()
-            .position(|(t, q)| *t == tag && q.len() >= count as usize)?;
+        let Some(at) = st.inbox.iter().position(|(t, _)| *t == tag) else {
+            return (0, 0.0);
+        };
         let queue = &mut st.inbox[at].1;
+        let k = queue.len().min(most as usize);
         let mut cost = 0.0;
-        for from in queue.drain(..count as usize) {
+        for from in queue.drain(..k) {
             cost += if from & NET != 0 { net } else { shm };
             st.last_from = (from & !NET) as Rank;
         }
         if queue.is_empty() {
             st.inbox.swap_remove(at);
         }
-        Some(cost)
+        (k as u32, cost)
+    }
+
+    /// Core time of rank `r`'s end of a new connection.
+    fn connection(&mut self, r: Rank) -> f64 {
+        let first = !std::mem::replace(&mut self.ranks[r].connected_once, true);
+        self.costs.connect_s
+            + if first {
+                self.costs.connect_first_s
+            } else {
+                0.0
+            }
     }
 
     fn arrive(&mut self, from: u32, to: Rank, tag: u32, net: bool, connect: bool) {
-        let st = &mut self.ranks[to];
         if connect {
-            st.debt += self.costs.connect_s;
+            self.ranks[to].debt += self.connection(to);
         }
+        let st = &mut self.ranks[to];
         let entry = from | if net { NET } else { 0 };
-        let have = match st.inbox.iter_mut().find(|(t, _)| *t == tag) {
-            Some((_, q)) => {
-                q.push_back(entry);
-                q.len()
-            }
-            None => {
-                st.inbox.push((tag, VecDeque::from([entry])));
-                1
-            }
-        };
-        let Some((want, count, how)) = st.waiting else {
+        match st.inbox.iter_mut().find(|(t, _)| *t == tag) {
+            Some((_, q)) => q.push_back(entry),
+            None => st.inbox.push((tag, VecDeque::from([entry]))),
+        }
+        let Some((want, how)) = st.waiting else {
             return;
         };
-        if want != tag || have < count as usize {
+        if want != tag {
             return;
         }
         st.waiting = None;

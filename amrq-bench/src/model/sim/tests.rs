@@ -21,6 +21,7 @@ fn costs() -> Costs {
         shm: link(1e-9),
         net: link(1e-6),
         connect_s: 1e-3,
+        connect_first_s: 0.0,
         connect_delay_s: 2e-3,
         wake_s: 5e-6,
         spin_s: 0.0,
@@ -98,15 +99,18 @@ fn a_burst_leaves_at_the_gap() {
     ]);
     let run = run(&apart(), &c, &p, &[0.0, 0.0], true);
     let n = &c.net;
-    // The last message leaves (k − 1) gaps after the first (g > o_s); rank 1, asleep
-    // until all are there, wakes, takes them and answers.
+    // The last message leaves (k − 1) gaps after the first (g > o_s); rank 1 takes
+    // what is there each time it wakes, the last alone, and answers.
     let last = n.o_s + (k - 1) as f64 * n.g + n.l;
-    let want = last + c.wake_s + k as f64 * n.o_r + n.o_s;
+    let want = last + c.wake_s + n.o_r + n.o_s;
     assert!(
         (run.ended[1] - want).abs() < 1e-12,
         "{} vs {want}",
         run.ended[1]
     );
+    // It woke more than once, fewer times than messages came (it takes them in batches).
+    let wakes = (run.cpu[1] - k as f64 * n.o_r - n.o_s) / c.wake_s;
+    assert!(wakes > 1.5 && wakes < k as f64, "{wakes}");
 }
 
 #[test]
@@ -180,4 +184,49 @@ fn a_new_connection_delays_its_first_message() {
         "{} vs {want}",
         run.marks[1][0]
     );
+}
+
+#[test]
+fn two_ranks_that_spin_exchange_without_waking() {
+    let c = Costs {
+        spin_s: 1e-3,
+        ..costs()
+    };
+    let rounds = 4;
+    let prog = |me: Rank| {
+        let mut v = Vec::new();
+        for k in 0..rounds {
+            v.push(send(1 - me, k));
+            v.push(recv(k));
+        }
+        v.push(Step::Mark(0));
+        v
+    };
+    let p = Lists(vec![prog(0), prog(1)]);
+    // Two hosts on one machine of two cores, as this machine's runs.
+    let l = Layout::new(&[1, 1], &[0, 0], 2);
+    let run = run(&l, &c, &p, &[0.0, 0.0], true);
+    let n = &c.net;
+    let want = f64::from(rounds) * (n.o_s + n.l + n.o_r);
+    assert!(
+        (run.marks[0][0] - want).abs() < 1e-9,
+        "{} vs {want}",
+        run.marks[0][0]
+    );
+}
+
+#[test]
+fn a_ranks_first_connection_costs_it_more_than_its_later_ones() {
+    let c = Costs {
+        connect_first_s: 4e-3,
+        ..costs()
+    };
+    // Rank 0 on one host connects to ranks 1 and 2 on another.
+    let l = Layout::new(&[1, 2], &[0, 1], 2);
+    let p = Lists(vec![vec![send(1, 1), send(2, 1)], vec![recv(1)], vec![recv(1)]]);
+    let run = run(&l, &c, &p, &[0.0; 3], false);
+    let (n, both) = (&c.net, 2.0 * c.connect_s + c.connect_first_s);
+    assert!((run.cpu[0] - (2.0 * n.o_s + both)).abs() < 1e-12, "{:?}", run.cpu);
+    let end = c.connect_s + c.connect_first_s + c.wake_s + n.o_r;
+    assert!((run.cpu[1] - end).abs() < 1e-12, "{:?}", run.cpu);
 }
