@@ -133,12 +133,13 @@ impl Chart<'_> {
             .y_label_area_size(70)
             .build_cartesian_2d(xs, ys)
             .map_err(err)?;
-        // Log axes label the powers of ten only.
+        // Log axes label the powers of ten only (below 0.001 as 1e-4, …).
         let tick = |log: bool| {
             move |v: &f64| match log {
-                true if (v - v.round()).abs() < 1e-6 => {
-                    crate::summary::plain(10f64.powf(v.round()))
-                }
+                true if (v - v.round()).abs() < 1e-6 => match 10f64.powf(v.round()) {
+                    p if p < 1e-3 => format!("{p:e}"),
+                    p => crate::summary::plain(p),
+                },
                 true => String::new(),
                 false => crate::summary::plain(*v),
             }

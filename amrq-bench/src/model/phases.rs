@@ -244,8 +244,9 @@ pub fn startup(layout: &Layout, costs: &Costs) -> Startup {
     }
 }
 
-/// Barriers per timing: the mean is what the model gives.
-const BARRIERS: u32 = 4;
+/// Barriers per timing, as many as the measured job times: the mean is what the
+/// model gives.
+const BARRIERS: u32 = crate::collectives::BARRIERS as u32;
 
 /// `Am::new`'s set-up collectives over the conduit: two all-gathers and a barrier,
 /// each up and down the heap (tags `base` to `base + 5`).

@@ -80,12 +80,15 @@ pub fn report(m: &Measured) -> Result<(String, Vec<Chart<'static>>), String> {
         "A discrete-event simulation (`amrq-bench model`, `amrq-bench/src/model/`) of the \
          protocols a job runs: the launch, the rendezvous tree, `Am::new`'s set-up \
          collectives, a dissemination barrier, the job's end, an all-to-all. Ranks run \
-         on the cores of their machine (a rank that waits for a message sleeps and is \
-         woken by it; one that computes gives its core to a waiting one after a \
-         quantum), messages cost LogP's overheads, gap and latency, and the first \
-         message between two hosts pays a connection at each end. Measured on {}, \
-         {cores} cores; the costs below come from measurements of their own, none \
-         fitted to the times the model is checked against.\n\n",
+         on the cores of their machine: a rank that waits spins a while on its core, \
+         then sleeps, and each message that comes for it wakes it; one that computes \
+         gives its core to a waiting one after a quantum. Messages cost LogP's \
+         overheads, gap and latency; a rank's first message to a rank of another host \
+         opens a connection, which costs both ends core time (a rank's first \
+         connection more). Measured on {}, {cores} cores. The costs come from \
+         measurements of their own (2 ranks, the floor's runs, rank 0's core time in \
+         start-ups of up to 16 ranks), not from the times the model is checked \
+         against.\n\n",
         m.placement
     );
     t += "## What it was fed\n\n| cost | value | from |\n|---|---|---|\n";

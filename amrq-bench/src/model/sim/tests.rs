@@ -223,10 +223,18 @@ fn a_ranks_first_connection_costs_it_more_than_its_later_ones() {
     };
     // Rank 0 on one host connects to ranks 1 and 2 on another.
     let l = Layout::new(&[1, 2], &[0, 1], 2);
-    let p = Lists(vec![vec![send(1, 1), send(2, 1)], vec![recv(1)], vec![recv(1)]]);
+    let p = Lists(vec![
+        vec![send(1, 1), send(2, 1)],
+        vec![recv(1)],
+        vec![recv(1)],
+    ]);
     let run = run(&l, &c, &p, &[0.0; 3], false);
     let (n, both) = (&c.net, 2.0 * c.connect_s + c.connect_first_s);
-    assert!((run.cpu[0] - (2.0 * n.o_s + both)).abs() < 1e-12, "{:?}", run.cpu);
+    assert!(
+        (run.cpu[0] - (2.0 * n.o_s + both)).abs() < 1e-12,
+        "{:?}",
+        run.cpu
+    );
     let end = c.connect_s + c.connect_first_s + c.wake_s + n.o_r;
     assert!((run.cpu[1] - end).abs() < 1e-12, "{:?}", run.cpu);
 }
