@@ -14,6 +14,7 @@
 
 use crate::reference::median;
 use crate::startup::Link;
+use amrq::conduit::ucx::UcxConduit;
 use amrq::conduit::{ChannelSpec, Conduit, ConduitError, ConduitSpec, Message, ReceivedFrame};
 use std::time::{Duration, Instant};
 
@@ -62,13 +63,17 @@ pub fn rank_part(napping: bool) -> ! {
     }
 }
 
-fn run() -> Result<(), String> {
+/// This rank's UCX conduit of the job `amrun --hosts` started, one channel.
+fn join() -> Result<UcxConduit, String> {
     let place = amrq::bootstrap::env::detect_across_hosts()
         .map_err(|e| e.to_string())?
         .ok_or("not a rank of a job across hosts (start it with amrun --hosts)")?;
     let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
-    let c = amrq::conduit::ucx::join(&place, &spec, &[], Duration::from_secs(60))
-        .map_err(|e| e.to_string())?;
+    amrq::conduit::ucx::join(&place, &spec, &[], Duration::from_secs(60)).map_err(|e| e.to_string())
+}
+
+fn run() -> Result<(), String> {
+    let c = join()?;
     if c.size() != 2 {
         return Err(format!("{} ranks: this measurement takes 2", c.size()));
     }
@@ -128,12 +133,7 @@ fn run() -> Result<(), String> {
 /// The `--contact-cpu` job: a first round trip from rank 0 to each other rank in turn,
 /// every rank napping between empty polls.
 fn connect_cpu() -> Result<(), String> {
-    let place = amrq::bootstrap::env::detect_across_hosts()
-        .map_err(|e| e.to_string())?
-        .ok_or("not a rank of a job across hosts (start it with amrun --hosts)")?;
-    let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
-    let c = amrq::conduit::ucx::join(&place, &spec, &[], Duration::from_secs(60))
-        .map_err(|e| e.to_string())?;
+    let c = join()?;
     let e = |e: ConduitError| e.to_string();
     let polls = std::cell::Cell::new(0u64);
     let take = || -> Result<(), ConduitError> {

@@ -262,7 +262,7 @@ fn set_up<'a>(n: usize, base: u32) -> Vec<Phase<'a>> {
 }
 
 /// Rank 0's mean barrier, as a program times it after `Am::new` and a first barrier:
-/// [`BARRIERS`] back to back.
+/// as many back to back as the measured job times (`collectives::BARRIERS`).
 pub fn barrier(layout: &Layout, costs: &Costs) -> f64 {
     let n = layout.ranks;
     let mut phases = set_up(n, 10);
