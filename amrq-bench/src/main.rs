@@ -441,6 +441,13 @@ fn startup(cli: &Cli, a: &StartupArgs) {
         let json = serde_json::to_string_pretty(&measured).unwrap_or_default();
         let path = dir.join("startup.json");
         std::fs::write(&path, json).unwrap_or_else(|e| fail(format!("{}: {e}", path.display())));
+        if let Err(e) = measured.costs() {
+            // The measurements are kept: `amrq-bench model --from DIR` once they suffice.
+            fail(format!(
+                "the model was not run: {e}; the measurements are in {}",
+                path.display()
+            ));
+        }
         model(cli, dir);
     }
 }

@@ -173,6 +173,11 @@ pub fn measure(link: &Link, ranks: &[usize], rounds: usize) -> Result<Vec<Sample
             s.job_s.push(secs);
             s.memory_kib = memory_lines(&out);
             s.cpu_s.push(cpu_lines(&out));
+            if s.cpu_s.last().map(Vec::len) != Some(n) {
+                return Err(format!(
+                    "{n} ranks: not every rank said its core times:\n{out}"
+                ));
+            }
             if s.memory_kib.len() != n {
                 return Err(format!(
                     "{n} ranks: {} said their memory:\n{out}",
@@ -207,11 +212,11 @@ fn cpu_lines(out: &str) -> Vec<[f64; 4]> {
         .filter_map(|l| {
             let field = |k: &str| l.split_whitespace().find_map(|w| w.strip_prefix(k));
             let rank = field("rank=")?.parse().ok()?;
-            let mut t = [f64::NAN; 4];
-            for (slot, x) in t.iter_mut().zip(field("cpu_s=")?.split(',')) {
-                *slot = x.parse().ok()?;
-            }
-            Some((rank, t))
+            let t: Vec<f64> = field("cpu_s=")?
+                .split(',')
+                .map(|x| x.parse().ok())
+                .collect::<Option<_>>()?;
+            Some((rank, t.try_into().ok()?))
         })
         .collect();
     v.sort_by_key(|x| x.0);

@@ -45,7 +45,7 @@ pub const DERIVATION: &[(&str, &str)] = &[
     ("shm, net", "`amrq-bench signature` (LogP: bursts, round trip, receive overhead) with its two ranks on one host, then one on each host"),
     ("connect_s", "rank 0's core time for a first round trip to a peer on another host, less that of as many polls with nothing to take (every rank pausing 20 µs between empty polls), its second to fifth peers: median over peers, then rounds; each end is charged it"),
     ("connect_first_s", "the same for its first peer, less connect_s: UCX's one-time set-up in a rank, charged to each rank's first connection"),
-    ("connect_delay_s", "first round trip − steady round trip to a new peer across hosts (both ranks' first connection) − both ends' core time, median over rounds"),
+    ("connect_delay_s", "first round trip − steady round trip to a new peer across hosts (both ranks' first connection) − both ends' core time, median over rounds; 0 when that is negative (the report says by how much)"),
     ("wake_s", "a round trip after rank 1 slept 2 ms in its barrier minus one at once (2 ranks, one a host), median over rounds"),
     ("spawn_s, launch_fixed_s", "least squares of the floor (`amrun` of `/bin/true`) against the ranks per host: slope and intercept"),
     ("init_s", "a rank's core time when joined (since exec: loading, UCX, shared memory) at 2 ranks, median over ranks and rounds"),
@@ -114,7 +114,7 @@ impl Measured {
             .map(|c| c.card_bytes)
             .max()
             .unwrap_or(0);
-        Ok(Costs {
+        let costs = Costs {
             shm: Link::from_logp(&shm),
             net: Link::from_logp(&net),
             connect_s,
@@ -130,7 +130,21 @@ impl Measured {
             entry_bytes: ENTRY_BYTES,
             card_bytes: card as u32,
             quantum_s: QUANTUM_S,
-        })
+        };
+        costs.check()?;
+        Ok(costs)
+    }
+
+    /// What the first contact's extra time lacks to cover both ends' core time for
+    /// their first connection, seconds (positive: `connect_delay_s` was counted as 0).
+    pub fn delay_shortfall(&self) -> Result<f64, String> {
+        let c = self.costs()?;
+        let mut first: Vec<f64> = self
+            .contacts
+            .iter()
+            .map(|c| (c.first_ns - c.steady_ns) * 1e-9)
+            .collect();
+        Ok(2.0 * (c.connect_s + c.connect_first_s) - median(&mut first))
     }
 }
 

@@ -3,8 +3,9 @@
 //! `Am::new`'s set-up collectives, a dissemination barrier, the job's end, an
 //! all-to-all), fed with costs measured on this machine ([`Costs`]: the LogP
 //! figures of `amrq-bench signature` inside a host and across hosts, a connection's
-//! set-up and a wake-up from `amrq-bench startup`'s first-contact job, the launch from
-//! the floor's runs, a rank's own start from its CPU time at 2 ranks). Checked against
+//! core time from `amrq-bench startup`'s connection job, a wake-up from its
+//! collectives' job, the launch from the floor's runs, a rank's own start from its
+//! CPU time at 2 ranks). Checked against
 //! the measured start-up, barrier and all-to-all up to 256 ranks, then run at 1 000 and
 //! 10 000 ([`report`]).
 //!
@@ -38,20 +39,22 @@ pub struct Link {
 }
 
 impl Link {
-    /// From `amrq_bench::analysis::LogP` (nanoseconds); a negative latency (overheads
-    /// that overlap the transfer) counts as none.
+    /// From `amrq_bench::analysis::LogP` (nanoseconds); a negative figure (a latency
+    /// that the overheads overlap, a fit's noise) counts as none.
     pub fn from_logp(p: &crate::analysis::LogP) -> Self {
+        let s = |ns: f64| ns.max(0.0) * 1e-9;
         Self {
-            o_s: p.o_s * 1e-9,
-            o_r: p.o_r * 1e-9,
-            g: p.g * 1e-9,
-            l: p.l.max(0.0) * 1e-9,
+            o_s: s(p.o_s),
+            o_r: s(p.o_r),
+            g: s(p.g),
+            l: s(p.l),
         }
     }
 }
 
-/// What the model charges, seconds unless named otherwise; every figure measured on
-/// this machine by `amrq-bench startup` (which says how).
+/// What the model charges, seconds unless named otherwise; measured on this machine by
+/// `amrq-bench startup` but for the spins, the quantum and the table entry's bytes
+/// (`measured::DERIVATION` says how each was had).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Costs {
     /// Ranks of one host (shared memory).
@@ -67,8 +70,8 @@ pub struct Costs {
     pub connect_delay_s: f64,
     /// Core time of a rank woken from sleep by a message.
     pub wake_s: f64,
-    /// How long a wait spins on its core before it sleeps: on a host with no more
-    /// ranks than cores, and on a crowded one.
+    /// How long a wait spins on its core before it sleeps, on a host with no more
+    /// ranks than cores.
     pub spin_s: f64,
     /// The same on a host with more ranks than cores.
     pub spin_crowded_s: f64,
@@ -76,13 +79,13 @@ pub struct Costs {
     pub spawn_s: f64,
     /// The launcher's fixed cost (its own start and end, reaping).
     pub launch_fixed_s: f64,
-    /// Core time of a rank before it joins: loading, UCX's context and worker, the
-    /// shared memory attached.
+    /// Core time of a rank until it has joined (at 2 ranks): loading, UCX's context
+    /// and worker, the shared memory attached, its part of the rendezvous.
     pub init_s: f64,
     /// Core time of rank 0 to admit one joiner (accept, key proof, placement), and of
     /// a tree parent to accept a child.
     pub admit_s: f64,
-    /// Bytes per rank of the rendezvous table, and of a card (UCX address and key).
+    /// Bytes per rank of the rendezvous table.
     pub entry_bytes: u32,
     /// Bytes per rank of a card.
     pub card_bytes: u32,
@@ -92,6 +95,44 @@ pub struct Costs {
 }
 
 impl Costs {
+    /// `Err` naming the first cost that is not a finite number ≥ 0.
+    ///
+    /// ```
+    /// let mut c = amrq_bench::model::Costs::example();
+    /// assert!(c.check().is_ok());
+    /// c.spawn_s = f64::NAN;
+    /// assert!(c.check().unwrap_err().contains("spawn_s"));
+    /// ```
+    pub fn check(&self) -> Result<(), String> {
+        let all = [
+            ("shm.o_s", self.shm.o_s),
+            ("shm.o_r", self.shm.o_r),
+            ("shm.g", self.shm.g),
+            ("shm.l", self.shm.l),
+            ("net.o_s", self.net.o_s),
+            ("net.o_r", self.net.o_r),
+            ("net.g", self.net.g),
+            ("net.l", self.net.l),
+            ("connect_s", self.connect_s),
+            ("connect_first_s", self.connect_first_s),
+            ("connect_delay_s", self.connect_delay_s),
+            ("wake_s", self.wake_s),
+            ("spin_s", self.spin_s),
+            ("spin_crowded_s", self.spin_crowded_s),
+            ("spawn_s", self.spawn_s),
+            ("launch_fixed_s", self.launch_fixed_s),
+            ("init_s", self.init_s),
+            ("admit_s", self.admit_s),
+            ("quantum_s", self.quantum_s),
+        ];
+        match all.iter().find(|(_, v)| !(v.is_finite() && *v >= 0.0)) {
+            Some((name, v)) => Err(format!(
+                "the model's cost {name} came out {v}: measure again (amrq-bench startup, more sizes or rounds)"
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Plausible figures, for examples and tests (not measured).
     pub fn example() -> Self {
         Self {

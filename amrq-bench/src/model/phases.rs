@@ -9,8 +9,9 @@
 //! - an all-to-all: a message from every rank to every other, sent in turn from the
 //!   next rank on.
 //!
-//! A joiner's admission order is taken as its rank order (the real rendezvous places
-//! joiners in the order rank 0 admits them).
+//! Rank 0 admits joiners in the order they come, but the model's rendezvous tree is a
+//! heap over ranks, where the real one is a heap over the order of admission: here a
+//! child admitted before its parent waits for it.
 
 use super::sim::{self, Program, Rank, Step};
 use super::{Costs, Layout};

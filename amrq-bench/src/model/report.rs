@@ -125,9 +125,20 @@ pub fn report(m: &Measured) -> Result<(String, Vec<Chart<'static>>), String> {
     for ((name, from), value) in DERIVATION.iter().zip(&values) {
         t += &format!("| {name} | {value} | {from} |\n");
     }
+    let shortfall = m.delay_shortfall()?;
+    if shortfall > 0.0 {
+        t += &format!(
+            "\nThe first contact's extra time is {} short of both ends' core time for \
+             their first connection: the model's first round trip to a new peer is that \
+             much longer than measured.\n",
+            time(shortfall)
+        );
+    }
     t += "\n## Checked against the runs (two hosts sharing this machine's cores)\n\n\
           Each cell: measured (median over rounds) / model (model ÷ measured). Core \
-          time per rank: the mean over ranks after their barrier, last round.\n\n\
+          time per rank: the mean over ranks, measured after their barrier (last \
+          round), the model's to the end of its program (the job's end \
+          included).\n\n\
           | ranks | start-up | core time per rank | barrier | first all-to-all | all-to-all |\n\
           |---:|---|---|---|---|---|\n";
     let mut checked = Vec::new();

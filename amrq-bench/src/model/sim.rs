@@ -1,10 +1,12 @@
 //! The discrete-event engine: ranks that run programs of steps (compute, send, receive)
 //! on the cores of their machine, and messages that cross links with LogP's costs.
 //!
-//! A rank holds a core while it computes or pays an overhead, and gives it up when it
-//! waits for a message that is not there (it sleeps; the message that wakes it costs a
-//! wake-up on its core) or when it has run a scheduling quantum while others wait for
-//! a core. A machine's ready ranks take its free cores first come, first served. A
+//! A rank holds a core while it computes or pays an overhead, and while it waits a
+//! while for a message that is not there (it spins); then it sleeps, giving the core
+//! up, and the next message that comes for it wakes it (a wake-up's cost on its core).
+//! Any message ends a wait: the rank handles it and looks again for what it waits
+//! for. A rank that has run a scheduling quantum while others wait for a core gives
+//! it up too. A machine's ready ranks take its free cores first come, first served. A
 //! message costs its sender `o_s` (and, the first time a pair talks across hosts, a
 //! connection's set-up at each end), leaves the sender's link no sooner than `g` per
 //! 64-byte frame after its last one, arrives `L` later, and costs its receiver `o_r`
@@ -70,7 +72,7 @@ pub struct Run {
     pub ended: Vec<f64>,
     /// Per rank, seconds of core time it used.
     pub cpu: Vec<f64>,
-    /// Events the engine handled.
+    /// Events the engine scheduled.
     pub events: u64,
 }
 
@@ -78,7 +80,14 @@ impl Run {
     /// The time the last rank passed mark `n` (`NaN` if one never did).
     pub fn last_mark(&self, n: u8) -> f64 {
         let at = |m: &Vec<f64>| m.get(usize::from(n)).copied().unwrap_or(f64::NAN);
-        self.marks.iter().map(at).fold(0.0, f64::max)
+        let later = |a: f64, b: f64| {
+            if a.is_nan() || b.is_nan() {
+                f64::NAN
+            } else {
+                a.max(b)
+            }
+        };
+        self.marks.iter().map(at).fold(0.0, later)
     }
 
     /// The time the last rank ended.
@@ -91,8 +100,9 @@ impl Run {
 enum Event {
     /// A rank's compute slice ended: it goes on (or yields its core).
     Slice(Rank),
-    /// A rank's spin, begun as its `spin`-th wait, ran out: it sleeps.
-    SpinEnd(Rank, u32),
+    /// A rank's spin may have run out: it sleeps if it has (one such event at a time
+    /// per rank; a message handled meanwhile put the end later).
+    SpinEnd(Rank),
     /// The first message in flight of a rank's outbox (`delayed`: of those behind a
     /// connection's set-up) arrives, if the outbox's head is still the one this event
     /// was made for (`version`).
@@ -146,8 +156,10 @@ struct RankState {
     waiting: Option<(u32, Wait)>,
     /// Messages the current receive has taken so far.
     taken: u32,
-    /// Waits begun (tells a spin's end from an older one's).
-    spins: u32,
+    /// When its spin runs out, if it spins.
+    spin_until: f64,
+    /// A `SpinEnd` of its is queued.
+    spin_queued: bool,
     /// Core time since it took its core.
     ran: f64,
     /// When its link is free for its next message.
@@ -156,14 +168,16 @@ struct RankState {
     connected: Vec<u64>,
     /// It has made or taken a connection across hosts (the first costs more).
     connected_once: bool,
-    /// Connections still being set up: the peer, and when the first message gets
-    /// through (later ones queue behind it).
-    wiring: Vec<(Rank, f64)>,
+    /// Connections still being set up: the peer, when the first message gets through
+    /// (later ones queue behind it), and when it arrives (none arrives before it).
+    wiring: Vec<(Rank, f64, f64)>,
     /// Messages in flight: sent at once, and delayed by a connection's set-up.
     outbox: [Outbox; 2],
     marks: Vec<f64>,
     ended: f64,
     cpu: f64,
+    /// Its program is over.
+    done: bool,
 }
 
 /// The top bit of an inbox entry: the message crossed the network.
@@ -213,6 +227,13 @@ pub fn run(
         e.ranks[r].ran = f64::INFINITY; // not on a core yet: the first slice asks for one
     }
     e.go();
+    if let Some(r) = e.ranks.iter().position(|st| !st.done) {
+        // A program bug (a receive whose messages never come), not a prediction.
+        panic!(
+            "rank {r} of the model never ended: it waits for {:?}",
+            e.ranks[r].waiting
+        );
+    }
     Run {
         marks: e.ranks.iter().map(|r| r.marks.clone()).collect(),
         ended: e.ranks.iter().map(|r| r.ended).collect(),
@@ -272,7 +293,7 @@ impl<'a> Engine<'a> {
             self.now = q.at;
             match q.event {
                 Event::Slice(r) => self.slice_ended(r),
-                Event::SpinEnd(r, spin) => self.spin_ended(r, spin),
+                Event::SpinEnd(r) => self.spin_ended(r),
                 Event::Deliver {
                     from,
                     delayed,
@@ -287,6 +308,11 @@ impl<'a> Engine<'a> {
     fn slice_ended(&mut self, r: Rank) {
         let m = self.layout.machine_of(r);
         let on_core = self.ranks[r].ran.is_finite();
+        if self.ranks[r].done {
+            // Its last compute is over: the core is free.
+            self.ranks[r].ran = f64::INFINITY;
+            return self.release(m);
+        }
         if on_core && (self.ranks[r].ran < self.costs.quantum_s || self.ready[m].is_empty()) {
             if self.ranks[r].ran >= self.costs.quantum_s {
                 self.ranks[r].ran = 0.0;
@@ -382,7 +408,9 @@ impl<'a> Engine<'a> {
     /// Rank `r`'s program ended after `spent` more seconds of compute.
     fn end(&mut self, r: Rank, spent: f64) {
         let st = &mut self.ranks[r];
-        st.ended = self.now + spent;
+        if !st.done {
+            (st.done, st.ended) = (true, self.now + spent);
+        }
         if spent > 0.0 {
             // The core is free once the last compute is done: the next slice ends it.
             return self.spend(r, spent);
@@ -400,11 +428,12 @@ impl<'a> Engine<'a> {
             false => self.costs.spin_s,
         };
         let st = &mut self.ranks[r];
-        st.spins = st.spins.wrapping_add(1);
         if spin > 0.0 {
             st.waiting = Some((tag, Wait::Spinning(self.now)));
-            let spin_no = st.spins;
-            self.push(self.now + spin, Event::SpinEnd(r, spin_no));
+            st.spin_until = self.now + spin;
+            if !std::mem::replace(&mut st.spin_queued, true) {
+                self.push(self.now + spin, Event::SpinEnd(r));
+            }
         } else {
             self.sleep(r, tag);
         }
@@ -418,12 +447,19 @@ impl<'a> Engine<'a> {
         self.release(self.layout.machine_of(r));
     }
 
-    fn spin_ended(&mut self, r: Rank, spin_no: u32) {
+    fn spin_ended(&mut self, r: Rank) {
         let st = &mut self.ranks[r];
-        if let (Some((tag, Wait::Spinning(since))), true) = (st.waiting, st.spins == spin_no) {
-            st.cpu += self.now - since;
-            self.sleep(r, tag);
+        st.spin_queued = false;
+        let Some((tag, Wait::Spinning(since))) = st.waiting else {
+            return;
+        };
+        if st.spin_until > self.now {
+            st.spin_queued = true;
+            let at = st.spin_until;
+            return self.push(at, Event::SpinEnd(r));
         }
+        st.cpu += self.now - since;
+        self.sleep(r, tag);
     }
 
     /// Rank `r` computes `s` seconds from now, then its slice ends.
@@ -456,16 +492,20 @@ impl<'a> Engine<'a> {
         let mut leaves = (now + spent + cost).max(st.link_free);
         st.link_free = leaves + link.g * frames;
         let mut delayed = new;
-        if new {
-            st.wiring.retain(|w| w.1 > now);
+        let at = |leaves: f64| leaves + link.l + link.g * (frames - 1.0);
+        let arrives = if new {
+            st.wiring.retain(|w| w.2 > now);
             leaves += self.costs.connect_delay_s;
-            st.wiring.push((to, leaves));
-        } else if let Some(&(_, up)) = st.wiring.iter().find(|w| w.0 == to) {
+            st.wiring.push((to, leaves, at(leaves)));
+            at(leaves)
+        } else if let Some(&(_, up, first)) = st.wiring.iter().find(|w| w.0 == to) {
             delayed = up > leaves;
-            leaves = leaves.max(up); // behind the connection's first message
-        }
+            at(leaves.max(up)).max(first) // behind the connection's first message
+        } else {
+            at(leaves)
+        };
         let flight = Flight {
-            at: leaves + link.l + link.g * (frames - 1.0),
+            at: arrives,
             to: to as u32,
             tag,
             net,
@@ -563,12 +603,11 @@ impl<'a> Engine<'a> {
             Some((_, q)) => q.push_back(entry),
             None => st.inbox.push((tag, VecDeque::from([entry]))),
         }
-        let Some((want, how)) = st.waiting else {
+        // Any message ends a wait, as a poll that finds one does: the rank handles it
+        // (a connection's receiving half too) and looks for what it waits for again.
+        let Some((_, how)) = st.waiting else {
             return;
         };
-        if want != tag {
-            return;
-        }
         st.waiting = None;
         match how {
             Wait::Spinning(since) => {

@@ -238,3 +238,18 @@ fn a_ranks_first_connection_costs_it_more_than_its_later_ones() {
     let end = c.connect_s + c.connect_first_s + c.wake_s + n.o_r;
     assert!((run.cpu[1] - end).abs() < 1e-12, "{:?}", run.cpu);
 }
+
+#[test]
+fn any_message_wakes_a_sleeping_rank_which_sleeps_again() {
+    let c = costs();
+    // Rank 1 waits for tag 2; a message of tag 1 comes first, then tag 2 later.
+    let p = Lists(vec![
+        vec![send(1, 1), Step::Cpu(1e-3), send(1, 2)],
+        vec![recv(2), recv(1)],
+    ]);
+    let run = run(&apart(), &c, &p, &[0.0, 0.0], true);
+    let n = &c.net;
+    // Two wakes: one for each message; both taken.
+    let cpu = 2.0 * c.wake_s + 2.0 * n.o_r;
+    assert!((run.cpu[1] - cpu).abs() < 1e-12, "{:?}", run.cpu);
+}
