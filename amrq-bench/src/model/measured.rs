@@ -1,7 +1,8 @@
 //! What `amrq-bench startup` measured, kept as `startup.json` beside its report, and
-//! the model's [`Costs`] derived from it: every cost from a measurement of its own
-//! (2 ranks, the floor's runs, the LogP signature), none fitted to the start-up,
-//! barrier or all-to-all times the model is checked against.
+//! the model's [`Costs`] derived from it: every cost but the spins, the quantum and
+//! the table entry's size from a measurement of its own (2 ranks, the floor's runs,
+//! the LogP signature, rank 0's core time in start-ups of up to 16 ranks), none
+//! fitted to the start-up, barrier or all-to-all times the model is checked against.
 
 use super::{Costs, Link};
 use crate::analysis::{least_squares, LogP};

@@ -41,6 +41,12 @@ pub struct Link {
 impl Link {
     /// From `amrq_bench::analysis::LogP` (nanoseconds); a negative figure (a latency
     /// that the overheads overlap, a fit's noise) counts as none.
+    ///
+    /// ```
+    /// use amrq_bench::analysis::LogP;
+    /// let l = amrq_bench::model::Link::from_logp(&LogP { l: -5.0, o_s: 50.0, o_r: 60.0, g: 150.0 });
+    /// assert!(l.l == 0.0 && (l.o_s - 50e-9).abs() < 1e-18);
+    /// ```
     pub fn from_logp(p: &crate::analysis::LogP) -> Self {
         let s = |ns: f64| ns.max(0.0) * 1e-9;
         Self {
@@ -134,6 +140,10 @@ impl Costs {
     }
 
     /// Plausible figures, for examples and tests (not measured).
+    ///
+    /// ```
+    /// assert!(amrq_bench::model::Costs::example().check().is_ok());
+    /// ```
     pub fn example() -> Self {
         Self {
             shm: Link {
@@ -183,6 +193,14 @@ pub struct Layout {
 
 impl Layout {
     /// `per_host[h]` ranks on host h, host h on machine `machine[h]` of `cores` cores.
+    ///
+    /// ```
+    /// use amrq_bench::model::Layout;
+    /// // Two hosts of 3 and 2 ranks sharing one machine of 2 cores.
+    /// let l = Layout::new(&[3, 2], &[0, 0], 2);
+    /// assert_eq!((l.ranks, l.hosts(), l.machines()), (5, 2, 1));
+    /// assert_eq!((l.host_of(3), l.nth_on_host(3), l.machine_of(4)), (1, 0, 0));
+    /// ```
     pub fn new(per_host: &[usize], machine: &[usize], cores: usize) -> Self {
         let mut host = Vec::new();
         let mut nth = Vec::new();
@@ -201,12 +219,22 @@ impl Layout {
 
     /// This machine's runs: `ranks` split over two hosts (an odd one more on the
     /// first) that share one machine of `cores` cores.
+    ///
+    /// ```
+    /// let l = amrq_bench::model::Layout::two_hosts_one_machine(5, 2);
+    /// assert_eq!((l.host_of(2), l.host_of(3), l.machines()), (0, 1, 1));
+    /// ```
     pub fn two_hosts_one_machine(ranks: usize, cores: usize) -> Self {
         let first = ranks.div_ceil(2);
         Self::new(&[first, ranks - first], &[0, 0], cores)
     }
 
     /// A cluster: a rank per core, `cores` per host, each host its own machine.
+    ///
+    /// ```
+    /// let l = amrq_bench::model::Layout::cluster(1000, 64);
+    /// assert_eq!((l.hosts(), l.machines(), l.host_of(999)), (16, 16, 15));
+    /// ```
     pub fn cluster(ranks: usize, cores: usize) -> Self {
         let hosts = ranks.div_ceil(cores);
         let per: Vec<usize> = (0..hosts).map(|h| cores.min(ranks - h * cores)).collect();

@@ -209,6 +209,13 @@ pub struct Startup {
 }
 
 /// The start-up of a job that joins, makes one barrier and returns.
+///
+/// ```
+/// use amrq_bench::model::{phases, Costs, Layout};
+/// let s = phases::startup(&Layout::cluster(128, 64), &Costs::example());
+/// assert_eq!(s.marks_s.len(), phases::MARKS.len());
+/// assert!(s.marks_s[1] < s.wall_s); // joined before the end
+/// ```
 pub fn startup(layout: &Layout, costs: &Costs) -> Startup {
     let n = layout.ranks;
     let (entry, card) = (costs.entry_bytes, costs.card_bytes);
@@ -278,6 +285,12 @@ pub fn barrier(layout: &Layout, costs: &Costs) -> f64 {
 /// An all-to-all as a program times it after `Am::new` and a barrier (whose
 /// connections are made): the slowest rank's time from its barrier's end to its last
 /// message taken. `again`: the all-to-all after a first one (every connection made).
+///
+/// ```
+/// use amrq_bench::model::{phases, Costs, Layout};
+/// let (c, l) = (Costs::example(), Layout::cluster(64, 16));
+/// assert!(phases::all_to_all(&l, &c, true) < phases::all_to_all(&l, &c, false));
+/// ```
 pub fn all_to_all(layout: &Layout, costs: &Costs, again: bool) -> f64 {
     let n = layout.ranks;
     let mut phases = set_up(n, 10);

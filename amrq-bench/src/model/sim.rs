@@ -214,6 +214,26 @@ impl Ord for Queued {
 
 /// Runs `program` on every rank of `layout`, each starting at `start[rank]` seconds,
 /// with `costs`; `connected`: pairs across hosts are connected already.
+///
+/// ```
+/// use amrq_bench::model::sim::{run, Program, Rank, Step};
+/// use amrq_bench::model::{Costs, Layout};
+/// /// Rank 0 computes a millisecond, then tells rank 1.
+/// struct Tell;
+/// impl Program for Tell {
+///     fn step(&self, rank: Rank, pc: usize) -> Option<Step> {
+///         let send = Step::Send { to: 1, tag: 1, bytes: 8, tcp: false };
+///         match (rank, pc) {
+///             (0, 0) => Some(Step::Cpu(1e-3)),
+///             (0, 1) => Some(send),
+///             (1, 0) => Some(Step::Recv { tag: 1, count: 1 }),
+///             _ => None,
+///         }
+///     }
+/// }
+/// let r = run(&Layout::cluster(2, 2), &Costs::example(), &Tell, &[0.0, 0.0], true);
+/// assert!(r.ended[1] > 1e-3 && r.makespan() == r.ended[1]);
+/// ```
 pub fn run(
     layout: &Layout,
     costs: &Costs,
