@@ -11,6 +11,7 @@
 
 use crate::reference::median;
 use crate::startup::Link;
+use crate::summary::value;
 use amrq::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::cell::Cell;
@@ -133,18 +134,15 @@ pub fn measure(link: &Link, ranks: &[usize], rounds: usize) -> Result<Vec<Sample
                     lines.len()
                 ));
             }
-            let get = |l: &str, k: &str| {
-                l.split_whitespace()
-                    .find_map(|w| w.strip_prefix(k)?.parse::<f64>().ok())
-            };
+            let get = |l: &str, k: &str| value::<f64>(l, k);
             let slowest = |k: &str| lines.iter().filter_map(|l| get(l, k)).fold(0.0, f64::max);
             let rank0 = lines.iter().find(|l| l.starts_with("rank=0 ")).copied();
             let rank0 = rank0.ok_or_else(|| format!("rank 0 said nothing:\n{out}"))?;
             s.barrier_s
-                .push(get(rank0, "barrier_s=").unwrap_or(f64::NAN));
-            s.first_all_to_all_s.push(slowest("first_s="));
-            s.all_to_all_s.push(slowest("steady_s="));
-            if let (Some(hot), Some(slept)) = (get(rank0, "hot_s="), get(rank0, "slept_s=")) {
+                .push(get(rank0, "barrier_s").unwrap_or(f64::NAN));
+            s.first_all_to_all_s.push(slowest("first_s"));
+            s.all_to_all_s.push(slowest("steady_s"));
+            if let (Some(hot), Some(slept)) = (get(rank0, "hot_s"), get(rank0, "slept_s")) {
                 s.trip_s.push((hot, slept));
             }
         }

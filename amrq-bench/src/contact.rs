@@ -14,6 +14,7 @@
 
 use crate::reference::median;
 use crate::startup::Link;
+use crate::summary::value;
 use amrq::conduit::ucx::UcxConduit;
 use amrq::conduit::{ChannelSpec, Conduit, ConduitError, ConduitSpec, Message, ReceivedFrame};
 use std::time::{Duration, Instant};
@@ -200,22 +201,17 @@ pub fn measure(link: &Link, rounds: usize) -> Result<Vec<Contact>, String> {
             let said = |k: &str| {
                 cpu.lines()
                     .filter_map(|l| l.strip_prefix("contact: "))
-                    .flat_map(str::split_whitespace)
-                    .find_map(|w| w.strip_prefix(k)?.parse::<f64>().ok())
+                    .find_map(|l| value::<f64>(l, k))
                     .ok_or_else(|| format!("rank 0 did not say {k}:\n{cpu}"))
             };
-            let (connect_cpu_s, connect_later_s) = (said("connect_cpu_s=")?, said("later_s=")?);
+            let (connect_cpu_s, connect_later_s) = (said("connect_cpu_s")?, said("later_s")?);
             out.lines()
                 .find_map(|l| {
                     let l = l.strip_prefix("contact: ")?;
-                    let get = |k: &str| {
-                        l.split_whitespace()
-                            .find_map(|w| w.strip_prefix(k)?.parse::<f64>().ok())
-                    };
                     Some(Contact {
-                        first_ns: get("first_ns=")?,
-                        steady_ns: get("steady_ns=")?,
-                        card_bytes: get("card_bytes=")? as usize,
+                        first_ns: value(l, "first_ns")?,
+                        steady_ns: value(l, "steady_ns")?,
+                        card_bytes: value(l, "card_bytes")?,
                         connect_cpu_s,
                         connect_later_s,
                     })

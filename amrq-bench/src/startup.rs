@@ -16,6 +16,7 @@
 use crate::plots::Chart;
 use crate::reference::median;
 use crate::report::Point;
+use crate::summary::value;
 use amrq::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -194,13 +195,7 @@ pub fn measure(link: &Link, ranks: &[usize], rounds: usize) -> Result<Vec<Sample
 fn memory_lines(out: &str) -> Vec<(u64, u64)> {
     out.lines()
         .filter_map(|l| l.strip_prefix("startup: "))
-        .filter_map(|l| {
-            let get = |k: &str| {
-                l.split_whitespace()
-                    .find_map(|w| w.strip_prefix(k)?.parse::<u64>().ok())
-            };
-            Some((get("rss_kib=")?, get("vm_kib=")?))
-        })
+        .filter_map(|l| Some((value(l, "rss_kib")?, value(l, "vm_kib")?)))
         .collect()
 }
 
@@ -210,9 +205,8 @@ fn cpu_lines(out: &str) -> Vec<[f64; 4]> {
         .lines()
         .filter_map(|l| l.strip_prefix("startup: "))
         .filter_map(|l| {
-            let field = |k: &str| l.split_whitespace().find_map(|w| w.strip_prefix(k));
-            let rank = field("rank=")?.parse().ok()?;
-            let t: Vec<f64> = field("cpu_s=")?
+            let rank = value(l, "rank")?;
+            let t: Vec<f64> = value::<String>(l, "cpu_s")?
                 .split(',')
                 .map(|x| x.parse().ok())
                 .collect::<Option<_>>()?;

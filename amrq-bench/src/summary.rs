@@ -27,6 +27,21 @@ pub fn plain(v: f64) -> String {
     }
 }
 
+/// The value of `key` in a line of `key=value` words (what [`line`] writes), if it is
+/// there and parses.
+///
+/// ```
+/// use amrq_bench::summary::value;
+/// let l = "rank=3 rss_kib=8800 cpu_s=1e-3,2e-3";
+/// assert_eq!(value::<usize>(l, "rank"), Some(3));
+/// assert_eq!(value::<String>(l, "cpu_s").as_deref(), Some("1e-3,2e-3"));
+/// assert_eq!(value::<u64>(l, "rss"), None); // a whole key, not a prefix of one
+/// ```
+pub fn value<T: std::str::FromStr>(line: &str, key: &str) -> Option<T> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+}
+
 /// The summary line `NAME: k=v …`, or with `json` one JSON object with the name and the
 /// same keys.
 ///

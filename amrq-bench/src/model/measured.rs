@@ -60,14 +60,7 @@ impl Measured {
     /// The model's costs, or what is missing.
     pub fn costs(&self) -> Result<Costs, String> {
         let (shm, net) = self.logp.ok_or("no LogP signature measured")?;
-        let mut first: Vec<f64> = self
-            .contacts
-            .iter()
-            .map(|c| (c.first_ns - c.steady_ns) * 1e-9)
-            .collect();
-        if first.is_empty() {
-            return Err("no first contact measured".into());
-        }
+        let first = self.first_extra_s()?;
         let mut wake: Vec<f64> = self
             .collectives
             .iter()
@@ -120,7 +113,7 @@ impl Measured {
             net: Link::from_logp(&net),
             connect_s,
             connect_first_s,
-            connect_delay_s: (median(&mut first) - 2.0 * (connect_s + connect_first_s)).max(0.0),
+            connect_delay_s: (first - 2.0 * (connect_s + connect_first_s)).max(0.0),
             wake_s: median(&mut wake),
             spin_s: SPIN_S,
             spin_crowded_s: SPIN_CROWDED_S,
@@ -137,15 +130,24 @@ impl Measured {
     }
 
     /// What the first contact's extra time lacks to cover both ends' core time for
-    /// their first connection, seconds (positive: `connect_delay_s` was counted as 0).
-    pub fn delay_shortfall(&self) -> Result<f64, String> {
-        let c = self.costs()?;
+    /// their first connection in `costs` (made from these measurements), seconds
+    /// (positive: `connect_delay_s` was counted as 0).
+    pub fn delay_shortfall(&self, costs: &Costs) -> Result<f64, String> {
+        Ok(2.0 * (costs.connect_s + costs.connect_first_s) - self.first_extra_s()?)
+    }
+
+    /// The first round trip to a new peer less a steady one, seconds: the median over
+    /// rounds.
+    fn first_extra_s(&self) -> Result<f64, String> {
         let mut first: Vec<f64> = self
             .contacts
             .iter()
             .map(|c| (c.first_ns - c.steady_ns) * 1e-9)
             .collect();
-        Ok(2.0 * (c.connect_s + c.connect_first_s) - median(&mut first))
+        if first.is_empty() {
+            return Err("no first contact measured".into());
+        }
+        Ok(median(&mut first))
     }
 }
 

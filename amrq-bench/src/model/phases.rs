@@ -50,10 +50,6 @@ fn fixed<'a>(steps: Vec<Step>) -> Phase<'a> {
     }
 }
 
-fn children(r: Rank, n: usize) -> Vec<Rank> {
-    children_of(r, n).collect()
-}
-
 /// Ranks in `r`'s part of the heap (itself included).
 fn subtree(r: Rank, n: usize) -> usize {
     let (mut first, mut width, mut count) = (r, 1usize, 0);
@@ -129,7 +125,10 @@ fn down<'a>(n: usize, tag: u32, bytes: u32, tcp: bool) -> Phase<'a> {
         len: Box::new(move |r| first(r) + children_of(r, n).count()),
         step: Box::new(move |r, i| match i.checked_sub(first(r)) {
             None => Step::Recv { tag, count: 1 },
-            Some(k) => send(children(r, n)[k], tag, bytes, tcp),
+            Some(k) => {
+                let child = children_of(r, n).nth(k).expect("k < the children's count");
+                send(child, tag, bytes, tcp)
+            }
         }),
     }
 }

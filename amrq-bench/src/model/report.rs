@@ -125,7 +125,7 @@ pub fn report(m: &Measured) -> Result<(String, Vec<Chart<'static>>), String> {
     for ((name, from), value) in DERIVATION.iter().zip(&values) {
         t += &format!("| {name} | {value} | {from} |\n");
     }
-    let shortfall = m.delay_shortfall()?;
+    let shortfall = m.delay_shortfall(&costs)?;
     if shortfall > 0.0 {
         t += &format!(
             "\nThe first contact's extra time is {} short of both ends' core time for \
