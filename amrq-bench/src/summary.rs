@@ -27,7 +27,7 @@ pub fn plain(v: f64) -> String {
     }
 }
 
-/// The value of `key` in a line of `key=value` words (what [`line`] writes), if it is
+/// The value of `key` in a line of `key=value` words (what [`line()`] writes), if it is
 /// there and parses.
 ///
 /// ```
