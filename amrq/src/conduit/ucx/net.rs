@@ -125,6 +125,8 @@ pub struct Net {
     left_to_exit: std::sync::atomic::AtomicBool,
     /// The worker's wake-up descriptor.
     pub(super) efd: i32,
+    /// The worker's endpoint to itself ([`Net::loopback`]), or null.
+    loopback: sys::ucp_ep_h,
 }
 
 // SAFETY: the handles are used by one thread at a time (UCS_THREAD_MODE_SERIALIZED), or
@@ -200,6 +202,7 @@ impl Net {
             making: Mutex::new(()),
             left_to_exit: std::sync::atomic::AtomicBool::new(false),
             efd: -1,
+            loopback: null_mut(),
         };
         // SAFETY: zeroed params, then the thread mode set.
         let mut wp: sys::ucp_worker_params_t = unsafe { std::mem::zeroed() };
@@ -227,7 +230,57 @@ impl Net {
         check(ucp, "ucp_worker_get_efd", unsafe {
             (ucp.ucp_worker_get_efd)(net.worker, &mut net.efd)
         })?;
+        net.loopback = net.loopback();
         Ok(net)
+    }
+
+    /// An endpoint from the worker to itself, connected and kept open. UCX readies a
+    /// worker's transport at its first endpoint (twenty-odd queries of the network
+    /// device) and unreadies it when the last one closes, and grows its buffer pools
+    /// at the first messages: without this, a rank's first message to a peer would pay
+    /// all of it at both ends (about a millisecond over tcp). Null if UCX cannot
+    /// connect the worker to itself: the first connection then pays it.
+    fn loopback(&self) -> sys::ucp_ep_h {
+        /// Nothing travels on it: its failure needs no action.
+        unsafe extern "C" fn ignore(_: *mut c_void, _: sys::ucp_ep_h, _: sys::ucs_status_t) {}
+        let ucp = self.ucp;
+        let (mut addr, mut alen) = (null_mut(), 0usize);
+        // SAFETY: a live worker; the address is released below.
+        if unsafe { (ucp.ucp_worker_get_address)(self.worker, &mut addr, &mut alen) } != sys::UCS_OK
+        {
+            return null_mut();
+        }
+        // SAFETY: zeroed params, then the fields named in the mask set.
+        let mut params: sys::ucp_ep_params_t = unsafe { std::mem::zeroed() };
+        params.field_mask = sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
+            | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
+            | sys::UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.address = addr.cast_const();
+        // As the endpoints to peers (`make`): the same configuration, made once.
+        params.err_mode = sys::UCP_ERR_HANDLING_MODE_PEER;
+        params.err_handler = sys::ucp_err_handler_t {
+            cb: Some(ignore),
+            arg: null_mut(),
+        };
+        let mut ep = null_mut();
+        // SAFETY: a live worker and its own address; written on success.
+        let st = unsafe { (ucp.ucp_ep_create)(self.worker, &params, &mut ep) };
+        // SAFETY: the address from ucp_worker_get_address, released once.
+        unsafe { (ucp.ucp_worker_release_address)(self.worker, addr) };
+        if st != sys::UCS_OK {
+            return null_mut();
+        }
+        // The connection set-up's messages to itself grow the pools.
+        let p = sys::ucp_request_param_t::empty();
+        // SAFETY: a live worker.
+        let req = unsafe { (ucp.ucp_worker_flush_nbx)(self.worker, &p) };
+        match self.wait(req, Duration::from_secs(1)) {
+            Ok(()) => ep,
+            Err(_) => {
+                self.close(ep);
+                null_mut()
+            }
+        }
     }
 
     /// This rank's card for its peers.
@@ -493,10 +546,9 @@ impl Drop for Net {
                 unsafe { (ucp.ucp_rkey_destroy)(rkey) };
             }
         }
-        for ep in self.eps.iter().map(|e| e.load(Ordering::Relaxed)) {
-            if !ep.is_null() {
-                self.close(ep);
-            }
+        let eps = self.eps.iter().map(|e| e.load(Ordering::Relaxed));
+        for ep in eps.chain([self.loopback]).filter(|ep| !ep.is_null()) {
+            self.close(ep);
         }
         if self.is_left_to_exit() {
             return;
