@@ -4,7 +4,9 @@
 //! keeps the peers' cards); destroyed in the reverse order.
 //!
 //! A rank that never talks to a peer never connects to it: a job's start-up costs a
-//! rank its own objects, not one connection (a socket on tcp) per rank of the job.
+//! rank its own objects, not one connection (a socket on tcp) per rank of the job. The
+//! one connection it makes at start-up is to itself, so that its first message to a
+//! peer finds UCX's transport ready ([`Net::loopback`]).
 
 use super::sys::{self, StatusPtr, Ucp};
 use crate::conduit::{ConduitError, Rank};
