@@ -1,6 +1,6 @@
 //! A model of amrq at scales this machine cannot run: a discrete-event simulation
 //! ([`sim`]) of the protocols a job runs ([`phases`]: the launch, the rendezvous tree,
-//! `Am::new`'s set-up collectives, a dissemination barrier, the job's end, an
+//! the job's set-up collectives, a dissemination barrier, the job's end, an
 //! all-to-all), fed with costs measured on this machine ([`Costs`]: the LogP
 //! figures of `amrq-bench signature` inside a host and across hosts, a connection's
 //! core time from `amrq-bench startup`'s connection job, a wake-up from its

@@ -2,8 +2,10 @@
 //! - the rendezvous: rank 0 admits each joiner in turn; each joiner then links to its
 //!   parent in a fan-out-8 heap (the parent accepts its children in turn), the table
 //!   of P entries goes down the tree, the cards go up and back down it (TCP);
-//! - `Am::new`'s set-up collectives: two all-gathers and a barrier, each up and down
-//!   the same heap over the conduit;
+//! - the job's set-up collectives (`Setup::start`): `Am::new`'s all-gather of the
+//!   handler tables up and down the same heap over the conduit, then the one symmetric
+//!   allocation of Split-C's counters and the collectives' mailbox (a barrier, an
+//!   all-gather of its offset, a barrier);
 //! - the program's barrier: a dissemination barrier, ⌈log2 P⌉ rounds;
 //! - the job's end: two counts up and down the heap, and `RETURNED` to ⌈log2 P⌉ ranks;
 //! - an all-to-all: a message from every rank to every other, sent in turn from the
@@ -255,17 +257,22 @@ pub fn startup(layout: &Layout, costs: &Costs) -> Startup {
 /// model gives.
 const BARRIERS: u32 = crate::collectives::BARRIERS as u32;
 
-/// `Am::new`'s set-up collectives over the conduit: two all-gathers and a barrier,
-/// each up and down the heap (tags `base` to `base + 5`).
+/// Where the set-up barriers' tags begin.
+const SET_UP_BARRIERS: u32 = 1 << 24;
+
+/// The job's set-up collectives (`Setup::start`): an all-gather up and down the heap
+/// (`Am::new`'s), then a dissemination barrier, another all-gather and another barrier
+/// (the symmetric allocation's); tags `base` to `base + 3`, and the barriers' of their
+/// own, beyond every other phase's.
 fn set_up<'a>(n: usize, base: u32) -> Vec<Phase<'a>> {
-    (0..3)
-        .flat_map(|k| {
-            [
-                up(n, base + 2 * k, 64, false),
-                down(n, base + 2 * k + 1, 64, false),
-            ]
-        })
-        .collect()
+    vec![
+        up(n, base, 64, false),
+        down(n, base + 1, 64, false),
+        dissemination(n, SET_UP_BARRIERS + 1000 * base),
+        up(n, base + 2, 64, false),
+        down(n, base + 3, 64, false),
+        dissemination(n, SET_UP_BARRIERS + 1000 * base + 500),
+    ]
 }
 
 /// Rank 0's mean barrier, as a program times it after `Am::new` and a first barrier:

@@ -78,7 +78,7 @@ pub fn report(m: &Measured) -> Result<(String, Vec<Chart<'static>>), String> {
     let mut t = String::from("# A model of amrq at 1 000 and 10 000 ranks\n\n");
     t += &format!(
         "A discrete-event simulation (`amrq-bench model`, `amrq-bench/src/model/`) of the \
-         protocols a job runs: the launch, the rendezvous tree, `Am::new`'s set-up \
+         protocols a job runs: the launch, the rendezvous tree, the job's set-up \
          collectives, a dissemination barrier, the job's end, an all-to-all. Ranks run \
          on the cores of their machine: a rank that waits spins a while on its core, \
          then sleeps, and each message that comes for it wakes it; one that computes \
@@ -178,7 +178,7 @@ pub fn report(m: &Measured) -> Result<(String, Vec<Chart<'static>>), String> {
          cores), and on a cluster of hosts of {CLUSTER_CORES} cores, a rank per core \
          (each host its own launcher), with the same costs. Start-up: `amrun`'s wall \
          time; joined, started: when the last rank had joined (rendezvous) and finished \
-         `Am::new`.\n\n\
+         its start (`Setup::start`).\n\n\
          | placement | ranks | start-up | joined | started | barrier | first all-to-all | all-to-all | events |\n\
          |---|---:|---|---|---|---|---|---|---:|\n"
     );

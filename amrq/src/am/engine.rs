@@ -110,10 +110,17 @@ impl<S, C: Conduit> Am<S, C> {
     /// ```
     pub fn new(conduit: C, table: HandlerTable<S, C>, state: S) -> Result<Self, AmError> {
         let me = conduit.rank();
-        let lens = conduit.allgather(table.len() as u64)?;
-        let fps = conduit.allgather(table.fingerprint())?;
         let (my_len, my_fp) = (table.len(), table.fingerprint());
-        if let Some(rank) = (0..lens.len()).find(|&r| lens[r] != my_len as u64 || fps[r] != my_fp) {
+        // One all-gather of both in a word; the two apart, for the error, only when the
+        // words differ (every rank sees that, so every rank takes part).
+        let word = |len: usize, fp: u64| fp ^ (len as u64).rotate_left(32);
+        let words = conduit.allgather(word(my_len, my_fp))?;
+        if words.iter().any(|&w| w != word(my_len, my_fp)) {
+            let lens = conduit.allgather(my_len as u64)?;
+            let fps = conduit.allgather(my_fp)?;
+            let rank = (0..lens.len())
+                .find(|&r| lens[r] != my_len as u64 || fps[r] != my_fp)
+                .unwrap_or(me);
             return Err(AmError::HandlerTableMismatch {
                 me,
                 rank,

@@ -90,7 +90,9 @@ impl<S, C: Conduit> std::fmt::Debug for Coll<S, C> {
     }
 }
 
-/// Elements of `T` per chunk.
+/// The alignment of a mailbox in the segment: a line.
+pub(crate) const MAILBOX_ALIGN: usize = 64;
+
 /// Values of `T` in a chunk of `chunk` bytes.
 fn per_chunk<T>(chunk: usize) -> usize {
     (chunk / std::mem::size_of::<T>().max(1)).max(1)
@@ -111,11 +113,22 @@ impl<S, C: Conduit> Coll<S, C> {
     /// # Ok::<(), amrq::Error>(())
     /// ```
     pub fn new(rma: Rma<S, C>) -> Result<Self, RmaError> {
-        let n = rma.am().size();
-        let bytes = Channels::mailbox_bytes(n);
-        // Zeroed where an earlier allocation wrote, and every rank done with that
-        // before anyone sends; the rest is untouched until a peer sends there.
-        let mailbox = rma.alloc_symmetric_zeroed(bytes, 64)?;
+        let bytes = Self::mailbox_bytes(rma.am().size());
+        let mailbox = rma.alloc_symmetric_zeroed(bytes, MAILBOX_ALIGN)?;
+        Self::with_mailbox(rma, mailbox)
+    }
+
+    /// Bytes of the mailbox of a job of `n` ranks.
+    pub(crate) fn mailbox_bytes(n: usize) -> usize {
+        Channels::mailbox_bytes(n)
+    }
+
+    /// Collective: the collectives of this rank over the mailbox at `mailbox`, which
+    /// every rank allocated symmetrically ([`Coll::mailbox_bytes`], aligned to
+    /// [`MAILBOX_ALIGN`]) and zeroed.
+    pub(crate) fn with_mailbox(rma: Rma<S, C>, mailbox: usize) -> Result<Self, RmaError> {
+        // Every rank done zeroing before anyone sends; the rest is untouched until a
+        // peer sends there.
         rma.am().barrier()?;
         Ok(Self {
             ch: Channels::new(&rma, mailbox),

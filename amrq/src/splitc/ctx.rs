@@ -116,11 +116,14 @@ impl<S, C: Conduit> SplitC<S, C> {
         // Lines of their own: a peer's store writing into the array next to them,
         // while this rank counts stores, would make the line bounce between the cores.
         let bytes = (8 * (procs + 1)).next_multiple_of(LINE_PAIR);
-        // Zeroed, and every rank done with that before anyone stores (`Coll::new`
-        // ends in a barrier).
-        let counters = rma.alloc_symmetric_zeroed(bytes, LINE_PAIR)?;
+        // The counters, then the collectives' mailbox, in one symmetric allocation
+        // (one barrier and all-gather fewer at start-up): zeroed, and every rank done
+        // with that before anyone stores (`Coll::with_mailbox` begins with a barrier).
+        let counters =
+            rma.alloc_symmetric_zeroed(bytes + Coll::<S, C>::mailbox_bytes(procs), LINE_PAIR)?;
         let (me, segment) = (am.rank(), am.segment());
-        let coll = Coll::new(rma)?;
+        const { assert!(LINE_PAIR.is_multiple_of(crate::coll::MAILBOX_ALIGN)) };
+        let coll = Coll::with_mailbox(rma, counters + bytes)?;
         Ok(Self {
             me,
             procs,
