@@ -10,7 +10,7 @@
 //! whatever it waits for: there every rank naps [`NAP`] between empty polls, and rank 0
 //! makes a first round trip to each of [`CPU_PEERS`] peers on the other host in turn,
 //! giving its core time for each less that of as many naps and polls with nothing to
-//! take: its first connection costs UCX's one-time set-up, the later ones less.
+//! take: its first connection costs more than the later ones.
 
 use crate::reference::median;
 use crate::startup::Link;

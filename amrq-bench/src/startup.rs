@@ -94,7 +94,7 @@ pub struct Sample {
     /// Per rank: (resident, virtual) KiB.
     pub memory_kib: Vec<(u64, u64)>,
     /// Per round, per rank: its core time (s) when its main began, once joined, once
-    /// started (`Am::new`), after its barrier.
+    /// started (`Setup::start`), after its barrier.
     pub cpu_s: Vec<Vec<[f64; 4]>>,
 }
 

@@ -45,7 +45,7 @@ const SPIN_CROWDED_S: f64 = 1e-6;
 pub const DERIVATION: &[(&str, &str)] = &[
     ("shm, net", "`amrq-bench signature` (LogP: bursts, round trip, receive overhead) with its two ranks on one host, then one on each host"),
     ("connect_s", "rank 0's core time for a first round trip to a peer on another host, less that of as many polls with nothing to take (every rank pausing 20 µs between empty polls), its second to fifth peers: median over peers, then rounds; each end is charged it"),
-    ("connect_first_s", "the same for its first peer, less connect_s: UCX's one-time set-up in a rank, charged to each rank's first connection"),
+    ("connect_first_s", "the same for its first peer, less connect_s: what a rank's first connection costs beyond later ones, charged to each rank's first connection"),
     ("connect_delay_s", "first round trip − steady round trip to a new peer across hosts (both ranks' first connection) − both ends' core time, median over rounds; 0 when that is negative (the report says by how much)"),
     ("wake_s", "a round trip after rank 1 slept 2 ms in its barrier minus one at once (2 ranks, one a host), median over rounds"),
     ("spawn_s, launch_fixed_s", "least squares of the floor (`amrun` of `/bin/true`) against the ranks per host: slope and intercept"),

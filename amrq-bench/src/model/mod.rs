@@ -69,8 +69,7 @@ pub struct Costs {
     pub net: Link,
     /// Core time of each end of a new connection across hosts (UCX's wire-up).
     pub connect_s: f64,
-    /// What a rank's first connection costs its core beyond that (UCX's one-time
-    /// set-up).
+    /// What a rank's first connection costs its core beyond that.
     pub connect_first_s: f64,
     /// What a new connection adds to its first message's latency.
     pub connect_delay_s: f64,

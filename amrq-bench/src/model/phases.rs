@@ -275,7 +275,7 @@ fn set_up<'a>(n: usize, base: u32) -> Vec<Phase<'a>> {
     ]
 }
 
-/// Rank 0's mean barrier, as a program times it after `Am::new` and a first barrier:
+/// Rank 0's mean barrier, as a program times it after its start and a first barrier:
 /// as many back to back as the measured job times (`collectives::BARRIERS`).
 pub fn barrier(layout: &Layout, costs: &Costs) -> f64 {
     let n = layout.ranks;
@@ -288,7 +288,7 @@ pub fn barrier(layout: &Layout, costs: &Costs) -> f64 {
     (run.marks[0][1] - run.marks[0][0]) / f64::from(BARRIERS)
 }
 
-/// An all-to-all as a program times it after `Am::new` and a barrier (whose
+/// An all-to-all as a program times it after its start and a barrier (whose
 /// connections are made): the slowest rank's time from its barrier's end to its last
 /// message taken. `again`: the all-to-all after a first one (every connection made).
 ///

@@ -88,7 +88,7 @@ impl<S, C: Conduit> SplitC<S, C> {
     /// path), as AM frames otherwise or with [`Rma::over_frames`] (the message path, as
     /// on a network, for comparing the two on one host). Allocates its store counters
     /// (`8 · (PROCS + 1)` bytes per rank, on lines of their own) and the collectives' mailbox
-    /// ([`Coll::new`]) symmetrically.
+    /// (as [`Coll::new`] does) in one symmetric allocation.
     ///
     /// ```
     /// use amrq::prelude::*;

@@ -27,7 +27,7 @@
 //! | file | holds |
 //! |---|---|
 //! | `sys/` | the hand-written UCP bindings, loaded with `dlopen`, and their check against the headers |
-//! | `net.rs` | a rank's UCX context, worker, and the endpoints and keys made at the first message to a peer |
+//! | `net.rs` | a rank's UCX context, worker, its endpoint to itself, and the endpoints and keys made at the first message to a peer |
 //! | `wire.rs` | the Active Messages' headers, and batches of frames |
 //! | `auth.rs` | the MAC every message carries: only the job's ranks get in |
 //! | `outbox.rs` | the batches of small frames waiting per destination |

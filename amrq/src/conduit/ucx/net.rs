@@ -6,7 +6,7 @@
 //! A rank that never talks to a peer never connects to it: a job's start-up costs a
 //! rank its own objects, not one connection (a socket on tcp) per rank of the job. The
 //! one connection it makes at start-up is to itself, so that its first message to a
-//! peer finds UCX's transport ready ([`Net::loopback`]).
+//! peer finds UCX's tcp transport ready ([`Net::loopback`]).
 
 use super::sys::{self, StatusPtr, Ucp};
 use crate::conduit::{ConduitError, Rank};
@@ -237,11 +237,14 @@ impl Net {
     }
 
     /// An endpoint from the worker to itself, connected and kept open. UCX readies a
-    /// worker's transport at its first endpoint (twenty-odd queries of the network
-    /// device) and unreadies it when the last one closes, and grows its buffer pools
-    /// at the first messages: without this, a rank's first message to a peer would pay
-    /// all of it at both ends (about a millisecond over tcp). Null if UCX cannot
-    /// connect the worker to itself: the first connection then pays it.
+    /// transport of the worker at its first endpoint over it (over tcp, twenty-odd
+    /// queries of the network device) and unreadies it when the last one closes, and
+    /// grows its buffer pools at the first messages: a rank's first message to a peer
+    /// would pay all of it at both ends (about a millisecond over tcp). This pays it at
+    /// start-up where the worker reaches itself over the transport its peers use
+    /// (`UCX_TLS=tcp`); with UCX's `self` or shared-memory transports enabled it
+    /// reaches itself over those, and the first connection still pays. Null if UCX
+    /// cannot connect the worker to itself.
     fn loopback(&self) -> sys::ucp_ep_h {
         /// Nothing travels on it: its failure needs no action.
         unsafe extern "C" fn ignore(_: *mut c_void, _: sys::ucp_ep_h, _: sys::ucs_status_t) {}
@@ -272,11 +275,13 @@ impl Net {
         if st != sys::UCS_OK {
             return null_mut();
         }
-        // The connection set-up's messages to itself grow the pools.
+        // The connection set-up's messages to itself grow the pools. Its other end is
+        // UCX's connection thread, which may need this core: sleep between looks.
         let p = sys::ucp_request_param_t::empty();
         // SAFETY: a live worker.
         let req = unsafe { (ucp.ucp_worker_flush_nbx)(self.worker, &p) };
-        match self.wait(req, Duration::from_secs(1)) {
+        let nap = || self.sleep(Duration::from_millis(1));
+        match self.wait_with(req, Duration::from_secs(1), nap) {
             Ok(()) => ep,
             Err(_) => {
                 self.close(ep);
@@ -491,6 +496,16 @@ impl Net {
         req: sys::ucs_status_ptr_t,
         patience: Duration,
     ) -> Result<(), sys::ucs_status_t> {
+        self.wait_with(req, patience, || {})
+    }
+
+    /// [`Net::wait`], calling `between` after each look that found `req` not done.
+    fn wait_with(
+        &self,
+        req: sys::ucs_status_ptr_t,
+        patience: Duration,
+        between: impl Fn(),
+    ) -> Result<(), sys::ucs_status_t> {
         let req = match StatusPtr::of(req) {
             StatusPtr::Done => return Ok(()),
             StatusPtr::Err(e) => return Err(e),
@@ -507,6 +522,7 @@ impl Net {
                 unsafe { (self.ucp.ucp_request_free)(req) };
                 return Err(sys::UCS_ERR_BUSY);
             }
+            between();
         }
     }
 
