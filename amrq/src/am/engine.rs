@@ -113,9 +113,9 @@ impl<S, C: Conduit> Am<S, C> {
         let (my_len, my_fp) = (table.len(), table.fingerprint());
         // One all-gather of both in a word; the two apart, for the error, only when the
         // words differ (every rank sees that, so every rank takes part).
-        let word = |len: usize, fp: u64| fp ^ (len as u64).rotate_left(32);
-        let words = conduit.allgather(word(my_len, my_fp))?;
-        if words.iter().any(|&w| w != word(my_len, my_fp)) {
+        let mine = my_fp ^ (my_len as u64).rotate_left(32);
+        let words = conduit.allgather(mine)?;
+        if words.iter().any(|&w| w != mine) {
             let lens = conduit.allgather(my_len as u64)?;
             let fps = conduit.allgather(my_fp)?;
             let rank = (0..lens.len())

@@ -248,38 +248,22 @@ impl Net {
     fn loopback(&self) -> sys::ucp_ep_h {
         /// Nothing travels on it: its failure needs no action.
         unsafe extern "C" fn ignore(_: *mut c_void, _: sys::ucp_ep_h, _: sys::ucs_status_t) {}
-        let ucp = self.ucp;
-        let (mut addr, mut alen) = (null_mut(), 0usize);
-        // SAFETY: a live worker; the address is released below.
-        if unsafe { (ucp.ucp_worker_get_address)(self.worker, &mut addr, &mut alen) } != sys::UCS_OK
-        {
+        let Ok(address) = self.address() else {
             return null_mut();
-        }
-        // SAFETY: zeroed params, then the fields named in the mask set.
-        let mut params: sys::ucp_ep_params_t = unsafe { std::mem::zeroed() };
-        params.field_mask = sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
-            | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
-            | sys::UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        params.address = addr.cast_const();
-        // As the endpoints to peers (`make`): the same configuration, made once.
-        params.err_mode = sys::UCP_ERR_HANDLING_MODE_PEER;
-        params.err_handler = sys::ucp_err_handler_t {
+        };
+        let on_error = sys::ucp_err_handler_t {
             cb: Some(ignore),
             arg: null_mut(),
         };
-        let mut ep = null_mut();
-        // SAFETY: a live worker and its own address; written on success.
-        let st = unsafe { (ucp.ucp_ep_create)(self.worker, &params, &mut ep) };
-        // SAFETY: the address from ucp_worker_get_address, released once.
-        unsafe { (ucp.ucp_worker_release_address)(self.worker, addr) };
-        if st != sys::UCS_OK {
+        // SAFETY: the handler takes no argument.
+        let Ok(ep) = (unsafe { self.create_ep(&address, on_error) }) else {
             return null_mut();
-        }
+        };
         // The connection set-up's messages to itself grow the pools. Its other end is
         // UCX's connection thread, which may need this core: sleep between looks.
         let p = sys::ucp_request_param_t::empty();
         // SAFETY: a live worker.
-        let req = unsafe { (ucp.ucp_worker_flush_nbx)(self.worker, &p) };
+        let req = unsafe { (self.ucp.ucp_worker_flush_nbx)(self.worker, &p) };
         let nap = || self.sleep(Duration::from_millis(1));
         match self.wait_with(req, Duration::from_secs(1), nap) {
             Ok(()) => ep,
@@ -290,8 +274,8 @@ impl Net {
         }
     }
 
-    /// This rank's card for its peers.
-    pub fn card(&self, base: u64) -> Result<Card, ConduitError> {
+    /// The worker's address, as a peer connects to it.
+    fn address(&self) -> Result<Vec<u8>, ConduitError> {
         let ucp = self.ucp;
         let (mut addr, mut alen) = (null_mut(), 0usize);
         // SAFETY: a live worker; the address is released below.
@@ -302,6 +286,43 @@ impl Net {
         let address = unsafe { std::slice::from_raw_parts(addr.cast::<u8>(), alen) }.to_vec();
         // SAFETY: the address from ucp_worker_get_address, released once.
         unsafe { (ucp.ucp_worker_release_address)(self.worker, addr) };
+        Ok(address)
+    }
+
+    /// An endpoint to the worker at `address`, its failure reported to `on_error`, in
+    /// the one configuration every endpoint of this worker has (peer failures
+    /// reported), so that they share what UCX made ready for the first.
+    ///
+    /// # Safety
+    ///
+    /// `on_error.arg` stays valid for what `on_error.cb` does with it while the
+    /// endpoint lives.
+    unsafe fn create_ep(
+        &self,
+        address: &[u8],
+        on_error: sys::ucp_err_handler_t,
+    ) -> Result<sys::ucp_ep_h, sys::ucs_status_t> {
+        // SAFETY: zeroed params, then the fields named in the mask set.
+        let mut params: sys::ucp_ep_params_t = unsafe { std::mem::zeroed() };
+        params.field_mask = sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
+            | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
+            | sys::UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.address = address.as_ptr().cast();
+        params.err_mode = sys::UCP_ERR_HANDLING_MODE_PEER;
+        params.err_handler = on_error;
+        let mut ep = null_mut();
+        // SAFETY: a live worker and a worker address; written on success. The error
+        // argument outlives the endpoint (the caller's promise).
+        match unsafe { (self.ucp.ucp_ep_create)(self.worker, &params, &mut ep) } {
+            sys::UCS_OK => Ok(ep),
+            st => Err(st),
+        }
+    }
+
+    /// This rank's card for its peers.
+    pub fn card(&self, base: u64) -> Result<Card, ConduitError> {
+        let ucp = self.ucp;
+        let address = self.address()?;
         let (mut rk, mut rlen) = (null_mut(), 0usize);
         // SAFETY: a live context and memory handle; the buffer is released below.
         check(ucp, "ucp_rkey_pack", unsafe {
@@ -384,30 +405,17 @@ impl Net {
             // This rank's own messages never travel through UCX.
             return Err(sys::UCS_ERR_INVALID_PARAM);
         }
-        let ucp = self.ucp;
-        // SAFETY: zeroed params, then the fields named in the mask set.
-        let mut params: sys::ucp_ep_params_t = unsafe { std::mem::zeroed() };
-        params.field_mask = sys::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
-            | sys::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
-            | sys::UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        params.address = card.address.as_ptr().cast();
-        params.err_mode = sys::UCP_ERR_HANDLING_MODE_PEER;
-        params.err_handler = sys::ucp_err_handler_t {
+        let on_error = sys::ucp_err_handler_t {
             cb: Some(on_error),
             arg: (&self.error_args[peer] as *const ErrorArg)
                 .cast_mut()
                 .cast(),
         };
-        let mut ep = null_mut();
-        // SAFETY: a live worker and a peer's worker address; written on success. The
-        // error argument lives in `self`, which outlives the endpoint.
-        let st = unsafe { (ucp.ucp_ep_create)(self.worker, &params, &mut ep) };
-        if st != sys::UCS_OK {
-            return Err(st);
-        }
+        // SAFETY: the error argument lives in `self`, which outlives the endpoint.
+        let ep = unsafe { self.create_ep(&card.address, on_error) }?;
         let mut rkey = null_mut();
         // SAFETY: a live endpoint and the peer's packed key; written on success.
-        let st = unsafe { (ucp.ucp_ep_rkey_unpack)(ep, card.rkey.as_ptr().cast(), &mut rkey) };
+        let st = unsafe { (self.ucp.ucp_ep_rkey_unpack)(ep, card.rkey.as_ptr().cast(), &mut rkey) };
         if st != sys::UCS_OK {
             self.close(ep);
             return Err(st);
