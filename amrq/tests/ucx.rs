@@ -365,11 +365,13 @@ fn set_up_collectives_gather_every_rank_over_the_tree_alone() {
                     let (me, n) = (ep.rank(), ep.size());
                     let mine = 100 + me as u64;
                     let first = ep.allgather(mine).unwrap();
-                    // Only its parent and children were talked to.
+                    // Only its parent and children were talked to, in a few datagrams each:
+                    // no connection made.
                     let near =
                         |p: usize| parent_of(me) == Some(p) || children_of(me, n).any(|c| c == p);
                     for p in (0..n).filter(|&p| p != me) {
-                        assert_eq!(ep.connected(p), near(p), "rank {me} and rank {p} of {n}");
+                        assert_eq!(ep.contacted(p), near(p), "rank {me} and rank {p} of {n}");
+                        assert!(!ep.connected(p), "rank {me} connected to rank {p} of {n}");
                     }
                     ep.barrier().unwrap();
                     // A second epoch right after: its rounds are not the first's.

@@ -45,6 +45,13 @@ pub const PROGRESS: usize = 1;
 /// Sequence numbers below the largest taken that may still arrive, per lane.
 pub const WINDOW: u64 = 64;
 
+/// The nonce bit of acknowledgements (`seal_ack`): a sequence number never reaches it,
+/// so no nonce is used twice under a key, and a message bearing it is refused.
+const ACKS: u64 = 1 << 62;
+
+/// The id an acknowledgement's MAC is bound to (no Active Message has it).
+const ACK_ID: u32 = u32::MAX;
+
 /// The key of messages from `source` to `dest` in the job of `job`.
 fn key(job: &JobKey, source: Rank, dest: Rank) -> Mac {
     let k = job.mac(
@@ -71,6 +78,8 @@ pub struct Auth {
     from: Vec<Mac>,
     /// Per destination and lane: the next sequence number.
     next: Vec<[AtomicU64; 2]>,
+    /// Per destination: acknowledgements sealed (their nonces are apart, [`ACKS`]).
+    acks: Vec<AtomicU64>,
     /// Per source and lane: the largest sequence number taken, and which of the
     /// [`WINDOW`] below it were (bit `i`: number `largest - 1 - i`).
     seen: Vec<[Mutex<(u64, u64)>; 2]>,
@@ -86,6 +95,7 @@ impl Auth {
             to: (0..size).map(|d| key(job, me, d)).collect(),
             from: (0..size).map(|s| key(job, s, me)).collect(),
             next: (0..size).map(|_| lanes()).collect(),
+            acks: (0..size).map(|_| AtomicU64::new(0)).collect(),
             seen: (0..size).map(|_| windows()).collect(),
         }
     }
@@ -131,6 +141,9 @@ impl Auth {
             return Err(Refused::Malformed);
         }
         let nonce = words(trailer).next().unwrap_or(0);
+        if nonce & ACKS != 0 {
+            return Err(Refused::Unproven(source));
+        }
         let covered = if cover(body) { data } else { &[] };
         let tag = self.from[source].tag(nonce, id, body, covered, data.len());
         let same = tag
@@ -152,6 +165,32 @@ impl Auth {
 }
 
 impl Auth {
+    /// The trailer of an acknowledgement to `dest` (`body`'s first word: this rank):
+    /// a MAC without a sequence number, since an acknowledgement only ever says more
+    /// than an older one, so playing one again changes nothing.
+    pub fn seal_ack(&self, dest: Rank, body: &[u8]) -> [u8; TRAILER] {
+        // ORDERING: Relaxed: a count, unique per value.
+        let nonce = ACKS | self.acks[dest].fetch_add(1, Ordering::Relaxed);
+        let mut t = [0u8; TRAILER];
+        t[..8].copy_from_slice(&nonce.to_le_bytes());
+        t[8..].copy_from_slice(&self.to[dest].tag(nonce, ACK_ID, body, &[], 0));
+        t
+    }
+
+    /// An acknowledgement's sender and what it says (its body's two words) if its MAC
+    /// proves that sender.
+    pub fn open_ack(&self, sealed: &[u8]) -> Option<(Rank, u64)> {
+        let n = sealed.len().checked_sub(TRAILER).filter(|&n| n == 16)?;
+        let (body, trailer) = sealed.split_at(n);
+        let mut w = words(body);
+        let (source, said) = (w.next()? as usize, w.next()?);
+        let nonce = words(trailer).next()?;
+        let mac = self.from.get(source).filter(|_| nonce & ACKS != 0)?;
+        let tag = mac.tag(nonce, ACK_ID, body, &[], 0);
+        let same = tag.iter().zip(&trailer[8..]).fold(0u8, |d, (a, b)| d | (a ^ b));
+        (same == 0).then_some((source, said))
+    }
+
     /// True once a message from `source` was taken: it has reached this rank.
     pub fn heard_from(&self, source: Rank) -> bool {
         self.seen.get(source).is_some_and(|lanes| {

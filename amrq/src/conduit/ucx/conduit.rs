@@ -112,6 +112,9 @@ pub(super) fn pump(net: &Net, shared: &Shared, lane: usize) -> bool {
     // Once: a second call to see that nothing more came is a system call (tcp's
     // epoll_wait) on the round trip's path, and one call reads what the socket holds.
     let worked = net.progress();
+    if net.datagrams().is_some_and(|d| d.due()) {
+        look_datagrams(net, shared);
+    }
     let due = {
         let mut local = shared.local();
         if local.holds() {
@@ -153,6 +156,18 @@ pub(super) fn pump(net: &Net, shared: &Shared, lane: usize) -> bool {
     worked || sent
 }
 
+/// Takes the datagrams that came and acknowledges them; connects to the peers whose
+/// acknowledgement is late (see `datagram`).
+pub(super) fn look_datagrams(net: &Net, shared: &Shared) {
+    if let Some(d) = net.datagrams() {
+        super::datagram::look(d, shared, |peer| {
+            let made = net.ep(peer);
+            made.map(drop)
+                .map_err(|st| shared.lost(peer, &net.ucp.status(st)))
+        });
+    }
+}
+
 /// Posts an eager Active Message (`ucp_am_send_nbx`). `now`: UCX must complete it at
 /// once (or answer `UCS_ERR_NO_RESOURCE`), so the buffers need not outlive the call;
 /// otherwise the caller keeps them until the request it may return is done.
@@ -163,9 +178,13 @@ fn post(net: &Net, dest: Rank, id: u32, header: &[u8], payload: &[u8], now: bool
         p.op_attr_mask |= sys::UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
     }
     p.flags = sys::UCP_AM_SEND_FLAG_EAGER;
-    let ep = match net.ep(dest) {
-        Ok(ep) => ep,
-        Err(e) => return StatusPtr::Err(e),
+    let ep = match net.made(dest) {
+        Some(ep) => ep,
+        None if net.datagram(dest, id, header, payload) => return StatusPtr::Done,
+        None => match net.ep(dest) {
+            Ok(ep) => ep,
+            Err(e) => return StatusPtr::Err(e),
+        },
     };
     // SAFETY: a live endpoint; header and payload stay valid until the operation is
     // done (the caller's contract, above).
@@ -631,18 +650,19 @@ impl Drop for UcxConduit {
         let (net, shared) = (&self.net, &self.shared);
         let there = |r: Rank| r != self.rank && !shared.has_left(r) && !shared.has_failed(r);
         let bye = |r: Rank| self.send(r, &Out::bare(wire::AM_BYE, &[self.rank as u64]));
-        for r in (0..self.size).filter(|&r| net.connected(r) && there(r)) {
+        for r in (0..self.size).filter(|&r| net.contacted(r) && there(r)) {
             let _ = bye(r);
         }
         // After an early leave, every other may be waiting for this rank: each is
         // looked at again just before (one that has gone said goodbye, and a
         // connection to it would be refused).
-        for r in (0..self.size).filter(|&r| !self.quiet.get() && !net.connected(r)) {
+        for r in (0..self.size).filter(|&r| !self.quiet.get() && !net.contacted(r)) {
             self.progress();
             if there(r) {
                 let _ = bye(r);
             }
         }
+        self.settle_datagrams();
         let since = Instant::now();
         while !self.pending.borrow().is_empty() && since.elapsed() < Duration::from_secs(5) {
             self.progress();
@@ -650,7 +670,9 @@ impl Drop for UcxConduit {
         let p = sys::ucp_request_param_t::empty();
         // SAFETY: a live worker.
         let req = unsafe { (self.net.ucp.ucp_worker_flush_nbx)(self.net.worker, &p) };
-        let _ = self.net.wait(req, Duration::from_secs(5));
+        // Peers still send their last datagrams here: they are acknowledged.
+        let look = || look_datagrams(&self.net, &self.shared);
+        let _ = self.net.wait_with(req, Duration::from_secs(5), look);
         if !self.net.is_left_to_exit() {
             self.linger();
         }
@@ -658,6 +680,15 @@ impl Drop for UcxConduit {
 }
 
 impl UcxConduit {
+    /// Progresses until every message sent as a datagram was acknowledged, or sent
+    /// again over an endpoint (a late acknowledgement makes its sender connect).
+    pub(super) fn settle_datagrams(&self) {
+        let since = Instant::now();
+        while self.net.datagrams().is_some_and(|d| d.waiting()) && since.elapsed() < PATIENCE {
+            self.progress();
+        }
+    }
+
     /// Progresses the worker until it has been idle for [`LINGER`] (at most a second):
     /// a connection a peer opened at the very end (the job's end message down its
     /// tree) may still be completing its set-up here, UCX replying on it as it
@@ -666,7 +697,7 @@ impl UcxConduit {
         let since = Instant::now();
         let mut idle = Instant::now();
         while idle.elapsed() < LINGER && since.elapsed() < Duration::from_secs(1) {
-            if self.net.progress() {
+            if pump(&self.net, &self.shared, auth::OWN) {
                 idle = Instant::now();
             } else {
                 self.net.sleep(Duration::from_millis(1));
@@ -865,9 +896,9 @@ impl Conduit for UcxConduit {
     }
 
     fn contacted(&self, peer: Rank) -> bool {
-        // A frame waiting in a batch has not connected yet: it goes first.
+        // A frame waiting in a batch has not been sent yet: it goes first.
         self.send_batches();
-        self.net.connected(peer)
+        self.net.contacted(peer)
     }
 
     fn quiescent(&self) {

@@ -41,6 +41,7 @@
 mod auth;
 mod collectives;
 mod conduit;
+mod datagram;
 mod interrupts;
 mod mac;
 mod net;

@@ -8,20 +8,22 @@
 //! one connection it makes at start-up is to itself, so that its first message to a
 //! peer finds UCX's tcp transport ready ([`Net::loopback`]).
 
+use super::datagram::Datagrams;
 use super::sys::{self, StatusPtr, Ucp};
 use crate::conduit::{ConduitError, Rank};
 use std::ffi::{c_void, CString};
+use std::net::SocketAddr;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// What a rank publishes for its peers: its worker's address, its segment's packed
-/// remote key, and the segment's address in its process.
+/// remote key, the segment's address in its process, and the port of its datagrams.
 ///
 /// ```
 /// use amrq::conduit::ucx::Card;
-/// let c = Card { address: vec![1, 2], rkey: vec![3], base: 4096 };
+/// let c = Card { address: vec![1, 2], rkey: vec![3], base: 4096, datagrams: 40000 };
 /// assert_eq!(Card::from_bytes(&c.to_bytes()), Some(c));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,15 +34,18 @@ pub struct Card {
     pub rkey: Vec<u8>,
     /// Where the segment starts in its process.
     pub base: u64,
+    /// The UDP port of its first messages to a peer (0: it sends none; a peer
+    /// connects at its first message).
+    pub datagrams: u16,
 }
 
 impl Card {
-    /// The card as bytes: three length-prefixed fields.
+    /// The card as bytes: four length-prefixed fields.
     ///
     /// ```
     /// use amrq::conduit::ucx::Card;
-    /// let c = Card { address: vec![9; 3], rkey: vec![], base: 0 };
-    /// assert_eq!(c.to_bytes().len(), 3 * 8 + 3 + 8); // three length-prefixed fields
+    /// let c = Card { address: vec![9; 3], rkey: vec![], base: 0, datagrams: 0 };
+    /// assert_eq!(c.to_bytes().len(), 4 * 8 + 3 + 8 + 2); // four length-prefixed fields
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut b = Vec::new();
@@ -48,6 +53,7 @@ impl Card {
             &self.address[..],
             &self.rkey[..],
             &self.base.to_le_bytes()[..],
+            &self.datagrams.to_le_bytes()[..],
         ] {
             b.extend_from_slice(&(f.len() as u64).to_le_bytes());
             b.extend_from_slice(f);
@@ -68,11 +74,12 @@ impl Card {
             b = &b[8 + n..];
             Some(f)
         };
-        let (address, rkey, base) = (field()?, field()?, field()?);
+        let (address, rkey, base, port) = (field()?, field()?, field()?, field()?);
         Some(Card {
             address,
             rkey,
             base: u64::from_le_bytes(base.try_into().ok()?),
+            datagrams: u16::from_le_bytes(port.try_into().ok()?),
         })
     }
 }
@@ -129,6 +136,8 @@ pub struct Net {
     pub(super) efd: i32,
     /// The worker's endpoint to itself ([`Net::loopback`]), or null.
     loopback: sys::ucp_ep_h,
+    /// The first messages to a peer not connected to (`datagram`), if sent so.
+    datagrams: Option<Datagrams>,
 }
 
 // SAFETY: the handles are used by one thread at a time (UCS_THREAD_MODE_SERIALIZED), or
@@ -141,11 +150,13 @@ unsafe impl Sync for Net {}
 impl Net {
     /// A context and worker with `settings` (UCX configuration names without the
     /// `UCX_` prefix, like `("TLS", "tcp")`; the environment's `UCX_*` apply first),
-    /// and `segment` registered. `shared`: a progress thread will use the worker too.
+    /// and `segment` registered. `shared`: a progress thread will use the worker too;
+    /// `datagrams`: the first messages to a peer go as datagrams (`datagram`).
     pub fn open(
         settings: &[(String, String)],
         segment: (*mut u8, usize),
         shared: bool,
+        datagrams: bool,
     ) -> Result<Self, ConduitError> {
         let ucp = Ucp::get().map_err(|e| ConduitError::NoUcx(e.to_string()))?;
         let mut config = null_mut();
@@ -205,7 +216,13 @@ impl Net {
             left_to_exit: std::sync::atomic::AtomicBool::new(false),
             efd: -1,
             loopback: null_mut(),
+            datagrams: None,
         };
+        if datagrams {
+            let d = Datagrams::open()
+                .map_err(|e| ConduitError::Setup(format!("cannot open a UDP socket: {e}")))?;
+            net.datagrams = Some(d);
+        }
         // SAFETY: zeroed params, then the thread mode set.
         let mut wp: sys::ucp_worker_params_t = unsafe { std::mem::zeroed() };
         wp.field_mask = sys::UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -336,13 +353,24 @@ impl Net {
             address,
             rkey,
             base,
+            datagrams: self.datagrams.as_ref().map_or(0, |d| d.port()),
         })
     }
 
     /// Keeps every rank's card (index = rank; `me` is this rank) to connect to it at
     /// the first message; a failed endpoint calls `on_error` with an [`ErrorArg`] of
     /// `arg` and the peer.
-    pub fn connect(&mut self, me: Rank, cards: &[Card], on_error: OnError, arg: *mut c_void) {
+    pub fn connect(
+        &mut self,
+        me: Rank,
+        cards: &[Card],
+        on_error: OnError,
+        arg: *mut c_void,
+        datagrams_to: Vec<Option<SocketAddr>>,
+    ) {
+        if let Some(d) = &mut self.datagrams {
+            d.connect(me, datagrams_to);
+        }
         self.me = me;
         self.cards = cards.to_vec();
         self.eps = cards.iter().map(|_| AtomicPtr::new(null_mut())).collect();
@@ -351,6 +379,34 @@ impl Net {
             .map(|peer| ErrorArg { arg, peer })
             .collect();
         self.on_error = Some(on_error);
+    }
+
+    /// The endpoint to `peer` if it was made.
+    #[inline]
+    pub fn made(&self, peer: Rank) -> Option<sys::ucp_ep_h> {
+        // ORDERING: Acquire pairs with the Release store in `make`: the endpoint and
+        // its key are complete.
+        let ep = self.eps[peer].load(Ordering::Acquire);
+        (!ep.is_null()).then_some(ep)
+    }
+
+    /// Sends message `id` to `peer`, not connected to, as a datagram if it may go so
+    /// (see `datagram`); false: connect.
+    #[cold]
+    pub fn datagram(&self, peer: Rank, id: u32, header: &[u8], data: &[u8]) -> bool {
+        self.datagrams
+            .as_ref()
+            .is_some_and(|d| d.send(peer, id, header, data))
+    }
+
+    /// The datagram socket, if the first messages go so.
+    pub fn datagrams(&self) -> Option<&Datagrams> {
+        self.datagrams.as_ref()
+    }
+
+    /// True once this rank has sent `peer` anything: over an endpoint, or as datagrams.
+    pub fn contacted(&self, peer: Rank) -> bool {
+        self.connected(peer) || self.datagrams.as_ref().is_some_and(|d| d.sent_to(peer))
     }
 
     /// The endpoint to `peer`, made at the first call for it; why UCX could not make
@@ -421,10 +477,42 @@ impl Net {
             return Err(st);
         }
         self.rkeys[peer].store(rkey, Ordering::Relaxed);
+        if let Err(st) = self.resend(peer, ep) {
+            self.close(ep);
+            return Err(st);
+        }
         // ORDERING: Release pairs with the Acquire loads in `ep` and `make`: the key
         // above is in place before the endpoint is seen.
         self.eps[peer].store(ep, Ordering::Release);
         Ok(ep)
+    }
+
+    /// Sends over `ep`, before anything else, the messages to `peer` that went as
+    /// datagrams and were not acknowledged (the receiver takes those it had not).
+    fn resend(&self, peer: Rank, ep: sys::ucp_ep_h) -> Result<(), sys::ucs_status_t> {
+        let Some(d) = &self.datagrams else {
+            return Ok(());
+        };
+        for (number, body) in d.connecting(peer) {
+            let header = [self.me as u64, number].map(u64::to_le_bytes).concat();
+            let mut p = sys::ucp_request_param_t::empty();
+            p.op_attr_mask = sys::UCP_OP_ATTR_FIELD_FLAGS;
+            p.flags = sys::UCP_AM_SEND_FLAG_EAGER;
+            // SAFETY: a live endpoint; header and body outlive the wait below.
+            let req = unsafe {
+                (self.ucp.ucp_am_send_nbx)(
+                    ep,
+                    super::wire::AM_RESENT,
+                    header.as_ptr().cast(),
+                    header.len(),
+                    body.as_ptr().cast(),
+                    body.len(),
+                    &p,
+                )
+            };
+            self.wait(req, Duration::from_secs(10))?;
+        }
+        Ok(())
     }
 
     /// Leaves the worker and the context to the process's exit: dropping this closes
@@ -466,14 +554,19 @@ impl Net {
         if unsafe { (self.ucp.ucp_worker_arm)(self.worker) } != sys::UCS_OK {
             return;
         }
-        let mut p = libc::pollfd {
-            fd: self.efd,
+        let fd = |fd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
         };
+        let datagrams = self.datagrams.as_ref().map(|d| d.watch());
+        let mut p = [fd(self.efd), fd(datagrams.as_ref().map_or(-1, |w| w.0))];
         let ms = patience.as_millis().clamp(1, i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut p, 1, ms) };
+        // SAFETY: two valid pollfds (a negative descriptor is skipped).
+        unsafe { libc::poll(p.as_mut_ptr(), 2, ms) };
+        if let (Some(w), true) = (datagrams, p[1].revents != 0) {
+            w.1.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Tests a request of this worker: `Ok(true)` once it completed (it is then freed:
@@ -508,7 +601,7 @@ impl Net {
     }
 
     /// [`Net::wait`], calling `between` after each look that found `req` not done.
-    fn wait_with(
+    pub(super) fn wait_with(
         &self,
         req: sys::ucs_status_ptr_t,
         patience: Duration,

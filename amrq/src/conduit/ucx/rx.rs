@@ -116,9 +116,11 @@ pub struct Shared {
     pub reach: std::sync::OnceLock<(crate::bootstrap::Boot, String)>,
     /// The keys that seal and open every message.
     pub auth: Auth,
+    /// Per source: the next of its datagrams' numbers to take (`datagram`).
+    pub numbered: super::datagram::Numbered,
 }
 
-fn fault(source: Option<Rank>, channel: Channel, kind: FaultKind) -> Fault {
+pub(super) fn fault(source: Option<Rank>, channel: Channel, kind: FaultKind) -> Fault {
     Fault {
         source,
         channel,
@@ -173,6 +175,7 @@ impl Shared {
             faults,
             reach: std::sync::OnceLock::new(),
             auth,
+            numbered: super::datagram::Numbered::new(size),
         }
     }
 
@@ -181,15 +184,30 @@ impl Shared {
         self.local.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The body of an arrived message `id` (its header without the MAC's trailer) if
-    /// the MAC proves the sender it names (see `auth`); a refused one is recorded as a
-    /// fault naming the rank it claims, and dropped.
-    pub fn proven<'a>(&self, id: u32, header: &'a [u8], data: &[u8]) -> Option<&'a [u8]> {
+    /// Takes an arrived message `id` (over UCX, or as a datagram) if the MAC proves the
+    /// sender it names: into the local queues, or the conduit's own bookkeeping.
+    /// Returns the sender it proved; `rndv`: the data was not sent eagerly, which this
+    /// conduit never does.
+    pub fn deliver(&self, id: u32, header: &[u8], data: &[u8], rndv: bool) -> Option<Rank> {
+        let (header, source) = self.proven(id, header, data)?;
+        match id {
+            wire::AM_BATCH => self.on_batch(header, data, rndv),
+            wire::AM_COLL => self.on_coll(header, data),
+            wire::AM_FRAME => self.on_frame(header, data, rndv),
+            _ => self.on_header(id, header),
+        }
+        Some(source)
+    }
+
+    /// The body of an arrived message `id` (its header without the MAC's trailer) and
+    /// its sender if the MAC proves the sender it names (see `auth`); a refused one is
+    /// recorded as a fault naming the rank it claims, and dropped.
+    fn proven<'a>(&self, id: u32, header: &'a [u8], data: &[u8]) -> Option<(&'a [u8], Rank)> {
         // A Long frame's payload is bound by its length only.
         let long = |body: &[u8]| wire::words(body).nth(1).and_then(Kind::of) == Some(Kind::Long);
         let cover = |body: &[u8]| id != wire::AM_FRAME || !long(body);
         match self.auth.open(id, header, data, cover) {
-            Ok((body, _)) => Some(body),
+            Ok(proven) => Some(proven),
             Err(Refused::Malformed) => {
                 let what = "a UCX message too short for a MAC, or naming a sender outside the job";
                 self.faults

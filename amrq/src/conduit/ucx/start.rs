@@ -24,6 +24,7 @@ use crate::conduit::mem::{HeapRegion, MemConduit, Parts, RegionLayout, RegionOwn
 use crate::conduit::{Conduit, ConduitError, ConduitSpec, Delivery, Rank};
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Duration;
@@ -205,6 +206,7 @@ pub fn open_on(
         settings,
         (segment.base().as_ptr(), spec.segment_bytes),
         progress_thread,
+        std::env::var("DG").map_or(true, |v| v == "1"),
     )?;
     for (id, cb) in [
         (
@@ -216,6 +218,7 @@ pub fn open_on(
         (wire::AM_COLL, on_data::<{ wire::AM_COLL }>),
         (wire::AM_BYE, on_header::<{ wire::AM_BYE }>),
         (wire::AM_WANT, on_header::<{ wire::AM_WANT }>),
+        (wire::AM_RESENT, on_resent),
     ] {
         let p = sys::ucp_am_handler_param_t {
             field_mask: sys::UCP_AM_HANDLER_PARAM_FIELD_ID
@@ -282,14 +285,21 @@ impl Opened {
             )));
         }
         let arg = Arc::as_ptr(&self.shared).cast_mut().cast();
-        self.net.connect(self.rank, cards, on_error, arg);
+        let hosts = datagram_hosts(&boot, cards.len());
+        let to = cards
+            .iter()
+            .zip(hosts)
+            .map(|(c, ip)| Some(SocketAddr::new(ip?, c.datagrams)).filter(|_| c.datagrams != 0))
+            .collect();
+        self.net.connect(self.rank, cards, on_error, arg, to);
         let _ = self
             .shared
             .reach
             .set((boot.clone(), self.transports.clone()));
         // SAFETY: the word is in the local queues' region, which `me` keeps alive, and
         // the conduit drops the waker before `me`.
-        let waker = unsafe { FdWaker::new(self.net.efd, self.me.wake_word()) }
+        let also = self.net.datagrams().map(|d| d.watch());
+        let waker = unsafe { FdWaker::new(self.net.efd, also, self.me.wake_word()) }
             .map_err(|e| ConduitError::Setup(format!("cannot start the UCX waker thread: {e}")))?;
         let n = self.me.caps().channels.len() * self.size;
         Ok(UcxConduit {
@@ -314,6 +324,22 @@ impl Opened {
             card: self.card,
             quiet: Cell::new(false),
         })
+    }
+}
+
+/// Per rank, the address its datagrams are sent to: where it joined the rendezvous
+/// from, or this host for a job of one host.
+fn datagram_hosts(boot: &Boot, size: usize) -> Vec<Option<IpAddr>> {
+    match boot {
+        Boot::Net(job) => job
+            .entries()
+            .iter()
+            .map(|e| {
+                let a = e.address.parse::<SocketAddr>().map(|a| a.ip());
+                a.or_else(|_| e.address.parse::<IpAddr>()).ok()
+            })
+            .collect(),
+        _ => vec![Some(IpAddr::V4(Ipv4Addr::LOCALHOST)); size],
     }
 }
 
@@ -353,16 +379,7 @@ unsafe extern "C" fn on_data<const ID: u32>(
     unsafe {
         let rndv = !param.is_null() && (*param).recv_attr & sys::UCP_AM_RECV_ATTR_FLAG_RNDV != 0;
         let data = if rndv { &[][..] } else { bytes(data, length) };
-        let s = shared(arg);
-        let Some(header) = s.proven(ID, bytes(header, header_length), data) else {
-            return sys::UCS_OK;
-        };
-        match ID {
-            wire::AM_BATCH => s.on_batch(header, data, rndv),
-            // Sent eager, as every message of the conduit (`post`).
-            wire::AM_COLL => s.on_coll(header, data),
-            _ => s.on_frame(header, data, rndv),
-        }
+        shared(arg).deliver(ID, bytes(header, header_length), data, rndv);
     }
     sys::UCS_OK
 }
@@ -379,8 +396,38 @@ unsafe extern "C" fn on_header<const ID: u32>(
 ) -> ucs_status_t {
     // SAFETY: as in `on_data`.
     let (s, header) = unsafe { (shared(arg), bytes(header, header_length)) };
-    if let Some(header) = s.proven(ID, header, &[]) {
-        s.on_header(ID, header);
+    s.deliver(ID, header, &[], false);
+    sys::UCS_OK
+}
+
+/// The callback of messages sent first as datagrams and again over the endpoint made
+/// since (AM id 6): the header is the source and the message's number, the data the
+/// message (see `datagram`).
+unsafe extern "C" fn on_resent(
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    data: *mut c_void,
+    length: usize,
+    param: *const sys::ucp_am_recv_param_t,
+) -> ucs_status_t {
+    // SAFETY: as in `on_data`.
+    unsafe {
+        let rndv = !param.is_null() && (*param).recv_attr & sys::UCP_AM_RECV_ATTR_FLAG_RNDV != 0;
+        let s = shared(arg);
+        let w: Vec<u64> = wire::words(bytes(header, header_length)).collect();
+        match (rndv, &w[..]) {
+            (false, &[source, number]) => {
+                s.on_numbered(source.min(usize::MAX as u64) as usize, number, bytes(data, length))
+            }
+            _ => s.faults.record(super::rx::fault(
+                None,
+                0,
+                crate::conduit::FaultKind::BadRuntimeMessage {
+                    what: "a UCX resent message amrq does not write",
+                },
+            )),
+        }
     }
     sys::UCS_OK
 }

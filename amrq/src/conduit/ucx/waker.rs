@@ -10,6 +10,8 @@ use std::time::Duration;
 
 struct State {
     fd: i32,
+    /// A second descriptor (the datagram socket) and the flag set when it is readable.
+    also: Option<(i32, Arc<AtomicBool>)>,
     /// The word sleepers wait on.
     word: *const AtomicU32,
     /// Sleepers armed now.
@@ -37,13 +39,19 @@ pub struct FdWaker {
 pub struct WakerHandle(Arc<State>);
 
 impl FdWaker {
-    /// Starts the helper for `fd`, bumping `word` when it is readable while armed.
+    /// Starts the helper for `fd` (and `also`'s, whose flag it sets), bumping `word`
+    /// when one is readable while armed.
     ///
     /// # Safety
     /// `word` stays valid until this value is dropped.
-    pub unsafe fn new(fd: i32, word: &AtomicU32) -> std::io::Result<Self> {
+    pub unsafe fn new(
+        fd: i32,
+        also: Option<(i32, Arc<AtomicBool>)>,
+        word: &AtomicU32,
+    ) -> std::io::Result<Self> {
         let state = Arc::new(State {
             fd,
+            also,
             word,
             armed: AtomicU32::new(0),
             epoch: AtomicU32::new(0),
@@ -101,13 +109,17 @@ fn watch(s: &State) {
             crate::util::futex::wait(&s.epoch, e, Duration::from_millis(200));
             continue;
         }
-        let mut p = libc::pollfd {
-            fd: s.fd,
+        let fd = |fd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
         };
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut p, 1, 100) };
+        let mut p = [fd(s.fd), fd(s.also.as_ref().map_or(-1, |a| a.0))];
+        // SAFETY: two valid pollfds (a negative descriptor is skipped).
+        let n = unsafe { libc::poll(p.as_mut_ptr(), 2, 100) };
+        if let (Some(a), true) = (&s.also, p[1].revents != 0) {
+            a.1.store(true, Ordering::Relaxed);
+        }
         if n > 0 {
             fired = e;
             // SAFETY: see `State`'s Send impl: the word outlives the helper.

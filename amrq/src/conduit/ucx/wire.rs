@@ -18,6 +18,8 @@
 //!   bye     AM 3   w0 = source
 //!   want    AM 4   w0 = source, w1 = channel or TAG_ON_FREED (a sender found no room:
 //!                  return credits)
+//!   resent  AM 6   w0 = source, w1 = its number (see `datagram`)
+//!                  data = the message (id, header bytes, header, data)
 //! ```
 
 use super::auth::TRAILER;
@@ -35,6 +37,8 @@ pub const AM_BYE: u32 = 3;
 pub const AM_WANT: u32 = 4;
 /// AM id of a batch of small frames from one source.
 pub const AM_BATCH: u32 = 5;
+/// AM id of a message first sent as a datagram, sent again over the endpoint.
+pub const AM_RESENT: u32 = 6;
 
 /// A credit's `what` for Tag-On blocks freed (not a channel).
 pub const TAG_ON_FREED: u64 = u64::MAX;

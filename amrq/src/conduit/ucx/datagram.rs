@@ -1,0 +1,307 @@
+//! A rank's first messages to a peer it has no endpoint to travel as UDP datagrams:
+//! UCX's connection set-up costs some sixty round trips over tcp (a blocking connect,
+//! UCX's own request and reply, an endpoint made at each end), a datagram one trip. A
+//! pair that goes on talking connects; one that exchanges a few messages never does.
+//!
+//! ```text
+//!   datagram  "aD" | kind (0 message, 1 acknowledgement) | 0 | source u32 | number u64
+//!     message          id u32 | header bytes u32 | header (sealed as over UCX) | data
+//!     acknowledgement  w0 = source, w1 = the next number it takes | its MAC (Auth::seal_ack)
+//! ```
+//!
+//! The receiver takes a source's messages in the order of their numbers (the next
+//! one only) and acknowledges what it holds; the sender keeps each message until it is
+//! acknowledged. It connects when one waits past [`ACK_WITHIN`], when the pair's
+//! [`FIRST_MESSAGES`] are spent, when a message does not fit one datagram
+//! ([`MAX_BYTES`]) or when something needs the endpoint (a put, a flush): it then
+//! sends the messages not yet acknowledged again over the endpoint (AM id 6, with
+//! their numbers: the receiver takes those it had not), before anything else. A lost
+//! datagram is a connection made sooner, never a message lost, and a peer that
+//! cannot be reached is that connection's error.
+
+use super::rx::{fault, Shared};
+use super::wire;
+use crate::conduit::{FaultKind, Rank};
+use std::collections::VecDeque;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Messages a rank sends a peer as datagrams before it connects to it.
+pub const FIRST_MESSAGES: u64 = 64;
+/// The largest message (header and data) that goes as a datagram.
+pub const MAX_BYTES: usize = 8192;
+/// How long a datagram may wait for its acknowledgement before its sender connects:
+/// longer than a rank waits for a core on a crowded host, so that a connection is
+/// made for a lost datagram (rare), not for a receiver that has not run yet.
+pub const ACK_WITHIN: Duration = Duration::from_millis(100);
+/// Progress looks at the socket once every this many calls, or at each while an
+/// acknowledgement is awaited or a sleep saw it readable: a look is a system call.
+const LOOK_EVERY: u32 = 8;
+
+const MAGIC: [u8; 2] = *b"aD";
+const PREFIX: usize = 16;
+const MESSAGE: u8 = 0;
+const ACK: u8 = 1;
+
+/// What a rank sent a peer as datagrams.
+#[derive(Default)]
+struct Tx {
+    /// The next message's number.
+    next: u64,
+    /// Sent, not yet acknowledged: number, body (id, header length, header, data),
+    /// when sent.
+    unacked: VecDeque<(u64, Vec<u8>, Instant)>,
+    /// No more datagrams: it connects, or has.
+    done: bool,
+}
+
+/// A rank's datagram socket and what it sent through it.
+pub struct Datagrams {
+    sock: UdpSocket,
+    me: u32,
+    /// Per peer: where its socket is (`None`: it has none; connect at once).
+    peers: Vec<Option<SocketAddr>>,
+    tx: Mutex<Vec<Tx>>,
+    /// Messages sent and not acknowledged, all peers.
+    waiting: AtomicUsize,
+    looks: AtomicU32,
+    /// A sleep found the socket readable: look at the next progress.
+    readable: Arc<AtomicBool>,
+}
+
+/// Where the datagrams of `source` stand at this rank: the next number it takes.
+#[derive(Default)]
+pub struct Numbered(Mutex<Vec<u64>>);
+
+impl Numbered {
+    /// For a job of `size` ranks.
+    pub fn new(size: usize) -> Self {
+        Self(Mutex::new(vec![0; size]))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<u64>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Datagrams {
+    /// A socket on every address of this host, any port.
+    pub fn open() -> io::Result<Self> {
+        let sock = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
+        sock.set_nonblocking(true)?;
+        Ok(Self {
+            sock,
+            me: 0,
+            peers: Vec::new(),
+            tx: Mutex::new(Vec::new()),
+            waiting: AtomicUsize::new(0),
+            looks: AtomicU32::new(0),
+            readable: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// The port peers send to.
+    pub fn port(&self) -> u16 {
+        self.sock.local_addr().map_or(0, |a| a.port())
+    }
+
+    /// The socket's descriptor, for a sleep to watch, and the flag a sleep sets when
+    /// it is readable.
+    pub fn watch(&self) -> (i32, Arc<AtomicBool>) {
+        (self.sock.as_raw_fd(), self.readable.clone())
+    }
+
+    /// Rank `me`'s peers' sockets (index = rank).
+    pub fn connect(&mut self, me: Rank, peers: Vec<Option<SocketAddr>>) {
+        self.me = me as u32;
+        *self.tx.get_mut().unwrap_or_else(|e| e.into_inner()) =
+            peers.iter().map(|_| Tx::default()).collect();
+        self.peers = peers;
+    }
+
+    fn tx(&self) -> MutexGuard<'_, Vec<Tx>> {
+        self.tx.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends message `id` (its sealed `header` and `data`) to `dest` as a datagram if
+    /// the pair has not connected and it fits; false: connect and send it over the
+    /// endpoint.
+    pub fn send(&self, dest: Rank, id: u32, header: &[u8], data: &[u8]) -> bool {
+        let Some(Some(to)) = self.peers.get(dest) else {
+            return false;
+        };
+        if header.len() + data.len() > MAX_BYTES {
+            return false;
+        }
+        let mut tx = self.tx();
+        let t = &mut tx[dest];
+        if t.done || t.next >= FIRST_MESSAGES {
+            return false;
+        }
+        let mut body = Vec::with_capacity(8 + header.len() + data.len());
+        body.extend_from_slice(&id.to_le_bytes());
+        body.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        body.extend_from_slice(header);
+        body.extend_from_slice(data);
+        let d = [&prefix(MESSAGE, self.me, t.next)[..], &body].concat();
+        // A full socket buffer, or a host the kernel knows it cannot reach: connect,
+        // which waits for room or says why.
+        if self.sock.send_to(&d, to).is_err() {
+            return false;
+        }
+        t.unacked.push_back((t.next, body, Instant::now()));
+        t.next += 1;
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// True once this rank sent `peer` a datagram.
+    pub fn sent_to(&self, peer: Rank) -> bool {
+        self.tx().get(peer).is_some_and(|t| t.next > 0)
+    }
+
+    /// True if messages wait for their acknowledgement.
+    pub fn waiting(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) > 0
+    }
+
+    /// True if this progress call should look at the socket.
+    #[inline]
+    pub fn due(&self) -> bool {
+        self.waiting()
+            || self.readable.swap(false, Ordering::Relaxed)
+            || self.looks.fetch_add(1, Ordering::Relaxed) % LOOK_EVERY == 0
+    }
+
+    /// The messages to `peer` not acknowledged, in order, to send again over the
+    /// endpoint being made; no datagram goes to it after this.
+    pub fn connecting(&self, peer: Rank) -> Vec<(u64, Vec<u8>)> {
+        let mut tx = self.tx();
+        let Some(t) = tx.get_mut(peer) else {
+            return Vec::new();
+        };
+        t.done = true;
+        self.waiting.fetch_sub(t.unacked.len(), Ordering::Relaxed);
+        t.unacked.drain(..).map(|(n, b, _)| (n, b)).collect()
+    }
+
+    /// The peers with a message unacknowledged past [`ACK_WITHIN`].
+    fn overdue(&self) -> Vec<Rank> {
+        let tx = self.tx();
+        (0..tx.len())
+            .filter(|&p| {
+                tx[p]
+                    .unacked
+                    .front()
+                    .is_some_and(|m| m.2.elapsed() > ACK_WITHIN)
+            })
+            .collect()
+    }
+
+    /// `peer` has taken every message numbered below `next`.
+    fn acked(&self, peer: Rank, next: u64) {
+        let mut tx = self.tx();
+        let Some(t) = tx.get_mut(peer) else { return };
+        while t.unacked.front().is_some_and(|m| m.0 < next) {
+            t.unacked.pop_front();
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn prefix(kind: u8, source: u32, number: u64) -> [u8; PREFIX] {
+    let mut p = [0u8; PREFIX];
+    p[..2].copy_from_slice(&MAGIC);
+    p[2] = kind;
+    p[4..8].copy_from_slice(&source.to_le_bytes());
+    p[8..].copy_from_slice(&number.to_le_bytes());
+    p
+}
+
+/// What the datagrams of a look bring: each read and handled, then acknowledged;
+/// peers whose acknowledgement is late are connected to (`connect`, which sends
+/// their messages again).
+pub fn look(d: &Datagrams, shared: &Shared, connect: impl Fn(Rank) -> Result<(), String>) {
+    let mut buf = vec![0u8; PREFIX + 8 + MAX_BYTES + super::auth::TRAILER];
+    let mut ack: Vec<Rank> = Vec::new();
+    while let Ok(n) = d.sock.recv(&mut buf) {
+        let got = &buf[..n];
+        let head = (n >= PREFIX && got[..2] == MAGIC).then(|| {
+            let source = u32::from_le_bytes(got[4..8].try_into().expect("4 bytes")) as usize;
+            (got[2], source, u64::from_le_bytes(got[8..16].try_into().expect("8 bytes")))
+        });
+        match head {
+            Some((MESSAGE, source, number)) if source < d.peers.len() => {
+                shared.on_numbered(source, number, &got[PREFIX..]);
+                if !ack.contains(&source) {
+                    ack.push(source);
+                }
+            }
+            Some((ACK, _, _)) => {
+                if let Some((peer, next)) = shared.auth.open_ack(&got[PREFIX..]) {
+                    d.acked(peer, next);
+                }
+            }
+            _ => {
+                let what = "a datagram amrq does not write";
+                shared
+                    .faults
+                    .record(fault(None, 0, FaultKind::BadRuntimeMessage { what }));
+            }
+        }
+    }
+    for peer in ack {
+        let Some(Some(to)) = d.peers.get(peer) else {
+            continue;
+        };
+        let next = shared.numbered.lock()[peer];
+        let words = [d.me as u64, next];
+        let body = wire::as_bytes(&words);
+        let trailer = shared.auth.seal_ack(peer, body.as_slice());
+        let a = [&prefix(ACK, d.me, 0)[..], body.as_slice(), &trailer].concat();
+        // A lost acknowledgement makes the sender connect: nothing to do here.
+        let _ = d.sock.send_to(&a, to);
+    }
+    for peer in d.overdue() {
+        // A peer that said goodbye takes nothing more; one that failed is reported.
+        if shared.has_left(peer) || shared.has_failed(peer) {
+            d.connecting(peer);
+        } else if let Err(why) = connect(peer) {
+            shared.on_error(peer, why);
+        }
+    }
+}
+
+impl Shared {
+    /// A message numbered `number` from `source` came as a datagram or again over an
+    /// endpoint (`body`: id, header length, header, data): taken if it is the next
+    /// one and its MAC proves `source`; a number taken before is dropped.
+    pub fn on_numbered(&self, source: Rank, number: u64, body: &[u8]) {
+        let mut next = self.numbered.lock();
+        let Some(expected) = next.get_mut(source) else {
+            return;
+        };
+        if number != *expected {
+            return;
+        }
+        let parsed = body.get(..8).and_then(|w| {
+            let id = u32::from_le_bytes(w[..4].try_into().ok()?);
+            let h = u32::from_le_bytes(w[4..].try_into().ok()?) as usize;
+            let header = body.get(8..8usize.checked_add(h)?)?;
+            Some((id, header, &body[8 + h..]))
+        });
+        let Some((id, header, data)) = parsed else {
+            let what = "a datagram message amrq does not write";
+            let f = fault(Some(source), 0, FaultKind::BadRuntimeMessage { what });
+            self.faults.record(f);
+            return;
+        };
+        if self.deliver(id, header, data, false) == Some(source) {
+            *expected += 1;
+        }
+    }
+}
