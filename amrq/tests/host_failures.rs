@@ -325,6 +325,8 @@ fn intrude(token: &str) {
             amrq::bootstrap::ThreadsBoot::new(2),
         ));
         let c = me.connect(&cards, boot).map_err(|e| e.to_string())?;
+        // Over a UCX connection, not as datagrams (which `ucx` tests).
+        c.endpoint_info(1).ok_or("cannot connect to the victim")?;
         let forged = Message {
             tag: 0xbad,
             args: &[666],

@@ -130,6 +130,29 @@ impl Auth {
         data: &[u8],
         cover: impl FnOnce(&[u8]) -> bool,
     ) -> Result<(&'a [u8], Rank), Refused> {
+        self.check(id, header, data, cover, true)
+    }
+
+    /// [`Auth::open`] without taking its sequence number: whether a message that may
+    /// have come before is one its source sealed.
+    pub fn vouch(
+        &self,
+        id: u32,
+        header: &[u8],
+        data: &[u8],
+        cover: impl FnOnce(&[u8]) -> bool,
+    ) -> Result<Rank, Refused> {
+        self.check(id, header, data, cover, false).map(|(_, r)| r)
+    }
+
+    fn check<'a>(
+        &self,
+        id: u32,
+        header: &'a [u8],
+        data: &[u8],
+        cover: impl FnOnce(&[u8]) -> bool,
+        take_it: bool,
+    ) -> Result<(&'a [u8], Rank), Refused> {
         let Some(n) = header.len().checked_sub(TRAILER).filter(|&n| n >= 8) else {
             return Err(Refused::Malformed);
         };
@@ -152,6 +175,9 @@ impl Auth {
             .fold(0u8, |d, (a, b)| d | (a ^ b));
         if same != 0 {
             return Err(Refused::Unproven(source));
+        }
+        if !take_it {
+            return Ok((body, source));
         }
         let (lane, seq) = ((nonce >> 63) as usize, nonce & !(1 << 63));
         let mut w = self.seen[source][lane]

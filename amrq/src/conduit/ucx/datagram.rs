@@ -73,17 +73,20 @@ pub struct Datagrams {
     readable: Arc<AtomicBool>,
 }
 
-/// Where the datagrams of `source` stand at this rank: the next number it takes.
+/// Per source, the numbered messages this rank took from it: each one's MAC nonce,
+/// by number (so the next number is their count). A message that comes again under
+/// its number is known by its nonce; a message played again under another number is
+/// not.
 #[derive(Default)]
-pub struct Numbered(Mutex<Vec<u64>>);
+pub struct Numbered(Mutex<Vec<Vec<u64>>>);
 
 impl Numbered {
     /// For a job of `size` ranks.
     pub fn new(size: usize) -> Self {
-        Self(Mutex::new(vec![0; size]))
+        Self(Mutex::new(vec![Vec::new(); size]))
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<u64>> {
+    fn lock(&self) -> MutexGuard<'_, Vec<Vec<u64>>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -258,7 +261,7 @@ pub fn look(d: &Datagrams, shared: &Shared, connect: impl Fn(Rank) -> Result<(),
         let Some(Some(to)) = d.peers.get(peer) else {
             continue;
         };
-        let next = shared.numbered.lock()[peer];
+        let next = shared.numbered.lock()[peer].len() as u64;
         let words = [d.me as u64, next];
         let body = wire::as_bytes(&words);
         let trailer = shared.auth.seal_ack(peer, body.as_slice());
@@ -279,15 +282,14 @@ pub fn look(d: &Datagrams, shared: &Shared, connect: impl Fn(Rank) -> Result<(),
 impl Shared {
     /// A message numbered `number` from `source` came as a datagram or again over an
     /// endpoint (`body`: id, header length, header, data): taken if it is the next
-    /// one and its MAC proves `source`; a number taken before is dropped.
+    /// one and its MAC proves `source`; another is dropped (one taken before, or
+    /// after a lost one, which its sender sends again), or recorded as a fault if its
+    /// MAC is not `source`'s.
     pub fn on_numbered(&self, source: Rank, number: u64, body: &[u8]) {
-        let mut next = self.numbered.lock();
-        let Some(expected) = next.get_mut(source) else {
+        let mut numbered = self.numbered.lock();
+        let Some(taken) = numbered.get_mut(source) else {
             return;
         };
-        if number != *expected {
-            return;
-        }
         let parsed = body.get(..8).and_then(|w| {
             let id = u32::from_le_bytes(w[..4].try_into().ok()?);
             let h = u32::from_le_bytes(w[4..].try_into().ok()?) as usize;
@@ -300,8 +302,29 @@ impl Shared {
             self.faults.record(f);
             return;
         };
-        if self.deliver(id, header, data, false) == Some(source) {
-            *expected += 1;
+        let nonce = header
+            .len()
+            .checked_sub(super::auth::TRAILER)
+            .and_then(|n| Some(u64::from_le_bytes(header.get(n..n + 8)?.try_into().ok()?)));
+        // Sealed by `source`, or not taken: a message relabelled would stall the
+        // numbers of the source it names.
+        match self.vouched(id, header, data) {
+            Some(r) if r != source => {
+                self.faults.record(fault(Some(source), 0, FaultKind::Unproven));
+            }
+            Some(_) if number == taken.len() as u64 => {
+                if self.deliver(id, header, data, false) == Some(source) {
+                    taken.push(nonce.unwrap_or(0));
+                }
+            }
+            // Taken before under this number: sent again. Under another: played again.
+            Some(_) if number < taken.len() as u64 => {
+                if nonce != Some(taken[number as usize]) {
+                    self.faults.record(fault(Some(source), 0, FaultKind::Unproven));
+                }
+            }
+            // After a lost one: its sender sends both again. Refused: recorded.
+            _ => {}
         }
     }
 }

@@ -120,6 +120,13 @@ pub struct Shared {
     pub numbered: super::datagram::Numbered,
 }
 
+/// True if the MAC of message `id` with header body `body` covers its data: all but
+/// a Long frame's payload, bound by its length only.
+fn covers(id: u32, body: &[u8]) -> bool {
+    let long = wire::words(body).nth(1).and_then(Kind::of) == Some(Kind::Long);
+    id != wire::AM_FRAME || !long
+}
+
 pub(super) fn fault(source: Option<Rank>, channel: Channel, kind: FaultKind) -> Fault {
     Fault {
         source,
@@ -203,10 +210,19 @@ impl Shared {
     /// its sender if the MAC proves the sender it names (see `auth`); a refused one is
     /// recorded as a fault naming the rank it claims, and dropped.
     fn proven<'a>(&self, id: u32, header: &'a [u8], data: &[u8]) -> Option<(&'a [u8], Rank)> {
-        // A Long frame's payload is bound by its length only.
-        let long = |body: &[u8]| wire::words(body).nth(1).and_then(Kind::of) == Some(Kind::Long);
-        let cover = |body: &[u8]| id != wire::AM_FRAME || !long(body);
-        match self.auth.open(id, header, data, cover) {
+        self.refusal(self.auth.open(id, header, data, |b| covers(id, b)))
+    }
+
+    /// The sender of a message `id` that may have come before (sent again), if its
+    /// MAC proves it; a refused one is recorded as in [`Shared::proven`].
+    pub fn vouched(&self, id: u32, header: &[u8], data: &[u8]) -> Option<Rank> {
+        let vouched = self.auth.vouch(id, header, data, |b| covers(id, b));
+        self.refusal(vouched.map(|r| (&[][..], r))).map(|(_, r)| r)
+    }
+
+    /// What was proven, or `None` with why not recorded as a fault.
+    fn refusal<'a>(&self, opened: Result<(&'a [u8], Rank), Refused>) -> Option<(&'a [u8], Rank)> {
+        match opened {
             Ok(proven) => Some(proven),
             Err(Refused::Malformed) => {
                 let what = "a UCX message too short for a MAC, or naming a sender outside the job";
