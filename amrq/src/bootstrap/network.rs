@@ -519,19 +519,31 @@ fn listen(
 /// This host's IPv4 addresses, loopback last (so that a file written on one host
 /// lists first the addresses another host can reach).
 fn host_addresses() -> Vec<std::net::Ipv4Addr> {
-    let mut ips = Vec::new();
+    let mut ips: Vec<_> = ipv4_interfaces().into_iter().map(|(_, ip)| ip).collect();
+    ips.sort_by_key(|ip| ip.is_loopback());
+    if ips.is_empty() {
+        ips.push(std::net::Ipv4Addr::LOCALHOST);
+    }
+    ips
+}
+
+/// This host's network devices with an IPv4 address: (name, address).
+pub(crate) fn ipv4_interfaces() -> Vec<(String, std::net::Ipv4Addr)> {
+    let mut found = Vec::new();
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills `list` with a list freed below by freeifaddrs.
     if unsafe { libc::getifaddrs(&mut list) } == 0 {
         let mut at = list;
         while !at.is_null() {
             // SAFETY: `at` is a node of the list getifaddrs returned, alive until freed;
-            // an AF_INET address is a sockaddr_in.
+            // an AF_INET address is a sockaddr_in; the name is a C string.
             unsafe {
                 let a = (*at).ifa_addr;
                 if !a.is_null() && i32::from((*a).sa_family) == libc::AF_INET {
                     let sin = &*a.cast::<libc::sockaddr_in>();
-                    ips.push(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+                    let name = std::ffi::CStr::from_ptr((*at).ifa_name);
+                    let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+                    found.push((name.to_string_lossy().into_owned(), ip));
                 }
                 at = (*at).ifa_next;
             }
@@ -539,11 +551,7 @@ fn host_addresses() -> Vec<std::net::Ipv4Addr> {
         // SAFETY: the list getifaddrs returned, freed once.
         unsafe { libc::freeifaddrs(list) };
     }
-    ips.sort_by_key(|ip| ip.is_loopback());
-    if ips.is_empty() {
-        ips.push(std::net::Ipv4Addr::LOCALHOST);
-    }
-    ips
+    found
 }
 
 /// A joiner: waits until rank 0 has written job `t`'s addresses to `path`.

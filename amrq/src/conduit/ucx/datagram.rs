@@ -92,9 +92,17 @@ impl Numbered {
 }
 
 impl Datagrams {
-    /// A socket on every address of this host, any port.
-    pub fn open() -> io::Result<Self> {
-        let sock = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
+    /// A socket on the address of the one network device UCX was told to use
+    /// (`UCX_NET_DEVICES` in `settings` or the environment), so that datagrams go where
+    /// UCX would; else on every address of this host. Any port.
+    pub fn open(settings: &[(String, String)]) -> io::Result<Self> {
+        let devices = super::start::ucx_setting(settings, "NET_DEVICES").unwrap_or_default();
+        let one = (!devices.contains(',')).then(|| devices.split(':').next().unwrap_or(""));
+        let ip = crate::bootstrap::network::ipv4_interfaces()
+            .into_iter()
+            .find(|(name, _)| Some(name.as_str()) == one)
+            .map_or(Ipv4Addr::UNSPECIFIED, |(_, ip)| ip);
+        let sock = UdpSocket::bind((ip, 0))?;
         sock.set_nonblocking(true)?;
         Ok(Self {
             sock,
@@ -107,9 +115,9 @@ impl Datagrams {
         })
     }
 
-    /// The port peers send to.
-    pub fn port(&self) -> u16 {
-        self.sock.local_addr().map_or(0, |a| a.port())
+    /// Where peers send to.
+    pub fn address(&self) -> Option<SocketAddr> {
+        self.sock.local_addr().ok()
     }
 
     /// The socket's descriptor, for a sleep to watch, and the flag a sleep sets when

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 ///
 /// ```
 /// use amrq::conduit::ucx::Card;
-/// let c = Card { address: vec![1, 2], rkey: vec![3], base: 4096, datagrams: 40000 };
+/// let c = Card { address: vec![1, 2], rkey: vec![3], base: 4096, datagrams: "10.0.0.7:40000".parse().ok() };
 /// assert_eq!(Card::from_bytes(&c.to_bytes()), Some(c));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,9 +34,10 @@ pub struct Card {
     pub rkey: Vec<u8>,
     /// Where the segment starts in its process.
     pub base: u64,
-    /// The UDP port of its first messages to a peer (0: it sends none; a peer
-    /// connects at its first message).
-    pub datagrams: u16,
+    /// The UDP address of its first messages from a peer (`None`: it takes none; a
+    /// peer connects at its first message). An unspecified IP: the address it joined
+    /// the job from.
+    pub datagrams: Option<SocketAddr>,
 }
 
 impl Card {
@@ -44,8 +45,8 @@ impl Card {
     ///
     /// ```
     /// use amrq::conduit::ucx::Card;
-    /// let c = Card { address: vec![9; 3], rkey: vec![], base: 0, datagrams: 0 };
-    /// assert_eq!(c.to_bytes().len(), 4 * 8 + 3 + 8 + 2); // four length-prefixed fields
+    /// let c = Card { address: vec![9; 3], rkey: vec![], base: 0, datagrams: None };
+    /// assert_eq!(c.to_bytes().len(), 4 * 8 + 3 + 8); // four length-prefixed fields
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut b = Vec::new();
@@ -53,7 +54,7 @@ impl Card {
             &self.address[..],
             &self.rkey[..],
             &self.base.to_le_bytes()[..],
-            &self.datagrams.to_le_bytes()[..],
+            self.datagrams.map(|a| a.to_string()).unwrap_or_default().as_bytes(),
         ] {
             b.extend_from_slice(&(f.len() as u64).to_le_bytes());
             b.extend_from_slice(f);
@@ -79,7 +80,10 @@ impl Card {
             address,
             rkey,
             base: u64::from_le_bytes(base.try_into().ok()?),
-            datagrams: u16::from_le_bytes(port.try_into().ok()?),
+            datagrams: match &port[..] {
+                [] => None,
+                a => Some(std::str::from_utf8(a).ok()?.parse().ok()?),
+            },
         })
     }
 }
@@ -219,7 +223,7 @@ impl Net {
             datagrams: None,
         };
         if datagrams {
-            let d = Datagrams::open()
+            let d = Datagrams::open(settings)
                 .map_err(|e| ConduitError::Setup(format!("cannot open a UDP socket: {e}")))?;
             net.datagrams = Some(d);
         }
@@ -353,7 +357,7 @@ impl Net {
             address,
             rkey,
             base,
-            datagrams: self.datagrams.as_ref().map_or(0, |d| d.port()),
+            datagrams: self.datagrams.as_ref().and_then(|d| d.address()),
         })
     }
 

@@ -286,10 +286,14 @@ impl Opened {
         }
         let arg = Arc::as_ptr(&self.shared).cast_mut().cast();
         let hosts = datagram_hosts(&boot, cards.len());
+        // A socket on every address of its host is reached where the rank joined from.
         let to = cards
             .iter()
             .zip(hosts)
-            .map(|(c, ip)| Some(SocketAddr::new(ip?, c.datagrams)).filter(|_| c.datagrams != 0))
+            .map(|(c, joined_from)| match c.datagrams? {
+                a if a.ip().is_unspecified() => Some(SocketAddr::new(joined_from?, a.port())),
+                a => Some(a),
+            })
             .collect();
         self.net.connect(self.rank, cards, on_error, arg, to);
         let _ = self
@@ -570,14 +574,18 @@ pub(crate) fn wire_up(opened: Opened, job: NetJob) -> Result<UcxConduit, Conduit
 /// `UCX_TLS=…, UCX_NET_DEVICES=…` as `settings`, else the environment, set them.
 fn transports(settings: &[(String, String)]) -> String {
     let one = |k: &str| {
-        settings
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var(format!("UCX_{k}")).ok())
-            .map_or(format!("UCX_{k} unset (all)"), |v| format!("UCX_{k}={v}"))
+        ucx_setting(settings, k).map_or(format!("UCX_{k} unset (all)"), |v| format!("UCX_{k}={v}"))
     };
     format!("{}, {}", one("TLS"), one("NET_DEVICES"))
+}
+
+/// UCX setting `k` (without the `UCX_` prefix): from `settings`, else the environment.
+pub(super) fn ucx_setting(settings: &[(String, String)], k: &str) -> Option<String> {
+    settings
+        .iter()
+        .find(|(n, _)| n == k)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var(format!("UCX_{k}")).ok())
 }
 
 /// Why `me` cannot reach `peer` over UCX: both ranks, their hosts and addresses where
