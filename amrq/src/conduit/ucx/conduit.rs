@@ -790,6 +790,10 @@ impl Conduit for UcxConduit {
         if self.progress() {
             return Ok(Arming::Ready);
         }
+        // Nothing more to send for a while: what was taken is acknowledged now.
+        if let Some(d) = self.net.datagrams() {
+            d.acknowledge();
+        }
         let armed = match self.me.arm_arrival(set)? {
             Arming::Armed(a) => a,
             other => return Ok(other),

@@ -4,14 +4,17 @@
 //! pair that goes on talking connects; one that exchanges a few messages never does.
 //!
 //! ```text
-//!   datagram  "aD" | kind (0 message, 1 acknowledgement) | 0 | source u32 | number u64
-//!     message          id u32 | header bytes u32 | header (sealed as over UCX) | data
-//!     acknowledgement  w0 = source, w1 = the next number it takes | its MAC (Auth::seal_ack)
+//!   datagram  "aD" | kind | acknowledged | 0 | source u32 | number u64
+//!     [an acknowledgement, if acknowledged = 1]
+//!     message (kind 0)  id u32 | header bytes u32 | header (sealed as over UCX) | data
+//!   acknowledgement     w0 = source, w1 = the next number it takes | its MAC (Auth::seal_ack)
+//!                       (kind 1: alone)
 //! ```
 //!
 //! The receiver takes a source's messages in the order of their numbers (the next
-//! one only) and acknowledges what it holds; the sender keeps each message until it is
-//! acknowledged. It connects when one waits past [`ACK_WITHIN`], when the pair's
+//! one only) and acknowledges what it holds: in its next datagram to that source, or
+//! alone at its next look at the socket or before it sleeps; the sender keeps each
+//! message until it is acknowledged. It connects when one waits past [`ACK_WITHIN`], when the pair's
 //! [`FIRST_MESSAGES`] are spent, when a message does not fit one datagram
 //! ([`MAX_BYTES`]) or when something needs the endpoint (a put, a flush): it then
 //! sends the messages not yet acknowledged again over the endpoint (AM id 6, with
@@ -46,6 +49,10 @@ const MAGIC: [u8; 2] = *b"aD";
 const PREFIX: usize = 16;
 const MESSAGE: u8 = 0;
 const ACK: u8 = 1;
+/// Bytes of a sealed acknowledgement.
+const ACK_BYTES: usize = 16 + super::auth::TRAILER;
+/// The largest datagram.
+const MAX_DATAGRAM: usize = PREFIX + ACK_BYTES + 8 + MAX_BYTES;
 
 /// What a rank sent a peer as datagrams.
 #[derive(Default)]
@@ -71,6 +78,13 @@ pub struct Datagrams {
     looks: AtomicU32,
     /// A sleep found the socket readable: look at the next progress.
     readable: Arc<AtomicBool>,
+    /// Acknowledgements owed, each to go with the next datagram to its peer or
+    /// alone at the next look.
+    owed: Mutex<Vec<(Rank, [u8; ACK_BYTES])>>,
+    /// `owed` is not empty.
+    owing: AtomicBool,
+    /// What a look reads into.
+    buf: Mutex<Vec<u8>>,
 }
 
 /// Per source, the numbered messages this rank took from it: each one's MAC nonce,
@@ -112,6 +126,9 @@ impl Datagrams {
             waiting: AtomicUsize::new(0),
             looks: AtomicU32::new(0),
             readable: Arc::new(AtomicBool::new(false)),
+            owed: Mutex::new(Vec::new()),
+            owing: AtomicBool::new(false),
+            buf: Mutex::new(Vec::new()),
         })
     }
 
@@ -135,7 +152,7 @@ impl Datagrams {
     }
 
     fn tx(&self) -> MutexGuard<'_, Vec<Tx>> {
-        self.tx.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.tx)
     }
 
     /// Sends message `id` (its sealed `header` and `data`) to `dest` as a datagram if
@@ -158,7 +175,9 @@ impl Datagrams {
         body.extend_from_slice(&(header.len() as u32).to_le_bytes());
         body.extend_from_slice(header);
         body.extend_from_slice(data);
-        let d = [&prefix(MESSAGE, self.me, t.next)[..], &body].concat();
+        let ack = self.take_owed(dest);
+        let p = prefix(MESSAGE, ack.is_some(), self.me, t.next);
+        let d = [&p[..], ack.as_ref().map_or(&[][..], |a| &a[..]), &body].concat();
         // A full socket buffer, or a host the kernel knows it cannot reach: connect,
         // which waits for room or says why.
         if self.sock.send_to(&d, to).is_err() {
@@ -168,6 +187,40 @@ impl Datagrams {
         t.next += 1;
         self.waiting.fetch_add(1, Ordering::Relaxed);
         true
+    }
+
+    /// The acknowledgement owed to `peer`, taken.
+    fn take_owed(&self, peer: Rank) -> Option<[u8; ACK_BYTES]> {
+        let mut owed = lock(&self.owed);
+        let at = owed.iter().position(|o| o.0 == peer)?;
+        let ack = owed.swap_remove(at).1;
+        self.owing.store(!owed.is_empty(), Ordering::Relaxed);
+        Some(ack)
+    }
+
+    /// Owes `peer` acknowledgement `ack`, in place of an older one.
+    fn owe(&self, peer: Rank, ack: [u8; ACK_BYTES]) {
+        let mut owed = lock(&self.owed);
+        match owed.iter_mut().find(|o| o.0 == peer) {
+            Some(o) => o.1 = ack,
+            None => owed.push((peer, ack)),
+        }
+        self.owing.store(true, Ordering::Relaxed);
+    }
+
+    /// Sends every acknowledgement owed, each alone.
+    pub fn acknowledge(&self) {
+        if !self.owing.swap(false, Ordering::Relaxed) {
+            return;
+        }
+        let owed = std::mem::take(&mut *lock(&self.owed));
+        for (peer, ack) in owed {
+            if let Some(Some(to)) = self.peers.get(peer) {
+                let a = [&prefix(ACK, false, self.me, 0)[..], &ack].concat();
+                // A lost acknowledgement makes the sender connect: nothing to do.
+                let _ = self.sock.send_to(&a, to);
+            }
+        }
     }
 
     /// True once this rank sent `peer` a datagram.
@@ -180,10 +233,16 @@ impl Datagrams {
         self.waiting.load(Ordering::Relaxed) > 0
     }
 
+    /// True if acknowledgements are owed.
+    pub fn owing(&self) -> bool {
+        self.owing.load(Ordering::Relaxed)
+    }
+
     /// True if this progress call should look at the socket.
     #[inline]
     pub fn due(&self) -> bool {
         self.waiting()
+            || self.owing()
             || self.readable.swap(false, Ordering::Relaxed)
             || self.looks.fetch_add(1, Ordering::Relaxed) % LOOK_EVERY == 0
     }
@@ -224,39 +283,54 @@ impl Datagrams {
     }
 }
 
-fn prefix(kind: u8, source: u32, number: u64) -> [u8; PREFIX] {
+/// A lock whose holder never leaves its data half-changed.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn prefix(kind: u8, acknowledged: bool, source: u32, number: u64) -> [u8; PREFIX] {
     let mut p = [0u8; PREFIX];
     p[..2].copy_from_slice(&MAGIC);
     p[2] = kind;
+    p[3] = acknowledged as u8;
     p[4..8].copy_from_slice(&source.to_le_bytes());
     p[8..].copy_from_slice(&number.to_le_bytes());
     p
 }
 
-/// What the datagrams of a look bring: each read and handled, then acknowledged;
-/// peers whose acknowledgement is late are connected to (`connect`, which sends
-/// their messages again).
+/// A look at the socket: the acknowledgements owed go out, every datagram that came
+/// is taken, and what it brought is acknowledged (owed); peers whose acknowledgement
+/// is late are connected to (`connect`, which sends their messages again).
 pub fn look(d: &Datagrams, shared: &Shared, connect: impl Fn(Rank) -> Result<(), String>) {
-    let mut buf = vec![0u8; PREFIX + 8 + MAX_BYTES + super::auth::TRAILER];
-    let mut ack: Vec<Rank> = Vec::new();
+    d.acknowledge();
+    let mut buf = lock(&d.buf);
+    buf.resize(MAX_DATAGRAM, 0);
+    let mut from: Vec<Rank> = Vec::new();
     while let Ok(n) = d.sock.recv(&mut buf) {
         let got = &buf[..n];
         let head = (n >= PREFIX && got[..2] == MAGIC).then(|| {
             let source = u32::from_le_bytes(got[4..8].try_into().expect("4 bytes")) as usize;
-            (got[2], source, u64::from_le_bytes(got[8..16].try_into().expect("8 bytes")))
+            let number = u64::from_le_bytes(got[8..16].try_into().expect("8 bytes"));
+            (got[2], got[3] == 1, source, number)
         });
+        let (ack, rest) = match head {
+            Some((_, true, _, _)) | Some((ACK, _, _, _)) if n >= PREFIX + ACK_BYTES => {
+                let (a, rest) = got[PREFIX..].split_at(ACK_BYTES);
+                (Some(a), rest)
+            }
+            _ => (None, got.get(PREFIX..).unwrap_or(&[])),
+        };
+        if let Some((peer, next)) = ack.and_then(|a| shared.auth.open_ack(a)) {
+            d.acked(peer, next);
+        }
         match head {
-            Some((MESSAGE, source, number)) if source < d.peers.len() => {
-                shared.on_numbered(source, number, &got[PREFIX..]);
-                if !ack.contains(&source) {
-                    ack.push(source);
+            Some((MESSAGE, _, source, number)) if source < d.peers.len() => {
+                shared.on_numbered(source, number, rest);
+                if !from.contains(&source) {
+                    from.push(source);
                 }
             }
-            Some((ACK, _, _)) => {
-                if let Some((peer, next)) = shared.auth.open_ack(&got[PREFIX..]) {
-                    d.acked(peer, next);
-                }
-            }
+            Some((ACK, ..)) if ack.is_some() => {}
             _ => {
                 let what = "a datagram amrq does not write";
                 shared
@@ -265,17 +339,15 @@ pub fn look(d: &Datagrams, shared: &Shared, connect: impl Fn(Rank) -> Result<(),
             }
         }
     }
-    for peer in ack {
-        let Some(Some(to)) = d.peers.get(peer) else {
-            continue;
-        };
+    drop(buf);
+    for peer in from {
         let next = shared.numbered.lock()[peer].len() as u64;
         let words = [d.me as u64, next];
         let body = wire::as_bytes(&words);
-        let trailer = shared.auth.seal_ack(peer, body.as_slice());
-        let a = [&prefix(ACK, d.me, 0)[..], body.as_slice(), &trailer].concat();
-        // A lost acknowledgement makes the sender connect: nothing to do here.
-        let _ = d.sock.send_to(&a, to);
+        let mut ack = [0u8; ACK_BYTES];
+        ack[..16].copy_from_slice(body.as_slice());
+        ack[16..].copy_from_slice(&shared.auth.seal_ack(peer, body.as_slice()));
+        d.owe(peer, ack);
     }
     for peer in d.overdue() {
         // A peer that said goodbye takes nothing more; one that failed is reported.
