@@ -29,8 +29,9 @@ fn the_transport_asked_for_is_the_one_ucx_uses() {
             b.barrier().expect("barrier");
             b.barrier().expect("barrier");
         });
-        a.barrier().expect("barrier"); // the endpoints are wired up by now
+        // Connects, then both ends set the connection up while they use it.
         let info = a.endpoint_info(1).expect("an endpoint to rank 1");
+        a.barrier().expect("barrier");
         a.barrier().expect("barrier");
         peer.join().unwrap();
         info

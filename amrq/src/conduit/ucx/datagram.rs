@@ -35,12 +35,18 @@ use std::time::{Duration, Instant};
 
 /// Messages a rank sends a peer as datagrams before it connects to it.
 pub const FIRST_MESSAGES: u64 = 64;
-/// The largest message (header and data) that goes as a datagram.
-pub const MAX_BYTES: usize = 8192;
-/// How long a datagram may wait for its acknowledgement before its sender connects:
-/// longer than a rank waits for a core on a crowded host, so that a connection is
-/// made for a lost datagram (rare), not for a receiver that has not run yet.
+/// The largest message (header and data) that goes as a datagram: one that fits an
+/// IPv6 minimum MTU, so that no datagram is cut into fragments, any of which lost
+/// loses it (a batch of more goes over a connection: a pair that streams connects).
+pub const MAX_BYTES: usize = 1200;
+/// How long a datagram may wait for its acknowledgement before it is sent again
+/// (twice as long each time after): longer than a rank waits for a core on a crowded
+/// host, so that what is sent again was lost, not waiting for its receiver to run.
 pub const ACK_WITHIN: Duration = Duration::from_millis(100);
+/// Times the datagrams to a peer are sent again before their sender connects to it
+/// instead (about 1.5 s in all: a receiver that computes that long without looking
+/// gets a connection, over which UCX delivers without it).
+pub const TRIES: u32 = 4;
 /// Progress looks at the socket once every this many calls, or at each while an
 /// acknowledgement is awaited or a sleep saw it readable: a look is a system call.
 const LOOK_EVERY: u32 = 8;
@@ -62,6 +68,8 @@ struct Tx {
     /// Sent, not yet acknowledged: number, body (id, header length, header, data),
     /// when sent.
     unacked: VecDeque<(u64, Vec<u8>, Instant)>,
+    /// Times they were sent again since the last acknowledgement.
+    tries: u32,
     /// No more datagrams: it connects, or has.
     done: bool,
 }
@@ -72,7 +80,7 @@ pub struct Datagrams {
     me: u32,
     /// Per peer: where its socket is (`None`: it has none; connect at once).
     peers: Vec<Option<SocketAddr>>,
-    tx: Mutex<Vec<Tx>>,
+    tx: Mutex<Sent>,
     /// Messages sent and not acknowledged, all peers.
     waiting: AtomicUsize,
     looks: AtomicU32,
@@ -81,11 +89,18 @@ pub struct Datagrams {
     /// Acknowledgements owed, each to go with the next datagram to its peer or
     /// alone at the next look.
     owed: Mutex<Vec<(Rank, [u8; ACK_BYTES])>>,
+    /// Per peer: it sent here over a connection; this rank connects to it too, so
+    /// that both ends of a pair's connection are set up while both use it.
+    reached: Reached,
     /// `owed` is not empty.
     owing: AtomicBool,
     /// What a look reads into.
     buf: Mutex<Vec<u8>>,
 }
+
+/// Per peer: it sent here over a connection (set by the UCX callbacks, read by the
+/// sends).
+pub type Reached = Arc<[AtomicBool]>;
 
 /// Per source, the numbered messages this rank took from it: each one's MAC nonce,
 /// by number (so the next number is their count). A message that comes again under
@@ -109,7 +124,7 @@ impl Datagrams {
     /// A socket on the address of the one network device UCX was told to use
     /// (`UCX_NET_DEVICES` in `settings` or the environment), so that datagrams go where
     /// UCX would; else on every address of this host. Any port.
-    pub fn open(settings: &[(String, String)]) -> io::Result<Self> {
+    pub fn open(settings: &[(String, String)], reached: Reached) -> io::Result<Self> {
         let devices = super::start::ucx_setting(settings, "NET_DEVICES").unwrap_or_default();
         let one = (!devices.contains(',')).then(|| devices.split(':').next().unwrap_or(""));
         let ip = crate::bootstrap::network::ipv4_interfaces()
@@ -122,12 +137,13 @@ impl Datagrams {
             sock,
             me: 0,
             peers: Vec::new(),
-            tx: Mutex::new(Vec::new()),
+            tx: Mutex::new(Sent::default()),
             waiting: AtomicUsize::new(0),
             looks: AtomicU32::new(0),
             readable: Arc::new(AtomicBool::new(false)),
             owed: Mutex::new(Vec::new()),
             owing: AtomicBool::new(false),
+            reached,
             buf: Mutex::new(Vec::new()),
         })
     }
@@ -146,12 +162,12 @@ impl Datagrams {
     /// Rank `me`'s peers' sockets (index = rank).
     pub fn connect(&mut self, me: Rank, peers: Vec<Option<SocketAddr>>) {
         self.me = me as u32;
-        *self.tx.get_mut().unwrap_or_else(|e| e.into_inner()) =
+        self.tx.get_mut().unwrap_or_else(|e| e.into_inner()).peers =
             peers.iter().map(|_| Tx::default()).collect();
         self.peers = peers;
     }
 
-    fn tx(&self) -> MutexGuard<'_, Vec<Tx>> {
+    fn tx(&self) -> MutexGuard<'_, Sent> {
         lock(&self.tx)
     }
 
@@ -165,9 +181,11 @@ impl Datagrams {
         if header.len() + data.len() > MAX_BYTES {
             return false;
         }
-        let mut tx = self.tx();
-        let t = &mut tx[dest];
-        if t.done || t.next >= FIRST_MESSAGES {
+        let mut sent = self.tx();
+        let t = &mut sent.peers[dest];
+        // ORDERING: Relaxed: a hint; a datagram sent after the peer connected is
+        // taken in its order all the same.
+        if t.done || t.next >= FIRST_MESSAGES || self.reached[dest].load(Ordering::Relaxed) {
             return false;
         }
         let mut body = Vec::with_capacity(8 + header.len() + data.len());
@@ -183,6 +201,10 @@ impl Datagrams {
         if self.sock.send_to(&d, to).is_err() {
             return false;
         }
+        if t.unacked.is_empty() {
+            sent.waiting_on.push(dest);
+        }
+        let t = &mut sent.peers[dest];
         t.unacked.push_back((t.next, body, Instant::now()));
         t.next += 1;
         self.waiting.fetch_add(1, Ordering::Relaxed);
@@ -225,7 +247,7 @@ impl Datagrams {
 
     /// True once this rank sent `peer` a datagram.
     pub fn sent_to(&self, peer: Rank) -> bool {
-        self.tx().get(peer).is_some_and(|t| t.next > 0)
+        self.tx().peers.get(peer).is_some_and(|t| t.next > 0)
     }
 
     /// True if messages wait for their acknowledgement.
@@ -250,37 +272,72 @@ impl Datagrams {
     /// The messages to `peer` not acknowledged, in order, to send again over the
     /// endpoint being made; no datagram goes to it after this.
     pub fn connecting(&self, peer: Rank) -> Vec<(u64, Vec<u8>)> {
-        let mut tx = self.tx();
-        let Some(t) = tx.get_mut(peer) else {
+        let mut sent = self.tx();
+        let Some(t) = sent.peers.get_mut(peer) else {
             return Vec::new();
         };
         t.done = true;
         self.waiting.fetch_sub(t.unacked.len(), Ordering::Relaxed);
-        t.unacked.drain(..).map(|(n, b, _)| (n, b)).collect()
+        let unacked = t.unacked.drain(..).map(|(n, b, _)| (n, b)).collect();
+        sent.waiting_on.retain(|&p| p != peer);
+        unacked
     }
 
-    /// The peers with a message unacknowledged past [`ACK_WITHIN`].
-    fn overdue(&self) -> Vec<Rank> {
-        let tx = self.tx();
-        (0..tx.len())
-            .filter(|&p| {
-                tx[p]
-                    .unacked
-                    .front()
-                    .is_some_and(|m| m.2.elapsed() > ACK_WITHIN)
-            })
-            .collect()
+    /// Sends again the datagrams that waited too long for their acknowledgement;
+    /// returns the peers that have not acknowledged after [`TRIES`] times: connect.
+    fn late(&self) -> Vec<Rank> {
+        let mut sent = self.tx();
+        let Sent { peers, waiting_on } = &mut *sent;
+        let mut connect = Vec::new();
+        for &p in waiting_on.iter() {
+            let (t, Some(Some(to))) = (&mut peers[p], self.peers.get(p)) else {
+                continue;
+            };
+            let patience = ACK_WITHIN * (1 << t.tries.min(TRIES));
+            if t.unacked.front().is_none_or(|m| m.2.elapsed() < patience) {
+                continue;
+            }
+            if t.tries == TRIES {
+                connect.push(p);
+                continue;
+            }
+            t.tries += 1;
+            for (number, body, at) in t.unacked.iter_mut() {
+                let d = [&prefix(MESSAGE, false, self.me, *number)[..], body].concat();
+                // Lost again: sent again later, or over a connection.
+                let _ = self.sock.send_to(&d, to);
+                *at = Instant::now();
+            }
+        }
+        connect
     }
 
     /// `peer` has taken every message numbered below `next`.
     fn acked(&self, peer: Rank, next: u64) {
-        let mut tx = self.tx();
-        let Some(t) = tx.get_mut(peer) else { return };
+        let mut sent = self.tx();
+        let Some(t) = sent.peers.get_mut(peer) else {
+            return;
+        };
+        let before = t.unacked.len();
         while t.unacked.front().is_some_and(|m| m.0 < next) {
             t.unacked.pop_front();
-            self.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
+        if t.unacked.len() < before {
+            t.tries = 0;
+            self.waiting.fetch_sub(before - t.unacked.len(), Ordering::Relaxed);
+        }
+        if t.unacked.is_empty() {
+            sent.waiting_on.retain(|&p| p != peer);
         }
     }
+}
+
+/// What a rank sent as datagrams, per peer, and the peers whose acknowledgement it
+/// waits for.
+#[derive(Default)]
+struct Sent {
+    peers: Vec<Tx>,
+    waiting_on: Vec<Rank>,
 }
 
 /// A lock whose holder never leaves its data half-changed.
@@ -349,7 +406,7 @@ pub fn look(d: &Datagrams, shared: &Shared, connect: impl Fn(Rank) -> Result<(),
         ack[16..].copy_from_slice(&shared.auth.seal_ack(peer, body.as_slice()));
         d.owe(peer, ack);
     }
-    for peer in d.overdue() {
+    for peer in d.late() {
         // A peer that said goodbye takes nothing more; one that failed is reported.
         if shared.has_left(peer) || shared.has_failed(peer) {
             d.connecting(peer);
@@ -365,11 +422,10 @@ impl Shared {
     /// one and its MAC proves `source`; another is dropped (one taken before, or
     /// after a lost one, which its sender sends again), or recorded as a fault if its
     /// MAC is not `source`'s.
-    pub fn on_numbered(&self, source: Rank, number: u64, body: &[u8]) {
+    /// Returns `source` if its MAC proved it.
+    pub fn on_numbered(&self, source: Rank, number: u64, body: &[u8]) -> Option<Rank> {
         let mut numbered = self.numbered.lock();
-        let Some(taken) = numbered.get_mut(source) else {
-            return;
-        };
+        let taken = numbered.get_mut(source)?;
         let parsed = body.get(..8).and_then(|w| {
             let id = u32::from_le_bytes(w[..4].try_into().ok()?);
             let h = u32::from_le_bytes(w[4..].try_into().ok()?) as usize;
@@ -380,7 +436,7 @@ impl Shared {
             let what = "a datagram message amrq does not write";
             let f = fault(Some(source), 0, FaultKind::BadRuntimeMessage { what });
             self.faults.record(f);
-            return;
+            return None;
         };
         let nonce = header
             .len()
@@ -391,20 +447,36 @@ impl Shared {
         match self.vouched(id, header, data) {
             Some(r) if r != source => {
                 self.faults.record(fault(Some(source), 0, FaultKind::Unproven));
+                None
             }
             Some(_) if number == taken.len() as u64 => {
-                if self.deliver(id, header, data, false) == Some(source) {
+                let taken_now = self.deliver(id, header, data, false) == Some(source);
+                if taken_now {
                     taken.push(nonce.unwrap_or(0));
                 }
+                taken_now.then_some(source)
             }
             // Taken before under this number: sent again. Under another: played again.
             Some(_) if number < taken.len() as u64 => {
-                if nonce != Some(taken[number as usize]) {
+                let again = nonce == Some(taken[number as usize]);
+                if !again {
                     self.faults.record(fault(Some(source), 0, FaultKind::Unproven));
                 }
+                again.then_some(source)
             }
             // After a lost one: its sender sends both again. Refused: recorded.
-            _ => {}
+            _ => None,
+        }
+    }
+
+    /// Notes that `source` (if any) sent here over a connection.
+    pub fn reached_from(&self, source: Option<Rank>) {
+        if let Some(r) = source.and_then(|r| self.reached.get(r)) {
+            // ORDERING: Relaxed: see `Datagrams::send`.
+            r.store(true, Ordering::Relaxed);
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,7 +8,7 @@
 //! one connection it makes at start-up is to itself, so that its first message to a
 //! peer finds UCX's tcp transport ready ([`Net::loopback`]).
 
-use super::datagram::Datagrams;
+use super::datagram::{Datagrams, Reached};
 use super::sys::{self, StatusPtr, Ucp};
 use crate::conduit::{ConduitError, Rank};
 use std::ffi::{c_void, CString};
@@ -155,12 +155,13 @@ impl Net {
     /// A context and worker with `settings` (UCX configuration names without the
     /// `UCX_` prefix, like `("TLS", "tcp")`; the environment's `UCX_*` apply first),
     /// and `segment` registered. `shared`: a progress thread will use the worker too;
-    /// `datagrams`: the first messages to a peer go as datagrams (`datagram`).
+    /// `datagrams`: the first messages to a peer go as datagrams (`datagram`), to
+    /// each peer until it is among those `reached` this rank over a connection.
     pub fn open(
         settings: &[(String, String)],
         segment: (*mut u8, usize),
         shared: bool,
-        datagrams: bool,
+        datagrams: Option<Reached>,
     ) -> Result<Self, ConduitError> {
         let ucp = Ucp::get().map_err(|e| ConduitError::NoUcx(e.to_string()))?;
         let mut config = null_mut();
@@ -222,8 +223,8 @@ impl Net {
             loopback: null_mut(),
             datagrams: None,
         };
-        if datagrams {
-            let d = Datagrams::open(settings)
+        if let Some(reached) = datagrams {
+            let d = Datagrams::open(settings, reached)
                 .map_err(|e| ConduitError::Setup(format!("cannot open a UDP socket: {e}")))?;
             net.datagrams = Some(d);
         }
@@ -492,29 +493,62 @@ impl Net {
     }
 
     /// Sends over `ep`, before anything else, the messages to `peer` that went as
-    /// datagrams and were not acknowledged (the receiver takes those it had not).
+    /// datagrams and were not acknowledged (the receiver takes those it had not). Does
+    /// not wait for the peer: each message's bytes go with its request, freed when
+    /// UCX is done with it.
     fn resend(&self, peer: Rank, ep: sys::ucp_ep_h) -> Result<(), sys::ucs_status_t> {
+        /// A resent message's bytes: header, then the message.
+        type Resent = ([u8; 16], Vec<u8>);
+        unsafe extern "C" fn done(request: *mut c_void, _: sys::ucs_status_t, bytes: *mut c_void) {
+            // SAFETY: `bytes` is the box given with this request, freed once, here;
+            // the request is UCX's, done with.
+            unsafe {
+                drop(Box::from_raw(bytes.cast::<Resent>()));
+                // Loaded: this worker runs on it.
+                if let Ok(ucp) = Ucp::get() {
+                    (ucp.ucp_request_free)(request);
+                }
+            }
+        }
         let Some(d) = &self.datagrams else {
             return Ok(());
         };
         for (number, body) in d.connecting(peer) {
-            let header = [self.me as u64, number].map(u64::to_le_bytes).concat();
+            let mut header = [0u8; 16];
+            header[..8].copy_from_slice(&(self.me as u64).to_le_bytes());
+            header[8..].copy_from_slice(&number.to_le_bytes());
+            let bytes = Box::into_raw(Box::new((header, body)));
             let mut p = sys::ucp_request_param_t::empty();
-            p.op_attr_mask = sys::UCP_OP_ATTR_FIELD_FLAGS;
+            p.op_attr_mask = sys::UCP_OP_ATTR_FIELD_FLAGS
+                | sys::UCP_OP_ATTR_FIELD_CALLBACK
+                | sys::UCP_OP_ATTR_FIELD_USER_DATA;
             p.flags = sys::UCP_AM_SEND_FLAG_EAGER;
-            // SAFETY: a live endpoint; header and body outlive the wait below.
-            let req = unsafe {
-                (self.ucp.ucp_am_send_nbx)(
+            p.cb = done as sys::ucp_send_nbx_callback_t as *mut c_void;
+            p.user_data = bytes.cast();
+            // SAFETY: a live endpoint; the bytes live until `done` frees them, or
+            // below if UCX finished (or refused) at once and will not call it.
+            let sent = unsafe {
+                let (h, b) = &*bytes;
+                StatusPtr::of((self.ucp.ucp_am_send_nbx)(
                     ep,
                     super::wire::AM_RESENT,
-                    header.as_ptr().cast(),
-                    header.len(),
-                    body.as_ptr().cast(),
-                    body.len(),
+                    h.as_ptr().cast(),
+                    h.len(),
+                    b.as_ptr().cast(),
+                    b.len(),
                     &p,
-                )
+                ))
             };
-            self.wait(req, Duration::from_secs(10))?;
+            match sent {
+                StatusPtr::Request(_) => {}
+                // SAFETY: not handed to UCX: freed once, here.
+                StatusPtr::Done => drop(unsafe { Box::from_raw(bytes) }),
+                StatusPtr::Err(e) => {
+                    // SAFETY: as above.
+                    drop(unsafe { Box::from_raw(bytes) });
+                    return Err(e);
+                }
+            }
         }
         Ok(())
     }

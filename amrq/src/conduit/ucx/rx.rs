@@ -116,8 +116,10 @@ pub struct Shared {
     pub reach: std::sync::OnceLock<(crate::bootstrap::Boot, String)>,
     /// The keys that seal and open every message.
     pub auth: Auth,
-    /// Per source: the next of its datagrams' numbers to take (`datagram`).
+    /// Per source: the datagrams taken from it (`datagram`).
     pub numbered: super::datagram::Numbered,
+    /// Per peer: it sent here over a connection (`datagram`).
+    pub reached: super::datagram::Reached,
 }
 
 /// True if the MAC of message `id` with header body `body` covers its data: all but
@@ -183,6 +185,7 @@ impl Shared {
             reach: std::sync::OnceLock::new(),
             auth,
             numbered: super::datagram::Numbered::new(size),
+            reached: (0..size).map(|_| AtomicBool::new(false)).collect(),
         }
     }
 

@@ -202,11 +202,12 @@ pub fn open_on(
         .channels
         .iter()
         .any(|c| c.delivery == Delivery::Interrupt);
+    let datagrams = std::env::var("DG").map_or(true, |v| v == "1");
     let net = Net::open(
         settings,
         (segment.base().as_ptr(), spec.segment_bytes),
         progress_thread,
-        std::env::var("DG").map_or(true, |v| v == "1"),
+        datagrams.then(|| shared.reached.clone()),
     )?;
     for (id, cb) in [
         (
@@ -383,7 +384,8 @@ unsafe extern "C" fn on_data<const ID: u32>(
     unsafe {
         let rndv = !param.is_null() && (*param).recv_attr & sys::UCP_AM_RECV_ATTR_FLAG_RNDV != 0;
         let data = if rndv { &[][..] } else { bytes(data, length) };
-        shared(arg).deliver(ID, bytes(header, header_length), data, rndv);
+        let s = shared(arg);
+        s.reached_from(s.deliver(ID, bytes(header, header_length), data, rndv));
     }
     sys::UCS_OK
 }
@@ -400,7 +402,7 @@ unsafe extern "C" fn on_header<const ID: u32>(
 ) -> ucs_status_t {
     // SAFETY: as in `on_data`.
     let (s, header) = unsafe { (shared(arg), bytes(header, header_length)) };
-    s.deliver(ID, header, &[], false);
+    s.reached_from(s.deliver(ID, header, &[], false));
     sys::UCS_OK
 }
 
@@ -422,7 +424,8 @@ unsafe extern "C" fn on_resent(
         let w: Vec<u64> = wire::words(bytes(header, header_length)).collect();
         match (rndv, &w[..]) {
             (false, &[source, number]) => {
-                s.on_numbered(source.min(usize::MAX as u64) as usize, number, bytes(data, length))
+                let source = source.min(usize::MAX as u64) as usize;
+                s.reached_from(s.on_numbered(source, number, bytes(data, length)));
             }
             _ => s.faults.record(super::rx::fault(
                 None,

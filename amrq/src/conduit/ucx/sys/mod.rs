@@ -103,6 +103,12 @@ pub const UCP_OP_ATTR_FIELD_FLAGS: u32 = 1 << 4;
 pub const UCP_OP_ATTR_FIELD_REPLY_BUFFER: u32 = 1 << 5;
 pub const UCP_OP_ATTR_FIELD_DATATYPE: u32 = 1 << 3;
 pub const UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL: u32 = 1 << 18;
+pub const UCP_OP_ATTR_FIELD_CALLBACK: u32 = 1 << 1;
+pub const UCP_OP_ATTR_FIELD_USER_DATA: u32 = 1 << 2;
+
+/// `ucp_send_nbx_callback_t`: a send completed (or failed).
+pub type ucp_send_nbx_callback_t =
+    unsafe extern "C" fn(request: *mut c_void, status: ucs_status_t, user_data: *mut c_void);
 
 /// `ucp_dt_make_contig(1)`: bytes (the element size shifted by 3, class 0: contiguous).
 #[cfg(test)] // checked against ucp.h with its neighbours; amrq does not use it

@@ -1,0 +1,185 @@
+use super::super::{threads, UcxConduit};
+use super::{ACK_WITHIN, FIRST_MESSAGES, TRIES};
+use crate::conduit::{ChannelSpec, Conduit, ConduitError, ConduitSpec, FaultKind, Message, ReceivedFrame};
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+/// `n` ranks over tcp on the loopback, or `None` (said) where UCX is missing.
+fn ranks(n: usize) -> Option<Vec<UcxConduit>> {
+    if let Err(why) = super::super::available() {
+        eprintln!("no UCX here: {why}");
+        return None;
+    }
+    let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")]
+        .map(|(k, v)| (k.into(), v.into()))
+        .into();
+    Some(threads(n, &ConduitSpec::new(vec![ChannelSpec::new(64)]), &settings).unwrap())
+}
+
+/// Each leaves on its own thread: a leaving rank waits for the others' goodbyes.
+fn leave(eps: Vec<UcxConduit>) {
+    std::thread::scope(|s| {
+        for e in eps {
+            s.spawn(move || drop(e));
+        }
+    });
+}
+
+/// Rank `from` sends frame `i` to rank `to`, progressing every rank while there is no
+/// room, and then once (a lone frame leaves at the next poll).
+fn send(eps: &[UcxConduit], from: usize, to: usize, i: u64) {
+    let m = Message {
+        tag: 7,
+        args: &[i],
+        ..Message::default()
+    };
+    loop {
+        match eps[from].try_send(to, 0, &m) {
+            Ok(()) => break,
+            Err(ConduitError::Busy) => eps.iter().for_each(|e| e.progress_now()),
+            Err(e) => panic!("rank {from} to {to}: {e}"),
+        }
+    }
+    eps[from].progress_now();
+}
+
+/// What rank `at` takes until it has `n` frames (every rank progressing meanwhile).
+fn take(eps: &[UcxConduit], at: usize, n: usize) -> Vec<u64> {
+    let mut got = Vec::new();
+    let since = Instant::now();
+    while got.len() < n {
+        assert!(since.elapsed() < Duration::from_secs(20), "took {got:?}");
+        eps.iter().for_each(|e| e.progress_now());
+        if let Some(f) = eps[at].peek(0).unwrap() {
+            got.push(f.args()[0]);
+            f.release();
+        }
+    }
+    got
+}
+
+/// The next datagram waiting at rank `at`'s socket, taken from it before the rank
+/// looks: lost, as far as the rank knows.
+fn steal(eps: &[UcxConduit], at: usize) -> Vec<u8> {
+    let d = eps[at].net.datagrams().expect("datagrams");
+    let mut buf = vec![0u8; 4096];
+    let since = Instant::now();
+    loop {
+        if let Ok(n) = d.sock.recv(&mut buf) {
+            return buf[..n].to_vec();
+        }
+        assert!(since.elapsed() < Duration::from_secs(5), "no datagram came");
+    }
+}
+
+#[test]
+fn a_few_messages_make_no_connection_and_arrive_once_in_order() {
+    let Some(eps) = ranks(3) else { return };
+    for i in 0..10 {
+        send(&eps, 0, 1, i);
+    }
+    assert_eq!(take(&eps, 1, 10), (0..10).collect::<Vec<_>>());
+    assert!(eps[0].contacted(1) && !eps[0].connected(1));
+    assert!(!eps[0].contacted(2), "rank 2 was never talked to");
+    // Acknowledged: nothing waits, nothing is owed.
+    let since = Instant::now();
+    while eps[0].net.datagrams().unwrap().waiting() {
+        eps.iter().for_each(|e| e.progress_now());
+        assert!(since.elapsed() < ACK_WITHIN, "unacknowledged");
+    }
+    assert!(!eps[0].connected(1), "acknowledged in time: no connection");
+    leave(eps);
+}
+
+#[test]
+fn past_its_first_messages_a_pair_connects_and_every_frame_arrives_once_in_order() {
+    let Some(eps) = ranks(2) else { return };
+    let n = 3 * FIRST_MESSAGES;
+    let mut got = Vec::new();
+    for i in 0..n {
+        send(&eps, 0, 1, i);
+        if i % 8 == 7 {
+            got.extend(take(&eps, 1, 8));
+        }
+    }
+    assert_eq!(got, (0..n).collect::<Vec<_>>());
+    assert!(eps[0].connected(1), "connected once its datagrams were spent");
+    leave(eps);
+}
+
+#[test]
+fn a_lost_datagram_is_sent_again() {
+    let Some(eps) = ranks(2) else { return };
+    send(&eps, 0, 1, 0);
+    steal(&eps, 1);
+    send(&eps, 0, 1, 1);
+    let since = Instant::now();
+    // Frame 1 alone is not taken (frame 0 comes first); both come again when frame
+    // 0 is not acknowledged in time.
+    assert_eq!(take(&eps, 1, 2), [0, 1]);
+    assert!(since.elapsed() >= ACK_WITHIN);
+    assert!(!eps[0].connected(1), "sent again as a datagram");
+    assert!(eps[1].faults().recent().next().is_none(), "a loss is no fault");
+    leave(eps);
+}
+
+#[test]
+fn a_receiver_that_never_looks_gets_a_connection_and_each_frame_once() {
+    let Some(eps) = ranks(2) else { return };
+    send(&eps, 0, 1, 0);
+    send(&eps, 0, 1, 1);
+    // Rank 1 does not look while rank 0 sends its datagrams again, TRIES times.
+    let since = Instant::now();
+    while !eps[0].connected(1) {
+        eps[0].progress_now();
+        assert!(since.elapsed() < Duration::from_secs(10), "never connected");
+    }
+    assert!(since.elapsed() >= ACK_WITHIN * ((1 << TRIES) - 1));
+    // Each frame came 1 + TRIES times as a datagram and once over the connection.
+    assert_eq!(take(&eps, 1, 2), [0, 1]);
+    for _ in 0..100 {
+        eps.iter().for_each(|e| e.progress_now());
+        assert!(eps[1].peek(0).unwrap().is_none(), "a frame was taken twice");
+    }
+    assert!(eps[1].faults().recent().next().is_none(), "copies are no fault");
+    leave(eps);
+}
+
+#[test]
+fn a_datagram_played_again_relabelled_or_made_up_is_refused_and_the_real_ones_arrive_once() {
+    let Some(eps) = ranks(3) else { return };
+    send(&eps, 0, 1, 0);
+    let captured = steal(&eps, 1);
+    let to = eps[1].net.datagrams().unwrap().address().unwrap();
+    let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let resend = |bytes: &[u8]| {
+        stranger.send_to(bytes, to).unwrap();
+        eps.iter().for_each(|e| e.progress_now());
+    };
+    resend(&captured); // the real one, late: taken
+    assert_eq!(take(&eps, 1, 1), [0]);
+    resend(&captured); // again under its number: a copy, dropped
+    send(&eps, 0, 1, 1);
+    assert_eq!(take(&eps, 1, 1), [1]);
+    let mut renumbered = captured.clone();
+    renumbered[8..16].copy_from_slice(&1u64.to_le_bytes());
+    resend(&renumbered); // under frame 1's number: played again
+    let mut relabelled = captured.clone();
+    relabelled[4..8].copy_from_slice(&2u32.to_le_bytes());
+    resend(&relabelled); // in rank 2's name
+    resend(b"not a datagram of amrq");
+    for _ in 0..100 {
+        eps.iter().for_each(|e| e.progress_now());
+        assert!(eps[1].peek(0).unwrap().is_none(), "a refused datagram was taken");
+    }
+    let faults: Vec<_> = eps[1].faults().recent().map(|f| (f.source, f.kind.clone())).collect();
+    let unproven = |r| faults.contains(&(Some(r), FaultKind::Unproven));
+    assert!(unproven(0) && unproven(2), "{faults:?}");
+    assert!(
+        faults
+            .iter()
+            .any(|f| matches!(f, (None, FaultKind::BadRuntimeMessage { .. }))),
+        "{faults:?}"
+    );
+    leave(eps);
+}
