@@ -1,16 +1,20 @@
-//! The first message to a new peer across hosts: a rank connects to a peer at its
-//! first message there, so that round trip pays the connection's set-up. Two ranks, one
-//! a host, join over UCX alone and do nothing else first; rank 0 waits 200 ms (rank 1
-//! polls meanwhile), then times its first round trip to rank 1 (a frame there and its echo back: both endpoints made on the way),
-//! then [`TRIPS`] more, each timed; the report gives the first in units of the median
-//! of the others (`amrq-bench startup`'s "first contact" table).
+//! The first message to a new peer across hosts. Two ranks, one a host, join over UCX
+//! alone and do nothing else first; rank 0 waits 200 ms (rank 1 polls meanwhile), then
+//! times its first round trip to rank 1 (a frame there and its echo back), then
+//! [`TRIPS`] more, each timed, then waits 200 ms again and times one more round trip
+//! to its now known peer: what a round trip costs a rank that was idle as long. The
+//! report gives the first in units of the median of the others, beside the one after
+//! the second wait (`amrq-bench startup`'s "first contact" table). The job runs twice
+//! a round: as a job runs by default, its first messages datagrams (the pair connects
+//! past them: the slowest of the later trips), and with datagrams off, each rank
+//! connecting to the other at its first message.
 //!
-//! What the connection costs a core is measured in a job of its own
-//! (`startup --contact-cpu`), since a rank that polls without a pause spends its core
-//! whatever it waits for: there every rank naps [`NAP`] between empty polls, and rank 0
-//! makes a first round trip to each of [`CPU_PEERS`] peers on the other host in turn,
-//! giving its core time for each less that of as many naps and polls with nothing to
-//! take: its first connection costs more than the later ones.
+//! What a connection costs a core is measured in a job of its own
+//! (`startup --contact-cpu`, datagrams off), since a rank that polls without a pause
+//! spends its core whatever it waits for: there every rank naps [`NAP`] between empty
+//! polls, and rank 0 makes a first round trip to each of [`CPU_PEERS`] peers on the
+//! other host in turn, giving its core time for each less that of as many naps and
+//! polls with nothing to take: its first connection costs more than the later ones.
 
 use crate::reference::median;
 use crate::startup::Link;
@@ -32,10 +36,23 @@ pub const NAP: Duration = Duration::from_micros(20);
 /// One round: the first round trip and the median of the next [`TRIPS`], ns.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Contact {
-    /// The first round trip to the new peer, ns.
+    /// The first round trip to the new peer, ns (its first messages datagrams).
     pub first_ns: f64,
     /// The median of the round trips after it, ns.
     pub steady_ns: f64,
+    /// The slowest of those: the one on which the pair connected, ns.
+    #[serde(default)]
+    pub slowest_ns: f64,
+    /// A round trip to the known peer after the same 200 ms of idleness, ns.
+    #[serde(default)]
+    pub idle_ns: f64,
+    /// The first round trip with datagrams off (each rank connects to the other on the
+    /// way), ns.
+    #[serde(default)]
+    pub connect_first_ns: f64,
+    /// The median of the round trips after that one, ns.
+    #[serde(default)]
+    pub connect_steady_ns: f64,
     /// Bytes of rank 0's card (its UCX worker address and segment key, as the
     /// rendezvous sends them).
     #[serde(default)]
@@ -50,11 +67,16 @@ pub struct Contact {
 }
 
 /// The ranks' part (`amrq-bench startup --contact`): rank 0 times, rank 1 echoes;
-/// rank 0 prints `contact: first_ns=… steady_ns=…`; `napping` (`--contact-cpu`): the
-/// first round trips alone, polling with naps, and rank 0 prints `contact:
-/// connect_cpu_s=… later_s=…`. Ends the process.
-pub fn rank_part(napping: bool) -> ! {
-    let done = if napping { connect_cpu() } else { run() };
+/// rank 0 prints `contact: first_ns=… steady_ns=…` (`datagrams` off: the pair
+/// connects at its first message); `napping` (`--contact-cpu`): the first round trips
+/// alone, polling with naps, and rank 0 prints `contact: connect_cpu_s=… later_s=…`.
+/// Ends the process.
+pub fn rank_part(napping: bool, datagrams: bool) -> ! {
+    let done = if napping {
+        connect_cpu()
+    } else {
+        run(datagrams)
+    };
     match done {
         Ok(()) => std::process::exit(0),
         Err(e) => {
@@ -64,17 +86,21 @@ pub fn rank_part(napping: bool) -> ! {
     }
 }
 
-/// This rank's UCX conduit of the job `amrun --hosts` started, one channel.
-fn join() -> Result<UcxConduit, String> {
+/// This rank's UCX conduit of the job `amrun --hosts` started, one channel; its pairs'
+/// first messages datagrams or not.
+fn join(datagrams: bool) -> Result<UcxConduit, String> {
     let place = amrq::bootstrap::env::detect_across_hosts()
         .map_err(|e| e.to_string())?
         .ok_or("not a rank of a job across hosts (start it with amrun --hosts)")?;
-    let spec = ConduitSpec::new(vec![ChannelSpec::new(64)]);
+    let spec = ConduitSpec {
+        datagrams,
+        ..ConduitSpec::new(vec![ChannelSpec::new(64)])
+    };
     amrq::conduit::ucx::join(&place, &spec, &[], Duration::from_secs(60)).map_err(|e| e.to_string())
 }
 
-fn run() -> Result<(), String> {
-    let c = join()?;
+fn run(datagrams: bool) -> Result<(), String> {
+    let c = join(datagrams)?;
     if c.size() != 2 {
         return Err(format!("{} ranks: this measurement takes 2", c.size()));
     }
@@ -102,7 +128,7 @@ fn run() -> Result<(), String> {
             }
         }
     };
-    let rounds = TRIPS as u64 + 1;
+    let rounds = TRIPS as u64 + 2;
     if c.rank() == 1 {
         for _ in 0..rounds {
             let i = take().map_err(|e| e.to_string())?;
@@ -110,10 +136,13 @@ fn run() -> Result<(), String> {
         }
         return c.barrier().map_err(|e| e.to_string());
     }
-    // Rank 1 is polling by then: what is timed is the connection, not its start.
+    // Rank 1 is polling by then: what is timed is the first contact, not its start.
     std::thread::sleep(Duration::from_millis(200));
-    let mut times = Vec::with_capacity(TRIPS + 1);
+    let mut times = Vec::with_capacity(TRIPS + 2);
     for i in 0..rounds {
+        if i == rounds - 1 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
         let t = Instant::now();
         trip(1, i).map_err(|e| e.to_string())?;
         let back = take().map_err(|e| e.to_string())?;
@@ -122,10 +151,12 @@ fn run() -> Result<(), String> {
             return Err(format!("round trip {i} came back as {back}"));
         }
     }
-    let first = times[0];
+    let (first, idle) = (times[0], times[TRIPS + 1]);
+    let later = &mut times[1..=TRIPS];
+    let slowest = later.iter().copied().fold(0.0, f64::max);
     println!(
-        "contact: first_ns={first:.0} steady_ns={:.0} card_bytes={}",
-        median(&mut times[1..]),
+        "contact: first_ns={first:.0} steady_ns={:.0} slowest_ns={slowest:.0} idle_ns={idle:.0} card_bytes={}",
+        median(later),
         c.card().to_bytes().len()
     );
     c.barrier().map_err(|e| e.to_string())
@@ -134,7 +165,7 @@ fn run() -> Result<(), String> {
 /// The `--contact-cpu` job: a first round trip from rank 0 to each other rank in turn,
 /// every rank napping between empty polls.
 fn connect_cpu() -> Result<(), String> {
-    let c = join()?;
+    let c = join(false)?;
     let e = |e: ConduitError| e.to_string();
     let polls = std::cell::Cell::new(0u64);
     let take = || -> Result<(), ConduitError> {
@@ -196,6 +227,15 @@ pub fn measure(link: &Link, rounds: usize) -> Result<Vec<Contact>, String> {
         .map(|r| {
             eprintln!("first contact, round {}/{rounds}", r + 1);
             let (_, out) = link.time(2, &me, &["startup", "--contact"])?;
+            let (_, off) = link.time(2, &me, &["startup", "--contact", "--no-datagrams"])?;
+            let connecting = |k: &str| {
+                off.lines()
+                    .filter_map(|l| l.strip_prefix("contact: "))
+                    .find_map(|l| value::<f64>(l, k))
+                    .ok_or_else(|| format!("rank 0 did not say {k}:\n{off}"))
+            };
+            let (connect_first_ns, connect_steady_ns) =
+                (connecting("first_ns")?, connecting("steady_ns")?);
             let list = format!("{}:1,{}:{CPU_PEERS}", link.hosts[0], link.hosts[1]);
             let (_, cpu) = link.time_on(&list, &me, &["startup", "--contact-cpu"])?;
             let said = |k: &str| {
@@ -211,6 +251,10 @@ pub fn measure(link: &Link, rounds: usize) -> Result<Vec<Contact>, String> {
                     Some(Contact {
                         first_ns: value(l, "first_ns")?,
                         steady_ns: value(l, "steady_ns")?,
+                        slowest_ns: value(l, "slowest_ns")?,
+                        idle_ns: value(l, "idle_ns")?,
+                        connect_first_ns,
+                        connect_steady_ns,
                         card_bytes: value(l, "card_bytes")?,
                         connect_cpu_s,
                         connect_later_s,
@@ -221,21 +265,33 @@ pub fn measure(link: &Link, rounds: usize) -> Result<Vec<Contact>, String> {
         .collect()
 }
 
-/// The report's table: each round's first round trip, the steady one, and their ratio.
+/// The report's table: each round's first round trip, the steady one, their ratio,
+/// the round trip after idleness, the connection's, and the same with datagrams off.
 pub fn report(contacts: &[Contact]) -> String {
     let mut t = format!(
-        "## First contact\n\nTwo ranks, one a host, over UCX alone. Timed by rank 0: its \
-         first round trip to rank 1 (a frame and its echo; each rank connects to the \
-         other on the way), then {TRIPS} more, each timed; \"steady\" is their median.\n\n\
-         | round | first (µs) | steady (µs) | first / steady |\n|---:|---:|---:|---:|\n"
+        "## First contact\n\nTwo ranks, one a host, over UCX alone. Timed by rank 0, \
+         after 200 ms idle: its first round trip to rank 1 (a frame and its echo, each \
+         a datagram), then {TRIPS} more, each timed (\"steady\": their median; the \
+         slowest is the one on which the pair connected, its datagrams spent); then, \
+         after 200 ms idle again, one to the now known peer (\"after idle\": what \
+         idleness alone costs a round trip). \"Datagrams off\": the same job with each \
+         rank connecting to the other at its first message.\n\n\
+         | round | first (µs) | steady (µs) | first / steady | after idle (µs) | \
+         connecting (µs) | datagrams off: first (µs) | steady (µs) | first / steady |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     );
     for (i, c) in contacts.iter().enumerate() {
         t += &format!(
-            "| {} | {:.1} | {:.1} | {:.1} |\n",
+            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.1} | {:.1} | {:.1} |\n",
             i + 1,
             c.first_ns / 1e3,
             c.steady_ns / 1e3,
-            c.first_ns / c.steady_ns
+            c.first_ns / c.steady_ns,
+            c.idle_ns / 1e3,
+            c.slowest_ns / 1e3,
+            c.connect_first_ns / 1e3,
+            c.connect_steady_ns / 1e3,
+            c.connect_first_ns / c.connect_steady_ns
         );
     }
     t

@@ -116,6 +116,9 @@ struct StartupArgs {
     /// (internal) A rank of the connection's core time job.
     #[arg(long, hide = true)]
     contact_cpu: bool,
+    /// (internal) With --contact: datagrams off, a connection at the first message.
+    #[arg(long, hide = true)]
+    no_datagrams: bool,
     /// (internal) A rank of the collectives' job: time barriers and all-to-alls.
     #[arg(long, hide = true)]
     collectives: bool,
@@ -183,7 +186,7 @@ fn main() {
             amrq_bench::startup::rank_part();
         }
         if a.contact || a.contact_cpu {
-            amrq_bench::contact::rank_part(a.contact_cpu);
+            amrq_bench::contact::rank_part(a.contact_cpu, !a.no_datagrams);
         }
         if a.collectives {
             amrq_bench::collectives::rank_part();

@@ -190,6 +190,13 @@ pub struct Config {
     /// operation that finds it waiting (each of them checks).
     /// Environment: `AMRQ_COALESCE_WAIT` (microseconds); default 30.
     pub coalesce_wait: Setting<Duration>,
+    /// A rank's first messages to a rank of another host go as UDP datagrams, on the
+    /// network device UCX uses: no connection for a pair that exchanges a few; a pair
+    /// connects over UCX past its first 64, for a message of more than 1 200 bytes, a
+    /// put or a get, or when its datagrams go unacknowledged (sent again for about
+    /// 1.5 s first). Off (for a network that drops UDP), every pair connects at its
+    /// first message. Environment: `AMRQ_DATAGRAMS` (`1` or `0`); default on.
+    pub datagrams: Setting<bool>,
     /// How many senders get a ring of their own (and a Tag-On pool) at each receiver
     /// on one host; the others share one ring per receiver and queue until they have
     /// sent enough to move to one of their own ([`PairRings`]). Environment:
@@ -300,6 +307,7 @@ impl Config {
             sender_slots: Setting::default(0),
             coalesce_bytes: Setting::default(Coalescing::default().bytes),
             coalesce_wait: Setting::default(Coalescing::default().wait),
+            datagrams: Setting::default(true),
             pair_rings: Setting::default(PairRings::Auto),
             queues: Vec::new(),
         }
@@ -434,6 +442,9 @@ impl Config {
         )? {
             self.coalesce_wait.take_env(v);
         }
+        if let Some(v) = env("AMRQ_DATAGRAMS", "expected 1 or 0", flag)? {
+            self.datagrams.take_env(v);
+        }
         if let Some(v) = env(
             "AMRQ_PAIR_RINGS",
             "expected auto, every, or a number of own rings per receiver such as 8",
@@ -557,6 +568,16 @@ impl Config {
                 false,
             ),
             item(
+                "AMRQ_DATAGRAMS",
+                yes(
+                    self.datagrams.get(),
+                    "first messages across hosts as datagrams",
+                    "off: a connection at the first message",
+                ),
+                self.datagrams.source(),
+                false,
+            ),
+            item(
                 "AMRQ_PAIR_RINGS",
                 match self.pair_rings.get() {
                     PairRings::Auto => {
@@ -661,6 +682,7 @@ impl Config {
                 wait: self.coalesce_wait.get(),
             },
             pair_rings: self.pair_rings.get(),
+            datagrams: self.datagrams.get(),
             remedy: format!(
                 "lower each rank's registered segment with AMRQ_SEGMENT_SIZE or the AM ring size with AMRQ_RING_SLOTS (now {} slots)",
                 self.ring_slots.get()

@@ -44,9 +44,9 @@ const SPIN_CROWDED_S: f64 = 1e-6;
 /// How each cost was derived, for the report.
 pub const DERIVATION: &[(&str, &str)] = &[
     ("shm, net", "`amrq-bench signature` (LogP: bursts, round trip, receive overhead) with its two ranks on one host, then one on each host"),
-    ("connect_s", "rank 0's core time for a first round trip to a peer on another host, less that of as many polls with nothing to take (every rank pausing 20 µs between empty polls), its second to fifth peers: median over peers, then rounds; each end is charged it"),
+    ("connect_s", "rank 0's core time for a first round trip to a peer on another host with datagrams off (a connection made on the way), less that of as many polls with nothing to take (every rank pausing 20 µs between empty polls), its second to fifth peers: median over peers, then rounds; each end is charged it"),
     ("connect_first_s", "the same for its first peer, less connect_s: what a rank's first connection costs beyond later ones, charged to each rank's first connection"),
-    ("connect_delay_s", "first round trip − steady round trip to a new peer across hosts (both ranks' first connection) − both ends' core time, median over rounds; 0 when that is negative (the report says by how much)"),
+    ("connect_delay_s", "first round trip − steady round trip to a new peer across hosts with datagrams off (both ranks' first connection) − both ends' core time, median over rounds; 0 when that is negative (the report says by how much)"),
     ("wake_s", "a round trip after rank 1 slept 2 ms in its barrier minus one at once (2 ranks, one a host), median over rounds"),
     ("spawn_s, launch_fixed_s", "least squares of the floor (`amrun` of `/bin/true`) against the ranks per host: slope and intercept"),
     ("init_s", "a rank's core time when joined (since exec: loading, UCX, shared memory) at 2 ranks, median over ranks and rounds"),
@@ -129,20 +129,20 @@ impl Measured {
         Ok(costs)
     }
 
-    /// What the first contact's extra time lacks to cover both ends' core time for
-    /// their first connection in `costs` (made from these measurements), seconds
-    /// (positive: `connect_delay_s` was counted as 0).
+    /// What the first round trip over a new connection lacks, beyond a steady one, to
+    /// cover both ends' core time for their first connection in `costs` (made from
+    /// these measurements), seconds (positive: `connect_delay_s` was counted as 0).
     pub fn delay_shortfall(&self, costs: &Costs) -> Result<f64, String> {
         Ok(2.0 * (costs.connect_s + costs.connect_first_s) - self.first_extra_s()?)
     }
 
-    /// The first round trip to a new peer less a steady one, seconds: the median over
-    /// rounds.
+    /// The first round trip to a new peer with datagrams off (over the connection it
+    /// makes) less a steady one, seconds: the median over rounds.
     fn first_extra_s(&self) -> Result<f64, String> {
         let mut first: Vec<f64> = self
             .contacts
             .iter()
-            .map(|c| (c.first_ns - c.steady_ns) * 1e-9)
+            .map(|c| (c.connect_first_ns - c.connect_steady_ns) * 1e-9)
             .collect();
         if first.is_empty() {
             return Err("no first contact measured".into());

@@ -7,8 +7,9 @@
 //! Any message ends a wait: the rank handles it and looks again for what it waits
 //! for. A rank that has run a scheduling quantum while others wait for a core gives
 //! it up too. A machine's ready ranks take its free cores first come, first served. A
-//! message costs its sender `o_s` (and, the first time a pair talks across hosts, a
-//! connection's set-up at each end), leaves the sender's link no sooner than `g` per
+//! message costs its sender `o_s` (and, when a pair across hosts has spent its first
+//! messages, sent as datagrams at a message's costs, a connection's set-up at each
+//! end), leaves the sender's link no sooner than `g` per
 //! 64-byte frame after its last one, arrives `L` later, and costs its receiver `o_r`
 //! when the receiver takes it.
 
@@ -164,8 +165,8 @@ struct RankState {
     ran: f64,
     /// When its link is free for its next message.
     link_free: f64,
-    /// The peers it has a connection with (a bit per rank, across hosts only).
-    connected: Vec<u64>,
+    /// Per peer across hosts: the datagrams it sent there, or [`CONNECTED`].
+    sent: Vec<u8>,
     /// It has made or taken a connection across hosts (the first costs more).
     connected_once: bool,
     /// Connections still being set up: the peer, when the first message gets through
@@ -186,6 +187,12 @@ const NET: u32 = 1 << 31;
 /// Sends made in one slice at most: a rank's long burst is simulated as time passes,
 /// not all scheduled at once (P² arrivals in the queue of an all-to-all).
 const SENDS_PER_SLICE: usize = 64;
+
+/// A pair's first messages, sent as datagrams before it connects.
+const FIRST_MESSAGES: u64 = amrq::conduit::ucx::FIRST_MESSAGES;
+/// [`RankState::sent`] of a pair that connected.
+const CONNECTED: u8 = u8::MAX;
+const _: () = assert!(FIRST_MESSAGES < CONNECTED as u64);
 
 /// A queued event: by time, then first come first served.
 #[derive(Debug)]
@@ -279,10 +286,9 @@ struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     fn new(layout: &'a Layout, costs: &'a Costs, program: &'a dyn Program, all: bool) -> Self {
-        let words = layout.ranks.div_ceil(64);
         let ranks = (0..layout.ranks)
             .map(|_| RankState {
-                connected: vec![if all { u64::MAX } else { 0 }; words],
+                sent: vec![if all { CONNECTED } else { 0 }; layout.ranks],
                 ..RankState::default()
             })
             .collect();
@@ -499,11 +505,15 @@ impl<'a> Engine<'a> {
         } else {
             &self.costs.shm
         };
-        let (bit, word) = (1u64 << (to % 64), to / 64);
-        let new = net && !tcp && self.ranks[r].connected[word] & bit == 0;
+        let sent = &mut self.ranks[r].sent[to];
+        let new = net && !tcp && u64::from(*sent) == FIRST_MESSAGES;
+        if net && !tcp && u64::from(*sent) < FIRST_MESSAGES {
+            *sent += 1;
+        }
         if new {
-            self.ranks[r].connected[word] |= bit;
-            self.ranks[to].connected[r / 64] |= 1 << (r % 64);
+            // Both ends: a rank reached over a connection connects back.
+            self.ranks[r].sent[to] = CONNECTED;
+            self.ranks[to].sent[r] = CONNECTED;
         }
         let cost = link.o_s + if new { self.connection(r) } else { 0.0 };
         let frames = f64::from(bytes.div_ceil(64).max(1));

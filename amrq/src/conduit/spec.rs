@@ -251,6 +251,9 @@ pub struct ConduitSpec {
     pub coalescing: Coalescing,
     /// How many senders get a ring of their own at each receiver on one host.
     pub pair_rings: PairRings,
+    /// A network conduit sends a pair's first messages as datagrams (UCX: see
+    /// [`Config::datagrams`](crate::Config::datagrams)).
+    pub datagrams: bool,
 }
 
 /// How many senders get a ring of their own at each receiver of a host, on each
@@ -334,6 +337,7 @@ impl ConduitSpec {
             settings: Vec::new(),
             coalescing: Coalescing::default(),
             pair_rings: PairRings::default(),
+            datagrams: true,
         }
     }
 

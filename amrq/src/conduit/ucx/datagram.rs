@@ -34,10 +34,21 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Messages a rank sends a peer as datagrams before it connects to it.
+///
+/// ```
+/// // A barrier's or an all-to-all's few messages per pair make no connection.
+/// assert!(amrq::conduit::ucx::FIRST_MESSAGES >= 16);
+/// ```
 pub const FIRST_MESSAGES: u64 = 64;
 /// The largest message (header and data) that goes as a datagram: one that fits an
 /// IPv6 minimum MTU, so that no datagram is cut into fragments, any of which lost
 /// loses it (a batch of more goes over a connection: a pair that streams connects).
+///
+/// ```
+/// // A Short message goes as one datagram; a full batch of small ones does not.
+/// use amrq::conduit::ucx::MAX_BYTES;
+/// assert!(MAX_BYTES >= 256 && MAX_BYTES < 8 << 10);
+/// ```
 pub const MAX_BYTES: usize = 1200;
 /// How long a datagram may wait for its acknowledgement before it is sent again
 /// (twice as long each time after): longer than a rank waits for a core on a crowded
@@ -266,7 +277,10 @@ impl Datagrams {
         self.waiting()
             || self.owing()
             || self.readable.swap(false, Ordering::Relaxed)
-            || self.looks.fetch_add(1, Ordering::Relaxed) % LOOK_EVERY == 0
+            || self
+                .looks
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(LOOK_EVERY)
     }
 
     /// The messages to `peer` not acknowledged, in order, to send again over the

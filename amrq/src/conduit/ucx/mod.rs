@@ -6,6 +6,7 @@
 //! | amrq | UCP |
 //! |---|---|
 //! | Short / Medium frame | one eager `ucp_am_send_nbx` (AM id 0): header = source, channel, tag, flags, args; data = payload |
+//! | a pair's first messages | UDP datagrams carrying the same messages, until the pair connects (`datagram` module; AM id 6 sends those not acknowledged again over the new endpoint) |
 //! | small frames to one rank, coalesced | one eager Active Message (AM id 5): header = source; data = the frames, each with its header ([`Coalescing`](crate::conduit::Coalescing)) |
 //! | Long frame | the same Active Message, its payload written into the receiver's segment at the offset by the receiver before the frame is queued (the data and the header are one message, so their order needs no fence) |
 //! | Tag-On frame | the same, its payload put in a block of the receiver's pool; blocks come back as credits |
@@ -27,7 +28,8 @@
 //! | file | holds |
 //! |---|---|
 //! | `sys/` | the hand-written UCP bindings, loaded with `dlopen`, and their check against the headers |
-//! | `net.rs` | a rank's UCX context, worker, its endpoint to itself, and the endpoints and keys made at the first message to a peer |
+//! | `net.rs` | a rank's UCX context, worker, its endpoint to itself, and the endpoints and keys made when a pair connects |
+//! | `datagram.rs` | a pair's first messages as UDP datagrams, numbered, acknowledged, sent again; the connection they lead to |
 //! | `wire.rs` | the Active Messages' headers, and batches of frames |
 //! | `auth.rs` | the MAC every message carries: only the job's ranks get in |
 //! | `outbox.rs` | the batches of small frames waiting per destination |
@@ -54,6 +56,7 @@ mod waker;
 mod wire;
 
 pub use conduit::{RawMessage, UcxConduit};
+pub use datagram::{FIRST_MESSAGES, MAX_BYTES};
 pub use interrupts::{UcxAlarm, UcxInterrupts};
 pub use net::Card;
 pub use outbox::Coalesced;

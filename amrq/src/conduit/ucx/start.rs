@@ -202,12 +202,11 @@ pub fn open_on(
         .channels
         .iter()
         .any(|c| c.delivery == Delivery::Interrupt);
-    let datagrams = std::env::var("DG").map_or(true, |v| v == "1");
     let net = Net::open(
         settings,
         (segment.base().as_ptr(), spec.segment_bytes),
         progress_thread,
-        datagrams.then(|| shared.reached.clone()),
+        spec.datagrams.then(|| shared.reached.clone()),
     )?;
     for (id, cb) in [
         (
@@ -301,9 +300,9 @@ impl Opened {
             .shared
             .reach
             .set((boot.clone(), self.transports.clone()));
+        let also = self.net.datagrams().map(|d| d.watch());
         // SAFETY: the word is in the local queues' region, which `me` keeps alive, and
         // the conduit drops the waker before `me`.
-        let also = self.net.datagrams().map(|d| d.watch());
         let waker = unsafe { FdWaker::new(self.net.efd, also, self.me.wake_word()) }
             .map_err(|e| ConduitError::Setup(format!("cannot start the UCX waker thread: {e}")))?;
         let n = self.me.caps().channels.len() * self.size;
