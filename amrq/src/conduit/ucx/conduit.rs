@@ -642,15 +642,21 @@ impl UcxConduit {
 impl Drop for UcxConduit {
     /// Says goodbye, after everything this rank sent (Active Messages on an endpoint
     /// arrive in order), to every peer still there: after a quiescent end only to those
-    /// it sent to (nobody waits for it; a peer that only sent here sees its connection
-    /// close, which says the same). Waits until UCX has delivered it.
+    /// it connected to (nobody waits for it; a peer that only sent here sees its
+    /// connection close, which says the same, and one it sent only datagrams has no
+    /// connection to see fail). Waits until UCX has delivered it, and a short while
+    /// for its datagrams' acknowledgements (a peer gone since takes none).
     fn drop(&mut self) {
         self.progress();
         let _ = self.flush();
         let (net, shared) = (&self.net, &self.shared);
         let there = |r: Rank| r != self.rank && !shared.has_left(r) && !shared.has_failed(r);
         let bye = |r: Rank| self.send(r, &Out::bare(wire::AM_BYE, &[self.rank as u64]));
-        for r in (0..self.size).filter(|&r| net.contacted(r) && there(r)) {
+        let told = |r: Rank| match self.quiet.get() {
+            true => net.connected(r),
+            false => net.contacted(r),
+        };
+        for r in (0..self.size).filter(|&r| told(r) && there(r)) {
             let _ = bye(r);
         }
         // After an early leave, every other may be waiting for this rank: each is
@@ -662,7 +668,7 @@ impl Drop for UcxConduit {
                 let _ = bye(r);
             }
         }
-        self.settle_datagrams();
+        self.settle_datagrams(super::datagram::ACK_WITHIN * 2);
         let since = Instant::now();
         while !self.pending.borrow().is_empty() && since.elapsed() < Duration::from_secs(5) {
             self.progress();
@@ -681,10 +687,11 @@ impl Drop for UcxConduit {
 
 impl UcxConduit {
     /// Progresses until every message sent as a datagram was acknowledged, or sent
-    /// again over an endpoint (a late acknowledgement makes its sender connect).
-    pub(super) fn settle_datagrams(&self) {
+    /// again over an endpoint (a peer that does not acknowledge is connected to), for
+    /// `patience` at most.
+    pub(super) fn settle_datagrams(&self, patience: Duration) {
         let since = Instant::now();
-        while self.net.datagrams().is_some_and(|d| d.waiting()) && since.elapsed() < PATIENCE {
+        while self.net.datagrams().is_some_and(|d| d.waiting()) && since.elapsed() < patience {
             self.progress();
         }
     }

@@ -445,7 +445,7 @@ impl UcxConduit {
     /// Completes every operation this rank started: waits for requests, then one flush
     /// begun after all of them.
     pub(super) fn flush_all(&self) -> Result<(), ConduitError> {
-        self.settle_datagrams();
+        self.settle_datagrams(super::conduit::PATIENCE);
         let since = std::time::Instant::now();
         let target = self.ops.borrow().begun + 1;
         loop {
