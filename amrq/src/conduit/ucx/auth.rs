@@ -213,7 +213,10 @@ impl Auth {
         let nonce = words(trailer).next()?;
         let mac = self.from.get(source).filter(|_| nonce & ACKS != 0)?;
         let tag = mac.tag(nonce, ACK_ID, body, &[], 0);
-        let same = tag.iter().zip(&trailer[8..]).fold(0u8, |d, (a, b)| d | (a ^ b));
+        let same = tag
+            .iter()
+            .zip(&trailer[8..])
+            .fold(0u8, |d, (a, b)| d | (a ^ b));
         (same == 0).then_some((source, said))
     }
 

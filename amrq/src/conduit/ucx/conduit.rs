@@ -690,6 +690,9 @@ impl UcxConduit {
     /// again over an endpoint (a peer that does not acknowledge is connected to), for
     /// `patience` at most.
     pub(super) fn settle_datagrams(&self, patience: Duration) {
+        if let Some(d) = self.net.datagrams() {
+            d.acknowledge(true);
+        }
         let since = Instant::now();
         while self.net.datagrams().is_some_and(|d| d.waiting()) && since.elapsed() < patience {
             self.progress();
@@ -796,10 +799,6 @@ impl Conduit for UcxConduit {
         // progressing) keeps its rank awake: a sleep per arrival would cost a wake-up.
         if self.progress() {
             return Ok(Arming::Ready);
-        }
-        // Nothing more to send for a while: what was taken is acknowledged now.
-        if let Some(d) = self.net.datagrams() {
-            d.acknowledge();
         }
         let armed = match self.me.arm_arrival(set)? {
             Arming::Armed(a) => a,
@@ -914,6 +913,10 @@ impl Conduit for UcxConduit {
 
     fn quiescent(&self) {
         self.quiet.set(true);
+        // The process may exit next: what this rank took is acknowledged now.
+        if let Some(d) = self.net.datagrams() {
+            d.acknowledge(true);
+        }
         self.linger();
         if super::exit_follows() {
             self.net.leave_to_exit();

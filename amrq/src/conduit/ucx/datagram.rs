@@ -13,8 +13,10 @@
 //!
 //! The receiver takes a source's messages in the order of their numbers (the next
 //! one only) and acknowledges what it holds: in its next datagram to that source, or
-//! alone at its next look at the socket or before it sleeps; the sender keeps each
-//! message until it is acknowledged. It connects when one waits past [`ACK_WITHIN`], when the pair's
+//! alone once it has owed it [`ACK_DELAY`] (so that a stream of datagrams gets one
+//! acknowledgement in that time, not one each, and each wakes its sleeping sender
+//! less often), or when it leaves; the sender keeps each message until it is
+//! acknowledged. It connects when one waits past [`ACK_WITHIN`], when the pair's
 //! [`FIRST_MESSAGES`] are spent, when a message does not fit one datagram
 //! ([`MAX_BYTES`]) or when something needs the endpoint (a put, a flush): it then
 //! sends the messages not yet acknowledged again over the endpoint (AM id 6, with
@@ -53,11 +55,13 @@ pub const MAX_BYTES: usize = 1200;
 /// How long a datagram may wait for its acknowledgement before it is sent again
 /// (twice as long each time after): longer than a rank waits for a core on a crowded
 /// host, so that what is sent again was lost, not waiting for its receiver to run.
-pub const ACK_WITHIN: Duration = Duration::from_millis(100);
+pub const ACK_WITHIN: Duration = Duration::from_millis(200);
 /// Times the datagrams to a peer are sent again before their sender connects to it
-/// instead (about 1.5 s in all: a receiver that computes that long without looking
-/// gets a connection, over which UCX delivers without it).
-pub const TRIES: u32 = 4;
+/// instead (1.4 s in all: a receiver that computes that long without looking gets a
+/// connection, over which UCX delivers without it).
+pub const TRIES: u32 = 3;
+/// How long an acknowledgement waits for a datagram to go with before it goes alone.
+pub const ACK_DELAY: Duration = Duration::from_millis(20);
 /// Progress looks at the socket once every this many calls, or at each while an
 /// acknowledgement is awaited or a sleep saw it readable: a look is a system call.
 const LOOK_EVERY: u32 = 8;
@@ -99,7 +103,7 @@ pub struct Datagrams {
     readable: Arc<AtomicBool>,
     /// Acknowledgements owed, each to go with the next datagram to its peer or
     /// alone at the next look.
-    owed: Mutex<Vec<(Rank, [u8; ACK_BYTES])>>,
+    owed: Mutex<Vec<(Rank, [u8; ACK_BYTES], Instant)>>,
     /// Per peer: it sent here over a connection; this rank connects to it too, so
     /// that both ends of a pair's connection are set up while both use it.
     reached: Reached,
@@ -236,18 +240,26 @@ impl Datagrams {
         let mut owed = lock(&self.owed);
         match owed.iter_mut().find(|o| o.0 == peer) {
             Some(o) => o.1 = ack,
-            None => owed.push((peer, ack)),
+            None => owed.push((peer, ack, Instant::now())),
         }
         self.owing.store(true, Ordering::Relaxed);
     }
 
-    /// Sends every acknowledgement owed, each alone.
-    pub fn acknowledge(&self) {
-        if !self.owing.swap(false, Ordering::Relaxed) {
+    /// Sends each acknowledgement owed for [`ACK_DELAY`] (`all`: every one), alone.
+    pub fn acknowledge(&self, all: bool) {
+        if !self.owing() {
             return;
         }
-        let owed = std::mem::take(&mut *lock(&self.owed));
-        for (peer, ack) in owed {
+        let due = {
+            let mut owed = lock(&self.owed);
+            let (due, kept) = std::mem::take(&mut *owed)
+                .into_iter()
+                .partition(|o| all || o.2.elapsed() >= ACK_DELAY);
+            *owed = kept;
+            self.owing.store(!owed.is_empty(), Ordering::Relaxed);
+            due
+        };
+        for (peer, ack, _) in due {
             if let Some(Some(to)) = self.peers.get(peer) {
                 let a = [&prefix(ACK, false, self.me, 0)[..], &ack].concat();
                 // A lost acknowledgement makes the sender connect: nothing to do.
@@ -275,7 +287,6 @@ impl Datagrams {
     #[inline]
     pub fn due(&self) -> bool {
         self.waiting()
-            || self.owing()
             || self.readable.swap(false, Ordering::Relaxed)
             || self
                 .looks
@@ -338,7 +349,8 @@ impl Datagrams {
         }
         if t.unacked.len() < before {
             t.tries = 0;
-            self.waiting.fetch_sub(before - t.unacked.len(), Ordering::Relaxed);
+            self.waiting
+                .fetch_sub(before - t.unacked.len(), Ordering::Relaxed);
         }
         if t.unacked.is_empty() {
             sent.waiting_on.retain(|&p| p != peer);
@@ -369,11 +381,13 @@ fn prefix(kind: u8, acknowledged: bool, source: u32, number: u64) -> [u8; PREFIX
     p
 }
 
-/// A look at the socket: the acknowledgements owed go out, every datagram that came
-/// is taken, and what it brought is acknowledged (owed); peers whose acknowledgement
-/// is late are connected to (`connect`, which sends their messages again).
+/// A look at the socket: the acknowledgements owed for [`ACK_DELAY`] go out, every
+/// datagram that came is taken, and what it brought is acknowledged (owed); datagrams
+/// whose acknowledgement is late are sent again, and peers that have not acknowledged
+/// after [`TRIES`] times are connected to (`connect`, which sends them over the
+/// connection).
 pub fn look(d: &Datagrams, shared: &Shared, connect: impl Fn(Rank) -> Result<(), String>) {
-    d.acknowledge();
+    d.acknowledge(false);
     let mut buf = lock(&d.buf);
     buf.resize(MAX_DATAGRAM, 0);
     let mut from: Vec<Rank> = Vec::new();
@@ -460,7 +474,8 @@ impl Shared {
         // numbers of the source it names.
         match self.vouched(id, header, data) {
             Some(r) if r != source => {
-                self.faults.record(fault(Some(source), 0, FaultKind::Unproven));
+                self.faults
+                    .record(fault(Some(source), 0, FaultKind::Unproven));
                 None
             }
             Some(_) if number == taken.len() as u64 => {
@@ -474,7 +489,8 @@ impl Shared {
             Some(_) if number < taken.len() as u64 => {
                 let again = nonce == Some(taken[number as usize]);
                 if !again {
-                    self.faults.record(fault(Some(source), 0, FaultKind::Unproven));
+                    self.faults
+                        .record(fault(Some(source), 0, FaultKind::Unproven));
                 }
                 again.then_some(source)
             }

@@ -54,7 +54,10 @@ impl Card {
             &self.address[..],
             &self.rkey[..],
             &self.base.to_le_bytes()[..],
-            self.datagrams.map(|a| a.to_string()).unwrap_or_default().as_bytes(),
+            self.datagrams
+                .map(|a| a.to_string())
+                .unwrap_or_default()
+                .as_bytes(),
         ] {
             b.extend_from_slice(&(f.len() as u64).to_le_bytes());
             b.extend_from_slice(f);

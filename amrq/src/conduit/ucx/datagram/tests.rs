@@ -1,6 +1,8 @@
 use super::super::{threads, UcxConduit};
 use super::{ACK_WITHIN, FIRST_MESSAGES, TRIES};
-use crate::conduit::{ChannelSpec, Conduit, ConduitError, ConduitSpec, FaultKind, Message, ReceivedFrame};
+use crate::conduit::{
+    ChannelSpec, Conduit, ConduitError, ConduitSpec, FaultKind, Message, ReceivedFrame,
+};
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
@@ -103,7 +105,10 @@ fn past_its_first_messages_a_pair_connects_and_every_frame_arrives_once_in_order
         }
     }
     assert_eq!(got, (0..n).collect::<Vec<_>>());
-    assert!(eps[0].connected(1), "connected once its datagrams were spent");
+    assert!(
+        eps[0].connected(1),
+        "connected once its datagrams were spent"
+    );
     leave(eps);
 }
 
@@ -119,7 +124,10 @@ fn a_lost_datagram_is_sent_again() {
     assert_eq!(take(&eps, 1, 2), [0, 1]);
     assert!(since.elapsed() >= ACK_WITHIN);
     assert!(!eps[0].connected(1), "sent again as a datagram");
-    assert!(eps[1].faults().recent().next().is_none(), "a loss is no fault");
+    assert!(
+        eps[1].faults().recent().next().is_none(),
+        "a loss is no fault"
+    );
     leave(eps);
 }
 
@@ -141,7 +149,10 @@ fn a_receiver_that_never_looks_gets_a_connection_and_each_frame_once() {
         eps.iter().for_each(|e| e.progress_now());
         assert!(eps[1].peek(0).unwrap().is_none(), "a frame was taken twice");
     }
-    assert!(eps[1].faults().recent().next().is_none(), "copies are no fault");
+    assert!(
+        eps[1].faults().recent().next().is_none(),
+        "copies are no fault"
+    );
     leave(eps);
 }
 
@@ -170,9 +181,16 @@ fn a_datagram_played_again_relabelled_or_made_up_is_refused_and_the_real_ones_ar
     resend(b"not a datagram of amrq");
     for _ in 0..100 {
         eps.iter().for_each(|e| e.progress_now());
-        assert!(eps[1].peek(0).unwrap().is_none(), "a refused datagram was taken");
+        assert!(
+            eps[1].peek(0).unwrap().is_none(),
+            "a refused datagram was taken"
+        );
     }
-    let faults: Vec<_> = eps[1].faults().recent().map(|f| (f.source, f.kind.clone())).collect();
+    let faults: Vec<_> = eps[1]
+        .faults()
+        .recent()
+        .map(|f| (f.source, f.kind.clone()))
+        .collect();
     let unproven = |r| faults.contains(&(Some(r), FaultKind::Unproven));
     assert!(unproven(0) && unproven(2), "{faults:?}");
     assert!(
