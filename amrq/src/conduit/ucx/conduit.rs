@@ -668,7 +668,7 @@ impl Drop for UcxConduit {
                 let _ = bye(r);
             }
         }
-        self.settle_datagrams(super::datagram::ACK_WITHIN * 2);
+        self.settle_datagrams(super::datagram::ACK_DELAY * 2);
         let since = Instant::now();
         while !self.pending.borrow().is_empty() && since.elapsed() < Duration::from_secs(5) {
             self.progress();

@@ -60,8 +60,9 @@ pub const ACK_WITHIN: Duration = Duration::from_millis(200);
 /// instead (1.4 s in all: a receiver that computes that long without looking gets a
 /// connection, over which UCX delivers without it).
 pub const TRIES: u32 = 3;
-/// How long an acknowledgement waits for a datagram to go with before it goes alone.
-pub const ACK_DELAY: Duration = Duration::from_millis(20);
+/// How long an acknowledgement waits for a datagram to go with before it goes alone
+/// (a sender that flushes waits as long).
+pub const ACK_DELAY: Duration = Duration::from_millis(1);
 /// Progress looks at the socket once every this many calls, or at each while an
 /// acknowledgement is awaited or a sleep saw it readable: a look is a system call.
 const LOOK_EVERY: u32 = 8;
@@ -287,6 +288,7 @@ impl Datagrams {
     #[inline]
     pub fn due(&self) -> bool {
         self.waiting()
+            || self.owing()
             || self.readable.swap(false, Ordering::Relaxed)
             || self
                 .looks
