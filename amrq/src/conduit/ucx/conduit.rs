@@ -113,7 +113,7 @@ pub(super) fn pump(net: &Net, shared: &Shared, lane: usize) -> bool {
     // epoll_wait) on the round trip's path, and one call reads what the socket holds.
     let worked = net.progress();
     if net.datagrams().is_some_and(|d| d.due()) {
-        look_datagrams(net, shared);
+        super::datagram::look_at(net, shared);
     }
     let due = {
         let mut local = shared.local();
@@ -154,18 +154,6 @@ pub(super) fn pump(net: &Net, shared: &Shared, lane: usize) -> bool {
         unsent.iter().for_each(|d| local.unsent(d));
     }
     worked || sent
-}
-
-/// Takes the datagrams that came and acknowledges them; connects to the peers whose
-/// acknowledgement is late (see `datagram`).
-pub(super) fn look_datagrams(net: &Net, shared: &Shared) {
-    if let Some(d) = net.datagrams() {
-        super::datagram::look(d, shared, |peer| {
-            let made = net.ep(peer);
-            made.map(drop)
-                .map_err(|st| shared.lost(peer, &net.ucp.status(st)))
-        });
-    }
 }
 
 /// Posts an eager Active Message (`ucp_am_send_nbx`). `now`: UCX must complete it at
@@ -677,7 +665,7 @@ impl Drop for UcxConduit {
         // SAFETY: a live worker.
         let req = unsafe { (self.net.ucp.ucp_worker_flush_nbx)(self.net.worker, &p) };
         // Peers still send their last datagrams here: they are acknowledged.
-        let look = || look_datagrams(&self.net, &self.shared);
+        let look = || super::datagram::look_at(&self.net, &self.shared);
         let _ = self.net.wait_with(req, Duration::from_secs(5), look);
         if !self.net.is_left_to_exit() {
             self.linger();
@@ -686,19 +674,6 @@ impl Drop for UcxConduit {
 }
 
 impl UcxConduit {
-    /// Progresses until every message sent as a datagram was acknowledged, or sent
-    /// again over an endpoint (a peer that does not acknowledge is connected to), for
-    /// `patience` at most.
-    pub(super) fn settle_datagrams(&self, patience: Duration) {
-        if let Some(d) = self.net.datagrams() {
-            d.acknowledge(true);
-        }
-        let since = Instant::now();
-        while self.net.datagrams().is_some_and(|d| d.waiting()) && since.elapsed() < patience {
-            self.progress();
-        }
-    }
-
     /// Progresses the worker until it has been idle for [`LINGER`] (at most a second):
     /// a connection a peer opened at the very end (the job's end message down its
     /// tree) may still be completing its set-up here, UCX replying on it as it

@@ -24,6 +24,8 @@
 //! datagram is a connection made sooner, never a message lost, and a peer that
 //! cannot be reached is that connection's error.
 
+use super::conduit::UcxConduit;
+use super::net::Net;
 use super::rx::{fault, Shared};
 use super::wire;
 use crate::conduit::{FaultKind, Rank};
@@ -446,6 +448,33 @@ pub fn look(d: &Datagrams, shared: &Shared, connect: impl Fn(Rank) -> Result<(),
     }
 }
 
+/// Takes the datagrams that came and acknowledges them; connects to the peers whose
+/// acknowledgement is late (see `datagram`).
+pub fn look_at(net: &Net, shared: &Shared) {
+    if let Some(d) = net.datagrams() {
+        look(d, shared, |peer| {
+            let made = net.ep(peer);
+            made.map(drop)
+                .map_err(|st| shared.lost(peer, &net.ucp.status(st)))
+        });
+    }
+}
+
+impl UcxConduit {
+    /// Progresses until every message sent as a datagram was acknowledged, or sent
+    /// again over an endpoint (a peer that does not acknowledge is connected to), for
+    /// `patience` at most.
+    pub(super) fn settle_datagrams(&self, patience: Duration) {
+        if let Some(d) = self.net.datagrams() {
+            d.acknowledge(true);
+        }
+        let since = Instant::now();
+        while self.net.datagrams().is_some_and(|d| d.waiting()) && since.elapsed() < patience {
+            self.progress();
+        }
+    }
+}
+
 impl Shared {
     /// A message numbered `number` from `source` came as a datagram or again over an
     /// endpoint (`body`: id, header length, header, data): taken if it is the next
@@ -498,6 +527,24 @@ impl Shared {
             }
             // After a lost one: its sender sends both again. Refused: recorded.
             _ => None,
+        }
+    }
+
+    /// A message sent first as a datagram came again over a connection (AM id 6):
+    /// `header` is its source and number, `body` the message; `rndv`: not sent
+    /// eagerly, which this conduit never does.
+    pub fn on_resent(&self, header: &[u8], body: &[u8], rndv: bool) {
+        let w: Vec<u64> = wire::words(header).collect();
+        match (rndv, &w[..]) {
+            (false, &[source, number]) if header.len() == 16 => {
+                let source = source.min(usize::MAX as u64) as usize;
+                self.reached_from(self.on_numbered(source, number, body));
+            }
+            _ => {
+                let what = "a UCX resent message amrq does not write";
+                let f = fault(None, 0, FaultKind::BadRuntimeMessage { what });
+                self.faults.record(f);
+            }
         }
     }
 

@@ -218,7 +218,7 @@ pub fn open_on(
         (wire::AM_COLL, on_data::<{ wire::AM_COLL }>),
         (wire::AM_BYE, on_header::<{ wire::AM_BYE }>),
         (wire::AM_WANT, on_header::<{ wire::AM_WANT }>),
-        (wire::AM_RESENT, on_resent),
+        (wire::AM_RESENT, on_data::<{ wire::AM_RESENT }>),
     ] {
         let p = sys::ucp_am_handler_param_t {
             field_mask: sys::UCP_AM_HANDLER_PARAM_FIELD_ID
@@ -368,8 +368,9 @@ unsafe fn shared<'a>(arg: *mut c_void) -> &'a Shared {
     unsafe { &*arg.cast::<Shared>() }
 }
 
-/// The callback of messages with data: a frame (AM id 0), a batch of them (AM id 5), or
-/// a round of a setup collective (AM id 2).
+/// The callback of messages with data: a frame (AM id 0), a batch of them (AM id 5), a
+/// round of a setup collective (AM id 2), or a message first sent as a datagram
+/// (AM id 6).
 unsafe extern "C" fn on_data<const ID: u32>(
     arg: *mut c_void,
     header: *const c_void,
@@ -383,8 +384,11 @@ unsafe extern "C" fn on_data<const ID: u32>(
     unsafe {
         let rndv = !param.is_null() && (*param).recv_attr & sys::UCP_AM_RECV_ATTR_FLAG_RNDV != 0;
         let data = if rndv { &[][..] } else { bytes(data, length) };
-        let s = shared(arg);
-        s.reached_from(s.deliver(ID, bytes(header, header_length), data, rndv));
+        let (s, header) = (shared(arg), bytes(header, header_length));
+        match ID {
+            wire::AM_RESENT => s.on_resent(header, data, rndv),
+            _ => s.reached_from(s.deliver(ID, header, data, rndv)),
+        }
     }
     sys::UCS_OK
 }
@@ -402,39 +406,6 @@ unsafe extern "C" fn on_header<const ID: u32>(
     // SAFETY: as in `on_data`.
     let (s, header) = unsafe { (shared(arg), bytes(header, header_length)) };
     s.reached_from(s.deliver(ID, header, &[], false));
-    sys::UCS_OK
-}
-
-/// The callback of messages sent first as datagrams and again over the endpoint made
-/// since (AM id 6): the header is the source and the message's number, the data the
-/// message (see `datagram`).
-unsafe extern "C" fn on_resent(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    data: *mut c_void,
-    length: usize,
-    param: *const sys::ucp_am_recv_param_t,
-) -> ucs_status_t {
-    // SAFETY: as in `on_data`.
-    unsafe {
-        let rndv = !param.is_null() && (*param).recv_attr & sys::UCP_AM_RECV_ATTR_FLAG_RNDV != 0;
-        let s = shared(arg);
-        let w: Vec<u64> = wire::words(bytes(header, header_length)).collect();
-        match (rndv, &w[..]) {
-            (false, &[source, number]) => {
-                let source = source.min(usize::MAX as u64) as usize;
-                s.reached_from(s.on_numbered(source, number, bytes(data, length)));
-            }
-            _ => s.faults.record(super::rx::fault(
-                None,
-                0,
-                crate::conduit::FaultKind::BadRuntimeMessage {
-                    what: "a UCX resent message amrq does not write",
-                },
-            )),
-        }
-    }
     sys::UCS_OK
 }
 
