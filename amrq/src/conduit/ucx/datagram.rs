@@ -59,8 +59,8 @@ pub const MAX_BYTES: usize = 1200;
 /// host, so that what is sent again was lost, not waiting for its receiver to run.
 pub const ACK_WITHIN: Duration = Duration::from_millis(200);
 /// Times the datagrams to a peer are sent again before their sender connects to it
-/// instead (1.4 s in all: a receiver that computes that long without looking gets a
-/// connection, over which UCX delivers without it).
+/// instead, as long again after the last (3 s in all: a receiver that computes that
+/// long without looking gets a connection, over which UCX delivers without it).
 pub const TRIES: u32 = 3;
 /// How long an acknowledgement waits for a datagram to go with before it goes alone
 /// (a sender that flushes waits as long).
@@ -291,7 +291,8 @@ impl Datagrams {
     pub fn due(&self) -> bool {
         self.waiting()
             || self.owing()
-            || self.readable.swap(false, Ordering::Relaxed)
+            || (self.readable.load(Ordering::Relaxed)
+                && self.readable.swap(false, Ordering::Relaxed))
             || self
                 .looks
                 .fetch_add(1, Ordering::Relaxed)

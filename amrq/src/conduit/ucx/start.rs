@@ -206,7 +206,8 @@ pub fn open_on(
         settings,
         (segment.base().as_ptr(), spec.segment_bytes),
         progress_thread,
-        spec.datagrams.then(|| shared.reached.clone()),
+        // Not with a progress thread yet: its Interrupt queues stalled over datagrams.
+        (spec.datagrams && !progress_thread).then(|| shared.reached.clone()),
     )?;
     for (id, cb) in [
         (
