@@ -251,8 +251,9 @@ pub struct ConduitSpec {
     pub coalescing: Coalescing,
     /// How many senders get a ring of their own at each receiver on one host.
     pub pair_rings: PairRings,
-    /// A network conduit sends a pair's first messages as datagrams (UCX: see
-    /// [`Config::datagrams`](crate::Config::datagrams)).
+    /// A network conduit sends a pair's first messages as datagrams (the UCX conduit:
+    /// the first 64 of a pair across hosts, before it connects; the `AMRQ_DATAGRAMS`
+    /// setting).
     pub datagrams: bool,
 }
 
