@@ -588,8 +588,8 @@ impl UcxConduit {
         &self.boot
     }
 
-    /// True once this rank has connected to `peer`: it connects at its first message
-    /// there (or when asked for [`UcxConduit::endpoint_info`]), never before.
+    /// True once this rank has connected to `peer`: past the pair's first messages
+    /// (datagrams), or for [`UcxConduit::endpoint_info`]; never before.
     ///
     /// ```
     /// # use amrq::conduit::{ucx, ChannelSpec, Conduit, ConduitSpec, Message};
@@ -599,8 +599,9 @@ impl UcxConduit {
     /// let eps = ucx::threads(3, &spec, &settings).unwrap();
     /// assert!(!eps[0].connected(1) && !eps[0].connected(2)); // nothing sent yet
     /// eps[0].try_send(1, 0, &Message { tag: 0, args: &[7], ..Message::default() }).unwrap();
-    /// assert!(eps[0].peek(0).unwrap().is_none()); // sends the batch
-    /// assert!(eps[0].connected(1) && !eps[0].connected(2)); // rank 2 was never talked to
+    /// assert!(eps[0].peek(0).unwrap().is_none()); // sends the batch, as a datagram
+    /// assert!(eps[0].contacted(1) && !eps[0].connected(1) && !eps[0].contacted(2));
+    /// assert!(eps[0].endpoint_info(1).is_some() && eps[0].connected(1)); // connects
     /// # std::thread::scope(|s| { for e in eps { s.spawn(move || drop(e)); } });
     /// ```
     pub fn connected(&self, peer: Rank) -> bool {
@@ -664,8 +665,7 @@ impl Drop for UcxConduit {
         let p = sys::ucp_request_param_t::empty();
         // SAFETY: a live worker.
         let req = unsafe { (self.net.ucp.ucp_worker_flush_nbx)(self.net.worker, &p) };
-        // Peers still send their last datagrams here: they are acknowledged.
-        let look = || super::datagram::look_at(&self.net, &self.shared);
+        let look = || super::datagram::look_at(&self.net, &self.shared); // acks the last datagrams
         let _ = self.net.wait_with(req, Duration::from_secs(5), look);
         if !self.net.is_left_to_exit() {
             self.linger();
