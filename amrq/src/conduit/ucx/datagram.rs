@@ -134,7 +134,7 @@ impl Numbered {
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<Vec<u64>>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.0)
     }
 }
 

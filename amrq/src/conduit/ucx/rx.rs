@@ -243,7 +243,7 @@ impl Shared {
 
     /// A frame arrived (the AM callback, its header proven); `rndv`: its payload was
     /// not sent eagerly, which this conduit never does.
-    pub fn on_frame(&self, header: &[u8], payload: &[u8], rndv: bool) {
+    fn on_frame(&self, header: &[u8], payload: &[u8], rndv: bool) {
         let parsed = wire::read_frame(header).filter(|_| !rndv);
         let Some((head, args, nargs)) = parsed else {
             let what = "a UCX frame header amrq does not write";
@@ -258,7 +258,7 @@ impl Shared {
     /// A batch of frames arrived (the AM callback, its header proven): each goes into
     /// the local queues in order, as if it had come alone. An entry this conduit does
     /// not write is a fault recorded, and the entries around it still arrive.
-    pub fn on_batch(&self, header: &[u8], data: &[u8], rndv: bool) {
+    fn on_batch(&self, header: &[u8], data: &[u8], rndv: bool) {
         let size = self.byes.len() as u64;
         let source = wire::words(header)
             .next()
@@ -289,7 +289,7 @@ impl Shared {
     }
 
     /// One of the conduit's own messages arrived (AM id `id`, its header proven).
-    pub fn on_header(&self, id: u32, header: &[u8]) {
+    fn on_header(&self, id: u32, header: &[u8]) {
         match id {
             wire::AM_CREDIT => self.on_credit(header),
             wire::AM_BYE => self.on_bye(header),
@@ -330,7 +330,7 @@ impl Shared {
 
     /// A round of a setup collective arrived: its source, epoch and round in the
     /// header, the values it passes on in the data.
-    pub fn on_coll(&self, header: &[u8], data: &[u8]) {
+    fn on_coll(&self, header: &[u8], data: &[u8]) {
         let w: Vec<u64> = wire::words(header).collect();
         if let (Some(&src), Some(&epoch), Some(&round)) = (w.first(), w.get(1), w.get(2)) {
             let values = wire::words(data).collect();
