@@ -194,8 +194,8 @@ pub struct Config {
     /// network device UCX uses: no connection for a pair that exchanges a few; a pair
     /// connects over UCX past its first 64, for a message of more than 1 200 bytes, a
     /// put or a get, or when its datagrams go unacknowledged (sent again for 3 s
-    /// first). Off (for a network that drops UDP), and for now on a rank with
-    /// Interrupt queues (a progress thread), every pair connects at its first message.
+    /// first). Off (for a network that drops UDP), every pair connects at its first
+    /// message.
     /// Environment: `AMRQ_DATAGRAMS` (`1` or `0`); default on.
     pub datagrams: Setting<bool>,
     /// How many senders get a ring of their own (and a Tag-On pool) at each receiver

@@ -92,8 +92,11 @@ pub struct Local {
     /// Credits booked that could not be sent, or wait for their peer to ask: they go
     /// with the next ones (one per peer and kind).
     unsent: Vec<Due>,
-    /// Per source: it asked for credits (`AM_WANT`) since it was last sent some.
+    /// Per source: it asked for credits (`AM_WANT`) and has not been sent all it
+    /// asked for (a ring still `wanted`, or Tag-On blocks).
     asked: Vec<bool>,
+    /// Per source: it asked for Tag-On blocks, none freed since.
+    tag_on_wanted: Vec<bool>,
     /// Setup collectives' messages: (epoch, step, source) → values.
     pub coll: BTreeMap<(u64, u64, Rank), Vec<u64>>,
 }
@@ -172,6 +175,7 @@ impl Shared {
                 tag_on_out_total: 0,
                 unsent: Vec::new(),
                 asked: vec![false; size],
+                tag_on_wanted: vec![false; size],
                 coll: BTreeMap::new(),
                 layout,
             }),
@@ -562,6 +566,7 @@ impl Local {
             .ok()
             .filter(|&c| c < self.layout.channels())
         else {
+            self.tag_on_wanted[src] |= ch == TAG_ON_FREED;
             return;
         };
         let key = ch * self.size + src;
@@ -582,8 +587,18 @@ impl Local {
             .into_iter()
             .partition(|d| connected(d.peer) || self.asked[d.peer]);
         waiting.iter().for_each(|d| self.unsent(d));
-        ready.iter().for_each(|d| self.asked[d.peer] = false);
+        // A peer that asked for a ring whose frames are not consumed yet is still
+        // owed that credit: it does not ask twice for the same room.
+        for d in &ready {
+            self.asked[d.peer] = self.still_wanted(d.peer);
+        }
         ready
+    }
+
+    /// True if `src` asked for room that no credit sent since gave it.
+    fn still_wanted(&self, src: Rank) -> bool {
+        self.tag_on_wanted[src]
+            || (0..self.layout.channels()).any(|ch| self.rings[ch * self.size + src].wanted)
     }
 
     /// Every credit due now, booked as returned, with the unsent ones.
@@ -625,6 +640,7 @@ impl Local {
                         value: r.returned,
                     });
                     r.sent = r.returned;
+                    r.wanted = false;
                 }
                 continue; // listed again when a charge comes back
             }
@@ -680,6 +696,7 @@ impl Local {
                     value: back + freed,
                 });
                 self.tag_on_out[src] = (out - freed, back + freed);
+                self.tag_on_wanted[src] = false;
                 self.tag_on_out_total -= freed;
             }
         }
@@ -737,6 +754,11 @@ mod tests {
 
     /// Two ranks over tcp on the loopback, or `None` (said) where UCX is missing.
     fn two_ranks() -> Option<Vec<UcxConduit>> {
+        two_ranks_of(&[64])
+    }
+
+    /// [`two_ranks`] with channels of these capacities.
+    fn two_ranks_of(capacities: &[u64]) -> Option<Vec<UcxConduit>> {
         if let Err(why) = super::super::available() {
             eprintln!("no UCX here: {why}");
             return None;
@@ -744,7 +766,8 @@ mod tests {
         let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")]
             .map(|(k, v)| (k.into(), v.into()))
             .into();
-        Some(threads(2, &ConduitSpec::new(vec![ChannelSpec::new(64)]), &settings).unwrap())
+        let channels = capacities.iter().map(|&c| ChannelSpec::new(c)).collect();
+        Some(threads(2, &ConduitSpec::new(channels), &settings).unwrap())
     }
 
     /// Each leaves on its own thread: a leaving rank waits for the other's goodbye.
@@ -802,6 +825,49 @@ mod tests {
             "asked once, sent once"
         );
         drop(local);
+        leave(eps);
+    }
+
+    /// A peer that asked for room before its frames were consumed gets that credit
+    /// once they are, even if another credit went to it meanwhile: it does not ask
+    /// twice for the same room (a stall of a rank whose queues a progress thread
+    /// drains, its senders not connected to).
+    #[test]
+    fn an_ask_is_answered_once_the_frames_are_consumed() {
+        use crate::conduit::{Conduit, ConduitError, Message};
+        let Some(eps) = two_ranks_of(&[64, 4]) else {
+            return;
+        };
+        let m = Message::default();
+        for ch in [0, 1] {
+            eps[1].try_send(0, ch, &m).unwrap();
+        }
+        let took = |ch| {
+            let since = std::time::Instant::now();
+            while since.elapsed() < std::time::Duration::from_secs(20) {
+                eps[1].progress_now();
+                if eps[0].drain(ch, 1, |_| Ok::<(), ConduitError>(())).unwrap() == 1 {
+                    return;
+                }
+            }
+            panic!("rank 1's frame on channel {ch} never came");
+        };
+        // Channel 1's frame is consumed (a credit due: a quarter of its ring); channel
+        // 0's is not when rank 1 asks for channel 0's room.
+        took(1);
+        let mut local = eps[0].shared.local();
+        local.want(1, 0);
+        let due = local.credits_due(|_| false);
+        assert_eq!(due.iter().map(|d| d.what).collect::<Vec<_>>(), [1]);
+        drop(local);
+        took(0);
+        let due = eps[0].shared.local().credits_due(|_| false);
+        let got: Vec<_> = due.iter().map(|d| (d.peer, d.what)).collect();
+        assert_eq!(
+            got,
+            [(1, 0)],
+            "the room asked for is returned once it is free"
+        );
         leave(eps);
     }
 

@@ -206,8 +206,7 @@ pub fn open_on(
         settings,
         (segment.base().as_ptr(), spec.segment_bytes),
         progress_thread,
-        // Not with a progress thread yet: its Interrupt queues stalled over datagrams.
-        (spec.datagrams && !progress_thread).then(|| shared.reached.clone()),
+        spec.datagrams.then(|| shared.reached.clone()),
     )?;
     for (id, cb) in [
         (
