@@ -19,6 +19,9 @@ struct State {
     /// Bumped by every arm: the helper fires once per arm.
     epoch: AtomicU32,
     stop: AtomicBool,
+    /// An eventfd `Drop` writes to, so that a helper in `poll` stops at once (not at
+    /// its timeout, which a job's exit would wait for).
+    stop_fd: i32,
 }
 
 // SAFETY: `word` points into memory the owner of the `FdWaker` keeps alive until the
@@ -49,6 +52,11 @@ impl FdWaker {
         also: Option<(i32, Arc<AtomicBool>)>,
         word: &AtomicU32,
     ) -> std::io::Result<Self> {
+        // SAFETY: creates a descriptor; no memory is passed.
+        let stop_fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if stop_fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
         let state = Arc::new(State {
             fd,
             also,
@@ -56,6 +64,7 @@ impl FdWaker {
             armed: AtomicU32::new(0),
             epoch: AtomicU32::new(0),
             stop: AtomicBool::new(false),
+            stop_fd,
         });
         let s = state.clone();
         let helper = std::thread::Builder::new()
@@ -114,9 +123,13 @@ fn watch(s: &State) {
             events: libc::POLLIN,
             revents: 0,
         };
-        let mut p = [fd(s.fd), fd(s.also.as_ref().map_or(-1, |a| a.0))];
-        // SAFETY: two valid pollfds (a negative descriptor is skipped).
-        let n = unsafe { libc::poll(p.as_mut_ptr(), 2, 100) };
+        let also = s.also.as_ref().map_or(-1, |a| a.0);
+        let mut p = [fd(s.fd), fd(also), fd(s.stop_fd)];
+        // SAFETY: three valid pollfds (a negative descriptor is skipped).
+        let n = unsafe { libc::poll(p.as_mut_ptr(), 3, 100) };
+        if p[2].revents != 0 {
+            break;
+        }
         if let (Some(a), true) = (&s.also, p[1].revents != 0) {
             a.1.store(true, Ordering::Relaxed);
         }
@@ -136,8 +149,13 @@ impl Drop for FdWaker {
     fn drop(&mut self) {
         self.state.stop.store(true, Ordering::Relaxed);
         crate::util::futex::wake_all(&self.state.epoch);
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: 8 bytes to our own eventfd; a failure leaves the 100 ms timeout.
+        unsafe { libc::write(self.state.stop_fd, one.as_ptr().cast(), 8) };
         if let Some(h) = self.helper.take() {
             let _ = h.join();
         }
+        // SAFETY: our descriptor, no longer polled (the helper has stopped).
+        unsafe { libc::close(self.state.stop_fd) };
     }
 }
