@@ -45,12 +45,16 @@ pub const PROGRESS: usize = 1;
 /// Sequence numbers below the largest taken that may still arrive, per lane.
 pub const WINDOW: u64 = 64;
 
-/// The nonce bit of acknowledgements (`seal_ack`): a sequence number never reaches it,
-/// so no nonce is used twice under a key, and a message bearing it is refused.
+/// The nonce bit of notes (`seal_note`): a sequence number never reaches it, so no
+/// nonce is used twice under a key, and a message bearing it is refused.
 const ACKS: u64 = 1 << 62;
 
-/// The id an acknowledgement's MAC is bound to (no Active Message has it).
-const ACK_ID: u32 = u32::MAX;
+/// The note of a datagram's acknowledgement: words [this rank, the next number it
+/// takes]. (A note's id is no Active Message's: its MAC is bound to it.)
+pub const ACK_NOTE: u32 = u32::MAX;
+/// The note of a datagram's number: words [its source, its number, the nonce of the
+/// message it carries], so that a message cannot be played again under another one.
+pub const NUMBER_NOTE: u32 = u32::MAX - 1;
 
 /// The key of messages from `source` to `dest` in the job of `job`.
 fn key(job: &JobKey, source: Rank, dest: Rank) -> Mac {
@@ -78,7 +82,7 @@ pub struct Auth {
     from: Vec<Mac>,
     /// Per destination and lane: the next sequence number.
     next: Vec<[AtomicU64; 2]>,
-    /// Per destination: acknowledgements sealed (their nonces are apart, [`ACKS`]).
+    /// Per destination: notes sealed (their nonces are apart, [`ACKS`]).
     acks: Vec<AtomicU64>,
     /// Per source and lane: the largest sequence number taken, and which of the
     /// [`WINDOW`] below it were (bit `i`: number `largest - 1 - i`).
@@ -191,33 +195,37 @@ impl Auth {
 }
 
 impl Auth {
-    /// The trailer of an acknowledgement to `dest` (`body`'s first word: this rank):
-    /// a MAC without a sequence number, since an acknowledgement only ever says more
-    /// than an older one, so playing one again changes nothing.
-    pub fn seal_ack(&self, dest: Rank, body: &[u8]) -> [u8; TRAILER] {
+    /// Note `id` to `dest` sealed: `words` (the first: this rank) and a MAC without a
+    /// sequence number, for what playing again changes nothing (an acknowledgement
+    /// only ever says more than an older one; a number is taken once, its message's
+    /// nonce with it).
+    pub fn seal_note<const N: usize>(&self, dest: Rank, id: u32, words: [u64; N]) -> Vec<u8> {
         // ORDERING: Relaxed: a count, unique per value.
         let nonce = ACKS | self.acks[dest].fetch_add(1, Ordering::Relaxed);
-        let mut t = [0u8; TRAILER];
-        t[..8].copy_from_slice(&nonce.to_le_bytes());
-        t[8..].copy_from_slice(&self.to[dest].tag(nonce, ACK_ID, body, &[], 0));
-        t
+        let body = super::wire::as_bytes(&words);
+        let mut note = Vec::with_capacity(8 * N + TRAILER);
+        note.extend_from_slice(body.as_slice());
+        note.extend_from_slice(&nonce.to_le_bytes());
+        note.extend_from_slice(&self.to[dest].tag(nonce, id, body.as_slice(), &[], 0));
+        note
     }
 
-    /// An acknowledgement's sender and what it says (its body's two words) if its MAC
-    /// proves that sender.
-    pub fn open_ack(&self, sealed: &[u8]) -> Option<(Rank, u64)> {
-        let n = sealed.len().checked_sub(TRAILER).filter(|&n| n == 16)?;
+    /// The words of note `id` (`N` of them, the first its sender) if its MAC proves
+    /// that sender.
+    pub fn open_note<const N: usize>(&self, id: u32, sealed: &[u8]) -> Option<[u64; N]> {
+        let n = sealed.len().checked_sub(TRAILER).filter(|&n| n == 8 * N)?;
         let (body, trailer) = sealed.split_at(n);
-        let mut w = words(body);
-        let (source, said) = (w.next()? as usize, w.next()?);
+        let mut said = [0u64; N];
+        said.iter_mut().zip(words(body)).for_each(|(s, w)| *s = w);
         let nonce = words(trailer).next()?;
+        let source = usize::try_from(*said.first()?).ok()?;
         let mac = self.from.get(source).filter(|_| nonce & ACKS != 0)?;
-        let tag = mac.tag(nonce, ACK_ID, body, &[], 0);
+        let tag = mac.tag(nonce, id, body, &[], 0);
         let same = tag
             .iter()
             .zip(&trailer[8..])
             .fold(0u8, |d, (a, b)| d | (a ^ b));
-        (same == 0).then_some((source, said))
+        (same == 0).then_some(said)
     }
 
     /// True once a message from `source` was taken: it has reached this rank.

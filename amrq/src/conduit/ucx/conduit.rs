@@ -665,7 +665,7 @@ impl Drop for UcxConduit {
         let p = sys::ucp_request_param_t::empty();
         // SAFETY: a live worker.
         let req = unsafe { (self.net.ucp.ucp_worker_flush_nbx)(self.net.worker, &p) };
-        let look = || super::datagram::look_at(&self.net, &self.shared); // acks the last datagrams
+        let look = || super::datagram::look_at_leaving(&self.net, &self.shared);
         let _ = self.net.wait_with(req, Duration::from_secs(5), look);
         if !self.net.is_left_to_exit() {
             self.linger();

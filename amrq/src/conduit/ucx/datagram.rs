@@ -4,11 +4,13 @@
 //! pair that goes on talking connects; one that exchanges a few messages never does.
 //!
 //! ```text
-//!   datagram  "aD" | kind | acknowledged | 0 | source u32 | number u64
+//!   datagram  "aD" | kind | acknowledged | source u32
 //!     [an acknowledgement, if acknowledged = 1]
-//!     message (kind 0)  id u32 | header bytes u32 | header (sealed as over UCX) | data
-//!   acknowledgement     w0 = source, w1 = the next number it takes | its MAC (Auth::seal_ack)
+//!     message (kind 0)  its number | id u32 | header bytes u32 | header (sealed as
+//!                       over UCX) | data
+//!   acknowledgement     [source, the next number it takes] sealed (Auth::seal_note)
 //!                       (kind 1: alone)
+//!   number              [source, number, the message's nonce] sealed
 //! ```
 //!
 //! The receiver takes a source's messages in the order of their numbers (the next
@@ -24,10 +26,10 @@
 //! datagram is a connection made sooner, never a message lost, and a peer that
 //! cannot be reached is that connection's error.
 
+use super::auth::{Auth, ACK_NOTE, NUMBER_NOTE, TRAILER};
 use super::conduit::UcxConduit;
 use super::net::Net;
 use super::rx::{fault, Shared};
-use super::wire;
 use crate::conduit::{FaultKind, Rank};
 use std::collections::VecDeque;
 use std::io;
@@ -70,32 +72,45 @@ pub const ACK_DELAY: Duration = Duration::from_millis(1);
 const LOOK_EVERY: u32 = 8;
 
 const MAGIC: [u8; 2] = *b"aD";
-const PREFIX: usize = 16;
+const PREFIX: usize = 8;
 const MESSAGE: u8 = 0;
 const ACK: u8 = 1;
 /// Bytes of a sealed acknowledgement.
-const ACK_BYTES: usize = 16 + super::auth::TRAILER;
+const ACK_BYTES: usize = 16 + TRAILER;
+/// Bytes of a sealed number.
+pub const NUMBER_BYTES: usize = 24 + TRAILER;
 /// The largest datagram.
-const MAX_DATAGRAM: usize = PREFIX + ACK_BYTES + 8 + MAX_BYTES;
+const MAX_DATAGRAM: usize = PREFIX + ACK_BYTES + NUMBER_BYTES + 8 + MAX_BYTES;
 
 /// What a rank sent a peer as datagrams.
 #[derive(Default)]
 struct Tx {
     /// The next message's number.
     next: u64,
-    /// Sent, not yet acknowledged: number, body (id, header length, header, data),
-    /// when sent.
-    unacked: VecDeque<(u64, Vec<u8>, Instant)>,
+    /// Sent, not yet acknowledged, in order.
+    unacked: VecDeque<Unacked>,
     /// Times they were sent again since the last acknowledgement.
     tries: u32,
     /// No more datagrams: it connects, or has.
     done: bool,
 }
 
+/// A message sent as a datagram, kept until it is acknowledged.
+struct Unacked {
+    number: u64,
+    /// Its number, sealed.
+    note: Vec<u8>,
+    /// Id, header length, header, data.
+    body: Vec<u8>,
+    sent: Instant,
+}
+
 /// A rank's datagram socket and what it sent through it.
 pub struct Datagrams {
     sock: UdpSocket,
     me: u32,
+    /// Seals numbers and acknowledgements.
+    auth: Arc<Auth>,
     /// Per peer: where its socket is (`None`: it has none; connect at once).
     peers: Vec<Option<SocketAddr>>,
     tx: Mutex<Sent>,
@@ -122,8 +137,8 @@ pub type Reached = Arc<[AtomicBool]>;
 
 /// Per source, the numbered messages this rank took from it: each one's MAC nonce,
 /// by number (so the next number is their count). A message that comes again under
-/// its number is known by its nonce; a message played again under another number is
-/// not.
+/// its number is known by its nonce; one cannot come under another number, which is
+/// sealed with its nonce.
 #[derive(Default)]
 pub struct Numbered(Mutex<Vec<Vec<u64>>>);
 
@@ -142,7 +157,11 @@ impl Datagrams {
     /// A socket on the address of the one network device UCX was told to use
     /// (`UCX_NET_DEVICES` in `settings` or the environment), so that datagrams go where
     /// UCX would; else on every address of this host. Any port.
-    pub fn open(settings: &[(String, String)], reached: Reached) -> io::Result<Self> {
+    pub fn open(
+        settings: &[(String, String)],
+        reached: Reached,
+        auth: Arc<Auth>,
+    ) -> io::Result<Self> {
         let devices = super::start::ucx_setting(settings, "NET_DEVICES").unwrap_or_default();
         let one = (!devices.contains(',')).then(|| devices.split(':').next().unwrap_or(""));
         let ip = crate::bootstrap::network::ipv4_interfaces()
@@ -154,6 +173,7 @@ impl Datagrams {
         Ok(Self {
             sock,
             me: 0,
+            auth,
             peers: Vec::new(),
             tx: Mutex::new(Sent::default()),
             waiting: AtomicUsize::new(0),
@@ -211,9 +231,23 @@ impl Datagrams {
         body.extend_from_slice(&(header.len() as u32).to_le_bytes());
         body.extend_from_slice(header);
         body.extend_from_slice(data);
+        // The message's nonce (see `auth`), bound to its number.
+        let at = header.len().saturating_sub(TRAILER);
+        let nonce = header
+            .get(at..at + 8)
+            .map_or(0, |n| u64::from_le_bytes(n.try_into().expect("8 bytes")));
+        let note = self
+            .auth
+            .seal_note(dest, NUMBER_NOTE, [self.me as u64, t.next, nonce]);
         let ack = self.take_owed(dest);
-        let p = prefix(MESSAGE, ack.is_some(), self.me, t.next);
-        let d = [&p[..], ack.as_ref().map_or(&[][..], |a| &a[..]), &body].concat();
+        let p = prefix(MESSAGE, ack.is_some(), self.me);
+        let d = [
+            &p[..],
+            ack.as_ref().map_or(&[][..], |a| &a[..]),
+            &note,
+            &body,
+        ]
+        .concat();
         // A full socket buffer, or a host the kernel knows it cannot reach: connect,
         // which waits for room or says why.
         if self.sock.send_to(&d, to).is_err() {
@@ -223,7 +257,12 @@ impl Datagrams {
             sent.waiting_on.push(dest);
         }
         let t = &mut sent.peers[dest];
-        t.unacked.push_back((t.next, body, Instant::now()));
+        t.unacked.push_back(Unacked {
+            number: t.next,
+            note,
+            body,
+            sent: Instant::now(),
+        });
         t.next += 1;
         self.waiting.fetch_add(1, Ordering::Relaxed);
         true
@@ -264,7 +303,7 @@ impl Datagrams {
         };
         for (peer, ack, _) in due {
             if let Some(Some(to)) = self.peers.get(peer) {
-                let a = [&prefix(ACK, false, self.me, 0)[..], &ack].concat();
+                let a = [&prefix(ACK, false, self.me)[..], &ack].concat();
                 // A lost acknowledgement makes the sender connect: nothing to do.
                 let _ = self.sock.send_to(&a, to);
             }
@@ -299,16 +338,17 @@ impl Datagrams {
                 .is_multiple_of(LOOK_EVERY)
     }
 
-    /// The messages to `peer` not acknowledged, in order, to send again over the
-    /// endpoint being made; no datagram goes to it after this.
-    pub fn connecting(&self, peer: Rank) -> Vec<(u64, Vec<u8>)> {
+    /// The messages to `peer` not acknowledged (each its sealed number and body), in
+    /// order, to send again over the endpoint being made; no datagram goes to it
+    /// after this.
+    pub fn connecting(&self, peer: Rank) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut sent = self.tx();
         let Some(t) = sent.peers.get_mut(peer) else {
             return Vec::new();
         };
         t.done = true;
         self.waiting.fetch_sub(t.unacked.len(), Ordering::Relaxed);
-        let unacked = t.unacked.drain(..).map(|(n, b, _)| (n, b)).collect();
+        let unacked = t.unacked.drain(..).map(|u| (u.note, u.body)).collect();
         sent.waiting_on.retain(|&p| p != peer);
         unacked
     }
@@ -324,7 +364,10 @@ impl Datagrams {
                 continue;
             };
             let patience = ACK_WITHIN * (1 << t.tries.min(TRIES));
-            if t.unacked.front().is_none_or(|m| m.2.elapsed() < patience) {
+            if t.unacked
+                .front()
+                .is_none_or(|m| m.sent.elapsed() < patience)
+            {
                 continue;
             }
             if t.tries == TRIES {
@@ -332,11 +375,11 @@ impl Datagrams {
                 continue;
             }
             t.tries += 1;
-            for (number, body, at) in t.unacked.iter_mut() {
-                let d = [&prefix(MESSAGE, false, self.me, *number)[..], body].concat();
+            for u in t.unacked.iter_mut() {
+                let d = [&prefix(MESSAGE, false, self.me)[..], &u.note, &u.body].concat();
                 // Lost again: sent again later, or over a connection.
                 let _ = self.sock.send_to(&d, to);
-                *at = Instant::now();
+                u.sent = Instant::now();
             }
         }
         connect
@@ -349,7 +392,7 @@ impl Datagrams {
             return;
         };
         let before = t.unacked.len();
-        while t.unacked.front().is_some_and(|m| m.0 < next) {
+        while t.unacked.front().is_some_and(|m| m.number < next) {
             t.unacked.pop_front();
         }
         if t.unacked.len() < before {
@@ -371,18 +414,22 @@ struct Sent {
     waiting_on: Vec<Rank>,
 }
 
+/// A numbered message too short for its parts.
+const BAD_NUMBER: FaultKind = FaultKind::BadRuntimeMessage {
+    what: "a numbered message amrq does not write",
+};
+
 /// A lock whose holder never leaves its data half-changed.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn prefix(kind: u8, acknowledged: bool, source: u32, number: u64) -> [u8; PREFIX] {
+fn prefix(kind: u8, acknowledged: bool, source: u32) -> [u8; PREFIX] {
     let mut p = [0u8; PREFIX];
     p[..2].copy_from_slice(&MAGIC);
     p[2] = kind;
     p[3] = acknowledged as u8;
     p[4..8].copy_from_slice(&source.to_le_bytes());
-    p[8..].copy_from_slice(&number.to_le_bytes());
     p
 }
 
@@ -400,22 +447,22 @@ pub fn look(d: &Datagrams, shared: &Shared, connect: impl Fn(Rank) -> Result<(),
         let got = &buf[..n];
         let head = (n >= PREFIX && got[..2] == MAGIC).then(|| {
             let source = u32::from_le_bytes(got[4..8].try_into().expect("4 bytes")) as usize;
-            let number = u64::from_le_bytes(got[8..16].try_into().expect("8 bytes"));
-            (got[2], got[3] == 1, source, number)
+            (got[2], got[3] == 1, source)
         });
         let (ack, rest) = match head {
-            Some((_, true, _, _)) | Some((ACK, _, _, _)) if n >= PREFIX + ACK_BYTES => {
+            Some((_, true, _)) | Some((ACK, _, _)) if n >= PREFIX + ACK_BYTES => {
                 let (a, rest) = got[PREFIX..].split_at(ACK_BYTES);
                 (Some(a), rest)
             }
             _ => (None, got.get(PREFIX..).unwrap_or(&[])),
         };
-        if let Some((peer, next)) = ack.and_then(|a| shared.auth.open_ack(a)) {
-            d.acked(peer, next);
+        if let Some([peer, next]) = ack.and_then(|a| shared.auth.open_note(ACK_NOTE, a)) {
+            d.acked(peer as usize, next);
         }
         match head {
-            Some((MESSAGE, _, source, number)) if source < d.peers.len() => {
-                shared.on_numbered(source, number, rest);
+            Some((MESSAGE, _, source)) if source < d.peers.len() && rest.len() >= NUMBER_BYTES => {
+                let (note, body) = rest.split_at(NUMBER_BYTES);
+                shared.on_numbered(note, body);
                 if !from.contains(&source) {
                     from.push(source);
                 }
@@ -432,12 +479,8 @@ pub fn look(d: &Datagrams, shared: &Shared, connect: impl Fn(Rank) -> Result<(),
     drop(buf);
     for peer in from {
         let next = shared.numbered.lock()[peer].len() as u64;
-        let words = [d.me as u64, next];
-        let body = wire::as_bytes(&words);
-        let mut ack = [0u8; ACK_BYTES];
-        ack[..16].copy_from_slice(body.as_slice());
-        ack[16..].copy_from_slice(&shared.auth.seal_ack(peer, body.as_slice()));
-        d.owe(peer, ack);
+        let ack = d.auth.seal_note(peer, ACK_NOTE, [d.me as u64, next]);
+        d.owe(peer, ack.try_into().expect("an acknowledgement's size"));
     }
     for peer in d.late() {
         // A peer that said goodbye takes nothing more; one that failed is reported.
@@ -461,6 +504,15 @@ pub fn look_at(net: &Net, shared: &Shared) {
     }
 }
 
+/// [`look_at`] by a leaving rank: what it takes is acknowledged at once (the process
+/// may exit next; a sender left waiting would connect to a rank gone).
+pub fn look_at_leaving(net: &Net, shared: &Shared) {
+    look_at(net, shared);
+    if let Some(d) = net.datagrams() {
+        d.acknowledge(true);
+    }
+}
+
 impl UcxConduit {
     /// Progresses until every message sent as a datagram was acknowledged, or sent
     /// again over an endpoint (a peer that does not acknowledge is connected to), for
@@ -477,13 +529,29 @@ impl UcxConduit {
 }
 
 impl Shared {
-    /// A message numbered `number` from `source` came as a datagram or again over an
-    /// endpoint (`body`: id, header length, header, data): taken if it is the next
-    /// one and its MAC proves `source`; another is dropped (one taken before, or
-    /// after a lost one, which its sender sends again), or recorded as a fault if its
-    /// MAC is not `source`'s.
-    /// Returns `source` if its MAC proved it.
-    pub fn on_numbered(&self, source: Rank, number: u64, body: &[u8]) -> Option<Rank> {
+    /// A numbered message came as a datagram or again over an endpoint: `note` its
+    /// source, number and nonce, sealed; `body` the message (id, header length,
+    /// header, data). Taken if it is the next one from its source, its note and its
+    /// MAC prove that source and the note names its nonce; one taken before is
+    /// dropped, as is one after a lost one (its sender sends both again); one
+    /// unproven, or played again under another number, is recorded as a fault.
+    /// Returns the source if the note proved it.
+    pub fn on_numbered(&self, note: &[u8], body: &[u8]) -> Option<Rank> {
+        let refused = |source: Option<Rank>, kind| {
+            self.faults.record(fault(source, 0, kind));
+            None
+        };
+        let Some([source, number, bound]) = self.auth.open_note(NUMBER_NOTE, note) else {
+            let claimed = note
+                .get(..8)
+                .map(|w| u64::from_le_bytes(w.try_into().expect("8")));
+            let claimed = claimed.and_then(|c| usize::try_from(c).ok());
+            return match claimed.filter(|&c| c < self.reached.len()) {
+                Some(c) => refused(Some(c), FaultKind::Unproven),
+                None => refused(None, BAD_NUMBER),
+            };
+        };
+        let source = source as usize;
         let mut numbered = self.numbered.lock();
         let taken = numbered.get_mut(source)?;
         let parsed = body.get(..8).and_then(|w| {
@@ -493,36 +561,31 @@ impl Shared {
             Some((id, header, &body[8 + h..]))
         });
         let Some((id, header, data)) = parsed else {
-            let what = "a datagram message amrq does not write";
-            let f = fault(Some(source), 0, FaultKind::BadRuntimeMessage { what });
-            self.faults.record(f);
-            return None;
+            return refused(Some(source), BAD_NUMBER);
         };
         let nonce = header
             .len()
-            .checked_sub(super::auth::TRAILER)
+            .checked_sub(TRAILER)
             .and_then(|n| Some(u64::from_le_bytes(header.get(n..n + 8)?.try_into().ok()?)));
-        // Sealed by `source`, or not taken: a message relabelled would stall the
-        // numbers of the source it names.
+        // Sealed by `source`, under the nonce its number names, or not taken: a
+        // message relabelled would stall or lose the numbers of the source it names.
         match self.vouched(id, header, data) {
-            Some(r) if r != source => {
-                self.faults
-                    .record(fault(Some(source), 0, FaultKind::Unproven));
-                None
+            Some(r) if r != source || nonce != Some(bound) => {
+                refused(Some(source), FaultKind::Unproven)
             }
             Some(_) if number == taken.len() as u64 => {
                 let taken_now = self.deliver(id, header, data, false) == Some(source);
                 if taken_now {
-                    taken.push(nonce.unwrap_or(0));
+                    taken.push(bound);
                 }
                 taken_now.then_some(source)
             }
-            // Taken before under this number: sent again. Under another: played again.
+            // Taken before: sent again. Another message under a number taken: its
+            // source numbers wrongly.
             Some(_) if number < taken.len() as u64 => {
-                let again = nonce == Some(taken[number as usize]);
+                let again = taken[number as usize] == bound;
                 if !again {
-                    self.faults
-                        .record(fault(Some(source), 0, FaultKind::Unproven));
+                    refused(Some(source), FaultKind::Unproven);
                 }
                 again.then_some(source)
             }
@@ -532,21 +595,15 @@ impl Shared {
     }
 
     /// A message sent first as a datagram came again over a connection (AM id 6):
-    /// `header` is its source and number, `body` the message; `rndv`: not sent
-    /// eagerly, which this conduit never does.
+    /// `header` is its sealed number (see [`Shared::on_numbered`]), `body` the
+    /// message; `rndv`: not sent eagerly, which this conduit never does.
     pub fn on_resent(&self, header: &[u8], body: &[u8], rndv: bool) {
-        let w: Vec<u64> = wire::words(header).collect();
-        match (rndv, &w[..]) {
-            (false, &[source, number]) if header.len() == 16 => {
-                let source = source.min(usize::MAX as u64) as usize;
-                self.reached_from(self.on_numbered(source, number, body));
-            }
-            _ => {
-                let what = "a UCX resent message amrq does not write";
-                let f = fault(None, 0, FaultKind::BadRuntimeMessage { what });
-                self.faults.record(f);
-            }
+        if rndv || header.len() != NUMBER_BYTES {
+            let what = "a UCX resent message amrq does not write";
+            let f = fault(None, 0, FaultKind::BadRuntimeMessage { what });
+            return self.faults.record(f);
         }
+        self.reached_from(self.on_numbered(header, body));
     }
 
     /// Notes that `source` (if any) sent here over a connection.

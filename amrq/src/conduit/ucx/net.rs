@@ -8,6 +8,7 @@
 //! one connection it makes at start-up is to itself, so that its first message to a
 //! peer finds UCX's tcp transport ready ([`Net::loopback`]).
 
+use super::auth::Auth;
 use super::datagram::{Datagrams, Reached};
 use super::sys::{self, StatusPtr, Ucp};
 use crate::conduit::{ConduitError, Rank};
@@ -15,7 +16,7 @@ use std::ffi::{c_void, CString};
 use std::net::SocketAddr;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What a rank publishes for its peers: its worker's address, its segment's packed
@@ -159,12 +160,13 @@ impl Net {
     /// `UCX_` prefix, like `("TLS", "tcp")`; the environment's `UCX_*` apply first),
     /// and `segment` registered. `shared`: a progress thread will use the worker too;
     /// `datagrams`: the first messages to a peer go as datagrams (`datagram`), to
-    /// each peer until it is among those `reached` this rank over a connection.
+    /// each peer until it is among those `reached` this rank over a connection, their
+    /// numbers sealed by this rank's `Auth`.
     pub fn open(
         settings: &[(String, String)],
         segment: (*mut u8, usize),
         shared: bool,
-        datagrams: Option<Reached>,
+        datagrams: Option<(Reached, Arc<Auth>)>,
     ) -> Result<Self, ConduitError> {
         let ucp = Ucp::get().map_err(|e| ConduitError::NoUcx(e.to_string()))?;
         let mut config = null_mut();
@@ -226,8 +228,8 @@ impl Net {
             loopback: null_mut(),
             datagrams: None,
         };
-        if let Some(reached) = datagrams {
-            let d = Datagrams::open(settings, reached)
+        if let Some((reached, auth)) = datagrams {
+            let d = Datagrams::open(settings, reached, auth)
                 .map_err(|e| ConduitError::Setup(format!("cannot open a UDP socket: {e}")))?;
             net.datagrams = Some(d);
         }
@@ -500,8 +502,8 @@ impl Net {
     /// not wait for the peer: each message's bytes go with its request, freed when
     /// UCX is done with it.
     fn resend(&self, peer: Rank, ep: sys::ucp_ep_h) -> Result<(), sys::ucs_status_t> {
-        /// A resent message's bytes: header, then the message.
-        type Resent = ([u8; 16], Vec<u8>);
+        /// A resent message's bytes: header (its sealed number), then the message.
+        type Resent = (Vec<u8>, Vec<u8>);
         unsafe extern "C" fn done(request: *mut c_void, _: sys::ucs_status_t, bytes: *mut c_void) {
             // SAFETY: `bytes` is the box given with this request, freed once, here;
             // the request is UCX's, done with.
@@ -516,10 +518,7 @@ impl Net {
         let Some(d) = &self.datagrams else {
             return Ok(());
         };
-        for (number, body) in d.connecting(peer) {
-            let mut header = [0u8; 16];
-            header[..8].copy_from_slice(&(self.me as u64).to_le_bytes());
-            header[8..].copy_from_slice(&number.to_le_bytes());
+        for (header, body) in d.connecting(peer) {
             let bytes = Box::into_raw(Box::new((header, body)));
             let mut p = sys::ucp_request_param_t::empty();
             p.op_attr_mask = sys::UCP_OP_ATTR_FIELD_FLAGS

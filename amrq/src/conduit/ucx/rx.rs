@@ -20,7 +20,7 @@ use crate::conduit::{Channel, Conduit, ConduitError, Fault, FaultKind, Message, 
 use std::collections::{BTreeMap, VecDeque};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// A frame that found its ring full, kept until there is room.
 struct Held {
@@ -118,7 +118,7 @@ pub struct Shared {
     /// cannot reach (set when it connects).
     pub reach: std::sync::OnceLock<(crate::bootstrap::Boot, String)>,
     /// The keys that seal and open every message.
-    pub auth: Auth,
+    pub auth: Arc<Auth>,
     /// Per source: the datagrams taken from it (`datagram`).
     pub numbered: super::datagram::Numbered,
     /// Per peer: it sent here over a connection (`datagram`).
@@ -187,7 +187,7 @@ impl Shared {
             failed: Mutex::new(vec![None; size]),
             faults,
             reach: std::sync::OnceLock::new(),
-            auth,
+            auth: Arc::new(auth),
             numbered: super::datagram::Numbered::new(size),
             reached: (0..size).map(|_| AtomicBool::new(false)).collect(),
         }

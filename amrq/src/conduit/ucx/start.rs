@@ -206,7 +206,8 @@ pub fn open_on(
         settings,
         (segment.base().as_ptr(), spec.segment_bytes),
         progress_thread,
-        spec.datagrams.then(|| shared.reached.clone()),
+        spec.datagrams
+            .then(|| (shared.reached.clone(), shared.auth.clone())),
     )?;
     for (id, cb) in [
         (
