@@ -52,6 +52,8 @@ mod outbox;
 mod rx;
 mod start;
 pub(crate) mod sys;
+#[cfg(test)]
+mod test_ranks;
 mod waker;
 mod wire;
 

@@ -748,35 +748,13 @@ pub struct Due {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{threads, UcxConduit};
+    use super::super::test_ranks::{leave, ranks};
+    use super::super::UcxConduit;
     use super::{Kind, TAG_ON_FREED};
-    use crate::conduit::{ChannelSpec, ConduitSpec};
 
-    /// Two ranks over tcp on the loopback, or `None` (said) where UCX is missing.
+    /// Two ranks, one channel of 64 slots.
     fn two_ranks() -> Option<Vec<UcxConduit>> {
-        two_ranks_of(&[64])
-    }
-
-    /// [`two_ranks`] with channels of these capacities.
-    fn two_ranks_of(capacities: &[u64]) -> Option<Vec<UcxConduit>> {
-        if let Err(why) = super::super::available() {
-            eprintln!("no UCX here: {why}");
-            return None;
-        }
-        let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")]
-            .map(|(k, v)| (k.into(), v.into()))
-            .into();
-        let channels = capacities.iter().map(|&c| ChannelSpec::new(c)).collect();
-        Some(threads(2, &ConduitSpec::new(channels), &settings).unwrap())
-    }
-
-    /// Each leaves on its own thread: a leaving rank waits for the other's goodbye.
-    fn leave(eps: Vec<UcxConduit>) {
-        std::thread::scope(|s| {
-            for e in eps {
-                s.spawn(move || drop(e));
-            }
-        });
+        ranks(2, &[64])
     }
 
     #[test]
@@ -835,7 +813,7 @@ mod tests {
     #[test]
     fn an_ask_is_answered_once_the_frames_are_consumed() {
         use crate::conduit::{Conduit, ConduitError, Message};
-        let Some(eps) = two_ranks_of(&[64, 4]) else {
+        let Some(eps) = ranks(2, &[64, 4]) else {
             return;
         };
         let m = Message::default();

@@ -1,30 +1,13 @@
-use super::super::{threads, UcxConduit};
+use super::super::test_ranks::leave;
+use super::super::UcxConduit;
 use super::{ACK_WITHIN, FIRST_MESSAGES, NUMBER_BYTES, PREFIX, TRIES};
-use crate::conduit::{
-    ChannelSpec, Conduit, ConduitError, ConduitSpec, FaultKind, Message, ReceivedFrame,
-};
+use crate::conduit::{Conduit, ConduitError, FaultKind, Message, ReceivedFrame};
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
-/// `n` ranks over tcp on the loopback, or `None` (said) where UCX is missing.
+/// `n` ranks, one channel of 64 slots.
 fn ranks(n: usize) -> Option<Vec<UcxConduit>> {
-    if let Err(why) = super::super::available() {
-        eprintln!("no UCX here: {why}");
-        return None;
-    }
-    let settings: Vec<(String, String)> = [("TLS", "tcp"), ("NET_DEVICES", "lo")]
-        .map(|(k, v)| (k.into(), v.into()))
-        .into();
-    Some(threads(n, &ConduitSpec::new(vec![ChannelSpec::new(64)]), &settings).unwrap())
-}
-
-/// Each leaves on its own thread: a leaving rank waits for the others' goodbyes.
-fn leave(eps: Vec<UcxConduit>) {
-    std::thread::scope(|s| {
-        for e in eps {
-            s.spawn(move || drop(e));
-        }
-    });
+    super::super::test_ranks::ranks(n, &[64])
 }
 
 /// Rank `from` sends frame `i` to rank `to`, progressing every rank while there is no
