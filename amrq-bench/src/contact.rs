@@ -332,7 +332,8 @@ pub fn measure(link: &Link, rounds: usize) -> Result<Vec<Contact>, String> {
 /// the round trip after idleness, the connection's, and the same with datagrams off.
 pub fn report(contacts: &[Contact]) -> String {
     let mut t = format!(
-        "## First contact\n\nTwo ranks, one a host, over UCX alone. Timed by rank 0, \
+        "## First contact\n\nThree ranks, rank 0 on one host, 1 and 2 on the other, over \
+         UCX alone. Timed by rank 0, \
          after 200 ms idle: its first round trip to rank 1 (a frame and its echo, each \
          a datagram), then {TRIPS} more, each timed (\"steady\": their median; the \
          slowest is the one on which the pair connected, its datagrams spent); then, \
