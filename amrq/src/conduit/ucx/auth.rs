@@ -47,7 +47,7 @@ pub const WINDOW: u64 = 64;
 
 /// The nonce bit of notes (`seal_note`): a sequence number never reaches it, so no
 /// nonce is used twice under a key, and a message bearing it is refused.
-const ACKS: u64 = 1 << 62;
+const NOTES: u64 = 1 << 62;
 
 /// The note of a datagram's acknowledgement: words [this rank, the next number it
 /// takes]. (A note's id is no Active Message's: its MAC is bound to it.)
@@ -82,8 +82,8 @@ pub struct Auth {
     from: Vec<Mac>,
     /// Per destination and lane: the next sequence number.
     next: Vec<[AtomicU64; 2]>,
-    /// Per destination: notes sealed (their nonces are apart, [`ACKS`]).
-    acks: Vec<AtomicU64>,
+    /// Per destination: notes sealed (their nonces are apart, [`NOTES`]).
+    notes: Vec<AtomicU64>,
     /// Per source and lane: the largest sequence number taken, and which of the
     /// [`WINDOW`] below it were (bit `i`: number `largest - 1 - i`).
     seen: Vec<[Mutex<(u64, u64)>; 2]>,
@@ -99,7 +99,7 @@ impl Auth {
             to: (0..size).map(|d| key(job, me, d)).collect(),
             from: (0..size).map(|s| key(job, s, me)).collect(),
             next: (0..size).map(|_| lanes()).collect(),
-            acks: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            notes: (0..size).map(|_| AtomicU64::new(0)).collect(),
             seen: (0..size).map(|_| windows()).collect(),
         }
     }
@@ -168,16 +168,12 @@ impl Auth {
             return Err(Refused::Malformed);
         }
         let nonce = words(trailer).next().unwrap_or(0);
-        if nonce & ACKS != 0 {
+        if nonce & NOTES != 0 {
             return Err(Refused::Unproven(source));
         }
         let covered = if cover(body) { data } else { &[] };
         let tag = self.from[source].tag(nonce, id, body, covered, data.len());
-        let same = tag
-            .iter()
-            .zip(&trailer[8..])
-            .fold(0u8, |d, (a, b)| d | (a ^ b));
-        if same != 0 {
+        if !same_tag(&tag, &trailer[8..]) {
             return Err(Refused::Unproven(source));
         }
         if !take_it {
@@ -201,7 +197,7 @@ impl Auth {
     /// nonce with it).
     pub fn seal_note<const N: usize>(&self, dest: Rank, id: u32, words: [u64; N]) -> Vec<u8> {
         // ORDERING: Relaxed: a count, unique per value.
-        let nonce = ACKS | self.acks[dest].fetch_add(1, Ordering::Relaxed);
+        let nonce = NOTES | self.notes[dest].fetch_add(1, Ordering::Relaxed);
         let body = super::wire::as_bytes(&words);
         let mut note = Vec::with_capacity(8 * N + TRAILER);
         note.extend_from_slice(body.as_slice());
@@ -219,13 +215,8 @@ impl Auth {
         said.iter_mut().zip(words(body)).for_each(|(s, w)| *s = w);
         let nonce = words(trailer).next()?;
         let source = usize::try_from(*said.first()?).ok()?;
-        let mac = self.from.get(source).filter(|_| nonce & ACKS != 0)?;
-        let tag = mac.tag(nonce, id, body, &[], 0);
-        let same = tag
-            .iter()
-            .zip(&trailer[8..])
-            .fold(0u8, |d, (a, b)| d | (a ^ b));
-        (same == 0).then_some(said)
+        let mac = self.from.get(source).filter(|_| nonce & NOTES != 0)?;
+        same_tag(&mac.tag(nonce, id, body, &[], 0), &trailer[8..]).then_some(said)
     }
 
     /// True once a message from `source` was taken: it has reached this rank.
@@ -236,6 +227,18 @@ impl Auth {
                 .any(|w| w.lock().unwrap_or_else(|e| e.into_inner()).0 > 0)
         })
     }
+}
+
+/// True if the tag made is the one that came, compared in constant time (how long it
+/// takes says nothing of where they differ).
+fn same_tag(made: &[u8], came: &[u8]) -> bool {
+    made.len() == came.len() && made.iter().zip(came).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
+}
+
+/// The nonce of a sealed message's `header` (see the module doc), if it has a trailer.
+pub fn nonce_of(header: &[u8]) -> Option<u64> {
+    let at = header.len().checked_sub(TRAILER)?;
+    Some(u64::from_le_bytes(header.get(at..at + 8)?.try_into().ok()?))
 }
 
 /// Takes sequence number `seq` into window `w` (the largest taken, and the bits of the

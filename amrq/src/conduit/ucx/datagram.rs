@@ -4,7 +4,7 @@
 //! pair that goes on talking connects; one that exchanges a few messages never does.
 //!
 //! ```text
-//!   datagram  "aD" | kind | acknowledged | source u32
+//!   datagram  "aD" | kind | acknowledged
 //!     [an acknowledgement, if acknowledged = 1]
 //!     message (kind 0)  its number | id u32 | header bytes u32 | header (sealed as
 //!                       over UCX) | data
@@ -26,7 +26,7 @@
 //! datagram is a connection made sooner, never a message lost, and a peer that
 //! cannot be reached is that connection's error.
 
-use super::auth::{Auth, ACK_NOTE, NUMBER_NOTE, TRAILER};
+use super::auth::{nonce_of, Auth, ACK_NOTE, NUMBER_NOTE, TRAILER};
 use super::conduit::UcxConduit;
 use super::net::Net;
 use super::rx::{fault, Shared};
@@ -46,9 +46,11 @@ use std::time::{Duration, Instant};
 /// assert!(amrq::conduit::ucx::FIRST_MESSAGES >= 16);
 /// ```
 pub const FIRST_MESSAGES: u64 = 64;
-/// The largest message (header and data) that goes as a datagram: one that fits an
-/// IPv6 minimum MTU, so that no datagram is cut into fragments, any of which lost
-/// loses it (a batch of more goes over a connection: a pair that streams connects).
+/// The largest message (header and data) that goes as a datagram: with its prefix,
+/// acknowledgement and sealed number, a datagram of at most 1 300 bytes, which an
+/// IPv4 path of Ethernet's MTU or a usual tunnel's (1 400) carries uncut, so that no
+/// datagram is cut into fragments, any of which lost loses it (a batch of more goes
+/// over a connection: a pair that streams connects).
 ///
 /// ```
 /// // A Short message goes as one datagram; a full batch of small ones does not.
@@ -72,15 +74,16 @@ pub const ACK_DELAY: Duration = Duration::from_millis(1);
 const LOOK_EVERY: u32 = 8;
 
 const MAGIC: [u8; 2] = *b"aD";
-const PREFIX: usize = 8;
+const PREFIX: usize = 4;
 const MESSAGE: u8 = 0;
 const ACK: u8 = 1;
 /// Bytes of a sealed acknowledgement.
 const ACK_BYTES: usize = 16 + TRAILER;
 /// Bytes of a sealed number.
 pub const NUMBER_BYTES: usize = 24 + TRAILER;
-/// The largest datagram.
+/// The largest datagram (as [`MAX_BYTES`] says).
 const MAX_DATAGRAM: usize = PREFIX + ACK_BYTES + NUMBER_BYTES + 8 + MAX_BYTES;
+const _: () = assert!(MAX_DATAGRAM <= 1300);
 
 /// What a rank sent a peer as datagrams.
 #[derive(Default)]
@@ -231,16 +234,13 @@ impl Datagrams {
         body.extend_from_slice(&(header.len() as u32).to_le_bytes());
         body.extend_from_slice(header);
         body.extend_from_slice(data);
-        // The message's nonce (see `auth`), bound to its number.
-        let at = header.len().saturating_sub(TRAILER);
-        let nonce = header
-            .get(at..at + 8)
-            .map_or(0, |n| u64::from_le_bytes(n.try_into().expect("8 bytes")));
+        // The message's nonce, bound to its number.
+        let nonce = nonce_of(header).unwrap_or(0);
         let note = self
             .auth
             .seal_note(dest, NUMBER_NOTE, [self.me as u64, t.next, nonce]);
         let ack = self.take_owed(dest);
-        let p = prefix(MESSAGE, ack.is_some(), self.me);
+        let p = prefix(MESSAGE, ack.is_some());
         let d = [
             &p[..],
             ack.as_ref().map_or(&[][..], |a| &a[..]),
@@ -251,6 +251,9 @@ impl Datagrams {
         // A full socket buffer, or a host the kernel knows it cannot reach: connect,
         // which waits for room or says why.
         if self.sock.send_to(&d, to).is_err() {
+            if let Some(a) = ack {
+                self.owe(dest, a);
+            }
             return false;
         }
         if t.unacked.is_empty() {
@@ -303,7 +306,7 @@ impl Datagrams {
         };
         for (peer, ack, _) in due {
             if let Some(Some(to)) = self.peers.get(peer) {
-                let a = [&prefix(ACK, false, self.me)[..], &ack].concat();
+                let a = [&prefix(ACK, false)[..], &ack].concat();
                 // A lost acknowledgement makes the sender connect: nothing to do.
                 let _ = self.sock.send_to(&a, to);
             }
@@ -376,7 +379,7 @@ impl Datagrams {
             }
             t.tries += 1;
             for u in t.unacked.iter_mut() {
-                let d = [&prefix(MESSAGE, false, self.me)[..], &u.note, &u.body].concat();
+                let d = [&prefix(MESSAGE, false)[..], &u.note, &u.body].concat();
                 // Lost again: sent again later, or over a connection.
                 let _ = self.sock.send_to(&d, to);
                 u.sent = Instant::now();
@@ -414,7 +417,7 @@ struct Sent {
     waiting_on: Vec<Rank>,
 }
 
-/// A numbered message too short for its parts.
+/// A numbered message too short for its parts, or whose sealed number names no rank.
 const BAD_NUMBER: FaultKind = FaultKind::BadRuntimeMessage {
     what: "a numbered message amrq does not write",
 };
@@ -424,13 +427,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn prefix(kind: u8, acknowledged: bool, source: u32) -> [u8; PREFIX] {
-    let mut p = [0u8; PREFIX];
-    p[..2].copy_from_slice(&MAGIC);
-    p[2] = kind;
-    p[3] = acknowledged as u8;
-    p[4..8].copy_from_slice(&source.to_le_bytes());
-    p
+fn prefix(kind: u8, acknowledged: bool) -> [u8; PREFIX] {
+    [MAGIC[0], MAGIC[1], kind, acknowledged as u8]
 }
 
 /// A look at the socket: the acknowledgements owed for [`ACK_DELAY`] go out, every
@@ -445,12 +443,9 @@ pub fn look(d: &Datagrams, shared: &Shared, connect: impl Fn(Rank) -> Result<(),
     let mut from: Vec<Rank> = Vec::new();
     while let Ok(n) = d.sock.recv(&mut buf) {
         let got = &buf[..n];
-        let head = (n >= PREFIX && got[..2] == MAGIC).then(|| {
-            let source = u32::from_le_bytes(got[4..8].try_into().expect("4 bytes")) as usize;
-            (got[2], got[3] == 1, source)
-        });
+        let head = (n >= PREFIX && got[..2] == MAGIC).then(|| (got[2], got[3] == 1));
         let (ack, rest) = match head {
-            Some((_, true, _)) | Some((ACK, _, _)) if n >= PREFIX + ACK_BYTES => {
+            Some((_, true)) | Some((ACK, _)) if n >= PREFIX + ACK_BYTES => {
                 let (a, rest) = got[PREFIX..].split_at(ACK_BYTES);
                 (Some(a), rest)
             }
@@ -460,11 +455,13 @@ pub fn look(d: &Datagrams, shared: &Shared, connect: impl Fn(Rank) -> Result<(),
             d.acked(peer as usize, next);
         }
         match head {
-            Some((MESSAGE, _, source)) if source < d.peers.len() && rest.len() >= NUMBER_BYTES => {
+            Some((MESSAGE, _)) if rest.len() >= NUMBER_BYTES => {
                 let (note, body) = rest.split_at(NUMBER_BYTES);
-                shared.on_numbered(note, body);
-                if !from.contains(&source) {
-                    from.push(source);
+                // Acknowledged to the source its sealed number proves, whatever came.
+                if let Some(source) = shared.on_numbered(note, body) {
+                    if !from.contains(&source) {
+                        from.push(source);
+                    }
                 }
             }
             Some((ACK, ..)) if ack.is_some() => {}
@@ -535,23 +532,21 @@ impl Shared {
     /// MAC prove that source and the note names its nonce; one taken before is
     /// dropped, as is one after a lost one (its sender sends both again); one
     /// unproven, or played again under another number, is recorded as a fault.
-    /// Returns the source if the note proved it.
+    /// Returns the source its note proved, whether the message was taken or not.
     pub fn on_numbered(&self, note: &[u8], body: &[u8]) -> Option<Rank> {
-        let refused = |source: Option<Rank>, kind| {
-            self.faults.record(fault(source, 0, kind));
-            None
-        };
+        let record = |source: Option<Rank>, kind| self.faults.record(fault(source, 0, kind));
         let Some([source, number, bound]) = self.auth.open_note(NUMBER_NOTE, note) else {
             let claimed = note
                 .get(..8)
                 .map(|w| u64::from_le_bytes(w.try_into().expect("8")));
             let claimed = claimed.and_then(|c| usize::try_from(c).ok());
-            return match claimed.filter(|&c| c < self.reached.len()) {
-                Some(c) => refused(Some(c), FaultKind::Unproven),
-                None => refused(None, BAD_NUMBER),
-            };
+            match claimed.filter(|&c| c < self.reached.len()) {
+                Some(c) => record(Some(c), FaultKind::Unproven),
+                None => record(None, BAD_NUMBER),
+            }
+            return None;
         };
-        let source = source as usize;
+        let source = usize::try_from(source).ok()?;
         let mut numbered = self.numbered.lock();
         let taken = numbered.get_mut(source)?;
         let parsed = body.get(..8).and_then(|w| {
@@ -561,37 +556,28 @@ impl Shared {
             Some((id, header, &body[8 + h..]))
         });
         let Some((id, header, data)) = parsed else {
-            return refused(Some(source), BAD_NUMBER);
+            record(Some(source), BAD_NUMBER);
+            return Some(source);
         };
-        let nonce = header
-            .len()
-            .checked_sub(TRAILER)
-            .and_then(|n| Some(u64::from_le_bytes(header.get(n..n + 8)?.try_into().ok()?)));
         // Sealed by `source`, under the nonce its number names, or not taken: a
         // message relabelled would stall or lose the numbers of the source it names.
+        let next = taken.len() as u64;
         match self.vouched(id, header, data) {
-            Some(r) if r != source || nonce != Some(bound) => {
-                refused(Some(source), FaultKind::Unproven)
+            Some(r) if r != source || nonce_of(header) != Some(bound) => {
+                record(Some(source), FaultKind::Unproven);
             }
-            Some(_) if number == taken.len() as u64 => {
-                let taken_now = self.deliver(id, header, data, false) == Some(source);
-                if taken_now {
-                    taken.push(bound);
-                }
-                taken_now.then_some(source)
+            Some(_) if number == next && self.deliver(id, header, data, false) == Some(source) => {
+                taken.push(bound);
             }
-            // Taken before: sent again. Another message under a number taken: its
-            // source numbers wrongly.
-            Some(_) if number < taken.len() as u64 => {
-                let again = taken[number as usize] == bound;
-                if !again {
-                    refused(Some(source), FaultKind::Unproven);
-                }
-                again.then_some(source)
+            // Another message under a number taken: its source numbers wrongly.
+            Some(_) if number < next && taken[number as usize] != bound => {
+                record(Some(source), FaultKind::Unproven);
             }
-            // After a lost one: its sender sends both again. Refused: recorded.
-            _ => None,
+            // Taken before (sent again), after a lost one (its sender sends both
+            // again), or refused (recorded): dropped.
+            _ => {}
         }
+        Some(source)
     }
 
     /// A message sent first as a datagram came again over a connection (AM id 6):

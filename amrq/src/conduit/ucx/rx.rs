@@ -566,7 +566,8 @@ impl Local {
             .ok()
             .filter(|&c| c < self.layout.channels())
         else {
-            self.tag_on_wanted[src] |= ch == TAG_ON_FREED;
+            // With no block out, what was freed is booked already (sent now it asked).
+            self.tag_on_wanted[src] |= ch == TAG_ON_FREED && self.tag_on_out[src].0 > 0;
             return;
         };
         let key = ch * self.size + src;
@@ -588,7 +589,17 @@ impl Local {
             .partition(|d| connected(d.peer) || self.asked[d.peer]);
         waiting.iter().for_each(|d| self.unsent(d));
         // A peer that asked for a ring whose frames are not consumed yet is still
-        // owed that credit: it does not ask twice for the same room.
+        // owed that credit: it does not ask twice for the same room. A credit that
+        // returns all a ring has consumed answers its ask.
+        for d in &ready {
+            let key = usize::try_from(d.what)
+                .ok()
+                .filter(|&ch| ch < self.layout.channels())
+                .map(|ch| ch * self.size + d.peer);
+            if let Some(r) = key.map(|k| &mut self.rings[k]) {
+                r.wanted &= r.returned != d.value;
+            }
+        }
         for d in &ready {
             self.asked[d.peer] = self.still_wanted(d.peer);
         }

@@ -4,6 +4,7 @@
 //! word the rank sleeps on (the local queues' doorbell), so one futex wait, or one
 //! `futex_waitv` over several conduits, covers the network too.
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +22,7 @@ struct State {
     stop: AtomicBool,
     /// An eventfd `Drop` writes to, so that a helper in `poll` stops at once (not at
     /// its timeout, which a job's exit would wait for).
-    stop_fd: i32,
+    stop_fd: OwnedFd,
 }
 
 // SAFETY: `word` points into memory the owner of the `FdWaker` keeps alive until the
@@ -53,10 +54,12 @@ impl FdWaker {
         word: &AtomicU32,
     ) -> std::io::Result<Self> {
         // SAFETY: creates a descriptor; no memory is passed.
-        let stop_fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if stop_fd < 0 {
+        let made = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if made < 0 {
             return Err(std::io::Error::last_os_error());
         }
+        // SAFETY: a descriptor just made, owned by nothing else.
+        let stop_fd = unsafe { OwnedFd::from_raw_fd(made) };
         let state = Arc::new(State {
             fd,
             also,
@@ -112,8 +115,12 @@ impl WakerHandle {
 fn watch(s: &State) {
     let mut fired = 0u32;
     while !s.stop.load(Ordering::Relaxed) {
-        // ORDERING: Acquire pairs with the Release increment in `arm`.
+        // ORDERING: Acquire pairs with the Release increments in `arm` and `Drop`: an
+        // epoch from `Drop` comes with its `stop`, looked at again here.
         let e = s.epoch.load(Ordering::Acquire);
+        if s.stop.load(Ordering::Relaxed) {
+            break;
+        }
         if s.armed.load(Ordering::Relaxed) == 0 || e == fired {
             crate::util::futex::wait(&s.epoch, e, Duration::from_millis(200));
             continue;
@@ -124,7 +131,7 @@ fn watch(s: &State) {
             revents: 0,
         };
         let also = s.also.as_ref().map_or(-1, |a| a.0);
-        let mut p = [fd(s.fd), fd(also), fd(s.stop_fd)];
+        let mut p = [fd(s.fd), fd(also), fd(s.stop_fd.as_raw_fd())];
         // SAFETY: three valid pollfds (a negative descriptor is skipped).
         let n = unsafe { libc::poll(p.as_mut_ptr(), 3, 100) };
         if p[2].revents != 0 {
@@ -148,14 +155,15 @@ fn watch(s: &State) {
 impl Drop for FdWaker {
     fn drop(&mut self) {
         self.state.stop.store(true, Ordering::Relaxed);
+        // A new epoch: a helper between its look at `stop` and its futex wait does not
+        // sleep. ORDERING: Release pairs with the helper's Acquire load, as in `arm`.
+        self.state.epoch.fetch_add(1, Ordering::Release);
         crate::util::futex::wake_all(&self.state.epoch);
         let one = 1u64.to_ne_bytes();
         // SAFETY: 8 bytes to our own eventfd; a failure leaves the 100 ms timeout.
-        unsafe { libc::write(self.state.stop_fd, one.as_ptr().cast(), 8) };
+        unsafe { libc::write(self.state.stop_fd.as_raw_fd(), one.as_ptr().cast(), 8) };
         if let Some(h) = self.helper.take() {
             let _ = h.join();
         }
-        // SAFETY: our descriptor, no longer polled (the helper has stopped).
-        unsafe { libc::close(self.state.stop_fd) };
     }
 }
