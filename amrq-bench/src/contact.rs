@@ -1,5 +1,5 @@
-//! The first message to a new peer across hosts. Three ranks, rank 0 on one host, join over UCX
-//! alone and do nothing else first; rank 0 waits 200 ms (rank 1 polls meanwhile), then
+//! The first message to a new peer across hosts. Three ranks, rank 0 on one host, 1
+//! and 2 on the other, join over UCX alone and do nothing else first; rank 0 waits 200 ms (rank 1 polls meanwhile), then
 //! times its first round trip to rank 1 (a frame there and its echo back), then
 //! [`TRIPS`] more, each timed, then waits 200 ms again and times one more round trip
 //! to its now known peer: what a round trip costs a rank that was idle as long. The
@@ -276,7 +276,8 @@ fn connect_cpu() -> Result<(), String> {
     c.barrier().map_err(e)
 }
 
-/// `rounds` jobs of two ranks, one on each host of `link`: each round's [`Contact`].
+/// `rounds` jobs of three ranks, rank 0 on the first host of `link`, 1 and 2 on the
+/// second: each round's [`Contact`].
 pub fn measure(link: &Link, rounds: usize) -> Result<Vec<Contact>, String> {
     let me = std::env::current_exe().map_err(|e| format!("cannot find amrq-bench: {e}"))?;
     (0..rounds)
