@@ -451,7 +451,7 @@ pub fn look(d: &Datagrams, shared: &Shared, connect: impl Fn(Rank) -> Result<(),
             }
             _ => (None, got.get(PREFIX..).unwrap_or(&[])),
         };
-        if let Some([peer, next]) = ack.and_then(|a| shared.auth.open_note(ACK_NOTE, a)) {
+        if let Some([peer, next]) = ack.and_then(|a| d.auth.open_note(ACK_NOTE, a)) {
             d.acked(peer as usize, next);
         }
         match head {

@@ -43,6 +43,19 @@ fn take(eps: &[UcxConduit], at: usize, n: usize) -> Vec<u64> {
     got
 }
 
+/// Rank `at` takes no frame while every rank progresses a hundred times.
+fn takes_nothing_more(eps: &[UcxConduit], at: usize, why: &str) {
+    for _ in 0..100 {
+        eps.iter().for_each(|e| e.progress_now());
+        assert!(eps[at].peek(0).unwrap().is_none(), "{why}");
+    }
+}
+
+/// Rank `at` recorded no fault.
+fn assert_no_fault(eps: &[UcxConduit], at: usize, why: &str) {
+    assert!(eps[at].faults().recent().next().is_none(), "{why}");
+}
+
 /// The next datagram waiting at rank `at`'s socket, taken from it before the rank
 /// looks: lost, as far as the rank knows.
 fn steal(eps: &[UcxConduit], at: usize) -> Vec<u8> {
@@ -107,10 +120,7 @@ fn a_lost_datagram_is_sent_again() {
     assert_eq!(take(&eps, 1, 2), [0, 1]);
     assert!(since.elapsed() >= ACK_WITHIN);
     assert!(!eps[0].connected(1), "sent again as a datagram");
-    assert!(
-        eps[1].faults().recent().next().is_none(),
-        "a loss is no fault"
-    );
+    assert_no_fault(&eps, 1, "a loss is no fault");
     leave(eps);
 }
 
@@ -128,14 +138,8 @@ fn a_receiver_that_never_looks_gets_a_connection_and_each_frame_once() {
     assert!(since.elapsed() >= ACK_WITHIN * ((1 << TRIES) - 1));
     // Each frame came 1 + TRIES times as a datagram and once over the connection.
     assert_eq!(take(&eps, 1, 2), [0, 1]);
-    for _ in 0..100 {
-        eps.iter().for_each(|e| e.progress_now());
-        assert!(eps[1].peek(0).unwrap().is_none(), "a frame was taken twice");
-    }
-    assert!(
-        eps[1].faults().recent().next().is_none(),
-        "copies are no fault"
-    );
+    takes_nothing_more(&eps, 1, "a frame was taken twice");
+    assert_no_fault(&eps, 1, "copies are no fault");
     leave(eps);
 }
 
@@ -172,13 +176,7 @@ fn a_datagram_played_again_relabelled_or_made_up_is_refused_and_the_real_ones_ar
     relabelled[note.start..note.start + 8].copy_from_slice(&2u64.to_le_bytes());
     resend(&relabelled); // in rank 2's name
     resend(b"not a datagram of amrq");
-    for _ in 0..100 {
-        eps.iter().for_each(|e| e.progress_now());
-        assert!(
-            eps[1].peek(0).unwrap().is_none(),
-            "a refused datagram was taken"
-        );
-    }
+    takes_nothing_more(&eps, 1, "a refused datagram was taken");
     let faults: Vec<_> = eps[1]
         .faults()
         .recent()
