@@ -287,26 +287,15 @@ pub fn measure(link: &Link, rounds: usize) -> Result<Vec<Contact>, String> {
             let (_, out) = link.time_on(&three, &me, &["startup", "--contact"])?;
             let off_args = ["startup", "--contact", "--no-datagrams"];
             let (_, off) = link.time_on(&three, &me, &off_args)?;
-            let connecting = |k: &str| {
-                off.lines()
-                    .filter_map(|l| l.strip_prefix("contact: "))
-                    .find_map(|l| value::<f64>(l, k))
-                    .ok_or_else(|| format!("rank 0 did not say {k}:\n{off}"))
-            };
             let (connect_first_ns, connect_steady_ns, connect_busy_first_ns) = (
-                connecting("first_ns")?,
-                connecting("steady_ns")?,
-                connecting("busy_first_ns")?,
+                said(&off, "first_ns")?,
+                said(&off, "steady_ns")?,
+                said(&off, "busy_first_ns")?,
             );
             let list = format!("{}:1,{}:{CPU_PEERS}", link.hosts[0], link.hosts[1]);
             let (_, cpu) = link.time_on(&list, &me, &["startup", "--contact-cpu"])?;
-            let said = |k: &str| {
-                cpu.lines()
-                    .filter_map(|l| l.strip_prefix("contact: "))
-                    .find_map(|l| value::<f64>(l, k))
-                    .ok_or_else(|| format!("rank 0 did not say {k}:\n{cpu}"))
-            };
-            let (connect_cpu_s, connect_later_s) = (said("connect_cpu_s")?, said("later_s")?);
+            let (connect_cpu_s, connect_later_s) =
+                (said(&cpu, "connect_cpu_s")?, said(&cpu, "later_s")?);
             out.lines()
                 .find_map(|l| {
                     let l = l.strip_prefix("contact: ")?;
@@ -327,6 +316,14 @@ pub fn measure(link: &Link, rounds: usize) -> Result<Vec<Contact>, String> {
                 .ok_or_else(|| format!("rank 0 did not say its round trips:\n{out}"))
         })
         .collect()
+}
+
+/// The value of `key` on rank 0's `contact:` line in a job's output `out`.
+fn said(out: &str, key: &str) -> Result<f64, String> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("contact: "))
+        .find_map(|l| value::<f64>(l, key))
+        .ok_or_else(|| format!("rank 0 did not say {key}:\n{out}"))
 }
 
 /// The report's table: each round's first round trip, the steady one, their ratio,
